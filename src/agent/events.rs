@@ -1,0 +1,231 @@
+//! `AgentEvent`: the one thing a UI consumes. `vibedesk run --json` prints
+//! these one per line with a snake_case `type` field; the workstation renders
+//! the same stream. Names and fields are a public interface: add, never rename.
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::model::Usage;
+pub use crate::tools::events::{BatchCall, BatchMode, ToolCallStatus, ToolEvent};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Success,
+    Failed,
+    Cancelled,
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Success => "success",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    RunStarted {
+        run_id: String,
+        session_id: String,
+        run_dir: String,
+        provider: String,
+        model: String,
+        max_iterations: u32,
+    },
+    /// `iter` is session-monotonic (spec §1.2 step 8); `step` counts 1..=max in this run.
+    IterationStarted {
+        iter: u64,
+        step: u32,
+        max_iterations: u32,
+    },
+    /// The token estimate at the top of an iteration, before compaction.
+    Watermark {
+        iter: u64,
+        tokens: u64,
+        threshold: u64,
+        /// Gates of the compaction layers, in tokens (L1, L2, L3).
+        gates: [u64; 3],
+        estimator: String,
+        messages: usize,
+    },
+    CompactionStarted {
+        iter: u64,
+        layer: String,
+        tokens_before: u64,
+    },
+    CompactionFinished {
+        iter: u64,
+        layer: String,
+        tokens_before: u64,
+        tokens_after: u64,
+        messages_touched: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        archive_path: Option<String>,
+    },
+    /// Finished background tasks were reported to the model.
+    BackgroundResults {
+        iter: u64,
+        count: usize,
+    },
+    WrapUp {
+        iter: u64,
+        remaining: u32,
+        max_iterations: u32,
+    },
+    ForcedTextOnly {
+        iter: u64,
+    },
+    TextDelta {
+        iter: u64,
+        delta: String,
+    },
+    /// Throttled: cumulative reasoning characters and the last 600 of them.
+    ReasoningDelta {
+        iter: u64,
+        chars: usize,
+        tail: String,
+    },
+    ThinkingDone {
+        iter: u64,
+        content: String,
+    },
+    StreamReset {
+        iter: u64,
+        reason: String,
+        provider: String,
+        model: String,
+        error: String,
+        retry_in_ms: u64,
+    },
+    LlmUsage {
+        iter: u64,
+        input_tokens: u64,
+        output_tokens: u64,
+        total_tokens: u64,
+    },
+    ContentFiltered {
+        iter: u64,
+        consecutive: u32,
+        total: u32,
+        limit: u32,
+    },
+    EmptyResponse {
+        iter: u64,
+        consecutive: u32,
+    },
+    AnswerRejected {
+        iter: u64,
+        issues: Vec<String>,
+        revision: u32,
+    },
+    StallWarning {
+        idle_s: f64,
+        timeout_s: f64,
+    },
+    Stalled {
+        reason: String,
+    },
+    /// Something the user should know that is not an error of the run.
+    Notice {
+        level: NoticeLevel,
+        message: String,
+    },
+    Answer {
+        iter: u64,
+        content: String,
+        degraded: bool,
+    },
+    RunFinished {
+        run_id: String,
+        status: RunStatus,
+        reason: Option<String>,
+        iterations: u32,
+        degraded: bool,
+        run_dir: String,
+        usage: Usage,
+    },
+    /// Tool-batch events, produced by the scheduler (`tool_batch_started`,
+    /// `tool_call_started`, `tool_heartbeat`, `tool_progress`,
+    /// `tool_timeout_warning`, `tool_call_finished`, `tool_batch_finished`).
+    #[serde(untagged)]
+    Tool(ToolEvent),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeLevel {
+    Info,
+    Warning,
+}
+
+impl AgentEvent {
+    /// The serialised `type` name, for logs and filters.
+    pub fn kind(&self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(String::from))
+            .unwrap_or_default()
+    }
+}
+
+/// Where events go. Cloneable; a closed receiver is not an error (a UI that
+/// went away must not fail a run).
+#[derive(Clone, Debug, Default)]
+pub struct EventSink {
+    tx: Option<UnboundedSender<AgentEvent>>,
+}
+
+impl EventSink {
+    pub fn new(tx: UnboundedSender<AgentEvent>) -> Self {
+        EventSink { tx: Some(tx) }
+    }
+
+    /// A sink that drops everything.
+    pub fn none() -> Self {
+        EventSink { tx: None }
+    }
+
+    pub fn emit(&self, event: AgentEvent) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(event);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialises_with_snake_case_type() {
+        let e = AgentEvent::Tool(ToolEvent::ToolBatchStarted {
+            iter: 1,
+            batch: 0,
+            mode: BatchMode::Parallel,
+            calls: vec![],
+        });
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["type"], "tool_batch_started");
+        assert_eq!(v["mode"], "parallel");
+        let f = AgentEvent::Tool(ToolEvent::ToolCallFinished {
+            iter: 1,
+            call_id: "c".into(),
+            tool: "t".into(),
+            status: ToolCallStatus::Denied,
+            elapsed_ms: 0,
+            preview: String::new(),
+            error_code: None,
+        });
+        assert_eq!(serde_json::to_value(&f).unwrap()["status"], "denied");
+        assert_eq!(f.kind(), "tool_call_finished");
+        let back: AgentEvent = serde_json::from_value(serde_json::to_value(&f).unwrap()).unwrap();
+        assert_eq!(back, f);
+    }
+}

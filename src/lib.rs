@@ -1,0 +1,12 @@
+//! vibedesk: a terminal research workstation with an embedded LLM research
+//! agent. The engine (this library) knows nothing of the terminal; UIs consume
+//! [`agent::events::AgentEvent`] and drive [`session::Session`].
+
+pub mod agent;
+pub mod cli;
+pub mod config;
+pub mod llm;
+pub mod model;
+pub mod session;
+pub mod store;
+pub mod tools;

@@ -1,0 +1,148 @@
+//! Model providers. A provider turns a [`ChatRequest`] into a stream of
+//! [`StreamChunk`]s; everything protocol-independent (idle and whole-call
+//! timeouts, cancellation, tool-call assembly, finish-reason normalisation,
+//! DSML markup handling) lives once in [`assemble`] so that every provider,
+//! the scripted one included, goes through the same code.
+
+pub mod assemble;
+pub mod openai;
+pub mod scripted;
+pub mod sse;
+pub mod tokens;
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures_util::Stream;
+use futures_util::future::BoxFuture;
+
+use crate::model::{Message, ToolSpec, Usage};
+
+pub use assemble::{CallOptions, Response, stream_response};
+
+/// One model call. `tools` empty means "no tools offered" (the forced
+/// text-only last iteration withholds them, spec §1.3 step 7).
+#[derive(Clone, Debug, Default)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+}
+
+/// A piece of a streamed reply, as a provider decodes it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamChunk {
+    Text(String),
+    Reasoning(String),
+    /// Tool calls arrive in fragments keyed by `index`; `id` and `name` come
+    /// only in the first fragment of a call, `arguments` in pieces.
+    ToolCallDelta {
+        index: usize,
+        id: Option<String>,
+        name: Option<String>,
+        arguments: String,
+    },
+    /// The finish reason exactly as the provider sent it.
+    Finish(String),
+    Usage(Usage),
+    /// The model name the provider reports (may differ from the configured one).
+    Model(String),
+}
+
+pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<StreamChunk, LlmError>> + Send>>;
+
+/// A chat model that streams. Implementations do no timeout or retry work of
+/// their own: [`stream_response`] applies the idle and whole-call deadlines
+/// and the agent loop owns the retry policy (spec §1.3 step 7).
+pub trait Provider: Send + Sync {
+    /// Provider name for events, errors and `llm_usage.json` (`openai`, `scripted`, …).
+    fn name(&self) -> &str;
+    /// The configured model name.
+    fn model(&self) -> &str;
+    /// Starts one streaming call. The future resolves once the provider has
+    /// accepted the request (HTTP headers received); chunks follow on the stream.
+    fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChunkStream, LlmError>>;
+}
+
+/// Why a model call failed. [`LlmError::retryable`] decides whether the loop
+/// spends its single stream retry on it (spec §2.11: transport failures,
+/// timeouts, 408, 429 and 5xx are worth another try; other 4xx are not).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LlmError {
+    #[error("cannot reach the model server at {url}: {message}")]
+    Connect { url: String, message: String },
+    #[error("the model server answered HTTP {status}: {message}")]
+    Http {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("no data from the model for {}s (idle timeout)", .0.as_secs_f64())]
+    IdleTimeout(Duration),
+    #[error("the model call took longer than {}s (call timeout)", .0.as_secs_f64())]
+    CallTimeout(Duration),
+    #[error("the reply stream broke off: {0}")]
+    Stream(String),
+    #[error("the model server sent something unreadable: {0}")]
+    Protocol(String),
+    #[error("{0}")]
+    Config(String),
+}
+
+impl LlmError {
+    pub fn retryable(&self) -> bool {
+        match self {
+            LlmError::Connect { .. }
+            | LlmError::IdleTimeout(_)
+            | LlmError::CallTimeout(_)
+            | LlmError::Stream(_)
+            | LlmError::Protocol(_) => true,
+            LlmError::Http { status, .. } => matches!(status, 408 | 429) || *status >= 500,
+            LlmError::Config(_) => false,
+        }
+    }
+
+    /// How long the server asked us to wait (`Retry-After`), if it did.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// A short machine-readable kind for events and traces.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LlmError::Connect { .. } => "connect",
+            LlmError::Http { .. } => "http",
+            LlmError::IdleTimeout(_) => "idle_timeout",
+            LlmError::CallTimeout(_) => "call_timeout",
+            LlmError::Stream(_) => "stream",
+            LlmError::Protocol(_) => "protocol",
+            LlmError::Config(_) => "config",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_classification() {
+        let http = |status| LlmError::Http {
+            status,
+            message: String::new(),
+            retry_after: None,
+        };
+        for s in [408, 429, 500, 502, 503] {
+            assert!(http(s).retryable(), "{s}");
+        }
+        for s in [400, 401, 403, 404, 422] {
+            assert!(!http(s).retryable(), "{s}");
+        }
+        assert!(LlmError::IdleTimeout(Duration::from_secs(1)).retryable());
+        assert!(!LlmError::Config("x".into()).retryable());
+    }
+}

@@ -1,0 +1,47 @@
+//! Everything the engine writes to disk: paths, run directories and their
+//! `state.json`, the session trace, the session message log and atomic writes.
+//! Append-only logs are fsynced per record; state files are written atomically
+//! (temp file, fsync, rename, fsync of the directory).
+
+pub mod atomic;
+pub mod messages;
+pub mod paths;
+pub mod run_state;
+pub mod trace;
+
+use std::path::PathBuf;
+
+pub use atomic::{atomic_write, atomic_write_json};
+pub use messages::{MessageLog, StoredMessage};
+pub use paths::Paths;
+pub use run_state::{RunDir, RunState, RunStateStore};
+pub use trace::{TraceOptions, TraceRead, TraceWriter, read_trace};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot encode {what} as JSON: {source}")]
+    Json {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl StoreError {
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        StoreError::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}

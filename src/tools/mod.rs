@@ -1,0 +1,111 @@
+//! Tools the agent can call, and the scheduler that runs them (spec §2).
+//!
+//! A [`Tool`] declares its JSON-schema parameters and whether it is read-only
+//! (read-only calls may run concurrently and are cancelled on timeout) and
+//! repeatable (non-repeatable calls with identical arguments are answered from
+//! the earlier success instead of running again).
+
+pub mod background;
+pub mod builtin;
+pub mod events;
+pub mod finalize;
+pub mod progress;
+pub mod redact;
+pub mod registry;
+pub mod scheduler;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+pub use background::{BackgroundNotice, BackgroundQueue};
+pub use registry::Registry;
+
+
+/// Everything a call may need besides its arguments.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    pub call_id: String,
+    pub session_id: String,
+    /// The current run's directory; relative paths resolve here (spec §2.3).
+    pub run_dir: PathBuf,
+    /// The session's persistent workspace, shared by all its runs.
+    pub workspace: PathBuf,
+    /// Cancelled when the run is cancelled or a read-only call times out.
+    /// Tools that spawn processes must kill them when it fires.
+    pub cancel: CancellationToken,
+    /// Where finished background work reports, scoped to this session.
+    pub background: BackgroundQueue,
+}
+
+pub type ToolResult = Result<String, ToolError>;
+
+/// A tool. Results are strings (usually JSON) handed to the model as-is, up
+/// to the truncation limit.
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// JSON schema of the arguments object.
+    fn parameters(&self) -> Value;
+    /// Read-only tools run in parallel batches and are cancelled on timeout;
+    /// others run alone and are never killed by the loop (spec §2.4).
+    fn readonly(&self) -> bool {
+        true
+    }
+    /// A non-repeatable tool that already succeeded with the same arguments in
+    /// this run is not run again (spec §2.2, keyed on arguments: §12.2).
+    fn repeatable(&self) -> bool {
+        false
+    }
+    /// Per-tool deadline; `None` uses the scheduler's default.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    #[error("{message}")]
+    Failed { code: Option<String>, message: String },
+    #[error("{action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ToolError {
+    pub fn failed(code: &str, message: impl Into<String>) -> Self {
+        ToolError::Failed {
+            code: Some(code.to_string()),
+            message: message.into(),
+        }
+    }
+
+    pub fn code(&self) -> &str {
+        match self {
+            ToolError::InvalidArguments(_) => "invalid_arguments",
+            ToolError::Failed { code, .. } => code.as_deref().unwrap_or("tool_error"),
+            ToolError::Io { .. } => "io_error",
+        }
+    }
+
+    /// The structured error the model sees: `{"status":"error", ...}`.
+    pub fn to_result_json(&self, tool: &str) -> String {
+        json!({
+            "status": "error",
+            "tool": tool,
+            "error_code": self.code(),
+            "error": self.to_string(),
+        })
+        .to_string()
+    }
+}

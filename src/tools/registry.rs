@@ -1,0 +1,172 @@
+//! The set of tools offered to the model, in registration order.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::Tool;
+use crate::model::ToolSpec;
+
+#[derive(Default, Clone)]
+pub struct Registry {
+    tools: Vec<Arc<dyn Tool>>,
+    by_name: HashMap<String, usize>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("a tool named '{0}' is already registered")]
+pub struct DuplicateTool(pub String);
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), DuplicateTool> {
+        let name = tool.name().to_string();
+        if self.by_name.contains_key(&name) {
+            return Err(DuplicateTool(name));
+        }
+        self.by_name.insert(name, self.tools.len());
+        self.tools.push(tool);
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.by_name.get(name).and_then(|i| self.tools.get(*i))
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.name()).collect()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.iter()
+    }
+
+    /// Function schemas for the model's `tools` parameter.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|t| ToolSpec {
+                name: t.name().to_string(),
+                description: t.description().to_string(),
+                parameters: t.parameters(),
+            })
+            .collect()
+    }
+
+    /// One `- <name>: <desc>` line per tool for the system prompt, the
+    /// description flattened to one line and cut to 80 chars + `…` (spec §4.5).
+    pub fn prompt_lines(&self) -> String {
+        self.tools
+            .iter()
+            .map(|t| {
+                let desc = t.description().replace('\n', " ");
+                let desc = desc.trim();
+                if desc.is_empty() {
+                    format!("- {}", t.name())
+                } else if desc.chars().count() > 80 {
+                    let cut: String = desc.chars().take(80).collect();
+                    format!("- {}: {}…", t.name(), cut.trim_end())
+                } else {
+                    format!("- {}: {}", t.name(), desc)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Checks arguments against the parts of a JSON schema that matter for a
+/// clear error: an object, required keys present, declared property types.
+pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), String> {
+    let Some(obj) = args.as_object() else {
+        return Err(format!("arguments must be a JSON object, got {}", type_name(args)));
+    };
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        let missing: Vec<&str> = required
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|k| obj.get(*k).is_none_or(Value::is_null))
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!("missing required argument(s): {}", missing.join(", ")));
+        }
+    }
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (key, value) in obj {
+            let Some(expected) = props.get(key).and_then(|p| p.get("type")) else {
+                continue;
+            };
+            let ok = match expected {
+                Value::String(t) => type_matches(t, value),
+                Value::Array(ts) => ts.iter().filter_map(Value::as_str).any(|t| type_matches(t, value)),
+                _ => true,
+            };
+            if !ok {
+                return Err(format!(
+                    "argument '{key}' must be of type {expected}, got {}",
+                    type_name(value)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn type_matches(expected: &str, value: &Value) -> bool {
+    match expected {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        _ => true,
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn argument_checks_name_the_problem() {
+        let schema = json!({"type":"object","properties":{"path":{"type":"string"},"limit":{"type":"integer"}},"required":["path"]});
+        assert!(check_arguments(&schema, &json!({"path":"a"})).is_ok());
+        let e = check_arguments(&schema, &json!({})).unwrap_err();
+        assert!(e.contains("path"), "{e}");
+        let e = check_arguments(&schema, &json!({"path":"a","limit":"5"})).unwrap_err();
+        assert!(e.contains("limit") && e.contains("string"), "{e}");
+        assert!(check_arguments(&schema, &json!([1])).is_err());
+    }
+}
