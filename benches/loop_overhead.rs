@@ -1,1 +1,2 @@
+//! Placeholder until the loop-overhead benchmark lands.
 fn main() {}

@@ -44,7 +44,8 @@ pub struct Message {
 }
 
 impl Message {
-    fn plain(role: Role, content: impl Into<String>) -> Self {
+    /// A message with only a role and text.
+    pub fn plain_with_role(role: Role, content: impl Into<String>) -> Self {
         Message {
             role,
             content: content.into(),
@@ -56,15 +57,15 @@ impl Message {
     }
 
     pub fn system(content: impl Into<String>) -> Self {
-        Self::plain(Role::System, content)
+        Self::plain_with_role(Role::System, content)
     }
 
     pub fn user(content: impl Into<String>) -> Self {
-        Self::plain(Role::User, content)
+        Self::plain_with_role(Role::User, content)
     }
 
     pub fn assistant(content: impl Into<String>) -> Self {
-        Self::plain(Role::Assistant, content)
+        Self::plain_with_role(Role::Assistant, content)
     }
 
     /// An assistant turn that requests tools (spec §4.5).
@@ -76,7 +77,7 @@ impl Message {
         Message {
             tool_calls,
             reasoning_content,
-            ..Self::plain(Role::Assistant, content)
+            ..Self::plain_with_role(Role::Assistant, content)
         }
     }
 
@@ -89,7 +90,7 @@ impl Message {
         Message {
             tool_call_id: Some(tool_call_id.into()),
             name: Some(name.into()),
-            ..Self::plain(Role::Tool, content)
+            ..Self::plain_with_role(Role::Tool, content)
         }
     }
 
@@ -132,7 +133,11 @@ fn function_kind() -> String {
 }
 
 impl ToolCall {
-    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
         ToolCall {
             id: id.into(),
             kind: function_kind(),
@@ -229,9 +234,10 @@ mod tests {
         .unwrap();
         assert_eq!(m.content, "");
         assert_eq!(m.tool_calls[0].name(), "f");
-        let m: Message =
-            serde_json::from_str(r#"{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}"#)
-                .unwrap();
+        let m: Message = serde_json::from_str(
+            r#"{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}"#,
+        )
+        .unwrap();
         assert_eq!(m.content, "ab");
     }
 
@@ -254,8 +260,18 @@ mod tests {
 
     #[test]
     fn usage_normalisation() {
-        assert_eq!(Usage::normalised(Some(10), Some(5), None).unwrap().total_tokens, 15);
-        assert_eq!(Usage::normalised(Some(-3), Some(5), Some(9)).unwrap().input_tokens, 0);
+        assert_eq!(
+            Usage::normalised(Some(10), Some(5), None)
+                .unwrap()
+                .total_tokens,
+            15
+        );
+        assert_eq!(
+            Usage::normalised(Some(-3), Some(5), Some(9))
+                .unwrap()
+                .input_tokens,
+            0
+        );
         assert!(Usage::normalised(Some(0), None, Some(-1)).is_none());
     }
 }

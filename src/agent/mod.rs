@@ -1,4 +1,15 @@
-//! One research run: the ReAct loop, its events, the context it sends and the
-//! compaction hook.
+//! One research run: the ReAct loop, its events, the context it sends, the
+//! final-answer check and the compaction hook.
 
+pub mod compaction;
+pub mod config;
+pub mod context;
 pub mod events;
+pub mod grounding;
+pub mod run_loop;
+pub mod usage;
+pub mod watchdog;
+
+pub use config::LoopConfig;
+pub use events::{AgentEvent, EventSink};
+pub use run_loop::{Loop, LoopDeps, RunOutcome, RunRequest};

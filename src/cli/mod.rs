@@ -1,4 +1,159 @@
-//! STUB
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+//! The command line: `vibedesk run`, `doctor`, `sessions`, `trace`.
+
+mod doctor;
+mod inspect;
+mod run;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{Config, Overrides, ProviderConfig};
+use crate::llm::Provider;
+use crate::llm::openai::{OpenAiConfig, OpenAiProvider};
+use crate::llm::scripted::{Script, ScriptedProvider};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "vibedesk",
+    version,
+    about = "A terminal research workstation with an embedded LLM research agent"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
 }
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run one research turn headless; stream the answer (or JSON events).
+    Run(run::RunArgs),
+    /// Show the resolved configuration (secrets masked) and check the provider answers.
+    Doctor(doctor::DoctorArgs),
+    /// List sessions on disk, newest first.
+    Sessions(inspect::SessionsArgs),
+    /// Print a session's trace records as JSON lines.
+    Trace(inspect::TraceArgs),
+}
+
+/// Process exit codes.
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const FAILED: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const CANCELLED: u8 = 130;
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let Some(command) = cli.command else {
+        eprintln!(
+            "vibedesk: the full-screen workstation is not built yet.\n  Try the headless engine: vibedesk run --demo\n  Or run a turn:            vibedesk run -p \"...\" --provider deepseek\n  See:                      vibedesk --help"
+        );
+        return ExitCode::from(exit::USAGE);
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("vibedesk: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::FAILED);
+        }
+    };
+    let code = runtime.block_on(async move {
+        match command {
+            Command::Run(args) => run::run(args).await,
+            Command::Doctor(args) => doctor::doctor(args).await,
+            Command::Sessions(args) => inspect::sessions(args),
+            Command::Trace(args) => inspect::trace(args),
+        }
+    });
+    // Do not wait for tasks still parked on stdin or timers.
+    runtime.shutdown_background();
+    ExitCode::from(code)
+}
+
+/// Loads the configuration or prints why it cannot be loaded.
+pub(crate) fn load_config(overrides: &Overrides) -> Result<Config, u8> {
+    Config::load(overrides).map_err(|e| {
+        eprintln!("vibedesk: {e}");
+        exit::USAGE
+    })
+}
+
+/// Logs go to a 0600 file in the state dir, never to the terminal.
+pub(crate) fn init_logging(config: &Config) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = config.paths.logs_dir();
+    std::fs::create_dir_all(&dir).ok()?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(dir.join("vibedesk.log"))
+        .ok()?;
+    let (writer, guard) = tracing_appender::non_blocking(file);
+    let filter = tracing_subscriber::EnvFilter::try_from_env("VIBEDESK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .with_ansi(false)
+        .try_init();
+    Some(guard)
+}
+
+/// How to set up a model, in a few lines.
+pub const NO_MODEL_HELP: &str = "no model is configured. Pick a provider and give it a key, for example:\n  export DEEPSEEK_API_KEY=...; vibedesk run --provider deepseek -p \"...\"\n  vibedesk run --provider ollama --model qwen3:8b -p \"...\"      (local server)\n  vibedesk run --base-url http://127.0.0.1:8000/v1 --model M -p \"...\"\nor put `provider = \"deepseek\"` in config.toml (see `vibedesk doctor`). To see the engine work without a model: vibedesk run --demo";
+
+/// Builds the configured provider, or explains what is missing.
+pub fn build_provider(p: &ProviderConfig) -> Result<Arc<dyn Provider>, String> {
+    if p.is_scripted() {
+        let Some(path) = &p.script else {
+            return Err(
+                "the scripted provider needs a script: pass --script FILE (format in README.md)"
+                    .into(),
+            );
+        };
+        let script = Script::from_file(path).map_err(|e| e.to_string())?;
+        return Ok(Arc::new(ScriptedProvider::new(script)));
+    }
+    let Some(base_url) = p.base_url.clone() else {
+        return Err(format!(
+            "provider '{}' needs a base URL: pass --base-url URL or set base_url in config.toml",
+            p.name
+        ));
+    };
+    let Some(model) = p.model.clone() else {
+        return Err(format!(
+            "provider '{}' needs a model name: pass --model NAME or set model in config.toml",
+            p.name
+        ));
+    };
+    if p.key_required && p.api_key.is_none() {
+        return Err(format!(
+            "provider '{}' needs an API key: export {}=... (or set api_key_env in config.toml)",
+            p.name,
+            p.api_key_env.as_deref().unwrap_or("VIBEDESK_API_KEY")
+        ));
+    }
+    let provider = OpenAiProvider::new(OpenAiConfig {
+        provider_name: p.name.clone(),
+        base_url,
+        model,
+        api_key: p.api_key.clone(),
+        connect_timeout: std::time::Duration::from_secs(15),
+        send_reasoning_content: p.send_reasoning_content,
+        temperature: p.temperature,
+        extra_headers: p.headers.clone(),
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(Arc::new(provider))
+}
+
+/// The bundled demo script (a scripted model that does real file work).
+pub const DEMO_SCRIPT: &str = include_str!("../../assets/scripts/demo.json");
+pub const DEMO_PROMPT: &str = "Create research-notes.md with a checklist for studying AAPL's 2000-2013 price history, then show me what is in the workspace.";

@@ -133,7 +133,10 @@ fn next_deadline(
     }
 }
 
-async fn with_deadline<F: Future>(deadline: Option<(Instant, Expired)>, fut: F) -> Result<F::Output, Expired> {
+async fn with_deadline<F: Future>(
+    deadline: Option<(Instant, Expired)>,
+    fut: F,
+) -> Result<F::Output, Expired> {
     match deadline {
         None => Ok(fut.await),
         Some((at, kind)) => tokio::time::timeout_at(at, fut).await.map_err(|_| kind),
@@ -212,12 +215,20 @@ impl Assembler {
         }
     }
 
-    pub fn finish(mut self, cancelled: bool, on_delta: &mut (dyn FnMut(LiveDelta<'_>) + Send)) -> Response {
+    pub fn finish(
+        mut self,
+        cancelled: bool,
+        on_delta: &mut (dyn FnMut(LiveDelta<'_>) + Send),
+    ) -> Response {
         let mut tool_calls: Vec<ToolCall> = std::mem::take(&mut self.calls)
             .into_iter()
             .enumerate()
             .map(|(n, (_, c))| {
-                let id = if c.id.is_empty() { format!("call_{n}") } else { c.id };
+                let id = if c.id.is_empty() {
+                    format!("call_{n}")
+                } else {
+                    c.id
+                };
                 ToolCall::new(id, c.name, c.arguments)
             })
             .collect();
@@ -232,7 +243,8 @@ impl Assembler {
         }
         // Text held back as a possible DSML opener is released only if it
         // turned out not to be markup; markup stays for the loop's leak check.
-        if !dsml_parsed && self.emitted < self.content.len() && !contains_tool_markup(&self.content) {
+        if !dsml_parsed && self.emitted < self.content.len() && !contains_tool_markup(&self.content)
+        {
             on_delta(LiveDelta::Text(&self.content[self.emitted..]));
         }
         let finish_reason = self.finish.as_deref().map(normalise_finish_reason);
@@ -257,7 +269,7 @@ pub fn normalise_finish_reason(raw: &str) -> String {
     let raw = raw.trim();
     let mut reason = raw.to_string();
     for unit_len in 1..=raw.len() / 2 {
-        if raw.len() % unit_len == 0 && raw.is_char_boundary(unit_len) {
+        if raw.len().is_multiple_of(unit_len) && raw.is_char_boundary(unit_len) {
             let unit = &raw[..unit_len];
             if unit.repeat(raw.len() / unit_len) == raw {
                 reason = unit.to_string();
@@ -348,10 +360,12 @@ static DSML_PARAM: LazyLock<Regex> = LazyLock::new(|| {
 /// `<invoke`, `</parameter`, `<tool_calls`, `<dsml` words; regex B catches
 /// two bars followed by `dsml|tool_calls|invoke`.
 static MARKUP_A: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)<\s?/?(?:invoke|parameter|tool_calls|dsml)\b").unwrap_or_else(|_| unreachable_regex())
+    Regex::new(r"(?i)<\s?/?(?:invoke|parameter|tool_calls|dsml)\b")
+        .unwrap_or_else(|_| unreachable_regex())
 });
 static MARKUP_B: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)<[|\x{2502}\x{FF5C}]{2}(?:dsml|tool_calls|invoke)").unwrap_or_else(|_| unreachable_regex())
+    Regex::new(r"(?i)<[|\x{2502}\x{FF5C}]{2}(?:dsml|tool_calls|invoke)")
+        .unwrap_or_else(|_| unreachable_regex())
 });
 
 /// The patterns above are literals checked by tests; a regex that matches
@@ -417,12 +431,13 @@ mod tests {
 
     #[test]
     fn tool_call_fragments_assemble_by_index() {
-        let delta = |index, id: Option<&str>, name: Option<&str>, args: &str| StreamChunk::ToolCallDelta {
-            index,
-            id: id.map(String::from),
-            name: name.map(String::from),
-            arguments: args.to_string(),
-        };
+        let delta =
+            |index, id: Option<&str>, name: Option<&str>, args: &str| StreamChunk::ToolCallDelta {
+                index,
+                id: id.map(String::from),
+                name: name.map(String::from),
+                arguments: args.to_string(),
+            };
         let (r, _) = run(vec![
             delta(0, Some("a"), Some("read_file"), ""),
             delta(1, Some("b"), Some("list_dir"), "{\"pa"),
@@ -443,7 +458,10 @@ mod tests {
     fn finish_reason_normalisation() {
         assert_eq!(normalise_finish_reason("stopstop"), "stop");
         assert_eq!(normalise_finish_reason("stop"), "stop");
-        assert_eq!(normalise_finish_reason("content_filtercontent_filter"), "content_filter");
+        assert_eq!(
+            normalise_finish_reason("content_filtercontent_filter"),
+            "content_filter"
+        );
         assert_eq!(normalise_finish_reason("tool_use"), "tool_calls");
         assert_eq!(normalise_finish_reason("length"), "length");
         assert!(is_content_filter("SAFETY"));
@@ -452,7 +470,10 @@ mod tests {
 
     #[test]
     fn plain_text_streams_live_after_first_chunk() {
-        let (r, live) = run(vec![StreamChunk::Text("Hel".into()), StreamChunk::Text("lo".into())]);
+        let (r, live) = run(vec![
+            StreamChunk::Text("Hel".into()),
+            StreamChunk::Text("lo".into()),
+        ]);
         assert_eq!(r.content, "Hello");
         assert_eq!(live, "Hello");
     }
@@ -472,7 +493,8 @@ mod tests {
         assert_eq!(r.content, "");
         assert_eq!(r.tool_calls.len(), 1);
         assert_eq!(r.tool_calls[0].id, "dsml_call_0");
-        let args: serde_json::Value = serde_json::from_str(&r.tool_calls[0].function.arguments).unwrap();
+        let args: serde_json::Value =
+            serde_json::from_str(&r.tool_calls[0].function.arguments).unwrap();
         assert_eq!(args, serde_json::json!({"path": "notes.md", "limit": 5}));
     }
 
@@ -481,7 +503,12 @@ mod tests {
         let text = "Sure: <||DSML||tool_calls><||DSML||invoke name=\"x\"></||DSML||invoke></||DSML||tool_calls>";
         assert!(parse_pure_dsml(text).is_none());
         assert!(contains_tool_markup(text));
-        let (r, _) = run(vec![StreamChunk::Text("<||DSML||tool_calls><||DSML||invoke name=\"x\"></||DSML||invoke>".into()), StreamChunk::Text("</||DSML||tool_calls> trailing words".into())]);
+        let (r, _) = run(vec![
+            StreamChunk::Text(
+                "<||DSML||tool_calls><||DSML||invoke name=\"x\"></||DSML||invoke>".into(),
+            ),
+            StreamChunk::Text("</||DSML||tool_calls> trailing words".into()),
+        ]);
         assert!(r.tool_calls.is_empty());
         assert!(contains_tool_markup(&r.content));
     }

@@ -117,7 +117,10 @@ pub struct ScriptError {
 
 impl ScriptError {
     fn to_error(&self) -> LlmError {
-        let message = self.message.clone().unwrap_or_else(|| "scripted failure".to_string());
+        let message = self
+            .message
+            .clone()
+            .unwrap_or_else(|| "scripted failure".to_string());
         match self.kind.as_str() {
             "http" => LlmError::Http {
                 status: self.status.unwrap_or(500),
@@ -138,14 +141,15 @@ impl ScriptError {
 impl Script {
     pub fn from_json(text: &str) -> Result<Self, LlmError> {
         // A bare array of turns is accepted as well as the full object.
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| LlmError::Config(format!("script is not valid JSON: {e}")))?;
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| LlmError::Config(format!("script is not valid JSON: {e}")))?;
         let value = if value.is_array() {
             serde_json::json!({ "turns": value })
         } else {
             value
         };
-        serde_json::from_value(value).map_err(|e| LlmError::Config(format!("script does not match the format: {e}")))
+        serde_json::from_value(value)
+            .map_err(|e| LlmError::Config(format!("script does not match the format: {e}")))
     }
 
     pub fn from_file(path: &Path) -> Result<Self, LlmError> {
@@ -191,7 +195,9 @@ impl ScriptedProvider {
         let mut next = self.next.lock().ok()?;
         let turn = match self.script.turns.get(*next) {
             Some(t) => Some(t.clone()),
-            None if self.script.on_exhausted == Exhausted::RepeatLast => self.script.turns.last().cloned(),
+            None if self.script.on_exhausted == Exhausted::RepeatLast => {
+                self.script.turns.last().cloned()
+            }
             None => None,
         };
         *next += 1;
@@ -237,7 +243,10 @@ fn steps_for(turn: &Turn) -> Vec<Step> {
                 other => other.to_string(),
             };
             // Like real servers: id and name first, arguments in two fragments.
-            let cut = args.char_indices().nth(args.chars().count() / 2).map_or(0, |(i, _)| i);
+            let cut = args
+                .char_indices()
+                .nth(args.chars().count() / 2)
+                .map_or(0, |(i, _)| i);
             chunks.push(Step::Chunk(StreamChunk::ToolCallDelta {
                 index,
                 id: Some(call.id.clone().unwrap_or_else(|| format!("call_{index}"))),
@@ -254,7 +263,12 @@ fn steps_for(turn: &Turn) -> Vec<Step> {
             }
         }
         let finish = turn.finish_reason.clone().unwrap_or_else(|| {
-            if turn.tool_calls.is_empty() { "stop" } else { "tool_calls" }.to_string()
+            if turn.tool_calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            }
+            .to_string()
         });
         chunks.push(Step::Chunk(StreamChunk::Finish(finish)));
         if let Some(u) = turn.usage {
@@ -394,15 +408,23 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn hang_hits_idle_timeout() {
-        let p = ScriptedProvider::new(Script::from_json(r#"[{"text":"partial","hang":true}]"#).unwrap());
+        let p = ScriptedProvider::new(
+            Script::from_json(r#"[{"text":"partial","hang":true}]"#).unwrap(),
+        );
         let mut sink = |_d: crate::llm::assemble::LiveDelta<'_>| {};
         let opts = CallOptions {
             idle_timeout: Some(Duration::from_secs(5)),
             call_timeout: Some(Duration::from_secs(60)),
         };
-        let e = stream_response(&p, ChatRequest::default(), opts, &CancellationToken::new(), &mut sink)
-            .await
-            .unwrap_err();
+        let e = stream_response(
+            &p,
+            ChatRequest::default(),
+            opts,
+            &CancellationToken::new(),
+            &mut sink,
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(e, LlmError::IdleTimeout(_)), "{e:?}");
     }
 

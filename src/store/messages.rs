@@ -1,11 +1,17 @@
-//! STUB: to be completed.
-use std::io::Write;
+//! The session message log `<session>/messages.jsonl` (spec §5.2): one JSON
+//! message per line, appended and fsynced per message. Reading is forgiving:
+//! a line torn by a crash or other garbage is skipped and reported, never fatal.
 use std::path::{Path, PathBuf};
 
+use chrono::{SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::StoreError;
+use super::atomic::{append_synced, open_append_repairing};
 use crate::model::Message;
+
+/// File name of the log inside a session directory.
+pub const MESSAGES_FILE: &str = "messages.jsonl";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredMessage {
@@ -18,10 +24,25 @@ pub struct StoredMessage {
     pub status: Option<String>,
 }
 
+impl StoredMessage {
+    /// Wraps `message` stamped with the current time.
+    pub fn now(message: Message) -> Self {
+        StoredMessage {
+            message,
+            ts: now_rfc3339(),
+            run_id: None,
+            status: None,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct MessageLog {
     path: PathBuf,
     file: std::fs::File,
+    /// Set when an append failed part-way: the file may end in a partial line,
+    /// so the next append starts with `\n` to keep its record on its own line.
+    needs_separator: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -32,41 +53,187 @@ pub struct MessagesRead {
 }
 
 impl MessageLog {
+    /// Opens (creating if needed) `<session_dir>/messages.jsonl`, terminating a
+    /// line torn by an earlier crash so new messages are not glued onto it.
     pub fn open(session_dir: &Path) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(session_dir).map_err(|e| StoreError::io("create", session_dir, e))?;
-        let path = session_dir.join("messages.jsonl");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| StoreError::io("open", &path, e))?;
-        Ok(MessageLog { path, file })
+        let path = session_dir.join(MESSAGES_FILE);
+        let (file, _created) = open_append_repairing(&path)?;
+        Ok(MessageLog {
+            path,
+            file,
+            needs_separator: false,
+        })
     }
 
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one message as a single line and fsyncs it; once this returns
+    /// Ok the message survives a crash or power loss.
     pub fn append(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
-        let line = serde_json::to_string(message).map_err(|source| StoreError::Json { what: "message", source })? + "\n";
-        self.file
-            .write_all(line.as_bytes())
-            .map_err(|e| StoreError::io("append to", &self.path, e))
+        let json = serde_json::to_string(message).map_err(|source| StoreError::Json {
+            what: "message",
+            source,
+        })?;
+        let mut line = String::with_capacity(json.len() + 2);
+        if self.needs_separator {
+            line.push('\n');
+        }
+        line.push_str(&json);
+        line.push('\n');
+        match append_synced(&mut self.file, &self.path, line.as_bytes()) {
+            Ok(()) => {
+                self.needs_separator = false;
+                Ok(())
+            }
+            Err(e) => {
+                // We cannot tell how much reached the file; at worst the extra
+                // `\n` makes a blank line, which readers ignore.
+                self.needs_separator = true;
+                Err(e)
+            }
+        }
     }
 
+    /// Every readable message of the session plus the 1-based numbers of the
+    /// lines that were skipped (torn or invalid). A missing log is empty.
     pub fn read(session_dir: &Path) -> Result<MessagesRead, StoreError> {
-        let p = session_dir.join("messages.jsonl");
-        let text = match std::fs::read_to_string(&p) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(MessagesRead::default()),
+        let p = session_dir.join(MESSAGES_FILE);
+        let bytes = match std::fs::read(&p) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(MessagesRead::default());
+            }
             Err(e) => return Err(StoreError::io("read", p, e)),
         };
         let mut out = MessagesRead::default();
-        for (n, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
+        // Split bytes, not a String: one line of invalid UTF-8 must only cost
+        // that line, not the whole session.
+        for (n, raw) in bytes.split(|b| *b == b'\n').enumerate() {
+            if raw.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match serde_json::from_str(line) {
+            match serde_json::from_slice::<StoredMessage>(raw) {
                 Ok(m) => out.messages.push(m),
                 Err(_) => out.skipped_lines.push(n + 1),
             }
         }
+        if !out.skipped_lines.is_empty() {
+            tracing::warn!(
+                path = %p.display(),
+                skipped = out.skipped_lines.len(),
+                lines = ?out.skipped_lines,
+                "skipped unreadable lines in the session message log"
+            );
+        }
         Ok(out)
+    }
+}
+
+/// The current UTC time as RFC 3339 with millisecond precision and a `Z`
+/// suffix, e.g. `2026-09-13T12:59:30.421Z` (the `ts` of stored messages).
+pub fn now_rfc3339() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(text: &str) -> StoredMessage {
+        StoredMessage {
+            message: Message::user(text),
+            ts: now_rfc3339(),
+            run_id: Some("20260101_000000_abcdef".into()),
+            status: None,
+        }
+    }
+
+    #[test]
+    fn append_then_read_round_trips_in_order() {
+        let d = tempfile::tempdir().unwrap();
+        let sdir = d.path().join("sess");
+        let mut log = MessageLog::open(&sdir).unwrap();
+        let a = msg("hello ✓ 日本");
+        let mut b = StoredMessage::now(Message::assistant("hi"));
+        b.status = Some("success".into());
+        log.append(&a).unwrap();
+        log.append(&b).unwrap();
+        let r = MessageLog::read(&sdir).unwrap();
+        assert_eq!(r.messages, vec![a, b]);
+        assert!(r.skipped_lines.is_empty());
+        assert_eq!(log.path(), sdir.join(MESSAGES_FILE));
+    }
+
+    #[test]
+    fn read_of_missing_log_is_empty() {
+        let d = tempfile::tempdir().unwrap();
+        let r = MessageLog::read(&d.path().join("none")).unwrap();
+        assert!(r.messages.is_empty() && r.skipped_lines.is_empty());
+    }
+
+    #[test]
+    fn torn_line_is_repaired_on_open_and_skipped_on_read() {
+        let d = tempfile::tempdir().unwrap();
+        let sdir = d.path();
+        let good = msg("before crash");
+        {
+            let mut log = MessageLog::open(sdir).unwrap();
+            log.append(&good).unwrap();
+        }
+        // Simulate a crash half-way through writing the second record.
+        let p = sdir.join(MESSAGES_FILE);
+        let mut bytes = std::fs::read(&p).unwrap();
+        bytes.extend_from_slice(br#"{"role":"assistant","content":"par"#);
+        std::fs::write(&p, &bytes).unwrap();
+
+        let after = msg("after restart");
+        let mut log = MessageLog::open(sdir).unwrap();
+        log.append(&after).unwrap();
+
+        let r = MessageLog::read(sdir).unwrap();
+        assert_eq!(r.messages, vec![good, after]);
+        assert_eq!(r.skipped_lines, vec![2]);
+    }
+
+    #[test]
+    fn garbage_and_invalid_utf8_lines_are_skipped_not_fatal() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(MESSAGES_FILE);
+        let m = msg("ok");
+        let line = serde_json::to_string(&m).unwrap();
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(b"not json\n");
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.extend_from_slice(b"\n\n");
+        bytes.extend_from_slice(&[0xff, 0xfe, b'\n']);
+        bytes.extend_from_slice(b"[1,2]\n");
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        std::fs::write(&p, bytes).unwrap();
+        let r = MessageLog::read(d.path()).unwrap();
+        assert_eq!(r.messages.len(), 2);
+        assert_eq!(r.skipped_lines, vec![1, 4, 5]);
+    }
+
+    #[test]
+    fn now_rfc3339_is_utc_with_millis() {
+        let s = now_rfc3339();
+        // e.g. 2026-09-13T12:59:30.421Z
+        assert_eq!(s.len(), 24, "{s}");
+        assert!(s.ends_with('Z'), "{s}");
+        assert_eq!(&s[19..20], ".", "{s}");
+        assert!(chrono::DateTime::parse_from_rfc3339(&s).is_ok(), "{s}");
+    }
+
+    #[test]
+    fn stored_message_is_flat_on_the_wire() {
+        let m = msg("x");
+        let v: serde_json::Value = serde_json::to_value(&m).unwrap();
+        assert_eq!(v["role"], "user");
+        assert_eq!(v["content"], "x");
+        assert_eq!(v["run_id"], "20260101_000000_abcdef");
+        assert!(v.get("status").is_none());
     }
 }

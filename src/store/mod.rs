@@ -45,3 +45,18 @@ impl StoreError {
         }
     }
 }
+
+/// The trace shared by the loop and the scheduler.
+pub type SharedTrace = std::sync::Arc<std::sync::Mutex<TraceWriter>>;
+
+/// Appends a record to a shared trace. A failed trace write must not fail the
+/// run (the run's own results matter more than its diary), so it is logged.
+pub fn trace_record(trace: &SharedTrace, record: serde_json::Value) {
+    let result = match trace.lock() {
+        Ok(mut t) => t.write(record),
+        Err(poisoned) => poisoned.into_inner().write(record),
+    };
+    if let Err(e) = result {
+        tracing::warn!("trace write failed: {e}");
+    }
+}

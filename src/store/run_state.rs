@@ -1,10 +1,19 @@
-//! STUB: to be completed.
+//! Run directories and their `state.json` (spec §5.1). Unlike the original,
+//! `state.json` is written while running too (with the owner's pid and start
+//! time), so a run left `running` by a crash can be found and marked
+//! `interrupted` on the next start (spec §5.4 restart semantics).
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::StoreError;
+use super::atomic::{atomic_write_json, fsync_dir};
+
+/// Random suffixes tried before giving up on a run directory name; 24 random
+/// bits within one second make even one retry very unlikely.
+const CREATE_ATTEMPTS: usize = 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -14,6 +23,18 @@ pub enum Status {
     Failed,
     Cancelled,
     Interrupted,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Success => "success",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+            Status::Interrupted => "interrupted",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -54,6 +75,9 @@ impl RunDir {
     pub fn state_path(&self) -> PathBuf {
         self.path.join("state.json")
     }
+    pub fn request_path(&self) -> PathBuf {
+        self.path.join("req.json")
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,49 +95,434 @@ pub struct RunStateStore {
 
 impl RunStateStore {
     pub fn new(runs_root: impl Into<PathBuf>) -> Self {
-        RunStateStore { runs_root: runs_root.into() }
+        RunStateStore {
+            runs_root: runs_root.into(),
+        }
     }
 
     pub fn runs_root(&self) -> &Path {
         &self.runs_root
     }
 
+    /// Creates `<runs root>/<YYYYmmdd_HHMMSS>_<6 hex>/` with `code/`, `logs/`
+    /// and `artifacts/`. The time is UTC (not local as in spec §5.1): names then
+    /// sort chronologically and never repeat or jump when DST changes.
+    /// `create_dir` (not `create_dir_all`) makes a name clash visible, and a
+    /// clash is retried with a fresh random suffix.
     pub fn create_run(&self, now: DateTime<Utc>) -> Result<RunDir, StoreError> {
-        let id = format!("{}_{:06x}", now.format("%Y%m%d_%H%M%S"), rand::random::<u32>() & 0xff_ffff);
-        let path = self.runs_root.join(&id);
-        for d in ["code", "logs", "artifacts"] {
-            std::fs::create_dir_all(path.join(d)).map_err(|e| StoreError::io("create", &path, e))?;
+        std::fs::create_dir_all(&self.runs_root)
+            .map_err(|e| StoreError::io("create runs directory", &self.runs_root, e))?;
+        let stamp = now.format("%Y%m%d_%H%M%S").to_string();
+        for _ in 0..CREATE_ATTEMPTS {
+            let id = format!("{stamp}_{:06x}", rand::random::<u32>() & 0x00ff_ffff);
+            let path = self.runs_root.join(&id);
+            match std::fs::create_dir(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(StoreError::io("create run directory", &path, e)),
+            }
+            let run = RunDir { id, path };
+            for sub in [run.code_dir(), run.logs_dir(), run.artifacts_dir()] {
+                std::fs::create_dir(&sub).map_err(|e| StoreError::io("create", &sub, e))?;
+            }
+            // Make the new entries durable so a crash cannot lose the run dir
+            // that a later state.json (and reconciliation) refers to.
+            fsync_dir(&run.path)?;
+            fsync_dir(&self.runs_root)?;
+            return Ok(run);
         }
-        Ok(RunDir { id, path })
+        Err(StoreError::io(
+            "create run directory in",
+            &self.runs_root,
+            std::io::Error::new(
+                ErrorKind::AlreadyExists,
+                format!("{CREATE_ATTEMPTS} random names for {stamp} were all taken"),
+            ),
+        ))
     }
 
-    pub fn write_request(&self, run: &RunDir, prompt: &str, session_id: &str) -> Result<(), StoreError> {
-        super::atomic_write_json(
-            &run.path.join("req.json"),
+    /// `req.json` = `{"prompt": …, "context": {"session_id": …}}` (spec §5.1).
+    pub fn write_request(
+        &self,
+        run: &RunDir,
+        prompt: &str,
+        session_id: &str,
+    ) -> Result<(), StoreError> {
+        atomic_write_json(
+            &run.request_path(),
             &serde_json::json!({"prompt": prompt, "context": {"session_id": session_id}}),
         )
     }
 
+    /// Atomic and fsynced (spec §10.7 ST-1): a crash leaves the old or the
+    /// new state, never a truncated file.
     pub fn write_state(&self, run: &RunDir, state: &RunState) -> Result<(), StoreError> {
-        super::atomic_write_json(&run.state_path(), state)
+        atomic_write_json(&run.state_path(), state)
     }
 
+    /// `Ok(None)` when the run has no `state.json`; an unreadable or
+    /// unparsable file is an error naming it (a corrupt state is not "absent").
     pub fn read_state(run_dir: &Path) -> Result<Option<RunState>, StoreError> {
         let p = run_dir.join("state.json");
-        match std::fs::read_to_string(&p) {
-            Ok(s) => Ok(serde_json::from_str(&s).ok()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(StoreError::io("read", p, e)),
-        }
+        let text = match std::fs::read(&p) {
+            Ok(s) => s,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError::io("read", p, e)),
+        };
+        serde_json::from_slice(&text).map(Some).map_err(|e| {
+            StoreError::Invalid(format!("{} is not a valid run state: {e}", p.display()))
+        })
     }
 
+    /// Marks every run still `running` whose owning process is gone as
+    /// `interrupted` (spec §5.4: unfinished work is finalized on startup).
+    /// One corrupt or unwritable run is logged and skipped, never fatal.
     pub fn reconcile_interrupted(&self) -> Result<Vec<Reconciled>, StoreError> {
-        Ok(Vec::new())
+        let entries = match std::fs::read_dir(&self.runs_root) {
+            Ok(it) => it,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io("list runs directory", &self.runs_root, e)),
+        };
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for entry in entries {
+            match entry {
+                Ok(e) if e.path().is_dir() => dirs.push(e.path()),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(dir = %self.runs_root.display(), error = %e, "cannot list a run entry")
+                }
+            }
+        }
+        // Names start with a UTC timestamp, so this is chronological.
+        dirs.sort();
+
+        let mut out = Vec::new();
+        for dir in dirs {
+            let state = match Self::read_state(&dir) {
+                Ok(Some(s)) => s,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(run = %dir.display(), error = %e, "skipping run with unreadable state");
+                    continue;
+                }
+            };
+            if state.status != Status::Running {
+                continue;
+            }
+            if let Some(pid) = state.pid
+                && process_is_alive(pid, state.pid_start)
+            {
+                continue;
+            }
+            let reason = match state.pid {
+                Some(pid) => format!(
+                    "the process (pid {pid}) ended without finishing the run: crash, kill or power loss"
+                ),
+                None => "the process ended without finishing the run: crash, kill or power loss"
+                    .to_string(),
+            };
+            // Keep everything else (session, pid, start) for the post-mortem.
+            let updated = RunState {
+                status: Status::Interrupted,
+                reason: Some(reason.clone()),
+                finished_at: Some(super::messages::now_rfc3339()),
+                ..state
+            };
+            if let Err(e) = atomic_write_json(&dir.join("state.json"), &updated) {
+                tracing::warn!(run = %dir.display(), error = %e, "cannot mark run interrupted");
+                continue;
+            }
+            out.push(Reconciled {
+                run_id: dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                run_dir: dir,
+                session_id: updated.session_id,
+                reason,
+            });
+        }
+        Ok(out)
     }
 }
 
 /// This process's pid and its start time (in clock ticks since boot, from
 /// `/proc/self/stat`), which together identify it even after pid reuse.
+/// The start time is `None` where `/proc` is unavailable (not Linux).
 pub fn current_process_identity() -> (u32, Option<u64>) {
-    (std::process::id(), None)
+    let start = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| parse_stat(&s))
+        .map(|st| st.start_time);
+    (std::process::id(), start)
+}
+
+/// Whether `pid` is a live process and, when `start` is given, the same
+/// process that recorded it (pid reuse changes the start time). Without
+/// `/proc` liveness cannot be shown, so the answer is false; a zombie has
+/// already ended, so it is not alive either.
+pub fn process_is_alive(pid: u32, start: Option<u64>) -> bool {
+    if pid == 0 {
+        return false;
+    }
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    match parse_stat(&text) {
+        Some(st) => {
+            !matches!(st.state, 'Z' | 'X' | 'x') && start.is_none_or(|s| s == st.start_time)
+        }
+        // The process exists but its stat is unreadable to us: we cannot prove
+        // it is someone else, so do not declare the run dead.
+        None => true,
+    }
+}
+
+struct ProcStat {
+    state: char,
+    start_time: u64,
+}
+
+/// Parses `/proc/<pid>/stat`. The comm field (2) is in parentheses and may
+/// itself contain spaces and `)`, so fields are counted after the LAST `)`:
+/// there field 3 (state) is index 0 and field 22 (starttime) is index 19.
+fn parse_stat(stat: &str) -> Option<ProcStat> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let start_time = fields.nth(18)?.parse().ok()?;
+    Some(ProcStat { state, start_time })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn running(pid: Option<u32>, start: Option<u64>) -> RunState {
+        RunState {
+            status: Status::Running,
+            reason: None,
+            degraded: false,
+            session_id: Some("abcdef012345".into()),
+            pid,
+            pid_start: start,
+            started_at: Some("2026-01-01T00:00:00.000Z".into()),
+            finished_at: None,
+        }
+    }
+
+    fn is_run_id(id: &str) -> bool {
+        let b = id.as_bytes();
+        b.len() == 22
+            && b[..8].iter().all(u8::is_ascii_digit)
+            && b[8] == b'_'
+            && b[9..15].iter().all(u8::is_ascii_digit)
+            && b[15] == b'_'
+            && b[16..]
+                .iter()
+                .all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+    }
+
+    #[test]
+    fn run_dir_name_format_and_subdirs() {
+        let d = tempfile::tempdir().unwrap();
+        let store = RunStateStore::new(d.path().join("runs"));
+        let now = Utc.with_ymd_and_hms(2026, 9, 13, 12, 59, 30).unwrap();
+        let run = store.create_run(now).unwrap();
+        assert!(is_run_id(&run.id), "{}", run.id);
+        assert!(run.id.starts_with("20260913_125930_"), "{}", run.id);
+        assert_eq!(run.path, d.path().join("runs").join(&run.id));
+        for sub in [run.code_dir(), run.logs_dir(), run.artifacts_dir()] {
+            assert!(sub.is_dir(), "{}", sub.display());
+        }
+        assert!(!is_run_id("20260913_125930_ABCDEF"));
+    }
+
+    #[test]
+    fn many_runs_in_the_same_second_are_distinct() {
+        let d = tempfile::tempdir().unwrap();
+        let store = RunStateStore::new(d.path());
+        let now = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+        let mut ids: Vec<String> = (0..50).map(|_| store.create_run(now).unwrap().id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 50);
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 50);
+    }
+
+    #[test]
+    fn request_json_shape() {
+        let d = tempfile::tempdir().unwrap();
+        let store = RunStateStore::new(d.path());
+        let run = store.create_run(Utc::now()).unwrap();
+        store
+            .write_request(&run, "backtest AAPL ✓", "sess01")
+            .unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run.request_path()).unwrap()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"prompt": "backtest AAPL ✓", "context": {"session_id": "sess01"}})
+        );
+    }
+
+    #[test]
+    fn state_round_trips_unicode_and_status_names() {
+        let d = tempfile::tempdir().unwrap();
+        let store = RunStateStore::new(d.path());
+        let run = store.create_run(Utc::now()).unwrap();
+        assert_eq!(RunStateStore::read_state(&run.path).unwrap(), None);
+        let mut st = running(Some(1), Some(2));
+        st.status = Status::Failed;
+        st.reason = Some("数据源不可用 — naïve ✗ 🚀".into());
+        st.degraded = true;
+        store.write_state(&run, &st).unwrap();
+        let text = std::fs::read_to_string(run.state_path()).unwrap();
+        assert!(text.contains("数据源不可用 — naïve ✗ 🚀"), "{text}");
+        assert!(text.contains("\"status\": \"failed\""), "{text}");
+        assert_eq!(RunStateStore::read_state(&run.path).unwrap(), Some(st));
+        for (s, name) in [
+            (Status::Running, "running"),
+            (Status::Success, "success"),
+            (Status::Failed, "failed"),
+            (Status::Cancelled, "cancelled"),
+            (Status::Interrupted, "interrupted"),
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), serde_json::json!(name));
+            assert_eq!(s.as_str(), name);
+        }
+        // Only state.json plus the three sub-dirs: no temp file left behind.
+        let mut names: Vec<String> = std::fs::read_dir(&run.path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["artifacts", "code", "logs", "state.json"]);
+    }
+
+    #[test]
+    fn corrupt_state_is_an_error_naming_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("state.json"), "{\"status\": \"runn").unwrap();
+        match RunStateStore::read_state(d.path()) {
+            Err(StoreError::Invalid(msg)) => assert!(msg.contains("state.json"), "{msg}"),
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parse_stat_handles_parens_and_spaces_in_comm() {
+        let tail = "S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 424242 20 21";
+        let stat = format!("1234 (weird ) name) (x) {tail}");
+        let st = parse_stat(&stat).unwrap();
+        assert_eq!(st.state, 'S');
+        assert_eq!(st.start_time, 424242);
+        assert!(parse_stat("1234 (truncated").is_none());
+        assert!(parse_stat("1234 (x) S 1 2").is_none());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn current_identity_is_alive_and_a_wrong_start_is_not() {
+        let (pid, start) = current_process_identity();
+        assert_eq!(pid, std::process::id());
+        let start = start.expect("Linux has /proc/self/stat");
+        assert!(process_is_alive(pid, Some(start)));
+        assert!(process_is_alive(pid, None));
+        assert!(!process_is_alive(pid, Some(start.wrapping_add(1))));
+        assert!(!process_is_alive(0, None));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reconcile_marks_dead_runs_interrupted_and_keeps_live_ones() {
+        let d = tempfile::tempdir().unwrap();
+        let store = RunStateStore::new(d.path().join("runs"));
+        let now = Utc::now();
+
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = child.id();
+        child.wait().unwrap();
+
+        let dead = store.create_run(now).unwrap();
+        store
+            .write_state(&dead, &running(Some(dead_pid), Some(1)))
+            .unwrap();
+        let (me, my_start) = current_process_identity();
+        let live = store.create_run(now).unwrap();
+        store
+            .write_state(&live, &running(Some(me), my_start))
+            .unwrap();
+        let unknown = store.create_run(now).unwrap();
+        store.write_state(&unknown, &running(None, None)).unwrap();
+        let done = store.create_run(now).unwrap();
+        let mut ok = running(Some(dead_pid), None);
+        ok.status = Status::Success;
+        store.write_state(&done, &ok).unwrap();
+        let corrupt = store.create_run(now).unwrap();
+        std::fs::write(corrupt.state_path(), "garbage").unwrap();
+        let _no_state = store.create_run(now).unwrap();
+        std::fs::write(d.path().join("runs").join("stray-file"), "x").unwrap();
+
+        let rec = store.reconcile_interrupted().unwrap();
+        let mut ids: Vec<&str> = rec.iter().map(|r| r.run_id.as_str()).collect();
+        ids.sort();
+        let mut want = vec![dead.id.as_str(), unknown.id.as_str()];
+        want.sort();
+        assert_eq!(ids, want);
+
+        let dead_rec = rec.iter().find(|r| r.run_id == dead.id).unwrap();
+        assert_eq!(dead_rec.run_dir, dead.path);
+        assert_eq!(dead_rec.session_id.as_deref(), Some("abcdef012345"));
+        assert_eq!(
+            dead_rec.reason,
+            format!(
+                "the process (pid {dead_pid}) ended without finishing the run: crash, kill or power loss"
+            )
+        );
+        let st = RunStateStore::read_state(&dead.path).unwrap().unwrap();
+        assert_eq!(st.status, Status::Interrupted);
+        assert_eq!(st.pid, Some(dead_pid));
+        assert_eq!(st.session_id.as_deref(), Some("abcdef012345"));
+        assert_eq!(st.started_at.as_deref(), Some("2026-01-01T00:00:00.000Z"));
+        let fin = st.finished_at.unwrap();
+        assert!(
+            fin.ends_with('Z') && chrono::DateTime::parse_from_rfc3339(&fin).is_ok(),
+            "{fin}"
+        );
+
+        let un = rec.iter().find(|r| r.run_id == unknown.id).unwrap();
+        assert_eq!(
+            un.reason,
+            "the process ended without finishing the run: crash, kill or power loss"
+        );
+
+        assert_eq!(
+            RunStateStore::read_state(&live.path)
+                .unwrap()
+                .unwrap()
+                .status,
+            Status::Running
+        );
+        assert_eq!(
+            RunStateStore::read_state(&done.path)
+                .unwrap()
+                .unwrap()
+                .status,
+            Status::Success
+        );
+        assert!(RunStateStore::read_state(&corrupt.path).is_err());
+
+        // Idempotent: nothing is left to reconcile.
+        assert!(store.reconcile_interrupted().unwrap().is_empty());
+    }
+
+    #[test]
+    fn reconcile_without_runs_root_is_empty() {
+        let d = tempfile::tempdir().unwrap();
+        let store = RunStateStore::new(d.path().join("missing"));
+        assert!(store.reconcile_interrupted().unwrap().is_empty());
+        assert!(!d.path().join("missing").exists());
+    }
 }

@@ -26,7 +26,10 @@ impl BackgroundQueue {
     }
 
     pub fn drain(&self) -> Vec<BackgroundNotice> {
-        self.inner.lock().map(|mut q| q.drain(..).collect()).unwrap_or_default()
+        self.inner
+            .lock()
+            .map(|mut q| q.drain(..).collect())
+            .unwrap_or_default()
     }
 
     /// The user message that reports finished tasks: one `[bg:<id>] <status>:

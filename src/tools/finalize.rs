@@ -13,7 +13,10 @@ pub fn is_success(raw: &str) -> bool {
     };
     if let Some(status) = obj.get("status").and_then(Value::as_str) {
         let s = status.trim().to_lowercase();
-        if matches!(s.as_str(), "error" | "failed" | "failure" | "cancelled" | "canceled") {
+        if matches!(
+            s.as_str(),
+            "error" | "failed" | "failure" | "cancelled" | "canceled"
+        ) {
             return false;
         }
     }
@@ -25,7 +28,9 @@ pub fn error_code(raw: &str) -> Option<String> {
     let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(raw) else {
         return None;
     };
-    obj.get("error_code").and_then(Value::as_str).map(String::from)
+    obj.get("error_code")
+        .and_then(Value::as_str)
+        .map(String::from)
 }
 
 fn truncation_notice(shown: usize, total: usize) -> String {
@@ -43,7 +48,10 @@ pub fn truncate_for_model(raw: &str, limit: usize) -> String {
     }
     let notice_len = truncation_notice(limit, total).chars().count();
     if notice_len >= limit {
-        return truncation_notice(limit, total).chars().take(limit).collect();
+        return truncation_notice(limit, total)
+            .chars()
+            .take(limit)
+            .collect();
     }
     let body_len = limit - notice_len;
     let body: String = raw.chars().take(body_len).collect();
@@ -63,7 +71,11 @@ pub fn preview_args(args: &Value) -> Value {
     match args {
         Value::String(s) => Value::String(preview(s, 200)),
         Value::Array(a) => Value::Array(a.iter().map(preview_args).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), preview_args(v))).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), preview_args(v)))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -83,7 +95,10 @@ mod tests {
         assert!(!is_success(r#"{"status":"canceled"}"#));
         assert!(!is_success(r#"{"ok":false}"#));
         assert!(!is_success(r#"{"success":false,"data":1}"#));
-        assert_eq!(error_code(r#"{"status":"error","error_code":"tool_timeout"}"#).as_deref(), Some("tool_timeout"));
+        assert_eq!(
+            error_code(r#"{"status":"error","error_code":"tool_timeout"}"#).as_deref(),
+            Some("tool_timeout")
+        );
     }
 
     // TP-1 (spec §10.7): exact truncation figures.

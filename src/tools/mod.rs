@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use background::{BackgroundNotice, BackgroundQueue};
 pub use registry::Registry;
-
+pub use scheduler::{Authorizer, CallOutcome, Denial, Scheduler, SchedulerConfig};
 
 /// Everything a call may need besides its arguments.
 #[derive(Clone, Debug)]
@@ -72,7 +72,10 @@ pub enum ToolError {
     #[error("invalid arguments: {0}")]
     InvalidArguments(String),
     #[error("{message}")]
-    Failed { code: Option<String>, message: String },
+    Failed {
+        code: Option<String>,
+        message: String,
+    },
     #[error("{action} {path}: {source}")]
     Io {
         action: &'static str,

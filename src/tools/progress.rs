@@ -120,7 +120,10 @@ mod tests {
         assert_eq!(seen.len(), 1);
         match &seen[0] {
             ToolEvent::ToolProgress {
-                call_id, stage, total, ..
+                call_id,
+                stage,
+                total,
+                ..
             } => {
                 assert_eq!(call_id, "c1");
                 assert_eq!(stage, "simulate");

@@ -1,20 +1,780 @@
-//! STUB: to be completed (spec §2.8).
+//! Redaction of secrets and PII before tool traffic reaches events, traces and
+//! previews (spec §2.8). The model itself always sees the raw result; only
+//! what is recorded or displayed passes through here.
+//!
+//! Three layers:
+//! - [`redact_value`]: a key-based walk over JSON, replacing the values of
+//!   sensitive keys with `[redacted]`;
+//! - [`redact_text`]: an idempotent scrub of free text (bearer tokens,
+//!   `key=value` credential pairs, well-known token shapes);
+//! - [`redact_internal_paths`]: hides the engine's own filesystem roots.
+
+use std::path::Path;
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex};
 use serde_json::Value;
 
+/// Where a payload is headed; decides whether `content` is sensitive (§2.8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sink {
+    /// Tool-call arguments. Fail-closed: `content` (e.g. a file being
+    /// written) is redacted.
     Arguments,
+    /// Tool results. `content` is the payload of read/load tools and is kept.
     Result,
 }
 
+/// Replacement for a sensitive value (keys and text pairs).
+const REDACTED: &str = "[redacted]";
+
+/// Replacement for an internal filesystem root.
+const PATH_PLACEHOLDER: &str = "<redacted>";
+
+/// Keys whose value is always sensitive, compared lower-cased and folded.
+const SENSITIVE_KEYS: &[&str] = &[
+    "api_key",
+    "authorization",
+    "content",
+    "env",
+    "headers",
+    "passphrase",
+    "password",
+    "secret",
+    "token",
+];
+
+/// Personal/brokerage identifiers, treated exactly like [`SENSITIVE_KEYS`].
+/// `account_ref` is deliberately absent: it is an opaque handle, not PII.
+const PII_KEYS: &[&str] = &[
+    "account_number",
+    "account_id",
+    "account_no",
+    "account_num",
+    "brokerage_account_number",
+    "brokerage_account_id",
+    "account_url",
+    "rhs_account_number",
+    "ssn",
+    "social_security_number",
+    "tax_id",
+    "taxpayer_id",
+    "tin",
+    "routing_number",
+    "bank_account_number",
+];
+
+/// Substrings that make any lower-cased key sensitive.
+const KEY_MARKERS: &[&str] = &["api_key", "authorization", "password", "secret", "token"];
+
+/// The same markers after folding, so `apiKey`, `x-api-key` etc. match.
+const FOLDED_KEY_MARKERS: &[&str] = &["apikey", "authorization", "password", "secret", "token"];
+
+/// Compiles a pattern that is fixed at build time. A failure is a
+/// programming error (the `regexes_compile` test forces every rule); in
+/// release we skip the rule rather than panic inside a tool call.
+fn compile(pattern: &str) -> Option<Regex> {
+    Regex::new(pattern).ok()
+}
+
+/// Rule (1), §2.8: `bearer <token>`. The token runs to whitespace, a quote,
+/// a comma or a semicolon; the word's case and the spacing are kept.
+static BEARER_RE: LazyLock<Option<Regex>> =
+    LazyLock::new(|| compile(r#"(?i)\b(?P<word>bearer)(?P<ws>\s+)(?P<tok>[^\s"',;]+)"#));
+
+/// Rule (2), §2.8: credential pairs. The name must not follow a letter or
+/// digit and must meet the separator, which keeps plurals (`tokens:`) intact.
+static PAIR_RE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    compile(concat!(
+        r"(?i)(?P<pre>^|[^a-z0-9])",
+        r"(?P<key>api[_-]?(?:key|secret)",
+        r"|(?:access|auth|refresh|bearer|id|session)[_-]?token",
+        r"|client[_-]?secret|secret[_-]?key|private[_-]?key|app[_-]?secret",
+        r"|passphrase|password|passwd|authorization|secret|token)",
+        r#"(?P<kq>["']?)(?P<sep>\s*[:=]\s*)"#,
+        // A scheme word before a bare value stays readable.
+        r"(?P<scheme>(?:bearer|basic)\s+)?",
+        // Quoted (escapes allowed), already redacted, or bare up to a delimiter.
+        r#"(?:"(?P<dq>(?:[^"\\]|\\.)*)""#,
+        r#"|'(?P<sq>(?:[^'\\]|\\.)*)'"#,
+        r#"|(?P<oq>["']?)(?:(?P<done>\[redacted\])|(?P<bare>[^\s,;&"'}\]]+)))"#,
+    ))
+});
+
+/// Rule (3), §2.8: bare token shapes, replaced wholesale. The leading
+/// character must not continue an identifier, so `task-…` or `risk-…` never
+/// trigger the `sk-` shape.
+static TOKEN_SHAPE_RE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    compile(concat!(
+        r"(?P<pre>^|[^A-Za-z0-9_-])(?P<tok>",
+        // OpenAI-style secret keys (including `sk-proj-…`).
+        r"sk-[A-Za-z0-9_-]{20,}",
+        // GitHub personal/OAuth/user/server/refresh tokens.
+        r"|gh[pousr]_[A-Za-z0-9_]{30,}",
+        // Slack bot/app/user/refresh/session tokens.
+        r"|xox[baprs]-[A-Za-z0-9-]{10,}",
+        // AWS access key ids: exactly 16 characters after the prefix.
+        r"|AKIA[0-9A-Z]{16}\b",
+        // PyPI upload tokens are long macaroons.
+        r"|pypi-[A-Za-z0-9_-]{40,}",
+        // JWTs: a base64url JSON header (`eyJ`), payload and signature.
+        r"|eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*",
+        r")",
+    ))
+});
+
+/// Text of a named group, or "" when it did not participate.
+fn group<'t>(caps: &Captures<'t>, name: &str) -> &'t str {
+    caps.name(name).map_or("", |m| m.as_str())
+}
+
+/// Whole match, used to leave a pair untouched.
+fn whole<'t>(caps: &Captures<'t>) -> &'t str {
+    caps.get(0).map_or("", |m| m.as_str())
+}
+
+/// True for a value a previous pass produced, with or without an auth
+/// scheme in front, so redaction stays idempotent (§2.8).
+fn is_already_redacted(value: &str) -> bool {
+    if value == REDACTED {
+        return true;
+    }
+    let Some((scheme, rest)) = value.split_once(char::is_whitespace) else {
+        return false;
+    };
+    (scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("basic"))
+        && rest.trim_start() == REDACTED
+}
+
+/// Scrubs one line: bearer tokens, then credential pairs, then token shapes.
+/// Bearer goes first so `Authorization: Bearer x` keeps its scheme word.
+fn scrub_line(line: &str) -> String {
+    let mut out = line.to_string();
+    if let Some(re) = BEARER_RE.as_ref() {
+        out = re
+            .replace_all(&out, |caps: &Captures| {
+                if group(caps, "tok").starts_with(REDACTED) {
+                    whole(caps).to_string()
+                } else {
+                    format!("{}{}{REDACTED}", group(caps, "word"), group(caps, "ws"))
+                }
+            })
+            .into_owned();
+    }
+    if let Some(re) = PAIR_RE.as_ref() {
+        out = re.replace_all(&out, replace_pair).into_owned();
+    }
+    if let Some(re) = TOKEN_SHAPE_RE.as_ref() {
+        out = re
+            .replace_all(&out, |caps: &Captures| {
+                format!("{}{REDACTED}", group(caps, "pre"))
+            })
+            .into_owned();
+    }
+    out
+}
+
+/// Rebuilds a credential pair with its value redacted, keeping the key,
+/// separator and quotes exactly as written.
+fn replace_pair(caps: &Captures) -> String {
+    let (open, value, close) = if let Some(m) = caps.name("dq") {
+        ("\"", m.as_str(), "\"")
+    } else if let Some(m) = caps.name("sq") {
+        ("'", m.as_str(), "'")
+    } else if caps.name("done").is_some() {
+        return whole(caps).to_string();
+    } else {
+        (group(caps, "oq"), group(caps, "bare"), "")
+    };
+    // An empty value hides nothing; a redacted one must stay as it is.
+    if value.is_empty() || is_already_redacted(value) {
+        return whole(caps).to_string();
+    }
+    format!(
+        "{}{}{}{}{}{open}{REDACTED}{close}",
+        group(caps, "pre"),
+        group(caps, "key"),
+        group(caps, "kq"),
+        group(caps, "sep"),
+        group(caps, "scheme"),
+    )
+}
+
+/// Text redaction (§2.8): bearer tokens, singular credential pairs and bare
+/// token shapes become `[redacted]`. Idempotent. Each line is scrubbed on its
+/// own so a pattern never spans a newline; newlines are preserved.
 pub fn redact_text(text: &str) -> String {
-    text.to_string()
+    text.split('\n')
+        .map(scrub_line)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
-pub fn redact_value(value: &Value, _sink: Sink) -> Value {
-    value.clone()
+/// How a JSON key is treated by the key walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KeyClass {
+    /// Not sensitive: recurse into the value.
+    Plain,
+    /// Equals a sensitive or PII name: the value is always replaced.
+    Exact,
+    /// Only contains a marker (`tokens`, `max_tokens`, `db_password_hint`).
+    Marker,
 }
 
+/// Lower-cased key with everything but ASCII letters and digits removed, so
+/// `apiKey`, `API-KEY` and `x-api-key` compare like `apikey` (§2.8).
+fn fold(lower: &str) -> String {
+    lower.chars().filter(char::is_ascii_alphanumeric).collect()
+}
+
+/// `name` folded equals `folded`, compared without allocating.
+fn folded_eq(name: &str, folded: &str) -> bool {
+    name.bytes()
+        .filter(u8::is_ascii_alphanumeric)
+        .eq(folded.bytes())
+}
+
+fn classify_key(key: &str, sink: Sink) -> KeyClass {
+    let lower = key.to_lowercase();
+    let folded = fold(&lower);
+    // Result sink: `content` is the payload of read/load tools (§2.8).
+    if sink == Sink::Result && (lower == "content" || folded == "content") {
+        return KeyClass::Plain;
+    }
+    let exact = SENSITIVE_KEYS
+        .iter()
+        .chain(PII_KEYS)
+        .any(|name| lower == *name || folded_eq(name, &folded));
+    if exact {
+        return KeyClass::Exact;
+    }
+    let marked = KEY_MARKERS.iter().any(|m| lower.contains(m))
+        || FOLDED_KEY_MARKERS.iter().any(|m| folded.contains(m));
+    if marked {
+        KeyClass::Marker
+    } else {
+        KeyClass::Plain
+    }
+}
+
+/// Key-based redaction (§2.8), recursive over objects and arrays. Values of
+/// sensitive keys become `[redacted]`; every surviving string leaf goes
+/// through [`redact_text`].
+pub fn redact_value(value: &Value, sink: Sink) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, v)| (key.clone(), redact_entry(key, v, sink)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| redact_value(v, sink)).collect()),
+        Value::String(s) => Value::String(redact_text(s)),
+        other => other.clone(),
+    }
+}
+
+fn redact_entry(key: &str, value: &Value, sink: Sink) -> Value {
+    match classify_key(key, sink) {
+        KeyClass::Plain => redact_value(value, sink),
+        KeyClass::Exact => Value::String(REDACTED.to_string()),
+        // Deliberate divergence from the original, which redacts anything
+        // under a marker key: counters such as `tokens`/`max_tokens` are
+        // numbers, and numbers, booleans and null cannot carry a secret that
+        // a marker-only key implies. Strings and containers stay fail-closed.
+        KeyClass::Marker => match value {
+            Value::Number(_) | Value::Bool(_) | Value::Null => value.clone(),
+            _ => Value::String(REDACTED.to_string()),
+        },
+    }
+}
+
+/// Redacts a tool result for traces and previews (§2.8): JSON is walked
+/// with the result sink and re-serialized (non-ASCII kept as is); anything
+/// else is scrubbed as text.
 pub fn redact_tool_result(raw: &str) -> String {
-    raw.to_string()
+    match serde_json::from_str::<Value>(raw) {
+        Ok(value) => serde_json::to_string(&redact_value(&value, Sink::Result))
+            .unwrap_or_else(|_| redact_text(raw)),
+        Err(_) => redact_text(raw),
+    }
+}
+
+/// Replaces internal filesystem roots (home, cwd, engine dirs…) with
+/// `<redacted>`, keeping the tail of each path (§2.8). Roots are tried in
+/// both separator spellings, longest first; roots of three characters or
+/// fewer are ignored. A root only matches at a path boundary, so
+/// `/data/internal_users_test` survives the root `/data/internal_users`.
+/// Idempotent.
+pub fn redact_internal_paths(text: &str, roots: &[&Path]) -> String {
+    let mut variants: Vec<String> = Vec::new();
+    for root in roots {
+        let spelled = root.to_string_lossy();
+        // A trailing separator would stop `/root` (no slash) from matching.
+        let trimmed = spelled.trim_end_matches(['/', '\\']);
+        for variant in [
+            trimmed.to_string(),
+            trimmed.replace('\\', "/"),
+            trimmed.replace('/', "\\"),
+        ] {
+            if variant.chars().count() > 3 && !variants.contains(&variant) {
+                variants.push(variant);
+            }
+        }
+    }
+    // Longest first, so a nested root is replaced whole before its parent.
+    variants.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    variants
+        .iter()
+        .fold(text.to_string(), |acc, root| replace_root(&acc, root))
+}
+
+/// Replaces each occurrence of `root` that ends at a path boundary.
+fn replace_root(text: &str, root: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(idx) = rest.find(root) {
+        let after = &rest[idx + root.len()..];
+        if at_path_boundary(after) {
+            out.push_str(&rest[..idx]);
+            out.push_str(PATH_PLACEHOLDER);
+            rest = after;
+        } else {
+            // Step one character so overlapping candidates are still seen.
+            let step = rest[idx..].chars().next().map_or(1, char::len_utf8);
+            out.push_str(&rest[..idx + step]);
+            rest = &rest[idx + step..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// §2.8 boundary: the next character is not a word character, and not a
+/// `.`/`-` that continues the name (`root.bak`, `root-old`); `root.` at a
+/// sentence end or `root/` still count as boundaries.
+fn at_path_boundary(after: &str) -> bool {
+    let mut chars = after.chars();
+    match chars.next() {
+        None => true,
+        Some(c) if is_word_char(c) => false,
+        Some('.' | '-') => !chars.next().is_some_and(is_word_char),
+        Some(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// RD-1 (§10.7) exact input/output pairs.
+    const RD1_PAIRS: &[(&str, &str)] = &[
+        ("api_key=abc123", "api_key=[redacted]"),
+        ("api_key=\"abc123\"", "api_key=\"[redacted]\""),
+        ("{\"api_key\": \"abc123\"}", "{\"api_key\": \"[redacted]\"}"),
+        ("API_KEY = abc123", "API_KEY = [redacted]"),
+        ("access_token: abc.123-x", "access_token: [redacted]"),
+        (
+            "password: hunter2, user: bob",
+            "password: [redacted], user: bob",
+        ),
+        (
+            "Authorization: Bearer eyJhbGciOi.J9-_x==",
+            "Authorization: Bearer [redacted]",
+        ),
+        ("bearer abc123", "bearer [redacted]"),
+    ];
+
+    /// RD-1 strings that must come back unchanged.
+    const RD1_UNCHANGED: &[&str] = &[
+        "sharpe=1.82, max_drawdown=-0.12",
+        "timestamp=1699999999",
+        "content=Quarterly revenue rose 12%",
+        "tokens: 1204 in / 318 out",
+        "api_keys: 3 configured",
+    ];
+
+    fn fake_sk() -> String {
+        format!("sk-{}", "a".repeat(24))
+    }
+
+    fn fake_github() -> String {
+        format!("ghp_{}", "A1b2C3".repeat(6))
+    }
+
+    fn fake_slack() -> String {
+        format!("xoxb-{}-{}", "1234567890", "AbCdEfGhIj")
+    }
+
+    fn fake_aws() -> String {
+        format!("AKIA{}", "ABCDEFGH12345678")
+    }
+
+    fn fake_pypi() -> String {
+        format!("pypi-{}", "AgEIcHlwaS5vcmc".repeat(4))
+    }
+
+    fn fake_jwt() -> String {
+        format!(
+            "eyJ{}.eyJ{}.{}",
+            "hbGciOiJIUzI1NiJ9", "zdWIiOiIxIn0", "c2lnbmF0dXJl"
+        )
+    }
+
+    #[test]
+    fn regexes_compile() {
+        assert!(BEARER_RE.is_some(), "bearer rule");
+        assert!(PAIR_RE.is_some(), "pair rule");
+        assert!(TOKEN_SHAPE_RE.is_some(), "token shape rule");
+    }
+
+    #[test]
+    fn rd1_exact_pairs() {
+        for (input, expected) in RD1_PAIRS {
+            assert_eq!(redact_text(input), *expected, "input: {input}");
+        }
+    }
+
+    #[test]
+    fn rd1_unchanged_strings() {
+        for input in RD1_UNCHANGED {
+            assert_eq!(redact_text(input), *input);
+        }
+    }
+
+    #[test]
+    fn rd1_idempotent() {
+        let mut inputs: Vec<String> = RD1_PAIRS
+            .iter()
+            .flat_map(|(i, o)| [i.to_string(), o.to_string()])
+            .collect();
+        inputs.extend(RD1_UNCHANGED.iter().map(|s| s.to_string()));
+        inputs.extend([
+            format!("key {} and {}", fake_sk(), fake_jwt()),
+            "password: \"unterminated".to_string(),
+            "Authorization: Basic dXNlcjpwYXNz".to_string(),
+            "{\"authorization\": \"Bearer abc\", \"token\": 42}".to_string(),
+            "url?api_key=abc&secret=def;token='x y'".to_string(),
+        ]);
+        for input in &inputs {
+            let once = redact_text(input);
+            assert_eq!(redact_text(&once), once, "input: {input}");
+        }
+    }
+
+    #[test]
+    fn bearer_keeps_word_case_and_spacing() {
+        assert_eq!(redact_text("BEARER  tok_1"), "BEARER  [redacted]");
+        assert_eq!(redact_text("Bearer [redacted]"), "Bearer [redacted]");
+        assert_eq!(
+            redact_text("curl -H 'Authorization: Bearer abc.def'"),
+            "curl -H 'Authorization: Bearer [redacted]'"
+        );
+    }
+
+    #[test]
+    fn pair_credential_name_variants() {
+        let cases = [
+            ("apiKey=abc", "apiKey=[redacted]"),
+            ("api-secret: s3", "api-secret: [redacted]"),
+            ("client_secret=xyz", "client_secret=[redacted]"),
+            ("SECRET-KEY=xyz", "SECRET-KEY=[redacted]"),
+            ("private_key: pk", "private_key: [redacted]"),
+            ("app_secret=a1", "app_secret=[redacted]"),
+            ("refresh-token=r1", "refresh-token=[redacted]"),
+            ("auth_token=a", "auth_token=[redacted]"),
+            ("bearer_token: b", "bearer_token: [redacted]"),
+            ("id_token=i", "id_token=[redacted]"),
+            ("sessionToken=s", "sessionToken=[redacted]"),
+            ("passphrase: open sesame", "passphrase: [redacted] sesame"),
+            ("passwd=p", "passwd=[redacted]"),
+            ("secret=s", "secret=[redacted]"),
+            ("token=t", "token=[redacted]"),
+            ("OPENAI_API_KEY=abc", "OPENAI_API_KEY=[redacted]"),
+            ("x-auth-token: abc", "x-auth-token: [redacted]"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(redact_text(input), expected, "input: {input}");
+        }
+    }
+
+    #[test]
+    fn pair_value_forms() {
+        assert_eq!(redact_text("password='hunter 2'"), "password='[redacted]'");
+        assert_eq!(
+            redact_text(r#"{"password": "a\"b", "user": "bob"}"#),
+            r#"{"password": "[redacted]", "user": "bob"}"#
+        );
+        assert_eq!(redact_text("{token: abc}"), "{token: [redacted]}");
+        assert_eq!(
+            redact_text("GET /q?api_key=abc&symbol=SPY"),
+            "GET /q?api_key=[redacted]&symbol=SPY"
+        );
+        assert_eq!(redact_text("password: \"abc"), "password: \"[redacted]");
+        assert_eq!(
+            redact_text("Authorization: Basic dXNlcjpwYXNz"),
+            "Authorization: Basic [redacted]"
+        );
+        // JSON-quoted auth header: the bearer rule leaves the scheme visible.
+        assert_eq!(
+            redact_text(r#"{"Authorization": "Bearer abc"}"#),
+            r#"{"Authorization": "Bearer [redacted]"}"#
+        );
+    }
+
+    #[test]
+    fn pair_skips_redacted_empty_and_plural() {
+        for input in [
+            "password: [redacted], user: bob",
+            "api_key=\"[redacted]\"",
+            "password: \"\"",
+            "max_tokens: 512",
+            "tokens=3",
+            "secrets: 2 loaded",
+            "passwords: none",
+            "tokenizer: cl100k",
+            "password_hint: pet name",
+        ] {
+            assert_eq!(redact_text(input), input);
+        }
+    }
+
+    #[test]
+    fn bare_token_shapes() {
+        for token in [
+            fake_sk(),
+            format!("sk-proj-{}", "Ab1_".repeat(6)),
+            fake_github(),
+            fake_slack(),
+            fake_aws(),
+            fake_pypi(),
+            fake_jwt(),
+        ] {
+            assert_eq!(redact_text(&token), REDACTED, "token: {token}");
+            assert_eq!(
+                redact_text(&format!("using ({token}) now")),
+                "using ([redacted]) now",
+                "token: {token}"
+            );
+        }
+    }
+
+    #[test]
+    fn bare_token_near_misses_untouched() {
+        for input in [
+            "sk-short".to_string(),
+            format!("task-{}", "a".repeat(24)),
+            format!("risk-{}", "b".repeat(24)),
+            format!("ghp_{}", "a".repeat(10)),
+            format!("AKIA{}", "ABC"),
+            format!("AKIA{}X", "ABCDEFGH12345678"),
+            "pypi-package-name".to_string(),
+            "eyJ without dots".to_string(),
+        ] {
+            assert_eq!(redact_text(&input), input);
+        }
+    }
+
+    #[test]
+    fn multiline_text_scrubbed_per_line() {
+        let input = format!(
+            "line one\napi_key=abc\r\npassword:\nnext {}\n\ntokens: 5\n",
+            fake_sk()
+        );
+        let expected = "line one\napi_key=[redacted]\r\npassword:\nnext [redacted]\n\ntokens: 5\n";
+        assert_eq!(redact_text(&input), expected);
+        assert_eq!(redact_text(expected), expected);
+        assert_eq!(redact_text(""), "");
+        assert_eq!(redact_text("42"), "42");
+    }
+
+    fn nested_payload() -> Value {
+        json!({
+            "outer": [
+                {
+                    "api_key": "k1",
+                    "Authorization": "Bearer abc",
+                    "apiKey": "k2",
+                    "x-api-key": "k3",
+                    "accessToken": "t1",
+                    "password": "hunter2",
+                    "account_number": 12345678,
+                    "accountId": "A-1",
+                    "SSN": "123-45-6789",
+                    "account_ref": "ACC-7",
+                    "content": "file body",
+                    "max_tokens": 512,
+                    "tokens": {"in": 10},
+                    "use_token": true,
+                    "note": "api_key=abc and plain",
+                    "symbol": "SPY",
+                    "headers": {"accept": "json"},
+                    "env": {"HOME": "/root"},
+                }
+            ],
+            "token": 42,
+        })
+    }
+
+    #[test]
+    fn value_nested_result_sink() {
+        let out = redact_value(&nested_payload(), Sink::Result);
+        let inner = &out["outer"][0];
+        for key in [
+            "api_key",
+            "Authorization",
+            "apiKey",
+            "x-api-key",
+            "accessToken",
+            "password",
+            "account_number",
+            "accountId",
+            "SSN",
+            "tokens",
+            "headers",
+            "env",
+        ] {
+            assert_eq!(inner[key], json!(REDACTED), "key: {key}");
+        }
+        assert_eq!(inner["account_ref"], json!("ACC-7"));
+        assert_eq!(inner["content"], json!("file body"));
+        assert_eq!(inner["max_tokens"], json!(512));
+        assert_eq!(inner["use_token"], json!(true));
+        assert_eq!(inner["note"], json!("api_key=[redacted] and plain"));
+        assert_eq!(inner["symbol"], json!("SPY"));
+        // Exact-name keys redact numbers too.
+        assert_eq!(out["token"], json!(REDACTED));
+    }
+
+    #[test]
+    fn value_content_redacted_in_arguments_sink() {
+        let out = redact_value(&nested_payload(), Sink::Arguments);
+        assert_eq!(out["outer"][0]["content"], json!(REDACTED));
+        assert_eq!(out["outer"][0]["account_ref"], json!("ACC-7"));
+        let args = json!({"path": "a.py", "Content": "x"});
+        assert_eq!(
+            redact_value(&args, Sink::Arguments),
+            json!({"path": "a.py", "Content": REDACTED})
+        );
+        assert_eq!(
+            redact_value(&args, Sink::Result),
+            json!({"path": "a.py", "Content": "x"})
+        );
+    }
+
+    #[test]
+    fn value_folded_and_marker_keys() {
+        let input = json!({
+            "API-KEY": "a",
+            "Tax-Id": "b",
+            "routingNumber": "c",
+            "db_password_hint": "d",
+            "prompt_tokens": 1204,
+            "clientSecret": "e",
+            "token_count": null,
+            "environment": "prod",
+            "content_type": "csv",
+        });
+        let expected = json!({
+            "API-KEY": REDACTED,
+            "Tax-Id": REDACTED,
+            "routingNumber": REDACTED,
+            "db_password_hint": REDACTED,
+            "prompt_tokens": 1204,
+            "clientSecret": REDACTED,
+            "token_count": null,
+            "environment": "prod",
+            "content_type": "csv",
+        });
+        assert_eq!(redact_value(&input, Sink::Result), expected);
+        assert_eq!(redact_value(&expected, Sink::Result), expected);
+    }
+
+    #[test]
+    fn value_scalars_and_arrays() {
+        assert_eq!(redact_value(&json!(42), Sink::Arguments), json!(42));
+        assert_eq!(
+            redact_value(&json!(["bearer abc", 1, null]), Sink::Arguments),
+            json!(["bearer [redacted]", 1, null])
+        );
+    }
+
+    #[test]
+    fn tool_result_json_walks_result_sink() {
+        let raw = r#"{"content":"Résumé — ok","data":[{"api_key":"k"}],"rows":3}"#;
+        let out = redact_tool_result(raw);
+        let parsed: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        assert_eq!(
+            parsed,
+            json!({"content": "Résumé — ok", "data": [{"api_key": REDACTED}], "rows": 3})
+        );
+        assert!(out.contains("Résumé — ok"), "non-ASCII kept: {out}");
+        assert_eq!(redact_tool_result(&out), out);
+    }
+
+    #[test]
+    fn tool_result_text_is_scrubbed() {
+        assert_eq!(
+            redact_tool_result("ok\npassword: hunter2, user: bob"),
+            "ok\npassword: [redacted], user: bob"
+        );
+        assert_eq!(redact_tool_result("\"token=abc\""), "\"token=[redacted]\"");
+    }
+
+    #[test]
+    fn rd2_internal_paths() {
+        let root = Path::new("/data/internal_users");
+        let roots = [root];
+        assert_eq!(
+            redact_internal_paths("read /data/internal_users/x.csv", &roots),
+            "read <redacted>/x.csv"
+        );
+        assert_eq!(
+            redact_internal_paths("/data/internal_users_test/x.csv", &roots),
+            "/data/internal_users_test/x.csv"
+        );
+        assert_eq!(
+            redact_internal_paths(
+                "/data/internal_users-old and /data/internal_users.bak",
+                &roots
+            ),
+            "/data/internal_users-old and /data/internal_users.bak"
+        );
+        assert_eq!(
+            redact_internal_paths("in /data/internal_users. Then /data/internal_users", &roots),
+            "in <redacted>. Then <redacted>"
+        );
+        assert_eq!(
+            redact_internal_paths("caller file /home/me/x.csv", &roots),
+            "caller file /home/me/x.csv"
+        );
+        let once = redact_internal_paths("a /data/internal_users/b /data/internal_users", &roots);
+        assert_eq!(redact_internal_paths(&once, &roots), once);
+    }
+
+    #[test]
+    fn rd2_longest_first_separators_and_short_roots() {
+        let home = Path::new("/home/me");
+        let agent = Path::new("/home/me/agent/");
+        let short = Path::new("/tm");
+        let roots = [home, agent, short];
+        assert_eq!(
+            redact_internal_paths("/home/me/agent/run.py and /home/me/notes /tm/x", &roots),
+            "<redacted>/run.py and <redacted>/notes /tm/x"
+        );
+        assert_eq!(
+            redact_internal_paths(r"\home\me\agent\run.py", &roots),
+            r"<redacted>\run.py"
+        );
+        // A non-matching overlap must not hide a later match.
+        assert_eq!(
+            redact_internal_paths("/home/me_x /home/me/y", &roots),
+            "/home/me_x <redacted>/y"
+        );
+        assert_eq!(redact_internal_paths("nothing here", &[]), "nothing here");
+    }
 }

@@ -97,7 +97,10 @@ impl Registry {
 /// clear error: an object, required keys present, declared property types.
 pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), String> {
     let Some(obj) = args.as_object() else {
-        return Err(format!("arguments must be a JSON object, got {}", type_name(args)));
+        return Err(format!(
+            "arguments must be a JSON object, got {}",
+            type_name(args)
+        ));
     };
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
         let missing: Vec<&str> = required
@@ -106,7 +109,10 @@ pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), String> {
             .filter(|k| obj.get(*k).is_none_or(Value::is_null))
             .collect();
         if !missing.is_empty() {
-            return Err(format!("missing required argument(s): {}", missing.join(", ")));
+            return Err(format!(
+                "missing required argument(s): {}",
+                missing.join(", ")
+            ));
         }
     }
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
@@ -116,7 +122,10 @@ pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), String> {
             };
             let ok = match expected {
                 Value::String(t) => type_matches(t, value),
-                Value::Array(ts) => ts.iter().filter_map(Value::as_str).any(|t| type_matches(t, value)),
+                Value::Array(ts) => ts
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .any(|t| type_matches(t, value)),
                 _ => true,
             };
             if !ok {

@@ -1,1 +1,620 @@
-//! STUB
+//! Runs one assistant turn's tool calls (spec §2.2–§2.5).
+//!
+//! Calls are checked in order (arguments, unknown tools, dedupe, the
+//! authorization hook); the runnable ones are grouped so that consecutive
+//! read-only calls form one parallel batch (at most `max_parallel` at a time)
+//! and every other call runs alone. Every call, run or not, yields exactly one
+//! result in call order, so tool-call/result pairs always balance.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::events::{BatchCall, BatchMode, ToolCallStatus, ToolEvent, ToolEventSink};
+use super::finalize::{error_code, is_success, preview, preview_args, truncate_for_model};
+use super::progress::{ProgressHandle, round2};
+use super::redact::{Sink, redact_tool_result, redact_value};
+use super::registry::{Registry, check_arguments};
+use super::{Tool, ToolContext};
+use crate::model::ToolCall;
+use crate::store::{SharedTrace, trace_record};
+
+#[derive(Clone, Debug)]
+pub struct SchedulerConfig {
+    /// Deadline for a call whose tool names none; `None` disables (spec §2.6: 1 800 s).
+    pub default_timeout: Option<Duration>,
+    /// Heartbeat period, floored at 0.5 s (spec §2.4: 3 s).
+    pub heartbeat_interval: Duration,
+    /// Concurrent read-only calls per batch (spec §2.3: 8).
+    pub max_parallel: usize,
+    /// Characters of a result the model sees (spec §2.7: 10 000).
+    pub result_limit: usize,
+    /// After the user cancels, how long a running write tool may take to
+    /// notice before it is abandoned. The original waits forever (spec §12.20).
+    pub write_cancel_grace: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            default_timeout: Some(Duration::from_secs(1800)),
+            heartbeat_interval: Duration::from_secs(3),
+            max_parallel: 8,
+            result_limit: 10_000,
+            write_cancel_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A refusal from the authorization hook.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denial {
+    pub code: String,
+    pub message: String,
+}
+
+/// Decides, before a call runs, whether it may run. Judged per batch against
+/// state frozen before the batch (spec §2.2), so implementations get `&self`.
+pub trait Authorizer: Send + Sync {
+    fn authorize(&self, tool: &str, args: &Value) -> Result<(), Denial>;
+}
+
+/// What happened to one call.
+#[derive(Clone, Debug)]
+pub struct CallOutcome {
+    pub call: ToolCall,
+    /// Parsed arguments (`Null` when they were not valid JSON).
+    pub args: Value,
+    pub status: ToolCallStatus,
+    /// The full, unredacted result.
+    pub raw: String,
+    /// What the model sees: the raw result, truncated (spec §2.5 step 7).
+    pub model_content: String,
+    pub elapsed: Duration,
+    pub error_code: Option<String>,
+    /// Whether the tool actually ran.
+    pub executed: bool,
+}
+
+impl CallOutcome {
+    pub fn succeeded(&self) -> bool {
+        self.status == ToolCallStatus::Ok
+    }
+}
+
+enum Plan {
+    Run { tool: Arc<dyn Tool>, args: Value },
+    Done(CallOutcome),
+}
+
+/// Per-run tool scheduling state: the dedupe set and the workspace counters.
+pub struct Scheduler {
+    registry: Arc<Registry>,
+    config: SchedulerConfig,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    sink: ToolEventSink,
+    trace: Option<SharedTrace>,
+    succeeded: HashSet<String>,
+    counters: Vec<(String, u32)>,
+    batches: u32,
+}
+
+impl Scheduler {
+    pub fn new(registry: Arc<Registry>, config: SchedulerConfig, sink: ToolEventSink) -> Self {
+        Scheduler {
+            registry,
+            config,
+            authorizer: None,
+            sink,
+            trace: None,
+            succeeded: HashSet::new(),
+            counters: Vec::new(),
+            batches: 0,
+        }
+    }
+
+    pub fn with_authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
+    pub fn with_trace(mut self, trace: SharedTrace) -> Self {
+        self.trace = Some(trace);
+        self
+    }
+
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Calls per tool name in first-use order (spec §4.5 workspace state).
+    pub fn counters(&self) -> &[(String, u32)] {
+        &self.counters
+    }
+
+    /// Runs the calls of one assistant turn. `base` supplies the run's
+    /// directories and cancel token; each call gets its own id and a child
+    /// token. Returns one outcome per call, in call order.
+    pub async fn run(
+        &mut self,
+        iter: u64,
+        calls: &[ToolCall],
+        base: &ToolContext,
+    ) -> Vec<CallOutcome> {
+        let mut plans: Vec<Plan> = calls.iter().map(|c| self.plan(iter, c)).collect();
+        let mut outcomes: Vec<Option<CallOutcome>> = Vec::with_capacity(calls.len());
+        let mut i = 0;
+        while i < plans.len() {
+            // Checkpoint D/E (spec §1.11): no new batch starts after a cancel.
+            if base.cancel.is_cancelled() {
+                for (plan, call) in plans[i..].iter().zip(&calls[i..]) {
+                    let o = match plan {
+                        Plan::Done(o) => o.clone(),
+                        Plan::Run { args, .. } => cancelled_before_start(call, args.clone()),
+                    };
+                    emit_finished(&self.sink, iter, &o);
+                    outcomes.push(Some(o));
+                }
+                break;
+            }
+            let batch_end = match &plans[i] {
+                Plan::Done(_) => {
+                    if let Plan::Done(o) =
+                        std::mem::replace(&mut plans[i], Plan::Done(placeholder()))
+                    {
+                        emit_finished(&self.sink, iter, &o);
+                        outcomes.push(Some(o));
+                    }
+                    i += 1;
+                    continue;
+                }
+                Plan::Run { tool, .. } if tool.readonly() => {
+                    let mut end = i + 1;
+                    while let Some(Plan::Run { tool, .. }) = plans.get(end) {
+                        if !tool.readonly() {
+                            break;
+                        }
+                        end += 1;
+                    }
+                    end
+                }
+                Plan::Run { .. } => i + 1,
+            };
+            let batch: Vec<(usize, Arc<dyn Tool>, Value)> = (i..batch_end)
+                .filter_map(|k| match &plans[k] {
+                    Plan::Run { tool, args } => Some((k, tool.clone(), args.clone())),
+                    Plan::Done(_) => None,
+                })
+                .collect();
+            let results = self.run_batch(iter, calls, &batch, base).await;
+            outcomes.extend(results.into_iter().map(Some));
+            i = batch_end;
+        }
+        let outcomes: Vec<CallOutcome> = outcomes.into_iter().flatten().collect();
+        for o in &outcomes {
+            self.finalize(iter, o);
+        }
+        outcomes
+    }
+
+    /// Checks one call before anything runs (spec §2.2).
+    fn plan(&mut self, iter: u64, call: &ToolCall) -> Plan {
+        let name = call.name();
+        let raw_args = call.function.arguments.trim();
+        let args = if raw_args.is_empty() {
+            Ok(json!({}))
+        } else {
+            serde_json::from_str::<Value>(raw_args)
+        };
+        let args = match args {
+            Ok(a) => a,
+            Err(e) => {
+                return Plan::Done(not_run(
+                    call,
+                    Value::Null,
+                    ToolCallStatus::Error,
+                    error_json(
+                        name,
+                        "invalid_arguments",
+                        &format!("the arguments are not valid JSON ({e}); send a JSON object"),
+                    ),
+                ));
+            }
+        };
+        let Some(tool) = self.registry.get(name).cloned() else {
+            let available = self.registry.names().join(", ");
+            return Plan::Done(not_run(
+                call,
+                args,
+                ToolCallStatus::Error,
+                error_json(
+                    name,
+                    "unknown_tool",
+                    &format!("Tool '{name}' not found. Available tools: {available}"),
+                ),
+            ));
+        };
+        if let Err(problem) = check_arguments(&tool.parameters(), &args) {
+            return Plan::Done(not_run(
+                call,
+                args,
+                ToolCallStatus::Error,
+                error_json(name, "invalid_arguments", &problem),
+            ));
+        }
+        // Dedupe on name *and* arguments: the original keys on the name only,
+        // which blocked legitimate re-fetches with new arguments (spec §12.2).
+        if !tool.repeatable() && self.succeeded.contains(&dedupe_key(name, &args)) {
+            if let Some(t) = &self.trace {
+                trace_record(
+                    t,
+                    json!({"type": "tool_skipped", "iter": iter, "tool": name, "call_id": call.id}),
+                );
+            }
+            let reason = format!(
+                "'{name}' already succeeded with these same arguments earlier in this run; reuse that result instead of calling it again"
+            );
+            return Plan::Done(not_run(
+                call,
+                args,
+                ToolCallStatus::Skipped,
+                json!({"skipped": true, "reason": reason}).to_string(),
+            ));
+        }
+        if let Some(auth) = &self.authorizer
+            && let Err(denial) = auth.authorize(name, &args)
+        {
+            return Plan::Done(not_run(
+                call,
+                args,
+                ToolCallStatus::Denied,
+                json!({"status": "error", "error_code": denial.code, "tool": name, "message": denial.message})
+                    .to_string(),
+            ));
+        }
+        Plan::Run { tool, args }
+    }
+
+    async fn run_batch(
+        &mut self,
+        iter: u64,
+        calls: &[ToolCall],
+        batch: &[(usize, Arc<dyn Tool>, Value)],
+        base: &ToolContext,
+    ) -> Vec<CallOutcome> {
+        let batch_no = self.batches;
+        self.batches += 1;
+        let mode = if batch.len() > 1 {
+            BatchMode::Parallel
+        } else {
+            BatchMode::Serial
+        };
+        let announced: Vec<BatchCall> = batch
+            .iter()
+            .map(|(k, _, args)| BatchCall {
+                call_id: calls[*k].id.clone(),
+                tool: calls[*k].name().to_string(),
+                args: preview_args(&redact_value(args, Sink::Arguments)),
+            })
+            .collect();
+        if let Some(t) = &self.trace {
+            for (c, (k, _, args)) in announced.iter().zip(batch) {
+                trace_record(
+                    t,
+                    json!({"type": "tool_call", "iter": iter, "tool": c.tool, "call_id": calls[*k].id,
+                           "args": redact_value(args, Sink::Arguments), "batch": batch_no}),
+                );
+            }
+        }
+        (self.sink)(ToolEvent::ToolBatchStarted {
+            iter,
+            batch: batch_no,
+            mode,
+            calls: announced.clone(),
+        });
+        let started = Instant::now();
+        let permits = Arc::new(Semaphore::new(self.config.max_parallel.max(1)));
+        let futures = batch.iter().zip(announced).map(|((k, tool, args), shown)| {
+            let call = calls[*k].clone();
+            let permits = permits.clone();
+            let ctx = ToolContext {
+                call_id: call.id.clone(),
+                cancel: base.cancel.child_token(),
+                ..base.clone()
+            };
+            let run = CallRun {
+                iter,
+                tool: tool.clone(),
+                args: args.clone(),
+                shown_args: shown.args,
+                config: &self.config,
+                sink: &self.sink,
+                run_cancel: &base.cancel,
+            };
+            async move {
+                // Queued until a permit frees up: at most `max_parallel` run at once.
+                let _permit = permits.acquire_owned().await.ok();
+                run.execute(call, ctx).await
+            }
+        });
+        let outcomes = join_all(futures).await;
+        (self.sink)(ToolEvent::ToolBatchFinished {
+            iter,
+            batch: batch_no,
+            elapsed_ms: started.elapsed().as_millis() as u64,
+        });
+        outcomes
+    }
+
+    /// Bookkeeping after a call (spec §2.5): counters, the dedupe set, the
+    /// trace record, in call order.
+    fn finalize(&mut self, iter: u64, o: &CallOutcome) {
+        let name = o.call.name();
+        if o.executed {
+            match self.counters.iter_mut().find(|(n, _)| n == name) {
+                Some((_, n)) => *n += 1,
+                None => self.counters.push((name.to_string(), 1)),
+            }
+            if o.succeeded()
+                && let Some(tool) = self.registry.get(name)
+                && !tool.repeatable()
+            {
+                self.succeeded.insert(dedupe_key(name, &o.args));
+            }
+        }
+        if let Some(t) = &self.trace {
+            let status = if o.succeeded() || o.status == ToolCallStatus::Skipped {
+                "ok"
+            } else {
+                "error"
+            };
+            let mut rec = json!({
+                "type": "tool_result", "iter": iter, "tool": name, "call_id": o.call.id,
+                "status": status, "outcome": o.status, "elapsed_ms": o.elapsed.as_millis() as u64,
+                "result": redact_tool_result(&o.raw),
+            });
+            if o.status == ToolCallStatus::Denied {
+                rec["blocked"] = Value::Bool(true);
+            }
+            trace_record(t, rec);
+        }
+    }
+}
+
+/// One call in flight, with what it needs borrowed from the scheduler.
+struct CallRun<'a> {
+    iter: u64,
+    tool: Arc<dyn Tool>,
+    args: Value,
+    shown_args: Value,
+    config: &'a SchedulerConfig,
+    sink: &'a ToolEventSink,
+    run_cancel: &'a CancellationToken,
+}
+
+impl CallRun<'_> {
+    /// Runs the tool with heartbeats, its deadline and cancellation (spec §2.4).
+    async fn execute(self, call: ToolCall, ctx: ToolContext) -> CallOutcome {
+        let name = self.tool.name().to_string();
+        let readonly = self.tool.readonly();
+        let timeout = self.tool.timeout().or(self.config.default_timeout);
+        (self.sink)(ToolEvent::ToolCallStarted {
+            iter: self.iter,
+            call_id: call.id.clone(),
+            tool: name.clone(),
+            args: self.shown_args.clone(),
+            readonly,
+            timeout_s: timeout.map(|t| t.as_secs_f64()),
+        });
+        let started = Instant::now();
+        let progress = ProgressHandle::new(self.sink.clone(), &call.id, &name);
+        let call_cancel = ctx.cancel.clone();
+        let fut = progress
+            .clone()
+            .scope(self.tool.call(self.args.clone(), &ctx));
+        tokio::pin!(fut);
+
+        let period = self
+            .config
+            .heartbeat_interval
+            .max(Duration::from_millis(500));
+        let mut heartbeat = tokio::time::interval_at(started + period, period);
+        let deadline = timeout.map(|t| started + t);
+        let mut warned = false;
+        let mut grace_until: Option<Instant> = None;
+        let far = started + Duration::from_secs(86_400 * 365);
+
+        let (status, raw) = loop {
+            tokio::select! {
+                biased;
+                result = &mut fut => {
+                    break match result {
+                        Ok(text) => (if is_success(&text) { ToolCallStatus::Ok } else { ToolCallStatus::Error }, text),
+                        Err(e) => (ToolCallStatus::Error, e.to_result_json(&name)),
+                    };
+                }
+                _ = self.run_cancel.cancelled(), if grace_until.is_none() => {
+                    call_cancel.cancel();
+                    if readonly {
+                        progress.silence();
+                        break (ToolCallStatus::Cancelled, cancelled_json(&name, "the run was cancelled while this call was running"));
+                    }
+                    // Write tools get a grace period to stop cleanly (they saw the token).
+                    grace_until = Some(Instant::now() + self.config.write_cancel_grace);
+                }
+                _ = tokio::time::sleep_until(grace_until.unwrap_or(far)), if grace_until.is_some() => {
+                    progress.silence();
+                    break (ToolCallStatus::Cancelled, cancelled_json(&name, "the run was cancelled; this write call did not stop within the grace period and was abandoned, so its effect is unknown"));
+                }
+                _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() && !warned => {
+                    let elapsed = started.elapsed().as_secs_f64();
+                    let limit = timeout.unwrap_or_default().as_secs_f64();
+                    if readonly {
+                        // Really stop it: the token tells tools to kill their
+                        // children, and dropping the future ends the rest.
+                        call_cancel.cancel();
+                        progress.silence();
+                        (self.sink)(ToolEvent::ToolProgress {
+                            call_id: call.id.clone(),
+                            tool: name.clone(),
+                            stage: "timeout".into(),
+                            current: None,
+                            total: None,
+                            message: format!("Tool exceeded {} timeout", timeout_label(limit)),
+                            elapsed_s: round2(elapsed),
+                        });
+                        break (ToolCallStatus::Timeout, json!({
+                            "status": "error", "error_code": "tool_timeout", "tool": name,
+                            "timeout_seconds": limit,
+                            "message": format!("'{name}' did not finish within {} and was stopped; narrow the request or try again", timeout_label(limit)),
+                        }).to_string());
+                    }
+                    warned = true;
+                    (self.sink)(ToolEvent::ToolTimeoutWarning {
+                        call_id: call.id.clone(),
+                        tool: name.clone(),
+                        elapsed_s: round2(elapsed),
+                        timeout_s: limit,
+                    });
+                }
+                _ = heartbeat.tick() => {
+                    if !progress.is_silenced() {
+                        (self.sink)(ToolEvent::ToolHeartbeat {
+                            call_id: call.id.clone(),
+                            tool: name.clone(),
+                            elapsed_s: round2(started.elapsed().as_secs_f64()),
+                            since_progress_s: round2(progress.since_progress_s()),
+                        });
+                    }
+                }
+            }
+        };
+        let outcome = CallOutcome {
+            model_content: truncate_for_model(&raw, self.config.result_limit),
+            error_code: error_code(&raw),
+            call,
+            args: self.args,
+            status,
+            raw,
+            elapsed: started.elapsed(),
+            executed: true,
+        };
+        emit_finished(self.sink, self.iter, &outcome);
+        outcome
+    }
+}
+
+fn emit_finished(sink: &ToolEventSink, iter: u64, o: &CallOutcome) {
+    sink(ToolEvent::ToolCallFinished {
+        iter,
+        call_id: o.call.id.clone(),
+        tool: o.call.name().to_string(),
+        status: o.status,
+        elapsed_ms: o.elapsed.as_millis() as u64,
+        preview: preview(&redact_tool_result(&o.raw), 200),
+        error_code: o.error_code.clone(),
+    });
+}
+
+/// `<1 s` → two decimals, else whole seconds (spec §2.4).
+fn timeout_label(seconds: f64) -> String {
+    if seconds < 1.0 {
+        format!("{seconds:.2}s")
+    } else {
+        format!("{}s", seconds as u64)
+    }
+}
+
+fn error_json(tool: &str, code: &str, message: &str) -> String {
+    json!({"status": "error", "error_code": code, "tool": tool, "error": message}).to_string()
+}
+
+fn cancelled_json(tool: &str, message: &str) -> String {
+    json!({"status": "cancelled", "error_code": "cancelled", "tool": tool, "error": message})
+        .to_string()
+}
+
+fn not_run(call: &ToolCall, args: Value, status: ToolCallStatus, raw: String) -> CallOutcome {
+    CallOutcome {
+        model_content: raw.clone(),
+        error_code: error_code(&raw),
+        call: call.clone(),
+        args,
+        status,
+        raw,
+        elapsed: Duration::ZERO,
+        executed: false,
+    }
+}
+
+fn cancelled_before_start(call: &ToolCall, args: Value) -> CallOutcome {
+    not_run(
+        call,
+        args,
+        ToolCallStatus::Cancelled,
+        cancelled_json(
+            call.name(),
+            "the run was cancelled before this call started",
+        ),
+    )
+}
+
+fn placeholder() -> CallOutcome {
+    not_run(
+        &ToolCall::new("", "", ""),
+        Value::Null,
+        ToolCallStatus::Skipped,
+        String::new(),
+    )
+}
+
+/// Name plus canonical arguments (keys sorted at every depth).
+pub fn dedupe_key(name: &str, args: &Value) -> String {
+    format!("{name}\u{0}{}", canonical_json(args))
+}
+
+pub fn canonical_json(v: &Value) -> String {
+    fn canon(v: &Value) -> Value {
+        match v {
+            Value::Object(o) => {
+                let mut keys: Vec<&String> = o.keys().collect();
+                keys.sort();
+                let mut out = serde_json::Map::new();
+                for k in keys {
+                    if let Some(x) = o.get(k) {
+                        out.insert(k.clone(), canon(x));
+                    }
+                }
+                Value::Object(out)
+            }
+            Value::Array(a) => Value::Array(a.iter().map(canon).collect()),
+            other => other.clone(),
+        }
+    }
+    canon(v).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_args_ignore_key_order() {
+        let a: Value = serde_json::from_str(r#"{"b":1,"a":{"y":2,"x":[{"q":1,"p":2}]}}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a":{"x":[{"p":2,"q":1}],"y":2},"b":1}"#).unwrap();
+        assert_eq!(dedupe_key("t", &a), dedupe_key("t", &b));
+        assert_ne!(dedupe_key("t", &a), dedupe_key("u", &a));
+    }
+
+    #[test]
+    fn timeout_labels() {
+        assert_eq!(timeout_label(0.05), "0.05s");
+        assert_eq!(timeout_label(1800.0), "1800s");
+    }
+}

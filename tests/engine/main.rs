@@ -1,1 +1,3 @@
+mod agent_loop;
+mod provider;
 mod support;

@@ -1,1 +1,25 @@
-//! STUB
+//! Built-in tools, one file per family.
+
+pub mod fs;
+
+use std::sync::Arc;
+
+use super::Registry;
+use super::registry::DuplicateTool;
+
+/// Registers the tools every run has.
+pub fn register_defaults(registry: &mut Registry) -> Result<(), DuplicateTool> {
+    registry.register(Arc::new(fs::ReadFile))?;
+    registry.register(Arc::new(fs::ListDir))?;
+    registry.register(Arc::new(fs::WriteFile))?;
+    registry.register(Arc::new(fs::EditFile))?;
+    Ok(())
+}
+
+/// A registry with the default tools.
+pub fn default_registry() -> Registry {
+    let mut r = Registry::new();
+    // The default names are distinct literals, so this cannot collide.
+    let _ = register_defaults(&mut r);
+    r
+}

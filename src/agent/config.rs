@@ -1,0 +1,93 @@
+//! The loop's constants (spec §1.1), all settable from `config.toml`
+//! (`[agent]`) and the environment. Defaults equal the original's.
+
+use std::time::Duration;
+
+use crate::store::TraceOptions;
+use crate::tools::SchedulerConfig;
+
+#[derive(Clone, Debug)]
+pub struct LoopConfig {
+    pub max_iterations: u32,
+    /// Wrap-up nudge at `max(1, floor(max * ratio))` (spec §1.1: 0.8).
+    pub wrap_up_ratio: f64,
+    /// T, the compaction threshold in estimated tokens.
+    pub token_threshold: u64,
+    /// Whole-call deadline of one model call; `None` disables.
+    pub llm_timeout: Option<Duration>,
+    /// Longest silence inside one streamed reply; `None` disables.
+    pub idle_timeout: Option<Duration>,
+    /// Wait before the single stream retry (spec: 1 s). A server's
+    /// `Retry-After` wins when longer, capped at `max_retry_after`.
+    pub stream_retry_delay: Duration,
+    pub max_retry_after: Duration,
+    /// Run stall watchdog; `None` disables (spec §1.7: 1 800 s).
+    pub stall_timeout: Option<Duration>,
+    /// At most one `reasoning_delta` event per interval (spec: 1 s).
+    pub reasoning_throttle: Duration,
+    /// Consecutive empty replies tolerated before the run fails (spec: 1).
+    pub max_empty_skips: u32,
+    /// Consecutive content-filter blocks before the breaker trips (spec: 10).
+    pub max_content_filter_skips: u32,
+    /// Warn when filtered / iterations exceeds this (spec: 0.05).
+    pub content_filter_warning_ratio: f64,
+    /// History replayed into a new run, in characters (spec §4.1: 12 000).
+    pub history_chars: usize,
+    pub scheduler: SchedulerConfig,
+    pub trace: TraceOptions,
+    /// How often the streamed text is checkpointed for crash recovery (spec §5.2).
+    pub partial_checkpoint_interval: Duration,
+}
+
+impl Default for LoopConfig {
+    fn default() -> Self {
+        LoopConfig {
+            max_iterations: 50,
+            wrap_up_ratio: 0.8,
+            token_threshold: 40_000,
+            llm_timeout: Some(Duration::from_secs(300)),
+            idle_timeout: Some(Duration::from_secs(300)),
+            stream_retry_delay: Duration::from_secs(1),
+            max_retry_after: Duration::from_secs(120),
+            stall_timeout: Some(Duration::from_secs(1800)),
+            reasoning_throttle: Duration::from_secs(1),
+            max_empty_skips: 1,
+            max_content_filter_skips: 10,
+            content_filter_warning_ratio: 0.05,
+            history_chars: 12_000,
+            scheduler: SchedulerConfig::default(),
+            trace: TraceOptions::default(),
+            partial_checkpoint_interval: Duration::from_millis(250),
+        }
+    }
+}
+
+impl LoopConfig {
+    /// The iteration that gets the wrap-up nudge (spec §1.1).
+    pub fn wrap_up_at(&self) -> u32 {
+        ((self.max_iterations as f64 * self.wrap_up_ratio) as u32).max(1)
+    }
+
+    /// Compaction gates in tokens: L1 `int(0.5T)`, L2 `int(0.7T)`, L3 `T`.
+    pub fn gates(&self) -> [u64; 3] {
+        let t = self.token_threshold;
+        [t / 2, (t as f64 * 0.7) as u64, t]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_values_match_the_spec() {
+        let c = LoopConfig::default();
+        assert_eq!(c.wrap_up_at(), 40);
+        assert_eq!(c.gates(), [20_000, 28_000, 40_000]);
+        let small = LoopConfig {
+            max_iterations: 1,
+            ..LoopConfig::default()
+        };
+        assert_eq!(small.wrap_up_at(), 1);
+    }
+}

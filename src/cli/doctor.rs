@@ -1,0 +1,133 @@
+//! `vibedesk doctor`: the resolved configuration, secrets masked, and a
+//! check that the provider answers.
+
+use std::time::Duration;
+
+use super::{NO_MODEL_HELP, build_provider, exit, load_config};
+use crate::config::{EXAMPLE_CONFIG, Overrides};
+use crate::llm::openai::{OpenAiConfig, OpenAiProvider};
+
+#[derive(clap::Args, Debug)]
+pub struct DoctorArgs {
+    #[arg(long)]
+    pub provider: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Skip the network check of the provider.
+    #[arg(long)]
+    pub offline: bool,
+}
+
+fn secs(d: Option<Duration>) -> String {
+    d.map(|d| format!("{}s", d.as_secs_f64()))
+        .unwrap_or_else(|| "off".into())
+}
+
+pub async fn doctor(args: DoctorArgs) -> u8 {
+    let overrides = Overrides {
+        provider: args.provider,
+        model: args.model,
+        base_url: args.base_url,
+        ..Overrides::default()
+    };
+    let config = match load_config(&overrides) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let p = &config.paths;
+    println!("vibedesk {}", env!("CARGO_PKG_VERSION"));
+    println!(
+        "config file   {} ({})",
+        config.config_file.display(),
+        if config.config_file_found {
+            "found"
+        } else {
+            "absent: defaults in use"
+        }
+    );
+    println!("data dir      {}", p.data_dir.display());
+    println!("cache dir     {}", p.cache_dir.display());
+    println!("logs          {}", p.logs_dir().display());
+    let a = &config.agent;
+    println!(
+        "agent         max_iterations={} token_threshold={} llm_timeout={} idle_timeout={} tool_timeout={} stall_timeout={} heartbeat={}s",
+        a.max_iterations,
+        a.token_threshold,
+        secs(a.llm_timeout),
+        secs(a.idle_timeout),
+        secs(a.scheduler.default_timeout),
+        secs(a.stall_timeout),
+        a.scheduler.heartbeat_interval.as_secs_f64()
+    );
+    let Some(prov) = &config.provider else {
+        println!("provider      (none)");
+        println!("\n{NO_MODEL_HELP}\n\nA commented config.toml to start from:\n{EXAMPLE_CONFIG}");
+        return exit::USAGE;
+    };
+    println!("provider      {}", prov.name);
+    println!(
+        "model         {}",
+        prov.model.as_deref().unwrap_or("(not set)")
+    );
+    println!(
+        "base url      {}",
+        prov.base_url.as_deref().unwrap_or("(not set)")
+    );
+    println!("api key       {}", prov.masked_key());
+    if let Err(e) = build_provider(prov) {
+        println!("check         FAIL: {e}");
+        return exit::FAILED;
+    }
+    if prov.is_scripted() {
+        println!("check         ok: the script parses");
+        return exit::OK;
+    }
+    if args.offline {
+        println!("check         skipped (--offline)");
+        return exit::OK;
+    }
+    let (Some(base_url), Some(model)) = (prov.base_url.clone(), prov.model.clone()) else {
+        return exit::FAILED;
+    };
+    let client = match OpenAiProvider::new(OpenAiConfig {
+        provider_name: prov.name.clone(),
+        base_url,
+        model: model.clone(),
+        api_key: prov.api_key.clone(),
+        connect_timeout: Duration::from_secs(10),
+        send_reasoning_content: prov.send_reasoning_content,
+        temperature: prov.temperature,
+        extra_headers: prov.headers.clone(),
+    }) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("check         FAIL: {e}");
+            return exit::FAILED;
+        }
+    };
+    match tokio::time::timeout(Duration::from_secs(20), client.list_models()).await {
+        Ok(Ok(models)) => {
+            let listed = models.iter().any(|m| m == &model);
+            println!(
+                "check         ok: the server answered with {} model(s){}",
+                models.len(),
+                if models.is_empty() || listed {
+                    String::new()
+                } else {
+                    format!("; note: '{model}' is not among them")
+                }
+            );
+            exit::OK
+        }
+        Ok(Err(e)) => {
+            println!("check         FAIL: {e}");
+            exit::FAILED
+        }
+        Err(_) => {
+            println!("check         FAIL: no answer within 20s");
+            exit::FAILED
+        }
+    }
+}

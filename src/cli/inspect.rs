@@ -1,0 +1,85 @@
+//! `vibedesk sessions` and `vibedesk trace`: read what runs left on disk.
+
+use std::io::Write;
+
+use super::{exit, load_config};
+use crate::config::Overrides;
+use crate::session::{list_sessions, valid_id};
+use crate::store::{read_trace, trace::find_trace_dir};
+
+#[derive(clap::Args, Debug)]
+pub struct SessionsArgs {
+    /// Print JSON lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct TraceArgs {
+    /// A session id (or a run id for runs without a session).
+    pub id: String,
+    /// Read offloaded large texts back into their records.
+    #[arg(long)]
+    pub resolve: bool,
+}
+
+pub fn sessions(args: SessionsArgs) -> u8 {
+    let config = match load_config(&Overrides::default()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let mut out = std::io::stdout();
+    for s in list_sessions(&config.paths) {
+        if args.json {
+            let _ = writeln!(out, "{}", serde_json::to_string(&s).unwrap_or_default());
+        } else {
+            let title: String = s.title.chars().take(60).collect();
+            let _ = writeln!(
+                out,
+                "{:<14} {:<24} {:>4} runs  {:<11} {}",
+                s.id,
+                s.updated_at,
+                s.runs,
+                s.last_status.as_deref().unwrap_or("-"),
+                title
+            );
+        }
+    }
+    exit::OK
+}
+
+pub fn trace(args: TraceArgs) -> u8 {
+    let config = match load_config(&Overrides::default()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if !valid_id(&args.id) {
+        eprintln!("vibedesk: '{}' is not a valid session or run id", args.id);
+        return exit::USAGE;
+    }
+    let Some(dir) = find_trace_dir(
+        &config.paths.sessions_dir(),
+        &config.paths.runs_dir(),
+        &args.id,
+    ) else {
+        eprintln!("vibedesk: no trace for '{}'", args.id);
+        return exit::FAILED;
+    };
+    let fields = ["prompt", "content", "summary", "result"];
+    match read_trace(&dir, args.resolve.then_some(&fields[..])) {
+        Ok(t) => {
+            let mut out = std::io::stdout();
+            for r in &t.records {
+                let _ = writeln!(out, "{r}");
+            }
+            if t.skipped_lines > 0 {
+                eprintln!("vibedesk: skipped {} unreadable line(s)", t.skipped_lines);
+            }
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            exit::FAILED
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! `vibedesk run`: one turn, headless. The answer streams to stdout (or every
+//! event as a JSON line with `--json`); tool activity goes to stderr.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    DEMO_PROMPT, DEMO_SCRIPT, NO_MODEL_HELP, build_provider, exit, init_logging, load_config,
+};
+use crate::agent::events::{AgentEvent, RunStatus, ToolCallStatus, ToolEvent};
+use crate::agent::{EventSink, LoopDeps};
+use crate::config::Overrides;
+use crate::llm::Provider;
+use crate::llm::scripted::{Script, ScriptedProvider};
+use crate::session::{Session, reconcile_interrupted};
+use crate::tools::builtin::default_registry;
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// The prompt; `-` reads it from stdin.
+    #[arg(short, long)]
+    pub prompt: Option<String>,
+    /// Continue this session (default: a new one).
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Provider preset: openai, deepseek, openrouter, moonshot, qwen, zhipu, ollama, vllm, llamacpp, custom, scripted.
+    #[arg(long)]
+    pub provider: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Any OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    #[arg(long)]
+    pub max_iterations: Option<u32>,
+    /// Script for the scripted provider (format in README.md).
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+    /// Print every event as one JSON object per line instead of the answer.
+    #[arg(long)]
+    pub json: bool,
+    /// Run the bundled demo script: a scripted model driving the real tools.
+    #[arg(long, conflicts_with_all = ["provider", "model", "base_url", "script"])]
+    pub demo: bool,
+}
+
+pub async fn run(args: RunArgs) -> u8 {
+    let overrides = Overrides {
+        provider: args.provider.clone(),
+        model: args.model.clone(),
+        base_url: args.base_url.clone(),
+        max_iterations: args.max_iterations,
+        script: args.script.clone(),
+    };
+    let config = match load_config(&overrides) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let _log_guard = init_logging(&config);
+
+    let provider: Arc<dyn Provider> = if args.demo {
+        match Script::from_json(DEMO_SCRIPT) {
+            Ok(s) => Arc::new(ScriptedProvider::new(s)),
+            Err(e) => {
+                eprintln!("vibedesk: the bundled demo script is broken: {e}");
+                return exit::FAILED;
+            }
+        }
+    } else {
+        let Some(p) = &config.provider else {
+            eprintln!("vibedesk: {NO_MODEL_HELP}");
+            return exit::USAGE;
+        };
+        match build_provider(p) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("vibedesk: {e}");
+                return exit::USAGE;
+            }
+        }
+    };
+
+    let prompt = match (&args.prompt, args.demo) {
+        (Some(p), _) if p == "-" => {
+            let mut s = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut s) {
+                eprintln!("vibedesk: cannot read the prompt from stdin: {e}");
+                return exit::USAGE;
+            }
+            s
+        }
+        (Some(p), _) => p.clone(),
+        (None, true) => DEMO_PROMPT.to_string(),
+        (None, false) => {
+            eprintln!("vibedesk: give a prompt with -p \"...\" (or -p - to read stdin)");
+            return exit::USAGE;
+        }
+    };
+    if prompt.trim().is_empty() {
+        eprintln!("vibedesk: the prompt is empty");
+        return exit::USAGE;
+    }
+
+    let reconciled = reconcile_interrupted(&config.paths);
+    if !reconciled.is_empty() && !args.json {
+        eprintln!(
+            "vibedesk: marked {} run(s) left running by an earlier crash as interrupted",
+            reconciled.len()
+        );
+    }
+
+    let registry = Arc::new(default_registry());
+    let deps = LoopDeps::new(
+        provider,
+        registry,
+        config.agent.clone(),
+        config.paths.runs_dir(),
+    );
+    let mut session = match Session::open(&config.paths, args.session.as_deref(), deps) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+
+    let (tx, rx) = mpsc::unbounded_channel();
+    let printer = tokio::spawn(print_events(rx, args.json));
+    let cancel = CancellationToken::new();
+    let on_signal = cancel.clone();
+    let json = args.json;
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            if !json {
+                eprintln!("\nvibedesk: cancelling… (Ctrl-C again to quit at once)");
+            }
+            on_signal.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(i32::from(exit::CANCELLED));
+            }
+        }
+    });
+
+    let outcome = session.send(&prompt, EventSink::new(tx), cancel).await;
+    let _ = printer.await;
+
+    match outcome.status {
+        RunStatus::Success => {
+            if !args.json && std::io::stderr().is_terminal() {
+                eprintln!(
+                    "\n[session {} · run {} · {} iteration(s){}]",
+                    session.id(),
+                    outcome.run_id,
+                    outcome.iterations,
+                    if outcome.degraded {
+                        format!(" · degraded: {}", outcome.reason)
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+            exit::OK
+        }
+        RunStatus::Cancelled => {
+            eprintln!(
+                "vibedesk: cancelled (session {}, run {})",
+                session.id(),
+                outcome.run_id
+            );
+            exit::CANCELLED
+        }
+        RunStatus::Failed | RunStatus::Interrupted => {
+            eprintln!("vibedesk: run failed: {}", outcome.reason);
+            exit::FAILED
+        }
+    }
+}
+
+/// Writes events as they arrive. In text mode the answer goes to stdout and
+/// tool activity to stderr, so `vibedesk run -p … > answer.md` works.
+async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
+    let mut out = std::io::stdout();
+    let mut ends_with_newline = true;
+    let mut printed_text = false;
+    while let Some(event) = rx.recv().await {
+        if json {
+            let mut v = serde_json::to_value(&event).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert(
+                    "ts".into(),
+                    serde_json::json!(chrono::Utc::now().timestamp_millis() as f64 / 1000.0),
+                );
+            }
+            let _ = writeln!(out, "{v}");
+            let _ = out.flush();
+            continue;
+        }
+        match &event {
+            AgentEvent::IterationStarted { .. } if printed_text => {
+                // Each iteration's text is its own paragraph.
+                let _ = write!(out, "{}", if ends_with_newline { "\n" } else { "\n\n" });
+                ends_with_newline = true;
+                printed_text = false;
+            }
+            AgentEvent::TextDelta { delta, .. } => {
+                printed_text = true;
+                let _ = write!(out, "{delta}");
+                let _ = out.flush();
+                ends_with_newline = delta.ends_with('\n');
+            }
+            AgentEvent::Tool(ToolEvent::ToolCallStarted { tool, args, .. }) => {
+                eprintln!(
+                    "  → {tool} {}",
+                    crate::tools::finalize::preview(&args.to_string(), 120)
+                );
+            }
+            AgentEvent::Tool(ToolEvent::ToolCallFinished {
+                tool,
+                status,
+                elapsed_ms,
+                preview,
+                ..
+            }) => {
+                let mark = match status {
+                    ToolCallStatus::Ok => "✓",
+                    ToolCallStatus::Skipped => "↷",
+                    _ => "✗",
+                };
+                let detail = if *status == ToolCallStatus::Ok {
+                    String::new()
+                } else {
+                    format!(" — {}", crate::tools::finalize::preview(preview, 160))
+                };
+                eprintln!("  {mark} {tool} {status:?} {elapsed_ms} ms{detail}");
+            }
+            AgentEvent::Tool(ToolEvent::ToolTimeoutWarning {
+                tool, elapsed_s, ..
+            }) => {
+                eprintln!(
+                    "  ! {tool} is past its deadline ({elapsed_s:.0}s); still waiting (write tools are never killed)"
+                );
+            }
+            AgentEvent::StreamReset {
+                error, retry_in_ms, ..
+            } => {
+                if !ends_with_newline {
+                    let _ = writeln!(out);
+                    ends_with_newline = true;
+                }
+                eprintln!(
+                    "  ↻ model stream failed ({error}); retrying in {:.1}s",
+                    *retry_in_ms as f64 / 1000.0
+                );
+            }
+            AgentEvent::AnswerRejected { issues, .. } => {
+                eprintln!("\n  ↺ draft sent back for revision: {}", issues.join("; "));
+            }
+            AgentEvent::ContentFiltered {
+                consecutive, limit, ..
+            } => {
+                eprintln!(
+                    "  ⚠ reply blocked by the provider's content filter ({consecutive}/{limit})"
+                );
+            }
+            AgentEvent::StallWarning { idle_s, .. } => {
+                eprintln!("  ⚠ no progress for {idle_s:.0}s")
+            }
+            AgentEvent::Stalled { reason }
+            | AgentEvent::Notice {
+                message: reason, ..
+            } => eprintln!("  ⚠ {reason}"),
+            _ => {}
+        }
+    }
+    if !json && !ends_with_newline {
+        let _ = writeln!(out);
+    }
+    let _ = out.flush();
+}

@@ -1,0 +1,576 @@
+//! File tools: `read_file`, `list_dir`, `write_file`, `edit_file`.
+//!
+//! Every path is confined to the session workspace and the current run dir.
+//! Relative paths resolve in the workspace, which persists across the
+//! session's runs. Escapes (`..`, absolute paths elsewhere, symlinks that
+//! point outside) are refused with an error naming the allowed roots.
+
+use std::path::{Component, Path, PathBuf};
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::store::atomic_write;
+use crate::tools::{Tool, ToolContext, ToolError, ToolResult};
+
+/// Largest file `read_file`/`edit_file` will load.
+const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
+/// Characters of content one `read_file` page returns; the model pages on.
+const PAGE_CHARS: usize = 9_000;
+const DEFAULT_LINES: usize = 2_000;
+const MAX_LIST_ENTRIES: usize = 500;
+
+fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolError::InvalidArguments(format!("'{key}' must be a string")))
+}
+
+fn opt_usize(args: &Value, key: &str) -> Result<Option<usize>, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(|n| Some(n as usize)).ok_or_else(|| {
+            ToolError::InvalidArguments(format!("'{key}' must be a non-negative integer"))
+        }),
+    }
+}
+
+/// Resolves `raw` inside the allowed roots, following symlinks of the part
+/// that exists, so a link cannot lead outside.
+pub fn resolve_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
+    let raw = raw.trim();
+    if raw.is_empty() || raw.contains('\0') {
+        return Err(ToolError::InvalidArguments(
+            "'path' must be a non-empty path".into(),
+        ));
+    }
+    let joined = if Path::new(raw).is_absolute() {
+        PathBuf::from(raw)
+    } else {
+        ctx.workspace.join(raw)
+    };
+    let lexical = normalise(&joined).ok_or_else(|| outside(ctx, raw))?;
+    let real = canonical_prefix(&lexical).map_err(|e| ToolError::Io {
+        action: "resolve",
+        path: raw.to_string(),
+        source: e,
+    })?;
+    let roots = [&ctx.workspace, &ctx.run_dir];
+    for root in roots {
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        if real.starts_with(&root) {
+            return Ok(real);
+        }
+    }
+    Err(outside(ctx, raw))
+}
+
+fn outside(ctx: &ToolContext, raw: &str) -> ToolError {
+    ToolError::failed(
+        "path_outside_workspace",
+        format!(
+            "path '{raw}' is outside the session workspace; use a relative path (it resolves in {}) or a path inside the run directory {}",
+            ctx.workspace.display(),
+            ctx.run_dir.display()
+        ),
+    )
+}
+
+/// Removes `.` and applies `..` lexically; `None` if it climbs above `/`.
+fn normalise(p: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                if !out.pop() || out.as_os_str().is_empty() {
+                    return None;
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    Some(out)
+}
+
+/// Canonicalises the longest existing ancestor and re-appends the rest.
+fn canonical_prefix(p: &Path) -> std::io::Result<PathBuf> {
+    let mut existing = p.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        match existing.canonicalize() {
+            Ok(real) => {
+                let mut out = real;
+                for part in rest.iter().rev() {
+                    out.push(part);
+                }
+                return Ok(out);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
+                    return Err(e);
+                };
+                rest.push(name);
+                if !existing.pop() {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// How a path is shown back to the model: relative to the workspace when inside it.
+fn display(ctx: &ToolContext, p: &Path) -> String {
+    let ws = ctx
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| ctx.workspace.clone());
+    match p.strip_prefix(&ws) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => p.display().to_string(),
+    }
+}
+
+fn io_err<'a>(action: &'static str, raw: &'a str) -> impl FnOnce(std::io::Error) -> ToolError + 'a {
+    move |source| ToolError::Io {
+        action,
+        path: raw.to_string(),
+        source,
+    }
+}
+
+async fn read_text(path: &Path, raw: &str) -> Result<String, ToolError> {
+    let meta = tokio::fs::metadata(path)
+        .await
+        .map_err(io_err("read", raw))?;
+    if meta.is_dir() {
+        return Err(ToolError::failed(
+            "is_a_directory",
+            format!("'{raw}' is a directory; use list_dir"),
+        ));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(ToolError::failed(
+            "file_too_large",
+            format!(
+                "'{raw}' is {} bytes; the limit is {MAX_FILE_BYTES}",
+                meta.len()
+            ),
+        ));
+    }
+    let bytes = tokio::fs::read(path).await.map_err(io_err("read", raw))?;
+    if bytes.contains(&0) {
+        return Err(ToolError::failed(
+            "binary_file",
+            format!("'{raw}' looks binary (it contains NUL bytes)"),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+pub struct ReadFile;
+
+impl Tool for ReadFile {
+    fn name(&self) -> &str {
+        "read_file"
+    }
+    fn description(&self) -> &str {
+        "Read a text file from the session workspace, a page of lines at a time (offset is the 1-based first line)."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "File path, relative to the session workspace"},
+            "offset": {"type": "integer", "description": "First line to return, 1-based (default 1)"},
+            "limit": {"type": "integer", "description": "Most lines to return (default 2000)"}
+        }, "required": ["path"]})
+    }
+    fn repeatable(&self) -> bool {
+        true
+    }
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let raw = str_arg(&args, "path")?;
+            let path = resolve_path(ctx, raw)?;
+            let offset = opt_usize(&args, "offset")?.unwrap_or(1).max(1);
+            let limit = opt_usize(&args, "limit")?.unwrap_or(DEFAULT_LINES).max(1);
+            let text = read_text(&path, raw).await?;
+            let lines: Vec<&str> = text.split_inclusive('\n').collect();
+            let total = lines.len();
+            if offset > total.max(1) {
+                return Err(ToolError::InvalidArguments(format!(
+                    "offset {offset} is past the end ({total} lines)"
+                )));
+            }
+            let mut content = String::new();
+            let mut returned = 0;
+            for line in lines.iter().skip(offset - 1).take(limit) {
+                if returned > 0 && content.chars().count() + line.chars().count() > PAGE_CHARS {
+                    break;
+                }
+                content.push_str(line);
+                returned += 1;
+            }
+            let next = offset - 1 + returned;
+            Ok(json!({
+                "status": "ok", "path": display(ctx, &path), "content": content,
+                "offset": offset, "returned_lines": returned, "total_lines": total,
+                "next_offset": if next < total { Value::from(next + 1) } else { Value::Null },
+                "complete": next >= total,
+            })
+            .to_string())
+        })
+    }
+}
+
+pub struct ListDir;
+
+impl Tool for ListDir {
+    fn name(&self) -> &str {
+        "list_dir"
+    }
+    fn description(&self) -> &str {
+        "List files and folders in the session workspace (or a folder inside it), with sizes."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "Folder, relative to the workspace (default: the workspace)"},
+            "recursive": {"type": "boolean", "description": "Also list sub-folders, up to 4 levels (default false)"}
+        }, "required": []})
+    }
+    fn repeatable(&self) -> bool {
+        true
+    }
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let raw = args.get("path").and_then(Value::as_str).unwrap_or(".");
+            let recursive = args
+                .get("recursive")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let root = resolve_path(ctx, raw)?;
+            let mut entries = Vec::new();
+            let mut truncated = false;
+            let mut stack = vec![(root.clone(), 0usize)];
+            while let Some((dir, depth)) = stack.pop() {
+                let mut rd = tokio::fs::read_dir(&dir)
+                    .await
+                    .map_err(io_err("list", raw))?;
+                let mut here = Vec::new();
+                while let Some(e) = rd.next_entry().await.map_err(io_err("list", raw))? {
+                    here.push(e);
+                }
+                here.sort_by_key(|e| e.file_name());
+                for e in here {
+                    if entries.len() >= MAX_LIST_ENTRIES {
+                        truncated = true;
+                        break;
+                    }
+                    let meta = e.metadata().await.ok();
+                    let is_dir = meta.as_ref().is_some_and(|m| m.is_dir());
+                    let rel = e
+                        .path()
+                        .strip_prefix(&root)
+                        .map(Path::to_path_buf)
+                        .unwrap_or_else(|_| e.path());
+                    entries.push(json!({
+                        "name": rel.display().to_string(),
+                        "type": if is_dir { "dir" } else { "file" },
+                        "size": if is_dir { Value::Null } else { meta.map(|m| m.len()).into() },
+                    }));
+                    if recursive && is_dir && depth < 3 {
+                        stack.push((e.path(), depth + 1));
+                    }
+                }
+            }
+            Ok(json!({"status": "ok", "path": display(ctx, &root), "entries": entries, "truncated": truncated}).to_string())
+        })
+    }
+}
+
+pub struct WriteFile;
+
+impl Tool for WriteFile {
+    fn name(&self) -> &str {
+        "write_file"
+    }
+    fn description(&self) -> &str {
+        "Write a text file in the session workspace (creates folders; replaces the file atomically, or appends)."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "File path, relative to the session workspace"},
+            "content": {"type": "string", "description": "The full text to write"},
+            "append": {"type": "boolean", "description": "Append instead of replacing (default false)"}
+        }, "required": ["path", "content"]})
+    }
+    fn readonly(&self) -> bool {
+        false
+    }
+    fn repeatable(&self) -> bool {
+        true
+    }
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let raw = str_arg(&args, "path")?;
+            let content = str_arg(&args, "content")?;
+            let append = args.get("append").and_then(Value::as_bool).unwrap_or(false);
+            let path = resolve_path(ctx, raw)?;
+            if path.is_dir() {
+                return Err(ToolError::failed(
+                    "is_a_directory",
+                    format!("'{raw}' is a directory"),
+                ));
+            }
+            if let Some(parent) = path.parent() {
+                tokio::fs::create_dir_all(parent)
+                    .await
+                    .map_err(io_err("create folder for", raw))?;
+            }
+            let path2 = path.clone();
+            let bytes = content.as_bytes().to_vec();
+            let written = bytes.len();
+            tokio::task::spawn_blocking(move || -> Result<(), String> {
+                if append {
+                    use std::io::Write;
+                    let mut f = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&path2)
+                        .map_err(|e| e.to_string())?;
+                    f.write_all(&bytes)
+                        .and_then(|_| f.sync_data())
+                        .map_err(|e| e.to_string())
+                } else {
+                    atomic_write(&path2, &bytes).map_err(|e| e.to_string())
+                }
+            })
+            .await
+            .map_err(|e| ToolError::failed("io_error", e.to_string()))?
+            .map_err(|e| ToolError::failed("io_error", format!("cannot write '{raw}': {e}")))?;
+            Ok(json!({"status": "ok", "path": display(ctx, &path), "bytes": written, "appended": append}).to_string())
+        })
+    }
+}
+
+pub struct EditFile;
+
+impl Tool for EditFile {
+    fn name(&self) -> &str {
+        "edit_file"
+    }
+    fn description(&self) -> &str {
+        "Replace an exact piece of text in a workspace file (must match once unless replace_all)."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "File path, relative to the session workspace"},
+            "old_string": {"type": "string", "description": "Exact text to replace"},
+            "new_string": {"type": "string", "description": "Replacement text"},
+            "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
+        }, "required": ["path", "old_string", "new_string"]})
+    }
+    fn readonly(&self) -> bool {
+        false
+    }
+    fn repeatable(&self) -> bool {
+        true
+    }
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let raw = str_arg(&args, "path")?;
+            let old = str_arg(&args, "old_string")?;
+            let new = str_arg(&args, "new_string")?;
+            let all = args
+                .get("replace_all")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            if old.is_empty() {
+                return Err(ToolError::InvalidArguments(
+                    "'old_string' must not be empty".into(),
+                ));
+            }
+            let path = resolve_path(ctx, raw)?;
+            let text = read_text(&path, raw).await?;
+            let count = text.matches(old).count();
+            if count == 0 {
+                return Err(ToolError::failed(
+                    "no_match",
+                    format!(
+                        "'old_string' was not found in '{raw}'; read the file and copy the text exactly"
+                    ),
+                ));
+            }
+            if count > 1 && !all {
+                return Err(ToolError::failed(
+                    "ambiguous_match",
+                    format!(
+                        "'old_string' occurs {count} times in '{raw}'; add context to make it unique or set replace_all"
+                    ),
+                ));
+            }
+            let updated = if all {
+                text.replace(old, new)
+            } else {
+                text.replacen(old, new, 1)
+            };
+            let p2 = path.clone();
+            tokio::task::spawn_blocking(move || {
+                atomic_write(&p2, updated.as_bytes()).map_err(|e| e.to_string())
+            })
+            .await
+            .map_err(|e| ToolError::failed("io_error", e.to_string()))?
+            .map_err(|e| ToolError::failed("io_error", format!("cannot write '{raw}': {e}")))?;
+            Ok(json!({"status": "ok", "path": display(ctx, &path), "replacements": if all { count } else { 1 }}).to_string())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::BackgroundQueue;
+    use tokio_util::sync::CancellationToken;
+
+    fn ctx(root: &Path) -> ToolContext {
+        let ws = root.join("ws");
+        let run = root.join("run");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&run).unwrap();
+        ToolContext {
+            call_id: "c".into(),
+            session_id: "s".into(),
+            run_dir: run,
+            workspace: ws,
+            cancel: CancellationToken::new(),
+            background: BackgroundQueue::default(),
+        }
+    }
+
+    async fn call(tool: &dyn Tool, args: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+        tool.call(args, ctx)
+            .await
+            .map(|s| serde_json::from_str(&s).unwrap())
+    }
+
+    #[tokio::test]
+    async fn write_read_edit_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let w = call(
+            &WriteFile,
+            json!({"path": "notes/a.md", "content": "one\ntwo\nthree\n"}),
+            &c,
+        )
+        .await
+        .unwrap();
+        assert_eq!(w["path"], "notes/a.md");
+        let r = call(
+            &ReadFile,
+            json!({"path": "notes/a.md", "offset": 2, "limit": 1}),
+            &c,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r["content"], "two\n");
+        assert_eq!(r["next_offset"], 3);
+        assert_eq!(r["total_lines"], 3);
+        call(
+            &EditFile,
+            json!({"path": "notes/a.md", "old_string": "two", "new_string": "2"}),
+            &c,
+        )
+        .await
+        .unwrap();
+        let r = call(&ReadFile, json!({"path": "notes/a.md"}), &c)
+            .await
+            .unwrap();
+        assert_eq!(r["content"], "one\n2\nthree\n");
+        assert_eq!(r["complete"], true);
+        let e = call(
+            &EditFile,
+            json!({"path": "notes/a.md", "old_string": "zzz", "new_string": "q"}),
+            &c,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.code(), "no_match");
+        let l = call(&ListDir, json!({"recursive": true}), &c)
+            .await
+            .unwrap();
+        let names: Vec<&str> = l["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, vec!["notes", "notes/a.md"]);
+    }
+
+    #[tokio::test]
+    async fn escapes_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        std::fs::write(dir.path().join("secret.txt"), "s").unwrap();
+        for p in ["../secret.txt", "/etc/passwd", "a/../../secret.txt"] {
+            let e = call(&ReadFile, json!({"path": p}), &c).await.unwrap_err();
+            assert_eq!(e.code(), "path_outside_workspace", "{p}: {e}");
+            assert!(e.to_string().contains("outside the session workspace"));
+        }
+        std::os::unix::fs::symlink(dir.path(), c.workspace.join("link")).unwrap();
+        let e = call(
+            &WriteFile,
+            json!({"path": "link/x.txt", "content": "x"}),
+            &c,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.code(), "path_outside_workspace");
+        assert!(!dir.path().join("x.txt").exists());
+        // The run dir is allowed by absolute path.
+        let inside = c.run_dir.join("config.json");
+        call(
+            &WriteFile,
+            json!({"path": inside.to_str().unwrap(), "content": "{}"}),
+            &c,
+        )
+        .await
+        .unwrap();
+        assert!(inside.exists());
+    }
+
+    #[tokio::test]
+    async fn binary_and_ambiguous_inputs_get_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        std::fs::write(c.workspace.join("b.bin"), [0u8, 1, 2]).unwrap();
+        assert_eq!(
+            call(&ReadFile, json!({"path": "b.bin"}), &c)
+                .await
+                .unwrap_err()
+                .code(),
+            "binary_file"
+        );
+        std::fs::write(c.workspace.join("t.txt"), "x x").unwrap();
+        let e = call(
+            &EditFile,
+            json!({"path": "t.txt", "old_string": "x", "new_string": "y"}),
+            &c,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.code(), "ambiguous_match");
+        call(
+            &EditFile,
+            json!({"path": "t.txt", "old_string": "x", "new_string": "y", "replace_all": true}),
+            &c,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(c.workspace.join("t.txt")).unwrap(),
+            "y y"
+        );
+    }
+}
