@@ -793,7 +793,7 @@ impl Loop {
                 )
                 .await
             };
-            live.flush_reasoning();
+            live.finish().await;
             match result {
                 Ok(r) => return Ok(r),
                 Err(e) if attempt == 1 && e.retryable() && !cancel.is_cancelled() => {
@@ -985,10 +985,8 @@ struct LiveState {
     reasoning: String,
     reasoning_emitted_chars: usize,
     last_reasoning_emit: Option<Instant>,
-    text: String,
-    partial_path: PathBuf,
-    partial_interval: Duration,
-    last_checkpoint: Option<Instant>,
+    checkpoint: Option<tokio::sync::watch::Sender<String>>,
+    writer: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl LiveState {
@@ -997,8 +995,10 @@ impl LiveState {
         events: EventSink,
         throttle: Duration,
         partial_path: PathBuf,
-        partial_interval: Duration,
+        interval: Duration,
     ) -> Self {
+        let (tx, rx) = tokio::sync::watch::channel(String::new());
+        let writer = tokio::spawn(checkpoint_writer(rx, iter, partial_path, interval));
         LiveState {
             iter,
             events,
@@ -1006,28 +1006,21 @@ impl LiveState {
             reasoning: String::new(),
             reasoning_emitted_chars: 0,
             last_reasoning_emit: None,
-            text: String::new(),
-            partial_path,
-            partial_interval,
-            last_checkpoint: None,
+            checkpoint: Some(tx),
+            writer: Some(writer),
         }
     }
 
     fn on_delta(&mut self, d: LiveDelta<'_>) {
         match d {
             LiveDelta::Text(t) => {
-                self.text.push_str(t);
+                if let Some(tx) = &self.checkpoint {
+                    tx.send_modify(|text| text.push_str(t));
+                }
                 self.events.emit(AgentEvent::TextDelta {
                     iter: self.iter,
                     delta: t.to_string(),
                 });
-                // First chunk at once, then at most one write per interval.
-                if self
-                    .last_checkpoint
-                    .is_none_or(|t| t.elapsed() >= self.partial_interval)
-                {
-                    self.checkpoint();
-                }
             }
             LiveDelta::Reasoning(r) => {
                 self.reasoning.push_str(r);
@@ -1057,23 +1050,46 @@ impl LiveState {
         self.last_reasoning_emit = Some(Instant::now());
     }
 
-    /// A final reasoning event so the count a UI shows is exact.
-    fn flush_reasoning(&mut self) {
+    /// A final reasoning event so the count a UI shows is exact; the last
+    /// checkpoint is on disk before the call counts as done.
+    async fn finish(mut self) {
         if self.reasoning.chars().count() > self.reasoning_emitted_chars {
             self.emit_reasoning();
         }
-        if !self.text.is_empty() {
-            self.checkpoint();
+        self.checkpoint = None;
+        if let Some(w) = self.writer.take() {
+            let _ = w.await;
         }
     }
+}
 
-    fn checkpoint(&mut self) {
-        self.last_checkpoint = Some(Instant::now());
-        let doc =
-            json!({"iter": self.iter, "text": self.text, "updated_at": rfc3339(SystemTime::now())});
-        if let Err(e) = atomic_write_json(&self.partial_path, &doc) {
+/// Writes the streamed text: the first chunk at once, then at most once per
+/// `interval`, and always the latest text after a burst, so text that
+/// arrived just before a long silence is on disk too.
+async fn checkpoint_writer(
+    mut rx: tokio::sync::watch::Receiver<String>,
+    iter: u64,
+    path: PathBuf,
+    interval: Duration,
+) {
+    let write = |text: &str| {
+        if text.is_empty() {
+            return;
+        }
+        let doc = json!({"iter": iter, "text": text, "updated_at": rfc3339(SystemTime::now())});
+        if let Err(e) = atomic_write_json(&path, &doc) {
             tracing::warn!("cannot checkpoint the streamed text: {e}");
         }
+    };
+    while rx.changed().await.is_ok() {
+        let text = rx.borrow_and_update().clone();
+        write(&text);
+        tokio::time::sleep(interval).await;
+    }
+    // The sender is gone: write whatever arrived during the last pause.
+    if rx.has_changed().unwrap_or(true) {
+        let text = rx.borrow().clone();
+        write(&text);
     }
 }
 

@@ -1,3 +1,5 @@
 mod agent_loop;
+mod cli;
+mod loop_http;
 mod provider;
 mod support;

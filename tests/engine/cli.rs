@@ -1,0 +1,415 @@
+//! The `vibedesk` binary as a user runs it: real child processes, a temp
+//! `VIBEDESK_HOME` (and `HOME`), the loopback server for the provider.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use vibedesk::store::{MessageLog, read_trace};
+
+use crate::support::harness::read_json;
+use crate::support::server::{TestServer, json_reply, text_reply, tool_call_reply};
+
+const BIN: &str = env!("CARGO_BIN_EXE_vibedesk");
+
+/// A command with a clean environment: nothing of the user's home, config
+/// or keys leaks in.
+fn vibedesk(home: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("VIBEDESK_HOME", home)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    c
+}
+
+fn write_script(dir: &Path, name: &str, script: Value) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, script.to_string()).unwrap();
+    p
+}
+
+fn events(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+fn run_dir_of(evs: &[Value]) -> PathBuf {
+    PathBuf::from(
+        evs.iter().find(|e| e["type"] == "run_started").unwrap()["run_dir"]
+            .as_str()
+            .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn run_json_against_a_loopback_server_end_to_end() {
+    let home = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![
+        tool_call_reply(&[("c1", "write_file", r#"{"path":"out.md","content":"hello"}"#)]),
+        tool_call_reply(&[
+            ("c2", "read_file", r#"{"path":"out.md"}"#),
+            ("c3", "list_dir", "{}"),
+        ]),
+        text_reply("Wrote out.md."),
+    ])
+    .await;
+    let out = vibedesk(home.path())
+        .args([
+            "run",
+            "--json",
+            "-p",
+            "write out.md",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m1",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let evs = events(&out.stdout);
+    let types: Vec<&str> = evs.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"run_started"));
+    assert_eq!(types.last(), Some(&"run_finished"));
+    assert!(evs.iter().all(|e| e["ts"].as_f64().is_some()));
+    let modes: Vec<&str> = evs
+        .iter()
+        .filter(|e| e["type"] == "tool_batch_started")
+        .map(|e| e["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, vec!["serial", "parallel"]);
+    assert_eq!(evs.last().unwrap()["status"], "success");
+    let run_dir = run_dir_of(&evs);
+    assert!(
+        run_dir.starts_with(home.path()),
+        "every path under VIBEDESK_HOME"
+    );
+    assert_eq!(read_json(&run_dir.join("state.json"))["status"], "success");
+    let sid = evs[0]["session_id"].as_str().unwrap();
+    let sdir = home.path().join("data/sessions").join(sid);
+    assert_eq!(
+        std::fs::read_to_string(sdir.join("workspace/out.md")).unwrap(),
+        "hello"
+    );
+    let trace = read_trace(&sdir, None).unwrap();
+    assert!(trace.records.len() > 8);
+    assert_eq!(server.request_count(), 3);
+    // The key never reaches disk: there was none, and no file mentions one.
+    assert!(
+        !std::fs::read_to_string(sdir.join("trace.jsonl"))
+            .unwrap()
+            .contains("Bearer")
+    );
+}
+
+#[tokio::test]
+async fn text_mode_streams_the_answer_to_stdout_only() {
+    let home = tempfile::tempdir().unwrap();
+    let script = write_script(
+        home.path(),
+        "s.json",
+        json!([{"text": "Checking.", "tool_calls": [{"name": "list_dir", "arguments": {}}]}, {"text": "The workspace is empty."}]),
+    );
+    let out = vibedesk(home.path())
+        .args([
+            "run",
+            "-p",
+            "what is here?",
+            "--script",
+            script.to_str().unwrap(),
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout, "Checking.\n\nThe workspace is empty.\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("list_dir"));
+}
+
+#[tokio::test]
+async fn no_model_configured_explains_how_to_configure_one() {
+    let home = tempfile::tempdir().unwrap();
+    let out = vibedesk(home.path())
+        .args(["run", "-p", "hi"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no model is configured"), "{err}");
+    assert!(
+        err.contains("--provider") && err.contains("config.toml"),
+        "{err}"
+    );
+    assert!(err.lines().count() <= 8, "short: {err}");
+}
+
+#[tokio::test]
+async fn a_failed_run_exits_non_zero_with_a_one_line_reason() {
+    let home = tempfile::tempdir().unwrap();
+    let script = write_script(
+        home.path(),
+        "s.json",
+        json!([{"error": {"kind": "http", "status": 403, "message": "model access denied"}}]),
+    );
+    let out = vibedesk(home.path())
+        .args(["run", "-p", "hi", "--script", script.to_str().unwrap()])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("vibedesk: run failed:"))
+        .expect("reason line");
+    assert!(line.contains("model access denied"), "{line}");
+}
+
+#[tokio::test]
+async fn doctor_masks_the_key_and_checks_the_server() {
+    let home = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![json_reply(
+        200,
+        &json!({"object": "list", "data": [{"id": "m1"}, {"id": "m2"}]}),
+    )])
+    .await;
+    let secret = "sk-doctor-secret-998877665544";
+    let out = vibedesk(home.path())
+        .env("VIBEDESK_BASE_URL", server.base_url())
+        .env("VIBEDESK_MODEL", "m1")
+        .env("VIBEDESK_API_KEY", secret)
+        .arg("doctor")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !stdout.contains(secret) && !stdout.contains("998877"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "set ({} chars, from VIBEDESK_API_KEY)",
+            secret.len()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("check         ok: the server answered with 2 model(s)"),
+        "{stdout}"
+    );
+    assert_eq!(server.requests()[0].path, "/v1/models");
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some(&*format!("Bearer {secret}"))
+    );
+}
+
+/// Reads JSON event lines from a running child until `pred` matches one.
+async fn wait_for_event(child: &mut Child, lines: &mut Vec<Value>, pred: impl Fn(&Value) -> bool) {
+    let stdout = child.stdout.as_mut().expect("piped stdout");
+    let mut reader = BufReader::new(stdout);
+    let found = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).await.unwrap() == 0 {
+                return false;
+            }
+            let v: Value = serde_json::from_str(line.trim()).unwrap();
+            let hit = pred(&v);
+            lines.push(v);
+            if hit {
+                return true;
+            }
+        }
+    })
+    .await
+    .expect("the event never came");
+    assert!(found, "stdout closed before the event came: {lines:?}");
+}
+
+#[tokio::test]
+async fn ctrl_c_cancels_the_run_cleanly() {
+    let home = tempfile::tempdir().unwrap();
+    let script = write_script(
+        home.path(),
+        "s.json",
+        json!([{"text": "Thinking about it", "hang": true}]),
+    );
+    let mut child = vibedesk(home.path())
+        .args([
+            "run",
+            "--json",
+            "-p",
+            "hi",
+            "--script",
+            script.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    wait_for_event(&mut child, &mut seen, |e| e["type"] == "text_delta").await;
+    let pid = child.id().unwrap().to_string();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let rest = events(&out.stdout);
+    let finished = rest
+        .iter()
+        .find(|e| e["type"] == "run_finished")
+        .expect("run_finished after cancel");
+    assert_eq!(finished["status"], "cancelled");
+    assert_eq!(finished["reason"], "cancelled by user");
+    let state = read_json(&run_dir_of(&seen).join("state.json"));
+    assert_eq!(state["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn a_killed_run_is_reconciled_as_interrupted_and_nothing_is_lost() {
+    let home = tempfile::tempdir().unwrap();
+    let slow = write_script(
+        home.path(),
+        "slow.json",
+        json!([
+            {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "draft.md", "content": "first draft"}}]},
+            {"chunks": [{"text": "Partial findings: AAPL "}, {"text": "rose."}, {"delay_ms": 600000}, {"text": " never"}]}
+        ]),
+    );
+    let mut child = vibedesk(home.path())
+        .args([
+            "run",
+            "--json",
+            "-p",
+            "research AAPL",
+            "--script",
+            slow.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    wait_for_event(&mut child, &mut seen, |e| {
+        e["type"] == "text_delta" && e["delta"] == "rose."
+    })
+    .await;
+    let run_dir = run_dir_of(&seen);
+    let sid = seen[0]["session_id"].as_str().unwrap().to_string();
+    // Wait until the streamed text is checkpointed, then kill -9.
+    let partial = run_dir.join("partial_response.json");
+    for _ in 0..200 {
+        if std::fs::read_to_string(&partial).is_ok_and(|t| t.contains("rose.")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    assert_eq!(
+        read_json(&run_dir.join("state.json"))["status"],
+        "running",
+        "the crash left it running"
+    );
+
+    let quick = write_script(
+        home.path(),
+        "quick.json",
+        json!([{"text": "Picking up again."}]),
+    );
+    let out = vibedesk(home.path())
+        .args([
+            "run",
+            "--session",
+            &sid,
+            "-p",
+            "continue",
+            "--script",
+            quick.to_str().unwrap(),
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+
+    let state = read_json(&run_dir.join("state.json"));
+    assert_eq!(state["status"], "interrupted");
+    assert!(
+        state["reason"]
+            .as_str()
+            .unwrap()
+            .contains("ended without finishing")
+    );
+    let sdir = home.path().join("data/sessions").join(&sid);
+    let trace = read_trace(&sdir, None).unwrap();
+    assert_eq!(trace.skipped_lines, 0, "the trace is readable");
+    assert!(
+        trace
+            .records
+            .iter()
+            .any(|r| r["type"] == "end" && r["status"] == "interrupted")
+    );
+    let msgs = MessageLog::read(&sdir).unwrap();
+    assert!(msgs.skipped_lines.is_empty());
+    let texts: Vec<(String, String)> = msgs
+        .messages
+        .iter()
+        .map(|m| {
+            (
+                m.message.role.as_str().to_string(),
+                m.message.content.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(texts[0], ("user".into(), "research AAPL".into()));
+    assert_eq!(texts[1].0, "assistant");
+    assert_eq!(msgs.messages[1].message.tool_calls[0].id, "w1");
+    assert_eq!(texts[2].0, "tool");
+    let interrupted = &msgs.messages[3];
+    assert_eq!(interrupted.status.as_deref(), Some("interrupted"));
+    assert!(
+        interrupted
+            .message
+            .content
+            .starts_with("Partial findings: AAPL rose."),
+        "{}",
+        interrupted.message.content
+    );
+    assert_eq!(texts[4], ("user".into(), "continue".into()));
+    assert_eq!(texts[5], ("assistant".into(), "Picking up again.".into()));
+    assert!(!partial.exists(), "the checkpoint is cleaned up");
+}
