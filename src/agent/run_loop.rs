@@ -985,7 +985,8 @@ struct LiveState {
     reasoning: String,
     reasoning_emitted_chars: usize,
     last_reasoning_emit: Option<Instant>,
-    checkpoint: Option<tokio::sync::watch::Sender<String>>,
+    checkpoint: tokio::sync::watch::Sender<String>,
+    checkpoint_done: CancellationToken,
     writer: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -998,7 +999,14 @@ impl LiveState {
         interval: Duration,
     ) -> Self {
         let (tx, rx) = tokio::sync::watch::channel(String::new());
-        let writer = tokio::spawn(checkpoint_writer(rx, iter, partial_path, interval));
+        let done = CancellationToken::new();
+        let writer = tokio::spawn(checkpoint_writer(
+            rx,
+            done.clone(),
+            iter,
+            partial_path,
+            interval,
+        ));
         LiveState {
             iter,
             events,
@@ -1006,7 +1014,8 @@ impl LiveState {
             reasoning: String::new(),
             reasoning_emitted_chars: 0,
             last_reasoning_emit: None,
-            checkpoint: Some(tx),
+            checkpoint: tx,
+            checkpoint_done: done,
             writer: Some(writer),
         }
     }
@@ -1014,9 +1023,7 @@ impl LiveState {
     fn on_delta(&mut self, d: LiveDelta<'_>) {
         match d {
             LiveDelta::Text(t) => {
-                if let Some(tx) = &self.checkpoint {
-                    tx.send_modify(|text| text.push_str(t));
-                }
+                self.checkpoint.send_modify(|text| text.push_str(t));
                 self.events.emit(AgentEvent::TextDelta {
                     iter: self.iter,
                     delta: t.to_string(),
@@ -1056,7 +1063,7 @@ impl LiveState {
         if self.reasoning.chars().count() > self.reasoning_emitted_chars {
             self.emit_reasoning();
         }
-        self.checkpoint = None;
+        self.checkpoint_done.cancel();
         if let Some(w) = self.writer.take() {
             let _ = w.await;
         }
@@ -1065,9 +1072,11 @@ impl LiveState {
 
 /// Writes the streamed text: the first chunk at once, then at most once per
 /// `interval`, and always the latest text after a burst, so text that
-/// arrived just before a long silence is on disk too.
+/// arrived just before a long silence is on disk too. Ends as soon as the
+/// call is done (`done`), after one last write of anything unwritten.
 async fn checkpoint_writer(
     mut rx: tokio::sync::watch::Receiver<String>,
+    done: CancellationToken,
     iter: u64,
     path: PathBuf,
     interval: Duration,
@@ -1081,14 +1090,21 @@ async fn checkpoint_writer(
             tracing::warn!("cannot checkpoint the streamed text: {e}");
         }
     };
-    while rx.changed().await.is_ok() {
+    loop {
+        tokio::select! {
+            biased;
+            _ = done.cancelled() => break,
+            changed = rx.changed() => if changed.is_err() { break },
+        }
         let text = rx.borrow_and_update().clone();
         write(&text);
-        tokio::time::sleep(interval).await;
+        tokio::select! {
+            _ = done.cancelled() => break,
+            _ = tokio::time::sleep(interval) => {}
+        }
     }
-    // The sender is gone: write whatever arrived during the last pause.
-    if rx.has_changed().unwrap_or(true) {
-        let text = rx.borrow().clone();
+    if rx.has_changed().unwrap_or(false) {
+        let text = rx.borrow_and_update().clone();
         write(&text);
     }
 }

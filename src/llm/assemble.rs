@@ -335,65 +335,57 @@ fn fold_bar(c: char) -> char {
 
 static BAR: &str = r"[|\x{2502}\x{FF5C}]{1,2}";
 
-static DSML_BLOCK: LazyLock<Regex> = LazyLock::new(|| {
+static DSML_BLOCK: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(&format!(
         r"(?is)<{BAR}dsml{BAR}tool_calls\s*>(.*?)(?:</{BAR}dsml{BAR}tool_calls\s*>|\z)"
     ))
-    .unwrap_or_else(|_| unreachable_regex())
+    .ok()
 });
 
-static DSML_INVOKE: LazyLock<Regex> = LazyLock::new(|| {
+static DSML_INVOKE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(&format!(
         r#"(?is)<{BAR}dsml{BAR}invoke\s+name\s*=\s*"([^"]*)"\s*>(.*?)(?:</{BAR}dsml{BAR}invoke\s*>|\z)"#
-    ))
-    .unwrap_or_else(|_| unreachable_regex())
+    )).ok()
 });
 
-static DSML_PARAM: LazyLock<Regex> = LazyLock::new(|| {
+static DSML_PARAM: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(&format!(
         r#"(?is)<{BAR}dsml{BAR}parameter\s+name\s*=\s*"([^"]*)"([^>]*)>(.*?)</{BAR}dsml{BAR}parameter\s*>"#
-    ))
-    .unwrap_or_else(|_| unreachable_regex())
+    )).ok()
 });
 
 /// Markup leak check for final answers (spec §1.5 step 4): regex A catches
 /// `<invoke`, `</parameter`, `<tool_calls`, `<dsml` words; regex B catches
 /// two bars followed by `dsml|tool_calls|invoke`.
-static MARKUP_A: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)<\s?/?(?:invoke|parameter|tool_calls|dsml)\b")
-        .unwrap_or_else(|_| unreachable_regex())
-});
-static MARKUP_B: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)<[|\x{2502}\x{FF5C}]{2}(?:dsml|tool_calls|invoke)")
-        .unwrap_or_else(|_| unreachable_regex())
-});
-
-/// The patterns above are literals checked by tests; a regex that matches
-/// nothing is the harmless stand-in the type system asks for.
-fn unreachable_regex() -> Regex {
-    Regex::new(r"[^\s\S]").unwrap_or_else(|_| unreachable!("the empty-class regex always compiles"))
-}
+static MARKUP_A: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)<\s?/?(?:invoke|parameter|tool_calls|dsml)\b").ok());
+static MARKUP_B: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)<[|\x{2502}\x{FF5C}]{2}(?:dsml|tool_calls|invoke)").ok());
 
 pub fn contains_tool_markup(text: &str) -> bool {
-    MARKUP_A.is_match(text) || MARKUP_B.is_match(text)
+    // The patterns are literals; `regexes_compile` proves they are Some.
+    [&*MARKUP_A, &*MARKUP_B]
+        .iter()
+        .any(|re| re.as_ref().is_some_and(|r| r.is_match(text)))
 }
 
 /// A reply that is *only* a DSML block (whitespace around it allowed) becomes
 /// tool calls with ids `dsml_call_<n>`; text outside the block means it is
 /// not treated as calls (spec §2.11).
 pub fn parse_pure_dsml(text: &str) -> Option<Vec<ToolCall>> {
-    let block = DSML_BLOCK.captures(text)?;
+    let block = DSML_BLOCK.as_ref()?.captures(text)?;
     let whole = block.get(0)?;
     if !text[..whole.start()].trim().is_empty() || !text[whole.end()..].trim().is_empty() {
         return None;
     }
     let inner = block.get(1)?.as_str();
     let mut calls = Vec::new();
-    for (n, invoke) in DSML_INVOKE.captures_iter(inner).enumerate() {
+    let (invoke_re, param_re) = (DSML_INVOKE.as_ref()?, DSML_PARAM.as_ref()?);
+    for (n, invoke) in invoke_re.captures_iter(inner).enumerate() {
         let name = invoke.get(1)?.as_str().trim().to_string();
         let body = invoke.get(2)?.as_str();
         let mut args = serde_json::Map::new();
-        for p in DSML_PARAM.captures_iter(body) {
+        for p in param_re.captures_iter(body) {
             let key = p.get(1)?.as_str().to_string();
             let attrs = p.get(2).map_or("", |m| m.as_str()).to_ascii_lowercase();
             let raw = p.get(3).map_or("", |m| m.as_str()).trim();
@@ -511,6 +503,19 @@ mod tests {
         ]);
         assert!(r.tool_calls.is_empty());
         assert!(contains_tool_markup(&r.content));
+    }
+
+    #[test]
+    fn regexes_compile() {
+        for re in [
+            &*DSML_BLOCK,
+            &*DSML_INVOKE,
+            &*DSML_PARAM,
+            &*MARKUP_A,
+            &*MARKUP_B,
+        ] {
+            assert!(re.is_some());
+        }
     }
 
     #[test]

@@ -1160,3 +1160,183 @@ async fn invalid_and_unknown_calls_get_structured_errors_without_running() {
     assert_eq!(tool_msgs[2]["error_code"], "invalid_arguments");
     assert!(tool_msgs[2]["error"].as_str().unwrap().contains("path"));
 }
+
+struct DenyList(&'static str);
+
+impl vibedesk::tools::Authorizer for DenyList {
+    fn authorize(&self, tool: &str, _args: &Value) -> Result<(), vibedesk::tools::Denial> {
+        if tool == self.0 {
+            Err(vibedesk::tools::Denial {
+                code: "identity_required".into(),
+                message: format!("{tool} needs a resolved symbol first"),
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_denied_call_gets_a_structured_error_and_splits_the_batch() {
+    let home = Home::new();
+    let guarded = TestTool::new("guarded", true, Behaviour::Echo);
+    let guarded_calls = guarded.counter();
+    let provider = scripted(json!([
+        call_turn(&[
+            ("a", "list_dir", json!({})),
+            ("b", "guarded", json!({})),
+            ("c", "list_dir", json!({"recursive": true}))
+        ]),
+        text_turn("ok")
+    ]));
+    let mut deps = LoopDeps::new(
+        provider.clone(),
+        registry_with(vec![Arc::new(guarded)]),
+        test_config(),
+        home.paths.runs_dir(),
+    );
+    deps.authorizer = Some(Arc::new(DenyList("guarded")));
+    let mut lp = Loop::new(deps);
+    let ran = run_loop(&mut lp, &home, "q", CancellationToken::new()).await;
+    assert_eq!(ran.outcome.status, RunStatus::Success);
+    assert_eq!(guarded_calls.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        finished_statuses(&ran.events),
+        vec![
+            ("list_dir".into(), ToolCallStatus::Ok),
+            ("guarded".into(), ToolCallStatus::Denied),
+            ("list_dir".into(), ToolCallStatus::Ok)
+        ]
+    );
+    let batches = ran
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                AgentEvent::Tool(ToolEvent::ToolBatchStarted {
+                    mode: BatchMode::Serial,
+                    ..
+                })
+            )
+        })
+        .count();
+    assert_eq!(
+        batches, 2,
+        "the denied call splits the read-only run into two batches"
+    );
+    let denied: Value = serde_json::from_str(
+        &provider.requests()[1]
+            .messages
+            .iter()
+            .find(|m| m.tool_call_id.as_deref() == Some("b"))
+            .unwrap()
+            .content,
+    )
+    .unwrap();
+    assert_eq!(denied["status"], "error");
+    assert_eq!(denied["error_code"], "identity_required");
+    let trace = read_trace(&home.session_dir(), None).unwrap();
+    assert!(
+        trace
+            .records
+            .iter()
+            .any(|r| r["type"] == "tool_result" && r["call_id"] == "b" && r["blocked"] == true)
+    );
+}
+
+#[tokio::test]
+async fn reasoning_bursts_are_throttled_first_one_at_once() {
+    let home = Home::new();
+    let chunks: Vec<Value> = (0..60)
+        .map(|i| json!({"reasoning": format!("step {i}. ")}))
+        .chain([json!({"text": "Answer."}), json!({"finish": "stop"})])
+        .collect();
+    let provider = scripted(json!([{"chunks": chunks}]));
+    let ran = run_with(
+        &home,
+        provider,
+        registry_with(vec![]),
+        test_config(),
+        "q",
+        CancellationToken::new(),
+    )
+    .await;
+    let deltas: Vec<(usize, String)> = ran
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ReasoningDelta { chars, tail, .. } => Some((*chars, tail.clone())),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !deltas.is_empty() && deltas.len() <= 3,
+        "throttled: {}",
+        deltas.len()
+    );
+    assert_eq!(
+        deltas[0].0,
+        "step 0. ".len(),
+        "the first chunk is reported at once"
+    );
+    let total: usize = (0..60).map(|i| format!("step {i}. ").len()).sum();
+    assert_eq!(deltas.last().unwrap().0, total, "the final count is exact");
+    assert!(deltas.last().unwrap().1.ends_with("step 59. "));
+    assert!(deltas.last().unwrap().1.chars().count() <= 600);
+}
+
+#[tokio::test]
+async fn large_texts_are_offloaded_from_the_trace_and_read_back() {
+    let home = Home::new();
+    let answer = "A long answer. ".repeat(10);
+    let provider = scripted(json!([text_turn(&answer)]));
+    let mut cfg = test_config();
+    cfg.trace.text_inline_limit = 16;
+    let ran = run_with(
+        &home,
+        provider,
+        registry_with(vec![]),
+        cfg,
+        "a prompt longer than sixteen chars",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(ran.outcome.status, RunStatus::Success);
+    let raw = read_trace(&home.session_dir(), None).unwrap();
+    let rec = raw.records.iter().find(|r| r["type"] == "answer").unwrap();
+    assert!(rec.get("content").is_none());
+    assert_eq!(rec["content_size"], answer.chars().count());
+    assert!(
+        rec["content_path"]
+            .as_str()
+            .unwrap()
+            .starts_with("trace-blobs/")
+    );
+    let resolved = read_trace(&home.session_dir(), Some(&["content", "prompt"])).unwrap();
+    assert_eq!(
+        resolved
+            .records
+            .iter()
+            .find(|r| r["type"] == "answer")
+            .unwrap()["content"],
+        answer.as_str()
+    );
+    assert_eq!(
+        resolved
+            .records
+            .iter()
+            .find(|r| r["type"] == "start")
+            .unwrap()["prompt"],
+        "a prompt longer than sixteen chars"
+    );
+    assert!(
+        !home
+            .paths
+            .runs_dir()
+            .join(ran.outcome.run_id)
+            .join("trace.jsonl")
+            .exists(),
+        "session runs trace in the session dir"
+    );
+}
