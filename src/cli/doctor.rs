@@ -3,18 +3,14 @@
 
 use std::time::Duration;
 
-use super::{NO_MODEL_HELP, build_provider, exit, load_config};
-use crate::config::{EXAMPLE_CONFIG, Overrides};
+use super::{NO_MODEL_HELP, ProviderArgs, build_provider, exit, load_config};
+use crate::config::EXAMPLE_CONFIG;
 use crate::llm::openai::{OpenAiConfig, OpenAiProvider};
 
 #[derive(clap::Args, Debug)]
 pub struct DoctorArgs {
-    #[arg(long)]
-    pub provider: Option<String>,
-    #[arg(long)]
-    pub model: Option<String>,
-    #[arg(long)]
-    pub base_url: Option<String>,
+    #[command(flatten)]
+    pub provider: ProviderArgs,
     /// Skip the network check of the provider.
     #[arg(long)]
     pub offline: bool,
@@ -26,12 +22,7 @@ fn secs(d: Option<Duration>) -> String {
 }
 
 pub async fn doctor(args: DoctorArgs) -> u8 {
-    let overrides = Overrides {
-        provider: args.provider,
-        model: args.model,
-        base_url: args.base_url,
-        ..Overrides::default()
-    };
+    let overrides = args.provider.overrides();
     let config = match load_config(&overrides) {
         Ok(c) => c,
         Err(code) => return code,

@@ -37,6 +37,30 @@ pub enum Command {
     Trace(inspect::TraceArgs),
 }
 
+/// Provider flags shared by `run` and `doctor`.
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct ProviderArgs {
+    /// Provider preset: openai, deepseek, openrouter, moonshot, qwen, zhipu, ollama, vllm, llamacpp, custom, scripted.
+    #[arg(long)]
+    pub provider: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Any OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.
+    #[arg(long)]
+    pub base_url: Option<String>,
+}
+
+impl ProviderArgs {
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            ..Overrides::default()
+        }
+    }
+}
+
 /// Process exit codes.
 pub mod exit {
     pub const OK: u8 = 0;

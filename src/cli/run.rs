@@ -9,7 +9,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    DEMO_PROMPT, DEMO_SCRIPT, NO_MODEL_HELP, build_provider, exit, init_logging, load_config,
+    DEMO_PROMPT, DEMO_SCRIPT, NO_MODEL_HELP, ProviderArgs, build_provider, exit, init_logging,
+    load_config,
 };
 use crate::agent::events::{AgentEvent, RunStatus, ToolCallStatus, ToolEvent};
 use crate::agent::{EventSink, LoopDeps};
@@ -27,14 +28,8 @@ pub struct RunArgs {
     /// Continue this session (default: a new one).
     #[arg(long)]
     pub session: Option<String>,
-    /// Provider preset: openai, deepseek, openrouter, moonshot, qwen, zhipu, ollama, vllm, llamacpp, custom, scripted.
-    #[arg(long)]
-    pub provider: Option<String>,
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Any OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.
-    #[arg(long)]
-    pub base_url: Option<String>,
+    #[command(flatten)]
+    pub provider: ProviderArgs,
     #[arg(long)]
     pub max_iterations: Option<u32>,
     /// Script for the scripted provider (format in README.md).
@@ -50,11 +45,9 @@ pub struct RunArgs {
 
 pub async fn run(args: RunArgs) -> u8 {
     let overrides = Overrides {
-        provider: args.provider.clone(),
-        model: args.model.clone(),
-        base_url: args.base_url.clone(),
         max_iterations: args.max_iterations,
         script: args.script.clone(),
+        ..args.provider.overrides()
     };
     let config = match load_config(&overrides) {
         Ok(c) => c,

@@ -170,6 +170,30 @@ async fn read_text(path: &Path, raw: &str) -> Result<String, ToolError> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// Writes off the async threads: atomically (temp, fsync, rename) when
+/// replacing, so a crash never leaves half a file; appends are fsynced.
+async fn store_file(path: &Path, bytes: Vec<u8>, append: bool, raw: &str) -> Result<(), ToolError> {
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || -> Result<(), String> {
+        if append {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| e.to_string())?;
+            f.write_all(&bytes)
+                .and_then(|_| f.sync_data())
+                .map_err(|e| e.to_string())
+        } else {
+            atomic_write(&path, &bytes).map_err(|e| e.to_string())
+        }
+    })
+    .await
+    .map_err(|e| ToolError::failed("io_error", e.to_string()))?
+    .map_err(|e| ToolError::failed("io_error", format!("cannot write '{raw}': {e}")))
+}
+
 pub struct ReadFile;
 
 impl Tool for ReadFile {
@@ -328,27 +352,8 @@ impl Tool for WriteFile {
                     .await
                     .map_err(io_err("create folder for", raw))?;
             }
-            let path2 = path.clone();
-            let bytes = content.as_bytes().to_vec();
-            let written = bytes.len();
-            tokio::task::spawn_blocking(move || -> Result<(), String> {
-                if append {
-                    use std::io::Write;
-                    let mut f = std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(&path2)
-                        .map_err(|e| e.to_string())?;
-                    f.write_all(&bytes)
-                        .and_then(|_| f.sync_data())
-                        .map_err(|e| e.to_string())
-                } else {
-                    atomic_write(&path2, &bytes).map_err(|e| e.to_string())
-                }
-            })
-            .await
-            .map_err(|e| ToolError::failed("io_error", e.to_string()))?
-            .map_err(|e| ToolError::failed("io_error", format!("cannot write '{raw}': {e}")))?;
+            let written = content.len();
+            store_file(&path, content.as_bytes().to_vec(), append, raw).await?;
             Ok(json!({"status": "ok", "path": display(ctx, &path), "bytes": written, "appended": append}).to_string())
         })
     }
@@ -415,13 +420,7 @@ impl Tool for EditFile {
             } else {
                 text.replacen(old, new, 1)
             };
-            let p2 = path.clone();
-            tokio::task::spawn_blocking(move || {
-                atomic_write(&p2, updated.as_bytes()).map_err(|e| e.to_string())
-            })
-            .await
-            .map_err(|e| ToolError::failed("io_error", e.to_string()))?
-            .map_err(|e| ToolError::failed("io_error", format!("cannot write '{raw}': {e}")))?;
+            store_file(&path, updated.into_bytes(), false, raw).await?;
             Ok(json!({"status": "ok", "path": display(ctx, &path), "replacements": if all { count } else { 1 }}).to_string())
         })
     }
