@@ -194,20 +194,40 @@ async fn cancel_inside_the_stream_discards_the_reply_and_runs_no_tools() {
         home.paths.runs_dir(),
     );
     let mut lp = Loop::new(deps);
+    // Cancel the moment the first text arrives, i.e. inside the stream.
     let cancel = CancellationToken::new();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let c2 = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(150)).await;
-        c2.cancel();
+    let watcher = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Some(e) = rx.recv().await {
+            if matches!(e, AgentEvent::TextDelta { .. }) {
+                c2.cancel();
+            }
+            seen.push(e.kind());
+        }
+        seen
     });
-    let ran = run_loop(&mut lp, &home, "go", cancel).await;
+    let outcome = lp
+        .run(
+            home.request("go"),
+            vibedesk::agent::EventSink::new(tx),
+            cancel,
+        )
+        .await;
+    let kinds = watcher.await.unwrap();
+    let ran = Ran {
+        outcome,
+        events: Vec::new(),
+    };
     assert_eq!(ran.outcome.status, RunStatus::Cancelled);
     assert_eq!(
         calls.load(Ordering::SeqCst),
         0,
         "no tool may run after a cancel"
     );
-    assert!(ran.kinds().contains(&"text_delta".to_string()));
+    assert!(kinds.contains(&"text_delta".to_string()));
+    assert!(!kinds.contains(&"tool_batch_started".to_string()));
     assert!(trace_types(&home).contains(&"cancelled".to_string()));
 }
 
