@@ -730,7 +730,7 @@ async fn read_only_timeout_cancels_the_call_and_kills_its_child() {
     let home = Home::new();
     let pid = Arc::new(Mutex::new(None));
     let slow = TestTool::new("slow_fetch", true, Behaviour::Child(pid.clone()))
-        .timeout(Duration::from_millis(300));
+        .timeout(Duration::from_millis(1500));
     let provider = scripted(json!([
         call_turn(&[("a", "slow_fetch", json!({}))]),
         text_turn("gave up")
