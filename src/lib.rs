@@ -10,3 +10,4 @@ pub mod model;
 pub mod session;
 pub mod store;
 pub mod tools;
+pub mod tui;

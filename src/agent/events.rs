@@ -55,19 +55,32 @@ pub enum AgentEvent {
         estimator: String,
         messages: usize,
     },
+    /// A compaction layer begins. `layer` is `microcompact` (L1), `collapse`
+    /// (L2) or `auto_compact` (L3, which also serves L4 and L5); `trigger` is
+    /// `threshold` (a gate was crossed), `tool` (the model called `compact`)
+    /// or `user` (`/compact`).
     CompactionStarted {
         iter: u64,
         layer: String,
+        trigger: String,
         tokens_before: u64,
     },
     CompactionFinished {
         iter: u64,
         layer: String,
+        trigger: String,
         tokens_before: u64,
         tokens_after: u64,
         messages_touched: usize,
+        /// Where the originals of the touched messages were archived.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         archive_path: Option<String>,
+        /// The layer freed less than 5 % of the tokens; it will not be retried.
+        #[serde(default)]
+        ineffective: bool,
+        /// L3 only: the summary call failed or timed out and a note was used.
+        #[serde(default)]
+        degraded: bool,
     },
     /// Finished background tasks were reported to the model.
     BackgroundResults {
