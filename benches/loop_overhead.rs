@@ -103,6 +103,7 @@ async fn one_run(root: &Path, tool_turns: usize) -> f64 {
         session_dir: paths.session_dir(&sid),
         workspace: paths.session_dir(&sid).join("workspace"),
         background: BackgroundQueue::default(),
+        compaction: Default::default(),
     };
     let started = Instant::now();
     let outcome = lp

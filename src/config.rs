@@ -179,6 +179,8 @@ pub struct FileConfig {
     pub script: Option<PathBuf>,
     #[serde(default)]
     pub agent: AgentSection,
+    #[serde(default)]
+    pub compaction: CompactionSection,
     /// Per-provider overrides, e.g. `[providers.ollama] model = "qwen3:8b"`.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderSection>,
@@ -216,6 +218,23 @@ pub struct AgentSection {
     pub max_content_filter_skips: Option<u32>,
     pub content_filter_warning_ratio: Option<f64>,
     pub write_cancel_grace_seconds: Option<f64>,
+}
+
+/// `[compaction]`: the context-management constants (spec §1.1, §3).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionSection {
+    /// `bpe` (by model, the default), `o200k_base`, `cl100k_base` or `chars4`.
+    pub estimator: Option<String>,
+    pub keep_recent: Option<usize>,
+    pub collapse_preserve_recent: Option<usize>,
+    pub collapse_min_chars: Option<usize>,
+    pub collapse_head_chars: Option<usize>,
+    pub collapse_tail_chars: Option<usize>,
+    pub tail_token_budget: Option<u64>,
+    pub summary_chunk_chars: Option<usize>,
+    /// A layer freeing less than this share of tokens is not retried (0.05).
+    pub min_gain: Option<f64>,
 }
 
 /// The provider side of the resolved configuration.
@@ -315,7 +334,8 @@ impl Config {
             .map(PathBuf::from)
             .unwrap_or_else(|| paths.config_file());
         let (file, found) = read_file_config(&config_file)?;
-        let agent = agent_config(&file.agent, env, overrides)?;
+        let mut agent = agent_config(&file.agent, env, overrides)?;
+        compaction_config(&mut agent, &file.compaction, env)?;
         let provider = provider_config(&file, env, overrides, &config_file)?;
         Ok(Config {
             paths,
@@ -544,6 +564,56 @@ fn agent_config(
     Ok(c)
 }
 
+fn compaction_config(
+    agent: &mut LoopConfig,
+    section: &CompactionSection,
+    env: &dyn Env,
+) -> Result<(), ConfigError> {
+    let c = &mut agent.compaction;
+    if let Some(e) = env
+        .var("VIBEDESK_ESTIMATOR")
+        .or_else(|| section.estimator.clone())
+    {
+        if crate::llm::tokens::Estimator::from_name(&e, "").is_none() {
+            return Err(ConfigError::Env {
+                name: "VIBEDESK_ESTIMATOR (or [compaction] estimator)".into(),
+                value: e,
+                expected: "one of bpe, o200k_base, cl100k_base, chars4",
+            });
+        }
+        c.estimator = e;
+    }
+    let set = |dst: &mut usize, v: Option<usize>| {
+        if let Some(v) = v {
+            *dst = v;
+        }
+    };
+    set(&mut c.keep_recent, section.keep_recent);
+    set(
+        &mut c.collapse.preserve_recent,
+        section.collapse_preserve_recent,
+    );
+    set(&mut c.collapse.min_chars, section.collapse_min_chars);
+    set(&mut c.collapse.head_chars, section.collapse_head_chars);
+    set(&mut c.collapse.tail_chars, section.collapse_tail_chars);
+    set(
+        &mut c.auto.chunk_chars,
+        section.summary_chunk_chars.map(|v| v.max(200)),
+    );
+    if let Some(v) = section.tail_token_budget {
+        c.auto.tail_token_budget = v;
+    }
+    if let Some(v) = section.min_gain {
+        c.min_gain = v.clamp(0.0, 1.0);
+    }
+    // A collapsed message must be shorter than the collapse threshold, or it
+    // would be collapsed again every iteration.
+    if c.collapse.head_chars + c.collapse.tail_chars + 40 >= c.collapse.min_chars {
+        c.collapse.min_chars = c.collapse.head_chars + c.collapse.tail_chars + 40;
+    }
+    Ok(())
+}
+
 /// A commented starting point for `config.toml`.
 pub const EXAMPLE_CONFIG: &str = r#"# vibedesk configuration. Every key is optional.
 # provider = "deepseek"          # openai, deepseek, openrouter, moonshot (kimi), qwen (dashscope),
@@ -561,6 +631,10 @@ pub const EXAMPLE_CONFIG: &str = r#"# vibedesk configuration. Every key is optio
 # llm_timeout_seconds = 300
 # tool_timeout_seconds = 1800
 # stall_timeout_seconds = 1800
+
+# [compaction]
+# estimator = "bpe"            # or o200k_base, cl100k_base, chars4 (the original's len/4)
+# tail_token_budget = 20000
 "#;
 
 #[cfg(test)]
@@ -673,6 +747,31 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("deepseek"), "{e}");
+    }
+
+    #[test]
+    fn compaction_section_and_estimator() {
+        let d = tempfile::tempdir().unwrap();
+        let c = load(
+            d.path(),
+            Some(
+                "[compaction]\nestimator = \"chars4\"\ntail_token_budget = 5000\nkeep_recent = 5\n",
+            ),
+            &[],
+            Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.agent.compaction.estimator, "chars4");
+        assert_eq!(c.agent.compaction.auto.tail_token_budget, 5000);
+        assert_eq!(c.agent.compaction.keep_recent, 5);
+        let e = load(
+            d.path(),
+            None,
+            &[("VIBEDESK_ESTIMATOR", "words")],
+            Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("chars4"), "{e}");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::compaction::CompactionRequest;
 use crate::agent::run_loop::PARTIAL_FILE;
 use crate::agent::{EventSink, Loop, LoopDeps, RunOutcome, RunRequest, context};
 use crate::model::Message;
@@ -62,6 +63,7 @@ pub struct Session {
     dir: PathBuf,
     workspace: PathBuf,
     background: BackgroundQueue,
+    compaction: CompactionRequest,
     runner: Loop,
     history_chars: usize,
     _lock: File,
@@ -135,6 +137,7 @@ impl Session {
             dir,
             workspace,
             background: BackgroundQueue::default(),
+            compaction: CompactionRequest::default(),
             runner: Loop::new(deps),
             history_chars,
             _lock: lock,
@@ -162,6 +165,17 @@ impl Session {
         &self.background
     }
 
+    /// Asks for a compaction (`/compact [focus]`): the running turn does it
+    /// at its next iteration, or the next turn at its first.
+    pub fn request_compaction(&self, focus: &str) {
+        self.compaction.request(focus);
+    }
+
+    /// A handle a UI can keep to request compactions while a turn runs.
+    pub fn compaction_handle(&self) -> CompactionRequest {
+        self.compaction.clone()
+    }
+
     /// Stored messages; the count of unreadable lines is reported alongside.
     pub fn messages(&self) -> Result<(Vec<StoredMessage>, usize), SessionError> {
         let read = MessageLog::read(&self.dir)?;
@@ -186,6 +200,7 @@ impl Session {
             session_dir: self.dir.clone(),
             workspace: self.workspace.clone(),
             background: self.background.clone(),
+            compaction: self.compaction.clone(),
         };
         let outcome = self.runner.run(req, events, cancel).await;
         if self.meta.title.is_empty() {
@@ -288,6 +303,13 @@ pub fn reconcile_interrupted(paths: &Paths) -> Vec<Reconciled> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A UI spawns turns on the runtime: the turn's future must be `Send`.
+    #[allow(dead_code)]
+    fn a_turn_is_send(s: &mut Session) {
+        fn is_send<T: Send>(_: T) {}
+        is_send(s.send("x", EventSink::none(), CancellationToken::new()));
+    }
 
     #[test]
     fn ids_are_validated() {

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::compaction::CompactionSettings;
 use crate::store::TraceOptions;
 use crate::tools::SchedulerConfig;
 
@@ -34,6 +35,7 @@ pub struct LoopConfig {
     /// History replayed into a new run, in characters (spec §4.1: 12 000).
     pub history_chars: usize,
     pub scheduler: SchedulerConfig,
+    pub compaction: CompactionSettings,
     pub trace: TraceOptions,
     /// How often the streamed text is checkpointed for crash recovery (spec §5.2).
     pub partial_checkpoint_interval: Duration,
@@ -56,6 +58,7 @@ impl Default for LoopConfig {
             content_filter_warning_ratio: 0.05,
             history_chars: 12_000,
             scheduler: SchedulerConfig::default(),
+            compaction: CompactionSettings::default(),
             trace: TraceOptions::default(),
             partial_checkpoint_interval: Duration::from_millis(250),
         }

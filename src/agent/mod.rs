@@ -13,3 +13,10 @@ pub mod watchdog;
 pub use config::LoopConfig;
 pub use events::{AgentEvent, EventSink};
 pub use run_loop::{Loop, LoopDeps, RunOutcome, RunRequest};
+
+/// Registers the tools the agent itself provides (the `compact` tool).
+pub fn register_agent_tools(
+    registry: &mut crate::tools::Registry,
+) -> Result<(), crate::tools::registry::DuplicateTool> {
+    registry.register(std::sync::Arc::new(compaction::CompactTool))
+}

@@ -14,7 +14,10 @@ use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::compaction::{CompactionContext, Compactor, PassThrough};
+use super::compaction::archive::TranscriptArchive;
+use super::compaction::{
+    COMPACT_TOOL, CompactionRequest, Compactor, CompactorDeps, ProviderSummarizer,
+};
 use super::config::LoopConfig;
 use super::context::{self, PromptInputs, RecallHook, SkillLine};
 use super::events::{AgentEvent, EventSink, NoticeLevel, RunStatus, ToolEvent};
@@ -22,7 +25,8 @@ use super::grounding::{AnswerCheck, AnswerContext, PendingWriteCheck};
 use super::usage::UsageLedger;
 use super::watchdog::{self, Activity};
 use crate::llm::assemble::{LiveDelta, contains_tool_markup};
-use crate::llm::{CallOptions, ChatRequest, LlmError, Provider, Response, stream_response, tokens};
+use crate::llm::tokens::Estimator;
+use crate::llm::{CallOptions, ChatRequest, LlmError, Provider, Response, stream_response};
 use crate::model::{Message, Usage};
 use crate::store::run_state::{RunState, Status, current_process_identity};
 use crate::store::{
@@ -41,7 +45,6 @@ pub struct LoopDeps {
     pub config: LoopConfig,
     /// Where run directories are created (`<data>/runs`).
     pub runs_root: PathBuf,
-    pub compactor: Arc<dyn Compactor>,
     pub answer_check: Arc<dyn AnswerCheck>,
     pub authorizer: Option<Arc<dyn Authorizer>>,
     pub recall: Option<Arc<dyn RecallHook>>,
@@ -62,7 +65,6 @@ impl LoopDeps {
             registry,
             config,
             runs_root,
-            compactor: Arc::new(PassThrough),
             answer_check: Arc::new(PendingWriteCheck),
             authorizer: None,
             recall: None,
@@ -84,6 +86,8 @@ pub struct RunRequest {
     /// The session's persistent workspace (file tools' root).
     pub workspace: PathBuf,
     pub background: BackgroundQueue,
+    /// A manual `/compact` request, consumed at the next iteration.
+    pub compaction: CompactionRequest,
 }
 
 /// How a run ended.
@@ -281,6 +285,24 @@ impl Loop {
             background: req.background.clone(),
         };
 
+        let estimator = Estimator::from_name(&cfg.compaction.estimator, provider.model())
+            .unwrap_or_else(|| Estimator::for_model(provider.model()));
+        let mut compactor = Compactor::new(CompactorDeps {
+            settings: cfg.compaction.clone(),
+            estimator,
+            threshold: cfg.token_threshold,
+            summarizer: Arc::new(ProviderSummarizer {
+                provider: provider.clone(),
+                options: CallOptions {
+                    idle_timeout: cfg.idle_timeout,
+                    call_timeout: cfg.llm_timeout,
+                },
+                cancel: run_cancel.clone(),
+            }),
+            archive: TranscriptArchive::new(&req.session_dir, &run_id),
+            trace: Some(trace.clone()),
+            events: events.clone(),
+        });
         let mut st = TurnState {
             messages,
             final_text: String::new(),
@@ -296,7 +318,6 @@ impl Loop {
         };
         let answer_check = self.deps.answer_check.clone();
         let wrap_up_at = cfg.wrap_up_at();
-        let gates = cfg.gates();
 
         let exit = 'iterations: loop {
             if st.step >= max {
@@ -329,27 +350,15 @@ impl Loop {
                 });
             }
 
-            let tokens = tokens::estimate_chars4(&st.messages);
-            events.emit(AgentEvent::Watermark {
-                iter,
-                tokens,
-                threshold: cfg.token_threshold,
-                gates,
-                estimator: tokens::CHARS4.to_string(),
-                messages: st.messages.len(),
-            });
-            self.deps
-                .compactor
-                .compact(
-                    &mut st.messages,
-                    &CompactionContext {
-                        iter,
-                        tokens,
-                        gates,
-                        events: &events,
-                    },
-                )
+            let state_now = self.state_summary(&run.path, &req.workspace, scheduler.counters());
+            compactor
+                .on_iteration(iter, &mut st.messages, &state_now)
                 .await;
+            if let Some(focus) = req.compaction.take() {
+                compactor
+                    .auto(iter, &mut st.messages, "user", &focus, &state_now)
+                    .await;
+            }
 
             let answer_ctx = AnswerContext {
                 user_message: &req.prompt,
@@ -567,6 +576,30 @@ impl Loop {
                 trace_record(&trace, json!({"type": "cancelled", "iter": iter}));
                 break Exit::Cancelled;
             }
+            // L4: the model asked for a compaction; it runs after the
+            // iteration's other tools, with the last requested focus.
+            let requested = outcomes
+                .iter()
+                .rev()
+                .filter(|o| o.succeeded() && o.call.name() == COMPACT_TOOL)
+                .map(|o| {
+                    o.args
+                        .get("focus_topic")
+                        .and_then(|f| f.as_str())
+                        .unwrap_or("")
+                        .to_string()
+                })
+                .next();
+            if let Some(focus) = requested {
+                trace_record(
+                    &trace,
+                    json!({"type": "compact_requested", "iter": iter, "focus_topic": focus}),
+                );
+                let state_now = self.state_summary(&run.path, &req.workspace, scheduler.counters());
+                compactor
+                    .auto(iter, &mut st.messages, "tool", &focus, &state_now)
+                    .await;
+            }
         };
         watchdog_done.cancel();
         for (name, n) in scheduler.counters() {
@@ -712,6 +745,24 @@ impl Loop {
         };
         events.emit(run_finished(&outcome));
         outcome
+    }
+
+    /// The workspace summary (spec §4.5): this run's dir and workspace and
+    /// the tool counters of earlier runs plus this one.
+    fn state_summary(
+        &self,
+        run_dir: &std::path::Path,
+        workspace: &std::path::Path,
+        now: &[(String, u32)],
+    ) -> String {
+        let mut counters = self.counters.clone();
+        for (name, n) in now {
+            match counters.iter_mut().find(|(k, _)| k == name) {
+                Some((_, k)) => *k += n,
+                None => counters.push((name.clone(), *n)),
+            }
+        }
+        context::workspace_summary(Some(run_dir), Some(workspace), &counters)
     }
 
     fn set_up(

@@ -1,5 +1,6 @@
 //! The command line: `vibedesk run`, `doctor`, `sessions`, `trace`.
 
+mod compact;
 mod doctor;
 mod inspect;
 mod run;
@@ -35,6 +36,8 @@ pub enum Command {
     Sessions(inspect::SessionsArgs),
     /// Print a session's trace records as JSON lines.
     Trace(inspect::TraceArgs),
+    /// Apply compaction layers to a JSONL message list (inspect or compare with the original).
+    Compact(compact::CompactArgs),
 }
 
 /// Provider flags shared by `run` and `doctor`.
@@ -93,6 +96,7 @@ pub fn main() -> ExitCode {
             Command::Doctor(args) => doctor::doctor(args).await,
             Command::Sessions(args) => inspect::sessions(args),
             Command::Trace(args) => inspect::trace(args),
+            Command::Compact(args) => compact::compact(args).await,
         }
     });
     // Do not wait for tasks still parked on stdin or timers.

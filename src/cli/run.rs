@@ -106,7 +106,9 @@ pub async fn run(args: RunArgs) -> u8 {
         );
     }
 
-    let registry = Arc::new(default_registry());
+    let mut registry = default_registry();
+    let _ = crate::agent::register_agent_tools(&mut registry);
+    let registry = Arc::new(registry);
     let deps = LoopDeps::new(
         provider,
         registry,

@@ -1,12 +1,20 @@
-//! Token estimates. `chars4` is the original's estimate (spec §3.1): the
+//! Token counts. `chars4` is the original's estimate (spec §3.1): the
 //! character count of the message list as Python's `json.dumps(...,
 //! ensure_ascii=False)` writes it (with `", "` and `": "` separators), floor
-//! divided by 4. It is computed without building the string.
+//! divided by 4, computed without building the string. The default is a real
+//! BPE count (`o200k_base` or `cl100k_base`, chosen by model name, ranks
+//! compiled in so it works offline), framed per message the way OpenAI's
+//! cookbook counts chat messages.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
+use std::sync::{LazyLock, Mutex};
 
+use regex::Regex;
 use serde::Serialize;
 use serde_json::ser::Formatter;
+use tiktoken_rs::CoreBPE;
 
 use crate::model::Message;
 
@@ -27,6 +35,17 @@ pub fn python_json_chars<T: Serialize + ?Sized>(value: &T) -> usize {
         // Serialising our own types cannot fail; count nothing rather than panic.
         Err(_) => 0,
     }
+}
+
+/// `json.dumps(value, ensure_ascii=False)`: Python's separators, non-ASCII kept.
+pub fn python_json_string<T: Serialize + ?Sized>(value: &T) -> String {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, PythonFormatter);
+    if value.serialize(&mut ser).is_err() {
+        return String::new();
+    }
+    // serde_json only ever writes valid UTF-8.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 struct CharCounter(usize);
@@ -76,6 +95,270 @@ impl Formatter for PythonFormatter {
     }
 }
 
+/// Which BPE vocabulary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    O200k,
+    Cl100k,
+}
+
+impl Encoding {
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::O200k => "o200k_base",
+            Encoding::Cl100k => "cl100k_base",
+        }
+    }
+
+    /// GPT-4o, 4.1, 5 and the o-series use o200k; GPT-4 and 3.5 use cl100k.
+    /// Other vendors' tokenizers are not public offline; o200k is the
+    /// closer modern vocabulary for them, and the name says which was used.
+    pub fn for_model(model: &str) -> Encoding {
+        let m = model
+            .rsplit('/')
+            .next()
+            .unwrap_or(model)
+            .to_ascii_lowercase();
+        let cl100k =
+            (m.starts_with("gpt-4") && !m.starts_with("gpt-4o") && !m.starts_with("gpt-4.1"))
+                || m.starts_with("gpt-3.5")
+                || m.starts_with("text-embedding-");
+        if cl100k {
+            Encoding::Cl100k
+        } else {
+            Encoding::O200k
+        }
+    }
+}
+
+/// Splits text into BPE pieces exactly as tiktoken does. The reference
+/// patterns use a look-ahead (`\s+(?!\S)`) that the linear-time `regex` crate
+/// lacks; matching plain `\s+` and giving back the last whitespace character
+/// when non-space follows is equivalent (see `pieces_match_tiktoken`).
+struct Splitter {
+    re: Regex,
+}
+
+/// o200k without its look-ahead alternative.
+const O200K_SPLIT: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    r"|\s*[\r\n]+",
+    r"|\s+",
+);
+
+/// cl100k (tiktoken's current form, possessive quantifiers dropped: none of
+/// them can change a match here) without its look-ahead alternative.
+const CL100K_SPLIT: &str = concat!(
+    r"'(?i:[sdmt]|ll|ve|re)",
+    r"|[^\r\n\p{L}\p{N}]?\p{L}+",
+    r"|\p{N}{1,3}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*",
+    r"|\s+$",
+    r"|\s*[\r\n]",
+    r"|\s+",
+);
+
+impl Splitter {
+    fn new(pattern: &str) -> Option<Self> {
+        Regex::new(pattern).ok().map(|re| Splitter { re })
+    }
+
+    fn for_each_piece(&self, text: &str, mut f: impl FnMut(&str)) {
+        let mut pos = 0;
+        while pos < text.len() {
+            let Some(m) = self.re.find_at(text, pos) else {
+                break;
+            };
+            let (start, mut end) = (m.start(), m.end());
+            if start > pos {
+                // Cannot happen: every character matches some alternative.
+                f(&text[pos..start]);
+            }
+            let piece = &text[start..end];
+            let all_space = piece.chars().all(char::is_whitespace);
+            let newline = piece.contains(['\r', '\n']);
+            if all_space && !newline && end < text.len() {
+                let next_is_space = text[end..].chars().next().is_some_and(char::is_whitespace);
+                let mut chars = piece.char_indices();
+                let last = chars.next_back().map(|(i, _)| i).unwrap_or(0);
+                if !next_is_space && last > 0 {
+                    end = start + last;
+                }
+            }
+            if end == start {
+                end = start + piece.len();
+            }
+            f(&text[start..end]);
+            pos = end;
+        }
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+
+/// FNV-1a: pieces are short, and SipHash's DoS resistance buys nothing here.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// Counts BPE tokens with a cache of piece → token count: most words recur,
+/// so after warm-up a count is a split plus hash lookups.
+pub struct BpeCounter {
+    encoding: Encoding,
+    bpe: &'static CoreBPE,
+    splitter: Splitter,
+    cache: Mutex<FastMap<Box<str>, u32>>,
+}
+
+const PIECE_CACHE_LIMIT: usize = 500_000;
+
+static O200K: LazyLock<Option<BpeCounter>> = LazyLock::new(|| BpeCounter::build(Encoding::O200k));
+static CL100K: LazyLock<Option<BpeCounter>> = LazyLock::new(|| BpeCounter::build(Encoding::Cl100k));
+
+impl BpeCounter {
+    fn build(encoding: Encoding) -> Option<Self> {
+        let (bpe, pattern) = match encoding {
+            Encoding::O200k => (tiktoken_rs::o200k_base_singleton(), O200K_SPLIT),
+            Encoding::Cl100k => (tiktoken_rs::cl100k_base_singleton(), CL100K_SPLIT),
+        };
+        Some(BpeCounter {
+            encoding,
+            bpe,
+            splitter: Splitter::new(pattern)?,
+            cache: Mutex::new(FastMap::default()),
+        })
+    }
+
+    /// The shared counter for an encoding (built once; the ranks load in ~100 ms).
+    pub fn shared(encoding: Encoding) -> Option<&'static BpeCounter> {
+        match encoding {
+            Encoding::O200k => O200K.as_ref(),
+            Encoding::Cl100k => CL100K.as_ref(),
+        }
+    }
+
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// Tokens of plain text (no special tokens).
+    pub fn count_text(&self, text: &str) -> u64 {
+        let mut total = 0u64;
+        let Ok(mut cache) = self.cache.lock() else {
+            return self.bpe.encode_ordinary(text).len() as u64;
+        };
+        if cache.len() > PIECE_CACHE_LIMIT {
+            cache.clear();
+        }
+        self.splitter.for_each_piece(text, |piece| {
+            let n = match cache.get(piece) {
+                Some(n) => *n,
+                None => {
+                    let n = self.bpe.encode_ordinary(piece).len() as u32;
+                    cache.insert(piece.into(), n);
+                    n
+                }
+            };
+            total += u64::from(n);
+        });
+        total
+    }
+
+    /// Chat framing per the OpenAI cookbook: 3 per message, the role, the
+    /// content, the name (+1), each tool call's name and arguments (+1), and
+    /// 3 to prime the reply.
+    pub fn count_messages(&self, messages: &[Message]) -> u64 {
+        messages.iter().map(|m| self.count_message(m)).sum::<u64>() + 3
+    }
+
+    pub fn count_message(&self, m: &Message) -> u64 {
+        let mut n = 3 + self.count_text(m.role.as_str()) + self.count_text(&m.content);
+        if let Some(name) = &m.name {
+            n += 1 + self.count_text(name);
+        }
+        for c in &m.tool_calls {
+            n += 1 + self.count_text(&c.function.name) + self.count_text(&c.function.arguments);
+        }
+        n
+    }
+}
+
+/// How the watermark and the compaction gates count.
+#[derive(Clone, Copy)]
+pub enum Estimator {
+    /// The original's `len(json) // 4`.
+    Chars4,
+    Bpe(&'static BpeCounter),
+}
+
+impl std::fmt::Debug for Estimator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Estimator {
+    /// `chars4`, `bpe` (by model) or an encoding name.
+    pub fn from_name(name: &str, model: &str) -> Option<Self> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "chars4" => Some(Estimator::Chars4),
+            "bpe" | "auto" | "" => Some(Self::for_model(model)),
+            "o200k_base" | "o200k" => BpeCounter::shared(Encoding::O200k).map(Estimator::Bpe),
+            "cl100k_base" | "cl100k" => BpeCounter::shared(Encoding::Cl100k).map(Estimator::Bpe),
+            _ => None,
+        }
+    }
+
+    /// The BPE for this model, falling back to `chars4` if the vocabulary
+    /// cannot be loaded (it is compiled in, so only a broken build fails).
+    pub fn for_model(model: &str) -> Self {
+        BpeCounter::shared(Encoding::for_model(model))
+            .map(Estimator::Bpe)
+            .unwrap_or(Estimator::Chars4)
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Estimator::Chars4 => CHARS4,
+            Estimator::Bpe(b) => b.encoding().name(),
+        }
+    }
+
+    pub fn count(&self, messages: &[Message]) -> u64 {
+        match self {
+            Estimator::Chars4 => estimate_chars4(messages),
+            Estimator::Bpe(b) => b.count_messages(messages),
+        }
+    }
+
+    pub fn count_text(&self, text: &str) -> u64 {
+        match self {
+            Estimator::Chars4 => text.chars().count() as u64 / 4,
+            Estimator::Bpe(b) => b.count_text(text),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,9 +375,83 @@ mod tests {
     }
 
     #[test]
+    fn python_string_form() {
+        let v = serde_json::json!({"role": "tool", "tool_call_id": "a", "content": "é"});
+        assert_eq!(
+            python_json_string(&v),
+            r#"{"role": "tool", "tool_call_id": "a", "content": "é"}"#
+        );
+        assert_eq!(python_json_string(&Vec::<u8>::new()), "[]");
+    }
+
+    #[test]
     fn cjk_counts_characters_not_bytes() {
         let m = vec![Message::user("价格")];
         // [{"role": "user", "content": "价格"}] is 35 characters
         assert_eq!(python_json_chars(&m), 35);
+    }
+
+    fn samples() -> Vec<String> {
+        vec![
+            "Hello world! It's 2026; AAPL's drawdown was -52.3% on 2000-09-29.".into(),
+            "  leading and trailing  \n\n  mixed\r\nline   endings   ".into(),
+            "價格在二零零零年九月下跌了百分之五十二，這是一次真正的崩盤。".into(),
+            r#"{"status": "ok", "rows": [{"date": "2010-01-04", "close": 30.57}], "next_offset": null}"#.into(),
+            "fn main() {\n    println!(\"{}\", x /* c */);\n}\t\t\n".into(),
+            "CamelCaseWords and UPPER lower MiXeD I'LL we'RE don't 12345678 1,234.56".into(),
+            "emoji 👋🏽 and accents: naïve café façade — déjà vu; ١٢٣ арабские цифры".into(),
+            " \n \t x  y   z\u{a0}\u{a0}w ".into(),
+        ]
+    }
+
+    /// Our splitter plus piece cache must equal tiktoken's own count.
+    #[test]
+    fn pieces_match_tiktoken() {
+        for enc in [Encoding::O200k, Encoding::Cl100k] {
+            let counter = BpeCounter::shared(enc).unwrap();
+            for s in samples() {
+                assert_eq!(
+                    counter.count_text(&s),
+                    counter.bpe.encode_ordinary(&s).len() as u64,
+                    "{enc:?} on {s:?}"
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn random_text_counts_match_tiktoken(s in "[ a-zA-Z0-9\n\r\t'.,;:!?(){}\\[\\]\"/\\-é价格👋\u{a0}]{0,80}") {
+            for enc in [Encoding::O200k, Encoding::Cl100k] {
+                let counter = BpeCounter::shared(enc).unwrap();
+                proptest::prop_assert_eq!(counter.count_text(&s), counter.bpe.encode_ordinary(&s).len() as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn model_picks_the_vocabulary() {
+        assert_eq!(Encoding::for_model("gpt-4o-mini"), Encoding::O200k);
+        assert_eq!(Encoding::for_model("gpt-4.1"), Encoding::O200k);
+        assert_eq!(Encoding::for_model("openai/gpt-4-turbo"), Encoding::Cl100k);
+        assert_eq!(Encoding::for_model("gpt-3.5-turbo"), Encoding::Cl100k);
+        assert_eq!(Encoding::for_model("deepseek-chat"), Encoding::O200k);
+        assert_eq!(
+            Estimator::from_name("chars4", "x").unwrap().name(),
+            "chars4"
+        );
+        assert_eq!(
+            Estimator::from_name("bpe", "gpt-4").unwrap().name(),
+            "cl100k_base"
+        );
+        assert!(Estimator::from_name("nonsense", "x").is_none());
+    }
+
+    #[test]
+    fn message_framing() {
+        let counter = BpeCounter::shared(Encoding::O200k).unwrap();
+        let msgs = vec![Message::user("hello")];
+        // 3 framing + 1 role + 1 content + 3 reply priming
+        assert_eq!(counter.count_messages(&msgs), 8);
     }
 }

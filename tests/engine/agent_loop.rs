@@ -115,42 +115,61 @@ async fn success_path_writes_state_trace_usage_and_messages() {
 }
 
 #[tokio::test]
-async fn watermark_reports_the_chars4_estimate_every_iteration() {
-    let home = Home::new();
-    let provider = scripted(json!([
-        call_turn(&[("c1", "list_dir", json!({}))]),
-        text_turn("ok")
-    ]));
-    let ran = run_with(
-        &home,
-        provider,
-        registry_with(vec![]),
-        test_config(),
-        "hi",
-        CancellationToken::new(),
-    )
-    .await;
-    let marks: Vec<(u64, u64, String)> = ran
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::Watermark {
-                tokens,
-                threshold,
-                estimator,
-                ..
-            } => Some((*tokens, *threshold, estimator.clone())),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(marks.len(), 2);
-    assert!(
-        marks[0].0 > 100,
-        "system prompt alone is hundreds of tokens: {marks:?}"
-    );
-    assert!(marks[1].0 > marks[0].0, "the history grew: {marks:?}");
-    assert_eq!(marks[0].1, 40_000);
-    assert_eq!(marks[0].2, "chars4");
+async fn watermark_agrees_with_the_estimators_on_what_was_sent() {
+    for estimator in ["bpe", "chars4"] {
+        let home = Home::new();
+        let provider = scripted(json!([
+            call_turn(&[("c1", "list_dir", json!({}))]),
+            text_turn("ok")
+        ]));
+        let mut cfg = test_config();
+        cfg.compaction.estimator = estimator.into();
+        let ran = run_with(
+            &home,
+            provider.clone(),
+            registry_with(vec![]),
+            cfg,
+            "hi",
+            CancellationToken::new(),
+        )
+        .await;
+        let marks: Vec<(u64, u64, String)> = ran
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Watermark {
+                    tokens,
+                    threshold,
+                    estimator,
+                    ..
+                } => Some((*tokens, *threshold, estimator.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(marks.len(), 2);
+        assert_eq!(marks[0].1, 40_000);
+        let expected_name = if estimator == "bpe" {
+            "o200k_base"
+        } else {
+            "chars4"
+        };
+        assert_eq!(marks[0].2, expected_name);
+        // Nothing was compacted, so the watermark counts exactly what the
+        // model was sent.
+        let est = vibedesk::llm::tokens::Estimator::from_name(estimator, "scripted").unwrap();
+        for (i, req) in provider.requests().iter().enumerate() {
+            assert_eq!(
+                marks[i].0,
+                est.count(&req.messages),
+                "{estimator} iteration {i}"
+            );
+        }
+        assert!(
+            marks[0].0 > 100,
+            "the system prompt alone is hundreds of tokens"
+        );
+        assert!(marks[1].0 > marks[0].0, "the history grew: {marks:?}");
+    }
 }
 
 #[tokio::test]

@@ -82,10 +82,12 @@ async fn a_full_turn_with_tools_then_a_forced_text_answer() {
     assert_eq!(reqs.len(), 2);
     assert_eq!(reqs[0].path, "/v1/chat/completions");
     assert_eq!(reqs[0].body["stream"], true);
+    let offered = registry_with(vec![]).len();
     assert!(
         reqs[0].body["tools"]
             .as_array()
-            .is_some_and(|t| t.len() == 4)
+            .is_some_and(|t| t.len() == offered),
+        "every registered tool is offered"
     );
     assert!(
         reqs[1].body.get("tools").is_none(),

@@ -2,6 +2,7 @@
 
 mod agent_loop;
 mod cli;
+mod compaction;
 mod loop_http;
 mod provider;
 mod support;

@@ -1,44 +1,546 @@
-//! The compaction hook (spec §3). At the top of every iteration the loop
-//! estimates tokens, emits a `watermark` event, and hands the message list to
-//! a [`Compactor`].
+//! Five-layer context compaction (spec §3). At the top of every iteration
+//! the loop asks the run's [`Compactor`] to count the context (the
+//! `watermark` event) and apply the gates, strict `>` and re-counted after
+//! each layer:
+//!
+//! - L1 [`microcompact`] above 50 % of the threshold,
+//! - L2 [`collapse`] above 70 %,
+//! - L3 [`auto`] (LLM summary with a token-budget tail) above 100 %,
+//! - L4: the model's `compact` tool (or `/compact`) runs L3 after the
+//!   iteration's tools, with an optional focus topic,
+//! - L5: a second L3 in the same run updates the previous summary.
+//!
+//! Unlike the original, nothing is lost: L1/L2 originals go to the session's
+//! transcript archive before the change is kept, L3 writes the full list
+//! first, every layer emits start/finish events and a trace record, and a
+//! layer that frees less than 5 % is not retried until the context grows.
+
+pub mod archive;
+pub mod auto;
+pub mod chunks;
+pub mod collapse;
+pub mod ledger;
+pub mod message;
+pub mod microcompact;
+pub mod pairs;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
-use super::events::EventSink;
+use self::archive::TranscriptArchive;
+use self::auto::{AutoParams, CompactError, Summarizer, auto_compact};
+use self::collapse::{CollapseParams, collapse};
+use self::microcompact::{Touched, microcompact};
+use self::pairs::fix_tool_pairs;
+use super::events::{AgentEvent, EventSink, NoticeLevel};
+use crate::llm::tokens::{Estimator, python_json_chars};
+use crate::llm::{CallOptions, ChatRequest, Provider, stream_response};
 use crate::model::Message;
+use crate::store::{SharedTrace, trace_record};
+use crate::tools::{Tool, ToolContext, ToolResult};
 
-/// What a compactor knows about the moment it is called.
-pub struct CompactionContext<'a> {
-    pub iter: u64,
-    /// The estimate the watermark event just reported.
-    pub tokens: u64,
-    /// Gates of L1, L2 and L3 in tokens.
-    pub gates: [u64; 3],
-    pub events: &'a EventSink,
+pub const LAYER_MICRO: &str = "microcompact";
+pub const LAYER_COLLAPSE: &str = "collapse";
+pub const LAYER_AUTO: &str = "auto_compact";
+
+/// The compaction constants (spec §1.1), all settable in `[compaction]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompactionSettings {
+    /// `bpe` (by model), `o200k_base`, `cl100k_base` or `chars4`.
+    pub estimator: String,
+    pub keep_recent: usize,
+    pub collapse: CollapseParams,
+    pub auto: AutoParams,
+    /// A layer that frees less than this share is reported as ineffective.
+    pub min_gain: f64,
 }
 
-pub trait Compactor: Send + Sync {
-    /// May rewrite `messages` in place; must leave a list a provider accepts
-    /// (system first, tool results paired with their calls).
-    fn compact<'a>(
-        &'a self,
-        messages: &'a mut Vec<Message>,
-        ctx: &'a CompactionContext<'a>,
-    ) -> BoxFuture<'a, ()>;
+impl Default for CompactionSettings {
+    fn default() -> Self {
+        CompactionSettings {
+            estimator: "bpe".into(),
+            keep_recent: 3,
+            collapse: CollapseParams::default(),
+            auto: AutoParams::default(),
+            min_gain: 0.05,
+        }
+    }
 }
 
-/// Leaves the message list unchanged. This is the engine's default until the
-/// five compaction layers land (microcompact, collapse, auto-compact, the
-/// `compact` tool and iterative summaries); the watermark is still reported
-/// every iteration so a UI can show how full the context is.
-pub struct PassThrough;
+/// A pending manual compaction (`/compact [focus]`), shared between a
+/// session and its running loop; consumed at the next iteration.
+#[derive(Clone, Debug, Default)]
+pub struct CompactionRequest {
+    inner: Arc<Mutex<Option<String>>>,
+}
 
-impl Compactor for PassThrough {
-    fn compact<'a>(
-        &'a self,
-        _messages: &'a mut Vec<Message>,
-        _ctx: &'a CompactionContext<'a>,
-    ) -> BoxFuture<'a, ()> {
-        Box::pin(async {})
+impl CompactionRequest {
+    pub fn request(&self, focus: &str) {
+        if let Ok(mut r) = self.inner.lock() {
+            *r = Some(focus.trim().to_string());
+        }
+    }
+
+    pub fn take(&self) -> Option<String> {
+        self.inner.lock().ok().and_then(|mut r| r.take())
+    }
+
+    pub fn is_pending(&self) -> bool {
+        self.inner.lock().map(|r| r.is_some()).unwrap_or(false)
+    }
+}
+
+/// Summaries from the run's own provider: one non-streaming-style call per
+/// chunk, no tools, bounded by the LLM timeout (spec §3.4 step 8).
+pub struct ProviderSummarizer {
+    pub provider: Arc<dyn Provider>,
+    pub options: CallOptions,
+    pub cancel: CancellationToken,
+}
+
+impl Summarizer for ProviderSummarizer {
+    fn summarize(&self, prompt: String) -> BoxFuture<'_, Result<String, String>> {
+        Box::pin(async move {
+            let request = ChatRequest {
+                messages: vec![Message::user(prompt)],
+                ..ChatRequest::default()
+            };
+            let mut ignore = |_d: crate::llm::assemble::LiveDelta<'_>| {};
+            let call = stream_response(
+                self.provider.as_ref(),
+                request,
+                self.options,
+                &self.cancel,
+                &mut ignore,
+            );
+            let response = match self.options.call_timeout {
+                // A wall-clock deadline on top of the stream's own timeouts.
+                Some(t) => tokio::time::timeout(t, call)
+                    .await
+                    .map_err(|_| format!("no summary within {}s", t.as_secs_f64()))?,
+                None => call.await,
+            }
+            .map_err(|e| e.to_string())?;
+            if response.cancelled {
+                return Err("cancelled".into());
+            }
+            Ok(response.content)
+        })
+    }
+}
+
+/// Per-message token counts, kept in step with the list so that counting a
+/// long history each iteration only counts what is new.
+#[derive(Default)]
+struct CountCache {
+    /// (content length, tool-call count, tokens) per message.
+    entries: Vec<(usize, usize, u64)>,
+}
+
+impl CountCache {
+    fn count(&mut self, estimator: &Estimator, messages: &[Message]) -> u64 {
+        match estimator {
+            Estimator::Chars4 => {
+                // The whole dump: elements, separators and brackets.
+                let mut chars = 2 + 2 * messages.len().saturating_sub(1);
+                self.sync(messages, |m| python_json_chars(m) as u64);
+                chars += self.entries.iter().map(|e| e.2 as usize).sum::<usize>();
+                chars as u64 / 4
+            }
+            Estimator::Bpe(b) => {
+                self.sync(messages, |m| b.count_message(m));
+                self.entries.iter().map(|e| e.2).sum::<u64>() + 3
+            }
+        }
+    }
+
+    fn sync(&mut self, messages: &[Message], count: impl Fn(&Message) -> u64) {
+        let valid = self
+            .entries
+            .iter()
+            .zip(messages)
+            .take_while(|(e, m)| e.0 == m.content.len() && e.1 == m.tool_calls.len())
+            .count();
+        self.entries.truncate(valid);
+        for m in &messages[valid..] {
+            self.entries
+                .push((m.content.len(), m.tool_calls.len(), count(m)));
+        }
+    }
+
+    fn invalidate(&mut self) {
+        self.entries.clear();
+    }
+}
+
+/// Everything the run's compactor needs from the loop.
+pub struct CompactorDeps {
+    pub settings: CompactionSettings,
+    pub estimator: Estimator,
+    pub threshold: u64,
+    pub summarizer: Arc<dyn Summarizer>,
+    pub archive: TranscriptArchive,
+    pub trace: Option<SharedTrace>,
+    pub events: EventSink,
+}
+
+/// One run's compaction state (the previous summary for L5 is per run).
+pub struct Compactor {
+    deps: CompactorDeps,
+    previous_summary: String,
+    counts: CountCache,
+    /// Tokens after an ineffective attempt, per layer (L1, L2, L3).
+    ineffective_at: [Option<u64>; 3],
+    runs: u32,
+}
+
+impl Compactor {
+    pub fn new(deps: CompactorDeps) -> Self {
+        Compactor {
+            deps,
+            previous_summary: String::new(),
+            counts: CountCache::default(),
+            ineffective_at: [None; 3],
+            runs: 0,
+        }
+    }
+
+    pub fn estimator(&self) -> Estimator {
+        self.deps.estimator
+    }
+
+    /// Compactions done in this run.
+    pub fn compactions(&self) -> u32 {
+        self.runs
+    }
+
+    pub fn gates(&self) -> [u64; 3] {
+        let t = self.deps.threshold;
+        [t / 2, (t as f64 * 0.7) as u64, t]
+    }
+
+    pub fn count(&mut self, messages: &[Message]) -> u64 {
+        self.counts.count(&self.deps.estimator, messages)
+    }
+
+    /// Counts, reports the watermark, and applies the gated layers.
+    /// Returns the tokens after compaction.
+    pub async fn on_iteration(
+        &mut self,
+        iter: u64,
+        messages: &mut Vec<Message>,
+        state_summary: &str,
+    ) -> u64 {
+        let mut tokens = self.count(messages);
+        let gates = self.gates();
+        self.deps.events.emit(AgentEvent::Watermark {
+            iter,
+            tokens,
+            threshold: self.deps.threshold,
+            gates,
+            estimator: self.deps.estimator.name().to_string(),
+            messages: messages.len(),
+        });
+        if tokens > gates[0] && self.may_retry(0, tokens) {
+            tokens = self.layer_in_place(iter, messages, 0, tokens, "threshold");
+        }
+        if tokens > gates[1] && self.may_retry(1, tokens) {
+            tokens = self.layer_in_place(iter, messages, 1, tokens, "threshold");
+        }
+        if tokens > gates[2] && self.may_retry(2, tokens) {
+            tokens = self
+                .auto(iter, messages, "threshold", "", state_summary)
+                .await;
+        }
+        tokens
+    }
+
+    /// A layer that was ineffective is retried only once the context has
+    /// grown by the minimum gain again (so it never loops on itself).
+    fn may_retry(&self, layer: usize, tokens: u64) -> bool {
+        match self.ineffective_at[layer] {
+            Some(at) => tokens as f64 > at as f64 * (1.0 + self.deps.settings.min_gain),
+            None => true,
+        }
+    }
+
+    fn layer_in_place(
+        &mut self,
+        iter: u64,
+        messages: &mut [Message],
+        layer: usize,
+        before: u64,
+        trigger: &str,
+    ) -> u64 {
+        let name = if layer == 0 {
+            LAYER_MICRO
+        } else {
+            LAYER_COLLAPSE
+        };
+        let touched: Vec<Touched<Message>> = if layer == 0 {
+            microcompact(messages, self.deps.settings.keep_recent)
+        } else {
+            collapse(messages, self.deps.settings.collapse)
+        };
+        if touched.is_empty() {
+            self.ineffective_at[layer] = Some(before);
+            return before;
+        }
+        self.deps.events.emit(AgentEvent::CompactionStarted {
+            iter,
+            layer: name.into(),
+            trigger: trigger.into(),
+            tokens_before: before,
+        });
+        // Archive before lossy: if the originals cannot be saved, undo.
+        let archive = match self
+            .deps
+            .archive
+            .archive_originals(iter, name, &touched, messages)
+        {
+            Ok(p) => Some(p),
+            Err(e) => {
+                for t in &touched {
+                    if let Some(m) = messages.get_mut(t.index) {
+                        *m = t.original.clone();
+                    }
+                }
+                self.deps.events.emit(AgentEvent::Notice {
+                    level: NoticeLevel::Warning,
+                    message: format!("{name} skipped: cannot archive the originals first ({e})"),
+                });
+                None
+            }
+        };
+        let touched_n = if archive.is_some() { touched.len() } else { 0 };
+        let after = self.count(messages);
+        self.finish(
+            iter,
+            layer,
+            name,
+            trigger,
+            before,
+            after,
+            touched_n,
+            archive.map(|p| p.display().to_string()),
+            false,
+            json!({}),
+        );
+        after
+    }
+
+    /// L3 (and L4/L5): summarise the head, keep the tail.
+    pub async fn auto(
+        &mut self,
+        iter: u64,
+        messages: &mut Vec<Message>,
+        trigger: &str,
+        focus: &str,
+        state_summary: &str,
+    ) -> u64 {
+        let before = self.count(messages);
+        self.deps.events.emit(AgentEvent::CompactionStarted {
+            iter,
+            layer: LAYER_AUTO.into(),
+            trigger: trigger.into(),
+            tokens_before: before,
+        });
+        let estimator = self.deps.estimator;
+        let count_text = move |t: &str| estimator.count_text(t);
+        let archive = &self.deps.archive;
+        let mut write = |m: &[Message]| archive.write_transcript(m).map_err(|e| e.to_string());
+        // A tail larger than half the threshold could leave the context above
+        // the L3 gate after every compaction, paying for a summary each turn.
+        let mut params = self.deps.settings.auto;
+        params.tail_token_budget = params.tail_token_budget.min(self.deps.threshold / 2);
+        let result = auto_compact(
+            messages,
+            &self.previous_summary,
+            focus,
+            params,
+            &count_text,
+            self.deps.summarizer.as_ref(),
+            &mut write,
+            state_summary,
+        )
+        .await;
+        self.counts.invalidate();
+        let after = self.count(messages);
+        match result {
+            Ok(out) if out.nothing_to_compress => {
+                self.finish(
+                    iter,
+                    2,
+                    LAYER_AUTO,
+                    trigger,
+                    before,
+                    after,
+                    0,
+                    None,
+                    false,
+                    json!({"nothing_to_compress": true}),
+                );
+            }
+            Ok(out) => {
+                self.previous_summary = out.summary.clone();
+                let extra = json!({
+                    "focus_topic": if focus.is_empty() { "(none)" } else { focus },
+                    "summary_chunks": out.chunks,
+                    "summary": out.summary,
+                    "head": out.head_len,
+                    "tail": out.tail_len,
+                    "pairs_removed": out.repair.removed,
+                    "pairs_stubbed": out.repair.stubbed,
+                    "iterative": self.runs > 0,
+                });
+                let path = out.transcript.map(|p| p.display().to_string());
+                self.finish(
+                    iter,
+                    2,
+                    LAYER_AUTO,
+                    trigger,
+                    before,
+                    after,
+                    out.head_len,
+                    path,
+                    out.degraded,
+                    extra,
+                );
+            }
+            Err(e) => {
+                let message = match &e {
+                    CompactError::Transcript(_) => e.to_string(),
+                    CompactError::Chunks(c) => format!("auto-compact failed: {c}"),
+                };
+                self.deps.events.emit(AgentEvent::Notice {
+                    level: NoticeLevel::Warning,
+                    message,
+                });
+                self.finish(
+                    iter,
+                    2,
+                    LAYER_AUTO,
+                    trigger,
+                    before,
+                    after,
+                    0,
+                    None,
+                    false,
+                    json!({"error": e.to_string()}),
+                );
+            }
+        }
+        // Still above the gate (a huge tail message, say): do not summarise
+        // again until the context has grown.
+        if after > self.deps.threshold {
+            self.ineffective_at[2] = Some(after);
+        }
+        // Never hand the provider a list that ends with an assistant turn.
+        if messages
+            .last()
+            .is_some_and(|m| m.role == crate::model::Role::Assistant)
+        {
+            messages.push(Message::steering("Continue."));
+        }
+        after
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &mut self,
+        iter: u64,
+        layer: usize,
+        name: &str,
+        trigger: &str,
+        before: u64,
+        after: u64,
+        touched: usize,
+        archive_path: Option<String>,
+        degraded: bool,
+        extra: Value,
+    ) {
+        let freed = before.saturating_sub(after) as f64 / before.max(1) as f64;
+        let ineffective = freed < self.deps.settings.min_gain;
+        self.ineffective_at[layer] = ineffective.then_some(after);
+        if touched > 0 {
+            self.runs += 1;
+        }
+        if let Some(t) = &self.deps.trace {
+            let kind = match layer {
+                0 => "microcompact",
+                1 => "collapse",
+                _ => "compact",
+            };
+            let mut rec = json!({
+                "type": kind, "iter": iter, "trigger": trigger, "tokens_before": before, "tokens_after": after,
+                "messages_touched": touched, "estimator": self.deps.estimator.name(), "ineffective": ineffective,
+            });
+            if let Some(p) = &archive_path {
+                rec["archive_path"] = json!(p);
+            }
+            if let (Some(o), Value::Object(x)) = (rec.as_object_mut(), extra) {
+                o.extend(x);
+            }
+            trace_record(t, rec);
+        }
+        if ineffective && touched > 0 {
+            self.deps.events.emit(AgentEvent::Notice {
+                level: NoticeLevel::Info,
+                message: format!(
+                    "{name} freed only {:.1}% of the context ({before} → {after} tokens); it will not run again until the context grows",
+                    freed * 100.0
+                ),
+            });
+        }
+        self.deps.events.emit(AgentEvent::CompactionFinished {
+            iter,
+            layer: name.into(),
+            trigger: trigger.into(),
+            tokens_before: before,
+            tokens_after: after,
+            messages_touched: touched,
+            archive_path,
+            ineffective,
+            degraded,
+        });
+    }
+}
+
+/// Repairs tool-call pairs outside a compaction (after a cancel, say).
+pub fn repair_pairs(messages: &mut Vec<Message>) -> pairs::PairRepair {
+    fix_tool_pairs(messages)
+}
+
+/// The `compact` tool (L4): the model asks for a compaction, optionally with
+/// a focus topic. It answers at once; the loop compacts after the
+/// iteration's other tools (spec §2.2 step 1).
+pub struct CompactTool;
+
+pub const COMPACT_TOOL: &str = "compact";
+
+impl Tool for CompactTool {
+    fn name(&self) -> &str {
+        COMPACT_TOOL
+    }
+    fn description(&self) -> &str {
+        "Compress the conversation so far into a structured summary when the context is long; pass focus_topic to keep one topic in detail."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "focus_topic": {"type": "string", "description": "Topic to preserve in detail (optional)"}
+        }, "required": []})
+    }
+    fn repeatable(&self) -> bool {
+        true
+    }
+    fn timeout(&self) -> Option<Duration> {
+        Some(Duration::from_secs(5))
+    }
+    fn call<'a>(&'a self, _args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async { Ok(json!({"status": "ok", "message": "Compressing..."}).to_string()) })
     }
 }

@@ -51,6 +51,7 @@ impl Home {
             session_dir: self.session_dir(),
             workspace: self.workspace(),
             background: BackgroundQueue::default(),
+            compaction: Default::default(),
         }
     }
 }
@@ -74,6 +75,7 @@ pub fn scripted(turns: Value) -> Arc<ScriptedProvider> {
 pub fn registry_with(extra: Vec<Arc<dyn Tool>>) -> Arc<Registry> {
     let mut r = Registry::new();
     register_defaults(&mut r).expect("defaults");
+    vibedesk::agent::register_agent_tools(&mut r).expect("agent tools");
     for t in extra {
         r.register(t).expect("unique test tool");
     }

@@ -1,0 +1,111 @@
+//! Layer 2, context collapse (spec §3.3): long messages outside the system
+//! prompt and the last `preserve_recent` keep a head and a tail around a
+//! marker. A collapsed message is ~1,430 characters, so it is never
+//! collapsed twice. Originals are archived by the caller first.
+
+use super::message::ChatMessage;
+use super::microcompact::{CLEARED, Touched};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CollapseParams {
+    pub preserve_recent: usize,
+    pub min_chars: usize,
+    pub head_chars: usize,
+    pub tail_chars: usize,
+}
+
+impl Default for CollapseParams {
+    fn default() -> Self {
+        CollapseParams {
+            preserve_recent: 6,
+            min_chars: 2_400,
+            head_chars: 900,
+            tail_chars: 500,
+        }
+    }
+}
+
+pub fn collapse<M: ChatMessage>(messages: &mut [M], p: CollapseParams) -> Vec<Touched<M>> {
+    if messages.len() <= p.preserve_recent + 1 {
+        return Vec::new();
+    }
+    let end = messages.len() - p.preserve_recent;
+    let mut touched = Vec::new();
+    for (i, m) in messages.iter_mut().enumerate().take(end).skip(1) {
+        let Some(text) = m.text() else { continue };
+        if text == CLEARED || text.len() <= p.min_chars {
+            continue;
+        }
+        let chars: Vec<char> = text.chars().collect();
+        if chars.len() <= p.min_chars {
+            continue;
+        }
+        let head: String = chars[..p.head_chars.min(chars.len())].iter().collect();
+        let tail: String = chars[chars.len().saturating_sub(p.tail_chars)..]
+            .iter()
+            .collect();
+        let hidden = chars.len().saturating_sub(p.head_chars + p.tail_chars);
+        let collapsed = format!("{head}\n\n...[{hidden} chars collapsed]...\n\n{tail}");
+        touched.push(Touched {
+            index: i,
+            original: m.clone(),
+        });
+        m.set_text(collapsed);
+    }
+    touched
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Message;
+
+    // CL-3 (spec §10.3).
+    #[test]
+    fn collapses_long_messages_outside_the_recent_window() {
+        let mut msgs = vec![Message::system("s".repeat(5000))];
+        for i in 0..11 {
+            msgs.push(Message::user(format!("m{i}-") + &"q".repeat(2_900)));
+        }
+        let touched = collapse(&mut msgs, CollapseParams::default());
+        assert_eq!(
+            touched.len(),
+            5,
+            "12 messages: skip the system one and the last 6"
+        );
+        assert!(msgs[1].content.contains("collapsed"));
+        assert!(msgs[1].content.starts_with("m0-"));
+        assert!(!msgs.last().unwrap().content.contains("collapsed"));
+        assert_eq!(msgs[0].content.len(), 5000, "system prompt untouched");
+    }
+
+    #[test]
+    fn exact_shape_of_a_collapsed_message() {
+        let mut msgs: Vec<Message> = (0..8).map(|_| Message::user("short")).collect();
+        msgs[1] = Message::user("a".repeat(900) + &"b".repeat(1600) + &"c".repeat(500));
+        collapse(&mut msgs, CollapseParams::default());
+        assert_eq!(msgs[1].content.chars().count(), 1432);
+        assert!(
+            msgs[1]
+                .content
+                .contains("\n\n...[1600 chars collapsed]...\n\n")
+        );
+        assert!(
+            msgs[1].content.starts_with(&"a".repeat(900))
+                && msgs[1].content.ends_with(&"c".repeat(500))
+        );
+    }
+
+    #[test]
+    fn small_lists_cleared_and_short_messages_are_left_alone() {
+        let mut seven: Vec<Message> = (0..7).map(|_| Message::user("z".repeat(3000))).collect();
+        assert!(collapse(&mut seven, CollapseParams::default()).is_empty());
+        let mut msgs: Vec<Message> = (0..9).map(|_| Message::user("short")).collect();
+        msgs[1] = Message::tool_result("a", "t", CLEARED);
+        msgs[2] = Message::user("é".repeat(2400));
+        assert!(
+            collapse(&mut msgs, CollapseParams::default()).is_empty(),
+            "2400 chars is not over 2400"
+        );
+    }
+}

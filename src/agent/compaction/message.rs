@@ -1,0 +1,142 @@
+//! What the compaction layers need to know about a message. The live loop
+//! compacts [`Message`]s; the `vibedesk compact` inspector compacts raw JSON
+//! objects exactly as read (key order and unknown fields kept), so that its
+//! output can be compared with the original's byte for byte.
+
+use serde_json::{Map, Value};
+
+use crate::llm::tokens::{python_json_chars, python_json_string};
+use crate::model::{Message, Role};
+
+pub trait ChatMessage: Clone {
+    fn role(&self) -> &str;
+    /// The content when it is a string; layers 1 and 2 touch nothing else.
+    fn text(&self) -> Option<&str>;
+    fn set_text(&mut self, text: String);
+    /// `tool_call_id` of a tool result (empty counts as absent).
+    fn tool_call_id(&self) -> Option<&str>;
+    /// `(id, function name)` of each tool call of an assistant message.
+    fn tool_calls(&self) -> Vec<(String, String)>;
+    /// `{role:"tool", tool_call_id, name, content}`.
+    fn tool_result(id: &str, name: &str, content: &str) -> Self;
+    fn user(content: String) -> Self;
+    /// `json.dumps(self, ensure_ascii=False)`.
+    fn python_json(&self) -> String;
+    /// Characters of [`ChatMessage::python_json`], without building it.
+    fn python_len(&self) -> usize;
+}
+
+impl ChatMessage for Message {
+    fn role(&self) -> &str {
+        self.role.as_str()
+    }
+
+    fn text(&self) -> Option<&str> {
+        Some(&self.content)
+    }
+
+    fn set_text(&mut self, text: String) {
+        self.content = text;
+    }
+
+    fn tool_call_id(&self) -> Option<&str> {
+        self.tool_call_id.as_deref().filter(|s| !s.is_empty())
+    }
+
+    fn tool_calls(&self) -> Vec<(String, String)> {
+        self.tool_calls
+            .iter()
+            .map(|c| (c.id.clone(), c.function.name.clone()))
+            .collect()
+    }
+
+    fn tool_result(id: &str, name: &str, content: &str) -> Self {
+        Message::tool_result(id, name, content)
+    }
+
+    fn user(content: String) -> Self {
+        Message::user(content)
+    }
+
+    fn python_json(&self) -> String {
+        python_json_string(self)
+    }
+
+    fn python_len(&self) -> usize {
+        python_json_chars(self)
+    }
+}
+
+impl ChatMessage for Map<String, Value> {
+    fn role(&self) -> &str {
+        self.get("role").and_then(Value::as_str).unwrap_or("")
+    }
+
+    fn text(&self) -> Option<&str> {
+        self.get("content").and_then(Value::as_str)
+    }
+
+    fn set_text(&mut self, text: String) {
+        self.insert("content".into(), Value::String(text));
+    }
+
+    fn tool_call_id(&self) -> Option<&str> {
+        self.get("tool_call_id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    }
+
+    fn tool_calls(&self) -> Vec<(String, String)> {
+        self.get("tool_calls")
+            .and_then(Value::as_array)
+            .map(|calls| {
+                calls
+                    .iter()
+                    .map(|c| {
+                        let id = c
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string();
+                        let name = c
+                            .get("function")
+                            .and_then(|f| f.get("name"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string();
+                        (id, name)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn tool_result(id: &str, name: &str, content: &str) -> Self {
+        let mut m = Map::new();
+        m.insert("role".into(), "tool".into());
+        m.insert("tool_call_id".into(), id.into());
+        m.insert("name".into(), name.into());
+        m.insert("content".into(), content.into());
+        m
+    }
+
+    fn user(content: String) -> Self {
+        let mut m = Map::new();
+        m.insert("role".into(), "user".into());
+        m.insert("content".into(), content.into());
+        m
+    }
+
+    fn python_json(&self) -> String {
+        python_json_string(self)
+    }
+
+    fn python_len(&self) -> usize {
+        python_json_chars(self)
+    }
+}
+
+/// Whether a message is the system prompt.
+pub fn is_system<M: ChatMessage>(m: &M) -> bool {
+    m.role() == Role::System.as_str()
+}

@@ -1,0 +1,137 @@
+//! Tool-call pair repair (spec §3.5): orphan results are dropped and calls
+//! without a result get a stub, placed directly after their assistant
+//! message in call order and before that message's surviving results.
+
+use std::collections::HashSet;
+
+use super::message::ChatMessage;
+
+/// What the stub says, so the model knows where the result went.
+pub const STUB_TEXT: &str = "[Result from earlier context — see summary above]";
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PairRepair {
+    pub removed: usize,
+    pub stubbed: usize,
+}
+
+pub fn fix_tool_pairs<M: ChatMessage>(messages: &mut Vec<M>) -> PairRepair {
+    if messages.is_empty() {
+        return PairRepair::default();
+    }
+    let call_ids: HashSet<String> = messages
+        .iter()
+        .filter(|m| m.role() == "assistant")
+        .flat_map(|m| m.tool_calls())
+        .map(|(id, _)| id)
+        .filter(|id| !id.is_empty())
+        .collect();
+    let before = messages.len();
+    messages
+        .retain(|m| m.role() != "tool" || m.tool_call_id().is_some_and(|id| call_ids.contains(id)));
+    let removed = before - messages.len();
+
+    let mut answered: HashSet<String> = messages
+        .iter()
+        .filter(|m| m.role() == "tool")
+        .filter_map(|m| m.tool_call_id().map(String::from))
+        .collect();
+    let mut stubs: Vec<(usize, M)> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        if m.role() != "assistant" {
+            continue;
+        }
+        for (id, name) in m.tool_calls() {
+            if id.is_empty() || answered.contains(&id) {
+                continue;
+            }
+            let name = if name.is_empty() {
+                "unknown".to_string()
+            } else {
+                name
+            };
+            stubs.push((i + 1, M::tool_result(&id, &name, STUB_TEXT)));
+            answered.insert(id);
+        }
+    }
+    let stubbed = stubs.len();
+    for (at, stub) in stubs.into_iter().rev() {
+        messages.insert(at, stub);
+    }
+    PairRepair { removed, stubbed }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Message, ToolCall};
+
+    fn assistant(ids: &[&str]) -> Message {
+        Message::assistant_tool_calls(
+            "",
+            ids.iter()
+                .map(|id| ToolCall::new(*id, format!("f_{id}"), "{}"))
+                .collect(),
+            None,
+        )
+    }
+
+    // CL-4 (spec §10.3): the exact ordering.
+    #[test]
+    fn stubs_go_after_the_assistant_in_call_order() {
+        let mut id_less = Message::tool_result("", "x", "no id");
+        id_less.tool_call_id = None;
+        let mut msgs = vec![
+            Message::system("s"),
+            assistant(&["a", "b", "c"]),
+            Message::tool_result("a", "f_a", "A"),
+            Message::tool_result("zzz", "orphan", "O"),
+            id_less,
+        ];
+        let r = fix_tool_pairs(&mut msgs);
+        assert_eq!(
+            r,
+            PairRepair {
+                removed: 2,
+                stubbed: 2
+            }
+        );
+        let shape: Vec<(String, String)> = msgs
+            .iter()
+            .map(|m| {
+                (
+                    m.role.as_str().to_string(),
+                    m.tool_call_id.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                ("system".into(), "".into()),
+                ("assistant".into(), "".into()),
+                ("tool".into(), "b".into()),
+                ("tool".into(), "c".into()),
+                ("tool".into(), "a".into()),
+            ]
+        );
+        assert!(msgs[2].content.contains("earlier context"));
+        assert_eq!(msgs[2].name.as_deref(), Some("f_b"));
+    }
+
+    #[test]
+    fn balanced_and_empty_lists_are_unchanged() {
+        let mut empty: Vec<Message> = vec![];
+        assert_eq!(fix_tool_pairs(&mut empty), PairRepair::default());
+        let mut ok = vec![
+            Message::user("q"),
+            assistant(&["a"]),
+            Message::tool_result("a", "f_a", "r"),
+        ];
+        let copy = ok.clone();
+        fix_tool_pairs(&mut ok);
+        assert_eq!(ok, copy);
+        let mut three = vec![assistant(&["x", "y", "z"])];
+        assert_eq!(fix_tool_pairs(&mut three).stubbed, 3);
+    }
+}

@@ -1,0 +1,296 @@
+//! `vibedesk compact`: applies compaction layers to a message list on disk,
+//! unconditionally and in the order given, to inspect them or to compare
+//! with the original. Messages are kept as read (key order, unknown fields),
+//! and written back the way Python's `json.dumps` writes them.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::{build_provider, exit, load_config};
+use crate::agent::compaction::archive::TranscriptArchive;
+use crate::agent::compaction::auto::{AutoParams, auto_compact};
+use crate::agent::compaction::chunks::summary_chunks;
+use crate::agent::compaction::collapse::collapse;
+use crate::agent::compaction::message::ChatMessage;
+use crate::agent::compaction::microcompact::microcompact;
+use crate::agent::compaction::pairs::fix_tool_pairs;
+use crate::agent::compaction::{CompactionSettings, ProviderSummarizer};
+use crate::config::Overrides;
+use crate::llm::CallOptions;
+use crate::llm::tokens::Estimator;
+use crate::model::Message;
+
+#[derive(clap::Args, Debug)]
+pub struct CompactArgs {
+    /// Messages in the OpenAI chat shape, one JSON object per line.
+    #[arg(long = "in", value_name = "FILE.jsonl")]
+    pub input: PathBuf,
+    /// Comma-separated: micro, collapse, auto, pairs, chunks, or all (= micro,collapse,auto,pairs).
+    #[arg(long, default_value = "all")]
+    pub layer: String,
+    /// The token threshold T, for the report (and the L3 tail cap of T/2).
+    #[arg(long, default_value_t = 40_000)]
+    pub threshold: u64,
+    /// chars4 (the original's estimate) or bpe.
+    #[arg(long, default_value = "chars4")]
+    pub estimator: String,
+    /// Output file (default: stdout).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Focus topic for `auto`.
+    #[arg(long, default_value = "")]
+    pub focus: String,
+    /// Characters per summary chunk.
+    #[arg(long, default_value_t = 80_000)]
+    pub chunk_chars: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layer {
+    Micro,
+    Collapse,
+    Auto,
+    Pairs,
+    Chunks,
+}
+
+fn parse_layers(spec: &str) -> Result<Vec<Layer>, String> {
+    let mut out = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part {
+            "all" => out.extend([Layer::Micro, Layer::Collapse, Layer::Auto, Layer::Pairs]),
+            "micro" | "microcompact" => out.push(Layer::Micro),
+            "collapse" => out.push(Layer::Collapse),
+            "auto" => out.push(Layer::Auto),
+            "pairs" => out.push(Layer::Pairs),
+            "chunks" => out.push(Layer::Chunks),
+            other => {
+                return Err(format!(
+                    "unknown layer '{other}': use micro, collapse, auto, pairs, chunks or all"
+                ));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err("no layer given".into());
+    }
+    if let Some(i) = out.iter().position(|l| *l == Layer::Chunks)
+        && i != out.len() - 1
+    {
+        return Err(
+            "chunks must be the last layer: it turns the messages into summary chunks".into(),
+        );
+    }
+    Ok(out)
+}
+
+fn read_messages(path: &PathBuf) -> Result<Vec<Map<String, Value>>, String> {
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| format!("{}: line {}: {e}", path.display(), n + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(&line) {
+            Ok(Value::Object(m)) => out.push(m),
+            Ok(_) => {
+                return Err(format!(
+                    "{}: line {}: not a JSON object",
+                    path.display(),
+                    n + 1
+                ));
+            }
+            Err(e) => return Err(format!("{}: line {}: {e}", path.display(), n + 1)),
+        }
+    }
+    Ok(out)
+}
+
+fn count(estimator: &Estimator, msgs: &[Map<String, Value>]) -> u64 {
+    match estimator {
+        // Exactly the original's len(json.dumps(list)) // 4, on the raw objects.
+        Estimator::Chars4 => crate::llm::tokens::python_json_chars(msgs) as u64 / 4,
+        Estimator::Bpe(_) => {
+            let typed: Vec<Message> = msgs
+                .iter()
+                .filter_map(|m| serde_json::from_value(Value::Object(m.clone())).ok())
+                .collect();
+            estimator.count(&typed)
+        }
+    }
+}
+
+pub async fn compact(args: CompactArgs) -> u8 {
+    let layers = match parse_layers(&args.layer) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+    let Some(estimator) = Estimator::from_name(&args.estimator, "") else {
+        eprintln!(
+            "vibedesk: unknown estimator '{}': use chars4 or bpe",
+            args.estimator
+        );
+        return exit::USAGE;
+    };
+    let mut msgs = match read_messages(&args.input) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+    let settings = CompactionSettings::default();
+    let before = count(&estimator, &msgs);
+    let mut report = Vec::new();
+    let mut chunks: Option<Vec<String>> = None;
+    for layer in &layers {
+        match layer {
+            Layer::Micro => {
+                let t = microcompact(&mut msgs, settings.keep_recent);
+                report.push(format!("micro: {} cleared", t.len()));
+            }
+            Layer::Collapse => {
+                let t = collapse(&mut msgs, settings.collapse);
+                report.push(format!("collapse: {} collapsed", t.len()));
+            }
+            Layer::Pairs => {
+                let r = fix_tool_pairs(&mut msgs);
+                report.push(format!(
+                    "pairs: {} removed, {} stubbed",
+                    r.removed, r.stubbed
+                ));
+            }
+            Layer::Chunks => match summary_chunks(&msgs, args.chunk_chars) {
+                Ok(c) => {
+                    report.push(format!("chunks: {}", c.len()));
+                    chunks = Some(c);
+                }
+                Err(e) => {
+                    eprintln!("vibedesk: {e}");
+                    return exit::USAGE;
+                }
+            },
+            Layer::Auto => match run_auto(&mut msgs, &args, estimator).await {
+                Ok(line) => report.push(line),
+                Err(e) => {
+                    eprintln!("vibedesk: {e}");
+                    return exit::FAILED;
+                }
+            },
+        }
+    }
+    let body = match &chunks {
+        Some(c) => crate::llm::tokens::python_json_string(c) + "\n",
+        None => msgs.iter().map(|m| m.python_json() + "\n").collect(),
+    };
+    let written = match &args.out {
+        Some(path) => {
+            std::fs::write(path, body).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        }
+        None => std::io::stdout()
+            .write_all(body.as_bytes())
+            .map_err(|e| e.to_string()),
+    };
+    if let Err(e) = written {
+        eprintln!("vibedesk: {e}");
+        return exit::FAILED;
+    }
+    let after = count(&estimator, &msgs);
+    eprintln!(
+        "{}; tokens {before} → {after} ({}, {:.0}% → {:.0}% of T={})",
+        report.join("; "),
+        estimator.name(),
+        100.0 * before as f64 / args.threshold.max(1) as f64,
+        100.0 * after as f64 / args.threshold.max(1) as f64,
+        args.threshold
+    );
+    exit::OK
+}
+
+async fn run_auto(
+    msgs: &mut Vec<Map<String, Value>>,
+    args: &CompactArgs,
+    estimator: Estimator,
+) -> Result<String, String> {
+    let config = load_config(&Overrides::default())
+        .map_err(|_| "cannot load the configuration".to_string())?;
+    let provider_config = config.provider.as_ref().ok_or_else(|| {
+        "`--layer auto` needs a model for the summary: configure one (see `vibedesk doctor`)"
+            .to_string()
+    })?;
+    let provider = build_provider(provider_config)?;
+    let summarizer = ProviderSummarizer {
+        provider: Arc::clone(&provider),
+        options: CallOptions {
+            idle_timeout: config.agent.idle_timeout,
+            call_timeout: config.agent.llm_timeout,
+        },
+        cancel: CancellationToken::new(),
+    };
+    let dir = match &args.out {
+        Some(p) => p.parent().map(|d| d.to_path_buf()).unwrap_or_default(),
+        None => config.paths.cache_dir.join("compact-inspector"),
+    };
+    let archive = TranscriptArchive::new(&dir, "inspector");
+    let mut write =
+        |m: &[Map<String, Value>]| archive.write_transcript(m).map_err(|e| e.to_string());
+    let params = AutoParams {
+        tail_token_budget: AutoParams::default().tail_token_budget,
+        chunk_chars: args.chunk_chars,
+    };
+    let count_text = move |t: &str| estimator.count_text(t);
+    let out = auto_compact(
+        msgs,
+        "",
+        &args.focus,
+        params,
+        &count_text,
+        &summarizer,
+        &mut write,
+        "",
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(if out.nothing_to_compress {
+        "auto: nothing to compress".to_string()
+    } else {
+        format!(
+            "auto: {} head messages summarised in {} chunk(s){}, transcript {}",
+            out.head_len,
+            out.chunks,
+            if out.degraded { " (degraded)" } else { "" },
+            out.transcript
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layer_lists() {
+        assert_eq!(parse_layers("all").unwrap().len(), 4);
+        assert_eq!(
+            parse_layers("micro,pairs,chunks").unwrap(),
+            vec![Layer::Micro, Layer::Pairs, Layer::Chunks]
+        );
+        assert!(parse_layers("chunks,micro").unwrap_err().contains("last"));
+        assert!(
+            parse_layers("squash")
+                .unwrap_err()
+                .contains("unknown layer")
+        );
+    }
+}
