@@ -5,4 +5,5 @@ mod cli;
 mod compaction;
 mod loop_http;
 mod provider;
+mod research_data;
 mod support;

@@ -1,6 +1,7 @@
 //! Built-in tools, one file per family.
 
 pub mod fs;
+pub mod market;
 
 use std::sync::Arc;
 

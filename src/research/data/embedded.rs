@@ -1,0 +1,192 @@
+//! The embedded real dataset: daily prices of AAPL, MSFT, IBM (2000-03-01 to
+//! 2013-03-01), GOOG (2004-08-19 on) and FB (2012-05-18 on), 12,154 rows,
+//! from Quandl WIKI Prices (public domain) via bokeh-sampledata (see NOTICE
+//! and `/assets/data`).
+//!
+//! The file's Open/High/Low/Close/Volume are unadjusted and contain split
+//! gaps (AAPL 2000-06-21 and 2005-02-28, MSFT 2003-02-18); `Adj Close` is
+//! split- and dividend-adjusted. On load every row is scaled by
+//! `Adj Close / Close` ([`clean::apply_adj_close`]), which removes the gaps
+//! and keeps real moves (AAPL's -52 % on 2000-09-29 stays).
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::sync::OnceLock;
+
+use chrono::{NaiveDate, Utc};
+
+use super::clean::{self, ADJ_CLOSE_NOTE, DropReport};
+use super::market::{Market, us_base};
+use super::{Bars, DataError, PriceSeries, Provenance, Source};
+
+/// The gzip-compressed CSV, compiled in.
+const GZ: &[u8] = include_bytes!("../../../assets/data/stocks_daily.csv.gz");
+
+/// Where the data lives in the source tree, for provenance.
+pub const LOCATION: &str = "embedded:assets/data/stocks_daily.csv.gz";
+/// Attribution, also in NOTICE.
+pub const ATTRIBUTION: &str = "Quandl WIKI Prices (public domain), via bokeh-sampledata";
+
+/// The tickers in the set and their documented row counts.
+pub const TICKERS: [(&str, usize); 5] = [
+    ("AAPL", 3270),
+    ("FB", 196),
+    ("GOOG", 2148),
+    ("IBM", 3270),
+    ("MSFT", 3270),
+];
+
+struct Loaded {
+    by_ticker: BTreeMap<String, (Bars, DropReport)>,
+}
+
+static DATA: OnceLock<Result<Loaded, String>> = OnceLock::new();
+
+fn load_all() -> Result<Loaded, String> {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(GZ)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("gunzip: {e}"))?;
+    let mut rdr = csv::ReaderBuilder::new().from_reader(text.as_bytes());
+    let header = rdr.headers().map_err(|e| format!("header: {e}"))?.clone();
+    let want = [
+        "Ticker",
+        "Date",
+        "Open",
+        "High",
+        "Low",
+        "Close",
+        "Volume",
+        "Adj Close",
+    ];
+    if header.iter().collect::<Vec<_>>() != want {
+        return Err(format!("unexpected header {header:?}"));
+    }
+    let mut raw: BTreeMap<String, (Bars, Vec<f64>)> = BTreeMap::new();
+    for (i, rec) in rdr.records().enumerate() {
+        let line = i + 2;
+        let rec = rec.map_err(|e| format!("line {line}: {e}"))?;
+        let field = |k: usize| rec.get(k).unwrap_or("");
+        let num = |k: usize| -> Result<f64, String> {
+            field(k)
+                .parse::<f64>()
+                .map_err(|e| format!("line {line}, {}: {e}", want[k]))
+        };
+        let date = NaiveDate::parse_from_str(field(1), "%Y-%m-%d")
+            .map_err(|e| format!("line {line}, Date: {e}"))?;
+        let entry = raw.entry(field(0).to_string()).or_default();
+        entry
+            .0
+            .push(date, num(2)?, num(3)?, num(4)?, num(5)?, num(6)?);
+        entry.1.push(num(7)?);
+    }
+    let by_ticker = raw
+        .into_iter()
+        .map(|(t, (mut bars, adj))| {
+            clean::apply_adj_close(&mut bars, &adj);
+            let dropped = clean::sanitize(&mut bars);
+            (t, (bars, dropped))
+        })
+        .collect();
+    Ok(Loaded { by_ticker })
+}
+
+fn loaded() -> Result<&'static Loaded, DataError> {
+    DATA.get_or_init(load_all)
+        .as_ref()
+        .map_err(|e| DataError::Embedded(e.clone()))
+}
+
+/// The tickers the set holds, sorted.
+pub fn symbols() -> Vec<&'static str> {
+    TICKERS.iter().map(|(t, _)| *t).collect()
+}
+
+/// Whether the set has this symbol (`AAPL`, `aapl`, `AAPL.US`).
+pub fn has(symbol: &str) -> bool {
+    let base = us_base(symbol);
+    TICKERS.iter().any(|(t, _)| *t == base)
+}
+
+/// The first and last date held for a symbol.
+pub fn coverage(symbol: &str) -> Result<Option<(NaiveDate, NaiveDate)>, DataError> {
+    let data = loaded()?;
+    Ok(data
+        .by_ticker
+        .get(&us_base(symbol))
+        .and_then(|(b, _)| Some((b.first_date()?, b.last_date()?))))
+}
+
+/// The whole adjusted history of a symbol.
+pub fn bars(symbol: &str) -> Result<Bars, DataError> {
+    let data = loaded()?;
+    data.by_ticker
+        .get(&us_base(symbol))
+        .map(|(b, _)| b.clone())
+        .ok_or_else(|| not_held(symbol))
+}
+
+fn not_held(symbol: &str) -> DataError {
+    DataError::NotFound {
+        loader: Source::Embedded,
+        symbol: symbol.to_string(),
+        detail: format!("the embedded set holds {} only", symbols().join(", ")),
+    }
+}
+
+/// A symbol's adjusted bars within `[start, end]`, with provenance.
+/// An empty range is returned as an empty series (callers decide).
+pub fn load(
+    symbol: &str,
+    start: Option<NaiveDate>,
+    end: Option<NaiveDate>,
+) -> Result<PriceSeries, DataError> {
+    let data = loaded()?;
+    let (all, dropped) = data
+        .by_ticker
+        .get(&us_base(symbol))
+        .ok_or_else(|| not_held(symbol))?;
+    let mut bars = all.clone();
+    bars.retain_range(start, end);
+    let mut notes = Vec::new();
+    if let Some(s) = dropped.summary() {
+        notes.push(format!("{s} (whole history)"));
+    }
+    let provenance = Provenance {
+        symbol: symbol.trim().to_string(),
+        market: Market::UsEquity,
+        source: Source::Embedded,
+        requested_source: Source::Embedded.as_str().to_string(),
+        location: LOCATION.to_string(),
+        fetched_at: Utc::now(),
+        from_cache: false,
+        rows: bars.len(),
+        first_date: bars.first_date(),
+        last_date: bars.last_date(),
+        adjustments: vec![ADJ_CLOSE_NOTE.to_string()],
+        dropped: *dropped,
+        notes,
+        attempts: Vec::new(),
+    };
+    Ok(PriceSeries {
+        symbol: symbol.trim().to_string(),
+        bars,
+        provenance,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loads_every_ticker_with_documented_counts() {
+        for (t, n) in TICKERS {
+            assert_eq!(bars(t).unwrap().len(), n, "{t}");
+        }
+        assert!(has("aapl.us"));
+        assert!(!has("TSLA"));
+        let e = load("TSLA", None, None).unwrap_err();
+        assert!(e.to_string().contains("AAPL, FB, GOOG, IBM, MSFT"), "{e}");
+    }
+}

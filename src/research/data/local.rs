@@ -1,0 +1,566 @@
+//! The `local` loader: the user's own CSV files (spec §7.3, `local`).
+//!
+//! Header detection is flexible: the date column may be called `date`,
+//! `Date`, `timestamp`, `datetime` or `time` (ISO dates, `YYYYMMDD`,
+//! date-times, or Unix seconds / milliseconds); `open, high, low, close` are
+//! required in any case and spacing; `volume` and `adj close` are optional.
+//! A `ticker`/`symbol` column, when present, selects the requested symbol's
+//! rows, so a multi-ticker file (like the embedded one) works too. `,` `;`
+//! and tab delimiters, a UTF-8 BOM, `#` comment lines and gzip are handled.
+//!
+//! Parquet is not read (a Parquet crate is too heavy for the build budget):
+//! a `.parquet` file gets an error that says how to export it to CSV.
+
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+use super::clean::{self, ADJ_CLOSE_NOTE};
+use super::market::{detect_market, us_base};
+use super::{Bars, DataError, PriceSeries, Provenance, Source};
+
+/// Largest file the loader reads (a daily history is a few MB at most).
+const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A parsed OHLCV table, before adjustment and cleaning (file order).
+#[derive(Clone, Debug, Default)]
+pub struct ParsedCsv {
+    pub bars: Bars,
+    pub adj_close: Option<Vec<f64>>,
+    pub has_volume: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Date,
+    Open,
+    High,
+    Low,
+    Close,
+    Volume,
+    AdjClose,
+    Ticker,
+}
+
+fn classify(header: &str) -> Option<Col> {
+    let key: String = header
+        .trim()
+        .trim_matches('"')
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '_' | '-' | '.'))
+        .flat_map(char::to_lowercase)
+        .collect();
+    Some(match key.as_str() {
+        "date" | "timestamp" | "datetime" | "time" | "tradedate" | "day" => Col::Date,
+        "open" | "openprice" => Col::Open,
+        "high" | "highprice" => Col::High,
+        "low" | "lowprice" => Col::Low,
+        "close" | "closeprice" | "last" => Col::Close,
+        "volume" | "vol" => Col::Volume,
+        "adjclose" | "adjustedclose" | "adjclose*" => Col::AdjClose,
+        "ticker" | "symbol" | "code" => Col::Ticker,
+        _ => return None,
+    })
+}
+
+/// `,` unless the header line has more `;` or tabs.
+fn sniff_delimiter(text: &str) -> u8 {
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .unwrap_or("");
+    let count = |c: char| line.matches(c).count();
+    let (comma, semi, tab) = (count(','), count(';'), count('\t'));
+    if semi > comma && semi >= tab {
+        b';'
+    } else if tab > comma && tab > semi {
+        b'\t'
+    } else {
+        b','
+    }
+}
+
+/// A date from an ISO date, a date-time (the date part is kept: bars are
+/// daily), `YYYYMMDD`, `YYYY/MM/DD`, or Unix seconds / milliseconds.
+pub fn parse_bar_date(raw: &str) -> Option<NaiveDate> {
+    let s = raw.trim().trim_matches('"');
+    if s.len() >= 10 {
+        let head = &s[..s.char_indices().nth(10).map_or(s.len(), |(i, _)| i)];
+        for f in ["%Y-%m-%d", "%Y/%m/%d"] {
+            if let Ok(d) = NaiveDate::parse_from_str(head, f) {
+                // Anything after the date must look like a time.
+                let rest = &s[head.len()..];
+                if rest.is_empty() || rest.starts_with([' ', 'T', 't']) {
+                    return Some(d);
+                }
+            }
+        }
+    }
+    if s.bytes().all(|b| b.is_ascii_digit()) {
+        return match s.len() {
+            8 => NaiveDate::parse_from_str(s, "%Y%m%d").ok(),
+            9 | 10 => s
+                .parse::<i64>()
+                .ok()
+                .and_then(|t| DateTime::<Utc>::from_timestamp(t, 0))
+                .map(|t| t.date_naive()),
+            12 | 13 => s
+                .parse::<i64>()
+                .ok()
+                .and_then(DateTime::<Utc>::from_timestamp_millis)
+                .map(|t| t.date_naive()),
+            _ => None,
+        };
+    }
+    None
+}
+
+/// `None` for an empty or null-like cell (a missing value), else the number.
+fn parse_number(raw: &str) -> Result<Option<f64>, ()> {
+    let s = raw.trim().trim_matches('"').trim();
+    if s.is_empty()
+        || ["null", "nan", "na", "n/a", "none", "-"]
+            .iter()
+            .any(|n| s.eq_ignore_ascii_case(n))
+    {
+        return Ok(None);
+    }
+    s.parse::<f64>().map(Some).map_err(|_| ())
+}
+
+fn matches_symbol(cell: &str, symbol: &str) -> bool {
+    let cell = cell.trim();
+    cell.eq_ignore_ascii_case(symbol.trim()) || us_base(cell) == us_base(symbol)
+}
+
+/// Parses CSV bytes from `origin` (a path or URL, used in errors). With a
+/// ticker column, keeps the rows of `symbol` (required when the file holds
+/// several tickers).
+pub fn parse_csv(bytes: &[u8], origin: &str, symbol: Option<&str>) -> Result<ParsedCsv, DataError> {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let mut rdr = csv::ReaderBuilder::new()
+        .delimiter(sniff_delimiter(text))
+        .comment(Some(b'#'))
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let headers = rdr
+        .headers()
+        .map_err(|e| DataError::CsvFormat {
+            path: origin.to_string(),
+            line: Some(1),
+            detail: format!("cannot read the header line: {e}"),
+        })?
+        .clone();
+    if headers.iter().all(|h| h.is_empty()) {
+        return Err(DataError::CsvFormat {
+            path: origin.to_string(),
+            line: None,
+            detail: "the file is empty; expected a header line (date, open, high, low, close[, volume][, adj close]) and one row per day".into(),
+        });
+    }
+    if headers.iter().next().and_then(parse_bar_date).is_some() {
+        return Err(DataError::CsvFormat {
+            path: origin.to_string(),
+            line: Some(1),
+            detail: "the first line looks like data, not a header; add a header line such as date,open,high,low,close,volume".into(),
+        });
+    }
+    let mut idx: [Option<usize>; 8] = [None; 8];
+    for (i, h) in headers.iter().enumerate() {
+        if let Some(c) = classify(h) {
+            let slot = &mut idx[c as usize];
+            if slot.is_none() {
+                *slot = Some(i);
+            }
+        }
+    }
+    let found = headers.iter().collect::<Vec<_>>().join(", ");
+    let need = |c: Col, name: &'static str| {
+        idx[c as usize].ok_or_else(|| DataError::CsvHeader {
+            path: origin.to_string(),
+            missing: name,
+            found: found.clone(),
+        })
+    };
+    let date_i = need(Col::Date, "date (date, Date, timestamp)")?;
+    let open_i = need(Col::Open, "open")?;
+    let high_i = need(Col::High, "high")?;
+    let low_i = need(Col::Low, "low")?;
+    let close_i = need(Col::Close, "close")?;
+    let vol_i = idx[Col::Volume as usize];
+    let adj_i = idx[Col::AdjClose as usize];
+    let ticker_i = idx[Col::Ticker as usize];
+    let name_of = |i: usize| headers.get(i).unwrap_or("").to_string();
+
+    let mut out = ParsedCsv {
+        bars: Bars::default(),
+        adj_close: adj_i.map(|_| Vec::new()),
+        has_volume: vol_i.is_some(),
+    };
+    let mut tickers_seen: Vec<String> = Vec::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| DataError::CsvFormat {
+            path: origin.to_string(),
+            line: e.position().map(|p| p.line()),
+            detail: e.to_string(),
+        })?;
+        let line = rec.position().map_or(0, |p| p.line());
+        if rec.iter().all(str::is_empty) {
+            continue;
+        }
+        if let Some(ti) = ticker_i {
+            let t = rec.get(ti).unwrap_or("");
+            if !tickers_seen.iter().any(|s| s == t) {
+                tickers_seen.push(t.to_string());
+            }
+            match symbol {
+                Some(sym) if !matches_symbol(t, sym) => continue,
+                _ => {}
+            }
+        }
+        let cell = |i: usize| rec.get(i).unwrap_or("");
+        let date_raw = cell(date_i);
+        let date = parse_bar_date(date_raw).ok_or_else(|| DataError::CsvValue {
+            path: origin.to_string(),
+            line,
+            column: name_of(date_i),
+            detail: format!(
+                "'{date_raw}' is not a date (expected YYYY-MM-DD, YYYYMMDD, an ISO date-time or Unix seconds)"
+            ),
+        })?;
+        let num = |i: usize| -> Result<f64, DataError> {
+            let raw = cell(i);
+            parse_number(raw)
+                .map(|v| v.unwrap_or(f64::NAN))
+                .map_err(|()| DataError::CsvValue {
+                    path: origin.to_string(),
+                    line,
+                    column: name_of(i),
+                    detail: format!("'{raw}' is not a number"),
+                })
+        };
+        let volume = match vol_i {
+            Some(i) => num(i)?,
+            None => f64::NAN,
+        };
+        out.bars.push(
+            date,
+            num(open_i)?,
+            num(high_i)?,
+            num(low_i)?,
+            num(close_i)?,
+            volume,
+        );
+        if let (Some(i), Some(adj)) = (adj_i, out.adj_close.as_mut()) {
+            adj.push(num(i)?);
+        }
+    }
+    if ticker_i.is_some() && out.bars.is_empty() && !tickers_seen.is_empty() {
+        let listed = tickers_seen
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(match symbol {
+            Some(sym) => DataError::NotFound {
+                loader: Source::Local,
+                symbol: sym.to_string(),
+                detail: format!("{origin} has rows for {listed} only"),
+            },
+            None => DataError::CsvFormat {
+                path: origin.to_string(),
+                line: None,
+                detail: format!("the file holds several tickers ({listed}); name one"),
+            },
+        });
+    }
+    if ticker_i.is_some() && symbol.is_none() && tickers_seen.len() > 1 {
+        let listed = tickers_seen
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(DataError::CsvFormat {
+            path: origin.to_string(),
+            line: None,
+            detail: format!("the file holds several tickers ({listed}); name one"),
+        });
+    }
+    Ok(out)
+}
+
+impl ParsedCsv {
+    /// Applies the adjusted close (if any), cuts to `[start, end]`, runs the
+    /// sanity filter; returns the bars with their adjustments, drop report and
+    /// notes.
+    pub fn finish(
+        mut self,
+        start: Option<NaiveDate>,
+        end: Option<NaiveDate>,
+    ) -> (Bars, Vec<String>, clean::DropReport, Vec<String>) {
+        let mut adjustments = Vec::new();
+        let mut notes = Vec::new();
+        if let Some(adj) = &self.adj_close {
+            clean::apply_adj_close(&mut self.bars, adj);
+            adjustments.push(ADJ_CLOSE_NOTE.to_string());
+        }
+        if !self.has_volume {
+            notes.push("the source has no volume column: volume is NaN".to_string());
+        }
+        self.bars.retain_range(start, end);
+        let dropped = clean::sanitize(&mut self.bars);
+        if let Some(s) = dropped.summary() {
+            notes.push(s);
+        }
+        (self.bars, adjustments, dropped, notes)
+    }
+}
+
+fn is_parquet(path: &Path) -> bool {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if ext.as_deref() == Some("parquet") || ext.as_deref() == Some("pq") {
+        return true;
+    }
+    // Parquet files start with the magic bytes "PAR1".
+    let mut head = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && &head == b"PAR1"
+}
+
+fn parquet_error(path: &Path) -> DataError {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("data")
+        .to_string();
+    DataError::ParquetUnsupported {
+        path: path.display().to_string(),
+        stem,
+    }
+}
+
+/// Reads one CSV file (plain or gzip) for `symbol` within `[start, end]`.
+pub fn load_file(
+    path: &Path,
+    symbol: &str,
+    start: Option<NaiveDate>,
+    end: Option<NaiveDate>,
+) -> Result<PriceSeries, DataError> {
+    if is_parquet(path) {
+        return Err(parquet_error(path));
+    }
+    let io = |source| DataError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(DataError::CsvFormat {
+            path: path.display().to_string(),
+            line: None,
+            detail: format!(
+                "the file is {} bytes; the limit is {MAX_FILE_BYTES}: cut it to the symbols and dates you need",
+                meta.len()
+            ),
+        });
+    }
+    let raw = std::fs::read(path).map_err(io)?;
+    let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(raw.as_slice())
+            .take(MAX_FILE_BYTES)
+            .read_to_end(&mut out)
+            .map_err(io)?;
+        out
+    } else {
+        raw
+    };
+    let origin = path.display().to_string();
+    let parsed = parse_csv(&bytes, &origin, Some(symbol))?;
+    let (bars, adjustments, dropped, notes) = parsed.finish(start, end);
+    let provenance = Provenance {
+        symbol: symbol.trim().to_string(),
+        market: detect_market(symbol),
+        source: Source::Local,
+        requested_source: Source::Local.as_str().to_string(),
+        location: origin,
+        fetched_at: Utc::now(),
+        from_cache: false,
+        rows: bars.len(),
+        first_date: bars.first_date(),
+        last_date: bars.last_date(),
+        adjustments,
+        dropped,
+        notes,
+        attempts: Vec::new(),
+    };
+    Ok(PriceSeries {
+        symbol: symbol.trim().to_string(),
+        bars,
+        provenance,
+    })
+}
+
+/// A relative file name given as the symbol must stay inside the folders.
+fn safe_relative(name: &str) -> Option<PathBuf> {
+    let p = Path::new(name);
+    if p.is_absolute() {
+        return None;
+    }
+    p.components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+        .then(|| p.to_path_buf())
+}
+
+/// The file names tried for a symbol, in order.
+pub fn candidate_names(symbol: &str) -> Vec<String> {
+    let s = symbol.trim();
+    let lower = s.to_ascii_lowercase();
+    if [".csv", ".csv.gz", ".parquet", ".pq", ".txt"]
+        .iter()
+        .any(|e| lower.ends_with(e))
+    {
+        return vec![s.to_string()];
+    }
+    let mut stems = vec![
+        s.to_string(),
+        s.to_ascii_uppercase(),
+        lower.clone(),
+        us_base(s),
+        us_base(s).to_ascii_lowercase(),
+    ];
+    stems.dedup();
+    let mut names = Vec::new();
+    for stem in &stems {
+        for ext in ["csv", "CSV", "csv.gz", "parquet"] {
+            let n = format!("{stem}.{ext}");
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    names
+}
+
+/// Finds the file for `symbol` in `dirs` (first folder, first name wins).
+pub fn find_file(symbol: &str, dirs: &[PathBuf]) -> Result<PathBuf, DataError> {
+    if dirs.is_empty() {
+        return Err(DataError::Unavailable {
+            loader: Source::Local,
+            reason: "no local data folder is configured".into(),
+        });
+    }
+    let names = candidate_names(symbol);
+    for dir in dirs {
+        for name in &names {
+            let Some(rel) = safe_relative(name) else {
+                return Err(DataError::InvalidSymbol(symbol.to_string()));
+            };
+            let p = dir.join(rel);
+            if p.is_file() {
+                // A symlink must not lead out of the folder it was found in.
+                let inside = match (p.canonicalize(), dir.canonicalize()) {
+                    (Ok(real), Ok(root)) => real.starts_with(root),
+                    _ => false,
+                };
+                if !inside {
+                    return Err(DataError::CsvFormat {
+                        path: p.display().to_string(),
+                        line: None,
+                        detail: format!(
+                            "the file is a link that leads outside {}; copy the file into the folder instead",
+                            dir.display()
+                        ),
+                    });
+                }
+                return Ok(p);
+            }
+        }
+    }
+    let shown: Vec<&str> = names.iter().map(String::as_str).take(6).collect();
+    Err(DataError::NotFound {
+        loader: Source::Local,
+        symbol: symbol.to_string(),
+        detail: format!(
+            "no file named {} in {}",
+            shown.join(" / "),
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
+/// Finds and loads `symbol` from the local folders.
+pub fn load(
+    symbol: &str,
+    dirs: &[PathBuf],
+    start: Option<NaiveDate>,
+    end: Option<NaiveDate>,
+) -> Result<PriceSeries, DataError> {
+    let path = find_file(symbol, dirs)?;
+    load_file(&path, symbol, start, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    #[test]
+    fn dates_in_many_spellings() {
+        for s in [
+            "2024-01-02",
+            "2024/01/02",
+            "20240102",
+            "2024-01-02 00:00:00",
+            "2024-01-02T14:30:00Z",
+            "1704205800",
+            "1704205800000",
+        ] {
+            assert_eq!(parse_bar_date(s), Some(d("2024-01-02")), "{s}");
+        }
+        for s in ["01/02/2024", "2024-13-01", "yesterday", "2024-01-02x"] {
+            assert_eq!(parse_bar_date(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn semicolon_files_and_missing_cells() {
+        let csv =
+            "# exported\nDate;Open;High;Low;Close\n2024-01-02;1;2;0.5;1.5\n2024-01-03;;2;0.5;1.5\n";
+        let p = parse_csv(csv.as_bytes(), "x.csv", Some("X")).unwrap();
+        assert_eq!(p.bars.len(), 2);
+        assert!(p.bars.open[1].is_nan());
+        assert!(!p.has_volume);
+        let (bars, _, dropped, notes) = p.finish(None, None);
+        assert_eq!(bars.len(), 1);
+        assert_eq!(dropped.missing_value, 1);
+        assert!(notes.iter().any(|n| n.contains("no volume")));
+    }
+
+    #[test]
+    fn candidate_names_cover_case_and_suffix() {
+        let n = candidate_names("aapl.us");
+        assert!(n.contains(&"aapl.us.csv".to_string()));
+        assert!(n.contains(&"AAPL.csv".to_string()));
+        assert!(n.contains(&"aapl.csv".to_string()));
+        assert_eq!(candidate_names("prices/x.csv"), vec!["prices/x.csv"]);
+        assert!(safe_relative("../x.csv").is_none());
+        assert!(safe_relative("/etc/x.csv").is_none());
+    }
+}

@@ -1,0 +1,583 @@
+//! Market data for research and backtests (spec §7.3).
+//!
+//! Sources: the embedded real dataset ([`embedded`], always available, five US
+//! equities 2000–2013), the user's own CSV files ([`local`]), and two online
+//! loaders ([`online`]: Yahoo chart JSON and Stooq CSV) with an on-disk cache
+//! ([`cache`]). [`MarketData`] picks among them by symbol shape and
+//! availability ([`market`]). Every series is split-adjusted where the source
+//! gives an adjusted close, passed through the OHLC sanity filter
+//! ([`clean`]), and carries its [`Provenance`].
+//!
+//! Series are plain columns ([`Bars`]); the backtest aligns them on a union
+//! calendar and forward-fills (spec §7.4), so loaders never fill gaps.
+
+pub mod cache;
+pub mod clean;
+pub mod embedded;
+pub mod local;
+pub mod market;
+pub mod online;
+mod service;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+
+pub use clean::DropReport;
+pub use market::{Market, detect_market};
+pub use service::{DataConfig, DataRequest, MarketData, PlanStep, Universe};
+
+/// Daily OHLCV bars as parallel columns, sorted by date once cleaned.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Bars {
+    pub dates: Vec<NaiveDate>,
+    pub open: Vec<f64>,
+    pub high: Vec<f64>,
+    pub low: Vec<f64>,
+    pub close: Vec<f64>,
+    /// Shares traded (scaled inversely to the price adjustment); NaN when the
+    /// source has no volume.
+    pub volume: Vec<f64>,
+}
+
+impl Bars {
+    pub fn with_capacity(n: usize) -> Self {
+        Bars {
+            dates: Vec::with_capacity(n),
+            open: Vec::with_capacity(n),
+            high: Vec::with_capacity(n),
+            low: Vec::with_capacity(n),
+            close: Vec::with_capacity(n),
+            volume: Vec::with_capacity(n),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.dates.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.dates.is_empty()
+    }
+
+    pub fn push(
+        &mut self,
+        date: NaiveDate,
+        open: f64,
+        high: f64,
+        low: f64,
+        close: f64,
+        volume: f64,
+    ) {
+        self.dates.push(date);
+        self.open.push(open);
+        self.high.push(high);
+        self.low.push(low);
+        self.close.push(close);
+        self.volume.push(volume);
+    }
+
+    pub fn first_date(&self) -> Option<NaiveDate> {
+        self.dates.first().copied()
+    }
+
+    pub fn last_date(&self) -> Option<NaiveDate> {
+        self.dates.last().copied()
+    }
+
+    /// Cuts every column to the shortest one, so rows are whole. Loaders
+    /// always build parallel columns; this guards hand-built `Bars` (the
+    /// fields are public) before code that walks rows.
+    pub fn make_consistent(&mut self) -> usize {
+        let n = [
+            self.dates.len(),
+            self.open.len(),
+            self.high.len(),
+            self.low.len(),
+            self.close.len(),
+            self.volume.len(),
+        ]
+        .into_iter()
+        .min()
+        .unwrap_or(0);
+        self.dates.truncate(n);
+        self.open.truncate(n);
+        self.high.truncate(n);
+        self.low.truncate(n);
+        self.close.truncate(n);
+        self.volume.truncate(n);
+        n
+    }
+
+    /// Keeps only the rows whose flag is true (columns stay parallel).
+    pub fn retain_rows(&mut self, keep: &[bool]) {
+        fn filter<T: Copy>(v: &mut Vec<T>, keep: &[bool]) {
+            let mut i = 0;
+            v.retain(|_| {
+                let k = keep.get(i).copied().unwrap_or(true);
+                i += 1;
+                k
+            });
+        }
+        filter(&mut self.dates, keep);
+        filter(&mut self.open, keep);
+        filter(&mut self.high, keep);
+        filter(&mut self.low, keep);
+        filter(&mut self.close, keep);
+        filter(&mut self.volume, keep);
+    }
+
+    /// Keeps the rows dated within `[start, end]` (either bound optional).
+    pub fn retain_range(&mut self, start: Option<NaiveDate>, end: Option<NaiveDate>) {
+        let keep: Vec<bool> = self
+            .dates
+            .iter()
+            .map(|d| start.is_none_or(|s| *d >= s) && end.is_none_or(|e| *d <= e))
+            .collect();
+        if keep.iter().any(|k| !k) {
+            self.retain_rows(&keep);
+        }
+    }
+
+    /// The row index of `date`, if present (dates must be sorted).
+    pub fn index_of(&self, date: NaiveDate) -> Option<usize> {
+        self.dates.binary_search(&date).ok()
+    }
+
+    /// `other`'s close on each of this series' dates (NaN where it has no
+    /// bar): the alignment for pairwise statistics on common dates.
+    pub fn aligned_close(&self, other: &Bars) -> Vec<f64> {
+        let mut out = Vec::with_capacity(self.len());
+        let mut j = 0;
+        for d in &self.dates {
+            while j < other.dates.len() && other.dates[j] < *d {
+                j += 1;
+            }
+            match other.dates.get(j) {
+                Some(od) if od == d => out.push(other.close.get(j).copied().unwrap_or(f64::NAN)),
+                _ => out.push(f64::NAN),
+            }
+        }
+        out
+    }
+}
+
+/// The loaders vibedesk has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Embedded,
+    Local,
+    Yahoo,
+    Stooq,
+}
+
+impl Source {
+    pub const ALL: [Source; 4] = [
+        Source::Embedded,
+        Source::Local,
+        Source::Yahoo,
+        Source::Stooq,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Embedded => "embedded",
+            Source::Local => "local",
+            Source::Yahoo => "yahoo",
+            Source::Stooq => "stooq",
+        }
+    }
+
+    pub fn is_online(self) -> bool {
+        matches!(self, Source::Yahoo | Source::Stooq)
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a config or tool call asked for: `auto` or one source.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceChoice {
+    #[default]
+    Auto,
+    #[serde(untagged)]
+    Explicit(Source),
+}
+
+/// The names [`SourceChoice::from_str`] accepts, for error messages.
+pub const VALID_SOURCES: &str = "auto, embedded, local, yahoo (alias yfinance), stooq";
+
+/// Sources of the original engine (spec §7.3) that vibedesk does not have;
+/// named in the refusal so a ported config fails with a useful message.
+const FOREIGN_SOURCES: [&str; 21] = [
+    "tushare",
+    "okx",
+    "binance",
+    "akshare",
+    "baostock",
+    "tencent",
+    "mootdx",
+    "ccxt",
+    "futu",
+    "eastmoney",
+    "sina",
+    "finnhub",
+    "alphavantage",
+    "tiingo",
+    "fmp",
+    "qveris",
+    "india_broker",
+    "pykrx",
+    "longbridge",
+    "mt5",
+    "tickerall",
+];
+
+impl SourceChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceChoice::Auto => "auto",
+            SourceChoice::Explicit(s) => s.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for SourceChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SourceChoice {
+    type Err = DataError;
+
+    /// Explicit unknown sources are refused with the valid list (§7.3).
+    fn from_str(s: &str) -> Result<Self, DataError> {
+        let key = s.trim().to_ascii_lowercase();
+        Ok(match key.as_str() {
+            "" | "auto" => SourceChoice::Auto,
+            "embedded" | "builtin" | "sample" => SourceChoice::Explicit(Source::Embedded),
+            "local" | "csv" => SourceChoice::Explicit(Source::Local),
+            // §7.1 aliases yahoo and yfinance; both read Yahoo's chart API.
+            "yahoo" | "yfinance" => SourceChoice::Explicit(Source::Yahoo),
+            "stooq" => SourceChoice::Explicit(Source::Stooq),
+            _ => {
+                let hint = if FOREIGN_SOURCES.contains(&key.as_str()) {
+                    " (a source of the original Vibe-Trading engine that vibedesk does not implement)"
+                        .to_string()
+                } else {
+                    String::new()
+                };
+                return Err(DataError::UnknownSource {
+                    given: s.to_string(),
+                    hint,
+                });
+            }
+        })
+    }
+}
+
+/// Bar interval (spec §7.1 `interval`). Every loader here is daily; the
+/// others parse so a config can be validated, and are refused at fetch time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Interval {
+    #[serde(rename = "1m")]
+    M1,
+    #[serde(rename = "5m")]
+    M5,
+    #[serde(rename = "15m")]
+    M15,
+    #[serde(rename = "30m")]
+    M30,
+    #[serde(rename = "1H")]
+    H1,
+    #[serde(rename = "4H")]
+    H4,
+    #[default]
+    #[serde(rename = "1D")]
+    D1,
+}
+
+impl Interval {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Interval::M1 => "1m",
+            Interval::M5 => "5m",
+            Interval::M15 => "15m",
+            Interval::M30 => "30m",
+            Interval::H1 => "1H",
+            Interval::H4 => "4H",
+            Interval::D1 => "1D",
+        }
+    }
+}
+
+impl FromStr for Interval {
+    type Err = DataError;
+
+    fn from_str(s: &str) -> Result<Self, DataError> {
+        // Minutes stay lower-case ("1M" would read as a month elsewhere).
+        Ok(match s.trim() {
+            "1m" => Interval::M1,
+            "5m" => Interval::M5,
+            "15m" => Interval::M15,
+            "30m" => Interval::M30,
+            "1H" | "1h" => Interval::H1,
+            "4H" | "4h" => Interval::H4,
+            "1D" | "1d" | "D" | "d" | "daily" => Interval::D1,
+            other => {
+                return Err(DataError::UnsupportedInterval {
+                    given: other.to_string(),
+                    detail: "valid intervals: 1m, 5m, 15m, 30m, 1H, 4H, 1D".into(),
+                });
+            }
+        })
+    }
+}
+
+/// One loader that was tried and did not serve, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub source: Source,
+    pub outcome: String,
+}
+
+/// Where a series came from and what was done to it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The symbol as requested.
+    pub symbol: String,
+    pub market: Market,
+    /// The loader that served the rows.
+    pub source: Source,
+    /// What was asked for (`auto` or a source name).
+    pub requested_source: String,
+    /// URL, file path, or the embedded asset's name.
+    pub location: String,
+    /// When the source was read (for a cache hit: when it was first fetched).
+    pub fetched_at: DateTime<Utc>,
+    pub from_cache: bool,
+    /// Rows returned, after the range cut and the sanity filter.
+    pub rows: usize,
+    pub first_date: Option<NaiveDate>,
+    pub last_date: Option<NaiveDate>,
+    /// Adjustments applied, in words (e.g. the split/dividend factor).
+    pub adjustments: Vec<String>,
+    /// Rows the sanity filter dropped, by reason.
+    pub dropped: DropReport,
+    /// Anything a reader should know: partial coverage, fallbacks.
+    pub notes: Vec<String>,
+    /// Loaders tried before this one.
+    pub attempts: Vec<Attempt>,
+}
+
+/// A symbol's bars and their provenance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PriceSeries {
+    pub symbol: String,
+    pub bars: Bars,
+    pub provenance: Provenance,
+}
+
+/// Everything that can go wrong getting data, each naming the input and
+/// what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("unknown data source '{given}'{hint}; valid sources: {VALID_SOURCES}")]
+    UnknownSource { given: String, hint: String },
+    #[error("unsupported interval '{given}': {detail}")]
+    UnsupportedInterval { given: String, detail: String },
+    #[error("invalid date '{value}' for {field}: expected YYYY-MM-DD")]
+    InvalidDate { field: &'static str, value: String },
+    #[error("invalid date range for {symbol}: start {start} is after end {end}")]
+    InvalidRange {
+        symbol: String,
+        start: NaiveDate,
+        end: NaiveDate,
+    },
+    #[error("invalid symbol '{0}': give a ticker such as AAPL, 0700.HK or BTC-USD")]
+    InvalidSymbol(String),
+    #[error(
+        "the embedded dataset cannot be read ({0}); the build is broken: rebuild from a clean checkout"
+    )]
+    Embedded(String),
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{path} is a Parquet file, which vibedesk does not read; export it to CSV (for example with pandas: pd.read_parquet(\"{path}\").to_csv(\"{stem}.csv\")) and load that file"
+    )]
+    ParquetUnsupported { path: String, stem: String },
+    #[error(
+        "{path}: no {missing} column (found: {found}); name the columns date, open, high, low, close, and optionally volume and adj close"
+    )]
+    CsvHeader {
+        path: String,
+        missing: &'static str,
+        found: String,
+    },
+    #[error("{path}, line {line}, column '{column}': {detail}")]
+    CsvValue {
+        path: String,
+        line: u64,
+        column: String,
+        detail: String,
+    },
+    #[error("{path}{}: {detail}", line.map(|l| format!(", line {l}")).unwrap_or_default())]
+    CsvFormat {
+        path: String,
+        line: Option<u64>,
+        detail: String,
+    },
+    #[error("{loader} has no data for {symbol}: {detail}")]
+    NotFound {
+        loader: Source,
+        symbol: String,
+        detail: String,
+    },
+    #[error("source '{loader}' is not available: {reason}")]
+    Unavailable { loader: Source, reason: String },
+    #[error("{loader} answered HTTP {status} for {url}: {snippet}")]
+    Http {
+        loader: Source,
+        url: String,
+        status: u16,
+        snippet: String,
+    },
+    #[error("{loader} request to {url} failed: {detail}; check the network or pick another source")]
+    Transport {
+        loader: Source,
+        url: String,
+        detail: String,
+    },
+    #[error("{loader} answer from {url} does not parse: {detail}")]
+    Decode {
+        loader: Source,
+        url: String,
+        detail: String,
+    },
+    #[error("no source could serve {symbol} ({market}, {range}); tried: {tried}")]
+    NoData {
+        symbol: String,
+        market: Market,
+        range: String,
+        tried: String,
+    },
+    #[error(
+        "no data for {missing} of {total} symbols (the universe is not shrunk silently): {detail}"
+    )]
+    Incomplete {
+        missing: usize,
+        total: usize,
+        detail: String,
+    },
+}
+
+impl DataError {
+    /// Errors about the user's own input: falling back to another source
+    /// would hide them, so the chain stops (a malformed local file, a
+    /// Parquet file, a bad range).
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            DataError::ParquetUnsupported { .. }
+                | DataError::CsvHeader { .. }
+                | DataError::CsvValue { .. }
+                | DataError::CsvFormat { .. }
+                | DataError::InvalidRange { .. }
+                | DataError::InvalidSymbol(_)
+                | DataError::UnsupportedInterval { .. }
+                | DataError::Embedded(_)
+        )
+    }
+
+    /// A short machine-readable code for tool results.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DataError::UnknownSource { .. } => "unknown_source",
+            DataError::UnsupportedInterval { .. } => "unsupported_interval",
+            DataError::InvalidDate { .. } | DataError::InvalidRange { .. } => "invalid_range",
+            DataError::InvalidSymbol(_) => "invalid_symbol",
+            DataError::Embedded(_) => "embedded_data_broken",
+            DataError::Io { .. } => "io_error",
+            DataError::ParquetUnsupported { .. } => "parquet_unsupported",
+            DataError::CsvHeader { .. }
+            | DataError::CsvValue { .. }
+            | DataError::CsvFormat { .. } => "bad_csv",
+            DataError::NotFound { .. } => "not_found",
+            DataError::Unavailable { .. } => "source_unavailable",
+            DataError::Http { .. } | DataError::Transport { .. } | DataError::Decode { .. } => {
+                "fetch_failed"
+            }
+            DataError::NoData { .. } | DataError::Incomplete { .. } => "no_data",
+        }
+    }
+}
+
+/// Parses `YYYY-MM-DD` (also `YYYY/MM/DD` and `YYYYMMDD`) for a named field.
+pub fn parse_date(field: &'static str, value: &str) -> Result<NaiveDate, DataError> {
+    let v = value.trim();
+    ["%Y-%m-%d", "%Y/%m/%d", "%Y%m%d"]
+        .iter()
+        .find_map(|f| NaiveDate::parse_from_str(v, f).ok())
+        .ok_or_else(|| DataError::InvalidDate {
+            field,
+            value: value.to_string(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_and_intervals_round_trip_through_serde() {
+        let c: SourceChoice = serde_json::from_str("\"stooq\"").unwrap();
+        assert_eq!(c, SourceChoice::Explicit(Source::Stooq));
+        assert_eq!(
+            serde_json::to_string(&SourceChoice::Auto).unwrap(),
+            "\"auto\""
+        );
+        assert_eq!(
+            serde_json::to_string(&SourceChoice::Explicit(Source::Yahoo)).unwrap(),
+            "\"yahoo\""
+        );
+        assert_eq!("1d".parse::<Interval>().unwrap(), Interval::D1);
+        assert_eq!(serde_json::to_string(&Interval::H4).unwrap(), "\"4H\"");
+        assert!("2W".parse::<Interval>().is_err());
+        assert_eq!(
+            parse_date("start", "20240102").unwrap(),
+            NaiveDate::from_ymd_opt(2024, 1, 2).unwrap()
+        );
+        let e = parse_date("end", "next week").unwrap_err().to_string();
+        assert!(e.contains("'next week' for end"), "{e}");
+    }
+
+    #[test]
+    fn ragged_hand_built_bars_are_cut_not_indexed_past() {
+        let mut b = Bars::default();
+        b.push(
+            NaiveDate::from_ymd_opt(2024, 1, 2).unwrap(),
+            1.0,
+            2.0,
+            0.5,
+            1.5,
+            1.0,
+        );
+        b.close.push(9.0);
+        assert_eq!(clean::sanitize(&mut b).total(), 0);
+        assert_eq!(b.close.len(), 1);
+    }
+}

@@ -1,0 +1,496 @@
+//! Choosing a source and falling back (spec §7.3 "Rules").
+//!
+//! `auto`: the symbol's market gives the chain ([`Market::chain`]); the first
+//! available loader that serves rows wins, the others are tried in order
+//! and recorded in the provenance's `attempts`. In `auto` the embedded set
+//! must cover the whole requested range (it ends in 2013); when nothing else
+//! serves, its partial coverage is returned as a last resort, with a note.
+//! An explicit source is tried first, then the rest of its market's chain —
+//! except `local`, which fails loudly with its own error. Errors in the
+//! user's own input (a malformed CSV, a Parquet file, a bad range) stop the
+//! chain instead of being hidden by a fallback.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{NaiveDate, Utc};
+use futures_util::StreamExt;
+use reqwest::Url;
+
+use super::cache::{Cache, is_cacheable};
+use super::market::{Market, detect_market};
+use super::online::{self, Client, DEFAULT_STOOQ_BASE, DEFAULT_YAHOO_BASE};
+use super::{Attempt, DataError, Interval, PriceSeries, Source, SourceChoice, embedded, local};
+
+/// Days of slack when judging whether a stored range covers a request
+/// (weekends and holidays: a range may start or end on a closed day).
+const COVER_SLACK_DAYS: i64 = 4;
+/// Symbols fetched at once by [`MarketData::fetch_all`] (Yahoo rate-limits).
+const FETCH_CONCURRENCY: usize = 4;
+
+/// One loader of a plan and whether it can be used (`Err` says why not).
+pub type PlanStep = (Source, Result<(), String>);
+
+/// Where data may come from.
+#[derive(Clone, Debug)]
+pub struct DataConfig {
+    /// Online answers are cached under `<cache_dir>/market/`; `None` disables
+    /// the cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Folders the `local` loader searches for `<SYMBOL>.csv`; empty makes
+    /// `local` unavailable.
+    pub local_dirs: Vec<PathBuf>,
+    /// Whether the online loaders may be used at all.
+    pub online: bool,
+    pub yahoo_base_url: String,
+    pub stooq_base_url: String,
+    /// Whole-request deadline for one online fetch (0 = none).
+    pub timeout: Duration,
+}
+
+impl Default for DataConfig {
+    fn default() -> Self {
+        DataConfig {
+            cache_dir: None,
+            local_dirs: Vec::new(),
+            online: true,
+            yahoo_base_url: DEFAULT_YAHOO_BASE.to_string(),
+            stooq_base_url: DEFAULT_STOOQ_BASE.to_string(),
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl DataConfig {
+    /// Embedded data only (plus local folders if added): no network.
+    pub fn offline() -> Self {
+        DataConfig {
+            online: false,
+            ..DataConfig::default()
+        }
+    }
+}
+
+/// One symbol over a date range (both ends inclusive and optional: no start
+/// means all history, no end means up to today).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataRequest {
+    pub symbol: String,
+    pub start: Option<NaiveDate>,
+    pub end: Option<NaiveDate>,
+    pub source: SourceChoice,
+    pub interval: Interval,
+}
+
+impl DataRequest {
+    pub fn new(symbol: impl Into<String>) -> Self {
+        DataRequest {
+            symbol: symbol.into(),
+            start: None,
+            end: None,
+            source: SourceChoice::Auto,
+            interval: Interval::D1,
+        }
+    }
+
+    pub fn range(mut self, start: Option<NaiveDate>, end: Option<NaiveDate>) -> Self {
+        self.start = start;
+        self.end = end;
+        self
+    }
+
+    pub fn source(mut self, source: SourceChoice) -> Self {
+        self.source = source;
+        self
+    }
+
+    fn range_text(&self) -> String {
+        let s = self
+            .start
+            .map_or_else(|| "start of history".into(), |d| d.to_string());
+        let e = self.end.map_or_else(|| "today".into(), |d| d.to_string());
+        format!("{s} to {e}")
+    }
+}
+
+/// Several symbols over one range: every requested symbol is present.
+#[derive(Clone, Debug)]
+pub struct Universe {
+    pub series: Vec<PriceSeries>,
+    /// The loaders that actually served rows, sorted (spec §7.3).
+    pub effective_sources: Vec<Source>,
+}
+
+/// The data service: loaders, fallback, cache. Cloning is cheap (the HTTP
+/// clients share their connection pools).
+#[derive(Clone, Debug)]
+pub struct MarketData {
+    config: DataConfig,
+    yahoo: Result<(Client, Url), String>,
+    stooq: Result<(Client, Url), String>,
+    cache: Option<Cache>,
+    today: Option<NaiveDate>,
+}
+
+fn online_client(
+    online: bool,
+    loader: Source,
+    base: &str,
+    timeout: Duration,
+) -> Result<(Client, Url), String> {
+    if !online {
+        return Err("online sources are switched off".into());
+    }
+    online::client_for(loader, base, timeout).map_err(|e| match e {
+        DataError::Unavailable { reason, .. } => reason,
+        other => other.to_string(),
+    })
+}
+
+impl MarketData {
+    /// Sets up the loaders; one that cannot be set up (a bad base URL) is
+    /// merely unavailable, as in the spec.
+    pub fn new(config: DataConfig) -> Self {
+        let yahoo = online_client(
+            config.online,
+            Source::Yahoo,
+            &config.yahoo_base_url,
+            config.timeout,
+        );
+        let stooq = online_client(
+            config.online,
+            Source::Stooq,
+            &config.stooq_base_url,
+            config.timeout,
+        );
+        let cache = config.cache_dir.as_deref().map(Cache::new);
+        MarketData {
+            config,
+            yahoo,
+            stooq,
+            cache,
+            today: None,
+        }
+    }
+
+    /// Embedded data only.
+    pub fn offline() -> Self {
+        MarketData::new(DataConfig::offline())
+    }
+
+    /// Fixes "today" (which decides what may be cached); for tests and replays.
+    pub fn with_today(mut self, today: NaiveDate) -> Self {
+        self.today = Some(today);
+        self
+    }
+
+    /// The same service searching other local folders (e.g. a session's
+    /// workspace), sharing clients and cache.
+    pub fn with_local_dirs(&self, dirs: Vec<PathBuf>) -> MarketData {
+        let mut md = self.clone();
+        md.config.local_dirs = dirs;
+        md
+    }
+
+    pub fn config(&self) -> &DataConfig {
+        &self.config
+    }
+
+    pub fn cache(&self) -> Option<&Cache> {
+        self.cache.as_ref()
+    }
+
+    fn today(&self) -> NaiveDate {
+        self.today.unwrap_or_else(|| Utc::now().date_naive())
+    }
+
+    /// Whether a loader can be used at all, or why not.
+    pub fn availability(&self, source: Source) -> Result<(), String> {
+        match source {
+            Source::Embedded => Ok(()),
+            Source::Local if self.config.local_dirs.is_empty() => {
+                Err("no local data folder is configured".into())
+            }
+            Source::Local => Ok(()),
+            Source::Yahoo => self.yahoo.as_ref().map(|_| ()).map_err(Clone::clone),
+            Source::Stooq => self.stooq.as_ref().map(|_| ()).map_err(Clone::clone),
+        }
+    }
+
+    /// The symbol's market and the loaders that would be tried, in order,
+    /// each with its availability.
+    pub fn plan(&self, symbol: &str, choice: SourceChoice) -> (Market, Vec<PlanStep>) {
+        let market = detect_market(symbol);
+        let order: Vec<Source> = match choice {
+            SourceChoice::Auto => market.chain().to_vec(),
+            SourceChoice::Explicit(Source::Local) => vec![Source::Local],
+            SourceChoice::Explicit(s) => std::iter::once(s)
+                .chain(market.chain().iter().copied().filter(|c| *c != s))
+                .collect(),
+        };
+        let plan = order
+            .into_iter()
+            .map(|s| (s, self.availability(s)))
+            .collect();
+        (market, plan)
+    }
+
+    fn validate(&self, req: &DataRequest) -> Result<(), DataError> {
+        let s = req.symbol.trim();
+        if s.is_empty() || s.len() > 64 || s.chars().any(char::is_control) {
+            return Err(DataError::InvalidSymbol(req.symbol.clone()));
+        }
+        if req.interval != Interval::D1 {
+            return Err(DataError::UnsupportedInterval {
+                given: req.interval.as_str().to_string(),
+                detail: "the loaders serve daily bars only; use interval 1D".into(),
+            });
+        }
+        if let (Some(a), Some(b)) = (req.start, req.end)
+            && a > b
+        {
+            return Err(DataError::InvalidRange {
+                symbol: s.to_string(),
+                start: a,
+                end: b,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether a series spans the request (with slack for closed days).
+    fn covers(&self, series: &PriceSeries, req: &DataRequest) -> bool {
+        let (Some(first), Some(last)) = (series.bars.first_date(), series.bars.last_date()) else {
+            return false;
+        };
+        let slack = chrono::Duration::days(COVER_SLACK_DAYS);
+        let end = req.end.unwrap_or_else(|| self.today());
+        req.start.is_none_or(|s| first <= s + slack) && last + slack >= end
+    }
+
+    /// Fetches one symbol, falling back along its chain.
+    pub async fn fetch(&self, req: &DataRequest) -> Result<PriceSeries, DataError> {
+        self.validate(req)?;
+        let symbol = req.symbol.trim();
+        let (market, plan) = self.plan(symbol, req.source);
+        let strict_embedded = req.source == SourceChoice::Auto;
+        let mut attempts: Vec<Attempt> = Vec::new();
+        let mut partial: Option<PriceSeries> = None;
+        for (source, available) in plan {
+            if let Err(reason) = available {
+                if req.source == SourceChoice::Explicit(Source::Local) {
+                    return Err(DataError::Unavailable {
+                        loader: source,
+                        reason,
+                    });
+                }
+                attempts.push(Attempt {
+                    source,
+                    outcome: format!("unavailable: {reason}"),
+                });
+                continue;
+            }
+            match self.load_from(source, symbol, market, req).await {
+                Ok(series) if series.bars.is_empty() => attempts.push(Attempt {
+                    source,
+                    outcome: format!("no rows from {}", req.range_text()),
+                }),
+                Ok(series)
+                    if source == Source::Embedded
+                        && strict_embedded
+                        && !self.covers(&series, req) =>
+                {
+                    attempts.push(Attempt {
+                        source,
+                        outcome: format!(
+                            "covers only {} to {} of {}",
+                            fmt_date(series.bars.first_date()),
+                            fmt_date(series.bars.last_date()),
+                            req.range_text()
+                        ),
+                    });
+                    partial = Some(series);
+                }
+                Ok(series) => return Ok(finish(series, market, req, attempts, None)),
+                Err(e) if req.source == SourceChoice::Explicit(Source::Local) || e.is_fatal() => {
+                    return Err(e);
+                }
+                Err(e) => attempts.push(Attempt {
+                    source,
+                    outcome: e.to_string(),
+                }),
+            }
+        }
+        if let Some(series) = partial {
+            let note = format!(
+                "partial coverage: the embedded set ends {}; no other source served {}",
+                fmt_date(series.bars.last_date()),
+                req.range_text()
+            );
+            let attempts = attempts
+                .into_iter()
+                .filter(|a| a.source != Source::Embedded)
+                .collect();
+            return Ok(finish(series, market, req, attempts, Some(note)));
+        }
+        Err(DataError::NoData {
+            symbol: symbol.to_string(),
+            market,
+            range: req.range_text(),
+            tried: if attempts.is_empty() {
+                "no source".into()
+            } else {
+                attempts
+                    .iter()
+                    .map(|a| format!("{}: {}", a.source, a.outcome))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            },
+        })
+    }
+
+    /// Fetches several symbols over one range. Any symbol that no source
+    /// serves fails the whole call: the universe never shrinks silently.
+    pub async fn fetch_all(
+        &self,
+        codes: &[String],
+        start: Option<NaiveDate>,
+        end: Option<NaiveDate>,
+        source: SourceChoice,
+    ) -> Result<Universe, DataError> {
+        let results: Vec<Result<PriceSeries, DataError>> = futures_util::stream::iter(codes.iter())
+            .map(|code| {
+                let req = DataRequest::new(code.clone())
+                    .range(start, end)
+                    .source(source);
+                async move { self.fetch(&req).await }
+            })
+            .buffered(FETCH_CONCURRENCY)
+            .collect()
+            .await;
+        let mut series = Vec::with_capacity(results.len());
+        let mut failures = Vec::new();
+        for (code, r) in codes.iter().zip(results) {
+            match r {
+                Ok(s) => series.push(s),
+                Err(e) => failures.push(format!("{code}: {e}")),
+            }
+        }
+        if !failures.is_empty() {
+            return Err(DataError::Incomplete {
+                missing: failures.len(),
+                total: codes.len(),
+                detail: failures.join(" | "),
+            });
+        }
+        let mut effective_sources: Vec<Source> =
+            series.iter().map(|s| s.provenance.source).collect();
+        effective_sources.sort();
+        effective_sources.dedup();
+        Ok(Universe {
+            series,
+            effective_sources,
+        })
+    }
+
+    async fn load_from(
+        &self,
+        source: Source,
+        symbol: &str,
+        market: Market,
+        req: &DataRequest,
+    ) -> Result<PriceSeries, DataError> {
+        let (start, end) = (req.start, req.end);
+        match source {
+            Source::Embedded => {
+                if !embedded::has(symbol) {
+                    return Err(DataError::NotFound {
+                        loader: Source::Embedded,
+                        symbol: symbol.to_string(),
+                        detail: format!(
+                            "the embedded set holds {} only",
+                            embedded::symbols().join(", ")
+                        ),
+                    });
+                }
+                embedded::load(symbol, start, end)
+            }
+            Source::Local => {
+                let dirs = self.config.local_dirs.clone();
+                let sym = symbol.to_string();
+                tokio::task::spawn_blocking(move || local::load(&sym, &dirs, start, end))
+                    .await
+                    .map_err(|e| DataError::Unavailable {
+                        loader: Source::Local,
+                        reason: format!("the loader task failed: {e}"),
+                    })?
+            }
+            Source::Yahoo | Source::Stooq => {
+                self.load_online(source, symbol, market, start, end).await
+            }
+        }
+    }
+
+    async fn load_online(
+        &self,
+        source: Source,
+        symbol: &str,
+        market: Market,
+        start: Option<NaiveDate>,
+        end: Option<NaiveDate>,
+    ) -> Result<PriceSeries, DataError> {
+        let cacheable = self.cache.is_some() && is_cacheable(end, self.today());
+        if let (true, Some(cache), Some(e)) = (cacheable, &self.cache, end)
+            && let Some(hit) = cache.get(source, symbol, start, e).await
+        {
+            return Ok(hit);
+        }
+        let client = match source {
+            Source::Yahoo => &self.yahoo,
+            _ => &self.stooq,
+        };
+        let (client, base) = client.as_ref().map_err(|reason| DataError::Unavailable {
+            loader: source,
+            reason: reason.clone(),
+        })?;
+        let series = match source {
+            Source::Yahoo => online::fetch_yahoo(client, base, symbol, market, start, end).await?,
+            _ => online::fetch_stooq(client, base, symbol, market, start, end).await?,
+        };
+        if let (true, Some(cache), Some(e)) = (cacheable, &self.cache, end)
+            && !series.bars.is_empty()
+            && let Err(err) = cache.put(&series, start, e).await
+        {
+            // A cache that cannot be written costs a refetch, nothing more.
+            tracing::warn!(%err, root = %cache.root().display(), "cannot write the market data cache");
+        }
+        Ok(series)
+    }
+}
+
+fn fmt_date(d: Option<NaiveDate>) -> String {
+    d.map_or_else(|| "-".into(), |d| d.to_string())
+}
+
+fn finish(
+    mut series: PriceSeries,
+    market: Market,
+    req: &DataRequest,
+    attempts: Vec<Attempt>,
+    note: Option<String>,
+) -> PriceSeries {
+    let symbol = req.symbol.trim().to_string();
+    let p = &mut series.provenance;
+    p.symbol = symbol.clone();
+    p.market = market;
+    p.requested_source = req.source.as_str().to_string();
+    p.attempts = attempts;
+    p.rows = series.bars.len();
+    p.first_date = series.bars.first_date();
+    p.last_date = series.bars.last_date();
+    if let Some(n) = note {
+        p.notes.push(n);
+    }
+    series.symbol = symbol;
+    series
+}

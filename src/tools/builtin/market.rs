@@ -1,0 +1,501 @@
+//! Market data tools: `get_market_data` and `technical_indicator`.
+//!
+//! Both are read-only and not repeatable (the default): the same call twice
+//! in a run is answered from the first result (spec §2.2). Data comes from
+//! [`crate::research::data::MarketData`] (embedded set, the session
+//! workspace's CSV files, Yahoo / Stooq with a cache, spec §7.3); every
+//! answer carries the series' provenance so the model can cite it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::research::data::{
+    self, Bars, DataConfig, DataError, DataRequest, MarketData, PriceSeries, SourceChoice,
+};
+use crate::research::indicators::{IndicatorError, IndicatorSpec};
+use crate::tools::registry::DuplicateTool;
+use crate::tools::{Registry, Tool, ToolContext, ToolError, ToolResult};
+
+/// Characters of row JSON one `get_market_data` page holds (as `read_file`).
+const PAGE_CHARS: usize = 9_000;
+/// Rows of indicator history `technical_indicator` returns by default / at most.
+const DEFAULT_TAIL: usize = 10;
+const MAX_TAIL: usize = 60;
+
+/// Registers both tools, sharing one data service whose online answers are
+/// cached under `<cache_dir>/market/`.
+pub fn register_market_tools(
+    registry: &mut Registry,
+    cache_dir: PathBuf,
+) -> Result<(), DuplicateTool> {
+    register_market_tools_with(
+        registry,
+        DataConfig {
+            cache_dir: Some(cache_dir),
+            ..DataConfig::default()
+        },
+    )
+}
+
+/// As [`register_market_tools`] with a full data configuration (tests use
+/// an offline one or loopback base URLs). The session workspace is added to
+/// the local folders on every call.
+pub fn register_market_tools_with(
+    registry: &mut Registry,
+    config: DataConfig,
+) -> Result<(), DuplicateTool> {
+    let data = Arc::new(MarketData::new(config));
+    registry.register(Arc::new(GetMarketData { data: data.clone() }))?;
+    registry.register(Arc::new(TechnicalIndicator { data }))?;
+    Ok(())
+}
+
+fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ToolError::InvalidArguments(format!("'{key}' must be a non-empty string")))
+}
+
+fn opt_date(args: &Value, key: &'static str) -> Result<Option<NaiveDate>, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => data::parse_date(key, s)
+            .map(Some)
+            .map_err(|e| ToolError::InvalidArguments(e.to_string())),
+        Some(v) => Err(ToolError::InvalidArguments(format!(
+            "'{key}' must be a date string YYYY-MM-DD, got {v}"
+        ))),
+    }
+}
+
+fn opt_usize(args: &Value, key: &str) -> Result<Option<usize>, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| {
+                ToolError::InvalidArguments(format!("'{key}' must be a non-negative integer"))
+            }),
+    }
+}
+
+fn source_arg(args: &Value) -> Result<SourceChoice, ToolError> {
+    match args.get("source").and_then(Value::as_str) {
+        None => Ok(SourceChoice::Auto),
+        Some(s) => s
+            .parse::<SourceChoice>()
+            .map_err(|e| ToolError::InvalidArguments(e.to_string())),
+    }
+}
+
+fn data_error(e: DataError) -> ToolError {
+    ToolError::failed(e.code(), e.to_string())
+}
+
+fn indicator_error(e: IndicatorError) -> ToolError {
+    ToolError::InvalidArguments(e.to_string())
+}
+
+/// The workspace's `data/` folder and the workspace itself, for `local`.
+fn session_data(data: &MarketData, ctx: &ToolContext) -> MarketData {
+    data.with_local_dirs(vec![ctx.workspace.clone(), ctx.workspace.join("data")])
+}
+
+async fn fetch(
+    data: &MarketData,
+    ctx: &ToolContext,
+    req: DataRequest,
+) -> Result<PriceSeries, ToolError> {
+    let md = session_data(data, ctx);
+    tokio::select! {
+        r = md.fetch(&req) => r.map_err(data_error),
+        () = ctx.cancel.cancelled() => Err(ToolError::failed("cancelled", "the call was cancelled")),
+    }
+}
+
+/// Rounds to `digits` decimals, and NaN / ±∞ to null, to keep pages short.
+fn num(x: f64, digits: i32) -> Value {
+    if !x.is_finite() {
+        return Value::Null;
+    }
+    let scale = 10f64.powi(digits);
+    json!((x * scale).round() / scale)
+}
+
+/// Rounds to 8 significant digits (indicators span 1e-4 to 1e3).
+fn sig(x: f64) -> Value {
+    if !x.is_finite() {
+        return Value::Null;
+    }
+    if x == 0.0 {
+        return json!(0.0);
+    }
+    let mag = x.abs().log10().floor() as i32;
+    let scale = 10f64.powi(7 - mag);
+    json!((x * scale).round() / scale)
+}
+
+fn row(b: &Bars, i: usize) -> Value {
+    let at = |col: &[f64]| col.get(i).copied().unwrap_or(f64::NAN);
+    json!([
+        b.dates.get(i).map(ToString::to_string),
+        num(at(&b.open), 6),
+        num(at(&b.high), 6),
+        num(at(&b.low), 6),
+        num(at(&b.close), 6),
+        num(at(&b.volume), 0),
+    ])
+}
+
+fn summary(b: &Bars) -> Value {
+    if b.is_empty() {
+        return Value::Null;
+    }
+    let n = b.len() - 1;
+    let (min, max) = b
+        .close
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), c| {
+            (lo.min(*c), hi.max(*c))
+        });
+    json!({
+        "first_date": b.dates[0].to_string(), "last_date": b.dates[n].to_string(),
+        "first_close": num(b.close[0], 6), "last_close": num(b.close[n], 6),
+        "min_close": num(min, 6), "max_close": num(max, 6),
+        "total_return_pct": num((b.close[n] / b.close[0] - 1.0) * 100.0, 4),
+    })
+}
+
+pub struct GetMarketData {
+    data: Arc<MarketData>,
+}
+
+impl Tool for GetMarketData {
+    fn name(&self) -> &str {
+        "get_market_data"
+    }
+    fn description(&self) -> &str {
+        "Daily OHLCV bars for a symbol (split-adjusted), paged, with provenance. Sources: embedded real data (AAPL, MSFT, IBM 2000-2013, GOOG 2004-2013, FB 2012-2013), CSV files in the workspace, Yahoo, Stooq; 'auto' picks by symbol and falls back."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "symbol": {"type": "string", "description": "Ticker, e.g. AAPL, MSFT.US, 0700.HK, BTC-USD; or a CSV file name in the workspace with source 'local'"},
+            "start": {"type": "string", "description": "First date, YYYY-MM-DD (default: start of history)"},
+            "end": {"type": "string", "description": "Last date, YYYY-MM-DD (default: today)"},
+            "source": {"type": "string", "enum": ["auto", "embedded", "local", "yahoo", "stooq"], "description": "Data source (default auto)"},
+            "limit": {"type": "integer", "description": "Most rows in this page (default: as many as fit)"},
+            "offset": {"type": "integer", "description": "First row to return, 0-based (use next_offset to page on)"}
+        }, "required": ["symbol"]})
+    }
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let symbol = str_arg(&args, "symbol")?;
+            let req = DataRequest::new(symbol)
+                .range(opt_date(&args, "start")?, opt_date(&args, "end")?)
+                .source(source_arg(&args)?);
+            let limit = opt_usize(&args, "limit")?.unwrap_or(usize::MAX).max(1);
+            let offset = opt_usize(&args, "offset")?.unwrap_or(0);
+            let series = fetch(&self.data, ctx, req).await?;
+            let b = &series.bars;
+            let total = b.len();
+            if offset > total {
+                return Err(ToolError::InvalidArguments(format!(
+                    "offset {offset} is past the end ({total} rows)"
+                )));
+            }
+            // Whole records only, within the page budget (at least one).
+            let mut rows = Vec::new();
+            let mut chars = 0;
+            for i in offset..total {
+                if rows.len() >= limit {
+                    break;
+                }
+                let r = row(b, i);
+                let len = r.to_string().len() + 1;
+                if !rows.is_empty() && chars + len > PAGE_CHARS {
+                    break;
+                }
+                chars += len;
+                rows.push(r);
+            }
+            let returned = rows.len();
+            let next = offset + returned;
+            Ok(json!({
+                "status": "ok",
+                "symbol": series.symbol,
+                "columns": ["date", "open", "high", "low", "close", "volume"],
+                "rows": rows,
+                "total": total, "offset": offset, "returned": returned,
+                "next_offset": if next < total { Value::from(next) } else { Value::Null },
+                "complete": next >= total,
+                "summary": summary(b),
+                "provenance": series.provenance,
+            })
+            .to_string())
+        })
+    }
+}
+
+pub struct TechnicalIndicator {
+    data: Arc<MarketData>,
+}
+
+impl Tool for TechnicalIndicator {
+    fn name(&self) -> &str {
+        "technical_indicator"
+    }
+    fn description(&self) -> &str {
+        "Compute a technical indicator on a symbol's daily closes (sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation); returns the latest values, a short history and provenance."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "symbol": {"type": "string", "description": "Ticker, e.g. AAPL"},
+            "indicator": {"type": "string", "enum": ["sma", "ema", "rsi", "macd", "bollinger", "atr", "volatility", "returns", "log_returns", "drawdown", "correlation"]},
+            "params": {"type": "object", "description": "e.g. {\"window\": 20}; rsi/atr {\"period\": 14}; macd {\"fast\": 12, \"slow\": 26, \"signal\": 9}; bollinger {\"window\": 20, \"k\": 2}; volatility {\"window\": 20}; correlation {\"with\": \"MSFT\", \"window\": 20}"},
+            "start": {"type": "string", "description": "First date, YYYY-MM-DD"},
+            "end": {"type": "string", "description": "Last date, YYYY-MM-DD"},
+            "source": {"type": "string", "enum": ["auto", "embedded", "local", "yahoo", "stooq"]},
+            "tail": {"type": "integer", "description": "Rows of history to return (default 10, at most 60)"}
+        }, "required": ["symbol", "indicator"]})
+    }
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let symbol = str_arg(&args, "symbol")?;
+            let name = str_arg(&args, "indicator")?;
+            let params = args.get("params").cloned().unwrap_or(Value::Null);
+            let spec = IndicatorSpec::parse(name, &params).map_err(indicator_error)?;
+            let (start, end) = (opt_date(&args, "start")?, opt_date(&args, "end")?);
+            let source = source_arg(&args)?;
+            let tail = opt_usize(&args, "tail")?
+                .unwrap_or(DEFAULT_TAIL)
+                .clamp(1, MAX_TAIL);
+            let series = fetch(
+                &self.data,
+                ctx,
+                DataRequest::new(symbol).range(start, end).source(source),
+            )
+            .await?;
+            let other = match spec.needs_other() {
+                Some(with) => Some(
+                    fetch(
+                        &self.data,
+                        ctx,
+                        DataRequest::new(with).range(start, end).source(source),
+                    )
+                    .await?,
+                ),
+                None => None,
+            };
+            let b = &series.bars;
+            let aligned = other.as_ref().map(|o| b.aligned_close(&o.bars));
+            let cols = spec
+                .compute(&b.high, &b.low, &b.close, aligned.as_deref())
+                .map_err(indicator_error)?;
+            let n = b.len();
+            let mut columns = vec![Value::from("date")];
+            columns.extend(cols.iter().map(|c| Value::from(c.name.clone())));
+            let tail_rows: Vec<Value> = (n.saturating_sub(tail)..n)
+                .map(|i| {
+                    let mut r = vec![Value::from(b.dates[i].to_string())];
+                    r.extend(cols.iter().map(|c| sig(c.values[i])));
+                    Value::Array(r)
+                })
+                .collect();
+            let mut latest = serde_json::Map::new();
+            if let Some(last) = n.checked_sub(1) {
+                latest.insert("date".into(), Value::from(b.dates[last].to_string()));
+                for c in &cols {
+                    latest.insert(c.name.clone(), sig(c.values[last]));
+                }
+            }
+            let warmup = cols
+                .first()
+                .map_or(0, |c| c.values.iter().take_while(|v| v.is_nan()).count());
+            let mut out = json!({
+                "status": "ok",
+                "symbol": series.symbol,
+                "indicator": spec.name(),
+                "params": spec.params_json(),
+                "latest": latest,
+                "columns": columns,
+                "tail": tail_rows,
+                "rows": n,
+                "warmup_nan_rows": warmup,
+                "provenance": series.provenance,
+            });
+            if let Some(o) = other {
+                out["other_provenance"] =
+                    serde_json::to_value(&o.provenance).unwrap_or(Value::Null);
+            }
+            Ok(out.to_string())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::BackgroundQueue;
+    use tokio_util::sync::CancellationToken;
+
+    fn ctx(root: &std::path::Path) -> ToolContext {
+        let ws = root.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        ToolContext {
+            call_id: "c".into(),
+            session_id: "s".into(),
+            run_dir: root.to_path_buf(),
+            workspace: ws,
+            cancel: CancellationToken::new(),
+            background: BackgroundQueue::default(),
+        }
+    }
+
+    fn registry() -> Registry {
+        let mut r = Registry::new();
+        register_market_tools_with(&mut r, DataConfig::offline()).unwrap();
+        r
+    }
+
+    async fn call(
+        r: &Registry,
+        tool: &str,
+        args: Value,
+        c: &ToolContext,
+    ) -> Result<Value, ToolError> {
+        let t = r.get(tool).unwrap();
+        t.call(args, c)
+            .await
+            .map(|s| serde_json::from_str(&s).unwrap())
+    }
+
+    #[tokio::test]
+    async fn pages_are_whole_records_within_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let r = registry();
+        let t = r.get("get_market_data").unwrap();
+        assert!(t.readonly() && !t.repeatable());
+        let args = json!({"symbol": "AAPL", "start": "2001-01-01", "end": "2001-12-31"});
+        let first = call(&r, "get_market_data", args.clone(), &c).await.unwrap();
+        let total = first["total"].as_u64().unwrap();
+        assert_eq!(total, 248, "AAPL trading days in 2001");
+        let returned = first["returned"].as_u64().unwrap();
+        assert!(returned > 0 && returned < total);
+        assert!(first["rows"].to_string().len() <= PAGE_CHARS + 2);
+        assert_eq!(first["next_offset"], returned);
+        assert_eq!(first["complete"], false);
+        assert_eq!(first["provenance"]["source"], "embedded");
+        // Page on to the end; rows are contiguous.
+        let mut offset = returned;
+        let mut seen = returned;
+        while offset < total {
+            let mut a = args.clone();
+            a["offset"] = json!(offset);
+            let page = call(&r, "get_market_data", a, &c).await.unwrap();
+            let n = page["returned"].as_u64().unwrap();
+            seen += n;
+            offset += n;
+            assert_eq!(page["complete"], offset >= total);
+        }
+        assert_eq!(seen, total);
+        let limited = call(
+            &r,
+            "get_market_data",
+            json!({"symbol": "MSFT", "start": "2005-01-01", "end": "2005-02-01", "limit": 3}),
+            &c,
+        )
+        .await
+        .unwrap();
+        assert_eq!(limited["returned"], 3);
+        assert_eq!(limited["rows"][0][0], "2005-01-03");
+    }
+
+    #[tokio::test]
+    async fn indicators_report_latest_values_and_bad_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let r = registry();
+        let out = call(
+            &r,
+            "technical_indicator",
+            json!({"symbol": "IBM", "indicator": "macd", "end": "2010-12-31", "tail": 5}),
+            &c,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            out["columns"],
+            json!(["date", "macd", "signal", "histogram"])
+        );
+        assert_eq!(out["tail"].as_array().unwrap().len(), 5);
+        assert_eq!(out["latest"]["date"], "2010-12-31");
+        assert_eq!(out["params"]["slow"], 26);
+        let corr = call(
+            &r,
+            "technical_indicator",
+            json!({"symbol": "AAPL", "indicator": "correlation", "params": {"with": "MSFT", "window": 60}, "start": "2010-01-01", "end": "2012-12-31"}),
+            &c,
+        )
+        .await
+        .unwrap();
+        let v = corr["latest"]["correlation"].as_f64().unwrap();
+        assert!((-1.0..=1.0).contains(&v));
+        assert_eq!(corr["other_provenance"]["symbol"], "MSFT");
+        let e = call(
+            &r,
+            "technical_indicator",
+            json!({"symbol": "AAPL", "indicator": "kdj"}),
+            &c,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.code(), "invalid_arguments");
+        let e = call(
+            &r,
+            "get_market_data",
+            json!({"symbol": "AAPL", "source": "tushare"}),
+            &c,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.to_string().contains("valid sources"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn workspace_csv_files_are_the_local_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        std::fs::create_dir_all(c.workspace.join("data")).unwrap();
+        std::fs::write(
+            c.workspace.join("data/MYCO.csv"),
+            "Date,Open,High,Low,Close,Volume\n2024-01-02,10,11,9,10.5,100\n2024-01-03,10.5,12,10,11,200\n",
+        )
+        .unwrap();
+        let out = call(
+            &registry(),
+            "get_market_data",
+            json!({"symbol": "MYCO", "source": "local"}),
+            &c,
+        )
+        .await
+        .unwrap();
+        assert_eq!(out["total"], 2);
+        assert_eq!(out["provenance"]["source"], "local");
+        assert!(
+            out["provenance"]["location"]
+                .as_str()
+                .unwrap()
+                .ends_with("data/MYCO.csv")
+        );
+    }
+}
