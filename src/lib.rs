@@ -8,6 +8,7 @@ pub mod config;
 pub mod llm;
 pub mod model;
 pub mod research;
+pub mod sandbox;
 pub mod session;
 pub mod store;
 pub mod tools;

@@ -52,6 +52,19 @@ pub async fn doctor(args: DoctorArgs) -> u8 {
         secs(a.stall_timeout),
         a.scheduler.heartbeat_interval.as_secs_f64()
     );
+    // Which sandbox protections a child would get here (issue 5, spec §6).
+    let sandbox = crate::sandbox::Runner::new(crate::sandbox::RunnerConfig::from_env());
+    let guard = sandbox.probe(Some(&p.runs_dir()));
+    println!(
+        "sandbox       {} {}{}",
+        guard.flags(),
+        sandbox.config().limits.summary(),
+        guard
+            .notes
+            .iter()
+            .map(|n| format!("; {n}"))
+            .collect::<String>()
+    );
     let Some(prov) = &config.provider else {
         println!("provider      (none)");
         println!("\n{NO_MODEL_HELP}\n\nA commented config.toml to start from:\n{EXAMPLE_CONFIG}");

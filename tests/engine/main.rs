@@ -6,4 +6,5 @@ mod compaction;
 mod loop_http;
 mod provider;
 mod research_data;
+mod sandbox;
 mod support;

@@ -2,6 +2,7 @@
 
 pub mod fs;
 pub mod market;
+pub mod shell;
 
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ pub fn register_defaults(registry: &mut Registry) -> Result<(), DuplicateTool> {
     registry.register(Arc::new(fs::ListDir))?;
     registry.register(Arc::new(fs::WriteFile))?;
     registry.register(Arc::new(fs::EditFile))?;
+    registry.register(Arc::new(shell::Bash::default()))?;
     Ok(())
 }
 

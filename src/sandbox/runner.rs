@@ -1,0 +1,658 @@
+//! The runner: one sandboxed child, from spawn to artifacts (spec §6).
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde::Serialize;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::SandboxError;
+use super::artifacts::{ArtifactSpec, collect};
+use super::confine::{build_ruleset, enforce_in_child, kernel_abi};
+use super::env::{EnvPlan, build_env, parent_env};
+use super::limits::{Limits, RlimitPlan};
+use super::output::{CappedOutput, Captured, capture};
+use super::protections::Protections;
+use super::scratch::Scratch;
+use super::user::{DropTarget, UserPolicy, check_reachable, count_processes_of, decide, hand_over};
+use crate::tools::progress;
+
+/// How the runner treats every child.
+#[derive(Clone, Debug)]
+pub struct RunnerConfig {
+    /// Deadline when the spec names none (spec §2.6: 300 s for the runner).
+    pub timeout: Duration,
+    pub limits: Limits,
+    /// Bytes kept per stream, in memory and on disk (head + tail).
+    pub output_cap: usize,
+    /// After the child ends or is killed, how long its pipes may take to
+    /// close (spec §2.6: at most 5 s). A process that escaped the group and
+    /// holds them open is not waited for beyond this.
+    pub drain_timeout: Duration,
+    /// Between SIGTERM and SIGKILL at the deadline; zero kills at once (the
+    /// `bash` rule of §2.6). Python output is unbuffered, so little is lost.
+    pub kill_grace: Duration,
+    pub user: UserPolicy,
+    /// Confine writes with Landlock where the kernel has it.
+    pub landlock: bool,
+    /// Where the per-run HOME and TMPDIR go; `None` is the system temp dir.
+    pub scratch_root: Option<PathBuf>,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            timeout: Duration::from_secs(300),
+            limits: Limits::default(),
+            output_cap: 4 * 1024 * 1024,
+            drain_timeout: Duration::from_secs(5),
+            kill_grace: Duration::ZERO,
+            user: UserPolicy::Auto,
+            landlock: true,
+            scratch_root: None,
+        }
+    }
+}
+
+impl RunnerConfig {
+    /// The defaults with the environment's overrides (RS-7).
+    pub fn from_env() -> Self {
+        let mut c = RunnerConfig::default();
+        c.limits = c.limits.with_env_overrides(&parent_env());
+        c
+    }
+}
+
+/// One child to run.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    /// The child's cwd, writable; `logs/` goes here.
+    pub run_dir: PathBuf,
+    /// More writable roots (the session workspace).
+    pub writable: Vec<PathBuf>,
+    /// Extra variables, set last (forbidden names are still refused).
+    pub env: Vec<(String, String)>,
+    /// Parent variables to pass beyond the allow-list (see [`super::env`]).
+    pub pass_through: Vec<String>,
+    /// The parent environment to filter; `None` reads the process's own.
+    /// Tests pass a map instead of mutating the process environment.
+    pub parent_env: Option<BTreeMap<String, String>>,
+    /// Logs go to `logs/<log_name>_stdout.txt` and `..._stderr.txt`.
+    pub log_name: String,
+    /// Overrides [`RunnerConfig::timeout`].
+    pub timeout: Option<Duration>,
+    /// Artifacts to look for afterwards (§6.3); empty for none.
+    pub artifacts: &'static [ArtifactSpec],
+}
+
+impl RunSpec {
+    pub fn new(program: impl Into<OsString>, run_dir: impl Into<PathBuf>) -> Self {
+        RunSpec {
+            program: program.into(),
+            args: Vec::new(),
+            run_dir: run_dir.into(),
+            writable: Vec::new(),
+            env: Vec::new(),
+            pass_through: Vec::new(),
+            parent_env: None,
+            log_name: "runner".into(),
+            timeout: None,
+            artifacts: &[],
+        }
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn writable(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.writable.push(dir.into());
+        self
+    }
+
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    pub fn parent_env(mut self, env: BTreeMap<String, String>) -> Self {
+        self.parent_env = Some(env);
+        self
+    }
+
+    pub fn log_name(mut self, name: impl Into<String>) -> Self {
+        self.log_name = name.into();
+        self
+    }
+
+    pub fn timeout(mut self, t: Duration) -> Self {
+        self.timeout = Some(t);
+        self
+    }
+
+    pub fn artifacts(mut self, specs: &'static [ArtifactSpec]) -> Self {
+        self.artifacts = specs;
+        self
+    }
+}
+
+/// What happened (spec §6.3, extended). Timeouts and cancellation are
+/// results, not errors: the partial output is here and in `logs/` (§12.14).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResult {
+    /// Exited with 0, in time, not cancelled.
+    pub success: bool,
+    /// `None` when a signal ended it.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Head and tail within the cap; see `*_dropped`.
+    pub stdout: String,
+    pub stderr: String,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub stdout_dropped: u64,
+    pub stderr_dropped: u64,
+    /// Artifact name → absolute path, for the files that exist (§6.3).
+    pub artifacts: BTreeMap<String, PathBuf>,
+    pub missing_required: Vec<String>,
+    /// The deadline passed and the whole group was killed.
+    pub timed_out: bool,
+    /// The cancel token fired and the whole group was killed.
+    pub cancelled: bool,
+    /// A pipe was still open when the drain window closed.
+    pub output_cut_off: bool,
+    pub elapsed_ms: u64,
+    pub pid: u32,
+    pub stdout_log: PathBuf,
+    pub stderr_log: PathBuf,
+    /// What actually held for this child.
+    pub protections: Protections,
+}
+
+/// Runs sandboxed children. Cheap to clone; holds only configuration.
+#[derive(Clone, Debug, Default)]
+pub struct Runner {
+    config: RunnerConfig,
+}
+
+/// The blocking preparation's outcome.
+struct Prepared {
+    run_dir: PathBuf,
+    roots: Vec<PathBuf>,
+    target: Option<DropTarget>,
+    notes: Vec<String>,
+    scratch: Scratch,
+    stdout_log: PathBuf,
+    stderr_log: PathBuf,
+    logs: (std::fs::File, std::fs::File),
+    extra_processes: u64,
+}
+
+enum End {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+/// Kills the child's whole process group if the run is abandoned.
+struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    fn signal(&self, sig: Signal) {
+        if let Some(pg) = self.0 {
+            // ESRCH (nobody left) is the normal case after a clean exit.
+            let _ = killpg(pg, sig);
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.signal(Signal::SIGKILL);
+    }
+}
+
+fn io_err<'a>(
+    action: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(std::io::Error) -> SandboxError + 'a {
+    move |source| SandboxError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A log name safe as a file name.
+fn safe_name(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(80)
+        .collect();
+    if s.is_empty() { "runner".into() } else { s }
+}
+
+impl Runner {
+    pub fn new(config: RunnerConfig) -> Self {
+        Runner { config }
+    }
+
+    pub fn config(&self) -> &RunnerConfig {
+        &self.config
+    }
+
+    /// What a child would get on this machine (for `doctor`).
+    pub fn probe(&self, reach: Option<&Path>) -> Protections {
+        Protections::probe(&self.config, reach)
+    }
+
+    /// Runs `spec` to completion, its deadline, or `cancel`. Errors only when
+    /// the child cannot be set up or started.
+    pub async fn run(
+        &self,
+        spec: RunSpec,
+        cancel: &CancellationToken,
+    ) -> Result<RunResult, SandboxError> {
+        let started = Instant::now();
+        let timeout = spec.timeout.unwrap_or(self.config.timeout);
+        let prep = {
+            let config = self.config.clone();
+            let spec = spec.clone();
+            tokio::task::spawn_blocking(move || prepare(&config, &spec))
+                .await
+                .map_err(|e| SandboxError::Setup(format!("preparation task failed: {e}")))??
+        };
+        let Prepared {
+            run_dir,
+            roots,
+            mut target,
+            mut notes,
+            mut scratch,
+            stdout_log,
+            stderr_log,
+            logs,
+            extra_processes,
+        } = prep;
+
+        let parent = match &spec.parent_env {
+            Some(m) => m.clone(),
+            None => parent_env(),
+        };
+        let mut writable = roots.clone();
+        writable.push(scratch.home().to_path_buf());
+        writable.push(scratch.tmp().to_path_buf());
+        let landlock = self.config.landlock && kernel_abi() > 0;
+
+        let spawn = |target: Option<&DropTarget>| {
+            let env = build_env(
+                &parent,
+                &EnvPlan {
+                    home: scratch.home(),
+                    tmp: scratch.tmp(),
+                    cwd: &run_dir,
+                    user: target.map(|t| t.name.as_str()),
+                    pass_through: &spec.pass_through,
+                    extra: &spec.env,
+                },
+            );
+            let extra = if target.is_none() { extra_processes } else { 0 };
+            spawn_child(
+                &spec,
+                &run_dir,
+                &env,
+                target,
+                self.config.limits.plan(extra),
+                landlock.then_some(&writable[..]),
+            )
+        };
+        let mut child = match spawn(target.as_ref()) {
+            Ok(c) => c,
+            // Spec §6.2 / RS-5: a failed drop is retried once without it.
+            Err(e) if target.is_some() && e.kind() == std::io::ErrorKind::PermissionDenied => {
+                let name = target.take().map(|t| t.name).unwrap_or_default();
+                tracing::warn!(user = %name, error = %e, "sandbox privilege drop failed; running without it");
+                notes.push(format!(
+                    "dropping to {name} failed ({e}): ran without the drop"
+                ));
+                spawn(None).map_err(|source| SandboxError::Spawn {
+                    program: spec.program.to_string_lossy().into_owned(),
+                    source,
+                })?
+            }
+            Err(source) => {
+                return Err(SandboxError::Spawn {
+                    program: spec.program.to_string_lossy().into_owned(),
+                    source,
+                });
+            }
+        };
+        let pid = child.id().unwrap_or(0);
+        // The child called setsid(): its pid is its process group.
+        let mut group = GroupGuard((pid > 0).then(|| Pid::from_raw(pid as i32)));
+        progress::emit(
+            "running",
+            None,
+            None,
+            &format!("sandboxed pid {pid}: {}", spec.program.to_string_lossy()),
+        );
+
+        let stop = CancellationToken::new();
+        let cap = self.config.output_cap;
+        let out_task = child.stdout.take().map(|r| {
+            let log = tokio::fs::File::from_std(logs.0);
+            tokio::spawn(capture(r, Some(log), cap, stop.clone()))
+        });
+        let err_task = child.stderr.take().map(|r| {
+            let log = tokio::fs::File::from_std(logs.1);
+            tokio::spawn(capture(r, Some(log), cap, stop.clone()))
+        });
+
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let end = tokio::select! {
+            biased;
+            st = child.wait() => End::Exited(st.map_err(|source| SandboxError::Spawn {
+                program: spec.program.to_string_lossy().into_owned(),
+                source,
+            })?),
+            _ = &mut deadline => End::TimedOut,
+            _ = cancel.cancelled() => End::Cancelled,
+        };
+        let status = match end {
+            End::Exited(st) => {
+                // Whatever the leader left behind in its group goes with it:
+                // nothing outlives a run (background work has its own tool).
+                group.signal(Signal::SIGKILL);
+                st
+            }
+            End::TimedOut | End::Cancelled => {
+                let why = if matches!(end, End::TimedOut) {
+                    format!(
+                        "deadline of {:.1}s passed: killing the process group",
+                        timeout.as_secs_f64()
+                    )
+                } else {
+                    "cancelled: killing the process group".to_string()
+                };
+                progress::emit("killing", None, None, &why);
+                if !self.config.kill_grace.is_zero() {
+                    group.signal(Signal::SIGTERM);
+                    let _ = tokio::time::timeout(self.config.kill_grace, child.wait()).await;
+                }
+                group.signal(Signal::SIGKILL);
+                child.wait().await.map_err(|source| SandboxError::Spawn {
+                    program: spec.program.to_string_lossy().into_owned(),
+                    source,
+                })?
+            }
+        };
+        group.disarm();
+        let timed_out = matches!(end, End::TimedOut);
+        let cancelled = matches!(end, End::Cancelled);
+
+        let mut drain = Box::pin(async move {
+            let out = match out_task {
+                Some(t) => t.await.ok(),
+                None => None,
+            };
+            let err = match err_task {
+                Some(t) => t.await.ok(),
+                None => None,
+            };
+            (out, err)
+        });
+        let (out, err) = match tokio::time::timeout(self.config.drain_timeout, &mut drain).await {
+            Ok(v) => v,
+            Err(_) => {
+                stop.cancel();
+                drain.await
+            }
+        };
+        let empty = || Captured {
+            out: CappedOutput::new(0),
+            cut_off: false,
+            log_error: None,
+        };
+        let (out, err) = (out.unwrap_or_else(empty), err.unwrap_or_else(empty));
+        for (stream, c) in [("stdout", &out), ("stderr", &err)] {
+            if let Some(e) = &c.log_error {
+                tracing::warn!(stream, error = %e, "cannot write the sandbox log");
+            }
+        }
+
+        let artifact_specs = spec.artifacts;
+        let dir = run_dir.clone();
+        let collected = tokio::task::spawn_blocking(move || {
+            scratch.remove();
+            collect(&dir, artifact_specs)
+        })
+        .await
+        .unwrap_or_default();
+        if !collected.artifacts.is_empty() {
+            progress::emit(
+                "artifacts",
+                Some(collected.artifacts.len() as f64),
+                None,
+                "collected run artifacts",
+            );
+        }
+
+        use std::os::unix::process::ExitStatusExt;
+        let exit_code = status.code();
+        let root = nix::unistd::geteuid().is_root();
+        let protections = Protections {
+            env_allow_list: true,
+            throwaway_home: true,
+            own_session: true,
+            pdeathsig: cfg!(target_os = "linux"),
+            rlimits: true,
+            nproc_enforced: target.is_some() || !root,
+            landlock_abi: kernel_abi(),
+            landlock,
+            user: target.map(|t| t.name),
+            notes,
+        };
+        Ok(RunResult {
+            success: exit_code == Some(0) && !timed_out && !cancelled,
+            exit_code,
+            signal: status.signal(),
+            stdout: out.out.text(),
+            stderr: err.out.text(),
+            stdout_bytes: out.out.total(),
+            stderr_bytes: err.out.total(),
+            stdout_dropped: out.out.dropped(),
+            stderr_dropped: err.out.dropped(),
+            artifacts: collected.artifacts,
+            missing_required: collected.missing_required,
+            timed_out,
+            cancelled,
+            output_cut_off: out.cut_off || err.cut_off,
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            pid,
+            stdout_log,
+            stderr_log,
+            protections,
+        })
+    }
+}
+
+/// Directories, ownership, scratch and log files (blocking).
+fn prepare(config: &RunnerConfig, spec: &RunSpec) -> Result<Prepared, SandboxError> {
+    let mut roots = Vec::new();
+    for dir in std::iter::once(&spec.run_dir).chain(&spec.writable) {
+        std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+        let real = dir.canonicalize().map_err(io_err("resolve", dir))?;
+        if !roots.contains(&real) {
+            roots.push(real);
+        }
+    }
+    let run_dir = roots
+        .first()
+        .cloned()
+        .ok_or_else(|| SandboxError::Setup("no run directory".into()))?;
+    let logs_dir = run_dir.join("logs");
+    std::fs::create_dir_all(&logs_dir).map_err(io_err("create", &logs_dir))?;
+    let scratch_root = config
+        .scratch_root
+        .clone()
+        .unwrap_or_else(std::env::temp_dir);
+
+    let decision = decide(&config.user);
+    let mut notes: Vec<String> = decision.note.into_iter().collect();
+    let mut target = decision.target;
+    if let Some(t) = &target {
+        let mut need = roots.clone();
+        need.push(scratch_root.clone());
+        if let Err(blocked) = check_reachable(t, &need) {
+            // Spec §6.2: no drop rather than no run.
+            tracing::warn!(user = %t.name, dir = %blocked.display(), "sandbox user cannot reach a writable root; running without the privilege drop");
+            notes.push(format!(
+                "{} cannot reach {}: ran without the privilege drop, RLIMIT_NPROC not enforced",
+                t.name,
+                blocked.display()
+            ));
+            target = None;
+        }
+    }
+    if let Some(t) = &target {
+        for root in &roots {
+            if let Err(e) = hand_over(root, t.uid, t.gid) {
+                tracing::warn!(user = %t.name, dir = %root.display(), error = %e, "cannot hand a writable root to the sandbox user");
+                notes.push(format!(
+                    "cannot hand {} to {} ({e}): ran without the privilege drop",
+                    root.display(),
+                    t.name
+                ));
+                target = None;
+                break;
+            }
+        }
+    }
+    let owner = target.as_ref().map(|t| (t.uid, t.gid));
+    let scratch = Scratch::create(&scratch_root, owner).map_err(io_err("create", &scratch_root))?;
+    let name = safe_name(&spec.log_name);
+    let stdout_log = logs_dir.join(format!("{name}_stdout.txt"));
+    let stderr_log = logs_dir.join(format!("{name}_stderr.txt"));
+    let open = |p: &Path| std::fs::File::create(p).map_err(io_err("create", p));
+    let logs = (open(&stdout_log)?, open(&stderr_log)?);
+    let extra_processes = if target.is_none() && !nix::unistd::geteuid().is_root() {
+        count_processes_of(nix::unistd::getuid().as_raw())
+    } else {
+        0
+    };
+    Ok(Prepared {
+        run_dir,
+        roots,
+        target,
+        notes,
+        scratch,
+        stdout_log,
+        stderr_log,
+        logs,
+        extra_processes,
+    })
+}
+
+/// Builds and spawns the command. `confine` lists the writable roots when
+/// Landlock is to be enforced.
+fn spawn_child(
+    spec: &RunSpec,
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+    target: Option<&DropTarget>,
+    limits: RlimitPlan,
+    confine: Option<&[PathBuf]>,
+) -> std::io::Result<tokio::process::Child> {
+    let mut cmd = tokio::process::Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(t) = target {
+        // std applies these before the pre_exec hook, and clears the
+        // supplementary groups when the parent is root.
+        cmd.uid(t.uid).gid(t.gid);
+    }
+    let mut ruleset = match confine {
+        Some(dirs) => Some(build_ruleset(dirs).map_err(std::io::Error::other)?),
+        None => None,
+    };
+    let parent = nix::unistd::getpid();
+    // SAFETY: the hook runs in the forked child before exec. Everything it
+    // does is a plain system call on data prepared in the parent (setsid,
+    // getrlimit/setrlimit, prctl, getppid, landlock_restrict_self); it does
+    // not allocate, lock or touch shared state: async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || child_setup(&limits, parent, &mut ruleset));
+    }
+    cmd.spawn()
+}
+
+/// In the child, after fork and std's uid/gid/cwd changes, before exec.
+fn child_setup(
+    limits: &RlimitPlan,
+    parent: Pid,
+    ruleset: &mut Option<landlock::RulesetCreated>,
+) -> std::io::Result<()> {
+    let errno = |e: nix::errno::Errno| std::io::Error::from_raw_os_error(e as i32);
+    // Own session: own process group (killed as one) and no controlling
+    // terminal (it cannot write to or inject into the user's TUI).
+    nix::unistd::setsid().map_err(errno)?;
+    limits.apply_in_child();
+    #[cfg(target_os = "linux")]
+    {
+        // After the uid change on purpose: a credential change clears it.
+        // It fires when the *thread* that forked exits; tokio's workers live
+        // as long as the runtime, so in practice: when the engine dies.
+        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
+        // The engine may have died between fork and prctl.
+        if nix::unistd::getppid() != parent {
+            return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = parent;
+    if let Some(rs) = ruleset.take() {
+        enforce_in_child(rs)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_names_are_file_safe() {
+        assert_eq!(safe_name("bash_call/../x"), "bash_call____x");
+        assert_eq!(safe_name(""), "runner");
+    }
+}
