@@ -25,6 +25,34 @@ impl Default for CollapseParams {
     }
 }
 
+/// `head + "\n\n...[n chars collapsed]...\n\n" + tail` in characters, or
+/// `None` when the text is not longer than `min_chars` characters.
+fn collapsed_form(text: &str, p: CollapseParams) -> Option<String> {
+    let chars = if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    };
+    if chars <= p.min_chars {
+        return None;
+    }
+    let byte_at = |n: usize| -> usize {
+        if text.is_ascii() {
+            n.min(text.len())
+        } else {
+            text.char_indices().nth(n).map_or(text.len(), |(b, _)| b)
+        }
+    };
+    let head_end = byte_at(p.head_chars.min(chars));
+    let tail_start = byte_at(chars.saturating_sub(p.tail_chars));
+    let hidden = chars.saturating_sub(p.head_chars + p.tail_chars);
+    Some(format!(
+        "{}\n\n...[{hidden} chars collapsed]...\n\n{}",
+        &text[..head_end],
+        &text[tail_start..]
+    ))
+}
+
 pub fn collapse<M: ChatMessage>(messages: &mut [M], p: CollapseParams) -> Vec<Touched<M>> {
     if messages.len() <= p.preserve_recent + 1 {
         return Vec::new();
@@ -36,21 +64,14 @@ pub fn collapse<M: ChatMessage>(messages: &mut [M], p: CollapseParams) -> Vec<To
         if text == CLEARED || text.len() <= p.min_chars {
             continue;
         }
-        let chars: Vec<char> = text.chars().collect();
-        if chars.len() <= p.min_chars {
+        let Some(collapsed) = collapsed_form(text, p) else {
             continue;
+        };
+        if let Some(old) = m.replace_text(collapsed) {
+            let mut original = m.clone();
+            original.set_text(old);
+            touched.push(Touched { index: i, original });
         }
-        let head: String = chars[..p.head_chars.min(chars.len())].iter().collect();
-        let tail: String = chars[chars.len().saturating_sub(p.tail_chars)..]
-            .iter()
-            .collect();
-        let hidden = chars.len().saturating_sub(p.head_chars + p.tail_chars);
-        let collapsed = format!("{head}\n\n...[{hidden} chars collapsed]...\n\n{tail}");
-        touched.push(Touched {
-            index: i,
-            original: m.clone(),
-        });
-        m.set_text(collapsed);
     }
     touched
 }

@@ -13,6 +13,11 @@ pub trait ChatMessage: Clone {
     /// The content when it is a string; layers 1 and 2 touch nothing else.
     fn text(&self) -> Option<&str>;
     fn set_text(&mut self, text: String);
+    /// Puts `text` in place of a string content and returns the old one
+    /// (moved, not copied: layers keep originals for the archive).
+    fn replace_text(&mut self, text: String) -> Option<String>;
+    /// Calls `f(id, function name)` for each tool call, without allocating.
+    fn for_each_tool_call(&self, f: &mut dyn FnMut(&str, &str));
     /// `tool_call_id` of a tool result (empty counts as absent).
     fn tool_call_id(&self) -> Option<&str>;
     /// `(id, function name)` of each tool call of an assistant message.
@@ -39,6 +44,16 @@ impl ChatMessage for Message {
         self.content = text;
     }
 
+    fn replace_text(&mut self, text: String) -> Option<String> {
+        Some(std::mem::replace(&mut self.content, text))
+    }
+
+    fn for_each_tool_call(&self, f: &mut dyn FnMut(&str, &str)) {
+        for c in &self.tool_calls {
+            f(&c.id, &c.function.name);
+        }
+    }
+
     fn tool_call_id(&self) -> Option<&str> {
         self.tool_call_id.as_deref().filter(|s| !s.is_empty())
     }
@@ -63,7 +78,7 @@ impl ChatMessage for Message {
     }
 
     fn python_len(&self) -> usize {
-        python_json_chars(self)
+        crate::llm::tokens::message_python_len(self)
     }
 }
 
@@ -78,6 +93,27 @@ impl ChatMessage for Map<String, Value> {
 
     fn set_text(&mut self, text: String) {
         self.insert("content".into(), Value::String(text));
+    }
+
+    fn replace_text(&mut self, text: String) -> Option<String> {
+        match self.get_mut("content") {
+            Some(Value::String(s)) => Some(std::mem::replace(s, text)),
+            _ => None,
+        }
+    }
+
+    fn for_each_tool_call(&self, f: &mut dyn FnMut(&str, &str)) {
+        if let Some(calls) = self.get("tool_calls").and_then(Value::as_array) {
+            for c in calls {
+                let id = c.get("id").and_then(Value::as_str).unwrap_or("");
+                let name = c
+                    .get("function")
+                    .and_then(|f| f.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                f(id, name);
+            }
+        }
     }
 
     fn tool_call_id(&self) -> Option<&str> {

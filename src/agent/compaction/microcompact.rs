@@ -31,15 +31,16 @@ pub fn microcompact<M: ChatMessage>(messages: &mut [M], keep_recent: usize) -> V
         let Some(m) = messages.get_mut(i) else {
             continue;
         };
+        // `nth` stops after 101 characters instead of counting a long result.
         let long = m.text().is_some_and(|t| {
-            t.len() > SHORT_RESULT_CHARS && t.chars().count() > SHORT_RESULT_CHARS
+            t.len() > SHORT_RESULT_CHARS && t.chars().nth(SHORT_RESULT_CHARS).is_some()
         });
-        if long {
-            touched.push(Touched {
-                index: i,
-                original: m.clone(),
-            });
-            m.set_text(CLEARED.to_string());
+        if long && let Some(old) = m.replace_text(CLEARED.to_string()) {
+            // The cleared message is small now: cloning it and putting the
+            // old text back costs no copy of the text.
+            let mut original = m.clone();
+            original.set_text(old);
+            touched.push(Touched { index: i, original });
         }
     }
     touched

@@ -37,7 +37,7 @@ use self::collapse::{CollapseParams, collapse};
 use self::microcompact::{Touched, microcompact};
 use self::pairs::fix_tool_pairs;
 use super::events::{AgentEvent, EventSink, NoticeLevel};
-use crate::llm::tokens::{Estimator, python_json_chars};
+use crate::llm::tokens::{Estimator, message_python_len};
 use crate::llm::{CallOptions, ChatRequest, Provider, stream_response};
 use crate::model::Message;
 use crate::store::{SharedTrace, trace_record};
@@ -147,7 +147,7 @@ impl CountCache {
             Estimator::Chars4 => {
                 // The whole dump: elements, separators and brackets.
                 let mut chars = 2 + 2 * messages.len().saturating_sub(1);
-                self.sync(messages, |m| python_json_chars(m) as u64);
+                self.sync(messages, |m| message_python_len(m) as u64);
                 chars += self.entries.iter().map(|e| e.2 as usize).sum::<usize>();
                 chars as u64 / 4
             }

@@ -19,39 +19,44 @@ pub fn fix_tool_pairs<M: ChatMessage>(messages: &mut Vec<M>) -> PairRepair {
     if messages.is_empty() {
         return PairRepair::default();
     }
-    let call_ids: HashSet<String> = messages
-        .iter()
-        .filter(|m| m.role() == "assistant")
-        .flat_map(|m| m.tool_calls())
-        .map(|(id, _)| id)
-        .filter(|id| !id.is_empty())
-        .collect();
+    let keep: Vec<bool> = {
+        let mut call_ids: HashSet<String> = HashSet::new();
+        for m in messages.iter().filter(|m| m.role() == "assistant") {
+            m.for_each_tool_call(&mut |id, _| {
+                if !id.is_empty() {
+                    call_ids.insert(id.to_string());
+                }
+            });
+        }
+        messages
+            .iter()
+            .map(|m| m.role() != "tool" || m.tool_call_id().is_some_and(|id| call_ids.contains(id)))
+            .collect()
+    };
     let before = messages.len();
-    messages
-        .retain(|m| m.role() != "tool" || m.tool_call_id().is_some_and(|id| call_ids.contains(id)));
+    let mut k = keep.iter();
+    messages.retain(|_| k.next().copied().unwrap_or(true));
     let removed = before - messages.len();
 
-    let mut answered: HashSet<String> = messages
-        .iter()
-        .filter(|m| m.role() == "tool")
-        .filter_map(|m| m.tool_call_id().map(String::from))
-        .collect();
     let mut stubs: Vec<(usize, M)> = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        if m.role() != "assistant" {
-            continue;
-        }
-        for (id, name) in m.tool_calls() {
-            if id.is_empty() || answered.contains(&id) {
+    {
+        let mut answered: HashSet<String> = messages
+            .iter()
+            .filter(|m| m.role() == "tool")
+            .filter_map(|m| m.tool_call_id().map(String::from))
+            .collect();
+        for (i, m) in messages.iter().enumerate() {
+            if m.role() != "assistant" {
                 continue;
             }
-            let name = if name.is_empty() {
-                "unknown".to_string()
-            } else {
-                name
-            };
-            stubs.push((i + 1, M::tool_result(&id, &name, STUB_TEXT)));
-            answered.insert(id);
+            m.for_each_tool_call(&mut |id, name| {
+                if id.is_empty() || answered.contains(id) {
+                    return;
+                }
+                let name = if name.is_empty() { "unknown" } else { name };
+                stubs.push((i + 1, M::tool_result(id, name, STUB_TEXT)));
+                answered.insert(id.to_string());
+            });
         }
     }
     let stubbed = stubs.len();

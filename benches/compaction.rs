@@ -1,0 +1,181 @@
+//! Compaction and token counting on a 10,000-message transcript (~28 MB):
+//! the L1 + L2 + pair-repair pass, chars4 and BPE counts (MB/s on one
+//! core), and how far chars4 is from the BPE count for English, Chinese and
+//! JSON-heavy histories.
+//!
+//! `cargo bench --bench compaction`. Set `VIBEDESK_BENCH_DUMP=/path.jsonl`
+//! to also write the transcript (one message per line) for timing other
+//! implementations on the same input.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Instant;
+
+use vibedesk::agent::compaction::collapse::{CollapseParams, collapse};
+use vibedesk::agent::compaction::microcompact::microcompact;
+use vibedesk::agent::compaction::pairs::fix_tool_pairs;
+use vibedesk::llm::tokens::{BpeCounter, Encoding, estimate_chars4, python_json_string};
+use vibedesk::model::{Message, ToolCall};
+
+const EN: &str = "The fund's drawdown deepened after the 2008 crash; we compare AAPL, MSFT and IBM on a 20/50 SMA crossover with 10 bp fees. ";
+const ZH: &str = "苹果公司在二零零八年金融危机后回撤加深，我们用二十日与五十日均线交叉策略比较三只股票，手续费万分之十。";
+
+/// A deterministic transcript: user turns, assistant tool calls, JSON tool
+/// results of a few kilobytes, and long assistant texts.
+fn transcript(n: usize, flavour: &str) -> Vec<Message> {
+    let mut msgs = vec![Message::system(EN.repeat(30))];
+    let mut i = 0;
+    while msgs.len() < n {
+        let text = |k: usize| -> String {
+            match flavour {
+                "zh" => ZH.repeat(k),
+                "mixed" if i % 3 == 2 => ZH.repeat(k),
+                _ => EN.repeat(k),
+            }
+        };
+        msgs.push(Message::user(text(2 + i % 5)));
+        let id = format!("call_{i}");
+        msgs.push(Message::assistant_tool_calls(
+            text(1),
+            vec![ToolCall::new(
+                &id,
+                "get_market_data",
+                format!(
+                    r#"{{"symbol": "AAPL", "start": "2005-01-{:02}"}}"#,
+                    1 + i % 28
+                ),
+            )],
+            None,
+        ));
+        let rows: String = (0..(30 + (i * 7) % 80))
+            .map(|r| format!(r#"{{"date": "2010-{:02}-{:02}", "open": {:.2}, "close": {:.2}, "volume": {}}},"#, 1 + r % 12, 1 + r % 28, 30.0 + r as f64 * 0.37, 30.5 + r as f64 * 0.41, 1_000_000 + r * 977))
+            .collect();
+        let result = match flavour {
+            "json" => format!(r#"{{"status": "ok", "rows": [{rows}], "source": "embedded"}}"#),
+            _ => format!(
+                r#"{{"status": "ok", "summary": "{}", "rows": [{rows}]}}"#,
+                text(3)
+            ),
+        };
+        msgs.push(Message::tool_result(&id, "get_market_data", result));
+        msgs.push(Message::assistant(text(8 + i % 30)));
+        i += 1;
+    }
+    msgs.truncate(n);
+    msgs
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn bytes_of(msgs: &[Message]) -> usize {
+    msgs.iter()
+        .map(|m| {
+            m.content.len()
+                + m.tool_calls
+                    .iter()
+                    .map(|c| c.function.arguments.len())
+                    .sum::<usize>()
+        })
+        .sum()
+}
+
+fn main() {
+    let msgs = transcript(10_000, "mixed");
+    let dump = python_json_string(&msgs);
+    println!(
+        "transcript: {} messages, {:.1} MB as JSON",
+        msgs.len(),
+        dump.len() as f64 / 1e6
+    );
+    if let Ok(path) = std::env::var("VIBEDESK_BENCH_DUMP") {
+        let lines: String = msgs.iter().map(|m| python_json_string(m) + "\n").collect();
+        std::fs::write(&path, lines).unwrap();
+        println!("wrote {path}");
+    }
+
+    let pass = median(
+        (0..7)
+            .map(|_| {
+                let mut m = msgs.clone();
+                let t = Instant::now();
+                let a = microcompact(&mut m, 3).len();
+                let b = collapse(&mut m, CollapseParams::default()).len();
+                let r = fix_tool_pairs(&mut m);
+                let s = t.elapsed().as_secs_f64();
+                assert!(a > 0 && b > 0 && r.removed == 0);
+                s
+            })
+            .collect(),
+    );
+    println!(
+        "L1 + L2 + pair repair over 10,000 messages: {:.1} ms (originals kept for the archive)",
+        pass * 1e3
+    );
+
+    let chars4 = median(
+        (0..7)
+            .map(|_| {
+                let t = Instant::now();
+                let n = estimate_chars4(&msgs);
+                assert!(n > 0);
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    );
+    println!(
+        "chars4 count: {:.1} ms, {:.0} MB/s of JSON",
+        chars4 * 1e3,
+        dump.len() as f64 / chars4 / 1e6
+    );
+
+    let bpe = BpeCounter::shared(Encoding::O200k).unwrap();
+    let content_mb = bytes_of(&msgs) as f64 / 1e6;
+    let t = Instant::now();
+    let cold_tokens = bpe.count_messages(&msgs);
+    let cold = t.elapsed().as_secs_f64();
+    let warm = median(
+        (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                assert_eq!(bpe.count_messages(&msgs), cold_tokens);
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    );
+    println!(
+        "o200k count of {content_mb:.1} MB of text: first pass {:.0} ms ({:.0} MB/s), with the piece cache warm {:.0} ms ({:.0} MB/s)",
+        cold * 1e3,
+        content_mb / cold,
+        warm * 1e3,
+        content_mb / warm
+    );
+    let sample: String = msgs.iter().take(300).map(|m| m.content.as_str()).collect();
+    let t = Instant::now();
+    let reference = bpe.count_text(&sample);
+    let ours = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let direct = tiktoken_rs::o200k_base_singleton()
+        .encode_ordinary(&sample)
+        .len() as u64;
+    let theirs = t.elapsed().as_secs_f64();
+    assert_eq!(reference, direct);
+    println!(
+        "same text through tiktoken-rs directly: {:.1} ms vs ours {:.1} ms",
+        theirs * 1e3,
+        ours * 1e3
+    );
+
+    println!("chars4 against o200k (the real count):");
+    for flavour in ["mixed", "en", "zh", "json"] {
+        let m = transcript(2_000, flavour);
+        let c4 = estimate_chars4(&m) as f64;
+        let real = bpe.count_messages(&m) as f64;
+        println!(
+            "  {flavour:<5} chars4 {c4:>9.0}  o200k {real:>9.0}  chars4/real = {:.2}",
+            c4 / real
+        );
+    }
+}
