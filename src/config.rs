@@ -184,6 +184,10 @@ pub struct FileConfig {
     /// Per-provider overrides, e.g. `[providers.ollama] model = "qwen3:8b"`.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderSection>,
+    /// `[tui]`: the workstation's theme and key overrides, read by the
+    /// workstation itself (`tui::settings`).
+    #[serde(default)]
+    pub tui: Option<toml::Table>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

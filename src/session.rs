@@ -171,6 +171,12 @@ impl Session {
         self.compaction.request(focus);
     }
 
+    /// Shares a UI's compaction handle with this session, so `/compact`
+    /// reaches a turn that is already running.
+    pub fn set_compaction_request(&mut self, request: CompactionRequest) {
+        self.compaction = request;
+    }
+
     /// A handle a UI can keep to request compactions while a turn runs.
     pub fn compaction_handle(&self) -> CompactionRequest {
         self.compaction.clone()

@@ -1,9 +1,11 @@
-//! The command line: `vibedesk run`, `doctor`, `sessions`, `trace`.
+//! The command line: `vibedesk` (the workstation), `run`, `doctor`,
+//! `sessions`, `trace`.
 
 mod compact;
 mod doctor;
 mod inspect;
 mod run;
+mod workstation;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -19,11 +21,15 @@ use crate::llm::scripted::{Script, ScriptedProvider};
 #[command(
     name = "vibedesk",
     version,
-    about = "A terminal research workstation with an embedded LLM research agent"
+    about = "A terminal research workstation with an embedded LLM research agent",
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// With no subcommand: the full-screen workstation.
+    #[command(flatten)]
+    pub workstation: workstation::WorkstationArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -74,12 +80,6 @@ pub mod exit {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let Some(command) = cli.command else {
-        eprintln!(
-            "vibedesk: the full-screen workstation is not built yet.\n  Try the headless engine: vibedesk run --demo\n  Or run a turn:            vibedesk run -p \"...\" --provider deepseek\n  See:                      vibedesk --help"
-        );
-        return ExitCode::from(exit::USAGE);
-    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -91,12 +91,13 @@ pub fn main() -> ExitCode {
         }
     };
     let code = runtime.block_on(async move {
-        match command {
-            Command::Run(args) => run::run(args).await,
-            Command::Doctor(args) => doctor::doctor(args).await,
-            Command::Sessions(args) => inspect::sessions(args),
-            Command::Trace(args) => inspect::trace(args),
-            Command::Compact(args) => compact::compact(args).await,
+        match cli.command {
+            None => workstation::workstation(cli.workstation).await,
+            Some(Command::Run(args)) => run::run(args).await,
+            Some(Command::Doctor(args)) => doctor::doctor(args).await,
+            Some(Command::Sessions(args)) => inspect::sessions(args),
+            Some(Command::Trace(args)) => inspect::trace(args),
+            Some(Command::Compact(args)) => compact::compact(args).await,
         }
     });
     // Do not wait for tasks still parked on stdin or timers.
@@ -180,6 +181,31 @@ pub fn build_provider(p: &ProviderConfig) -> Result<Arc<dyn Provider>, String> {
     })
     .map_err(|e| e.to_string())?;
     Ok(Arc::new(provider))
+}
+
+/// The tools every turn gets, for `vibedesk run` and the workstation alike:
+/// the file tools and `bash`, the agent's `compact`, and the market-data and
+/// indicator tools over the embedded dataset (online sources as fallback).
+pub fn tool_registry(config: &Config) -> Arc<crate::tools::Registry> {
+    let mut registry = crate::tools::builtin::default_registry();
+    let _ = crate::agent::register_agent_tools(&mut registry);
+    let _ = crate::tools::builtin::market::register_market_tools(
+        &mut registry,
+        config.paths.cache_dir.clone(),
+    );
+    Arc::new(registry)
+}
+
+/// The configured provider, or the offline planner when none is configured.
+/// The second value says why the offline planner is in use, for a notice.
+pub fn provider_or_offline(config: &Config) -> Result<(Arc<dyn Provider>, Option<String>), String> {
+    match &config.provider {
+        Some(p) => build_provider(p).map(|p| (p, None)),
+        None => Ok((
+            Arc::new(crate::llm::offline::OfflineProvider::new()),
+            Some("no model is configured: the offline planner answers plain requests (backtests, prices, indicators, memory) from the built-in data; `vibedesk doctor` shows how to connect a model".to_string()),
+        )),
+    }
 }
 
 /// The bundled demo script (a scripted model that does real file work).

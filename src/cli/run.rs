@@ -9,8 +9,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    DEMO_PROMPT, DEMO_SCRIPT, NO_MODEL_HELP, ProviderArgs, build_provider, exit, init_logging,
-    load_config,
+    DEMO_PROMPT, DEMO_SCRIPT, ProviderArgs, exit, init_logging, load_config, provider_or_offline,
+    tool_registry,
 };
 use crate::agent::events::{AgentEvent, RunStatus, ToolCallStatus, ToolEvent};
 use crate::agent::{EventSink, LoopDeps};
@@ -18,7 +18,6 @@ use crate::config::Overrides;
 use crate::llm::Provider;
 use crate::llm::scripted::{Script, ScriptedProvider};
 use crate::session::{Session, reconcile_interrupted};
-use crate::tools::builtin::default_registry;
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -64,12 +63,15 @@ pub async fn run(args: RunArgs) -> u8 {
             }
         }
     } else {
-        let Some(p) = &config.provider else {
-            eprintln!("vibedesk: {NO_MODEL_HELP}");
-            return exit::USAGE;
-        };
-        match build_provider(p) {
-            Ok(p) => p,
+        match provider_or_offline(&config) {
+            Ok((p, offline_note)) => {
+                if let Some(note) = offline_note
+                    && !args.json
+                {
+                    eprintln!("vibedesk: {note}");
+                }
+                p
+            }
             Err(e) => {
                 eprintln!("vibedesk: {e}");
                 return exit::USAGE;
@@ -106,9 +108,7 @@ pub async fn run(args: RunArgs) -> u8 {
         );
     }
 
-    let mut registry = default_registry();
-    let _ = crate::agent::register_agent_tools(&mut registry);
-    let registry = Arc::new(registry);
+    let registry = tool_registry(&config);
     let deps = LoopDeps::new(
         provider,
         registry,

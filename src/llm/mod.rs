@@ -5,6 +5,7 @@
 //! the scripted one included, goes through the same code.
 
 pub mod assemble;
+pub mod offline;
 pub mod openai;
 pub mod scripted;
 pub mod sse;

@@ -1,2 +1,32 @@
 //! The full-screen workstation (issue 4). Consumes only `AgentEvent`s and
 //! session commands.
+//!
+//! - [`app`]: the state and the pure `update(state, msg) -> effects`.
+//! - [`view`]: drawing, a function of the state and the time.
+//! - [`runtime`]: the terminal, the event loop and the session worker.
+//! - panels: [`chat`] (over [`cells`] and [`markdown`]), [`tool_panel`],
+//!   [`gauge`], [`browser`] (over [`transcripts`]), [`help`].
+//! - settings: [`keymap`] (named actions), [`theme`], [`settings`].
+
+pub mod app;
+pub mod browser;
+pub mod cells;
+pub mod chat;
+pub mod composer;
+pub mod format;
+pub mod frame;
+pub mod gauge;
+pub mod help;
+pub mod keymap;
+pub mod markdown;
+pub mod runtime;
+pub mod settings;
+pub mod terminal;
+pub mod theme;
+pub mod tool_panel;
+pub mod transcripts;
+pub mod view;
+pub mod wrap;
+
+pub use app::{App, AppOptions, Effect, Msg, update};
+pub use runtime::{Workstation, run};

@@ -8,3 +8,4 @@ mod provider;
 mod research_data;
 mod sandbox;
 mod support;
+mod tui;

@@ -1,0 +1,245 @@
+//! `vibedesk` with no subcommand: the full-screen workstation. Wires the
+//! configured provider (or the bundled demo), the theme and key bindings
+//! from `config.toml`, and hands over to [`crate::tui::run`].
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use chrono::Offset;
+use futures_util::future::BoxFuture;
+
+use super::{
+    DEMO_SCRIPT, NO_MODEL_HELP, ProviderArgs, build_provider, exit, init_logging, load_config,
+    provider_or_offline, tool_registry,
+};
+use crate::agent::LoopDeps;
+use crate::config::Overrides;
+use crate::llm::scripted::{Exhausted, Script, ScriptedProvider};
+use crate::llm::{ChatRequest, ChunkStream, LlmError, Provider};
+use crate::model::Role;
+use crate::session::reconcile_interrupted;
+use crate::tui::app::AppOptions;
+use crate::tui::cells::NoticeKind;
+use crate::tui::runtime::{ModelSwitch, Workstation};
+use crate::tui::settings::TuiSettings;
+use crate::tui::theme::Theme;
+
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct WorkstationArgs {
+    /// Chat with the bundled scripted demo model (offline, no key needed).
+    #[arg(long, conflicts_with_all = ["provider", "model", "base_url", "script"])]
+    pub demo: bool,
+    /// Colour theme: default, light, high-contrast, or NAME for <config>/themes/NAME.toml.
+    #[arg(long)]
+    pub theme: Option<String>,
+    /// Resume this session in the chat.
+    #[arg(long)]
+    pub session: Option<String>,
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+    /// Script for the scripted provider (format in README.md).
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+}
+
+/// What the chat says when a prompt is sent with no model.
+fn no_model_text(reason: Option<&str>) -> String {
+    let head = match reason {
+        Some(r) => format!("The configured model cannot be used: {r}"),
+        None => format!("vibedesk: {NO_MODEL_HELP}"),
+    };
+    format!(
+        "{head}\nIn the workstation: quit (Ctrl-C twice) and start `vibedesk --demo` to chat with the bundled demo model, or `vibedesk --provider NAME --model M`."
+    )
+}
+
+pub async fn workstation(args: WorkstationArgs) -> u8 {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        eprintln!(
+            "vibedesk: the workstation needs a terminal; for scripts use `vibedesk run -p \"...\"` (see --help)"
+        );
+        return exit::USAGE;
+    }
+    let overrides = Overrides {
+        script: args.script.clone(),
+        ..args.provider.overrides()
+    };
+    let config = match load_config(&overrides) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let _log_guard = init_logging(&config);
+
+    let settings = match TuiSettings::load(&config.config_file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+    let keymap = match settings.keymap() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+    let theme_name = args
+        .theme
+        .clone()
+        .or_else(|| settings.theme.clone())
+        .unwrap_or_else(|| "default".to_string());
+    let theme = match Theme::load(&theme_name, Some(&config.paths.config_dir.join("themes"))) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+
+    let mut notices = Vec::new();
+    let reconciled = reconcile_interrupted(&config.paths);
+    if !reconciled.is_empty() {
+        notices.push((
+            NoticeKind::Warning,
+            format!(
+                "{} run(s) left running by an earlier crash were marked interrupted",
+                reconciled.len()
+            ),
+        ));
+    }
+
+    let (provider, failure): (Option<Arc<dyn Provider>>, Option<String>) = if args.demo {
+        match DemoProvider::new() {
+            Ok(p) => (Some(Arc::new(p)), None),
+            Err(e) => {
+                eprintln!("vibedesk: the bundled demo script is broken: {e}");
+                return exit::FAILED;
+            }
+        }
+    } else {
+        match provider_or_offline(&config) {
+            Ok((p, offline_note)) => {
+                if let Some(note) = offline_note {
+                    notices.push((NoticeKind::Info, note));
+                }
+                (Some(p), None)
+            }
+            Err(e) => (None, Some(e)),
+        }
+    };
+    let model_label = match &provider {
+        Some(p) if args.demo => format!("{} (demo)", p.model()),
+        Some(p) if p.name() == crate::llm::offline::OFFLINE => {
+            "offline planner (no model)".to_string()
+        }
+        Some(p) => format!("{} · {}", p.name(), p.model()),
+        None => "no model".to_string(),
+    };
+    if let Some(f) = &failure {
+        notices.push((
+            NoticeKind::Warning,
+            format!("the configured model cannot be used: {f}"),
+        ));
+    }
+    let switch_model: Option<ModelSwitch> = match (&config.provider, args.demo) {
+        (Some(pc), false) if !pc.is_scripted() => {
+            let pc = pc.clone();
+            Some(Arc::new(move |name: &str| {
+                let mut next = pc.clone();
+                next.model = Some(name.to_string());
+                build_provider(&next).map(|p| {
+                    let label = format!("{} · {}", p.name(), p.model());
+                    (p, label)
+                })
+            }))
+        }
+        _ => None,
+    };
+
+    let heartbeat = config.agent.scheduler.heartbeat_interval;
+    let options = AppOptions {
+        model_label,
+        has_model: provider.is_some(),
+        demo: args.demo,
+        heartbeat,
+        threshold: config.agent.token_threshold,
+        gates: config.agent.gates(),
+        offset: chrono::Local::now().offset().fix(),
+        no_model_help: no_model_text(failure.as_deref()),
+    };
+    // The same tools as `vibedesk run`.
+    let registry = tool_registry(&config);
+    let deps =
+        provider.map(|p| LoopDeps::new(p, registry, config.agent.clone(), config.paths.runs_dir()));
+    let ws = Workstation {
+        paths: config.paths.clone(),
+        deps,
+        options,
+        theme,
+        keymap,
+        resume: args.session.clone(),
+        switch_model,
+        notices,
+    };
+    match crate::tui::run(ws).await {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+/// The bundled demo as a model that answers every prompt: a new user
+/// message restarts the script, so each prompt gets the whole scripted turn
+/// (write a file, read it back, answer) instead of "script exhausted".
+pub struct DemoProvider {
+    script: Script,
+    next: Mutex<usize>,
+}
+
+impl DemoProvider {
+    pub fn new() -> Result<Self, LlmError> {
+        let script = Script::from_json(DEMO_SCRIPT)?;
+        if script.turns.is_empty() {
+            return Err(LlmError::Config("the demo script has no turns".into()));
+        }
+        Ok(DemoProvider {
+            script,
+            next: Mutex::new(0),
+        })
+    }
+}
+
+impl Provider for DemoProvider {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn model(&self) -> &str {
+        &self.script.model
+    }
+
+    fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChunkStream, LlmError>> {
+        let fresh_prompt = request.messages.last().is_some_and(|m| {
+            m.role == Role::User && !m.content.trim_start().starts_with("<system>")
+        });
+        let index = {
+            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+            if fresh_prompt {
+                *next = 0;
+            }
+            let i = *next % self.script.turns.len();
+            *next += 1;
+            i
+        };
+        let one = Arc::new(ScriptedProvider::new(Script {
+            model: self.script.model.clone(),
+            turns: vec![self.script.turns[index].clone()],
+            on_exhausted: Exhausted::Error,
+        }));
+        Box::pin(async move { one.stream(request).await })
+    }
+}

@@ -1,0 +1,867 @@
+//! The workstation's state and its one transition function. Everything
+//! that happens (a key, a paste, an engine event, a finished turn, data
+//! loaded from disk) is a [`Msg`]; [`update`] folds it into [`App`] and
+//! returns side effects as data ([`Effect`]) for the runtime to perform.
+//! Tests drive `update` with message sequences and no terminal at all.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::FixedOffset;
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
+use tokio::time::Instant;
+
+use super::browser::{Browser, BrowserEffect};
+use super::cells::{CellKind, NoticeKind, Toggles};
+use super::chat::Chat;
+use super::composer::Composer;
+use super::gauge::Gauge;
+use super::help::Help;
+use super::keymap::{Action, Context, Keymap};
+use super::theme::Theme;
+use super::tool_panel::ToolPanel;
+use super::transcripts::{SessionDetail, SessionRow};
+use crate::agent::events::{AgentEvent, RunStatus};
+use crate::model::{Message, Role, Usage};
+use crate::store::StoredMessage;
+
+/// Lines a mouse-wheel notch scrolls.
+const WHEEL_LINES: usize = 3;
+
+/// Everything that can happen to the app.
+#[derive(Clone, Debug)]
+pub enum Msg {
+    Key(KeyEvent),
+    Paste(String),
+    Mouse(MouseEvent),
+    Resize(u16, u16),
+    /// An engine event, stamped with the time it arrived.
+    Agent {
+        event: AgentEvent,
+        at: Instant,
+    },
+    /// The session worker finished a turn and is free for the next one.
+    TurnDone {
+        error: Option<String>,
+    },
+    /// A session is now open in the chat (`None` id: a new, not yet created one).
+    SessionOpened {
+        id: Option<String>,
+        history: Vec<StoredMessage>,
+        skipped: usize,
+    },
+    SessionFailed(String),
+    Sessions(Vec<SessionRow>),
+    Detail(Result<SessionDetail, String>),
+    Transcript {
+        name: String,
+        result: Result<Vec<Message>, String>,
+    },
+    Notice {
+        kind: NoticeKind,
+        text: String,
+    },
+    ModelChanged {
+        label: String,
+    },
+}
+
+/// What `update` asks the runtime to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Run a turn with this prompt.
+    Send {
+        prompt: String,
+    },
+    /// Cancel the running turn.
+    Cancel,
+    Quit,
+    /// `/compact [focus]`.
+    Compact {
+        focus: Option<String>,
+    },
+    NewSession,
+    OpenSession(String),
+    LoadSessions,
+    LoadDetail(String),
+    LoadTranscript(PathBuf),
+    SwitchModel(String),
+    /// Repaint everything (Ctrl-L).
+    ClearTerminal,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Focus {
+    Input,
+    Chat,
+}
+
+/// Fixed facts the app starts with.
+#[derive(Clone, Debug)]
+pub struct AppOptions {
+    pub model_label: String,
+    /// False when no provider is configured (and not `--demo`).
+    pub has_model: bool,
+    pub demo: bool,
+    pub heartbeat: Duration,
+    pub threshold: u64,
+    pub gates: [u64; 3],
+    /// Local time offset for timestamps.
+    pub offset: FixedOffset,
+    /// Shown when a prompt is sent without a model.
+    pub no_model_help: String,
+}
+
+impl Default for AppOptions {
+    fn default() -> Self {
+        let cfg = crate::agent::LoopConfig::default();
+        AppOptions {
+            model_label: "scripted".into(),
+            has_model: true,
+            demo: false,
+            heartbeat: cfg.scheduler.heartbeat_interval,
+            threshold: cfg.token_threshold,
+            gates: cfg.gates(),
+            offset: chrono::Offset::fix(&chrono::Utc),
+            no_model_help: String::new(),
+        }
+    }
+}
+
+pub struct App {
+    pub theme: Theme,
+    pub keymap: Keymap,
+    pub options: AppOptions,
+    pub chat: Chat,
+    pub tools: ToolPanel,
+    pub gauge: Gauge,
+    pub composer: Composer,
+    pub browser: Option<Browser>,
+    pub help: Option<Help>,
+    pub focus: Focus,
+    pub sidebar: bool,
+    pub session_id: Option<String>,
+    /// A turn is running in the session worker.
+    pub busy: bool,
+    /// A session switch is on its way to the worker; messages wait for it.
+    pub opening: bool,
+    pub cancelling: bool,
+    pub run_started_at: Option<Instant>,
+    pub step: Option<(u32, u32)>,
+    /// Messages typed while busy, sent in order as turns finish.
+    pub queued: VecDeque<String>,
+    /// One Ctrl-C on an idle, empty prompt; the next quits.
+    pub quit_armed: bool,
+    pub should_quit: bool,
+    /// A one-line message in the footer until the next key.
+    pub status: Option<(NoticeKind, String)>,
+    /// Tokens the provider reported for this session (this process).
+    pub usage: Usage,
+    /// Something changed since the last frame.
+    pub dirty: bool,
+}
+
+impl App {
+    pub fn new(theme: Theme, keymap: Keymap, options: AppOptions) -> Self {
+        let composer = Composer::new(&theme);
+        let gauge = Gauge::new(options.threshold, options.gates);
+        let tools = ToolPanel::new(options.heartbeat);
+        let mut app = App {
+            theme,
+            keymap,
+            chat: Chat::default(),
+            tools,
+            gauge,
+            composer,
+            browser: None,
+            help: None,
+            focus: Focus::Input,
+            sidebar: true,
+            session_id: None,
+            busy: false,
+            opening: false,
+            cancelling: false,
+            run_started_at: None,
+            step: None,
+            queued: VecDeque::new(),
+            quit_armed: false,
+            should_quit: false,
+            status: None,
+            usage: Usage::default(),
+            dirty: true,
+            options,
+        };
+        app.welcome();
+        app
+    }
+
+    fn welcome(&mut self) {
+        let text = if !self.options.has_model {
+            "No model is configured: the chat will explain how to connect one when you send a message. Ctrl-T browses earlier sessions; ? lists every key."
+                .to_string()
+        } else if self.options.demo {
+            "Demo mode: a scripted model drives the real agent loop and file tools. Type anything and press Enter (for example: make me a research checklist). ? lists every key."
+                .to_string()
+        } else {
+            format!(
+                "Connected to {}. Enter sends, Alt-Enter adds a line, Ctrl-T browses sessions, ? lists every key.",
+                self.options.model_label
+            )
+        };
+        self.chat.notice(NoticeKind::Info, text);
+    }
+
+    /// When the screen must next be redrawn on its own (a clock changes);
+    /// `None` while nothing on screen moves, so an idle app never draws.
+    pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
+        let mut next = self.tools.next_tick(now);
+        let mut consider = |start: Instant| {
+            let t = start + Duration::from_secs(now.saturating_duration_since(start).as_secs() + 1);
+            next = Some(next.map_or(t, |n: Instant| n.min(t)));
+        };
+        if self.busy
+            && let Some(s) = self.run_started_at
+        {
+            consider(s);
+        }
+        if let Some(a) = &self.gauge.active {
+            consider(a.started_at);
+        }
+        next
+    }
+
+    fn set_status(&mut self, kind: NoticeKind, text: impl Into<String>) {
+        self.status = Some((kind, text.into()));
+    }
+
+    fn contexts(&self) -> Vec<Context> {
+        if self.help.is_some() || self.browser.is_some() {
+            return vec![Context::List, Context::Global];
+        }
+        match self.focus {
+            Focus::Input => vec![Context::Input, Context::Main, Context::Global],
+            Focus::Chat => vec![Context::Chat, Context::Main, Context::Global],
+        }
+    }
+
+    fn resolve(&self, key: &KeyEvent) -> Option<Action> {
+        for ctx in self.contexts() {
+            if let Some(a) = self.keymap.lookup(ctx, key) {
+                // Printable keys bound in the input only act on an empty input.
+                let printable = matches!(key.code, KeyCode::Char(_))
+                    && !key
+                        .modifiers
+                        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+                if ctx == Context::Input && printable && !self.composer.is_empty() {
+                    return None;
+                }
+                if a == Action::HistoryPrev && !self.composer.on_first_line() {
+                    return None;
+                }
+                if a == Action::HistoryNext && !self.composer.on_last_line() {
+                    return None;
+                }
+                return Some(a);
+            }
+        }
+        None
+    }
+
+    fn dispatch(&mut self, prompt: String) -> Vec<Effect> {
+        self.chat.push(CellKind::User {
+            text: prompt.clone(),
+        });
+        self.chat.follow_bottom();
+        self.busy = true;
+        self.cancelling = false;
+        vec![Effect::Send { prompt }]
+    }
+
+    fn open_browser(&mut self) -> Vec<Effect> {
+        self.help = None;
+        self.browser = Some(Browser::new(self.options.offset, self.session_id.clone()));
+        vec![Effect::LoadSessions]
+    }
+
+    fn cancel_run(&mut self) -> Vec<Effect> {
+        if !self.busy {
+            return vec![];
+        }
+        self.cancelling = true;
+        // Queued messages come back to the input: nothing runs by surprise.
+        if !self.queued.is_empty() {
+            let mut parts: Vec<String> = self.queued.drain(..).collect();
+            if !self.composer.is_empty() {
+                parts.push(self.composer.text());
+            }
+            self.composer.set_text(&parts.join("\n\n"));
+        }
+        self.set_status(
+            NoticeKind::Warning,
+            "cancelling the run… (the chat is kept)",
+        );
+        vec![Effect::Cancel]
+    }
+
+    fn submit(&mut self) -> Vec<Effect> {
+        let text = self.composer.text();
+        if text.trim().is_empty() {
+            return vec![];
+        }
+        self.composer.remember(&text);
+        self.composer.clear();
+        if let Some(rest) = text.strip_prefix("//") {
+            return self.send_text(format!("/{rest}"));
+        }
+        if text.starts_with('/') {
+            return self.slash(&text);
+        }
+        self.send_text(text)
+    }
+
+    fn send_text(&mut self, text: String) -> Vec<Effect> {
+        if !self.options.has_model {
+            self.chat.push(CellKind::User { text });
+            self.chat
+                .notice(NoticeKind::Error, self.options.no_model_help.clone());
+            self.chat.follow_bottom();
+            return vec![];
+        }
+        if self.busy || self.opening {
+            self.queued.push_back(text);
+            self.set_status(
+                NoticeKind::Info,
+                format!(
+                    "queued ({}): it runs when the current turn ends",
+                    self.queued.len()
+                ),
+            );
+            return vec![];
+        }
+        self.dispatch(text)
+    }
+
+    fn slash(&mut self, text: &str) -> Vec<Effect> {
+        let mut parts = text.trim().splitn(2, char::is_whitespace);
+        let cmd = parts.next().unwrap_or("");
+        let arg = parts.next().map(str::trim).filter(|s| !s.is_empty());
+        match cmd {
+            "/help" | "/?" => {
+                self.help = Some(Help::default());
+                vec![]
+            }
+            "/quit" | "/exit" | "/q" => self.quit(),
+            "/sessions" | "/transcripts" => self.open_browser(),
+            "/new" => {
+                if self.busy {
+                    self.set_status(
+                        NoticeKind::Warning,
+                        "a turn is running: Esc cancels it first",
+                    );
+                    return vec![];
+                }
+                self.reset_session_view();
+                self.session_id = None;
+                self.opening = true;
+                self.chat.notice(
+                    NoticeKind::Info,
+                    "new session: it is created on disk with your first message",
+                );
+                vec![Effect::NewSession]
+            }
+            "/compact" => vec![Effect::Compact {
+                focus: arg.map(String::from),
+            }],
+            "/model" => match arg {
+                None => {
+                    let text = format!(
+                        "model: {}. Switch with /model NAME (same provider), or restart with --provider/--model.",
+                        self.options.model_label
+                    );
+                    self.chat.notice(NoticeKind::Info, text);
+                    vec![]
+                }
+                Some(_) if !self.options.has_model || self.options.demo => {
+                    self.chat.notice(
+                        NoticeKind::Warning,
+                        "no configured provider to switch models on (the demo model is fixed); see `vibedesk doctor`",
+                    );
+                    vec![]
+                }
+                Some(_) if self.busy => {
+                    self.set_status(
+                        NoticeKind::Warning,
+                        "a turn is running: switch models when it ends",
+                    );
+                    vec![]
+                }
+                Some(name) => vec![Effect::SwitchModel(name.to_string())],
+            },
+            other => {
+                self.chat.notice(
+                    NoticeKind::Error,
+                    format!("unknown command {other}; /help lists them (start a message with // to send a literal '/')"),
+                );
+                vec![]
+            }
+        }
+    }
+
+    fn quit(&mut self) -> Vec<Effect> {
+        self.should_quit = true;
+        if self.busy {
+            vec![Effect::Cancel, Effect::Quit]
+        } else {
+            vec![Effect::Quit]
+        }
+    }
+
+    fn reset_session_view(&mut self) {
+        self.chat.clear();
+        self.tools.clear();
+        self.gauge.reset();
+        self.usage = Usage::default();
+        self.step = None;
+        self.focus = Focus::Input;
+    }
+
+    fn handle_action(&mut self, action: Action) -> Vec<Effect> {
+        // Overlay navigation first.
+        if let Some(help) = &mut self.help {
+            match action {
+                Action::Up => help.scroll = help.scroll.saturating_sub(1),
+                Action::Down => help.scroll += 1,
+                Action::PageUp => help.scroll = help.scroll.saturating_sub(10),
+                Action::PageDown => help.scroll += 10,
+                Action::Top => help.scroll = 0,
+                Action::Back | Action::Help => self.help = None,
+                Action::Interrupt | Action::Quit | Action::Redraw => return self.global(action),
+                Action::Transcripts => return self.open_browser(),
+                _ => {}
+            }
+            return vec![];
+        }
+        if let Some(browser) = &mut self.browser {
+            if matches!(
+                action,
+                Action::Interrupt | Action::Quit | Action::Redraw | Action::Help
+            ) {
+                return self.global(action);
+            }
+            if action == Action::Transcripts {
+                self.browser = None;
+                return vec![];
+            }
+            let mut out = Vec::new();
+            for e in browser.handle(action) {
+                match e {
+                    BrowserEffect::Close => self.browser = None,
+                    BrowserEffect::LoadSessions => out.push(Effect::LoadSessions),
+                    BrowserEffect::LoadDetail(id) => out.push(Effect::LoadDetail(id)),
+                    BrowserEffect::LoadTranscript(p) => out.push(Effect::LoadTranscript(p)),
+                    BrowserEffect::Resume(id) => {
+                        if self.busy {
+                            if let Some(b) = &mut self.browser {
+                                b.message = Some("a turn is running: cancel it (Esc in the chat) before switching sessions".into());
+                            }
+                        } else if self.session_id.as_deref() == Some(id.as_str()) {
+                            self.browser = None;
+                        } else {
+                            self.browser = None;
+                            self.opening = true;
+                            out.push(Effect::OpenSession(id));
+                        }
+                    }
+                }
+            }
+            return out;
+        }
+        match action {
+            Action::Submit => self.submit(),
+            Action::Newline => {
+                self.composer.insert_newline();
+                vec![]
+            }
+            Action::HelpFromInput => {
+                self.help = Some(Help::default());
+                vec![]
+            }
+            Action::HistoryPrev => {
+                self.composer.history_prev();
+                vec![]
+            }
+            Action::HistoryNext => {
+                self.composer.history_next();
+                vec![]
+            }
+            Action::FocusChat => {
+                self.focus = Focus::Chat;
+                if self.chat.selected.is_none() {
+                    self.chat.select(false, &self.theme);
+                }
+                vec![]
+            }
+            Action::FocusInput => {
+                self.focus = Focus::Input;
+                self.chat.selected = None;
+                vec![]
+            }
+            Action::SelectPrev => {
+                self.chat.select(false, &self.theme);
+                vec![]
+            }
+            Action::SelectNext => {
+                self.chat.select(true, &self.theme);
+                vec![]
+            }
+            Action::ToggleCell => {
+                self.chat.toggle_selected();
+                vec![]
+            }
+            Action::CancelRun => {
+                if self.busy {
+                    self.cancel_run()
+                } else {
+                    if self.focus == Focus::Chat {
+                        self.focus = Focus::Input;
+                        self.chat.selected = None;
+                    }
+                    vec![]
+                }
+            }
+            Action::ScrollUp => {
+                let p = self.chat.page();
+                self.chat.scroll_up(p, &self.theme);
+                vec![]
+            }
+            Action::ScrollDown => {
+                let p = self.chat.page();
+                self.chat.scroll_down(p, &self.theme);
+                vec![]
+            }
+            Action::ScrollTop => {
+                self.chat.scroll_top();
+                vec![]
+            }
+            Action::FollowBottom => {
+                self.chat.follow_bottom();
+                vec![]
+            }
+            Action::ToggleReasoning => {
+                let t = self.chat.toggles;
+                self.chat.set_toggles(Toggles {
+                    show_reasoning: !t.show_reasoning,
+                    ..t
+                });
+                vec![]
+            }
+            Action::ToggleDetails => {
+                let t = self.chat.toggles;
+                self.chat.set_toggles(Toggles {
+                    show_details: !t.show_details,
+                    ..t
+                });
+                vec![]
+            }
+            Action::ToggleSidebar => {
+                self.sidebar = !self.sidebar;
+                vec![]
+            }
+            _ => self.global(action),
+        }
+    }
+
+    fn global(&mut self, action: Action) -> Vec<Effect> {
+        match action {
+            Action::Quit => self.quit(),
+            Action::Help => {
+                self.help = if self.help.is_some() {
+                    None
+                } else {
+                    Some(Help::default())
+                };
+                vec![]
+            }
+            Action::Transcripts => self.open_browser(),
+            Action::Redraw => vec![Effect::ClearTerminal],
+            Action::Interrupt => {
+                if self.busy {
+                    return self.cancel_run();
+                }
+                if self.browser.is_none() && self.help.is_none() && !self.composer.is_empty() {
+                    self.composer.clear();
+                    self.set_status(NoticeKind::Info, "input cleared · Ctrl-C again to quit");
+                    self.quit_armed = true;
+                    return vec![];
+                }
+                if self.quit_armed {
+                    return self.quit();
+                }
+                self.quit_armed = true;
+                self.set_status(NoticeKind::Info, "press Ctrl-C again to quit");
+                vec![]
+            }
+            _ => vec![],
+        }
+    }
+
+    fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        if key.kind == KeyEventKind::Release {
+            return vec![];
+        }
+        self.status = None;
+        // The browser's search line takes typing first.
+        if let Some(b) = &mut self.browser
+            && b.search.editing
+        {
+            let ctrl_c =
+                key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
+            match key.code {
+                KeyCode::Esc => b.search_input(None, false, true),
+                _ if ctrl_c => b.search_input(None, false, true),
+                KeyCode::Enter => b.search_input(None, false, false),
+                KeyCode::Backspace => b.search_input(None, true, false),
+                KeyCode::Char(c)
+                    if !key
+                        .modifiers
+                        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+                {
+                    b.search_input(Some(c), false, false)
+                }
+                _ => {}
+            }
+            return vec![];
+        }
+        let action = self.resolve(&key);
+        if action != Some(Action::Interrupt) {
+            self.quit_armed = false;
+        }
+        match action {
+            Some(a) => self.handle_action(a),
+            None => {
+                if self.browser.is_none() && self.help.is_none() {
+                    if self.focus == Focus::Chat {
+                        // Typing returns to the input with that character.
+                        if let KeyCode::Char(_) = key.code
+                            && !key
+                                .modifiers
+                                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+                        {
+                            self.focus = Focus::Input;
+                            self.chat.selected = None;
+                            self.composer.textarea.input(key);
+                        }
+                    } else if key.code != KeyCode::Enter {
+                        // Enter variants do only what the keymap binds them to.
+                        self.composer.textarea.input(key);
+                    }
+                }
+                vec![]
+            }
+        }
+    }
+
+    fn on_mouse(&mut self, m: MouseEvent) -> Vec<Effect> {
+        let up = match m.kind {
+            MouseEventKind::ScrollUp => true,
+            MouseEventKind::ScrollDown => false,
+            _ => return vec![],
+        };
+        if let Some(h) = &mut self.help {
+            h.scroll = if up {
+                h.scroll.saturating_sub(WHEEL_LINES)
+            } else {
+                h.scroll + WHEEL_LINES
+            };
+            return vec![];
+        }
+        if let Some(b) = &mut self.browser {
+            for _ in 0..WHEEL_LINES {
+                b.handle(if up { Action::Up } else { Action::Down });
+            }
+            return vec![];
+        }
+        if up {
+            self.chat.scroll_up(WHEEL_LINES, &self.theme);
+        } else {
+            self.chat.scroll_down(WHEEL_LINES, &self.theme);
+        }
+        vec![]
+    }
+
+    /// The worker finished switching sessions: send what waited for it.
+    fn session_ready(&mut self) -> Vec<Effect> {
+        self.opening = false;
+        if self.busy {
+            return vec![];
+        }
+        match self.queued.pop_front() {
+            Some(next) => self.dispatch(next),
+            None => vec![],
+        }
+    }
+
+    fn on_agent(&mut self, event: AgentEvent, at: Instant) -> Vec<Effect> {
+        self.chat.apply(&event);
+        self.gauge.apply(&event, at);
+        match &event {
+            AgentEvent::Tool(t) => self.tools.apply(t, at),
+            AgentEvent::RunStarted {
+                session_id, model, ..
+            } => {
+                self.run_started_at = Some(at);
+                if self.session_id.as_deref() != Some(session_id.as_str()) {
+                    self.session_id = Some(session_id.clone());
+                }
+                if !model.is_empty() && !self.options.model_label.contains(model.as_str()) {
+                    self.options.model_label = model.clone();
+                }
+            }
+            AgentEvent::IterationStarted {
+                step,
+                max_iterations,
+                ..
+            } => self.step = Some((*step, *max_iterations)),
+            AgentEvent::LlmUsage {
+                input_tokens,
+                output_tokens,
+                total_tokens,
+                ..
+            } => {
+                self.usage.input_tokens += input_tokens;
+                self.usage.output_tokens += output_tokens;
+                self.usage.total_tokens += total_tokens;
+            }
+            AgentEvent::RunFinished { status, .. } => {
+                self.tools.finish_run(*status, at);
+                self.run_started_at = None;
+                if *status == RunStatus::Cancelled {
+                    self.cancelling = false;
+                }
+            }
+            _ => {}
+        }
+        vec![]
+    }
+}
+
+/// The transition function: folds `msg` into `app` and returns the side
+/// effects to perform. Never blocks, never does IO.
+pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
+    app.dirty = true;
+    match msg {
+        Msg::Key(k) => app.on_key(k),
+        Msg::Paste(text) => {
+            if let Some(b) = &mut app.browser {
+                if b.search.editing {
+                    b.search.query.push_str(text.lines().next().unwrap_or(""));
+                }
+                return vec![];
+            }
+            app.help = None;
+            app.focus = Focus::Input;
+            app.composer.paste(&text);
+            let lines = text.lines().count();
+            if lines > 1 || text.len() > 200 {
+                app.set_status(
+                    NoticeKind::Info,
+                    format!("pasted {lines} line(s), {} chars", text.chars().count()),
+                );
+            }
+            vec![]
+        }
+        Msg::Mouse(m) => app.on_mouse(m),
+        // The next frame lays out for the new size.
+        Msg::Resize(..) => vec![],
+        Msg::Agent { event, at } => app.on_agent(event, at),
+        Msg::TurnDone { error } => {
+            if app.cancelling {
+                // The "cancelling…" hint has served its purpose.
+                app.status = None;
+            }
+            app.busy = false;
+            app.cancelling = false;
+            app.run_started_at = None;
+            if let Some(e) = error {
+                app.chat.notice(NoticeKind::Error, e);
+            }
+            match app.queued.pop_front() {
+                Some(next) => app.dispatch(next),
+                None => vec![],
+            }
+        }
+        Msg::SessionOpened { id: None, .. } => {
+            // `/new` already cleared the view; messages typed since then stay.
+            app.session_id = None;
+            app.session_ready()
+        }
+        Msg::SessionOpened {
+            id,
+            history,
+            skipped,
+        } => {
+            app.reset_session_view();
+            app.chat.load_history(&history);
+            app.composer.seed_history(
+                history
+                    .iter()
+                    .filter(|m| m.message.role == Role::User)
+                    .map(|m| m.message.content.clone()),
+            );
+            if let Some(id) = &id {
+                let n = history.len();
+                app.chat.notice(
+                    NoticeKind::Info,
+                    format!("resumed session {id} ({n} message(s)); new messages continue it"),
+                );
+                if skipped > 0 {
+                    app.chat.notice(
+                        NoticeKind::Warning,
+                        format!("{skipped} unreadable line(s) of its message log were skipped"),
+                    );
+                }
+            }
+            app.session_id = id;
+            app.session_ready()
+        }
+        Msg::SessionFailed(e) => {
+            app.chat.notice(NoticeKind::Error, e);
+            app.session_ready()
+        }
+        Msg::Sessions(rows) => {
+            if let Some(b) = &mut app.browser {
+                b.set_sessions(rows);
+            }
+            vec![]
+        }
+        Msg::Detail(r) => {
+            if let Some(b) = &mut app.browser {
+                match r {
+                    Ok(d) => b.set_detail(d),
+                    Err(e) => b.error = Some(e),
+                }
+            }
+            vec![]
+        }
+        Msg::Transcript { name, result } => {
+            if let Some(b) = &mut app.browser {
+                match result {
+                    Ok(m) => b.set_transcript(&name, m),
+                    Err(e) => b.error = Some(e),
+                }
+            }
+            vec![]
+        }
+        Msg::Notice { kind, text } => {
+            app.chat.notice(kind, text);
+            vec![]
+        }
+        Msg::ModelChanged { label } => {
+            app.chat
+                .notice(NoticeKind::Info, format!("model switched to {label}"));
+            app.options.model_label = label;
+            vec![]
+        }
+    }
+}

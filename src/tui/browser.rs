@@ -1,0 +1,965 @@
+//! The transcript browser: a full-screen stack of views over what is on
+//! disk. Sessions (newest first) → one session's messages, trace records and
+//! archive (pre-compaction transcripts and archived originals) → any item in
+//! full. `[cleared]` and collapsed messages open with their archived
+//! original. `/` searches the current view; `r` resumes a session in the chat.
+//! Rows are built only for the visible window, so a 10,000-message session
+//! scrolls as fast as a short one.
+
+use std::path::PathBuf;
+
+use chrono::FixedOffset;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+
+use super::format::{one_line, timestamp, truncate, width as text_width};
+use super::keymap::Action;
+use super::theme::Theme;
+use super::transcripts::{ArchiveEntry, SessionDetail, SessionRow, find_original, looks_compacted};
+use super::wrap::{line_text, wrap_hard};
+use crate::model::{Message, Role};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tab {
+    Messages,
+    Trace,
+    Archive,
+}
+
+impl Tab {
+    const ALL: [Tab; 3] = [Tab::Messages, Tab::Trace, Tab::Archive];
+
+    fn title(self) -> &'static str {
+        match self {
+            Tab::Messages => "Messages",
+            Tab::Trace => "Trace",
+            Tab::Archive => "Archive",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum View {
+    Sessions,
+    Session {
+        tab: Tab,
+    },
+    /// The messages of one pre-compaction transcript.
+    Transcript {
+        name: String,
+        messages: Option<Vec<Message>>,
+    },
+    /// One item in full.
+    Pager {
+        title: String,
+        lines: Vec<String>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Level {
+    view: View,
+    selected: usize,
+    scroll: usize,
+}
+
+/// What the browser asks the runtime to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BrowserEffect {
+    LoadSessions,
+    LoadDetail(String),
+    LoadTranscript(PathBuf),
+    Resume(String),
+    Close,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Search {
+    /// The query line is open for typing.
+    pub editing: bool,
+    pub query: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Browser {
+    stack: Vec<Level>,
+    pub sessions: Option<Vec<SessionRow>>,
+    pub detail: Option<SessionDetail>,
+    pub search: Search,
+    pub error: Option<String>,
+    pub message: Option<String>,
+    /// The session open in the chat (marked in the list).
+    pub current: Option<String>,
+    pub offset: FixedOffset,
+    /// Rows visible in the last frame (page size).
+    pub page: usize,
+}
+
+impl Browser {
+    pub fn new(offset: FixedOffset, current: Option<String>) -> Self {
+        Browser {
+            stack: vec![Level {
+                view: View::Sessions,
+                selected: 0,
+                scroll: 0,
+            }],
+            sessions: None,
+            detail: None,
+            search: Search::default(),
+            error: None,
+            message: None,
+            current,
+            offset,
+            page: 20,
+        }
+    }
+
+    pub fn view(&self) -> &View {
+        self.stack
+            .last()
+            .map(|l| &l.view)
+            .unwrap_or(&View::Sessions)
+    }
+
+    pub fn selected(&self) -> usize {
+        self.stack.last().map_or(0, |l| l.selected)
+    }
+
+    fn level_mut(&mut self) -> Option<&mut Level> {
+        self.stack.last_mut()
+    }
+
+    pub fn set_sessions(&mut self, rows: Vec<SessionRow>) {
+        self.sessions = Some(rows);
+    }
+
+    pub fn set_detail(&mut self, d: SessionDetail) {
+        self.detail = Some(d);
+    }
+
+    pub fn set_transcript(&mut self, name: &str, messages: Vec<Message>) {
+        for l in self.stack.iter_mut().rev() {
+            if let View::Transcript {
+                name: n,
+                messages: m,
+            } = &mut l.view
+                && n == name
+            {
+                *m = Some(messages);
+                return;
+            }
+        }
+    }
+
+    /// Number of rows of the current view.
+    pub fn len(&self) -> usize {
+        match self.view() {
+            View::Sessions => self.sessions.as_ref().map_or(0, Vec::len),
+            View::Session { tab } => self.detail.as_ref().map_or(0, |d| match tab {
+                Tab::Messages => d.messages.len(),
+                Tab::Trace => d.trace.len(),
+                Tab::Archive => d.transcripts.len() + d.archive.len(),
+            }),
+            View::Transcript { messages, .. } => messages.as_ref().map_or(0, Vec::len),
+            View::Pager { lines, .. } => lines.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Plain text of row `i` (search and tests).
+    pub fn row_text(&self, i: usize, width: usize, theme: &Theme) -> String {
+        line_text(&self.row(i, width, theme))
+    }
+
+    /// Handles a named action; returns what the runtime must do.
+    pub fn handle(&mut self, action: Action) -> Vec<BrowserEffect> {
+        let len = self.len();
+        let page = self.page.max(1);
+        let pager = matches!(self.view(), View::Pager { .. });
+        match action {
+            Action::Up
+            | Action::Down
+            | Action::PageUp
+            | Action::PageDown
+            | Action::Top
+            | Action::Bottom => {
+                let Some(l) = self.level_mut() else {
+                    return vec![];
+                };
+                let cur = if pager { l.scroll } else { l.selected };
+                let last = len.saturating_sub(1);
+                let next = match action {
+                    Action::Up => cur.saturating_sub(1),
+                    Action::Down => (cur + 1).min(last),
+                    Action::PageUp => cur.saturating_sub(page),
+                    Action::PageDown => (cur + page).min(last),
+                    Action::Top => 0,
+                    _ => last,
+                };
+                if pager {
+                    l.scroll = next;
+                } else {
+                    l.selected = next;
+                }
+                vec![]
+            }
+            Action::Back => {
+                self.error = None;
+                if self.stack.len() <= 1 {
+                    return vec![BrowserEffect::Close];
+                }
+                self.stack.pop();
+                vec![]
+            }
+            Action::Open => self.open(),
+            Action::NextTab | Action::PrevTab => {
+                if let Some(l) = self.level_mut()
+                    && let View::Session { tab } = &mut l.view
+                {
+                    let i = Tab::ALL.iter().position(|t| t == tab).unwrap_or(0);
+                    let n = Tab::ALL.len();
+                    let j = if action == Action::NextTab {
+                        (i + 1) % n
+                    } else {
+                        (i + n - 1) % n
+                    };
+                    *tab = Tab::ALL[j];
+                    l.selected = 0;
+                    l.scroll = 0;
+                }
+                vec![]
+            }
+            Action::Search => {
+                self.search.editing = true;
+                self.search.query.clear();
+                vec![]
+            }
+            Action::NextMatch => {
+                self.find(true, false);
+                vec![]
+            }
+            Action::PrevMatch => {
+                self.find(false, false);
+                vec![]
+            }
+            Action::Resume => {
+                let id = match self.view() {
+                    View::Sessions => self
+                        .sessions
+                        .as_ref()
+                        .and_then(|s| s.get(self.selected()))
+                        .map(|r| r.meta.id.clone()),
+                    _ => self.detail.as_ref().map(|d| d.id.clone()),
+                };
+                match id {
+                    Some(id) => vec![BrowserEffect::Resume(id)],
+                    None => vec![],
+                }
+            }
+            _ => vec![],
+        }
+    }
+
+    /// A key typed into the search line. `None` input means Enter.
+    pub fn search_input(&mut self, c: Option<char>, backspace: bool, cancel: bool) {
+        if cancel {
+            self.search = Search::default();
+            return;
+        }
+        if backspace {
+            self.search.query.pop();
+            return;
+        }
+        match c {
+            Some(c) => {
+                self.search.query.push(c);
+                // Incremental: jump to the first match from the cursor.
+                self.find(true, true);
+            }
+            None => {
+                self.search.editing = false;
+                if !self.find(true, true) && !self.search.query.is_empty() {
+                    self.message = Some(format!("no match for '{}'", self.search.query));
+                }
+            }
+        }
+    }
+
+    /// Moves to the next (or previous) row containing the query; with
+    /// `include_current` the current row counts. Returns whether one was found.
+    fn find(&mut self, forward: bool, include_current: bool) -> bool {
+        let q = self.search.query.clone();
+        if q.is_empty() {
+            return false;
+        }
+        let len = self.len();
+        if len == 0 {
+            return false;
+        }
+        let pager = matches!(self.view(), View::Pager { .. });
+        let cur = match self.stack.last() {
+            Some(l) if pager => l.scroll,
+            Some(l) => l.selected,
+            None => 0,
+        };
+        let theme = Theme::default();
+        let hit = |i: usize| contains_ci(&self.search_text(i, &theme), &q);
+        let order: Vec<usize> = if forward {
+            let start = if include_current { cur } else { cur + 1 };
+            (start..len).chain(0..start.min(len)).collect()
+        } else {
+            (0..cur).rev().chain((cur..len).rev()).collect()
+        };
+        let found = order.into_iter().find(|i| hit(*i));
+        match found {
+            Some(i) => {
+                if let Some(l) = self.level_mut() {
+                    if pager {
+                        l.scroll = i;
+                    } else {
+                        l.selected = i;
+                    }
+                }
+                self.message = None;
+                true
+            }
+            None => {
+                self.message = Some(format!("no match for '{q}'"));
+                false
+            }
+        }
+    }
+
+    /// Text searched for row `i`: the whole item, not only its visible cut.
+    fn search_text(&self, i: usize, theme: &Theme) -> String {
+        match self.view() {
+            View::Session { tab: Tab::Messages } => self
+                .detail
+                .as_ref()
+                .and_then(|d| d.messages.get(i))
+                .map(|m| m.message.content.clone())
+                .unwrap_or_default(),
+            View::Session { tab: Tab::Trace } => self
+                .detail
+                .as_ref()
+                .and_then(|d| d.trace.get(i))
+                .map(Value::to_string)
+                .unwrap_or_default(),
+            View::Transcript { messages, .. } => messages
+                .as_ref()
+                .and_then(|m| m.get(i))
+                .map(|m| m.content.clone())
+                .unwrap_or_default(),
+            View::Pager { lines, .. } => lines.get(i).cloned().unwrap_or_default(),
+            _ => self.row_text(i, 400, theme),
+        }
+    }
+
+    fn open(&mut self) -> Vec<BrowserEffect> {
+        let sel = self.selected();
+        let view = self.view().clone();
+        match view {
+            View::Sessions => {
+                let Some(row) = self.sessions.as_ref().and_then(|s| s.get(sel)) else {
+                    return vec![];
+                };
+                let id = row.meta.id.clone();
+                if self.detail.as_ref().is_none_or(|d| d.id != id) {
+                    self.detail = None;
+                }
+                self.push(View::Session { tab: Tab::Messages });
+                vec![BrowserEffect::LoadDetail(id)]
+            }
+            View::Session { tab } => {
+                let Some(d) = &self.detail else {
+                    return vec![];
+                };
+                match tab {
+                    Tab::Messages => {
+                        if let Some(m) = d.messages.get(sel) {
+                            let mut head = vec![format!(
+                                "{} · {}{}{}",
+                                m.message.role.as_str(),
+                                m.ts,
+                                m.run_id
+                                    .as_ref()
+                                    .map(|r| format!(" · run {r}"))
+                                    .unwrap_or_default(),
+                                m.status
+                                    .as_ref()
+                                    .map(|s| format!(" · {s}"))
+                                    .unwrap_or_default()
+                            )];
+                            head.push(String::new());
+                            let lines = message_lines(&m.message, &d.archive, head);
+                            self.push(View::Pager {
+                                title: format!("message {} of {}", sel + 1, d.messages.len()),
+                                lines,
+                            });
+                        }
+                        vec![]
+                    }
+                    Tab::Trace => {
+                        if let Some(r) = d.trace.get(sel) {
+                            let text = serde_json::to_string_pretty(r).unwrap_or_default();
+                            self.push(View::Pager {
+                                title: format!("trace record {} of {}", sel + 1, d.trace.len()),
+                                lines: text.lines().map(String::from).collect(),
+                            });
+                        }
+                        vec![]
+                    }
+                    Tab::Archive => {
+                        if let Some(t) = d.transcripts.get(sel) {
+                            let (name, path) = (t.name.clone(), t.path.clone());
+                            self.push(View::Transcript {
+                                name,
+                                messages: None,
+                            });
+                            return vec![BrowserEffect::LoadTranscript(path)];
+                        }
+                        if let Some(e) = d.archive.get(sel - d.transcripts.len().min(sel)) {
+                            let head = vec![
+                                format!(
+                                    "original archived by {} · iter {} · run {} · {}",
+                                    e.layer, e.iter, e.run_id, e.ts
+                                ),
+                                String::new(),
+                            ];
+                            let lines = message_lines(&e.message, &[], head);
+                            self.push(View::Pager {
+                                title: "archived original".into(),
+                                lines,
+                            });
+                        }
+                        vec![]
+                    }
+                }
+            }
+            View::Transcript { name, messages } => {
+                let archive = self
+                    .detail
+                    .as_ref()
+                    .map(|d| d.archive.clone())
+                    .unwrap_or_default();
+                if let Some(m) = messages.as_ref().and_then(|m| m.get(sel)) {
+                    let lines = message_lines(m, &archive, vec![]);
+                    self.push(View::Pager {
+                        title: format!("{name} · message {}", sel + 1),
+                        lines,
+                    });
+                }
+                vec![]
+            }
+            View::Pager { .. } => vec![],
+        }
+    }
+
+    fn push(&mut self, view: View) {
+        self.search = Search::default();
+        self.message = None;
+        self.stack.push(Level {
+            view,
+            selected: 0,
+            scroll: 0,
+        });
+    }
+
+    /// Row `i` of the current view, fitted to `width`.
+    pub fn row(&self, i: usize, width: usize, theme: &Theme) -> Line<'static> {
+        match self.view() {
+            View::Sessions => {
+                let Some(r) = self.sessions.as_ref().and_then(|s| s.get(i)) else {
+                    return Line::default();
+                };
+                let current = self.current.as_deref() == Some(r.meta.id.as_str());
+                let status = r.meta.last_status.clone().unwrap_or_else(|| "new".into());
+                let status_style = match status.as_str() {
+                    "success" => theme.ok,
+                    "failed" | "interrupted" => theme.error,
+                    "cancelled" => theme.warn,
+                    _ => theme.muted,
+                };
+                let head = format!(
+                    "{}{:<12}  {}  ",
+                    if current { "● " } else { "  " },
+                    r.meta.id,
+                    timestamp(&r.meta.created_at, self.offset)
+                );
+                let count = format!("  {:>5} msgs  ", r.messages);
+                let used = text_width(&head) + 11 + text_width(&count);
+                let title = if r.meta.title.is_empty() {
+                    "(no prompt yet)".to_string()
+                } else {
+                    one_line(&r.meta.title, width.saturating_sub(used))
+                };
+                Line::from(vec![
+                    Span::styled(head, if current { theme.accent } else { theme.muted }),
+                    Span::styled(format!("{status:<11}"), status_style),
+                    Span::styled(count, theme.muted),
+                    Span::styled(title, theme.text),
+                ])
+            }
+            View::Session { tab } => {
+                let Some(d) = &self.detail else {
+                    return Line::default();
+                };
+                match tab {
+                    Tab::Messages => d
+                        .messages
+                        .get(i)
+                        .map(|m| {
+                            let mark = if find_original(&d.archive, &m.message).is_some() {
+                                "⊕"
+                            } else {
+                                " "
+                            };
+                            message_row(&m.message, &m.ts, mark, width, theme, self.offset)
+                        })
+                        .unwrap_or_default(),
+                    Tab::Trace => d
+                        .trace
+                        .get(i)
+                        .map(|r| trace_row(r, width, theme))
+                        .unwrap_or_default(),
+                    Tab::Archive => {
+                        if let Some(t) = d.transcripts.get(i) {
+                            let text = format!("▤ {} · {} messages", t.name, t.messages);
+                            return Line::from(Span::styled(truncate(&text, width), theme.accent));
+                        }
+                        d.archive
+                            .get(i - d.transcripts.len().min(i))
+                            .map(|e| archive_row(e, width, theme))
+                            .unwrap_or_default()
+                    }
+                }
+            }
+            View::Transcript { messages, .. } => {
+                let archive: &[ArchiveEntry] = self.detail.as_ref().map_or(&[], |d| &d.archive);
+                messages
+                    .as_ref()
+                    .and_then(|m| m.get(i))
+                    .map(|m| {
+                        let mark = if find_original(archive, m).is_some() {
+                            "⊕"
+                        } else {
+                            " "
+                        };
+                        message_row(m, "", mark, width, theme, self.offset)
+                    })
+                    .unwrap_or_default()
+            }
+            View::Pager { lines, .. } => lines
+                .get(i)
+                .map(|l| Line::from(Span::styled(l.clone(), theme.text)))
+                .unwrap_or_default(),
+        }
+    }
+
+    fn title(&self) -> String {
+        match self.view() {
+            View::Sessions => format!(
+                "Transcripts · {} session(s) on disk",
+                self.sessions.as_ref().map_or(0, Vec::len)
+            ),
+            View::Session { .. } => match &self.detail {
+                Some(d) => {
+                    let title = self
+                        .sessions
+                        .as_ref()
+                        .and_then(|s| s.iter().find(|r| r.meta.id == d.id))
+                        .map(|r| one_line(&r.meta.title, 40))
+                        .unwrap_or_default();
+                    format!("Session {} · {title}", d.id)
+                }
+                None => "Session · loading…".into(),
+            },
+            View::Transcript { name, .. } => format!("Transcript {name}"),
+            View::Pager { title, .. } => title.clone(),
+        }
+    }
+
+    fn hints(&self) -> &'static str {
+        match self.view() {
+            View::Sessions => {
+                "↑↓ move · Enter open · r resume in chat · / search · Esc back to chat"
+            }
+            View::Session { .. } => {
+                "Tab messages/trace/archive · Enter open · r resume · / search · ⊕ archived original · Esc back"
+            }
+            View::Transcript { .. } => {
+                "Enter open (⊕ opens the archived original) · / search · Esc back"
+            }
+            View::Pager { .. } => "↑↓ PgUp PgDn scroll · / search · n/N next/prev · Esc back",
+        }
+    }
+
+    /// Draws the browser over `area`.
+    pub fn render(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme) {
+        if area.height < 4 || area.width < 10 {
+            return;
+        }
+        let width = area.width as usize;
+        buf.set_style(area, theme.text);
+        // Title line.
+        let title = truncate(&self.title(), width);
+        buf.set_line(
+            area.x,
+            area.y,
+            &Line::from(Span::styled(
+                format!("{title:<width$}"),
+                theme.status.add_modifier(Modifier::BOLD),
+            )),
+            area.width,
+        );
+        let mut top = area.y + 1;
+        // Tabs.
+        if let View::Session { tab } = self.view() {
+            let mut spans = Vec::new();
+            for t in Tab::ALL {
+                let count = self.detail.as_ref().map(|d| match t {
+                    Tab::Messages => d.messages.len(),
+                    Tab::Trace => d.trace.len(),
+                    Tab::Archive => d.transcripts.len() + d.archive.len(),
+                });
+                let label = format!(
+                    " {} {} ",
+                    t.title(),
+                    count.map_or(String::new(), |c| format!("({c})"))
+                );
+                let style = if t == *tab {
+                    theme
+                        .accent
+                        .add_modifier(Modifier::BOLD | Modifier::REVERSED)
+                } else {
+                    theme.muted
+                };
+                spans.push(Span::styled(label, style));
+                spans.push(Span::raw(" "));
+            }
+            if let Some(d) = &self.detail
+                && d.skipped > 0
+            {
+                spans.push(Span::styled(
+                    format!("{} unreadable line(s) skipped", d.skipped),
+                    theme.warn,
+                ));
+            }
+            buf.set_line(area.x, top, &Line::from(spans), area.width);
+            top += 1;
+        }
+        let bottom = area.y + area.height - 1;
+        let body_h = bottom.saturating_sub(top) as usize;
+        self.page = body_h.max(1);
+        let len = self.len();
+        let pager = matches!(self.view(), View::Pager { .. });
+        let loading = match self.view() {
+            View::Sessions => self.sessions.is_none(),
+            View::Session { .. } => self.detail.is_none(),
+            View::Transcript { messages, .. } => messages.is_none(),
+            View::Pager { .. } => false,
+        };
+        if let Some(err) = &self.error {
+            buf.set_line(
+                area.x,
+                top,
+                &Line::from(Span::styled(truncate(err, width), theme.error)),
+                area.width,
+            );
+        } else if loading {
+            buf.set_line(
+                area.x,
+                top,
+                &Line::from(Span::styled("loading…", theme.muted)),
+                area.width,
+            );
+        } else if len == 0 {
+            buf.set_line(
+                area.x,
+                top,
+                &Line::from(Span::styled("nothing here yet", theme.muted)),
+                area.width,
+            );
+        } else if pager {
+            self.render_pager(
+                Rect::new(area.x, top, area.width, body_h as u16),
+                buf,
+                theme,
+            );
+        } else {
+            let sel = self.selected().min(len - 1);
+            if let Some(l) = self.level_mut() {
+                l.selected = sel;
+                // Keep the selection inside the window.
+                if sel < l.scroll {
+                    l.scroll = sel;
+                } else if sel >= l.scroll + body_h {
+                    l.scroll = sel + 1 - body_h;
+                }
+            }
+            let scroll = self.stack.last().map_or(0, |l| l.scroll);
+            let q = self.search.query.clone();
+            for (row_y, i) in (scroll..len.min(scroll + body_h)).enumerate() {
+                let mut line = self.row(i, width, theme);
+                if !q.is_empty() {
+                    line = highlight(line, &q, theme.search_match);
+                }
+                if i == sel {
+                    line = line.patch_style(theme.selection);
+                    let w = line.width();
+                    if w < width {
+                        line.push_span(Span::styled(" ".repeat(width - w), theme.selection));
+                    }
+                }
+                buf.set_line(area.x, top + row_y as u16, &line, area.width);
+            }
+        }
+        // Bottom line: search prompt, message, or hints.
+        let bottom_line = if self.search.editing {
+            Line::from(vec![
+                Span::styled("/", theme.key),
+                Span::styled(self.search.query.clone(), theme.text),
+                Span::styled("▏", theme.accent),
+            ])
+        } else if let Some(m) = &self.message {
+            Line::from(Span::styled(truncate(m, width), theme.warn))
+        } else {
+            Line::from(Span::styled(truncate(self.hints(), width), theme.muted))
+        };
+        buf.set_line(area.x, bottom, &bottom_line, area.width);
+    }
+
+    fn render_pager(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme) {
+        let View::Pager { lines, .. } = self.view() else {
+            return;
+        };
+        let width = area.width as usize;
+        let q = self.search.query.clone();
+        let scroll = self.stack.last().map_or(0, |l| l.scroll);
+        let mut y = 0usize;
+        for raw in lines.iter().skip(scroll) {
+            for l in wrap_hard(raw, theme.text, width, &[]) {
+                if y >= area.height as usize {
+                    return;
+                }
+                let l = if q.is_empty() {
+                    l
+                } else {
+                    highlight(l, &q, theme.search_match)
+                };
+                buf.set_line(area.x, area.y + y as u16, &l, area.width);
+                y += 1;
+            }
+        }
+    }
+}
+
+/// The full text of a message for the pager, with its archived original
+/// appended when it was cleared or collapsed.
+fn message_lines(m: &Message, archive: &[ArchiveEntry], mut out: Vec<String>) -> Vec<String> {
+    if let Some(id) = &m.tool_call_id {
+        out.push(format!(
+            "tool result of {} ({id})",
+            m.name.clone().unwrap_or_default()
+        ));
+        out.push(String::new());
+    }
+    if let Some(r) = m.reasoning_content.as_ref().filter(|r| !r.is_empty()) {
+        out.push("reasoning:".into());
+        out.extend(r.lines().map(|l| format!("  {l}")));
+        out.push(String::new());
+    }
+    out.extend(m.content.lines().map(String::from));
+    for tc in &m.tool_calls {
+        out.push(String::new());
+        out.push(format!(
+            "→ {} ({}) {}",
+            tc.function.name, tc.id, tc.function.arguments
+        ));
+    }
+    if let Some(e) = find_original(archive, m) {
+        out.push(String::new());
+        out.push(format!(
+            "── original, archived by {} at iter {} (run {}) ──",
+            e.layer, e.iter, e.run_id
+        ));
+        out.extend(e.message.content.lines().map(String::from));
+    } else if looks_compacted(m) {
+        out.push(String::new());
+        out.push("── no archived original found for this compacted message ──".into());
+    }
+    out
+}
+
+fn role_style(role: Role, theme: &Theme) -> Style {
+    match role {
+        Role::User => theme.user,
+        Role::Assistant => theme.assistant,
+        Role::Tool => theme.accent,
+        Role::System => theme.muted,
+    }
+}
+
+fn message_row(
+    m: &Message,
+    ts: &str,
+    mark: &str,
+    width: usize,
+    theme: &Theme,
+    offset: FixedOffset,
+) -> Line<'static> {
+    let when = if ts.is_empty() {
+        String::new()
+    } else {
+        format!("{}  ", timestamp(ts, offset))
+    };
+    let role = format!("{:<10}", m.role.as_str());
+    let mut body = if !m.content.is_empty() {
+        m.content.clone()
+    } else if !m.tool_calls.is_empty() {
+        let names: Vec<&str> = m
+            .tool_calls
+            .iter()
+            .map(|t| t.function.name.as_str())
+            .collect();
+        format!("→ {}", names.join(", "))
+    } else {
+        String::new()
+    };
+    if m.role == Role::Tool
+        && let Some(n) = &m.name
+    {
+        body = format!("{n}: {body}");
+    }
+    let used = 2 + text_width(&when) + 10;
+    Line::from(vec![
+        Span::styled(format!("{mark} "), theme.accent),
+        Span::styled(when, theme.muted),
+        Span::styled(role, role_style(m.role, theme)),
+        Span::styled(one_line(&body, width.saturating_sub(used)), theme.text),
+    ])
+}
+
+fn trace_row(r: &Value, width: usize, theme: &Theme) -> Line<'static> {
+    let kind = r
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string();
+    let iter = r
+        .get("iter")
+        .and_then(Value::as_u64)
+        .map_or(String::new(), |i| format!("#{i}"));
+    let mut rest = serde_json::Map::new();
+    if let Some(o) = r.as_object() {
+        for (k, v) in o {
+            if !matches!(k.as_str(), "type" | "iter" | "ts") {
+                rest.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    let head = format!("{iter:>5} {kind:<22}");
+    let body = one_line(
+        &Value::Object(rest).to_string(),
+        width.saturating_sub(head.len() + 1),
+    );
+    Line::from(vec![
+        Span::styled(head, theme.accent),
+        Span::raw(" "),
+        Span::styled(body, theme.muted),
+    ])
+}
+
+fn archive_row(e: &ArchiveEntry, width: usize, theme: &Theme) -> Line<'static> {
+    let head = format!(
+        "⊕ {:<12} #{:<4} {:<9} ",
+        e.layer,
+        e.iter,
+        e.message.role.as_str()
+    );
+    let id = e
+        .tool_call_id
+        .as_ref()
+        .map(|i| format!("{i} "))
+        .unwrap_or_default();
+    let body = one_line(
+        &format!("{id}{}", e.message.content),
+        width.saturating_sub(text_width(&head)),
+    );
+    Line::from(vec![
+        Span::styled(head, theme.accent),
+        Span::styled(body, theme.text),
+    ])
+}
+
+/// ASCII case-insensitive substring test.
+pub fn contains_ci(hay: &str, needle: &str) -> bool {
+    if needle.is_empty() {
+        return true;
+    }
+    let h = hay.as_bytes();
+    let n = needle.as_bytes();
+    h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+}
+
+/// Restyles every occurrence of `q` (ASCII case-insensitive) in `line`.
+fn highlight(line: Line<'static>, q: &str, style: Style) -> Line<'static> {
+    if q.is_empty() {
+        return line;
+    }
+    let text = line_text(&line);
+    let tb = text.as_bytes();
+    let qb = q.as_bytes();
+    let mut ranges = Vec::new();
+    let mut i = 0;
+    while i + qb.len() <= tb.len() {
+        if tb[i..i + qb.len()].eq_ignore_ascii_case(qb)
+            && text.is_char_boundary(i)
+            && text.is_char_boundary(i + qb.len())
+        {
+            ranges.push((i, i + qb.len()));
+            i += qb.len();
+        } else {
+            i += 1;
+        }
+    }
+    if ranges.is_empty() {
+        return line;
+    }
+    let mut out: Vec<Span<'static>> = Vec::new();
+    let mut pos = 0;
+    for span in line.spans {
+        let s = span.content.as_ref();
+        let start = pos;
+        let end = pos + s.len();
+        let mut cut = start;
+        for &(a, b) in &ranges {
+            if b <= start || a >= end {
+                continue;
+            }
+            let (a, b) = (a.max(start), b.min(end));
+            if a > cut {
+                out.push(Span::styled(
+                    s[cut - start..a - start].to_string(),
+                    span.style,
+                ));
+            }
+            out.push(Span::styled(
+                s[a - start..b - start].to_string(),
+                span.style.patch(style),
+            ));
+            cut = b;
+        }
+        if cut < end {
+            out.push(Span::styled(s[cut - start..].to_string(), span.style));
+        }
+        pos = end;
+    }
+    Line::from(out)
+}

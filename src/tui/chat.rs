@@ -1,0 +1,674 @@
+//! The chat pane's model: cells, which of them are streaming, the scroll
+//! position and the selection. Scrolling is anchored to a cell and a line
+//! inside it, and heights are computed only for cells near the viewport, so
+//! a frame costs the same for ten messages or ten thousand.
+
+use std::collections::HashMap;
+
+use ratatui::text::Line;
+
+use super::cells::{Cell, CellKind, NoticeKind, Toggles, ToolCell, ToolCellState};
+use super::theme::Theme;
+use crate::agent::events::{AgentEvent, NoticeLevel, RunStatus, ToolCallStatus, ToolEvent};
+use crate::model::Role;
+use crate::store::StoredMessage;
+
+/// Size used for scroll arithmetic before the first frame is drawn.
+const DEFAULT_VIEW: (u16, u16) = (80, 20);
+
+#[derive(Clone, Debug)]
+pub struct Chat {
+    pub cells: Vec<Cell>,
+    /// Stick to the bottom as output arrives.
+    pub follow: bool,
+    /// Top line of the viewport when not following: (cell, line in cell).
+    anchor: (usize, usize),
+    pub selected: Option<usize>,
+    pub toggles: Toggles,
+    /// The chat area of the last frame (width, height).
+    pub view: (u16, u16),
+    tools: HashMap<String, usize>,
+    streaming: Option<usize>,
+    reasoning: Option<usize>,
+}
+
+impl Default for Chat {
+    fn default() -> Self {
+        Chat {
+            cells: Vec::new(),
+            follow: true,
+            anchor: (0, 0),
+            selected: None,
+            toggles: Toggles::default(),
+            view: DEFAULT_VIEW,
+            tools: HashMap::new(),
+            streaming: None,
+            reasoning: None,
+        }
+    }
+}
+
+impl Chat {
+    pub fn clear(&mut self) {
+        let toggles = self.toggles;
+        let view = self.view;
+        *self = Chat {
+            toggles,
+            view,
+            ..Chat::default()
+        };
+    }
+
+    /// Appends a cell. Consecutive tool and reasoning cells sit together
+    /// without blank lines between them.
+    pub fn push(&mut self, kind: CellKind) -> usize {
+        let compact = |k: &CellKind| matches!(k, CellKind::Tool(_) | CellKind::Reasoning { .. });
+        let mut cell = Cell::new(kind);
+        if let Some(prev) = self.cells.last()
+            && compact(prev.kind())
+            && compact(cell.kind())
+        {
+            cell.spaced = false;
+        }
+        if self.cells.is_empty() {
+            cell.spaced = false;
+        }
+        self.cells.push(cell);
+        self.cells.len() - 1
+    }
+
+    pub fn notice(&mut self, kind: NoticeKind, text: impl Into<String>) -> usize {
+        self.push(CellKind::Notice {
+            kind,
+            text: text.into(),
+        })
+    }
+
+    fn finish_streaming(&mut self) {
+        if let Some(i) = self.streaming.take()
+            && let Some(c) = self.cells.get_mut(i)
+            && let CellKind::Assistant { finished, .. } = c.kind_mut()
+        {
+            *finished = true;
+        }
+        self.reasoning = None;
+    }
+
+    /// Whether a reply is streaming right now.
+    pub fn is_streaming(&self) -> bool {
+        self.streaming.is_some()
+    }
+
+    /// Folds an engine event into the cells.
+    pub fn apply(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::RunStarted { .. } => {
+                self.streaming = None;
+                self.reasoning = None;
+            }
+            AgentEvent::IterationStarted { .. } => self.finish_streaming(),
+            AgentEvent::ReasoningDelta { iter, chars, tail } => {
+                let existing = self.reasoning.filter(|i| {
+                    matches!(self.cells.get(*i).map(Cell::kind), Some(CellKind::Reasoning { iter: it, .. }) if it == iter)
+                });
+                match existing {
+                    Some(i) => {
+                        if let CellKind::Reasoning {
+                            chars: c, text: t, ..
+                        } = self.cells[i].kind_mut()
+                        {
+                            *c = *chars;
+                            *t = tail.clone();
+                        }
+                    }
+                    None => {
+                        self.reasoning = Some(self.push(CellKind::Reasoning {
+                            iter: *iter,
+                            chars: *chars,
+                            text: tail.clone(),
+                        }));
+                    }
+                }
+            }
+            AgentEvent::TextDelta { iter, delta } => {
+                let existing = self.streaming.filter(|i| {
+                    matches!(self.cells.get(*i).map(Cell::kind), Some(CellKind::Assistant { iter: it, .. }) if it == iter)
+                });
+                match existing {
+                    Some(i) => self.cells[i].append_text(delta),
+                    None => {
+                        self.streaming = Some(self.push(CellKind::Assistant {
+                            iter: *iter,
+                            text: delta.clone(),
+                            finished: false,
+                            note: None,
+                        }));
+                    }
+                }
+            }
+            AgentEvent::ThinkingDone { .. } => self.finish_streaming(),
+            AgentEvent::StreamReset {
+                error, retry_in_ms, ..
+            } => {
+                // The failed attempt's text is void (the retry starts over).
+                if let Some(i) = self.streaming.take()
+                    && i + 1 == self.cells.len()
+                {
+                    self.cells.pop();
+                }
+                self.notice(
+                    NoticeKind::Warning,
+                    format!(
+                        "model stream failed ({error}); retrying in {:.1}s",
+                        *retry_in_ms as f64 / 1000.0
+                    ),
+                );
+            }
+            AgentEvent::Answer { iter, content, .. } => {
+                self.finish_streaming();
+                let idx = self.cells.iter().rposition(|c| {
+                    matches!(c.kind(), CellKind::Assistant { iter: it, note: None, .. } if it == iter)
+                });
+                match idx {
+                    Some(i) => {
+                        if let CellKind::Assistant { text, finished, .. } = self.cells[i].kind_mut()
+                        {
+                            if text != content {
+                                *text = content.clone();
+                            }
+                            *finished = true;
+                        }
+                    }
+                    None => {
+                        self.push(CellKind::Assistant {
+                            iter: *iter,
+                            text: content.clone(),
+                            finished: true,
+                            note: None,
+                        });
+                    }
+                }
+            }
+            AgentEvent::AnswerRejected { iter, issues, .. } => {
+                self.finish_streaming();
+                let note = format!("↺ draft sent back for revision: {}", issues.join("; "));
+                let idx = self.cells.iter().rposition(
+                    |c| matches!(c.kind(), CellKind::Assistant { iter: it, .. } if it == iter),
+                );
+                match idx {
+                    Some(i) => {
+                        if let CellKind::Assistant { note: n, .. } = self.cells[i].kind_mut() {
+                            *n = Some(note);
+                        }
+                    }
+                    None => {
+                        self.notice(NoticeKind::Warning, note);
+                    }
+                }
+            }
+            AgentEvent::Tool(t) => self.apply_tool(t),
+            AgentEvent::CompactionFinished {
+                layer,
+                trigger,
+                tokens_before,
+                tokens_after,
+                messages_touched,
+                archive_path,
+                ineffective,
+                degraded,
+                ..
+            } => {
+                self.push(CellKind::Compaction {
+                    layer: layer.clone(),
+                    trigger: trigger.clone(),
+                    tokens_before: *tokens_before,
+                    tokens_after: *tokens_after,
+                    messages_touched: *messages_touched,
+                    archived: archive_path.is_some(),
+                    ineffective: *ineffective,
+                    degraded: *degraded,
+                });
+            }
+            AgentEvent::ContentFiltered {
+                consecutive, limit, ..
+            } => {
+                self.notice(
+                    NoticeKind::Warning,
+                    format!("reply blocked by the provider's content filter ({consecutive}/{limit}); skipping that item"),
+                );
+            }
+            AgentEvent::EmptyResponse { consecutive, .. } => {
+                self.notice(
+                    NoticeKind::Info,
+                    format!("the model sent an empty reply ({consecutive}); nudging it"),
+                );
+            }
+            AgentEvent::WrapUp { remaining, .. } => {
+                self.notice(
+                    NoticeKind::Info,
+                    format!("{remaining} iteration(s) left: the model was asked to wrap up"),
+                );
+            }
+            AgentEvent::ForcedTextOnly { .. } => {
+                self.notice(
+                    NoticeKind::Info,
+                    "last iteration: tools withheld, text answer only",
+                );
+            }
+            AgentEvent::BackgroundResults { count, .. } => {
+                self.notice(
+                    NoticeKind::Info,
+                    format!("{count} finished background task(s) reported to the model"),
+                );
+            }
+            AgentEvent::StallWarning { idle_s, timeout_s } => {
+                self.notice(
+                    NoticeKind::Warning,
+                    format!("no progress for {idle_s:.0}s (the run stops at {timeout_s:.0}s)"),
+                );
+            }
+            AgentEvent::Stalled { reason } => {
+                self.notice(NoticeKind::Error, reason.clone());
+            }
+            AgentEvent::Notice { level, message } => {
+                let kind = match level {
+                    NoticeLevel::Info => NoticeKind::Info,
+                    NoticeLevel::Warning => NoticeKind::Warning,
+                };
+                self.notice(kind, message.clone());
+            }
+            AgentEvent::RunFinished {
+                status,
+                reason,
+                iterations,
+                usage,
+                degraded,
+                ..
+            } => {
+                self.finish_streaming();
+                if *status != RunStatus::Success {
+                    for &i in self.tools.values() {
+                        if let Some(c) = self.cells.get_mut(i)
+                            && matches!(c.kind(), CellKind::Tool(t) if !matches!(t.state, ToolCellState::Finished(_)))
+                            && let CellKind::Tool(t) = c.kind_mut()
+                        {
+                            t.state = ToolCellState::Finished(ToolCallStatus::Cancelled);
+                        }
+                    }
+                }
+                self.tools.clear();
+                self.push(CellKind::RunEnd {
+                    status: *status,
+                    reason: reason.clone(),
+                    iterations: *iterations,
+                    usage: *usage,
+                    degraded: *degraded,
+                });
+            }
+            AgentEvent::Watermark { .. }
+            | AgentEvent::CompactionStarted { .. }
+            | AgentEvent::LlmUsage { .. } => {}
+        }
+    }
+
+    fn tool_cell(&mut self, call_id: &str) -> Option<&mut ToolCell> {
+        let i = *self.tools.get(call_id)?;
+        match self.cells.get_mut(i)?.kind_mut() {
+            CellKind::Tool(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    fn apply_tool(&mut self, ev: &ToolEvent) {
+        match ev {
+            ToolEvent::ToolBatchStarted { calls, .. } => {
+                self.finish_streaming();
+                for c in calls {
+                    let i = self.push(CellKind::Tool(ToolCell {
+                        call_id: c.call_id.clone(),
+                        tool: c.tool.clone(),
+                        args: c.args.clone(),
+                        state: ToolCellState::Queued,
+                        elapsed_ms: None,
+                        result: String::new(),
+                        error_code: None,
+                    }));
+                    self.tools.insert(c.call_id.clone(), i);
+                }
+            }
+            ToolEvent::ToolCallStarted {
+                call_id,
+                tool,
+                args,
+                ..
+            } => {
+                if let Some(t) = self.tool_cell(call_id) {
+                    t.state = ToolCellState::Running;
+                } else {
+                    let i = self.push(CellKind::Tool(ToolCell {
+                        call_id: call_id.clone(),
+                        tool: tool.clone(),
+                        args: args.clone(),
+                        state: ToolCellState::Running,
+                        elapsed_ms: None,
+                        result: String::new(),
+                        error_code: None,
+                    }));
+                    self.tools.insert(call_id.clone(), i);
+                }
+            }
+            ToolEvent::ToolCallFinished {
+                call_id,
+                status,
+                elapsed_ms,
+                preview,
+                error_code,
+                ..
+            } => {
+                if let Some(t) = self.tool_cell(call_id) {
+                    t.state = ToolCellState::Finished(*status);
+                    t.elapsed_ms = Some(*elapsed_ms);
+                    t.result = preview.clone();
+                    t.error_code = error_code.clone();
+                }
+            }
+            ToolEvent::ToolHeartbeat { .. }
+            | ToolEvent::ToolProgress { .. }
+            | ToolEvent::ToolTimeoutWarning { .. }
+            | ToolEvent::ToolBatchFinished { .. } => {}
+        }
+    }
+
+    /// Rebuilds the chat from a stored session (resume).
+    pub fn load_history(&mut self, messages: &[StoredMessage]) {
+        self.clear();
+        for m in messages {
+            let msg = &m.message;
+            match msg.role {
+                Role::User => {
+                    if msg.content.trim_start().starts_with("<system>") {
+                        continue;
+                    }
+                    self.push(CellKind::User {
+                        text: msg.content.clone(),
+                    });
+                }
+                Role::Assistant => {
+                    if let Some(r) = msg.reasoning_content.as_ref().filter(|r| !r.is_empty()) {
+                        self.push(CellKind::Reasoning {
+                            iter: 0,
+                            chars: r.chars().count(),
+                            text: r.clone(),
+                        });
+                    }
+                    if !msg.content.trim().is_empty() {
+                        let note = (m.status.as_deref() == Some("interrupted"))
+                            .then(|| "⚠ this reply was interrupted".to_string());
+                        self.push(CellKind::Assistant {
+                            iter: 0,
+                            text: msg.content.clone(),
+                            finished: true,
+                            note,
+                        });
+                    }
+                    for tc in &msg.tool_calls {
+                        let args = serde_json::from_str(&tc.function.arguments)
+                            .unwrap_or(serde_json::Value::String(tc.function.arguments.clone()));
+                        let i = self.push(CellKind::Tool(ToolCell {
+                            call_id: tc.id.clone(),
+                            tool: tc.function.name.clone(),
+                            args,
+                            state: ToolCellState::Queued,
+                            elapsed_ms: None,
+                            result: String::new(),
+                            error_code: None,
+                        }));
+                        self.tools.insert(tc.id.clone(), i);
+                    }
+                }
+                Role::Tool => {
+                    let failed = looks_failed(&msg.content);
+                    if let Some(id) = &msg.tool_call_id
+                        && let Some(t) = self.tool_cell(id)
+                    {
+                        t.result = msg.content.clone();
+                        t.state = ToolCellState::Finished(if failed {
+                            ToolCallStatus::Error
+                        } else {
+                            ToolCallStatus::Ok
+                        });
+                    }
+                }
+                Role::System => {}
+            }
+        }
+        // Calls without a stored result never finished.
+        for &i in self.tools.values() {
+            if let Some(c) = self.cells.get_mut(i)
+                && matches!(c.kind(), CellKind::Tool(t) if t.state == ToolCellState::Queued)
+                && let CellKind::Tool(t) = c.kind_mut()
+            {
+                t.state = ToolCellState::Finished(ToolCallStatus::Cancelled);
+            }
+        }
+        self.tools.clear();
+        self.follow = true;
+    }
+
+    fn width(&self) -> u16 {
+        self.view.0.max(10)
+    }
+
+    fn height(&self) -> usize {
+        self.view.1.max(1) as usize
+    }
+
+    fn cell_height(&mut self, i: usize, theme: &Theme) -> usize {
+        let (w, t) = (self.width(), self.toggles);
+        self.cells.get_mut(i).map_or(0, |c| c.height(w, theme, t))
+    }
+
+    /// The top line when following: the last `height` lines of content.
+    fn bottom_anchor(&mut self, theme: &Theme) -> (usize, usize) {
+        let h = self.height();
+        let mut total = 0;
+        for i in (0..self.cells.len()).rev() {
+            total += self.cell_height(i, theme);
+            if total >= h {
+                return (i, total - h);
+            }
+        }
+        (0, 0)
+    }
+
+    /// The viewport's top line, resolving follow mode.
+    pub fn top(&mut self, theme: &Theme) -> (usize, usize) {
+        if self.follow {
+            self.bottom_anchor(theme)
+        } else {
+            let (c, l) = self.anchor;
+            let c = c.min(self.cells.len().saturating_sub(1));
+            let h = self.cell_height(c, theme);
+            (c, l.min(h.saturating_sub(1)))
+        }
+    }
+
+    pub fn scroll_up(&mut self, lines: usize, theme: &Theme) {
+        let (mut c, mut l) = self.top(theme);
+        self.follow = false;
+        for _ in 0..lines {
+            if l > 0 {
+                l -= 1;
+                continue;
+            }
+            // Step to the last line of the previous non-empty cell.
+            let mut prev = c;
+            let mut found = false;
+            while prev > 0 {
+                prev -= 1;
+                let h = self.cell_height(prev, theme);
+                if h > 0 {
+                    c = prev;
+                    l = h - 1;
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                break;
+            }
+        }
+        self.anchor = (c, l);
+    }
+
+    pub fn scroll_down(&mut self, lines: usize, theme: &Theme) {
+        if self.follow {
+            return;
+        }
+        let (mut c, mut l) = self.top(theme);
+        for _ in 0..lines {
+            let h = self.cell_height(c, theme);
+            if l + 1 < h {
+                l += 1;
+            } else if c + 1 < self.cells.len() {
+                c += 1;
+                l = 0;
+            } else {
+                break;
+            }
+        }
+        self.anchor = (c, l);
+        // Within one screen of the end: follow again.
+        if self.lines_from(c, l, theme, self.height() + 1) <= self.height() {
+            self.follow = true;
+        }
+    }
+
+    /// Counts lines from (c, l) to the end, stopping once past `cap`.
+    fn lines_from(&mut self, c: usize, l: usize, theme: &Theme, cap: usize) -> usize {
+        let mut total = 0;
+        for i in c..self.cells.len() {
+            let h = self.cell_height(i, theme);
+            total += if i == c { h.saturating_sub(l) } else { h };
+            if total > cap {
+                break;
+            }
+        }
+        total
+    }
+
+    pub fn scroll_top(&mut self) {
+        self.follow = false;
+        self.anchor = (0, 0);
+    }
+
+    pub fn follow_bottom(&mut self) {
+        self.follow = true;
+    }
+
+    pub fn page(&self) -> usize {
+        self.height().saturating_sub(2).max(1)
+    }
+
+    /// The lines of the viewport, each with the index of its cell.
+    pub fn visible(&mut self, theme: &Theme) -> Vec<(usize, Line<'static>)> {
+        let h = self.height();
+        let (mut c, mut l) = self.top(theme);
+        let (w, t) = (self.width(), self.toggles);
+        let mut out = Vec::with_capacity(h);
+        while out.len() < h && c < self.cells.len() {
+            let lines = self.cells[c].lines(w, theme, t);
+            for line in lines.iter().skip(l) {
+                if out.len() >= h {
+                    break;
+                }
+                out.push((c, line.clone()));
+            }
+            c += 1;
+            l = 0;
+        }
+        out
+    }
+
+    /// Moves the selection to the previous (or next) expandable cell and
+    /// scrolls it into view.
+    pub fn select(&mut self, forward: bool, theme: &Theme) {
+        let n = self.cells.len();
+        if n == 0 {
+            return;
+        }
+        let start = self.selected.unwrap_or(if forward { 0 } else { n });
+        let found = if forward {
+            (start + usize::from(self.selected.is_some())..n).find(|i| self.cells[*i].expandable())
+        } else {
+            (0..start).rev().find(|i| self.cells[*i].expandable())
+        };
+        if let Some(i) = found {
+            self.selected = Some(i);
+            self.ensure_visible(i, theme);
+        } else if self.selected.is_none() {
+            self.selected = (0..n).rev().find(|i| self.cells[*i].expandable());
+        }
+    }
+
+    /// Keeps cell `i` on screen, moving the viewport as little as possible.
+    pub fn ensure_visible(&mut self, i: usize, theme: &Theme) {
+        let (c, l) = self.top(theme);
+        if i < c || (i == c && l > 0) {
+            self.follow = false;
+            self.anchor = (i, 0);
+            return;
+        }
+        let h = self.height();
+        let mut below = 0;
+        for j in c..=i.min(self.cells.len().saturating_sub(1)) {
+            let ch = self.cell_height(j, theme);
+            below += if j == c { ch.saturating_sub(l) } else { ch };
+        }
+        if below > h {
+            // Bottom-align the cell's last line.
+            self.follow = false;
+            self.anchor = (c, l);
+            self.scroll_down(below - h, theme);
+        }
+    }
+
+    /// Flips the selected cell between expanded and folded.
+    pub fn toggle_selected(&mut self) {
+        let toggles = self.toggles;
+        if let Some(i) = self.selected
+            && let Some(c) = self.cells.get_mut(i)
+            && c.expandable()
+        {
+            let now = c.expanded.unwrap_or(match c.kind() {
+                CellKind::Reasoning { .. } => toggles.show_reasoning,
+                _ => toggles.show_details,
+            });
+            c.expanded = Some(!now);
+        }
+    }
+
+    /// Global toggles reset per-cell choices so the switch applies to all.
+    pub fn set_toggles(&mut self, toggles: Toggles) {
+        self.toggles = toggles;
+        for c in &mut self.cells {
+            c.expanded = None;
+        }
+    }
+}
+
+/// A stored tool result that reports a failure.
+fn looks_failed(content: &str) -> bool {
+    let head = content.trim_start();
+    if head.starts_with("Error") || head.starts_with("error:") {
+        return true;
+    }
+    serde_json::from_str::<serde_json::Value>(content)
+        .ok()
+        .and_then(|v| {
+            v.get("status")
+                .and_then(|s| s.as_str())
+                .map(|s| s == "error")
+        })
+        .unwrap_or(false)
+}

@@ -1,0 +1,420 @@
+//! The workstation's event loop: one `tokio::select!` over terminal events,
+//! the session's event stream, the app bus (turn finished, data loaded) and
+//! the next frame deadline. Frames are drawn on demand, coalesced, at most
+//! 60 per second; an idle app has no deadline and never draws.
+//!
+//! A session worker task owns the [`Session`] (its `send` needs `&mut`) and
+//! runs one turn at a time; the UI task only holds the run's cancel token.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossterm::event::{Event, EventStream};
+use futures_util::StreamExt;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::app::{App, AppOptions, Effect, Msg, update};
+use super::cells::NoticeKind;
+use super::frame::FrameScheduler;
+use super::keymap::Keymap;
+use super::terminal::{self, Term};
+use super::theme::Theme;
+use super::transcripts;
+use super::view;
+use crate::agent::compaction::CompactionRequest;
+use crate::agent::{AgentEvent, EventSink, LoopDeps};
+use crate::llm::Provider;
+use crate::session::Session;
+use crate::store::{MessageLog, Paths};
+
+/// How long quitting waits for a cancelled turn to record its end.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// What `/compact` says until the engine exposes manual compaction.
+
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    #[error("terminal: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Switches the model of the configured provider: returns the new provider
+/// and its label, or why it cannot.
+pub type ModelSwitch =
+    Arc<dyn Fn(&str) -> Result<(Arc<dyn Provider>, String), String> + Send + Sync>;
+
+/// Everything the workstation needs to start.
+pub struct Workstation {
+    pub paths: Paths,
+    /// `None` when no model is configured: the UI opens and explains.
+    pub deps: Option<LoopDeps>,
+    pub options: AppOptions,
+    pub theme: Theme,
+    pub keymap: Keymap,
+    /// A session to resume at start.
+    pub resume: Option<String>,
+    pub switch_model: Option<ModelSwitch>,
+    /// Shown in the chat at start (e.g. runs marked interrupted).
+    pub notices: Vec<(NoticeKind, String)>,
+}
+
+/// `/compact [focus]`: asks the session's loop to compact. The handle is
+/// shared with the session, so a request made while a turn runs is taken at
+/// its next iteration; made while idle, at the next turn's first.
+pub fn request_compaction(handle: &CompactionRequest, focus: Option<&str>) -> String {
+    let focus = focus.unwrap_or("").trim();
+    handle.request(focus);
+    if focus.is_empty() {
+        "compaction requested: it runs at the next iteration of the current turn (or at the start of the next one)".to_string()
+    } else {
+        format!(
+            "compaction requested with focus \"{focus}\": it runs at the next iteration (or at the start of the next turn)"
+        )
+    }
+}
+
+enum WorkerCmd {
+    Send {
+        prompt: String,
+        cancel: CancellationToken,
+    },
+    /// Switch to a session (`None`: a new one, created on first send).
+    Open(Option<String>),
+    SetProvider(Arc<dyn Provider>),
+}
+
+struct Worker {
+    paths: Paths,
+    compaction: CompactionRequest,
+    deps: Option<LoopDeps>,
+    session: Option<Session>,
+    /// The session to open on the next send when none is open.
+    target: Option<String>,
+}
+
+impl Worker {
+    fn open(&mut self) -> Result<(), String> {
+        if self.session.is_some() {
+            return Ok(());
+        }
+        let Some(deps) = self.deps.clone() else {
+            return Err("no model is configured".into());
+        };
+        let mut s =
+            Session::open(&self.paths, self.target.as_deref(), deps).map_err(|e| e.to_string())?;
+        s.set_compaction_request(self.compaction.clone());
+        self.target = Some(s.id().to_string());
+        self.session = Some(s);
+        Ok(())
+    }
+
+    async fn run(
+        mut self,
+        mut rx: UnboundedReceiver<WorkerCmd>,
+        events: UnboundedSender<AgentEvent>,
+        bus: UnboundedSender<Msg>,
+    ) {
+        while let Some(cmd) = rx.recv().await {
+            match cmd {
+                WorkerCmd::Send { prompt, cancel } => {
+                    if let Err(e) = self.open() {
+                        let _ = bus.send(Msg::TurnDone {
+                            error: Some(format!("cannot open the session: {e}")),
+                        });
+                        continue;
+                    }
+                    if let Some(s) = &mut self.session {
+                        s.send(&prompt, EventSink::new(events.clone()), cancel)
+                            .await;
+                    }
+                    let _ = bus.send(Msg::TurnDone { error: None });
+                }
+                WorkerCmd::Open(id) => {
+                    // Dropping the session releases its lock.
+                    self.session = None;
+                    self.target = id.clone();
+                    let Some(id) = id else {
+                        let _ = bus.send(Msg::SessionOpened {
+                            id: None,
+                            history: Vec::new(),
+                            skipped: 0,
+                        });
+                        continue;
+                    };
+                    let msg = if self.deps.is_some() {
+                        match self.open() {
+                            Ok(()) => match self.session.as_ref().map(Session::messages) {
+                                Some(Ok((history, skipped))) => Msg::SessionOpened {
+                                    id: Some(id),
+                                    history,
+                                    skipped,
+                                },
+                                Some(Err(e)) => Msg::SessionFailed(e.to_string()),
+                                None => Msg::SessionFailed(format!("session {id} did not open")),
+                            },
+                            Err(e) => {
+                                self.target = None;
+                                Msg::SessionFailed(e)
+                            }
+                        }
+                    } else {
+                        // Without a model the session is only read, never locked.
+                        match MessageLog::read(&self.paths.session_dir(&id)) {
+                            Ok(r) if self.paths.session_dir(&id).is_dir() => Msg::SessionOpened {
+                                id: Some(id),
+                                history: r.messages,
+                                skipped: r.skipped_lines.len(),
+                            },
+                            Ok(_) => Msg::SessionFailed(format!("session {id} does not exist")),
+                            Err(e) => Msg::SessionFailed(e.to_string()),
+                        }
+                    };
+                    let _ = bus.send(msg);
+                }
+                WorkerCmd::SetProvider(p) => {
+                    if let Some(d) = &mut self.deps {
+                        d.provider = p;
+                    }
+                    // Reopened with the new provider on the next send.
+                    if let Some(s) = self.session.take() {
+                        self.target = Some(s.id().to_string());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs the workstation until the user quits. The terminal is restored on
+/// every path out of here, panics included.
+pub async fn run(ws: Workstation) -> Result<(), TuiError> {
+    let mut guard = terminal::enter()?;
+    let result = event_loop(&mut guard.terminal, ws).await;
+    drop(guard);
+    let (worker, cancel) = result?;
+    if let Some(c) = cancel {
+        c.cancel();
+    }
+    // Let a cancelled turn record its end (state.json, trace) before exit.
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, worker).await;
+    Ok(())
+}
+
+async fn next_signal(sig: &mut Option<tokio::signal::unix::Signal>) {
+    match sig {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+type LoopExit = (JoinHandle<()>, Option<CancellationToken>);
+
+async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiError> {
+    use tokio::signal::unix::{SignalKind, signal};
+
+    let (agent_tx, mut agent_rx) = unbounded_channel::<AgentEvent>();
+    let (bus_tx, mut bus_rx) = unbounded_channel::<Msg>();
+    let (cmd_tx, cmd_rx) = unbounded_channel::<WorkerCmd>();
+    let compaction = CompactionRequest::default();
+    let worker = Worker {
+        paths: ws.paths.clone(),
+        compaction: compaction.clone(),
+        deps: ws.deps,
+        session: None,
+        target: None,
+    };
+    // The engine gets a runtime of its own on a dedicated thread: a turn's
+    // CPU work can never delay a frame, and the turn's future need not be
+    // `Send` (the UI runtime's worker threads would require it).
+    let worker_bus = bus_tx.clone();
+    let worker = tokio::task::spawn_blocking(move || {
+        match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt.block_on(worker.run(cmd_rx, agent_tx, worker_bus)),
+            Err(e) => {
+                let _ = worker_bus.send(Msg::Notice {
+                    kind: NoticeKind::Error,
+                    text: format!("cannot start the engine's runtime: {e}"),
+                });
+            }
+        }
+    });
+
+    let mut app = App::new(ws.theme, ws.keymap, ws.options);
+    for (kind, text) in ws.notices {
+        update(&mut app, Msg::Notice { kind, text });
+    }
+    if let Some(id) = ws.resume {
+        app.opening = true;
+        let _ = cmd_tx.send(WorkerCmd::Open(Some(id)));
+    }
+    let ctx = Ctx {
+        paths: ws.paths,
+        compaction,
+        cmd: cmd_tx,
+        bus: bus_tx,
+        switch_model: ws.switch_model,
+    };
+    let mut cancel: Option<CancellationToken> = None;
+    let mut frames = FrameScheduler::default();
+    frames.request(Instant::now());
+    let mut input = EventStream::new();
+    let mut sigterm = signal(SignalKind::terminate()).ok();
+    let mut sighup = signal(SignalKind::hangup()).ok();
+
+    loop {
+        let deadline = frames.deadline();
+        let mut msgs: Vec<Msg> = Vec::with_capacity(1);
+        tokio::select! {
+            biased;
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                let now = Instant::now();
+                term.draw(|f| view::draw(f, &mut app, now))?;
+                frames.drew(now);
+                if let Some(t) = app.next_deadline(now) {
+                    frames.request(t);
+                }
+                continue;
+            }
+            ev = input.next() => match ev {
+                Some(Ok(Event::Key(k))) => msgs.push(Msg::Key(k)),
+                Some(Ok(Event::Paste(s))) => msgs.push(Msg::Paste(s)),
+                Some(Ok(Event::Mouse(m))) => msgs.push(Msg::Mouse(m)),
+                Some(Ok(Event::Resize(w, h))) => {
+                    term.autoresize()?;
+                    msgs.push(Msg::Resize(w, h));
+                }
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Err(e.into()),
+                // The terminal went away.
+                None => break,
+            },
+            Some(event) = agent_rx.recv() => msgs.push(Msg::Agent { event, at: Instant::now() }),
+            Some(m) = bus_rx.recv() => {
+                if matches!(m, Msg::TurnDone { .. }) {
+                    // Every event of the finished turn is already queued:
+                    // fold them in before the turn counts as done.
+                    while let Ok(event) = agent_rx.try_recv() {
+                        msgs.push(Msg::Agent { event, at: Instant::now() });
+                    }
+                    cancel = None;
+                }
+                msgs.push(m);
+            }
+            _ = next_signal(&mut sigterm) => break,
+            _ = next_signal(&mut sighup) => break,
+        }
+        for msg in msgs {
+            for effect in update(&mut app, msg) {
+                match effect {
+                    Effect::ClearTerminal => {
+                        term.clear()?;
+                    }
+                    other => perform(other, &ctx, &mut cancel),
+                }
+            }
+        }
+        if app.should_quit {
+            break;
+        }
+        if app.dirty {
+            frames.request(Instant::now());
+        }
+    }
+    Ok((worker, cancel))
+}
+
+struct Ctx {
+    paths: Paths,
+    compaction: CompactionRequest,
+    cmd: UnboundedSender<WorkerCmd>,
+    bus: UnboundedSender<Msg>,
+    switch_model: Option<ModelSwitch>,
+}
+
+fn perform(effect: Effect, ctx: &Ctx, cancel: &mut Option<CancellationToken>) {
+    match effect {
+        Effect::Send { prompt } => {
+            let token = CancellationToken::new();
+            *cancel = Some(token.clone());
+            let _ = ctx.cmd.send(WorkerCmd::Send {
+                prompt,
+                cancel: token,
+            });
+        }
+        Effect::Cancel => {
+            if let Some(c) = cancel {
+                c.cancel();
+            }
+        }
+        Effect::Quit | Effect::ClearTerminal => {}
+        Effect::Compact { focus } => {
+            let text = request_compaction(&ctx.compaction, focus.as_deref());
+            let _ = ctx.bus.send(Msg::Notice {
+                kind: NoticeKind::Info,
+                text,
+            });
+        }
+        Effect::NewSession => {
+            let _ = ctx.cmd.send(WorkerCmd::Open(None));
+        }
+        Effect::OpenSession(id) => {
+            let _ = ctx.cmd.send(WorkerCmd::Open(Some(id)));
+        }
+        Effect::LoadSessions => {
+            let (paths, bus) = (ctx.paths.clone(), ctx.bus.clone());
+            tokio::task::spawn_blocking(move || {
+                let _ = bus.send(Msg::Sessions(transcripts::sessions(&paths)));
+            });
+        }
+        Effect::LoadDetail(id) => {
+            let (paths, bus) = (ctx.paths.clone(), ctx.bus.clone());
+            tokio::task::spawn_blocking(move || {
+                let _ = bus.send(Msg::Detail(transcripts::detail(&paths, &id)));
+            });
+        }
+        Effect::LoadTranscript(path) => {
+            let bus = ctx.bus.clone();
+            tokio::task::spawn_blocking(move || {
+                let name = file_name(&path);
+                let result = transcripts::read_transcript(&path).map(|(m, _)| m);
+                let _ = bus.send(Msg::Transcript { name, result });
+            });
+        }
+        Effect::SwitchModel(name) => match &ctx.switch_model {
+            Some(switch) => match switch(&name) {
+                Ok((provider, label)) => {
+                    let _ = ctx.cmd.send(WorkerCmd::SetProvider(provider));
+                    let _ = ctx.bus.send(Msg::ModelChanged { label });
+                }
+                Err(e) => {
+                    let _ = ctx.bus.send(Msg::Notice {
+                        kind: NoticeKind::Error,
+                        text: format!("/model {name}: {e}"),
+                    });
+                }
+            },
+            None => {
+                let _ = ctx.bus.send(Msg::Notice {
+                    kind: NoticeKind::Warning,
+                    text: "this provider's model cannot be switched here".into(),
+                });
+            }
+        },
+    }
+}
+
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .map(String::from)
+        .unwrap_or_else(|| PathBuf::from(p).display().to_string())
+}

@@ -1,0 +1,340 @@
+//! Drawing: a pure function of the app state and the time (render caches
+//! aside). Wide terminals get the chat with a side panel (gauge over tool
+//! batches); narrow ones stack a tool strip and a one-line gauge under the
+//! chat. Works from 80×24 up; every frame is laid out from scratch, so a
+//! resize reflows without leftovers.
+
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Widget};
+use tokio::time::Instant;
+
+use super::app::{App, Focus};
+use super::cells::NoticeKind;
+use super::format::{clock, one_line, thousands, truncate, width as text_width};
+use super::keymap::Action;
+
+/// Below this width the side panel folds under the chat.
+pub const WIDE: u16 = 110;
+/// Rows the input may grow to (plus its border).
+const INPUT_MAX_ROWS: usize = 8;
+
+pub fn draw(frame: &mut Frame<'_>, app: &mut App, now: Instant) {
+    let area = frame.area();
+    render(area, frame.buffer_mut(), app, now);
+}
+
+/// Renders the whole screen into `buf` (tests and benches call this directly).
+pub fn render(area: Rect, buf: &mut Buffer, app: &mut App, now: Instant) {
+    app.dirty = false;
+    if area.width < 20 || area.height < 6 {
+        buf.set_string(area.x, area.y, "vibedesk: window too small", app.theme.warn);
+        return;
+    }
+    Clear.render(area, buf);
+    buf.set_style(area, app.theme.text);
+    // Help is the top layer (it may open over the browser), then the browser.
+    if app.help.is_none()
+        && let Some(b) = &mut app.browser
+    {
+        b.render(area, buf, &app.theme);
+        return;
+    }
+    status_bar(Rect::new(area.x, area.y, area.width, 1), buf, app, now);
+    let body = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
+    if let Some(h) = &mut app.help {
+        h.render(body, buf, &app.keymap, &app.theme);
+        return;
+    }
+
+    let footer_y = body.y + body.height - 1;
+    let input_h = input_height(app, body.width);
+    let queued_h = app.queued.len().min(3) as u16;
+    let wide = body.width >= WIDE && app.sidebar;
+    let mut bottom = footer_y - input_h - queued_h;
+    let (chat_area, side) = if wide {
+        let side_w = (body.width as f32 * 0.34).clamp(40.0, 60.0) as u16;
+        let chat_w = body.width - side_w;
+        let h = bottom - body.y;
+        (
+            Rect::new(body.x, body.y, chat_w, h),
+            Some(Rect::new(body.x + chat_w, body.y, side_w, h)),
+        )
+    } else {
+        // Narrow: gauge line and (when there are batches) a tool strip.
+        let mut gauge_y = None;
+        let mut strip = None;
+        if app.sidebar {
+            bottom -= 1;
+            gauge_y = Some(bottom);
+            if !app.tools.batches.is_empty() {
+                let avail = bottom.saturating_sub(body.y);
+                let want = (app.tools.batches.back().map_or(0, |b| b.calls.len()) + 3) as u16;
+                let h = want.min(avail / 3).max(3.min(avail));
+                bottom -= h;
+                strip = Some(Rect::new(body.x, bottom, body.width, h));
+            }
+        }
+        if let Some(y) = gauge_y {
+            let line = app.gauge.compact_line(body.width as usize, &app.theme);
+            buf.set_line(body.x, y, &line, body.width);
+        }
+        if let Some(s) = strip {
+            section_rule(Rect::new(s.x, s.y, s.width, 1), buf, "Tools", app, false);
+            app.tools.render(
+                Rect::new(s.x + 1, s.y + 1, s.width.saturating_sub(2), s.height - 1),
+                buf,
+                &app.theme,
+                now,
+            );
+        }
+        (Rect::new(body.x, body.y, body.width, bottom - body.y), None)
+    };
+    draw_chat(chat_area, buf, app);
+    if let Some(side) = side {
+        draw_side(side, buf, app, now);
+    }
+    // Queued messages sit right above the input.
+    for (i, q) in app.queued.iter().take(3).enumerate() {
+        let text = format!("↳ queued {}: {}", i + 1, one_line(q, body.width as usize));
+        buf.set_line(
+            body.x,
+            footer_y - input_h - queued_h + i as u16,
+            &Line::from(Span::styled(
+                truncate(&text, body.width as usize),
+                app.theme.muted,
+            )),
+            body.width,
+        );
+    }
+    draw_input(
+        Rect::new(body.x, footer_y - input_h, body.width, input_h),
+        buf,
+        app,
+    );
+    footer(Rect::new(body.x, footer_y, body.width, 1), buf, app);
+}
+
+fn input_height(app: &App, width: u16) -> u16 {
+    let inner = width.saturating_sub(2).max(1) as usize;
+    let rows: usize = app
+        .composer
+        .textarea
+        .lines()
+        .iter()
+        .map(|l| text_width(l).div_ceil(inner).max(1))
+        .sum();
+    rows.clamp(1, INPUT_MAX_ROWS) as u16 + 2
+}
+
+fn status_bar(area: Rect, buf: &mut Buffer, app: &App, now: Instant) {
+    let t = &app.theme;
+    let session = app
+        .session_id
+        .clone()
+        .unwrap_or_else(|| "new session".to_string());
+    let model = if app.options.has_model {
+        app.options.model_label.clone()
+    } else {
+        "no model configured".to_string()
+    };
+    let left = format!(" vibedesk · {session} · {model} ");
+    let state = if app.cancelling {
+        "⊘ cancelling…".to_string()
+    } else if app.busy {
+        let el = app
+            .run_started_at
+            .map(|s| clock(now.saturating_duration_since(s)))
+            .unwrap_or_default();
+        let step = app
+            .step
+            .map(|(s, m)| format!(" · step {s}/{m}"))
+            .unwrap_or_default();
+        format!("● running {el}{step}")
+    } else {
+        "○ idle".to_string()
+    };
+    let tokens = if app.usage.total_tokens > 0 {
+        format!(" · {} tok", thousands(app.usage.total_tokens))
+    } else {
+        String::new()
+    };
+    let right = format!("{state}{tokens} ");
+    let w = area.width as usize;
+    let right_w = text_width(&right);
+    let left = truncate(&left, w.saturating_sub(right_w + 1));
+    let pad = w.saturating_sub(text_width(&left) + right_w);
+    let state_style = if app.busy {
+        t.status.add_modifier(Modifier::BOLD)
+    } else {
+        t.status
+    };
+    let line = Line::from(vec![
+        Span::styled(left, t.status.add_modifier(Modifier::BOLD)),
+        Span::styled(" ".repeat(pad), t.status),
+        Span::styled(right, state_style),
+    ]);
+    buf.set_line(area.x, area.y, &line, area.width);
+}
+
+fn draw_chat(area: Rect, buf: &mut Buffer, app: &mut App) {
+    if area.height == 0 || area.width < 4 {
+        return;
+    }
+    // One column of margin on the right keeps text off the side panel.
+    app.chat.view = (area.width.saturating_sub(1), area.height);
+    let selected = app.chat.selected;
+    let lines = app.chat.visible(&app.theme);
+    for (i, (cell, line)) in lines.iter().enumerate() {
+        let y = area.y + i as u16;
+        buf.set_line(area.x, y, line, area.width.saturating_sub(1));
+        if selected == Some(*cell) && app.focus == Focus::Chat {
+            buf.set_string(area.x, y, "▌", app.theme.accent);
+        }
+    }
+    if !app.chat.follow {
+        let hint = format!(
+            " ↓ more below · {} follows ",
+            app.keymap.hint(Action::FollowBottom)
+        );
+        let w = text_width(&hint) as u16;
+        if w < area.width {
+            buf.set_string(
+                area.x + area.width - w - 1,
+                area.y + area.height - 1,
+                hint,
+                app.theme.accent.add_modifier(Modifier::REVERSED),
+            );
+        }
+    }
+}
+
+fn section_rule(area: Rect, buf: &mut Buffer, title: &str, app: &App, live: bool) {
+    let t = &app.theme;
+    let head = format!("─ {title} ");
+    let rest = (area.width as usize).saturating_sub(text_width(&head));
+    let style = if live {
+        t.accent.add_modifier(Modifier::BOLD)
+    } else {
+        t.border
+    };
+    let line = Line::from(vec![
+        Span::styled(head, style),
+        Span::styled("─".repeat(rest), t.border),
+    ]);
+    buf.set_line(area.x, area.y, &line, area.width);
+}
+
+fn draw_side(area: Rect, buf: &mut Buffer, app: &App, now: Instant) {
+    let t = &app.theme;
+    for y in area.y..area.y + area.height {
+        buf.set_string(area.x, y, "│", t.border);
+    }
+    let inner = Rect::new(
+        area.x + 2,
+        area.y,
+        area.width.saturating_sub(3),
+        area.height,
+    );
+    let gauge_lines = app.gauge.lines(inner.width as usize, t, now);
+    let gauge_h = (gauge_lines.len() as u16).min(inner.height.saturating_sub(1));
+    section_rule(
+        Rect::new(inner.x, inner.y, inner.width, 1),
+        buf,
+        "Context",
+        app,
+        app.gauge.active.is_some(),
+    );
+    for (i, l) in gauge_lines.iter().take(gauge_h as usize).enumerate() {
+        buf.set_line(inner.x, inner.y + 1 + i as u16, l, inner.width);
+    }
+    let tools_y = inner.y + 1 + gauge_h + 1;
+    if tools_y + 1 < inner.y + inner.height {
+        section_rule(
+            Rect::new(inner.x, tools_y, inner.width, 1),
+            buf,
+            "Tools",
+            app,
+            app.tools.is_live(),
+        );
+        let h = inner.y + inner.height - tools_y - 1;
+        app.tools
+            .render(Rect::new(inner.x, tools_y + 1, inner.width, h), buf, t, now);
+    }
+}
+
+fn draw_input(area: Rect, buf: &mut Buffer, app: &mut App) {
+    let t = &app.theme;
+    let focused = app.focus == Focus::Input;
+    let mut title = " Message ".to_string();
+    if app.busy {
+        title = " Message · Enter queues it, Esc cancels the run ".to_string();
+    }
+    if app.composer.line_count() > 1 {
+        title.push_str(&format!("· {} lines ", app.composer.line_count()));
+    }
+    let block = Block::bordered()
+        .border_style(if focused { t.border_focus } else { t.border })
+        .title(Span::styled(
+            title,
+            if focused { t.accent } else { t.muted },
+        ));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    (&app.composer.textarea).render(inner, buf);
+}
+
+fn footer(area: Rect, buf: &mut Buffer, app: &App) {
+    let t = &app.theme;
+    let line = if let Some((kind, text)) = &app.status {
+        let style = match kind {
+            NoticeKind::Info => t.accent,
+            NoticeKind::Warning => t.warn,
+            NoticeKind::Error => t.error,
+        };
+        Line::from(Span::styled(truncate(text, area.width as usize), style))
+    } else {
+        let k = |a: Action| app.keymap.hint(a);
+        let pairs: Vec<(String, &str)> = if app.busy {
+            vec![
+                (k(Action::CancelRun), "cancel"),
+                (k(Action::Submit), "queue"),
+                (k(Action::ScrollUp), "scroll"),
+                (k(Action::FocusChat), "cells"),
+                (k(Action::Transcripts), "transcripts"),
+            ]
+        } else if app.focus == Focus::Chat {
+            vec![
+                ("↑↓".to_string(), "select"),
+                (k(Action::ToggleCell), "expand"),
+                (k(Action::ToggleReasoning), "reasoning"),
+                (k(Action::FocusInput), "input"),
+            ]
+        } else {
+            vec![
+                (k(Action::Submit), "send"),
+                ("Alt-Enter".to_string(), "newline"),
+                (k(Action::Transcripts), "transcripts"),
+                (k(Action::FocusChat), "cells"),
+                ("?".to_string(), "help"),
+                (k(Action::Interrupt), "quit"),
+            ]
+        };
+        let mut spans = Vec::new();
+        let mut used = 0;
+        for (key, what) in pairs {
+            let w = text_width(&key) + text_width(what) + 3;
+            if used + w > area.width as usize {
+                break;
+            }
+            spans.push(Span::styled(key, t.key));
+            spans.push(Span::styled(format!(" {what}  "), t.muted));
+            used += w;
+        }
+        Line::from(spans)
+    };
+    buf.set_line(area.x, area.y, &line, area.width);
+}

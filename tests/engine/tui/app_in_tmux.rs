@@ -1,0 +1,257 @@
+//! The real `vibedesk` binary in a pseudo-terminal (tmux): type a prompt on
+//! the demo, watch the answer stream, the tool panel and the gauge change,
+//! open the transcript browser, quit, and find the terminal restored.
+//! Polls the screen until an expected text shows (with a deadline); nothing
+//! waits a fixed time.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_vibedesk");
+/// Generous: a cold debug binary on a loaded 2-core machine.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .expect("run tmux")
+    }
+
+    fn start(home: &Path, width: u16, height: u16) -> Tmux {
+        let t = Tmux {
+            socket: format!("vibedesk-test-{}-{}", std::process::id(), rand_suffix()),
+        };
+        let out = t.cmd(&[
+            "new-session",
+            "-d",
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+            "-e",
+            &format!("VIBEDESK_HOME={}", home.display()),
+            "-e",
+            &format!("HOME={}", home.display()),
+            "sh",
+        ]);
+        assert!(
+            out.status.success(),
+            "tmux new-session: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "0"];
+        args.extend_from_slice(keys);
+        assert!(self.cmd(&args).status.success());
+    }
+
+    fn type_literal(&self, text: &str) {
+        assert!(
+            self.cmd(&["send-keys", "-t", "0", "-l", text])
+                .status
+                .success()
+        );
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "0"]).stdout).into_owned()
+    }
+
+    fn query(&self, format: &str) -> String {
+        String::from_utf8_lossy(
+            &self
+                .cmd(&["display-message", "-p", "-t", "0", format])
+                .stdout,
+        )
+        .trim()
+        .to_string()
+    }
+
+    /// Polls the screen until `pred` holds; panics with the screen if not.
+    async fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = std::time::Instant::now() + PATIENCE;
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{s}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+fn rand_suffix() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0)
+}
+
+fn tmux_available() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The token count the gauge shows (`1.2k / 40k tokens`), if any.
+fn gauge_tokens(screen: &str) -> Option<String> {
+    screen
+        .lines()
+        .find_map(|l| {
+            l.split(" / 40k tokens")
+                .next()
+                .filter(|_| l.contains(" / 40k tokens"))
+        })
+        .and_then(|head| head.split_whitespace().last().map(String::from))
+}
+
+#[tokio::test]
+async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
+    if !tmux_available() {
+        assert!(
+            std::env::var_os("VIBEDESK_REQUIRE_TMUX").is_none(),
+            "tmux is required here (VIBEDESK_REQUIRE_TMUX is set); .ci/run installs it"
+        );
+        eprintln!("skipped: tmux is not installed (CI installs it)");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let t = Tmux::start(home.path(), 120, 36);
+    t.wait("the shell prompt", |s| !s.trim().is_empty()).await;
+    assert_eq!(t.query("#{alternate_on}"), "0");
+    t.type_literal(&format!(
+        "{BIN} --demo; echo EXIT=$?; echo STTY: $(stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(icanon|echo)')"
+    ));
+    t.keys(&["Enter"]);
+
+    let before = t
+        .wait("the workstation", |s| {
+            s.contains("Demo mode") && s.contains("no tool calls yet")
+        })
+        .await;
+    assert_eq!(
+        t.query("#{alternate_on}"),
+        "1",
+        "full screen in the alternate screen"
+    );
+    assert!(
+        before.contains("— / 40k tokens"),
+        "no estimate before the first turn:\n{before}"
+    );
+
+    t.type_literal("make me a research checklist");
+    t.keys(&["Enter"]);
+    // The answer streams: its heading shows before the run has ended.
+    let mid = t
+        .wait("the answer streaming", |s| {
+            s.contains("Done") || s.contains("✓ success")
+        })
+        .await;
+    assert!(
+        !mid.contains("✓ success") && mid.contains("● running"),
+        "the answer's first lines show while the run is still going:\n{mid}"
+    );
+    let done = t
+        .wait("the run to finish", |s| {
+            s.contains("✓ success · 3 iterations")
+        })
+        .await;
+    assert!(
+        done.contains("Walk-forward validation"),
+        "the table arrived:\n{done}"
+    );
+    assert!(done.contains("○ idle"), "{done}");
+    // The tool panel changed: batches with the demo's calls.
+    assert!(done.contains("batch 2 · parallel · 2 calls"), "{done}");
+    assert!(done.contains("#0 serial · write_file · 1 ok"), "{done}");
+    // The gauge changed from no estimate to the engine's numbers.
+    let tokens = gauge_tokens(&done).expect("the gauge shows tokens");
+    assert_ne!(tokens, "—", "{done}");
+    assert!(done.contains("L1 20k · L2 28k · L3 40k"), "{done}");
+
+    // The transcript browser lists the new session.
+    t.keys(&["C-t"]);
+    let list = t
+        .wait("the session list", |s| {
+            s.contains("session(s) on disk") && s.contains("make me a research checklist")
+        })
+        .await;
+    assert!(list.contains("success"), "{list}");
+    t.keys(&["Enter"]);
+    t.wait("the session's messages", |s| {
+        s.contains("Messages (") && s.contains("Reading it back to confirm")
+    })
+    .await;
+    t.keys(&["Tab"]);
+    t.wait("the trace tab", |s| s.contains("tool_call")).await;
+    t.keys(&["Escape"]);
+    t.keys(&["Escape"]);
+    t.wait("the chat again", |s| s.contains("✓ success · 3 iterations"))
+        .await;
+
+    // Ctrl-C twice on an idle prompt quits; the terminal comes back.
+    t.keys(&["C-c"]);
+    t.wait("the quit hint", |s| {
+        s.contains("press Ctrl-C again to quit")
+    })
+    .await;
+    t.keys(&["C-c"]);
+    // (The typed command line also contains these words; outputs start a line.)
+    let printed = |s: &str, head: &str| s.lines().find(|l| l.starts_with(head)).map(String::from);
+    let after = t
+        .wait("the exit status", |s| printed(s, "EXIT=").is_some())
+        .await;
+    assert_eq!(
+        printed(&after, "EXIT=").as_deref(),
+        Some("EXIT=0"),
+        "{after}"
+    );
+    let stty = t
+        .wait("stty output", |s| printed(s, "STTY:").is_some())
+        .await;
+    assert_eq!(
+        printed(&stty, "STTY:").as_deref(),
+        Some("STTY: icanon echo"),
+        "canonical mode and echo are back:\n{stty}"
+    );
+    assert_eq!(
+        t.query("#{alternate_on}"),
+        "0",
+        "the alternate screen was left"
+    );
+    assert_eq!(
+        t.query("#{mouse_any_flag}"),
+        "0",
+        "mouse capture was switched off"
+    );
+    // Nothing was printed over the shell: the log went to its file.
+    let log = home.path().join("state/logs/vibedesk.log");
+    assert!(log.exists(), "logs go to a file in the state dir");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
