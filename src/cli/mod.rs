@@ -1,8 +1,11 @@
 //! The command line: `vibedesk` (the workstation), `run`, `doctor`,
-//! `sessions`, `trace`.
+//! `sessions`, `trace`, `compact`, `backtest`, `data`, `engine`.
 
+mod backtest;
 mod compact;
+mod data;
 mod doctor;
+mod engine;
 mod inspect;
 mod run;
 mod workstation;
@@ -44,6 +47,12 @@ pub enum Command {
     Trace(inspect::TraceArgs),
     /// Apply compaction layers to a JSONL message list (inspect or compare with the original).
     Compact(compact::CompactArgs),
+    /// Run a backtest (RUN_DIR/config.json) through the sandbox and print its metrics JSON.
+    Backtest(backtest::BacktestArgs),
+    /// Print a symbol's daily bars as CSV (provenance on stderr).
+    Data(data::DataArgs),
+    /// The backtest engine: the sandbox entry point (prints the metrics JSON).
+    Engine(engine::EngineArgs),
 }
 
 /// Provider flags shared by `run` and `doctor`.
@@ -98,6 +107,9 @@ pub fn main() -> ExitCode {
             Some(Command::Sessions(args)) => inspect::sessions(args),
             Some(Command::Trace(args)) => inspect::trace(args),
             Some(Command::Compact(args)) => compact::compact(args).await,
+            Some(Command::Backtest(args)) => backtest::backtest(args).await,
+            Some(Command::Data(args)) => data::data(args).await,
+            Some(Command::Engine(args)) => engine::engine(args).await,
         }
     });
     // Do not wait for tasks still parked on stdin or timers.
@@ -184,14 +196,17 @@ pub fn build_provider(p: &ProviderConfig) -> Result<Arc<dyn Provider>, String> {
 }
 
 /// The tools every turn gets, for `vibedesk run` and the workstation alike:
-/// the file tools and `bash`, the agent's `compact`, and the market-data and
-/// indicator tools over the embedded dataset (online sources as fallback).
+/// the file tools and `bash`, the agent's `compact`, the market-data and
+/// indicator tools over the embedded dataset (online sources as fallback),
+/// and `backtest` / `read_artifact`, which run the engine in the sandbox.
 pub fn tool_registry(config: &Config) -> Arc<crate::tools::Registry> {
+    use crate::tools::builtin::{backtest, market};
     let mut registry = crate::tools::builtin::default_registry();
     let _ = crate::agent::register_agent_tools(&mut registry);
-    let _ = crate::tools::builtin::market::register_market_tools(
+    let _ = market::register_market_tools(&mut registry, config.paths.cache_dir.clone());
+    let _ = backtest::register_backtest_tools(
         &mut registry,
-        config.paths.cache_dir.clone(),
+        backtest::BacktestToolConfig::new(Some(config.paths.cache_dir.clone())),
     );
     Arc::new(registry)
 }

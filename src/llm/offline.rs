@@ -516,7 +516,12 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
 fn backtest_answer(v: &Value) -> String {
     let m = &v["metrics"];
     let get = |k: &str| m.get(k).and_then(num);
-    let mut out = String::from("## Backtest result\n\n| metric | value |\n|---|---|\n");
+    let mut out = String::from("## Backtest result\n\n");
+    if let Some(summary) = v["summary"].as_str() {
+        out.push_str(summary);
+        out.push_str("\n\n");
+    }
+    out.push_str("| metric | value |\n|---|---|\n");
     let rows: [(&str, String); 8] = [
         ("total return", pct(get("total_return"))),
         ("annual return", pct(get("annual_return"))),
@@ -630,7 +635,7 @@ fn indicator_answer(v: &Value) -> String {
             .map(|c| c.as_str().unwrap_or("").to_string())
             .collect();
         out.push_str(&format!(
-            "\nLast {} rows:\n\n| {} |\n|{}|\n",
+            "\nLast {} rows:\n\n| {} |\n|{}\n",
             tail.len(),
             names.join(" | "),
             "---|".repeat(names.len())

@@ -1,8 +1,10 @@
-//! The research room: market data ([`data`]) and technical indicators
-//! ([`indicators`]); the backtest engine (spec §7) builds on both.
+//! The research room: market data ([`data`]), technical indicators
+//! ([`indicators`]) and the backtest engine ([`backtest`], spec §7), which
+//! builds on both.
 //!
 //! Everything here is plain columns (`Vec<NaiveDate>`, `Vec<f64>`): a daily
 //! engine over a few thousand bars per symbol needs no dataframe library.
 
+pub mod backtest;
 pub mod data;
 pub mod indicators;

@@ -217,6 +217,63 @@ async fn the_offline_planner_runs_real_tools_on_the_embedded_data() {
     );
 }
 
+/// Issue 5's "done when": no key, a plain backtest request, real metrics from
+/// the embedded data, artifacts and a chart on disk.
+#[tokio::test]
+async fn the_offline_planner_backtests_on_the_embedded_data() {
+    let home = tempfile::tempdir().unwrap();
+    let out = vibedesk(home.path())
+        .args([
+            "run",
+            "--json",
+            "-p",
+            "backtest a 20/50 SMA crossover on AAPL from 2005 to 2012",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let evs = events(&out.stdout);
+    let finished = evs
+        .iter()
+        .find(|e| e["type"] == "tool_call_finished")
+        .expect("the backtest ran");
+    assert_eq!(
+        (finished["tool"].as_str(), finished["status"].as_str()),
+        (Some("backtest"), Some("ok")),
+        "{finished}"
+    );
+    let answer = evs.iter().find(|e| e["type"] == "answer").unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for metric in ["total return", "Sharpe", "max drawdown", "trades"] {
+        assert!(answer.contains(metric), "{metric} missing: {answer}");
+    }
+    assert!(
+        !answer.contains("| total return | n/a |"),
+        "real numbers: {answer}"
+    );
+    let run_dir = run_dir_of(&evs);
+    let metrics =
+        std::fs::read_to_string(run_dir.join("artifacts/metrics.csv")).expect("metrics.csv");
+    assert!(metrics.contains("sharpe"));
+    assert!(
+        run_dir.join("artifacts/equity.csv").exists()
+            && run_dir.join("artifacts/trades.csv").exists()
+    );
+    let svg = std::fs::read_to_string(run_dir.join("artifacts/equity_chart.svg")).expect("a chart");
+    assert!(svg.starts_with("<svg") || svg.contains("<svg"));
+    let card: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run_card.json")).unwrap())
+            .unwrap();
+    assert!(card.to_string().contains("config_hash"));
+}
+
 #[tokio::test]
 async fn a_failed_run_exits_non_zero_with_a_one_line_reason() {
     let home = tempfile::tempdir().unwrap();

@@ -1,0 +1,271 @@
+//! Backtest throughput (issue 5): SMA(20/50) crossover, commission 0.1 %,
+//! on synthetic random-walk bars — one symbol × 2,520 bars, one symbol ×
+//! 252,000 bars, and 100 symbols × 2,520 bars.
+//!
+//! Reported per case (best of several runs, bars = bars × symbols):
+//! - `core`: [`engine::simulate`] alone on a prepared panel and targets —
+//!   the execution model's inner loop;
+//! - `in-process`: signals + alignment + simulation + every §7.5 metric
+//!   ([`backtest::evaluate`]), no I/O;
+//! - for 100 × 2,520 also the whole run through the sandbox, as the
+//!   `backtest` tool does it: 100 CSV files in the run dir's `data/`,
+//!   `config.json`, `vibedesk engine` as a sandboxed child (release build),
+//!   artifacts, chart (SVG + PNG) and run card; and the same engine work
+//!   in-process ([`backtest::run_in_dir`]) to show the sandbox's share.
+//!
+//! `cargo bench --bench backtest`
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use chrono::{Datelike, NaiveDate, Weekday};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use vibedesk::research::backtest::config::BacktestConfig;
+use vibedesk::research::backtest::validation::Rng;
+use vibedesk::research::backtest::{self as bt, RunOptions, SimParams, engine};
+use vibedesk::research::data::{Bars, PriceSeries, Provenance, Source, detect_market};
+use vibedesk::sandbox::RunnerConfig;
+use vibedesk::tools::builtin::backtest::{BacktestToolConfig, run_backtest};
+
+/// Weekdays from 2000-01-03.
+fn weekdays(n: usize) -> Vec<NaiveDate> {
+    let mut d = NaiveDate::from_ymd_opt(2000, 1, 3).unwrap();
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        if !matches!(d.weekday(), Weekday::Sat | Weekday::Sun) {
+            out.push(d);
+        }
+        d = d.succ_opt().unwrap();
+    }
+    out
+}
+
+/// A geometric random walk with a little drift; OHLC consistent.
+fn synthetic(n: usize, seed: u64) -> Bars {
+    let mut rng = Rng::new(seed);
+    let mut u = || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let dates = weekdays(n);
+    let mut b = Bars::with_capacity(n);
+    let mut p = 100.0;
+    for d in dates {
+        let o = p * (1.0 + (u() - 0.5) * 0.01);
+        let c = o * (1.0 + (u() - 0.5) * 0.04 + 0.0003);
+        let h = o.max(c) * (1.0 + u() * 0.01);
+        let l = o.min(c) * (1.0 - u() * 0.01);
+        b.push(d, o, h, l, c, 1e6 * (1.0 + u()));
+        p = c;
+    }
+    b
+}
+
+fn series(code: &str, bars: Bars) -> PriceSeries {
+    PriceSeries {
+        symbol: code.to_string(),
+        provenance: Provenance {
+            symbol: code.to_string(),
+            market: detect_market(code),
+            source: Source::Local,
+            requested_source: "local".into(),
+            location: "synthetic".into(),
+            fetched_at: chrono::Utc::now(),
+            from_cache: false,
+            rows: bars.len(),
+            first_date: bars.first_date(),
+            last_date: bars.last_date(),
+            adjustments: vec![],
+            dropped: Default::default(),
+            notes: vec![],
+            attempts: vec![],
+        },
+        bars,
+    }
+}
+
+/// Three-letter tickers (US-equity shaped): AAA, AAB, ...
+fn code(i: usize) -> String {
+    let l = |x: usize| (b'A' + (x % 26) as u8) as char;
+    format!("{}{}{}", l(i / 676), l(i / 26), l(i))
+}
+
+fn config(codes: &[String], start: NaiveDate, end: NaiveDate, source: &str) -> serde_json::Value {
+    json!({"codes": codes, "start_date": start.to_string(), "end_date": end.to_string(), "source": source,
+           "initial_cash": 1_000_000, "commission_rate": 0.001,
+           "strategy": {"name": "sma_crossover", "params": {"fast": 20, "slow": 50}}})
+}
+
+fn best<F: FnMut()>(runs: usize, mut f: F) -> Duration {
+    let mut best = Duration::MAX;
+    for _ in 0..runs {
+        let t = Instant::now();
+        f();
+        best = best.min(t.elapsed());
+    }
+    best
+}
+
+fn rate(bars: usize, d: Duration) -> String {
+    let r = bars as f64 / d.as_secs_f64();
+    if r >= 1e6 {
+        format!("{:8.1} M bars/s", r / 1e6)
+    } else {
+        format!("{:8.0} bars/s", r)
+    }
+}
+
+fn case(name: &str, symbols: usize, n: usize, runs: usize) {
+    let all: Vec<PriceSeries> = (0..symbols)
+        .map(|i| series(&code(i), synthetic(n, 42 + i as u64)))
+        .collect();
+    let codes: Vec<String> = all.iter().map(|s| s.symbol.clone()).collect();
+    let first = all[0].bars.dates[0];
+    let last = *all[0].bars.dates.last().unwrap();
+    let cfg = BacktestConfig::from_value(&config(&codes, first, last, "local"), false).unwrap();
+    let signals = bt::rust_signals(&cfg.strategy, &all);
+    let (_, rules, _) = engine::rules_for(&codes, &cfg.costs);
+    let bars: Vec<&Bars> = all.iter().map(|s| &s.bars).collect();
+    let panel = engine::Panel::new(&codes, &bars, 5);
+    let targets = engine::align_targets(&panel, &signals, &rules, 5);
+    let params = SimParams {
+        initial_cash: cfg.initial_cash,
+        adjustment: cfg.position_adjustment,
+        tolerance: 0.0,
+        rules: &rules,
+    };
+    let mut trades = 0;
+    let core = best(runs, || {
+        let sim = engine::simulate(&panel, &targets, &params);
+        trades = sim.trades.len();
+        std::hint::black_box(sim);
+    });
+    let full = best(runs.min(20), || {
+        let s = bt::rust_signals(&cfg.strategy, &all);
+        std::hint::black_box(bt::evaluate(&cfg, &all, &s, None));
+    });
+    let total = symbols * n;
+    println!(
+        "{name:<22} core {:>9.3} ms {}   in-process {:>9.3} ms {}   ({trades} trades)",
+        core.as_secs_f64() * 1e3,
+        rate(total, core),
+        full.as_secs_f64() * 1e3,
+        rate(total, full)
+    );
+}
+
+fn write_csv(path: &Path, b: &Bars) {
+    let mut buf = Vec::with_capacity(b.len() * 64);
+    buf.extend_from_slice(b"date,open,high,low,close,volume\n");
+    for i in 0..b.len() {
+        bt::artifacts::push_date(&mut buf, b.dates[i]);
+        for c in [&b.open, &b.high, &b.low, &b.close, &b.volume] {
+            buf.push(b',');
+            bt::artifacts::push_f64(&mut buf, c[i]);
+        }
+        buf.push(b'\n');
+    }
+    std::fs::write(path, buf).unwrap();
+}
+
+fn sandbox_case(runs: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir_all(run_dir.join("data")).unwrap();
+    let codes: Vec<String> = (0..100).map(code).collect();
+    let mut first = None;
+    let mut last = None;
+    for (i, c) in codes.iter().enumerate() {
+        let b = synthetic(2_520, 42 + i as u64);
+        first = b.first_date();
+        last = b.last_date();
+        write_csv(&run_dir.join("data").join(format!("{c}.csv")), &b);
+    }
+    let cfg = config(&codes, first.unwrap(), last.unwrap(), "local");
+    std::fs::write(
+        run_dir.join("config.json"),
+        serde_json::to_vec_pretty(&cfg).unwrap(),
+    )
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let opts = RunOptions {
+        offline: true,
+        ..RunOptions::default()
+    };
+    let in_process = best(runs, || {
+        rt.block_on(async { bt::run_in_dir(&run_dir, &opts).await.unwrap() });
+    });
+    // Where the in-process time goes (best of `runs` each).
+    let (cfg_parsed, config_bytes) = bt::load_config(&run_dir).unwrap();
+    let mut data = None;
+    let fetch = best(runs, || {
+        data = Some(
+            rt.block_on(bt::fetch_data(&cfg_parsed, &run_dir, &opts))
+                .unwrap(),
+        );
+    });
+    let (all, sources, _) = data.unwrap();
+    let mut outcome = None;
+    let eval = best(runs, || {
+        let s = bt::rust_signals(&cfg_parsed.strategy, &all);
+        outcome = Some(bt::evaluate(&cfg_parsed, &all, &s, None));
+    });
+    let outcome = outcome.unwrap();
+    let write = best(runs, || {
+        let w = bt::artifacts::write_all(&run_dir, &outcome, &all, true).unwrap();
+        let card = bt::run_card::build(&run_dir, &outcome, &all, &sources, &config_bytes, b"x", &w);
+        bt::run_card::write(&run_dir, &card).unwrap();
+    });
+    let chart = best(runs, || {
+        let eq = &outcome.sim.equity;
+        let dd = bt::metrics::drawdown_series(eq, 1e6);
+        let be = bt::artifacts::benchmark_equity(&outcome);
+        let d = bt::chart::ChartData {
+            title: "t".into(),
+            dates: &outcome.panel.dates,
+            equity: eq,
+            benchmark: Some(&be),
+            drawdown: &dd,
+        };
+        std::hint::black_box(bt::chart::svg(&d).unwrap());
+        std::hint::black_box(bt::chart::png(&d).unwrap());
+    });
+    println!(
+        "100 x 2,520 in-process phases: load 100 CSVs {:.1} ms, signals+simulation+metrics {:.1} ms, artifacts+chart+run card {:.1} ms (chart alone {:.1} ms)",
+        fetch.as_secs_f64() * 1e3,
+        eval.as_secs_f64() * 1e3,
+        write.as_secs_f64() * 1e3,
+        chart.as_secs_f64() * 1e3
+    );
+    let tool = BacktestToolConfig {
+        engine_program: env!("CARGO_BIN_EXE_vibedesk").into(),
+        runner: RunnerConfig::default(),
+        cache_dir: None,
+        offline: true,
+        python: None,
+        timeout: Duration::from_secs(300),
+    };
+    let cancel = CancellationToken::new();
+    let mut last_result = serde_json::Value::Null;
+    let sandboxed = best(runs, || {
+        last_result = rt.block_on(run_backtest(&tool, &run_dir, &[], &cancel));
+    });
+    assert_eq!(last_result["status"], "ok", "{last_result:#}");
+    println!(
+        "100 x 2,520 end to end: sandboxed `vibedesk engine` {:.1} ms (engine child's own elapsed {} ms), in-process run_in_dir {:.1} ms  [CSV load, SMA signals, simulation, metrics, 100 OHLCV + 6 tables, SVG + PNG chart, run card]",
+        sandboxed.as_secs_f64() * 1e3,
+        last_result["elapsed_ms"],
+        in_process.as_secs_f64() * 1e3
+    );
+}
+
+fn main() {
+    println!("SMA(20/50) crossover, commission 0.1 %, slippage 0.05 %, whole shares, hold mode");
+    case("1 x 2,520", 1, 2_520, 200);
+    case("1 x 252,000", 1, 252_000, 20);
+    case("100 x 2,520", 100, 2_520, 20);
+    sandbox_case(10);
+}

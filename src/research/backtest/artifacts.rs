@@ -1,0 +1,477 @@
+//! The §7.6 outputs under `<run_dir>/artifacts/`.
+//!
+//! | file | content |
+//! |---|---|
+//! | `ohlcv_<code>.csv` | timestamp, open, high, low, close, volume (the bars used) |
+//! | `equity.csv` | timestamp, ret, equity, drawdown, benchmark_equity, active_ret |
+//! | `positions.csv` | timestamp, one column per code: executed weights at the close |
+//! | `target_positions.csv` | the same for the requested (aligned, scaled) weights |
+//! | `trades.csv` | timestamp, code, side, price, qty, reason, pnl, holding_days, holding_bars, return_pct: two rows per round trip (entry with reason `signal` and zero P&L; exit with its reason and the trip's numbers) |
+//! | `fills.jsonl` | symbol, timestamp, bar_idx, action, signed_quantity, notional, execution_price, fee, margin, reason, holding_bars |
+//! | `metrics.csv` | one row of every scalar metric (text cells allowed, §12.12) |
+//! | `metrics.json` | every metric, nested ones included (an addition) |
+//! | `rebalance_notes.json/.md`, `risk_xray.json/.md` | engine notes, exposure |
+//! | `validation.json` | when configured; NaN → null |
+//! | `equity_chart.svg/.png` | the chart (issue 9) |
+//!
+//! Files are written whole to a temp name and renamed (readers never see a
+//! torn file) but not fsynced: artifacts are reproducible from the run dir,
+//! and a hundred fsyncs would cost more than the backtest itself. Numbers
+//! use the shortest representation that round-trips (the `zmij` formatter
+//! behind `serde_json`); NaN is an empty cell. The chart is drawn on a
+//! second thread and the OHLCV files on a third while the tables are written.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chrono::{Datelike, NaiveDate};
+use serde_json::{Value, json};
+
+use super::metrics::{self, num};
+use super::{BacktestError, Outcome, chart};
+use crate::research::data::PriceSeries;
+
+/// Writes `bytes` to `path` via a temp file and a rename (no fsync).
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), BacktestError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(BacktestError::io("write", &tmp))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        BacktestError::io("rename into place", path)(e)
+    })
+}
+
+/// A code as a file-name part: letters, digits, `.`, `-`, `_`.
+pub fn file_safe(code: &str) -> String {
+    let s: String = code
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() || s.starts_with('.') {
+        format!("_{s}")
+    } else {
+        s
+    }
+}
+
+#[inline]
+pub fn push_f64(buf: &mut Vec<u8>, x: f64) {
+    if x.is_finite() {
+        // Writing to a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *buf, &x);
+    }
+}
+
+#[inline]
+pub fn push_date(buf: &mut Vec<u8>, d: NaiveDate) {
+    let (y, m, day) = (d.year(), d.month(), d.day());
+    if (0..=9999).contains(&y) {
+        let y = y as u32;
+        buf.extend_from_slice(&[
+            b'0' + (y / 1000) as u8,
+            b'0' + (y / 100 % 10) as u8,
+            b'0' + (y / 10 % 10) as u8,
+            b'0' + (y % 10) as u8,
+            b'-',
+            b'0' + (m / 10) as u8,
+            b'0' + (m % 10) as u8,
+            b'-',
+            b'0' + (day / 10) as u8,
+            b'0' + (day % 10) as u8,
+        ]);
+    } else {
+        let _ = write!(buf, "{d}");
+    }
+}
+
+/// A CSV cell with quoting when needed.
+fn push_cell(buf: &mut Vec<u8>, s: &str) {
+    if s.contains([',', '"', '\n', '\r']) {
+        buf.push(b'"');
+        buf.extend_from_slice(s.replace('"', "\"\"").as_bytes());
+        buf.push(b'"');
+    } else {
+        buf.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// `ohlcv_<code>.csv` for every series; returns the paths in order.
+pub fn write_ohlcv(art_dir: &Path, series: &[PriceSeries]) -> Result<Vec<PathBuf>, BacktestError> {
+    let mut paths = Vec::with_capacity(series.len());
+    for s in series {
+        let b = &s.bars;
+        let mut buf = Vec::with_capacity(b.len() * 64 + 64);
+        buf.extend_from_slice(b"timestamp,open,high,low,close,volume\n");
+        for i in 0..b.len() {
+            push_date(&mut buf, b.dates[i]);
+            for col in [&b.open, &b.high, &b.low, &b.close, &b.volume] {
+                buf.push(b',');
+                push_f64(&mut buf, col[i]);
+            }
+            buf.push(b'\n');
+        }
+        let p = art_dir.join(format!("ohlcv_{}.csv", file_safe(&s.symbol)));
+        write_file(&p, &buf)?;
+        paths.push(p);
+    }
+    Ok(paths)
+}
+
+fn matrix_csv(o: &Outcome, values: &[f64]) -> Vec<u8> {
+    let p = &o.panel;
+    let k = p.k();
+    let mut buf = Vec::with_capacity(p.n() * (12 + k * 10) + 64);
+    buf.extend_from_slice(b"timestamp");
+    for c in &p.codes {
+        buf.push(b',');
+        push_cell(&mut buf, c);
+    }
+    buf.push(b'\n');
+    for (t, d) in p.dates.iter().enumerate() {
+        push_date(&mut buf, *d);
+        for s in 0..k {
+            buf.push(b',');
+            push_f64(&mut buf, values.get(t * k + s).copied().unwrap_or(f64::NAN));
+        }
+        buf.push(b'\n');
+    }
+    buf
+}
+
+fn equity_csv(o: &Outcome) -> Vec<u8> {
+    let eq = &o.sim.equity;
+    let r = metrics::returns(eq);
+    let dd = metrics::drawdown_series(eq, o.config.initial_cash);
+    let mut buf = Vec::with_capacity(eq.len() * 80 + 64);
+    buf.extend_from_slice(b"timestamp,ret,equity,drawdown,benchmark_equity,active_ret\n");
+    let mut bench = o.config.initial_cash;
+    for (t, d) in o.panel.dates.iter().enumerate().take(eq.len()) {
+        let b = o.bench_returns.get(t).copied().unwrap_or(0.0);
+        bench *= 1.0 + b;
+        push_date(&mut buf, *d);
+        for x in [r[t], eq[t], dd[t], bench, r[t] - b] {
+            buf.push(b',');
+            push_f64(&mut buf, x);
+        }
+        buf.push(b'\n');
+    }
+    buf
+}
+
+/// The benchmark's equity (C·Π(1 + b)), for the chart.
+pub fn benchmark_equity(o: &Outcome) -> Vec<f64> {
+    let mut e = o.config.initial_cash;
+    o.bench_returns
+        .iter()
+        .take(o.sim.equity.len())
+        .map(|b| {
+            e *= 1.0 + b;
+            e
+        })
+        .collect()
+}
+
+fn trades_csv(o: &Outcome) -> Vec<u8> {
+    let p = &o.panel;
+    let mut buf = Vec::with_capacity(o.sim.trades.len() * 160 + 96);
+    buf.extend_from_slice(
+        b"timestamp,code,side,price,qty,reason,pnl,holding_days,holding_bars,return_pct\n",
+    );
+    for t in &o.sim.trades {
+        let code = p.codes.get(t.symbol).map_or("", String::as_str);
+        let (entry_side, exit_side) = if t.side > 0 {
+            ("buy", "sell")
+        } else {
+            ("sell", "buy")
+        };
+        let days = match (p.dates.get(t.exit_bar), p.dates.get(t.entry_bar)) {
+            (Some(a), Some(b)) => (*a - *b).num_days(),
+            _ => 0,
+        };
+        if let Some(d) = p.dates.get(t.entry_bar) {
+            push_date(&mut buf, *d);
+        }
+        buf.push(b',');
+        push_cell(&mut buf, code);
+        let _ = write!(buf, ",{entry_side},");
+        push_f64(&mut buf, t.entry_price);
+        buf.push(b',');
+        push_f64(&mut buf, t.qty);
+        buf.extend_from_slice(b",signal,0,0,0,0\n");
+        if let Some(d) = p.dates.get(t.exit_bar) {
+            push_date(&mut buf, *d);
+        }
+        buf.push(b',');
+        push_cell(&mut buf, code);
+        let _ = write!(buf, ",{exit_side},");
+        push_f64(&mut buf, t.exit_price);
+        buf.push(b',');
+        push_f64(&mut buf, t.qty);
+        let _ = write!(buf, ",{},", t.exit_reason.as_str());
+        push_f64(&mut buf, t.pnl);
+        let _ = write!(buf, ",{days},{},", t.holding_bars());
+        push_f64(&mut buf, t.return_pct);
+        buf.push(b'\n');
+    }
+    buf
+}
+
+fn fills_jsonl(o: &Outcome) -> Vec<u8> {
+    let p = &o.panel;
+    let mut buf = Vec::with_capacity(o.sim.fills.len() * 256);
+    for f in &o.sim.fills {
+        let line = json!({
+            "symbol": p.codes.get(f.symbol), "timestamp": p.dates.get(f.bar).map(ToString::to_string),
+            "bar_idx": f.bar, "action": f.action, "signed_quantity": num(f.signed_quantity),
+            "notional": num(f.notional), "execution_price": num(f.execution_price), "fee": num(f.fee),
+            "margin": num(f.margin), "reason": f.reason.as_str(), "holding_bars": f.holding_bars,
+        });
+        let _ = serde_json::to_writer(&mut buf, &line);
+        buf.push(b'\n');
+    }
+    buf
+}
+
+/// One header row and one value row; text cells for non-numbers.
+fn metrics_csv(o: &Outcome) -> Vec<u8> {
+    let mut head = Vec::new();
+    let mut row = Vec::new();
+    for (i, (k, v)) in o.scalars.iter().enumerate() {
+        if i > 0 {
+            head.push(b',');
+            row.push(b',');
+        }
+        push_cell(&mut head, k);
+        match v {
+            Value::Number(n) => row.extend_from_slice(n.to_string().as_bytes()),
+            Value::String(s) => push_cell(&mut row, s),
+            Value::Bool(b) => row.extend_from_slice(if *b { b"True" } else { b"False" }),
+            _ => {}
+        }
+    }
+    head.push(b'\n');
+    head.extend_from_slice(&row);
+    head.push(b'\n');
+    head
+}
+
+fn pretty(v: &Value) -> Vec<u8> {
+    let mut s = serde_json::to_vec_pretty(v).unwrap_or_default();
+    s.push(b'\n');
+    s
+}
+
+fn rebalance_notes(o: &Outcome) -> (Value, String) {
+    let s = &o.scalars;
+    let dropped = o
+        .nested
+        .get("dropped_target_adjustments")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let v = json!({
+        "position_adjustment": o.config.position_adjustment.as_str(),
+        "rebalance_tolerance": o.config.rebalance_tolerance,
+        "trade_bars": o.sim.trade_bars,
+        "rebalance_turnover_mean": s.get("rebalance_turnover_mean"),
+        "rebalance_turnover_max": s.get("rebalance_turnover_max"),
+        "dropped_target_adjustment_count": o.sim.dropped_count,
+        "dropped_target_adjustments": dropped,
+        "cash_scaled_order_count": o.sim.scaled_count,
+    });
+    let mut md = format!(
+        "# Rebalance notes\n\n- mode: `{}` (tolerance {})\n- bars with fills: {}\n- dropped target adjustments: {}\n- bars whose opens were scaled down for cash: {}\n",
+        o.config.position_adjustment.as_str(),
+        o.config.rebalance_tolerance,
+        o.sim.trade_bars,
+        o.sim.dropped_count,
+        o.sim.scaled_count
+    );
+    if o.sim.dropped_count > 0 {
+        md.push_str("\nFirst dropped adjustments (hold mode acts only on flips and zero targets):\n\n| date | code | why | target | held qty |\n|---|---|---|---|---|\n");
+        for d in &o.sim.dropped {
+            md.push_str(&format!(
+                "| {} | {} | {} | {:.4} | {} |\n",
+                o.panel
+                    .dates
+                    .get(d.bar)
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                o.panel.codes.get(d.symbol).map_or("", String::as_str),
+                d.why,
+                d.target_weight,
+                d.held_quantity
+            ));
+        }
+    }
+    (v, md)
+}
+
+fn risk_xray(o: &Outcome) -> (Value, String) {
+    let keys = [
+        "risk_xray_hhi",
+        "risk_xray_effective_n",
+        "risk_xray_annualized_vol",
+        "risk_xray_max_drawdown",
+        "risk_xray_avg_invested",
+    ];
+    let mut m = serde_json::Map::new();
+    let mut md = String::from("# Risk x-ray\n\n| measure | value |\n|---|---|\n");
+    for k in keys {
+        let v = o.scalars.get(k).cloned().unwrap_or(Value::Null);
+        md.push_str(&format!(
+            "| {} | {} |\n",
+            k.trim_start_matches("risk_xray_"),
+            v
+        ));
+        m.insert(k.trim_start_matches("risk_xray_").to_string(), v);
+    }
+    m.insert(
+        "by_symbol".into(),
+        o.nested.get("by_symbol").cloned().unwrap_or(Value::Null),
+    );
+    (Value::Object(m), md)
+}
+
+/// Writes every artifact (the OHLCV files unless already written) and the
+/// chart (three threads: tables, OHLCV files, chart); returns (name, path)
+/// of each.
+pub fn write_all(
+    run_dir: &Path,
+    o: &Outcome,
+    series: &[PriceSeries],
+    write_ohlcv_files: bool,
+) -> Result<Vec<(String, PathBuf)>, BacktestError> {
+    let dir = run_dir.join("artifacts");
+    std::fs::create_dir_all(&dir).map_err(BacktestError::io("create", &dir))?;
+    let codes = if o.panel.k() > 6 {
+        format!("{} symbols", o.panel.k())
+    } else {
+        o.panel.codes.join(", ")
+    };
+    let title = format!(
+        "{codes} · {} · {} to {}",
+        o.config.strategy.short_name(),
+        o.config.start_date,
+        o.config.end_date
+    );
+    let bench_eq = benchmark_equity(o);
+    let dd = metrics::drawdown_series(&o.sim.equity, o.config.initial_cash);
+    let data = chart::ChartData {
+        title,
+        dates: &o.panel.dates,
+        equity: &o.sim.equity,
+        benchmark: Some(&bench_eq),
+        drawdown: &dd,
+    };
+    let svg_path = dir.join("equity_chart.svg");
+    let png_path = dir.join("equity_chart.png");
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    let (chart_result, tables) = std::thread::scope(|scope| {
+        let ohlcv = scope.spawn(|| -> Result<Vec<PathBuf>, BacktestError> {
+            if write_ohlcv_files {
+                write_ohlcv(&dir, series)
+            } else {
+                Ok(Vec::new())
+            }
+        });
+        let charts = scope.spawn(|| -> Result<(), BacktestError> {
+            let svg = chart::svg(&data).map_err(BacktestError::Chart)?;
+            write_file(&svg_path, svg.as_bytes())?;
+            let png = chart::png(&data).map_err(BacktestError::Chart)?;
+            write_file(&png_path, &png)
+        });
+        let tables = (|| -> Result<Vec<(String, PathBuf)>, BacktestError> {
+            let mut w: Vec<(String, PathBuf)> = Vec::new();
+            let mut put = |name: &str, file: &str, bytes: &[u8]| -> Result<(), BacktestError> {
+                let p = dir.join(file);
+                write_file(&p, bytes)?;
+                w.push((name.to_string(), p));
+                Ok(())
+            };
+            put("equity", "equity.csv", &equity_csv(o))?;
+            put("metrics", "metrics.csv", &metrics_csv(o))?;
+            put("trades", "trades.csv", &trades_csv(o))?;
+            put("positions", "positions.csv", &matrix_csv(o, &o.sim.weights))?;
+            put(
+                "target_positions",
+                "target_positions.csv",
+                &matrix_csv(o, &o.targets),
+            )?;
+            put("fills", "fills.jsonl", &fills_jsonl(o))?;
+            let mut all = o.scalars.clone();
+            for (k, v) in &o.nested {
+                all.insert(k.clone(), v.clone());
+            }
+            all.insert("warnings".into(), json!(o.warnings));
+            put("metrics_json", "metrics.json", &pretty(&Value::Object(all)))?;
+            let (rj, rm) = rebalance_notes(o);
+            put("rebalance_notes", "rebalance_notes.json", &pretty(&rj))?;
+            put("rebalance_notes_md", "rebalance_notes.md", rm.as_bytes())?;
+            let (xj, xm) = risk_xray(o);
+            put("risk_xray", "risk_xray.json", &pretty(&xj))?;
+            put("risk_xray_md", "risk_xray.md", xm.as_bytes())?;
+            if let Some(v) = &o.validation {
+                put("validation", "validation.json", &pretty(v))?;
+            }
+            Ok(w)
+        })();
+        let tables = tables.and_then(|mut w| {
+            let files = ohlcv.join().unwrap_or_else(|_| {
+                Err(BacktestError::Chart(
+                    "the OHLCV writer thread panicked".into(),
+                ))
+            })?;
+            for (s, p) in series.iter().zip(files) {
+                w.push((format!("ohlcv_{}", s.symbol), p));
+            }
+            Ok(w)
+        });
+        let chart_result = charts
+            .join()
+            .unwrap_or_else(|_| Err(BacktestError::Chart("the chart thread panicked".into())));
+        (chart_result, tables)
+    });
+    out.extend(tables?);
+    chart_result?;
+    out.push(("chart_svg".into(), svg_path));
+    out.push(("chart_png".into(), png_path));
+    if !write_ohlcv_files {
+        for s in series {
+            out.push((
+                format!("ohlcv_{}", s.symbol),
+                dir.join(format!("ohlcv_{}.csv", file_safe(&s.symbol))),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_and_numbers_format_compactly() {
+        let mut b = Vec::new();
+        push_date(&mut b, NaiveDate::from_ymd_opt(2024, 3, 7).unwrap());
+        b.push(b',');
+        push_f64(&mut b, 0.1);
+        b.push(b',');
+        push_f64(&mut b, f64::NAN);
+        b.push(b',');
+        push_f64(&mut b, 12.0);
+        assert_eq!(String::from_utf8(b).unwrap(), "2024-03-07,0.1,,12.0");
+        assert_eq!(file_safe("BTC/USDT"), "BTC_USDT");
+        assert_eq!(file_safe("../x"), "_.._x");
+    }
+}

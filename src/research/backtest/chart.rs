@@ -1,0 +1,365 @@
+//! Charts of every backtest (issue 9): equity (with the benchmark) over the
+//! drawdown, as SVG and PNG, drawn with `plotters` and the DejaVu Sans font
+//! shipped in `assets/fonts` (with the `ab_glyph` backend no font exists
+//! until one is registered). Plus pure helpers for the terminal: points for
+//! ratatui's `Chart` widget and a block sparkline.
+//!
+//! Long series are decimated (min and max per bucket, in order) so the SVG
+//! stays small and the lines keep their extremes.
+
+use std::sync::OnceLock;
+
+use chrono::NaiveDate;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
+/// DejaVu Sans (Bitstream Vera licence; see NOTICE).
+static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
+
+pub const WIDTH: u32 = 960;
+pub const HEIGHT: u32 = 600;
+/// Points per series at most after decimation.
+const MAX_POINTS: usize = 1_600;
+
+/// Registers the font once; false when it cannot be read (the chart then
+/// fails with an error instead of panicking inside plotters).
+fn font_ready() -> bool {
+    static READY: OnceLock<bool> = OnceLock::new();
+    *READY.get_or_init(|| {
+        plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()
+    })
+}
+
+/// What a chart shows.
+#[derive(Clone, Debug)]
+pub struct ChartData<'a> {
+    pub title: String,
+    pub dates: &'a [NaiveDate],
+    pub equity: &'a [f64],
+    pub benchmark: Option<&'a [f64]>,
+    pub drawdown: &'a [f64],
+}
+
+/// Indices to keep: the first, the last, and each bucket's min and max.
+pub fn decimate(values: &[f64], max_points: usize) -> Vec<usize> {
+    let n = values.len();
+    if n <= max_points || max_points < 4 {
+        return (0..n).collect();
+    }
+    let buckets = max_points / 2;
+    let mut out = Vec::with_capacity(max_points + 2);
+    for b in 0..buckets {
+        let a = b * n / buckets;
+        let z = ((b + 1) * n / buckets).max(a + 1);
+        let (mut lo, mut hi) = (a, a);
+        for i in a..z {
+            if values[i] < values[lo] {
+                lo = i;
+            }
+            if values[i] > values[hi] {
+                hi = i;
+            }
+        }
+        let (x, y) = if lo <= hi { (lo, hi) } else { (hi, lo) };
+        out.push(x);
+        if y != x {
+            out.push(y);
+        }
+    }
+    if out.last() != Some(&(n - 1)) {
+        out.push(n - 1);
+    }
+    out
+}
+
+/// 1234567 → "1.23M", 45678 → "45.7k".
+fn compact(y: f64) -> String {
+    let a = y.abs();
+    if a >= 1e9 {
+        format!("{:.2}B", y / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2}M", y / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.1}k", y / 1e3)
+    } else {
+        format!("{y:.0}")
+    }
+}
+
+fn bounds(series: &[&[f64]]) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for s in series {
+        for &v in s.iter() {
+            if v.is_finite() {
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+        }
+    }
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    let pad = ((hi - lo) * 0.05).max(hi.abs() * 1e-6).max(1e-9);
+    (lo - pad, hi + pad)
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    d: &ChartData<'_>,
+) -> Result<(), String> {
+    let e = |x: plotters::drawing::DrawingAreaErrorKind<DB::ErrorType>| format!("{x:?}");
+    root.fill(&WHITE).map_err(e)?;
+    let n = d.equity.len();
+    let x_max = (n.max(2) - 1) as f64;
+    let (top, bottom) = root.split_vertically((HEIGHT as f64 * 0.64) as u32);
+    let date_label = |x: &f64| {
+        let i = x.round().max(0.0) as usize;
+        d.dates
+            .get(i.min(d.dates.len().saturating_sub(1)))
+            .map(|d| d.to_string())
+            .unwrap_or_default()
+    };
+    let bench = d.benchmark.unwrap_or(&[]);
+    let (lo, hi) = bounds(&[d.equity, bench]);
+    let mut chart = ChartBuilder::on(&top)
+        .caption(&d.title, ("sans-serif", 18))
+        .margin(10)
+        .margin_right(36)
+        .x_label_area_size(22)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0f64..x_max, lo..hi)
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_labels(6)
+        .y_labels(6)
+        .x_label_formatter(&date_label)
+        .y_label_formatter(&|y| compact(*y))
+        .light_line_style(RGBColor(246, 246, 246))
+        .bold_line_style(RGBColor(222, 222, 222))
+        .label_style(("sans-serif", 12))
+        .draw()
+        .map_err(e)?;
+    let blue = RGBColor(31, 119, 180);
+    let gray = RGBColor(150, 150, 150);
+    if !bench.is_empty() {
+        let idx = decimate(bench, MAX_POINTS);
+        chart
+            .draw_series(LineSeries::new(
+                idx.iter().map(|&i| (i as f64, bench[i])),
+                gray.stroke_width(1),
+            ))
+            .map_err(e)?
+            .label("benchmark")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], gray));
+    }
+    let idx = decimate(d.equity, MAX_POINTS);
+    chart
+        .draw_series(LineSeries::new(
+            idx.iter().map(|&i| (i as f64, d.equity[i])),
+            blue.stroke_width(2),
+        ))
+        .map_err(e)?
+        .label("strategy")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], blue));
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK.mix(0.3))
+        .label_font(("sans-serif", 12))
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(e)?;
+
+    let (dd_lo, _) = bounds(&[d.drawdown]);
+    let dd_lo = dd_lo.min(-0.01);
+    let mut dd = ChartBuilder::on(&bottom)
+        .caption("Drawdown", ("sans-serif", 14))
+        .margin(10)
+        .margin_right(36)
+        .x_label_area_size(22)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0f64..x_max, dd_lo..0.0)
+        .map_err(e)?;
+    dd.configure_mesh()
+        .x_labels(6)
+        .y_labels(4)
+        .x_label_formatter(&date_label)
+        .y_label_formatter(&|y| format!("{:.0}%", y * 100.0))
+        .light_line_style(RGBColor(246, 246, 246))
+        .bold_line_style(RGBColor(222, 222, 222))
+        .label_style(("sans-serif", 12))
+        .draw()
+        .map_err(e)?;
+    let red = RGBColor(214, 39, 40);
+    let idx = decimate(d.drawdown, MAX_POINTS);
+    let mut poly: Vec<(f64, f64)> = Vec::with_capacity(idx.len() + 2);
+    poly.push((0.0, 0.0));
+    poly.extend(idx.iter().map(|&i| (i as f64, d.drawdown[i])));
+    poly.push((x_max, 0.0));
+    dd.draw_series(std::iter::once(Polygon::new(poly, red.mix(0.25).filled())))
+        .map_err(e)?;
+    dd.draw_series(LineSeries::new(
+        idx.iter().map(|&i| (i as f64, d.drawdown[i])),
+        red.stroke_width(1),
+    ))
+    .map_err(e)?;
+    root.present().map_err(e)?;
+    Ok(())
+}
+
+/// The chart as an SVG document.
+pub fn svg(d: &ChartData<'_>) -> Result<String, String> {
+    if !font_ready() {
+        return Err("the chart font (assets/fonts/DejaVuSans.ttf) cannot be loaded".into());
+    }
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
+        draw(&root, d)?;
+    }
+    Ok(out)
+}
+
+/// The chart as a PNG file's bytes.
+pub fn png(d: &ChartData<'_>) -> Result<Vec<u8>, String> {
+    if !font_ready() {
+        return Err("the chart font (assets/fonts/DejaVuSans.ttf) cannot be loaded".into());
+    }
+    let mut rgb = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, HEIGHT)).into_drawing_area();
+        draw(&root, d)?;
+    }
+    encode_png(&rgb, WIDTH, HEIGHT)
+}
+
+/// A minimal PNG encoder (8-bit RGB, filter 0, zlib at the fast level):
+/// the flat colours of a chart compress well, and the fast level keeps the
+/// whole backtest within its latency budget.
+pub fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, String> {
+    use std::io::Write;
+    let row = (w * 3) as usize;
+    if rgb.len() != row * h as usize {
+        return Err("pixel buffer size does not match the image".into());
+    }
+    let mut z = flate2::write::ZlibEncoder::new(
+        Vec::with_capacity(rgb.len() / 8),
+        flate2::Compression::fast(),
+    );
+    for line in rgb.chunks_exact(row) {
+        z.write_all(&[0]).map_err(|e| e.to_string())?;
+        z.write_all(line).map_err(|e| e.to_string())?;
+    }
+    let idat = z.finish().map_err(|e| e.to_string())?;
+    let mut out = Vec::with_capacity(idat.len() + 64);
+    out.extend_from_slice(b"\x89PNG\r\n\x1a\n");
+    let mut chunk = |kind: &[u8; 4], data: &[u8]| {
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        out.extend_from_slice(kind);
+        out.extend_from_slice(data);
+        let mut crc = flate2::Crc::new();
+        crc.update(kind);
+        crc.update(data);
+        out.extend_from_slice(&crc.sum().to_be_bytes());
+    };
+    let mut ihdr = Vec::with_capacity(13);
+    ihdr.extend_from_slice(&w.to_be_bytes());
+    ihdr.extend_from_slice(&h.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    chunk(b"IHDR", &ihdr);
+    chunk(b"IDAT", &idat);
+    chunk(b"IEND", &[]);
+    Ok(out)
+}
+
+/// Points for a terminal line chart (ratatui's `Chart`): at most `width`
+/// points `(bar index, value)`, each the last value of its bucket, so the
+/// final point is the final equity. Non-finite values are skipped.
+pub fn terminal_points(values: &[f64], width: usize) -> Vec<(f64, f64)> {
+    let n = values.len();
+    if n == 0 || width == 0 {
+        return Vec::new();
+    }
+    if n <= width {
+        return values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_finite())
+            .map(|(i, v)| (i as f64, *v))
+            .collect();
+    }
+    (0..width)
+        .filter_map(|b| {
+            let i = ((b + 1) * n / width).saturating_sub(1);
+            values
+                .get(i)
+                .filter(|v| v.is_finite())
+                .map(|v| (i as f64, *v))
+        })
+        .collect()
+}
+
+/// A one-line block sparkline of `values` in `width` cells.
+pub fn sparkline(values: &[f64], width: usize) -> String {
+    const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let pts = terminal_points(values, width);
+    let (lo, hi) = pts
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (_, v)| {
+            (a.min(*v), b.max(*v))
+        });
+    pts.iter()
+        .map(|(_, v)| {
+            let f = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+            BLOCKS[((f * 7.0).round() as usize).min(7)]
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_helpers_keep_the_end() {
+        let v: Vec<f64> = (0..1000).map(|i| i as f64).collect();
+        let p = terminal_points(&v, 50);
+        assert_eq!(p.len(), 50);
+        assert_eq!(p.last(), Some(&(999.0, 999.0)));
+        assert_eq!(sparkline(&[1.0, 2.0, 3.0], 3), "▁▅█");
+        assert!(terminal_points(&[], 10).is_empty());
+    }
+
+    #[test]
+    fn decimation_keeps_extremes_in_order() {
+        let v: Vec<f64> = (0..10_000).map(|i| ((i as f64) / 100.0).sin()).collect();
+        let idx = decimate(&v, 200);
+        assert!(idx.len() <= 202);
+        assert!(idx.windows(2).all(|w| w[0] < w[1]));
+        let max = idx.iter().map(|&i| v[i]).fold(f64::MIN, f64::max);
+        assert!((max - 1.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn svg_and_png_render_with_the_shipped_font() {
+        let d0 = NaiveDate::from_ymd_opt(2020, 1, 1).unwrap();
+        let dates: Vec<NaiveDate> = (0..300).map(|i| d0 + chrono::Duration::days(i)).collect();
+        let eq: Vec<f64> = (0..300)
+            .map(|i| 100.0 + (i as f64 / 20.0).sin() * 10.0 + i as f64 * 0.1)
+            .collect();
+        let dd = super::super::metrics::drawdown_series(&eq, 100.0);
+        let data = ChartData {
+            title: "T".into(),
+            dates: &dates,
+            equity: &eq,
+            benchmark: Some(&eq),
+            drawdown: &dd,
+        };
+        let s = svg(&data).unwrap();
+        assert!(s.starts_with("<svg") && s.contains("Drawdown"));
+        let p = png(&data).unwrap();
+        assert!(p.starts_with(b"\x89PNG\r\n\x1a\n"));
+    }
+}

@@ -1,0 +1,990 @@
+//! The `config.json` contract (spec §7.1), validated up front with errors
+//! that name the key, say what is wrong and how to fix it.
+//!
+//! Every problem is collected (not just the first), so one round trip fixes
+//! them all. Decisions, each a deliberate difference from the original:
+//! - `source` defaults to `auto` (the original's default, `tushare`, is a
+//!   source vibedesk does not have); unknown sources are refused with the
+//!   list ([`SourceChoice`]);
+//! - only `interval: "1D"` and `engine: "daily"` run; the other values of
+//!   the spec parse and are refused with a clear message, never ignored;
+//! - keys of the original that would change the result but are not
+//!   implemented here (`optimizer`, `fundamental_fields`, `event_feeds`,
+//!   `constraints`, `extra_fields`, `leverage` ≠ 1) are refused rather than
+//!   silently ignored;
+//! - an unknown key that looks like a typo of a supported one (edit distance
+//!   ≤ 2) is an error with a suggestion; any other unknown key is kept as a
+//!   warning on the run card (the original allows extra keys).
+
+use std::fmt;
+
+use chrono::NaiveDate;
+use serde_json::{Map, Value};
+
+use super::rules::RuleSet;
+use super::strategies::Builtin;
+use crate::research::data::{self, Interval, Market, SourceChoice, detect_market};
+
+/// One thing wrong with the config: where, a short machine code, and what
+/// to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigIssue {
+    /// The key path, e.g. `strategy.params.fast`.
+    pub key: String,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ConfigIssue {
+    pub fn new(key: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
+        ConfigIssue {
+            key: key.into(),
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`: {}", self.key, self.message)
+    }
+}
+
+/// All the problems found in one config.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigError {
+    pub issues: Vec<ConfigIssue>,
+}
+
+impl ConfigError {
+    pub fn one(issue: ConfigIssue) -> Self {
+        ConfigError {
+            issues: vec![issue],
+        }
+    }
+
+    /// The code of the first problem (tool results carry one code).
+    pub fn code(&self) -> &'static str {
+        self.issues.first().map_or("invalid_config", |i| i.code)
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.issues.as_slice() {
+            [] => write!(f, "config.json is invalid"),
+            [one] => write!(f, "config.json: {one}"),
+            many => {
+                write!(f, "config.json has {} problems:", many.len())?;
+                for (i, issue) in many.iter().enumerate() {
+                    write!(f, " {}) {issue}", i + 1)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// How held positions follow their targets (spec §7.4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Adjustment {
+    /// Act only on direction flips and zero targets; resizes are logged
+    /// and dropped.
+    #[default]
+    Hold,
+    /// Resize toward the target whenever the drift leaves the tolerance
+    /// band.
+    Rebalance,
+}
+
+impl Adjustment {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Adjustment::Hold => "hold",
+            Adjustment::Rebalance => "rebalance",
+        }
+    }
+}
+
+/// Cost keys as given (spec §7.1 "market fee keys", §7.4); `None` takes the
+/// market's default ([`super::engine::SymbolRules::for_market`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CostOverrides {
+    pub commission_rate: Option<f64>,
+    pub min_commission: Option<f64>,
+    pub stamp_tax: Option<f64>,
+    pub transfer_fee: Option<f64>,
+    pub slippage: Option<f64>,
+    pub maker_rate: Option<f64>,
+    pub taker_rate: Option<f64>,
+    pub funding_rate: Option<f64>,
+    pub allow_short: Option<bool>,
+    pub lot_size: Option<f64>,
+}
+
+/// Where the signals come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StrategySpec {
+    Builtin(Builtin),
+    Rules(Box<RuleSet>),
+    /// `code/signal_engine.py` (spec §7.2), run with Python and pandas.
+    Python,
+}
+
+impl StrategySpec {
+    /// A short name for titles.
+    pub fn short_name(&self) -> &'static str {
+        match self {
+            StrategySpec::Builtin(b) => b.name(),
+            StrategySpec::Rules(_) => "rules",
+            StrategySpec::Python => "signal_engine.py",
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            StrategySpec::Builtin(b) => b.describe(),
+            StrategySpec::Rules(r) => r.describe(),
+            StrategySpec::Python => "code/signal_engine.py (Python SignalEngine)".into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MonteCarloConfig {
+    pub n_simulations: usize,
+    pub seed: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BootstrapConfig {
+    pub n_bootstrap: usize,
+    pub confidence: f64,
+    pub seed: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WalkForwardConfig {
+    pub n_windows: usize,
+}
+
+/// `config.validation` (spec §7.5); each part optional.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ValidationConfig {
+    pub monte_carlo: Option<MonteCarloConfig>,
+    pub bootstrap: Option<BootstrapConfig>,
+    pub walk_forward: Option<WalkForwardConfig>,
+}
+
+impl ValidationConfig {
+    pub fn is_empty(&self) -> bool {
+        self.monte_carlo.is_none() && self.bootstrap.is_none() && self.walk_forward.is_none()
+    }
+}
+
+/// A validated `config.json`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BacktestConfig {
+    pub codes: Vec<String>,
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    pub source: SourceChoice,
+    pub interval: Interval,
+    pub position_adjustment: Adjustment,
+    pub rebalance_tolerance: f64,
+    pub initial_cash: f64,
+    pub costs: CostOverrides,
+    /// An explicit benchmark ticker; `None` is the equal-weight benchmark.
+    pub benchmark: Option<String>,
+    pub strategy: StrategySpec,
+    pub validation: ValidationConfig,
+    /// Unknown keys that were kept (not typos): shown on the run card.
+    pub warnings: Vec<String>,
+}
+
+/// The supported keys (for typo suggestions and the docs).
+pub const SUPPORTED_KEYS: &[&str] = &[
+    "codes",
+    "start_date",
+    "end_date",
+    "source",
+    "interval",
+    "engine",
+    "position_adjustment",
+    "rebalance_tolerance",
+    "initial_cash",
+    "commission_rate",
+    "min_commission",
+    "stamp_tax",
+    "transfer_fee",
+    "slippage",
+    "maker_rate",
+    "taker_rate",
+    "funding_rate",
+    "allow_short",
+    "lot_size",
+    "leverage",
+    "benchmark",
+    "strategy",
+    "validation",
+    "allow_nonpositive_prices",
+    "name",
+    "description",
+    "notes",
+];
+
+/// Keys of the original that change results and are not implemented.
+const UNSUPPORTED_KEYS: &[(&str, &str)] = &[
+    (
+        "optimizer",
+        "portfolio optimizers are not implemented; weights are the signals, scaled so the gross exposure is at most 1",
+    ),
+    (
+        "optimizer_params",
+        "portfolio optimizers are not implemented",
+    ),
+    ("constraints", "portfolio constraints are not implemented"),
+    (
+        "fundamental_fields",
+        "fundamental (point-in-time statement) data is not available",
+    ),
+    ("event_feeds", "event feeds are not available"),
+    (
+        "extra_fields",
+        "extra daily fields (A-share daily_basic) are not available",
+    ),
+];
+
+const DEFAULT_INITIAL_CASH: f64 = 1_000_000.0;
+
+/// Levenshtein distance, for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The closest of `candidates` within edit distance 2 (case-insensitive).
+pub fn suggest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let g = given.to_ascii_lowercase();
+    candidates
+        .iter()
+        .map(|c| (edit_distance(&g, c), *c))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// A JSON value's kind, for messages.
+pub fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Reads optional typed values off an object, collecting issues.
+pub struct Reader<'a> {
+    pub obj: &'a Map<String, Value>,
+    pub prefix: String,
+    pub issues: Vec<ConfigIssue>,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(obj: &'a Map<String, Value>, prefix: &str) -> Self {
+        Reader {
+            obj,
+            prefix: prefix.to_string(),
+            issues: Vec::new(),
+        }
+    }
+
+    pub fn path(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.prefix)
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.obj.get(key).filter(|v| !v.is_null())
+    }
+
+    pub fn issue(&mut self, key: &str, code: &'static str, message: impl Into<String>) {
+        let path = self.path(key);
+        self.issues.push(ConfigIssue::new(path, code, message));
+    }
+
+    /// A finite number within `[min, max]` (`min_open`: strictly above min).
+    pub fn number(&mut self, key: &str, min: f64, min_open: bool, max: f64) -> Option<f64> {
+        let v = self.get(key)?;
+        let Some(x) = v.as_f64() else {
+            self.issue(
+                key,
+                "invalid_value",
+                format!("must be a number, got {}", kind(v)),
+            );
+            return None;
+        };
+        let below = if min_open { x <= min } else { x < min };
+        if !x.is_finite() || below || x > max {
+            let lo = if min_open { ">" } else { "≥" };
+            let range = if max.is_finite() {
+                format!("{lo} {min} and ≤ {max}")
+            } else {
+                format!("{lo} {min}")
+            };
+            self.issue(
+                key,
+                "invalid_value",
+                format!("must be a finite number {range}, got {x}"),
+            );
+            return None;
+        }
+        Some(x)
+    }
+
+    /// An integer within `[min, max]`.
+    pub fn integer(&mut self, key: &str, min: u64, max: u64) -> Option<u64> {
+        let v = self.get(key)?;
+        let n = v.as_u64().or_else(|| {
+            v.as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                .map(|f| f as u64)
+        });
+        match n {
+            Some(n) if (min..=max).contains(&n) => Some(n),
+            _ => {
+                self.issue(
+                    key,
+                    "invalid_value",
+                    format!("must be an integer from {min} to {max}, got {v}"),
+                );
+                None
+            }
+        }
+    }
+
+    pub fn boolean(&mut self, key: &str) -> Option<bool> {
+        let v = self.get(key)?;
+        match v.as_bool() {
+            Some(b) => Some(b),
+            None => {
+                self.issue(
+                    key,
+                    "invalid_value",
+                    format!("must be true or false, got {}", kind(v)),
+                );
+                None
+            }
+        }
+    }
+
+    pub fn string(&mut self, key: &str) -> Option<&'a str> {
+        let v = self.get(key)?;
+        match v.as_str() {
+            Some(s) if !s.trim().is_empty() => Some(s.trim()),
+            Some(_) => {
+                self.issue(key, "invalid_value", "must not be blank");
+                None
+            }
+            None => {
+                self.issue(
+                    key,
+                    "invalid_value",
+                    format!("must be a string, got {}", kind(v)),
+                );
+                None
+            }
+        }
+    }
+
+    /// Refuses keys outside `known` (with a suggestion when close).
+    pub fn only(&mut self, known: &[&str]) {
+        let unknown: Vec<String> = self
+            .obj
+            .keys()
+            .filter(|k| !known.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        for k in unknown {
+            let hint = match suggest(&k, known) {
+                Some(s) => format!("did you mean '{s}'? "),
+                None => String::new(),
+            };
+            self.issue(
+                &k,
+                "unknown_key",
+                format!("unknown key; {hint}valid keys: {}", known.join(", ")),
+            );
+        }
+    }
+}
+
+fn parse_day(r: &mut Reader<'_>, key: &'static str) -> Option<NaiveDate> {
+    let Some(v) = r.obj.get(key).filter(|v| !v.is_null()) else {
+        r.issue(
+            key,
+            "missing_key",
+            "is required: a date YYYY-MM-DD (e.g. \"2010-01-01\")",
+        );
+        return None;
+    };
+    let Some(s) = v.as_str() else {
+        r.issue(
+            key,
+            "invalid_date",
+            format!("must be a date string YYYY-MM-DD, got {}", kind(v)),
+        );
+        return None;
+    };
+    match data::parse_date(key, s) {
+        Ok(d) => Some(d),
+        Err(_) => {
+            r.issue(
+                key,
+                "invalid_date",
+                format!("'{s}' is not a date; write YYYY-MM-DD (e.g. \"2010-01-01\")"),
+            );
+            None
+        }
+    }
+}
+
+fn parse_codes(r: &mut Reader<'_>) -> Vec<String> {
+    let Some(v) = r.obj.get("codes").filter(|v| !v.is_null()) else {
+        r.issue(
+            "codes",
+            "missing_key",
+            "is required: a non-empty list of symbols, e.g. [\"AAPL\", \"MSFT\"]",
+        );
+        return Vec::new();
+    };
+    let Some(list) = v.as_array() else {
+        r.issue(
+            "codes",
+            "invalid_value",
+            format!(
+                "must be a list of symbols such as [\"AAPL\"], got {}",
+                kind(v)
+            ),
+        );
+        return Vec::new();
+    };
+    if list.is_empty() {
+        r.issue(
+            "codes",
+            "invalid_value",
+            "must not be empty: name at least one symbol, e.g. [\"AAPL\"]",
+        );
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, item) in list.iter().enumerate() {
+        match item.as_str().map(str::trim) {
+            Some(s) if !s.is_empty() => {
+                if out.iter().any(|o| o.eq_ignore_ascii_case(s)) {
+                    r.issue(
+                        &format!("codes[{i}]"),
+                        "invalid_value",
+                        format!("'{s}' is listed twice; list each symbol once"),
+                    );
+                } else {
+                    out.push(s.to_string());
+                }
+            }
+            _ => r.issue(
+                &format!("codes[{i}]"),
+                "invalid_value",
+                format!("must be a non-blank symbol string, got {item}"),
+            ),
+        }
+    }
+    for code in &out {
+        let m = detect_market(code);
+        if matches!(m, Market::Futures | Market::Forex) {
+            r.issue(
+                "codes",
+                "unsupported_market",
+                format!(
+                    "'{code}' looks like a {m} symbol; the daily engine covers equities and crypto only (futures and forex engines are not implemented)"
+                ),
+            );
+        }
+    }
+    out
+}
+
+fn parse_validation(v: &Value, issues: &mut Vec<ConfigIssue>) -> ValidationConfig {
+    let mut out = ValidationConfig::default();
+    let Some(obj) = v.as_object() else {
+        issues.push(ConfigIssue::new(
+            "validation",
+            "invalid_value",
+            format!(
+                "must be an object such as {{\"monte_carlo\": {{\"n_simulations\": 1000}}, \"bootstrap\": {{}}, \"walk_forward\": {{\"n_windows\": 5}}}}, got {}",
+                kind(v)
+            ),
+        ));
+        return out;
+    };
+    let mut r = Reader::new(obj, "validation");
+    r.only(&["monte_carlo", "bootstrap", "walk_forward"]);
+    issues.append(&mut r.issues);
+    // `true` or `{}` asks for the defaults; `false`/null skips.
+    let part = |key: &str, issues: &mut Vec<ConfigIssue>| -> Option<Map<String, Value>> {
+        match obj.get(key) {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => None,
+            Some(Value::Bool(true)) => Some(Map::new()),
+            Some(Value::Object(m)) => Some(m.clone()),
+            Some(other) => {
+                issues.push(ConfigIssue::new(
+                    format!("validation.{key}"),
+                    "invalid_value",
+                    format!("must be an object of options or true, got {}", kind(other)),
+                ));
+                None
+            }
+        }
+    };
+    if let Some(m) = part("monte_carlo", issues) {
+        let mut r = Reader::new(&m, "validation.monte_carlo");
+        r.only(&["n_simulations", "seed"]);
+        let n = r.integer("n_simulations", 1, 100_000).unwrap_or(1000) as usize;
+        let seed = r.integer("seed", 0, u64::MAX).unwrap_or(42);
+        issues.append(&mut r.issues);
+        out.monte_carlo = Some(MonteCarloConfig {
+            n_simulations: n,
+            seed,
+        });
+    }
+    if let Some(m) = part("bootstrap", issues) {
+        let mut r = Reader::new(&m, "validation.bootstrap");
+        r.only(&["n_bootstrap", "confidence", "seed"]);
+        let n = r.integer("n_bootstrap", 1, 100_000).unwrap_or(1000) as usize;
+        let confidence = match r.number("confidence", 0.0, true, 1.0) {
+            Some(c) if c < 1.0 => c,
+            Some(_) => {
+                r.issue("confidence", "invalid_value", "must be below 1 (e.g. 0.95)");
+                0.95
+            }
+            None => 0.95,
+        };
+        let seed = r.integer("seed", 0, u64::MAX).unwrap_or(42);
+        issues.append(&mut r.issues);
+        out.bootstrap = Some(BootstrapConfig {
+            n_bootstrap: n,
+            confidence,
+            seed,
+        });
+    }
+    if let Some(m) = part("walk_forward", issues) {
+        let mut r = Reader::new(&m, "validation.walk_forward");
+        r.only(&["n_windows"]);
+        let n = r.integer("n_windows", 2, 100).unwrap_or(5) as usize;
+        issues.append(&mut r.issues);
+        out.walk_forward = Some(WalkForwardConfig { n_windows: n });
+    }
+    out
+}
+
+fn parse_strategy(
+    v: Option<&Value>,
+    has_python_code: bool,
+    issues: &mut Vec<ConfigIssue>,
+    warnings: &mut Vec<String>,
+) -> Option<StrategySpec> {
+    let v = match v {
+        None | Some(Value::Null) => {
+            if has_python_code {
+                return Some(StrategySpec::Python);
+            }
+            issues.push(ConfigIssue::new(
+                "strategy",
+                "no_strategy",
+                format!(
+                    "no strategy: give one in config.json, either a built-in such as {{\"name\": \"sma_crossover\", \"params\": {{\"fast\": 20, \"slow\": 50}}}} (built-ins: {}) or rules such as {{\"rules\": {{\"entry\": \"sma(close, 20) > sma(close, 50)\", \"exit\": \"sma(close, 20) < sma(close, 50)\"}}}}, or write code/signal_engine.py defining class SignalEngine",
+                    Builtin::NAMES.join(", ")
+                ),
+            ));
+            return None;
+        }
+        Some(v) => v,
+    };
+    if has_python_code {
+        warnings.push(
+            "config.json names a strategy, so code/signal_engine.py was not used".to_string(),
+        );
+    }
+    // "strategy": "buy_and_hold" is shorthand for {"name": "buy_and_hold"}.
+    if let Some(name) = v.as_str() {
+        return match Builtin::parse(name, &Map::new(), "strategy") {
+            Ok(b) => Some(StrategySpec::Builtin(b)),
+            Err(mut e) => {
+                issues.append(&mut e);
+                None
+            }
+        };
+    }
+    let Some(obj) = v.as_object() else {
+        issues.push(ConfigIssue::new(
+            "strategy",
+            "invalid_strategy",
+            format!(
+                "must be an object ({{\"name\": ..., \"params\": {{...}}}} or {{\"rules\": {{...}}}}), got {}",
+                kind(v)
+            ),
+        ));
+        return None;
+    };
+    if let Some(rules) = obj.get("rules") {
+        let mut r = Reader::new(obj, "strategy");
+        r.only(&["rules", "type", "description"]);
+        issues.append(&mut r.issues);
+        return match RuleSet::parse(rules, "strategy.rules") {
+            Ok(rs) => Some(StrategySpec::Rules(Box::new(rs))),
+            Err(mut e) => {
+                issues.append(&mut e);
+                None
+            }
+        };
+    }
+    let mut r = Reader::new(obj, "strategy");
+    r.only(&["name", "params", "type", "description"]);
+    let name = r.string("name");
+    issues.append(&mut r.issues);
+    let Some(name) = name else {
+        if !obj.contains_key("name") {
+            issues.push(ConfigIssue::new(
+                "strategy.name",
+                "invalid_strategy",
+                format!(
+                    "a strategy object needs \"name\" (one of {}) or \"rules\"",
+                    Builtin::NAMES.join(", ")
+                ),
+            ));
+        }
+        return None;
+    };
+    let empty = Map::new();
+    let params = match obj.get("params") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(m)) => m,
+        Some(other) => {
+            issues.push(ConfigIssue::new(
+                "strategy.params",
+                "invalid_strategy",
+                format!("must be an object of parameters, got {}", kind(other)),
+            ));
+            return None;
+        }
+    };
+    match Builtin::parse(name, params, "strategy") {
+        Ok(b) => Some(StrategySpec::Builtin(b)),
+        Err(mut e) => {
+            issues.append(&mut e);
+            None
+        }
+    }
+}
+
+impl BacktestConfig {
+    /// Validates a parsed `config.json`. `has_python_code` says whether
+    /// `code/signal_engine.py` exists (it is the strategy when the config
+    /// names none).
+    pub fn from_value(v: &Value, has_python_code: bool) -> Result<Self, ConfigError> {
+        let Some(obj) = v.as_object() else {
+            return Err(ConfigError::one(ConfigIssue::new(
+                "(top level)",
+                "invalid_config",
+                format!(
+                    "config.json must hold a JSON object such as {{\"codes\": [\"AAPL\"], \"start_date\": \"2010-01-01\", \"end_date\": \"2012-12-31\", \"strategy\": {{\"name\": \"buy_and_hold\"}}}}, got {}",
+                    kind(v)
+                ),
+            )));
+        };
+        let mut r = Reader::new(obj, "");
+        let mut warnings = Vec::new();
+
+        for (key, why) in UNSUPPORTED_KEYS {
+            if obj.get(*key).is_some_and(|v| !v.is_null()) {
+                r.issue(
+                    key,
+                    "unsupported_key",
+                    format!("{why}; remove the key to run"),
+                );
+            }
+        }
+        for key in obj.keys() {
+            if SUPPORTED_KEYS.contains(&key.as_str())
+                || UNSUPPORTED_KEYS.iter().any(|(k, _)| k == key)
+            {
+                continue;
+            }
+            match suggest(key, SUPPORTED_KEYS) {
+                Some(s) => r.issue(
+                    key,
+                    "unknown_key",
+                    format!("unknown key; did you mean '{s}'?"),
+                ),
+                None => warnings.push(format!("unknown key '{key}' was ignored")),
+            }
+        }
+
+        let codes = parse_codes(&mut r);
+        let start = parse_day(&mut r, "start_date");
+        let end = parse_day(&mut r, "end_date");
+        if let (Some(s), Some(e)) = (start, end)
+            && s > e
+        {
+            r.issue(
+                "start_date",
+                "invalid_range",
+                format!("start_date {s} is after end_date {e}; swap them"),
+            );
+        }
+
+        let source = match obj.get("source").filter(|v| !v.is_null()) {
+            None => SourceChoice::Auto,
+            Some(Value::String(s)) => match s.parse::<SourceChoice>() {
+                Ok(c) => c,
+                Err(e) => {
+                    r.issue("source", "unknown_source", e.to_string());
+                    SourceChoice::Auto
+                }
+            },
+            Some(other) => {
+                r.issue(
+                    "source",
+                    "unknown_source",
+                    format!(
+                        "must be a string, one of {}; got {}",
+                        data::VALID_SOURCES,
+                        kind(other)
+                    ),
+                );
+                SourceChoice::Auto
+            }
+        };
+
+        let interval = match r.string("interval") {
+            None => Interval::D1,
+            Some(s) => match s.parse::<Interval>() {
+                Ok(Interval::D1) => Interval::D1,
+                Ok(other) => {
+                    r.issue(
+                        "interval",
+                        "unsupported_interval",
+                        format!(
+                            "'{}' is not supported: the loaders and the engine are daily only; use \"1D\"",
+                            other.as_str()
+                        ),
+                    );
+                    Interval::D1
+                }
+                Err(_) => {
+                    r.issue(
+                        "interval",
+                        "unsupported_interval",
+                        format!(
+                            "'{s}' is not an interval (the spec's are 1m, 5m, 15m, 30m, 1H, 4H, 1D); only \"1D\" runs here"
+                        ),
+                    );
+                    Interval::D1
+                }
+            },
+        };
+
+        match r.string("engine") {
+            None | Some("daily") => {}
+            Some("options") => r.issue(
+                "engine",
+                "unsupported_engine",
+                "the options engine is not implemented; use \"daily\" (or remove the key)",
+            ),
+            Some(other) => r.issue(
+                "engine",
+                "unsupported_engine",
+                format!("unknown engine '{other}'; the only engine is \"daily\""),
+            ),
+        }
+
+        let position_adjustment = match r.string("position_adjustment") {
+            None => Adjustment::Hold,
+            Some(s) => match s.to_ascii_lowercase().as_str() {
+                "hold" => Adjustment::Hold,
+                "rebalance" => Adjustment::Rebalance,
+                _ => {
+                    r.issue(
+                        "position_adjustment",
+                        "invalid_value",
+                        format!("'{s}' is not a mode; use \"hold\" or \"rebalance\""),
+                    );
+                    Adjustment::Hold
+                }
+            },
+        };
+        let rebalance_tolerance = r
+            .number("rebalance_tolerance", 0.0, false, f64::INFINITY)
+            .unwrap_or(0.0);
+        let initial_cash = r
+            .number("initial_cash", 0.0, true, 1e15)
+            .unwrap_or(DEFAULT_INITIAL_CASH);
+
+        let rate = |r: &mut Reader<'_>, k: &str| r.number(k, 0.0, false, 0.5);
+        let costs = CostOverrides {
+            commission_rate: rate(&mut r, "commission_rate"),
+            min_commission: r.number("min_commission", 0.0, false, 1e9),
+            stamp_tax: rate(&mut r, "stamp_tax"),
+            transfer_fee: rate(&mut r, "transfer_fee"),
+            slippage: rate(&mut r, "slippage"),
+            maker_rate: rate(&mut r, "maker_rate"),
+            taker_rate: rate(&mut r, "taker_rate"),
+            funding_rate: r.number("funding_rate", -0.1, false, 0.1),
+            allow_short: r.boolean("allow_short"),
+            lot_size: r.number("lot_size", 0.0, false, 1e9),
+        };
+        if let Some(l) = r.number("leverage", 0.0, true, 1000.0)
+            && (l - 1.0).abs() > 1e-12
+        {
+            r.issue(
+                "leverage",
+                "unsupported_key",
+                format!(
+                    "leverage {l} is not supported: positions are fully funded (leverage 1); remove the key or set it to 1"
+                ),
+            );
+        }
+        if r.boolean("allow_nonpositive_prices") == Some(true) {
+            r.issue(
+                "allow_nonpositive_prices",
+                "unsupported_key",
+                "non-positive prices are always dropped by the sanity filter; remove the key",
+            );
+        }
+        let benchmark = match obj.get("benchmark") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.trim().is_empty() || s.eq_ignore_ascii_case("auto") => None,
+            Some(Value::String(s)) => Some(s.trim().to_string()),
+            Some(other) => {
+                r.issue(
+                    "benchmark",
+                    "invalid_value",
+                    format!(
+                        "must be a ticker string or \"auto\" (equal weight of the codes), got {}",
+                        kind(other)
+                    ),
+                );
+                None
+            }
+        };
+        for k in ["name", "description", "notes"] {
+            if let Some(v) = obj.get(k).filter(|v| !v.is_null() && !v.is_string()) {
+                r.issue(k, "invalid_value", format!("must be text, got {}", kind(v)));
+            }
+        }
+        let mut issues = std::mem::take(&mut r.issues);
+        let validation = match obj.get("validation") {
+            None | Some(Value::Null) => ValidationConfig::default(),
+            Some(v) => parse_validation(v, &mut issues),
+        };
+        let strategy = parse_strategy(
+            obj.get("strategy"),
+            has_python_code,
+            &mut issues,
+            &mut warnings,
+        );
+
+        match (issues.is_empty(), start, end, strategy) {
+            (true, Some(start_date), Some(end_date), Some(strategy)) => Ok(BacktestConfig {
+                codes,
+                start_date,
+                end_date,
+                source,
+                interval,
+                position_adjustment,
+                rebalance_tolerance,
+                initial_cash,
+                costs,
+                benchmark,
+                strategy,
+                validation,
+                warnings,
+            }),
+            _ => Err(ConfigError { issues }),
+        }
+    }
+
+    /// Parses `config.json` text (JSON errors name the line and column).
+    pub fn from_json_text(text: &str, has_python_code: bool) -> Result<Self, ConfigError> {
+        let v: Value = serde_json::from_str(text).map_err(|e| {
+            ConfigError::one(ConfigIssue::new(
+                "(file)",
+                "invalid_json",
+                format!(
+                    "not valid JSON at line {}, column {}: {e}; fix the syntax (double quotes, no trailing commas)",
+                    e.line(),
+                    e.column()
+                ),
+            ))
+        })?;
+        Self::from_value(&v, has_python_code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn base() -> Value {
+        json!({"codes": ["AAPL"], "start_date": "2010-01-01", "end_date": "2011-01-01",
+               "strategy": {"name": "sma_crossover", "params": {"fast": 10, "slow": 30}}})
+    }
+
+    #[test]
+    fn a_minimal_config_gets_the_defaults() {
+        let c = BacktestConfig::from_value(&base(), false).unwrap();
+        assert_eq!(c.source, SourceChoice::Auto);
+        assert_eq!(c.initial_cash, 1_000_000.0);
+        assert_eq!(c.position_adjustment, Adjustment::Hold);
+        assert!(c.validation.is_empty());
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let mut v = base();
+        v["source"] = json!("tushare");
+        v["interval"] = json!("5m");
+        v["intial_cash"] = json!(5);
+        let e = BacktestConfig::from_value(&v, false).unwrap_err();
+        assert_eq!(e.issues.len(), 3, "{e}");
+        let text = e.to_string();
+        assert!(text.contains("did you mean 'initial_cash'"), "{text}");
+        assert!(text.contains("valid sources"), "{text}");
+        assert!(text.contains("use \"1D\""), "{text}");
+    }
+
+    #[test]
+    fn suggestions_need_a_close_match() {
+        assert_eq!(
+            suggest("comission_rate", SUPPORTED_KEYS),
+            Some("commission_rate")
+        );
+        assert_eq!(suggest("completely_else", SUPPORTED_KEYS), None);
+    }
+}

@@ -1,0 +1,587 @@
+//! The backtest engine (spec §7): `config.json` in a run directory →
+//! market data → signals → execution → metrics, validation, artifacts, a
+//! chart and the run card.
+//!
+//! - [`config`]: the §7.1 contract, validated up front;
+//! - [`strategies`] (built-ins), [`rules`] (typed expressions over
+//!   indicators), [`python`] (the original's `code/signal_engine.py`
+//!   contract with the §7.2 static checks): the three signal sources;
+//! - [`engine`]: the §7.4 execution model, pure and single-pass;
+//! - [`metrics`] (§7.5, exact), [`validation`] (Monte Carlo, bootstrap,
+//!   walk-forward);
+//! - [`artifacts`], [`chart`], [`run_card`]: the §7.6 outputs.
+//!
+//! [`run_in_dir`] is what `vibedesk engine RUN_DIR` runs inside the sandbox;
+//! the `backtest` tool and `vibedesk backtest` start that child.
+
+pub mod artifacts;
+pub mod chart;
+pub mod config;
+pub mod engine;
+pub mod metrics;
+pub mod python;
+pub mod rules;
+pub mod run_card;
+pub mod strategies;
+pub mod validation;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+pub use config::{Adjustment, BacktestConfig, ConfigError, ConfigIssue, StrategySpec};
+pub use engine::{Panel, SimParams, Simulation, SymbolRules};
+pub use metrics::Metrics;
+
+use crate::research::data::{
+    DataConfig, DataError, Market, MarketData, PriceSeries, Source, SourceChoice,
+};
+
+/// Why a backtest could not run. Each names the input and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum BacktestError {
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Data(#[from] DataError),
+    #[error("{0}")]
+    Python(#[from] python::PythonError),
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    NoData(String),
+    #[error("chart: {0}")]
+    Chart(String),
+}
+
+impl BacktestError {
+    /// A short machine-readable code for tool results.
+    pub fn code(&self) -> &str {
+        match self {
+            BacktestError::Config(e) => e.code(),
+            BacktestError::Data(e) => e.code(),
+            BacktestError::Python(e) => e.code,
+            BacktestError::Io { .. } => "io_error",
+            BacktestError::NoData(_) => "no_data",
+            BacktestError::Chart(_) => "chart_failed",
+        }
+    }
+
+    pub fn io<'a>(
+        action: &'static str,
+        path: &'a Path,
+    ) -> impl FnOnce(std::io::Error) -> BacktestError + 'a {
+        move |source| BacktestError::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Where the engine may get data from.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Online answers cache (read-only in the sandbox: writes may fail,
+    /// which only costs a refetch).
+    pub cache_dir: Option<PathBuf>,
+    /// Extra folders for the `local` source (the run dir's `data/` and the
+    /// run dir itself are always searched first).
+    pub local_dirs: Vec<PathBuf>,
+    /// Forbid the online loaders.
+    pub offline: bool,
+    /// The Python interpreter for `code/signal_engine.py`; `None` probes
+    /// `python3` on PATH.
+    pub python: Option<PathBuf>,
+}
+
+pub const CONFIG_FILE: &str = "config.json";
+pub const SIGNAL_ENGINE_FILE: &str = "code/signal_engine.py";
+
+/// Reads and validates `<run_dir>/config.json`.
+pub fn load_config(run_dir: &Path) -> Result<(BacktestConfig, Vec<u8>), BacktestError> {
+    let path = run_dir.join(CONFIG_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ConfigError::one(ConfigIssue::new(
+                "(file)",
+                "config_missing",
+                format!(
+                    "{} does not exist; write it (or pass `config` to the backtest tool), e.g. {{\"codes\": [\"AAPL\"], \"start_date\": \"2010-01-01\", \"end_date\": \"2012-12-31\", \"strategy\": {{\"name\": \"sma_crossover\", \"params\": {{\"fast\": 20, \"slow\": 50}}}}}}",
+                    path.display()
+                ),
+            ))
+            .into());
+        }
+        Err(e) => return Err(BacktestError::io("read", &path)(e)),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let has_code = run_dir.join(SIGNAL_ENGINE_FILE).is_file();
+    let cfg = BacktestConfig::from_json_text(&text, has_code)?;
+    Ok((cfg, bytes))
+}
+
+/// The markets' bars per year (§7.1 step 5): 252 for equities, 365 for
+/// crypto, `None` (calendar annualisation) when the codes span markets.
+pub fn bars_per_year(markets: &[Market]) -> Option<f64> {
+    let first = *markets.first()?;
+    if markets.iter().any(|m| *m != first) {
+        return None;
+    }
+    Some(if first == Market::Crypto {
+        365.0
+    } else {
+        252.0
+    })
+}
+
+/// Spec §7.4: forward-fill limit 5, 10 when several markets mix.
+pub fn ffill_limit(markets: &[Market]) -> usize {
+    match markets.first() {
+        Some(f) if markets.iter().any(|m| m != f) => 10,
+        _ => 5,
+    }
+}
+
+/// The data for a config: every code (the universe never shrinks), and the
+/// explicit benchmark if any.
+pub async fn fetch_data(
+    cfg: &BacktestConfig,
+    run_dir: &Path,
+    opts: &RunOptions,
+) -> Result<(Vec<PriceSeries>, Vec<Source>, Option<PriceSeries>), BacktestError> {
+    let md = market_data(cfg, run_dir, opts);
+    let universe = md
+        .fetch_all(
+            &cfg.codes,
+            Some(cfg.start_date),
+            Some(cfg.end_date),
+            cfg.source,
+        )
+        .await?;
+    for s in &universe.series {
+        if s.bars.is_empty() {
+            return Err(BacktestError::NoData(format!(
+                "no bars for {} between {} and {} (source {}); widen the dates or pick another source",
+                s.symbol, cfg.start_date, cfg.end_date, s.provenance.source
+            )));
+        }
+    }
+    let bench = match &cfg.benchmark {
+        Some(t) => Some(
+            md.fetch_all(
+                std::slice::from_ref(t),
+                Some(cfg.start_date),
+                Some(cfg.end_date),
+                SourceChoice::Auto,
+            )
+            .await?
+            .series
+            .into_iter()
+            .next()
+            .ok_or_else(|| BacktestError::NoData(format!("no data for the benchmark {t}")))?,
+        ),
+        None => None,
+    };
+    Ok((universe.series, universe.effective_sources, bench))
+}
+
+fn market_data(cfg: &BacktestConfig, run_dir: &Path, opts: &RunOptions) -> MarketData {
+    let mut local_dirs = vec![run_dir.join("data"), run_dir.to_path_buf()];
+    local_dirs.extend(opts.local_dirs.iter().cloned());
+    // Building the HTTP clients costs milliseconds: skip them when the
+    // config names an offline source.
+    let offline_source = matches!(
+        cfg.source,
+        SourceChoice::Explicit(Source::Embedded | Source::Local)
+    ) && cfg.benchmark.is_none();
+    MarketData::new(DataConfig {
+        cache_dir: opts.cache_dir.clone(),
+        local_dirs,
+        online: !opts.offline && !offline_source,
+        ..DataConfig::default()
+    })
+}
+
+/// Signals of the Rust strategies, one vector per series (own calendar).
+pub fn rust_signals(strategy: &StrategySpec, series: &[PriceSeries]) -> Vec<Vec<f64>> {
+    series
+        .iter()
+        .map(|s| match strategy {
+            StrategySpec::Builtin(b) => b.signals(&s.bars),
+            StrategySpec::Rules(r) => r.signals(&s.bars),
+            StrategySpec::Python => vec![0.0; s.bars.len()],
+        })
+        .collect()
+}
+
+/// Everything one backtest produced, in memory.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub config: BacktestConfig,
+    pub panel: Panel,
+    pub rules: Vec<SymbolRules>,
+    pub markets: Vec<Market>,
+    pub targets: Vec<f64>,
+    pub sim: Simulation,
+    pub bench_returns: Vec<f64>,
+    /// "equal_weight" or the explicit ticker.
+    pub benchmark_label: String,
+    pub bars_per_year: f64,
+    pub metrics: Metrics,
+    /// Metrics plus the engine extras (scalars only: `metrics.csv`).
+    pub scalars: Map<String, Value>,
+    /// by_symbol, by_exit_reason, dropped adjustments, validation.
+    pub nested: Map<String, Value>,
+    pub validation: Option<Value>,
+    pub warnings: Vec<String>,
+}
+
+/// Align, simulate, measure: the pure part of a backtest.
+pub fn evaluate(
+    cfg: &BacktestConfig,
+    series: &[PriceSeries],
+    signals: &[Vec<f64>],
+    bench: Option<&PriceSeries>,
+) -> Outcome {
+    let codes: Vec<String> = series.iter().map(|s| s.symbol.clone()).collect();
+    let (markets, rules, mut warnings) = engine::rules_for(&codes, &cfg.costs);
+    warnings.extend(cfg.warnings.iter().cloned());
+    let limit = ffill_limit(&markets);
+    let bars: Vec<&crate::research::data::Bars> = series.iter().map(|s| &s.bars).collect();
+    let panel = Panel::new(&codes, &bars, limit);
+    let targets = engine::align_targets(&panel, signals, &rules, limit);
+    let sim = engine::simulate(
+        &panel,
+        &targets,
+        &SimParams {
+            initial_cash: cfg.initial_cash,
+            adjustment: cfg.position_adjustment,
+            tolerance: cfg.rebalance_tolerance,
+            rules: &rules,
+        },
+    );
+    let (bench_returns, benchmark_label) = match bench {
+        Some(b) => {
+            let bp = Panel::new(std::slice::from_ref(&b.symbol), &[&b.bars], usize::MAX);
+            // The benchmark's closes on the backtest's calendar.
+            let mut out = vec![0.0; panel.n()];
+            let mut j = 0;
+            let mut last = f64::NAN;
+            let mut prev = f64::NAN;
+            for (t, d) in panel.dates.iter().enumerate() {
+                while j < bp.dates.len() && bp.dates[j] <= *d {
+                    last = bp.mark[j];
+                    j += 1;
+                }
+                if t > 0 && prev.is_finite() && last.is_finite() && prev != 0.0 {
+                    out[t] = last / prev - 1.0;
+                }
+                prev = last;
+            }
+            (out, b.symbol.clone())
+        }
+        None => (panel.benchmark_returns(), "equal_weight".to_string()),
+    };
+    let explicit_b = bars_per_year(&markets);
+    let trade_stats: Vec<metrics::TradeStat> = sim
+        .trades
+        .iter()
+        .map(|t| metrics::TradeStat {
+            pnl: t.pnl,
+            holding_bars: t.holding_bars(),
+            holding_days: match (panel.dates.get(t.exit_bar), panel.dates.get(t.entry_bar)) {
+                (Some(a), Some(b)) => (*a - *b).num_days(),
+                _ => 0,
+            },
+        })
+        .collect();
+    let m = metrics::compute(
+        &sim.equity,
+        &panel.dates,
+        cfg.initial_cash,
+        explicit_b,
+        &trade_stats,
+        &bench_returns,
+        &sim.turnover,
+    );
+    let b_year = m.bars_per_year;
+    let closed: Vec<validation::ClosedTrade> = sim
+        .trades
+        .iter()
+        .map(|t| validation::ClosedTrade {
+            exit_bar: t.exit_bar,
+            pnl: t.pnl,
+        })
+        .collect();
+    let validation = validation::run(
+        &cfg.validation,
+        &sim.equity,
+        &panel.dates,
+        cfg.initial_cash,
+        b_year,
+        &closed,
+    );
+
+    let mut scalars = m.to_map();
+    let traded: Vec<f64> = sim.turnover.iter().copied().filter(|x| *x > 0.0).collect();
+    let put = |m: &mut Map<String, Value>, k: &str, v: Value| {
+        m.insert(k.to_string(), v);
+    };
+    put(&mut scalars, "rebalance_count", json!(sim.trade_bars));
+    put(
+        &mut scalars,
+        "rebalance_turnover_mean",
+        metrics::num(metrics::round_dp(metrics::mean(&traded), 6)),
+    );
+    put(
+        &mut scalars,
+        "rebalance_turnover_max",
+        metrics::num(metrics::round_dp(
+            traded.iter().cloned().fold(0.0, f64::max),
+            6,
+        )),
+    );
+    put(
+        &mut scalars,
+        "position_adjustment",
+        json!(cfg.position_adjustment.as_str()),
+    );
+    put(
+        &mut scalars,
+        "rebalance_tolerance",
+        metrics::num(cfg.rebalance_tolerance),
+    );
+    put(
+        &mut scalars,
+        "dropped_target_adjustment_count",
+        json!(sim.dropped_count),
+    );
+    put(
+        &mut scalars,
+        "cash_scaled_order_count",
+        json!(sim.scaled_count),
+    );
+    let xray = risk_xray(&panel, &sim, b_year, m.max_drawdown);
+    for (k, v) in &xray {
+        scalars.insert(k.clone(), v.clone());
+    }
+    put(&mut scalars, "benchmark_ticker", json!(benchmark_label));
+    put(&mut scalars, "strategy", json!(cfg.strategy.describe()));
+
+    let mut nested = Map::new();
+    nested.insert(
+        "dropped_target_adjustments".into(),
+        Value::Array(
+            sim.dropped
+                .iter()
+                .map(|d| {
+                    json!({"date": panel.dates.get(d.bar).map(ToString::to_string), "code": codes.get(d.symbol),
+                           "why": d.why, "target_weight": metrics::num(d.target_weight), "held_quantity": metrics::num(d.held_quantity)})
+                })
+                .collect(),
+        ),
+    );
+    nested.insert("by_symbol".into(), by_symbol(&panel, &sim));
+    nested.insert("by_exit_reason".into(), by_exit_reason(&sim));
+    if let Some(v) = &validation {
+        nested.insert("validation".into(), v.clone());
+    }
+    Outcome {
+        config: cfg.clone(),
+        panel,
+        rules,
+        markets,
+        targets,
+        sim,
+        bench_returns,
+        benchmark_label,
+        bars_per_year: b_year,
+        metrics: m,
+        scalars,
+        nested,
+        validation,
+        warnings,
+    }
+}
+
+/// Concentration and exposure (spec §7.5 `risk_xray_*`): HHI = mean over
+/// invested bars of Σ (|w_s| / Σ|w|)², effective N = 1 / HHI, annualised
+/// volatility = std(r)·√B, the max drawdown, and the mean gross exposure
+/// Σ|w| over all bars.
+fn risk_xray(panel: &Panel, sim: &Simulation, b_year: f64, mdd: f64) -> Map<String, Value> {
+    let k = panel.k().max(1);
+    let (mut hhi_sum, mut invested_bars, mut gross_sum) = (0.0, 0usize, 0.0);
+    for row in sim.weights.chunks_exact(k) {
+        let gross: f64 = row.iter().map(|w| w.abs()).sum();
+        gross_sum += gross;
+        if gross > 0.0 {
+            invested_bars += 1;
+            hhi_sum += row.iter().map(|w| (w.abs() / gross).powi(2)).sum::<f64>();
+        }
+    }
+    let n = sim.equity.len().max(1) as f64;
+    let hhi = if invested_bars > 0 {
+        hhi_sum / invested_bars as f64
+    } else {
+        0.0
+    };
+    let vol = metrics::std(&metrics::returns(&sim.equity)) * b_year.sqrt();
+    let mut m = Map::new();
+    m.insert(
+        "risk_xray_hhi".into(),
+        metrics::num(metrics::round_dp(hhi, 6)),
+    );
+    m.insert(
+        "risk_xray_effective_n".into(),
+        metrics::num(if hhi > 0.0 {
+            metrics::round_dp(1.0 / hhi, 4)
+        } else {
+            0.0
+        }),
+    );
+    m.insert(
+        "risk_xray_annualized_vol".into(),
+        metrics::num(metrics::round_dp(vol, 6)),
+    );
+    m.insert(
+        "risk_xray_max_drawdown".into(),
+        metrics::num(metrics::round_dp(mdd, 6)),
+    );
+    m.insert(
+        "risk_xray_avg_invested".into(),
+        metrics::num(metrics::round_dp(gross_sum / n, 6)),
+    );
+    m
+}
+
+fn by_symbol(panel: &Panel, sim: &Simulation) -> Value {
+    let k = panel.k();
+    let mut out = Map::new();
+    for (s, code) in panel.codes.iter().enumerate() {
+        let trades: Vec<&engine::RoundTrip> = sim.trades.iter().filter(|t| t.symbol == s).collect();
+        let wins = trades.iter().filter(|t| t.pnl > 0.0).count();
+        let pnl: f64 = trades.iter().map(|t| t.pnl).sum();
+        let fees: f64 = trades.iter().map(|t| t.fees).sum();
+        let exposure = if k > 0 && !sim.equity.is_empty() {
+            sim.weights
+                .iter()
+                .skip(s)
+                .step_by(k)
+                .map(|w| w.abs())
+                .sum::<f64>()
+                / sim.equity.len() as f64
+        } else {
+            0.0
+        };
+        out.insert(
+            code.clone(),
+            json!({"trades": trades.len(), "win_rate": if trades.is_empty() { 0.0 } else { wins as f64 / trades.len() as f64 },
+                   "pnl": metrics::num(pnl), "fees": metrics::num(fees), "avg_exposure": metrics::num(metrics::round_dp(exposure, 6))}),
+        );
+    }
+    Value::Object(out)
+}
+
+fn by_exit_reason(sim: &Simulation) -> Value {
+    let mut groups: BTreeMap<&str, (usize, usize, f64)> = BTreeMap::new();
+    for t in &sim.trades {
+        let g = groups.entry(t.exit_reason.as_str()).or_default();
+        g.0 += 1;
+        g.1 += usize::from(t.pnl > 0.0);
+        g.2 += t.pnl;
+    }
+    Value::Object(
+        groups
+            .into_iter()
+            .map(|(k, (n, w, p))| {
+                (
+                    k.to_string(),
+                    json!({"trades": n, "win_rate": w as f64 / n as f64, "pnl": metrics::num(p)}),
+                )
+            })
+            .collect(),
+    )
+}
+
+/// What `vibedesk engine` prints and the tool reads.
+#[derive(Clone, Debug)]
+pub struct RunSummary {
+    pub scalars: Map<String, Value>,
+    pub warnings: Vec<String>,
+    pub artifacts: Vec<(String, PathBuf)>,
+}
+
+/// The whole backtest in `run_dir` (the sandbox child's work): config →
+/// data → signals → simulation → artifacts, chart and run card.
+pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary, BacktestError> {
+    let (cfg, config_bytes) = load_config(run_dir)?;
+    let (series, effective_sources, bench) = fetch_data(&cfg, run_dir, opts).await?;
+    let art_dir = run_dir.join("artifacts");
+    std::fs::create_dir_all(&art_dir).map_err(BacktestError::io("create", &art_dir))?;
+    let (signals, strategy_bytes) = match &cfg.strategy {
+        StrategySpec::Python => {
+            let code_path = run_dir.join(SIGNAL_ENGINE_FILE);
+            let code = std::fs::read(&code_path).map_err(BacktestError::io("read", &code_path))?;
+            let files = artifacts::write_ohlcv(&art_dir, &series)?;
+            let python = opts.python.clone();
+            let dir = run_dir.to_path_buf();
+            let codes: Vec<String> = series.iter().map(|s| s.symbol.clone()).collect();
+            let lens: Vec<usize> = series.iter().map(|s| s.bars.len()).collect();
+            let sig = tokio::task::spawn_blocking(move || {
+                let exe = match python {
+                    Some(p) => p,
+                    None => python::probe(None)?,
+                };
+                python::signals(&dir, &exe, &codes, &files, &lens)
+            })
+            .await
+            .map_err(|e| {
+                BacktestError::NoData(format!("the Python strategy task failed: {e}"))
+            })??;
+            (sig, code)
+        }
+        other => {
+            let canonical = match other {
+                StrategySpec::Builtin(b) => b.canonical(),
+                StrategySpec::Rules(r) => r.canonical(),
+                StrategySpec::Python => Value::Null,
+            };
+            (
+                rust_signals(other, &series),
+                canonical.to_string().into_bytes(),
+            )
+        }
+    };
+    let outcome = evaluate(&cfg, &series, &signals, bench.as_ref());
+    let dir = run_dir.to_path_buf();
+    let write_ohlcv = !matches!(cfg.strategy, StrategySpec::Python);
+    let summary = tokio::task::spawn_blocking(move || -> Result<RunSummary, BacktestError> {
+        let mut written = artifacts::write_all(&dir, &outcome, &series, write_ohlcv)?;
+        let card = run_card::build(
+            &dir,
+            &outcome,
+            &series,
+            &effective_sources,
+            &config_bytes,
+            &strategy_bytes,
+            &written,
+        );
+        written.extend(run_card::write(&dir, &card)?);
+        Ok(RunSummary {
+            scalars: outcome.scalars.clone(),
+            warnings: outcome.warnings.clone(),
+            artifacts: written,
+        })
+    })
+    .await
+    .map_err(|e| BacktestError::NoData(format!("the artifact writer failed: {e}")))??;
+    Ok(summary)
+}

@@ -1,0 +1,847 @@
+//! The `backtest` and `read_artifact` tools (spec §6.4, issue 6).
+//!
+//! `backtest` validates the run dir's `config.json` (or writes the one
+//! given inline, atomically, after validating it), then runs `<vibedesk>
+//! engine <run_dir>` through [`crate::sandbox::Runner`] with a 300 s
+//! deadline (§6.2) and reads the artifacts back. It is a write tool
+//! (`readonly() == false`: it runs alone and the loop never kills it) and
+//! repeatable (a rerun after an edit must run again).
+//!
+//! Result (`status` "ok"):
+//! `{"status","run_dir","summary","metrics":{every scalar metric},
+//!   "warnings","validation"?, "artifacts":{name: absolute path},
+//!   "chart":{"svg","png"},"exit_code","elapsed_ms","stdout","stderr"}`
+//! with stdout/stderr tails of 2,000 characters. Failures:
+//! `{"status":"error","error_code","error":"<what is wrong and how to fix
+//! it>","run_dir",...}`; config problems also list `issues`
+//! `[{key, code, message}]` and are reported before any process starts.
+//!
+//! Deliberate differences from the original: the key metrics are in the
+//! result itself (the original's never reach the reply, §12.12), a
+//! timeout is a structured error with the partial logs (§12.14), and the
+//! Python interpreter is probed before the engine starts.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::research::backtest::{self, BacktestError, StrategySpec};
+use crate::sandbox::{BACKTEST_ARTIFACTS, RunSpec, Runner, RunnerConfig};
+use crate::store::atomic_write;
+use crate::tools::registry::DuplicateTool;
+use crate::tools::{Registry, Tool, ToolContext, ToolError, ToolResult, progress};
+
+/// Spec §6.2: the backtest subprocess deadline.
+pub const ENGINE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Spec §6.4: stdout/stderr tails in the result.
+const TAIL_CHARS: usize = 2_000;
+/// Characters of file content one `read_artifact` page returns.
+const PAGE_CHARS: usize = 9_000;
+
+/// How the tools run the engine.
+#[derive(Clone, Debug)]
+pub struct BacktestToolConfig {
+    /// Run as `<engine_program> engine <run_dir> ...`; by default this very
+    /// executable (tests point it at the built `vibedesk` binary).
+    pub engine_program: PathBuf,
+    pub runner: RunnerConfig,
+    /// The market-data cache the child may read (`--cache-dir`).
+    pub cache_dir: Option<PathBuf>,
+    /// Forbid online data in the child (`--offline`).
+    pub offline: bool,
+    /// The interpreter for `code/signal_engine.py`; `None` probes `python3`.
+    pub python: Option<PathBuf>,
+    pub timeout: Duration,
+}
+
+impl BacktestToolConfig {
+    /// This executable, the environment's runner limits, the given cache.
+    pub fn new(cache_dir: Option<PathBuf>) -> Self {
+        BacktestToolConfig {
+            engine_program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("vibedesk")),
+            runner: RunnerConfig::from_env(),
+            cache_dir,
+            offline: false,
+            python: None,
+            timeout: ENGINE_TIMEOUT,
+        }
+    }
+}
+
+/// Registers `backtest` and `read_artifact`.
+pub fn register_backtest_tools(
+    registry: &mut Registry,
+    config: BacktestToolConfig,
+) -> Result<(), DuplicateTool> {
+    let config = Arc::new(config);
+    registry.register(Arc::new(Backtest { config }))?;
+    registry.register(Arc::new(ReadArtifact))?;
+    Ok(())
+}
+
+/// The last `n` characters.
+fn tail(s: &str, n: usize) -> String {
+    let total = s.chars().count();
+    if total <= n {
+        s.to_string()
+    } else {
+        s.chars().skip(total - n).collect()
+    }
+}
+
+fn error_json(code: &str, message: impl Into<String>, run_dir: &Path) -> Value {
+    json!({"status": "error", "error_code": code, "error": message.into(), "run_dir": run_dir.display().to_string()})
+}
+
+fn config_error_json(e: &BacktestError, run_dir: &Path) -> Value {
+    let mut v = error_json(e.code(), e.to_string(), run_dir);
+    if let BacktestError::Config(c) = e {
+        v["issues"] = Value::Array(
+            c.issues
+                .iter()
+                .map(|i| json!({"key": i.key, "code": i.code, "message": i.message}))
+                .collect(),
+        );
+    }
+    v
+}
+
+/// The scalar metrics from `metrics.json`, else `metrics.csv` (cells that
+/// parse as numbers become numbers, the rest stay text: §12.12).
+pub fn read_metrics(run_dir: &Path) -> Option<Map<String, Value>> {
+    let art = run_dir.join("artifacts");
+    if let Ok(text) = std::fs::read_to_string(art.join("metrics.json"))
+        && let Ok(Value::Object(m)) = serde_json::from_str::<Value>(&text)
+    {
+        return Some(m);
+    }
+    let text = std::fs::read_to_string(art.join("metrics.csv")).ok()?;
+    let mut rdr = csv::Reader::from_reader(text.as_bytes());
+    let head = rdr.headers().ok()?.clone();
+    let row = rdr.records().next()?.ok()?;
+    Some(
+        head.iter()
+            .zip(row.iter())
+            .map(|(k, v)| {
+                let val = match v.parse::<f64>() {
+                    Ok(x) if x.is_finite() => json!(x),
+                    _ if v.is_empty() => Value::Null,
+                    _ => json!(v),
+                };
+                (k.to_string(), val)
+            })
+            .collect(),
+    )
+}
+
+fn pct(v: Option<&Value>) -> String {
+    v.and_then(Value::as_f64)
+        .map_or("n/a".into(), |x| format!("{:.2}%", x * 100.0))
+}
+
+fn num2(v: Option<&Value>) -> String {
+    v.and_then(Value::as_f64)
+        .map_or("n/a".into(), |x| format!("{x:.2}"))
+}
+
+/// One sentence with the key numbers, for the chat (§12.12).
+pub fn summary_line(codes: &[String], strategy: &str, m: &Map<String, Value>) -> String {
+    format!(
+        "{} · {}: total return {}, annual {}, Sharpe {}, max drawdown {}, {} trades, win rate {}; benchmark {} (excess {}); final value {}",
+        codes.join(", "),
+        strategy,
+        pct(m.get("total_return")),
+        pct(m.get("annual_return")),
+        num2(m.get("sharpe")),
+        pct(m.get("max_drawdown")),
+        m.get("trade_count")
+            .map_or("n/a".to_string(), ToString::to_string),
+        pct(m.get("win_rate")),
+        pct(m.get("benchmark_return")),
+        pct(m.get("excess_return")),
+        num2(m.get("final_value")),
+    )
+}
+
+/// The headline numbers of the validation suite.
+fn validation_brief(v: &Value) -> Value {
+    let mut out = Map::new();
+    if let Some(mc) = v.get("monte_carlo") {
+        out.insert("monte_carlo".into(), if mc.get("skipped").is_some() { mc.clone() } else {
+            json!({"p_value_sharpe": mc["p_value_sharpe"], "p_value_max_drawdown": mc["p_value_max_drawdown"], "n_simulations": mc["n_simulations"]})
+        });
+    }
+    if let Some(b) = v.get("bootstrap") {
+        out.insert("bootstrap".into(), if b.get("skipped").is_some() { b.clone() } else {
+            json!({"sharpe_ci": [b["sharpe"]["ci_low"], b["sharpe"]["ci_high"]], "confidence": b["confidence"], "prob_sharpe_positive": b["prob_sharpe_positive"]})
+        });
+    }
+    if let Some(w) = v.get("walk_forward") {
+        out.insert("walk_forward".into(), if w.get("skipped").is_some() { w.clone() } else {
+            json!({"n_windows": w["n_windows"], "consistency_rate": w["consistency_rate"],
+                   "window_returns": w["windows"].as_array().map(|a| a.iter().map(|x| x["return"].clone()).collect::<Vec<_>>())})
+        });
+    }
+    Value::Object(out)
+}
+
+/// Runs the backtest in `run_dir` through the sandbox: validation first,
+/// then `<engine> engine <run_dir>`, then the artifacts. Never errors: the
+/// result JSON says what happened. Shared by the tool and `vibedesk
+/// backtest`.
+pub async fn run_backtest(
+    cfg: &BacktestToolConfig,
+    run_dir: &Path,
+    local_dirs: &[PathBuf],
+    cancel: &CancellationToken,
+) -> Value {
+    progress::emit("validate", None, None, "checking config.json");
+    let dir = run_dir.to_path_buf();
+    let loaded = tokio::task::spawn_blocking(move || backtest::load_config(&dir)).await;
+    let config = match loaded {
+        Ok(Ok((c, _))) => c,
+        Ok(Err(e)) => return config_error_json(&e, run_dir),
+        Err(e) => {
+            return error_json(
+                "internal_error",
+                format!("config check failed: {e}"),
+                run_dir,
+            );
+        }
+    };
+    let mut python = cfg.python.clone();
+    if config.strategy == StrategySpec::Python {
+        progress::emit(
+            "validate",
+            None,
+            None,
+            "probing Python with pandas for code/signal_engine.py",
+        );
+        let given = python.clone();
+        match tokio::task::spawn_blocking(move || backtest::python::probe(given.as_deref())).await {
+            Ok(Ok(exe)) => python = Some(exe),
+            Ok(Err(e)) => return error_json(e.code, e.message, run_dir),
+            Err(e) => {
+                return error_json(
+                    "internal_error",
+                    format!("python probe failed: {e}"),
+                    run_dir,
+                );
+            }
+        }
+    }
+
+    progress::emit(
+        "simulate",
+        None,
+        None,
+        &format!("running the engine on {} symbol(s)", config.codes.len()),
+    );
+    let mut args: Vec<std::ffi::OsString> = vec!["engine".into(), run_dir.as_os_str().to_owned()];
+    if let Some(c) = &cfg.cache_dir {
+        args.push("--cache-dir".into());
+        args.push(c.as_os_str().to_owned());
+    }
+    for d in local_dirs {
+        args.push("--data-dir".into());
+        args.push(d.as_os_str().to_owned());
+    }
+    if let Some(p) = &python {
+        args.push("--python".into());
+        args.push(p.as_os_str().to_owned());
+    }
+    if cfg.offline {
+        args.push("--offline".into());
+    }
+    let spec = RunSpec::new(&cfg.engine_program, run_dir)
+        .args(args)
+        .log_name("backtest")
+        .timeout(cfg.timeout)
+        .artifacts(BACKTEST_ARTIFACTS);
+    let runner = Runner::new(cfg.runner.clone());
+    let result = match runner.run(spec, cancel).await {
+        Ok(r) => r,
+        Err(e) => {
+            return error_json(
+                "sandbox_error",
+                format!("{e}; the engine could not be started"),
+                run_dir,
+            );
+        }
+    };
+    progress::emit("finalize", None, None, "reading the artifacts");
+    let stdout_tail = tail(&result.stdout, TAIL_CHARS);
+    let stderr_tail = tail(&result.stderr, TAIL_CHARS);
+    let base = |status: &str| {
+        json!({"status": status, "run_dir": run_dir.display().to_string(), "exit_code": result.exit_code,
+               "elapsed_ms": result.elapsed_ms, "stdout": stdout_tail, "stderr": stderr_tail})
+    };
+    if result.timed_out || result.cancelled {
+        let mut v = base("error");
+        let (code, msg) = if result.timed_out {
+            (
+                "timeout",
+                format!(
+                    "the backtest did not finish within {}s; its whole process group was killed (partial logs in logs/backtest_*.txt). Narrow the dates or the codes, or simplify the strategy.",
+                    cfg.timeout.as_secs()
+                ),
+            )
+        } else {
+            (
+                "cancelled",
+                "the run was cancelled; the engine's process group was killed".to_string(),
+            )
+        };
+        v["error_code"] = json!(code);
+        v["error"] = json!(msg);
+        return v;
+    }
+    if !result.success {
+        // The engine prints {"error", "error_code"} as its last stdout line.
+        let last: Option<Value> = result
+            .stdout
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str::<Value>(l.trim()).ok());
+        let mut v = base("error");
+        let (code, msg) = match last {
+            Some(e) if e.get("error").is_some() => (
+                e["error_code"]
+                    .as_str()
+                    .unwrap_or("engine_error")
+                    .to_string(),
+                e["error"]
+                    .as_str()
+                    .unwrap_or("the engine failed")
+                    .to_string(),
+            ),
+            _ => (
+                "engine_error".to_string(),
+                format!(
+                    "the engine exited with {:?}{}; see stderr",
+                    result.exit_code,
+                    result
+                        .signal
+                        .map(|s| format!(" (signal {s})"))
+                        .unwrap_or_default()
+                ),
+            ),
+        };
+        v["error_code"] = json!(code);
+        v["error"] = json!(msg);
+        return v;
+    }
+    let dir = run_dir.to_path_buf();
+    let metrics = tokio::task::spawn_blocking(move || read_metrics(&dir))
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let mut scalars = Map::new();
+    let mut warnings = Value::Array(Vec::new());
+    let mut validation = None;
+    for (k, v) in metrics {
+        match (k.as_str(), v) {
+            ("warnings", w) => warnings = w,
+            ("validation", v) => validation = Some(validation_brief(&v)),
+            (_, Value::Object(_) | Value::Array(_)) => {}
+            (_, v) => {
+                scalars.insert(k, v);
+            }
+        }
+    }
+    let mut artifacts: Map<String, Value> = result
+        .artifacts
+        .iter()
+        .map(|(k, p)| (k.clone(), json!(p.display().to_string())))
+        .collect();
+    let art = run_dir.join("artifacts");
+    for (name, file) in [
+        ("fills", "fills.jsonl"),
+        ("metrics_json", "metrics.json"),
+        ("validation", "validation.json"),
+        ("rebalance_notes", "rebalance_notes.json"),
+        ("risk_xray", "risk_xray.json"),
+    ] {
+        let p = art.join(file);
+        if p.is_file() {
+            artifacts.insert(name.into(), json!(p.display().to_string()));
+        }
+    }
+    artifacts.insert(
+        "ohlcv".into(),
+        json!(format!(
+            "{}/ohlcv_<code>.csv ({} files)",
+            art.display(),
+            config.codes.len()
+        )),
+    );
+    let (svg, png) = (art.join("equity_chart.svg"), art.join("equity_chart.png"));
+    let strategy = scalars
+        .get("strategy")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| config.strategy.describe());
+    let mut v = base("ok");
+    v["summary"] = json!(summary_line(&config.codes, &strategy, &scalars));
+    v["metrics"] = Value::Object(scalars);
+    v["warnings"] = warnings;
+    if let Some(val) = validation {
+        v["validation"] = val;
+    }
+    v["artifacts"] = Value::Object(artifacts);
+    v["chart"] = json!({"svg": svg.is_file().then(|| svg.display().to_string()), "png": png.is_file().then(|| png.display().to_string())});
+    if !result.missing_required.is_empty() {
+        v["missing_artifacts"] = json!(result.missing_required);
+    }
+    v
+}
+
+/// Removes `.` and applies `..` lexically; `None` if it climbs above `/`.
+fn normalise(p: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                if !out.pop() || out.as_os_str().is_empty() {
+                    return None;
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    Some(out)
+}
+
+/// Canonicalises the longest existing ancestor and re-appends the rest, so
+/// a symlink cannot lead outside.
+fn canonical_prefix(p: &Path) -> std::io::Result<PathBuf> {
+    let mut existing = p.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        match existing.canonicalize() {
+            Ok(mut real) => {
+                for part in rest.iter().rev() {
+                    real.push(part);
+                }
+                return Ok(real);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
+                    return Err(e);
+                };
+                rest.push(name);
+                if !existing.pop() {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// `run_dir` argument → a path inside the run dir or the workspace
+/// (relative paths resolve in the run dir).
+pub fn resolve_run_dir(ctx: &ToolContext, raw: Option<&str>) -> Result<PathBuf, ToolError> {
+    let raw = raw.map(str::trim).filter(|s| !s.is_empty());
+    let joined = match raw {
+        None => ctx.run_dir.clone(),
+        Some(r) if Path::new(r).is_absolute() => PathBuf::from(r),
+        Some(r) => ctx.run_dir.join(r),
+    };
+    let shown = raw.unwrap_or(".");
+    let outside = || {
+        ToolError::failed(
+            "run_dir_outside",
+            format!(
+                "run_dir '{shown}' is outside the current run directory ({}) and the session workspace ({}); use a relative path or omit run_dir",
+                ctx.run_dir.display(),
+                ctx.workspace.display()
+            ),
+        )
+    };
+    let lexical = normalise(&joined).ok_or_else(outside)?;
+    let real = canonical_prefix(&lexical).map_err(|e| ToolError::Io {
+        action: "resolve",
+        path: shown.to_string(),
+        source: e,
+    })?;
+    for root in [&ctx.run_dir, &ctx.workspace] {
+        let root = root.canonicalize().unwrap_or_else(|_| root.clone());
+        if real.starts_with(&root) {
+            return Ok(real);
+        }
+    }
+    Err(outside())
+}
+
+pub struct Backtest {
+    config: Arc<BacktestToolConfig>,
+}
+
+impl Backtest {
+    pub fn new(config: BacktestToolConfig) -> Self {
+        Backtest {
+            config: Arc::new(config),
+        }
+    }
+}
+
+impl Tool for Backtest {
+    fn name(&self) -> &str {
+        "backtest"
+    }
+
+    fn description(&self) -> &str {
+        "Run a daily backtest in a sandbox and return its key metrics (total/annual return, Sharpe, Sortino, max drawdown, win rate, trades, benchmark), artifact paths and an equity/drawdown chart. Give `config` (written to <run_dir>/config.json) or prepare config.json yourself. Config keys: codes (list), start_date, end_date (YYYY-MM-DD), source (auto|embedded|local|yahoo|stooq), initial_cash, commission_rate, slippage, min_commission, stamp_tax, position_adjustment (hold|rebalance), rebalance_tolerance, allow_short, lot_size, benchmark (ticker), validation {monte_carlo, bootstrap, walk_forward}, and strategy: a built-in {\"name\": \"sma_crossover\"|\"ema_crossover\"|\"buy_and_hold\"|\"rsi_mean_reversion\"|\"momentum\"|\"breakout\"|\"bollinger_reversion\", \"params\": {...}} or rules {\"rules\": {\"entry\": \"sma(close, 20) > sma(close, 50)\", \"exit\": \"crosses_below(sma(close, 20), sma(close, 50))\"}} (functions: sma ema rsi std highest lowest lag roc bb_upper bb_lower macd macd_signal macd_hist atr abs min max crosses_above crosses_below; columns open high low close volume). Without a strategy, code/signal_engine.py (class SignalEngine, generate(data_map) -> {code: pandas Series of weights in [-1,1]}) runs with Python+pandas. Signals execute at the next bar's open."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "run_dir": {"type": "string", "description": "Run directory (default: the current run dir; relative paths resolve there; must stay inside the run dir or the workspace)"},
+            "config": {"type": "object", "description": "config.json content to write before running (validated first)"}
+        }, "required": []})
+    }
+
+    fn readonly(&self) -> bool {
+        false
+    }
+
+    fn repeatable(&self) -> bool {
+        true
+    }
+
+    /// Only a warning for write tools; the runner enforces the deadline.
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.config.timeout + self.config.runner.drain_timeout * 2 + Duration::from_secs(30))
+    }
+
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let raw = match args.get("run_dir") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.as_str()),
+                Some(_) => {
+                    return Err(ToolError::InvalidArguments(
+                        "'run_dir' must be a string path".into(),
+                    ));
+                }
+            };
+            let run_dir = resolve_run_dir(ctx, raw)?;
+            match args.get("config") {
+                None | Some(Value::Null) => {
+                    if !run_dir.is_dir() {
+                        return Ok(error_json("run_dir_missing", format!("{} does not exist; give `config` to create it with a config.json, or name an existing run directory", run_dir.display()), &run_dir).to_string());
+                    }
+                }
+                Some(cfg @ Value::Object(_)) => {
+                    let has_code = run_dir.join(backtest::SIGNAL_ENGINE_FILE).is_file();
+                    if let Err(e) = backtest::BacktestConfig::from_value(cfg, has_code) {
+                        let mut v = config_error_json(&BacktestError::Config(e), &run_dir);
+                        v["config_written"] = json!(false);
+                        return Ok(v.to_string());
+                    }
+                    let text = serde_json::to_string_pretty(cfg).unwrap_or_default() + "\n";
+                    let path = run_dir.join(backtest::CONFIG_FILE);
+                    let dir = run_dir.clone();
+                    tokio::task::spawn_blocking(move || {
+                        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+                        atomic_write(&path, text.as_bytes()).map_err(|e| e.to_string())
+                    })
+                    .await
+                    .map_err(|e| ToolError::failed("internal_error", e.to_string()))?
+                    .map_err(|e| {
+                        ToolError::failed("io_error", format!("cannot write config.json: {e}"))
+                    })?;
+                }
+                Some(other) => {
+                    return Err(ToolError::InvalidArguments(format!(
+                        "'config' must be a JSON object (the content of config.json), got {other}"
+                    )));
+                }
+            }
+            let local = vec![ctx.workspace.join("data"), ctx.workspace.clone()];
+            Ok(run_backtest(&self.config, &run_dir, &local, &ctx.cancel)
+                .await
+                .to_string())
+        })
+    }
+}
+
+/// Artifact names `read_artifact` knows, with their files.
+const NAMED: &[(&str, &str)] = &[
+    ("metrics", "artifacts/metrics.json"),
+    ("metrics_csv", "artifacts/metrics.csv"),
+    ("equity", "artifacts/equity.csv"),
+    ("trades", "artifacts/trades.csv"),
+    ("positions", "artifacts/positions.csv"),
+    ("target_positions", "artifacts/target_positions.csv"),
+    ("fills", "artifacts/fills.jsonl"),
+    ("validation", "artifacts/validation.json"),
+    ("rebalance_notes", "artifacts/rebalance_notes.md"),
+    ("risk_xray", "artifacts/risk_xray.md"),
+    ("run_card", "run_card.md"),
+    ("run_card_json", "run_card.json"),
+    ("config", "config.json"),
+    ("chart_svg", "artifacts/equity_chart.svg"),
+    ("engine_stdout", "logs/backtest_stdout.txt"),
+    ("engine_stderr", "logs/backtest_stderr.txt"),
+];
+
+/// The run card's headline: what ran, the key metrics, the files.
+pub fn run_card_summary(run_dir: &Path) -> Result<Value, String> {
+    let path = run_dir.join("run_card.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "cannot read {}: {e}; run the backtest first",
+            path.display()
+        )
+    })?;
+    let card: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{} does not parse: {e}", path.display()))?;
+    let m = &card["metrics"];
+    let keys = [
+        "final_value",
+        "total_return",
+        "annual_return",
+        "sharpe",
+        "sortino",
+        "calmar",
+        "max_drawdown",
+        "win_rate",
+        "profit_factor",
+        "trade_count",
+        "avg_holding_bars",
+        "avg_holding_days",
+        "benchmark_return",
+        "excess_return",
+        "information_ratio",
+    ];
+    let metrics: Map<String, Value> = keys
+        .iter()
+        .filter_map(|k| m.get(*k).map(|v| (k.to_string(), v.clone())))
+        .collect();
+    let codes: Vec<String> = card["backtest"]["codes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let strategy = card["backtest"]["strategy"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    Ok(json!({
+        "status": "ok",
+        "summary": summary_line(&codes, &strategy, &metrics),
+        "backtest": card["backtest"].as_object().map(|b| b.iter().filter(|(k, _)| *k != "symbol_rules").map(|(k, v)| (k.clone(), v.clone())).collect::<Map<String, Value>>()),
+        "metrics": metrics,
+        "reproducibility": card["reproducibility"],
+        "warnings": card["warnings"],
+        "artifacts": card["artifacts"],
+    }))
+}
+
+/// Reads a backtest artifact by name (or relative path), paged by lines.
+pub struct ReadArtifact;
+
+impl Tool for ReadArtifact {
+    fn name(&self) -> &str {
+        "read_artifact"
+    }
+
+    fn description(&self) -> &str {
+        "Read a backtest artifact of a run directory, paged by lines. name: summary (the run card: what ran, key metrics, files), metrics, equity, trades, positions, target_positions, fills, validation, rebalance_notes, risk_xray, run_card, run_card_json, config, engine_stdout, engine_stderr, ohlcv_<CODE>, or a relative path inside the run directory."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "name": {"type": "string", "description": "Artifact name (see the description) or a relative path such as artifacts/trades.csv"},
+            "run_dir": {"type": "string", "description": "Run directory (default: the current run dir)"},
+            "offset": {"type": "integer", "description": "First line, 0-based (default 0)"},
+            "limit": {"type": "integer", "description": "Most lines (default: as many as fit)"}
+        }, "required": ["name"]})
+    }
+
+    /// Artifacts change when a backtest reruns: never answer from an
+    /// earlier call.
+    fn repeatable(&self) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let name = args
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    ToolError::InvalidArguments("'name' must be a non-empty string".into())
+                })?;
+            let run_dir = resolve_run_dir(ctx, args.get("run_dir").and_then(Value::as_str))?;
+            let opt = |k: &str| -> Result<Option<usize>, ToolError> {
+                match args.get(k) {
+                    None | Some(Value::Null) => Ok(None),
+                    Some(v) => v.as_u64().map(|n| Some(n as usize)).ok_or_else(|| {
+                        ToolError::InvalidArguments(format!("'{k}' must be a non-negative integer"))
+                    }),
+                }
+            };
+            let offset = opt("offset")?.unwrap_or(0);
+            let limit = opt("limit")?.unwrap_or(usize::MAX).max(1);
+            if name == "summary" {
+                let dir = run_dir.clone();
+                return match tokio::task::spawn_blocking(move || run_card_summary(&dir)).await {
+                    Ok(Ok(v)) => Ok(v.to_string()),
+                    Ok(Err(e)) => Err(ToolError::failed("artifact_missing", e)),
+                    Err(e) => Err(ToolError::failed("internal_error", e.to_string())),
+                };
+            }
+            let rel = if let Some((_, f)) = NAMED.iter().find(|(n, _)| *n == name) {
+                f.to_string()
+            } else if let Some(code) = name.strip_prefix("ohlcv_") {
+                format!(
+                    "artifacts/ohlcv_{}.csv",
+                    backtest::artifacts::file_safe(code)
+                )
+            } else {
+                name.to_string()
+            };
+            if rel.ends_with(".png") {
+                return Err(ToolError::failed(
+                    "binary_artifact",
+                    format!(
+                        "{rel} is a PNG image; give its path ({}) to the user instead of reading it",
+                        run_dir.join(&rel).display()
+                    ),
+                ));
+            }
+            let path = run_dir.join(&rel);
+            let lexical = normalise(&path).ok_or_else(|| {
+                ToolError::failed(
+                    "run_dir_outside",
+                    format!("'{name}' leads outside the run directory"),
+                )
+            })?;
+            let real = canonical_prefix(&lexical).map_err(|e| ToolError::Io {
+                action: "resolve",
+                path: rel.clone(),
+                source: e,
+            })?;
+            if !real.starts_with(&run_dir) {
+                return Err(ToolError::failed(
+                    "run_dir_outside",
+                    format!(
+                        "'{name}' leads outside the run directory {}",
+                        run_dir.display()
+                    ),
+                ));
+            }
+            let text = match tokio::fs::read(&real).await {
+                Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let known: Vec<&str> = NAMED.iter().map(|(n, _)| *n).collect();
+                    return Err(ToolError::failed(
+                        "artifact_missing",
+                        format!(
+                            "{} does not exist (run the backtest first?); names: summary, {}, ohlcv_<CODE>",
+                            real.display(),
+                            known.join(", ")
+                        ),
+                    ));
+                }
+                Err(e) => {
+                    return Err(ToolError::Io {
+                        action: "read",
+                        path: real.display().to_string(),
+                        source: e,
+                    });
+                }
+            };
+            let lines: Vec<&str> = text.lines().collect();
+            let total = lines.len();
+            if offset > total {
+                return Err(ToolError::InvalidArguments(format!(
+                    "offset {offset} is past the end ({total} lines)"
+                )));
+            }
+            let mut out = String::new();
+            let mut returned = 0;
+            for l in lines.iter().skip(offset) {
+                if returned >= limit || (returned > 0 && out.len() + l.len() + 1 > PAGE_CHARS) {
+                    break;
+                }
+                out.push_str(l);
+                out.push('\n');
+                returned += 1;
+            }
+            let next = offset + returned;
+            Ok(json!({"status": "ok", "name": name, "path": real.display().to_string(), "total_lines": total,
+                      "offset": offset, "returned": returned,
+                      "next_offset": if next < total { json!(next) } else { Value::Null },
+                      "content": out})
+            .to_string())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::BackgroundQueue;
+
+    fn ctx(root: &Path) -> ToolContext {
+        let ws = root.join("ws");
+        let run = root.join("run");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&run).unwrap();
+        ToolContext {
+            call_id: "c".into(),
+            session_id: "s".into(),
+            run_dir: run,
+            workspace: ws,
+            cancel: CancellationToken::new(),
+            background: BackgroundQueue::default(),
+        }
+    }
+
+    #[test]
+    fn run_dirs_stay_inside_the_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let run = c.run_dir.canonicalize().unwrap();
+        assert_eq!(resolve_run_dir(&c, None).unwrap(), run);
+        assert_eq!(resolve_run_dir(&c, Some("bt1")).unwrap(), run.join("bt1"));
+        assert!(resolve_run_dir(&c, Some(c.workspace.join("x").to_str().unwrap())).is_ok());
+        let e = resolve_run_dir(&c, Some("../../etc")).unwrap_err();
+        assert_eq!(e.code(), "run_dir_outside");
+        std::os::unix::fs::symlink("/tmp", c.run_dir.join("link")).unwrap();
+        assert_eq!(
+            resolve_run_dir(&c, Some("link/x")).unwrap_err().code(),
+            "run_dir_outside"
+        );
+    }
+
+    #[test]
+    fn metrics_csv_cells_keep_their_types() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("artifacts")).unwrap();
+        std::fs::write(
+            dir.path().join("artifacts/metrics.csv"),
+            "sharpe,position_adjustment,trade_count\n0.5,hold,3\n",
+        )
+        .unwrap();
+        let m = read_metrics(dir.path()).unwrap();
+        assert_eq!(m["sharpe"], json!(0.5));
+        assert_eq!(m["position_adjustment"], json!("hold"));
+        assert_eq!(m["trade_count"], json!(3.0));
+    }
+}
