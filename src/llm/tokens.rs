@@ -423,16 +423,19 @@ fn contraction_end(s: &[u8], i: usize) -> Option<usize> {
     Some(i)
 }
 
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// A hash set with the fast hasher below, for short trusted keys.
+pub type FastSet<K> = std::collections::HashSet<K, BuildHasherDefault<FxHasher>>;
 
 /// A word-at-a-time multiplicative hash (the rustc "Fx" construction):
 /// pieces are short and trusted, so SipHash's DoS resistance buys nothing.
 #[derive(Default)]
-struct Fnv(u64);
+pub struct FxHasher(u64);
 
 const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
 
-impl Hasher for Fnv {
+impl Hasher for FxHasher {
     fn finish(&self) -> u64 {
         self.0
     }

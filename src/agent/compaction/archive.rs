@@ -65,7 +65,7 @@ impl TranscriptArchive {
         &self,
         iter: u64,
         layer: &str,
-        touched: &[Touched<M>],
+        touched: &[Touched],
         messages: &[M],
     ) -> Result<PathBuf, StoreError> {
         let path = self.archive_path();
@@ -77,16 +77,19 @@ impl TranscriptArchive {
             .format("%Y-%m-%dT%H:%M:%S%.6fZ")
             .to_string();
         for t in touched {
-            let (role, now) = messages
-                .get(t.index)
-                .map(|m| (m.role().to_string(), m.text().unwrap_or("").to_string()))
-                .unwrap_or_default();
+            let Some(compacted) = messages.get(t.index) else {
+                continue;
+            };
+            let role = compacted.role().to_string();
+            let now = compacted.text().unwrap_or("").to_string();
+            let mut original = compacted.clone();
+            original.set_text(t.original_text.clone());
             let mut rec = json!({
                 "ts": ts, "run_id": self.run_id, "iter": iter, "layer": layer,
                 "fingerprint": fingerprint(&role, &now),
-                "message": t.original,
+                "message": original,
             });
-            if let Some(id) = t.original.tool_call_id() {
+            if let Some(id) = compacted.tool_call_id() {
                 rec["tool_call_id"] = json!(id);
             }
             lines.push_str(&rec.to_string());
@@ -163,7 +166,7 @@ mod tests {
         let compacted = vec![Message::tool_result("c9", "read_file", "[cleared]")];
         let touched = vec![Touched {
             index: 0,
-            original: original.clone(),
+            original_text: "x".repeat(300),
         }];
         let p = a
             .archive_originals(3, "microcompact", &touched, &compacted)

@@ -28,7 +28,8 @@ impl Default for CollapseParams {
 /// `head + "\n\n...[n chars collapsed]...\n\n" + tail` in characters, or
 /// `None` when the text is not longer than `min_chars` characters.
 fn collapsed_form(text: &str, p: CollapseParams) -> Option<String> {
-    let chars = if text.is_ascii() {
+    let ascii = text.is_ascii();
+    let chars = if ascii {
         text.len()
     } else {
         text.chars().count()
@@ -37,7 +38,7 @@ fn collapsed_form(text: &str, p: CollapseParams) -> Option<String> {
         return None;
     }
     let byte_at = |n: usize| -> usize {
-        if text.is_ascii() {
+        if ascii {
             n.min(text.len())
         } else {
             text.char_indices().nth(n).map_or(text.len(), |(b, _)| b)
@@ -46,14 +47,16 @@ fn collapsed_form(text: &str, p: CollapseParams) -> Option<String> {
     let head_end = byte_at(p.head_chars.min(chars));
     let tail_start = byte_at(chars.saturating_sub(p.tail_chars));
     let hidden = chars.saturating_sub(p.head_chars + p.tail_chars);
-    Some(format!(
-        "{}\n\n...[{hidden} chars collapsed]...\n\n{}",
-        &text[..head_end],
-        &text[tail_start..]
-    ))
+    let mut out = String::with_capacity(head_end + (text.len() - tail_start) + 48);
+    out.push_str(&text[..head_end]);
+    out.push_str("\n\n...[");
+    out.push_str(&hidden.to_string());
+    out.push_str(" chars collapsed]...\n\n");
+    out.push_str(&text[tail_start..]);
+    Some(out)
 }
 
-pub fn collapse<M: ChatMessage>(messages: &mut [M], p: CollapseParams) -> Vec<Touched<M>> {
+pub fn collapse<M: ChatMessage>(messages: &mut [M], p: CollapseParams) -> Vec<Touched> {
     if messages.len() <= p.preserve_recent + 1 {
         return Vec::new();
     }
@@ -68,9 +71,10 @@ pub fn collapse<M: ChatMessage>(messages: &mut [M], p: CollapseParams) -> Vec<To
             continue;
         };
         if let Some(old) = m.replace_text(collapsed) {
-            let mut original = m.clone();
-            original.set_text(old);
-            touched.push(Touched { index: i, original });
+            touched.push(Touched {
+                index: i,
+                original_text: old,
+            });
         }
     }
     touched

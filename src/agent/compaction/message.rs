@@ -16,12 +16,10 @@ pub trait ChatMessage: Clone {
     /// Puts `text` in place of a string content and returns the old one
     /// (moved, not copied: layers keep originals for the archive).
     fn replace_text(&mut self, text: String) -> Option<String>;
-    /// Calls `f(id, function name)` for each tool call, without allocating.
-    fn for_each_tool_call(&self, f: &mut dyn FnMut(&str, &str));
+    /// `(id, function name)` of each tool call, borrowed.
+    fn tool_call_refs(&self) -> impl Iterator<Item = (&str, &str)>;
     /// `tool_call_id` of a tool result (empty counts as absent).
     fn tool_call_id(&self) -> Option<&str>;
-    /// `(id, function name)` of each tool call of an assistant message.
-    fn tool_calls(&self) -> Vec<(String, String)>;
     /// `{role:"tool", tool_call_id, name, content}`.
     fn tool_result(id: &str, name: &str, content: &str) -> Self;
     fn user(content: String) -> Self;
@@ -48,21 +46,14 @@ impl ChatMessage for Message {
         Some(std::mem::replace(&mut self.content, text))
     }
 
-    fn for_each_tool_call(&self, f: &mut dyn FnMut(&str, &str)) {
-        for c in &self.tool_calls {
-            f(&c.id, &c.function.name);
-        }
+    fn tool_call_refs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.function.name.as_str()))
     }
 
     fn tool_call_id(&self) -> Option<&str> {
         self.tool_call_id.as_deref().filter(|s| !s.is_empty())
-    }
-
-    fn tool_calls(&self) -> Vec<(String, String)> {
-        self.tool_calls
-            .iter()
-            .map(|c| (c.id.clone(), c.function.name.clone()))
-            .collect()
     }
 
     fn tool_result(id: &str, name: &str, content: &str) -> Self {
@@ -102,49 +93,26 @@ impl ChatMessage for Map<String, Value> {
         }
     }
 
-    fn for_each_tool_call(&self, f: &mut dyn FnMut(&str, &str)) {
-        if let Some(calls) = self.get("tool_calls").and_then(Value::as_array) {
-            for c in calls {
+    fn tool_call_refs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|c| {
                 let id = c.get("id").and_then(Value::as_str).unwrap_or("");
                 let name = c
                     .get("function")
                     .and_then(|f| f.get("name"))
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                f(id, name);
-            }
-        }
+                (id, name)
+            })
     }
 
     fn tool_call_id(&self) -> Option<&str> {
         self.get("tool_call_id")
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
-    }
-
-    fn tool_calls(&self) -> Vec<(String, String)> {
-        self.get("tool_calls")
-            .and_then(Value::as_array)
-            .map(|calls| {
-                calls
-                    .iter()
-                    .map(|c| {
-                        let id = c
-                            .get("id")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string();
-                        let name = c
-                            .get("function")
-                            .and_then(|f| f.get("name"))
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string();
-                        (id, name)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 
     fn tool_result(id: &str, name: &str, content: &str) -> Self {

@@ -9,14 +9,15 @@ pub const CLEARED: &str = "[cleared]";
 /// Results this short are kept: clearing them would save nothing.
 pub const SHORT_RESULT_CHARS: usize = 100;
 
-/// A message a layer changed, with its content before the change.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Touched<M> {
+/// A message a layer changed, with its text before the change (moved out,
+/// not copied; the archive rebuilds the whole original message from it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Touched {
     pub index: usize,
-    pub original: M,
+    pub original_text: String,
 }
 
-pub fn microcompact<M: ChatMessage>(messages: &mut [M], keep_recent: usize) -> Vec<Touched<M>> {
+pub fn microcompact<M: ChatMessage>(messages: &mut [M], keep_recent: usize) -> Vec<Touched> {
     let tools: Vec<usize> = messages
         .iter()
         .enumerate()
@@ -36,11 +37,10 @@ pub fn microcompact<M: ChatMessage>(messages: &mut [M], keep_recent: usize) -> V
             t.len() > SHORT_RESULT_CHARS && t.chars().nth(SHORT_RESULT_CHARS).is_some()
         });
         if long && let Some(old) = m.replace_text(CLEARED.to_string()) {
-            // The cleared message is small now: cloning it and putting the
-            // old text back costs no copy of the text.
-            let mut original = m.clone();
-            original.set_text(old);
-            touched.push(Touched { index: i, original });
+            touched.push(Touched {
+                index: i,
+                original_text: old,
+            });
         }
     }
     touched
@@ -70,7 +70,7 @@ mod tests {
         assert_eq!(msgs[1].content.len(), 500, "user messages untouched");
         assert_eq!(msgs[9].content.len(), 150);
         assert_eq!(msgs[10].content, "tiny");
-        assert_eq!(touched[0].original.content, "x".repeat(150));
+        assert_eq!(touched[0].original_text, "x".repeat(150));
     }
 
     #[test]

@@ -281,7 +281,7 @@ impl Compactor {
         } else {
             LAYER_COLLAPSE
         };
-        let touched: Vec<Touched<Message>> = if layer == 0 {
+        let touched: Vec<Touched> = if layer == 0 {
             microcompact(messages, self.deps.settings.keep_recent)
         } else {
             collapse(messages, self.deps.settings.collapse)
@@ -306,7 +306,7 @@ impl Compactor {
             Err(e) => {
                 for t in &touched {
                     if let Some(m) = messages.get_mut(t.index) {
-                        *m = t.original.clone();
+                        m.content = t.original_text.clone();
                     }
                 }
                 self.deps.events.emit(AgentEvent::Notice {

@@ -2,7 +2,7 @@
 //! without a result get a stub, placed directly after their assistant
 //! message in call order and before that message's surviving results.
 
-use std::collections::HashSet;
+use crate::llm::tokens::FastSet;
 
 use super::message::ChatMessage;
 
@@ -19,15 +19,14 @@ pub fn fix_tool_pairs<M: ChatMessage>(messages: &mut Vec<M>) -> PairRepair {
     if messages.is_empty() {
         return PairRepair::default();
     }
+    // Decide with ids borrowed from the list, then mutate it.
     let keep: Vec<bool> = {
-        let mut call_ids: HashSet<String> = HashSet::new();
-        for m in messages.iter().filter(|m| m.role() == "assistant") {
-            m.for_each_tool_call(&mut |id, _| {
-                if !id.is_empty() {
-                    call_ids.insert(id.to_string());
-                }
-            });
-        }
+        let call_ids: FastSet<&str> = messages
+            .iter()
+            .filter(|m| m.role() == "assistant")
+            .flat_map(|m| m.tool_call_refs().map(|(id, _)| id))
+            .filter(|id| !id.is_empty())
+            .collect();
         messages
             .iter()
             .map(|m| m.role() != "tool" || m.tool_call_id().is_some_and(|id| call_ids.contains(id)))
@@ -38,30 +37,31 @@ pub fn fix_tool_pairs<M: ChatMessage>(messages: &mut Vec<M>) -> PairRepair {
     messages.retain(|_| k.next().copied().unwrap_or(true));
     let removed = before - messages.len();
 
-    let mut stubs: Vec<(usize, M)> = Vec::new();
-    {
-        let mut answered: HashSet<String> = messages
+    let missing: Vec<(usize, String, String)> = {
+        let mut answered: FastSet<&str> = messages
             .iter()
             .filter(|m| m.role() == "tool")
-            .filter_map(|m| m.tool_call_id().map(String::from))
+            .filter_map(|m| m.tool_call_id())
             .collect();
-        for (i, m) in messages.iter().enumerate() {
-            if m.role() != "assistant" {
-                continue;
-            }
-            m.for_each_tool_call(&mut |id, name| {
-                if id.is_empty() || answered.contains(id) {
-                    return;
+        let mut out = Vec::new();
+        for (i, m) in messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role() == "assistant")
+        {
+            for (id, name) in m.tool_call_refs() {
+                // `insert` is true for an id not answered (nor stubbed) yet.
+                if !id.is_empty() && answered.insert(id) {
+                    let name = if name.is_empty() { "unknown" } else { name };
+                    out.push((i + 1, id.to_string(), name.to_string()));
                 }
-                let name = if name.is_empty() { "unknown" } else { name };
-                stubs.push((i + 1, M::tool_result(id, name, STUB_TEXT)));
-                answered.insert(id.to_string());
-            });
+            }
         }
-    }
-    let stubbed = stubs.len();
-    for (at, stub) in stubs.into_iter().rev() {
-        messages.insert(at, stub);
+        out
+    };
+    let stubbed = missing.len();
+    for (at, id, name) in missing.into_iter().rev() {
+        messages.insert(at, M::tool_result(&id, &name, STUB_TEXT));
     }
     PairRepair { removed, stubbed }
 }
