@@ -12,6 +12,7 @@ use chrono::FixedOffset;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 use tokio::time::Instant;
 
+use super::backtest::{BacktestInfo, EquitySeries, LoadRequest};
 use super::browser::{Browser, BrowserEffect};
 use super::cells::{CellKind, NoticeKind, Toggles};
 use super::chat::Chat;
@@ -65,6 +66,13 @@ pub enum Msg {
     ModelChanged {
         label: String,
     },
+    /// A backtest's series (and, when asked, its summary and metrics) were
+    /// read for the cell `id`.
+    BacktestLoaded {
+        id: u64,
+        series: Result<EquitySeries, String>,
+        info: Option<BacktestInfo>,
+    },
 }
 
 /// What `update` asks the runtime to do.
@@ -87,6 +95,9 @@ pub enum Effect {
     LoadDetail(String),
     LoadTranscript(PathBuf),
     SwitchModel(String),
+    /// Read a finished backtest's equity curve (and maybe its result) from
+    /// its run directory.
+    LoadBacktest(LoadRequest),
     /// Repaint everything (Ctrl-L).
     ClearTerminal,
 }
@@ -460,6 +471,7 @@ impl App {
                     BrowserEffect::LoadSessions => out.push(Effect::LoadSessions),
                     BrowserEffect::LoadDetail(id) => out.push(Effect::LoadDetail(id)),
                     BrowserEffect::LoadTranscript(p) => out.push(Effect::LoadTranscript(p)),
+                    BrowserEffect::LoadBacktest(r) => out.push(Effect::LoadBacktest(r)),
                     BrowserEffect::Resume(id) => {
                         if self.busy {
                             if let Some(b) = &mut self.browser {
@@ -742,7 +754,16 @@ impl App {
             }
             _ => {}
         }
-        vec![]
+        self.loads()
+    }
+
+    /// Backtest cells the chat just made, as effects.
+    fn loads(&mut self) -> Vec<Effect> {
+        self.chat
+            .take_loads()
+            .into_iter()
+            .map(Effect::LoadBacktest)
+            .collect()
     }
 }
 
@@ -823,7 +844,9 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 }
             }
             app.session_id = id;
-            app.session_ready()
+            let mut out = app.loads();
+            out.extend(app.session_ready());
+            out
         }
         Msg::SessionFailed(e) => {
             app.chat.notice(NoticeKind::Error, e);
@@ -861,6 +884,14 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             app.chat
                 .notice(NoticeKind::Info, format!("model switched to {label}"));
             app.options.model_label = label;
+            vec![]
+        }
+        Msg::BacktestLoaded { id, series, info } => {
+            if app.chat.has_backtest(id) {
+                app.chat.backtest_loaded(id, series, info);
+            } else if let Some(b) = &mut app.browser {
+                b.backtest_loaded(id, series, info);
+            }
             vec![]
         }
     }

@@ -2,7 +2,9 @@
 //! disk. Sessions (newest first) → one session's messages, trace records and
 //! archive (pre-compaction transcripts and archived originals) → any item in
 //! full. `[cleared]` and collapsed messages open with their archived
-//! original. `/` searches the current view; `r` resumes a session in the chat.
+//! original. A successful backtest result (a trace record or a tool message)
+//! opens as the chat's result cell, charts included, above its raw text.
+//! `/` searches the current view; `r` resumes a session in the chat.
 //! Rows are built only for the visible window, so a 10,000-message session
 //! scrolls as fast as a short one.
 
@@ -15,6 +17,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
+use super::backtest::{self, BacktestCell, BacktestInfo, EquitySeries, LoadRequest};
+use super::cells::{CellKind, render_lines};
 use super::format::{one_line, timestamp, truncate, width as text_width};
 use super::keymap::Action;
 use super::theme::Theme;
@@ -57,6 +61,12 @@ pub enum View {
         title: String,
         lines: Vec<String>,
     },
+    /// A backtest result drawn as the chat's cell, then the item's text.
+    Result {
+        title: String,
+        cell: Box<BacktestCell>,
+        raw: Vec<String>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -72,6 +82,7 @@ pub enum BrowserEffect {
     LoadSessions,
     LoadDetail(String),
     LoadTranscript(PathBuf),
+    LoadBacktest(LoadRequest),
     Resume(String),
     Close,
 }
@@ -96,6 +107,10 @@ pub struct Browser {
     pub offset: FixedOffset,
     /// Rows visible in the last frame (page size).
     pub page: usize,
+    /// Width and line count of the last frame of a result view, which
+    /// scrolls by rendered line.
+    width: usize,
+    result_len: usize,
 }
 
 impl Browser {
@@ -114,6 +129,8 @@ impl Browser {
             current,
             offset,
             page: 20,
+            width: 80,
+            result_len: 0,
         }
     }
 
@@ -138,6 +155,28 @@ impl Browser {
 
     pub fn set_detail(&mut self, d: SessionDetail) {
         self.detail = Some(d);
+    }
+
+    /// Hands a backtest load's answer to the result view that asked for it.
+    pub fn backtest_loaded(
+        &mut self,
+        id: u64,
+        series: Result<EquitySeries, String>,
+        info: Option<BacktestInfo>,
+    ) {
+        for l in self.stack.iter_mut().rev() {
+            if let View::Result { cell, .. } = &mut l.view
+                && cell.id == id
+            {
+                cell.apply(series, info);
+                return;
+            }
+        }
+    }
+
+    /// Views that scroll by line rather than select a row.
+    fn scrolls(&self) -> bool {
+        matches!(self.view(), View::Pager { .. } | View::Result { .. })
     }
 
     pub fn set_transcript(&mut self, name: &str, messages: Vec<Message>) {
@@ -165,6 +204,7 @@ impl Browser {
             }),
             View::Transcript { messages, .. } => messages.as_ref().map_or(0, Vec::len),
             View::Pager { lines, .. } => lines.len(),
+            View::Result { .. } => self.result_len,
         }
     }
 
@@ -181,7 +221,7 @@ impl Browser {
     pub fn handle(&mut self, action: Action) -> Vec<BrowserEffect> {
         let len = self.len();
         let page = self.page.max(1);
-        let pager = matches!(self.view(), View::Pager { .. });
+        let pager = self.scrolls();
         match action {
             Action::Up
             | Action::Down
@@ -302,7 +342,7 @@ impl Browser {
         if len == 0 {
             return false;
         }
-        let pager = matches!(self.view(), View::Pager { .. });
+        let pager = self.scrolls();
         let cur = match self.stack.last() {
             Some(l) if pager => l.scroll,
             Some(l) => l.selected,
@@ -357,6 +397,7 @@ impl Browser {
                 .map(|m| m.content.clone())
                 .unwrap_or_default(),
             View::Pager { lines, .. } => lines.get(i).cloned().unwrap_or_default(),
+            View::Result { .. } => self.row_text(i, self.width, theme),
             _ => self.row_text(i, 400, theme),
         }
     }
@@ -383,6 +424,7 @@ impl Browser {
                 match tab {
                     Tab::Messages => {
                         if let Some(m) = d.messages.get(sel) {
+                            let title = format!("message {} of {}", sel + 1, d.messages.len());
                             let mut head = vec![format!(
                                 "{} · {}{}{}",
                                 m.message.role.as_str(),
@@ -398,20 +440,19 @@ impl Browser {
                             )];
                             head.push(String::new());
                             let lines = message_lines(&m.message, &d.archive, head);
-                            self.push(View::Pager {
-                                title: format!("message {} of {}", sel + 1, d.messages.len()),
-                                lines,
-                            });
+                            let cell =
+                                message_backtest(&m.message, d.messages.iter().map(|s| &s.message));
+                            return self.open_item(title, lines, cell);
                         }
                         vec![]
                     }
                     Tab::Trace => {
                         if let Some(r) = d.trace.get(sel) {
                             let text = serde_json::to_string_pretty(r).unwrap_or_default();
-                            self.push(View::Pager {
-                                title: format!("trace record {} of {}", sel + 1, d.trace.len()),
-                                lines: text.lines().map(String::from).collect(),
-                            });
+                            let title = format!("trace record {} of {}", sel + 1, d.trace.len());
+                            let lines = text.lines().map(String::from).collect();
+                            let cell = trace_backtest(&d.trace, sel);
+                            return self.open_item(title, lines, cell);
                         }
                         vec![]
                     }
@@ -448,16 +489,42 @@ impl Browser {
                     .as_ref()
                     .map(|d| d.archive.clone())
                     .unwrap_or_default();
-                if let Some(m) = messages.as_ref().and_then(|m| m.get(sel)) {
+                if let Some(all) = &messages
+                    && let Some(m) = all.get(sel)
+                {
                     let lines = message_lines(m, &archive, vec![]);
-                    self.push(View::Pager {
-                        title: format!("{name} · message {}", sel + 1),
-                        lines,
-                    });
+                    let cell = message_backtest(m, all.iter());
+                    return self.open_item(format!("{name} · message {}", sel + 1), lines, cell);
                 }
                 vec![]
             }
-            View::Pager { .. } => vec![],
+            View::Pager { .. } | View::Result { .. } => vec![],
+        }
+    }
+
+    /// Opens an item in full: as a backtest result (asking for its series)
+    /// when it is one, else in the pager.
+    fn open_item(
+        &mut self,
+        title: String,
+        lines: Vec<String>,
+        cell: Option<BacktestCell>,
+    ) -> Vec<BrowserEffect> {
+        match cell {
+            Some(cell) => {
+                let load = BrowserEffect::LoadBacktest(cell.request());
+                self.result_len = 0;
+                self.push(View::Result {
+                    title,
+                    cell: Box::new(cell),
+                    raw: lines,
+                });
+                vec![load]
+            }
+            None => {
+                self.push(View::Pager { title, lines });
+                vec![]
+            }
         }
     }
 
@@ -559,6 +626,10 @@ impl Browser {
                 .get(i)
                 .map(|l| Line::from(Span::styled(l.clone(), theme.text)))
                 .unwrap_or_default(),
+            View::Result { cell, raw, .. } => result_lines(cell, raw, width, theme)
+                .into_iter()
+                .nth(i)
+                .unwrap_or_default(),
         }
     }
 
@@ -581,7 +652,7 @@ impl Browser {
                 None => "Session · loading…".into(),
             },
             View::Transcript { name, .. } => format!("Transcript {name}"),
-            View::Pager { title, .. } => title.clone(),
+            View::Pager { title, .. } | View::Result { title, .. } => title.clone(),
         }
     }
 
@@ -596,7 +667,9 @@ impl Browser {
             View::Transcript { .. } => {
                 "Enter open (⊕ opens the archived original) · / search · Esc back"
             }
-            View::Pager { .. } => "↑↓ PgUp PgDn scroll · / search · n/N next/prev · Esc back",
+            View::Pager { .. } | View::Result { .. } => {
+                "↑↓ PgUp PgDn scroll · / search · n/N next/prev · Esc back"
+            }
         }
     }
 
@@ -657,13 +730,26 @@ impl Browser {
         let bottom = area.y + area.height - 1;
         let body_h = bottom.saturating_sub(top) as usize;
         self.page = body_h.max(1);
+        self.width = width;
+        if let View::Result { cell, raw, .. } = self.view() {
+            let lines = result_lines(cell, raw, width, theme);
+            self.result_len = lines.len();
+            self.render_result(
+                lines,
+                Rect::new(area.x, top, area.width, body_h as u16),
+                buf,
+                theme,
+            );
+            self.bottom_line(area, bottom, buf, theme);
+            return;
+        }
         let len = self.len();
         let pager = matches!(self.view(), View::Pager { .. });
         let loading = match self.view() {
             View::Sessions => self.sessions.is_none(),
             View::Session { .. } => self.detail.is_none(),
             View::Transcript { messages, .. } => messages.is_none(),
-            View::Pager { .. } => false,
+            View::Pager { .. } | View::Result { .. } => false,
         };
         if let Some(err) = &self.error {
             buf.set_line(
@@ -720,7 +806,12 @@ impl Browser {
                 buf.set_line(area.x, top + row_y as u16, &line, area.width);
             }
         }
-        // Bottom line: search prompt, message, or hints.
+        self.bottom_line(area, bottom, buf, theme);
+    }
+
+    /// The bottom line: search prompt, message, or hints.
+    fn bottom_line(&self, area: Rect, bottom: u16, buf: &mut Buffer, theme: &Theme) {
+        let width = area.width as usize;
         let bottom_line = if self.search.editing {
             Line::from(vec![
                 Span::styled("/", theme.key),
@@ -733,6 +824,38 @@ impl Browser {
             Line::from(Span::styled(truncate(self.hints(), width), theme.muted))
         };
         buf.set_line(area.x, bottom, &bottom_line, area.width);
+    }
+
+    fn render_result(
+        &mut self,
+        lines: Vec<Line<'static>>,
+        area: Rect,
+        buf: &mut Buffer,
+        theme: &Theme,
+    ) {
+        let q = self.search.query.clone();
+        // The last page stays full.
+        let last = lines.len().saturating_sub(area.height as usize);
+        let scroll = match self.level_mut() {
+            Some(l) => {
+                l.scroll = l.scroll.min(last);
+                l.scroll
+            }
+            None => 0,
+        };
+        for (y, l) in lines
+            .into_iter()
+            .skip(scroll)
+            .take(area.height as usize)
+            .enumerate()
+        {
+            let l = if q.is_empty() {
+                l
+            } else {
+                highlight(l, &q, theme.search_match)
+            };
+            buf.set_line(area.x, area.y + y as u16, &l, area.width);
+        }
     }
 
     fn render_pager(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme) {
@@ -758,6 +881,84 @@ impl Browser {
             }
         }
     }
+}
+
+/// A result view's lines at `width`: the cell, expanded (the user opened
+/// it), then the item's raw text.
+fn result_lines(
+    cell: &BacktestCell,
+    raw: &[String],
+    width: usize,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
+    let kind = CellKind::Backtest(cell.clone());
+    let mut out = render_lines(&kind, width.min(u16::MAX as usize) as u16, theme, true);
+    out.push(Line::default());
+    let rule = "── as recorded ";
+    let rest = width.saturating_sub(text_width(rule));
+    out.push(Line::from(Span::styled(
+        format!("{rule}{}", "─".repeat(rest)),
+        theme.border,
+    )));
+    for l in raw {
+        out.extend(wrap_hard(l, theme.text, width, &[]));
+    }
+    out
+}
+
+/// A `tool_result` trace record of a successful backtest as a cell. The
+/// record carries the redacted result (or, when it was offloaded, a preview
+/// whose head still names the run directory); the matching `tool_call`
+/// record has the arguments.
+fn trace_backtest(trace: &[Value], i: usize) -> Option<BacktestCell> {
+    let r = trace.get(i)?;
+    let field = |k: &str| r.get(k).and_then(Value::as_str);
+    if field("type") != Some("tool_result") || field("tool") != Some(backtest::TOOL) {
+        return None;
+    }
+    // `status` reads ok for skipped calls too; `outcome` is the call's own.
+    if field("outcome").or(field("status")) != Some("ok") {
+        return None;
+    }
+    let call_id = field("call_id").unwrap_or("");
+    let result = match r.get("result") {
+        Some(Value::String(s)) => s.clone(),
+        Some(v @ Value::Object(_)) => v.to_string(),
+        _ => field("result_preview").or(field("preview"))?.to_string(),
+    };
+    let args = trace
+        .iter()
+        .find(|t| {
+            t.get("type").and_then(Value::as_str) == Some("tool_call")
+                && t.get("call_id").and_then(Value::as_str) == Some(call_id)
+        })
+        .and_then(|t| t.get("args"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    backtest::cell_for_result(call_id, &result, &args, None)
+}
+
+/// A backtest's tool message as a cell, unless the result is a failure;
+/// the arguments come from the assistant message that made the call.
+fn message_backtest<'a>(
+    m: &Message,
+    all: impl Iterator<Item = &'a Message>,
+) -> Option<BacktestCell> {
+    if m.role != Role::Tool || m.name.as_deref() != Some(backtest::TOOL) {
+        return None;
+    }
+    if let Ok(v) = serde_json::from_str::<Value>(&m.content)
+        && v.get("status").and_then(Value::as_str) != Some("ok")
+    {
+        return None;
+    }
+    let id = m.tool_call_id.as_deref().unwrap_or("");
+    let args = all
+        .flat_map(|a| a.tool_calls.iter())
+        .find(|c| c.id == id)
+        .and_then(|c| serde_json::from_str::<Value>(&c.function.arguments).ok())
+        .unwrap_or(Value::Null);
+    backtest::cell_for_result(id, &m.content, &args, None)
 }
 
 /// The full text of a message for the pager, with its archived original

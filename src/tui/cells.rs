@@ -7,6 +7,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
+use super::backtest::{self, BacktestCell};
 use super::format::{duration_ms, one_line, thousands, tokens};
 use super::markdown;
 use super::theme::Theme;
@@ -66,6 +67,8 @@ pub enum CellKind {
         text: String,
     },
     Tool(ToolCell),
+    /// A successful backtest: summary, metrics, equity and drawdown curves.
+    Backtest(BacktestCell),
     Notice {
         kind: NoticeKind,
         text: String,
@@ -145,22 +148,33 @@ impl Cell {
     pub fn expandable(&self) -> bool {
         matches!(
             self.kind,
-            CellKind::Tool(_) | CellKind::Reasoning { .. } | CellKind::Compaction { .. }
+            CellKind::Tool(_)
+                | CellKind::Reasoning { .. }
+                | CellKind::Compaction { .. }
+                | CellKind::Backtest(_)
         )
     }
 
-    fn is_expanded(&self, t: Toggles) -> bool {
-        self.expanded.unwrap_or(match self.kind {
+    /// Expanded or not when the user has not chosen for this cell. A
+    /// backtest's charts show whenever the chat is wide enough for them.
+    pub fn default_expanded(&self, t: Toggles, width: u16) -> bool {
+        match self.kind {
             CellKind::Reasoning { .. } => t.show_reasoning,
+            CellKind::Backtest(_) => t.show_details || width as usize >= backtest::CHART_MIN_WIDTH,
             _ => t.show_details,
-        })
+        }
+    }
+
+    fn is_expanded(&self, t: Toggles, width: u16) -> bool {
+        self.expanded
+            .unwrap_or_else(|| self.default_expanded(t, width))
     }
 
     /// The cell's lines at `width`, from the cache when nothing changed.
     pub fn lines(&mut self, width: u16, theme: &Theme, toggles: Toggles) -> &[Line<'static>] {
         let fresh = matches!(&self.cache, Some(c) if c.width == width && c.toggles == toggles && c.expanded == self.expanded);
         if !fresh {
-            let expanded = self.is_expanded(toggles);
+            let expanded = self.is_expanded(toggles, width);
             let mut lines = Vec::new();
             if self.spaced {
                 lines.push(Line::default());
@@ -191,6 +205,7 @@ impl Cell {
             CellKind::Assistant { text, .. } => text.clone(),
             CellKind::Reasoning { text, .. } => text.clone(),
             CellKind::Tool(t) => format!("{} {} {}", t.tool, t.args, t.result),
+            CellKind::Backtest(b) => b.plain_text(),
             CellKind::Notice { text, .. } => text.clone(),
             CellKind::RunEnd { status, reason, .. } => {
                 format!("{} {}", status.as_str(), reason.clone().unwrap_or_default())
@@ -248,6 +263,19 @@ pub fn status_mark(state: ToolCellState, theme: &Theme) -> (&'static str, &'stat
             ToolCallStatus::Denied => ("⛔", "denied", theme.error),
         },
     }
+}
+
+/// A cell's lines without a cache (the transcript browser draws cells
+/// this way).
+pub fn render_lines(
+    kind: &CellKind,
+    width: u16,
+    theme: &Theme,
+    expanded: bool,
+) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    render_kind(kind, width as usize, theme, expanded, &mut out);
+    out
 }
 
 fn render_kind(
@@ -314,6 +342,7 @@ fn render_kind(
             }
         }
         CellKind::Tool(t) => render_tool(t, body_w, theme, expanded, out),
+        CellKind::Backtest(b) => backtest::render(b, body_w, theme, expanded, out),
         CellKind::Notice { kind, text } => {
             let (mark, style) = match kind {
                 NoticeKind::Info => ("ℹ ", theme.muted),

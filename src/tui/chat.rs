@@ -4,9 +4,11 @@
 //! a frame costs the same for ten messages or ten thousand.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use ratatui::text::Line;
 
+use super::backtest::{self, BacktestCell, BacktestInfo, EquitySeries, LoadRequest};
 use super::cells::{Cell, CellKind, NoticeKind, Toggles, ToolCell, ToolCellState};
 use super::theme::Theme;
 use crate::agent::events::{AgentEvent, NoticeLevel, RunStatus, ToolCallStatus, ToolEvent};
@@ -30,6 +32,10 @@ pub struct Chat {
     tools: HashMap<String, usize>,
     streaming: Option<usize>,
     reasoning: Option<usize>,
+    /// The running turn's directory (relative `run_dir` arguments resolve there).
+    run_dir: Option<PathBuf>,
+    /// Backtest series to read, taken by the app as effects.
+    loads: Vec<LoadRequest>,
 }
 
 impl Default for Chat {
@@ -44,6 +50,8 @@ impl Default for Chat {
             tools: HashMap::new(),
             streaming: None,
             reasoning: None,
+            run_dir: None,
+            loads: Vec::new(),
         }
     }
 }
@@ -94,6 +102,45 @@ impl Chat {
         self.reasoning = None;
     }
 
+    /// Loads asked for since the last call (the app turns them into effects).
+    pub fn take_loads(&mut self) -> Vec<LoadRequest> {
+        std::mem::take(&mut self.loads)
+    }
+
+    fn push_backtest(&mut self, cell: BacktestCell) {
+        self.loads.push(cell.request());
+        self.push(CellKind::Backtest(cell));
+    }
+
+    fn backtest_index(&self, id: u64) -> Option<usize> {
+        self.cells
+            .iter()
+            .rposition(|c| matches!(c.kind(), CellKind::Backtest(b) if b.id == id))
+    }
+
+    /// Whether a backtest cell has this load id.
+    pub fn has_backtest(&self, id: u64) -> bool {
+        self.backtest_index(id).is_some()
+    }
+
+    /// Hands a load's answer to its cell; false when no cell has that id
+    /// (the chat was cleared since).
+    pub fn backtest_loaded(
+        &mut self,
+        id: u64,
+        series: Result<EquitySeries, String>,
+        info: Option<BacktestInfo>,
+    ) -> bool {
+        let found = self.backtest_index(id);
+        match found.map(|i| self.cells[i].kind_mut()) {
+            Some(CellKind::Backtest(b)) => {
+                b.apply(series, info);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Whether a reply is streaming right now.
     pub fn is_streaming(&self) -> bool {
         self.streaming.is_some()
@@ -102,9 +149,10 @@ impl Chat {
     /// Folds an engine event into the cells.
     pub fn apply(&mut self, event: &AgentEvent) {
         match event {
-            AgentEvent::RunStarted { .. } => {
+            AgentEvent::RunStarted { run_dir, .. } => {
                 self.streaming = None;
                 self.reasoning = None;
+                self.run_dir = Some(PathBuf::from(run_dir)).filter(|p| !p.as_os_str().is_empty());
             }
             AgentEvent::IterationStarted { .. } => self.finish_streaming(),
             AgentEvent::ReasoningDelta { iter, chars, tail } => {
@@ -359,17 +407,28 @@ impl Chat {
             }
             ToolEvent::ToolCallFinished {
                 call_id,
+                tool,
                 status,
                 elapsed_ms,
                 preview,
                 error_code,
                 ..
             } => {
+                let mut args = serde_json::Value::Null;
                 if let Some(t) = self.tool_cell(call_id) {
                     t.state = ToolCellState::Finished(*status);
                     t.elapsed_ms = Some(*elapsed_ms);
                     t.result = preview.clone();
                     t.error_code = error_code.clone();
+                    args = t.args.clone();
+                }
+                // The event has only a preview: the load reads the rest.
+                if tool == backtest::TOOL
+                    && *status == ToolCallStatus::Ok
+                    && let Some(cell) =
+                        backtest::cell_for_result(call_id, preview, &args, self.run_dir.as_deref())
+                {
+                    self.push_backtest(cell);
                 }
             }
             ToolEvent::ToolHeartbeat { .. }
@@ -428,6 +487,7 @@ impl Chat {
                 }
                 Role::Tool => {
                     let failed = looks_failed(&msg.content);
+                    let mut args = None;
                     if let Some(id) = &msg.tool_call_id
                         && let Some(t) = self.tool_cell(id)
                     {
@@ -437,6 +497,20 @@ impl Chat {
                         } else {
                             ToolCallStatus::Ok
                         });
+                        args = Some(t.args.clone());
+                    }
+                    // The stored result names its run directory; a result
+                    // that lost it (cleared by compaction) gets no cell.
+                    if msg.name.as_deref() == Some(backtest::TOOL)
+                        && !failed
+                        && let Some(cell) = backtest::cell_for_result(
+                            msg.tool_call_id.as_deref().unwrap_or(""),
+                            &msg.content,
+                            args.as_ref().unwrap_or(&serde_json::Value::Null),
+                            None,
+                        )
+                    {
+                        self.push_backtest(cell);
                     }
                 }
                 Role::System => {}
@@ -635,15 +709,14 @@ impl Chat {
 
     /// Flips the selected cell between expanded and folded.
     pub fn toggle_selected(&mut self) {
-        let toggles = self.toggles;
+        let (toggles, width) = (self.toggles, self.width());
         if let Some(i) = self.selected
             && let Some(c) = self.cells.get_mut(i)
             && c.expandable()
         {
-            let now = c.expanded.unwrap_or(match c.kind() {
-                CellKind::Reasoning { .. } => toggles.show_reasoning,
-                _ => toggles.show_details,
-            });
+            let now = c
+                .expanded
+                .unwrap_or_else(|| c.default_expanded(toggles, width));
             c.expanded = Some(!now);
         }
     }

@@ -4,11 +4,12 @@
 //! - [`app`]: the state and the pure `update(state, msg) -> effects`.
 //! - [`view`]: drawing, a function of the state and the time.
 //! - [`runtime`]: the terminal, the event loop and the session worker.
-//! - panels: [`chat`] (over [`cells`] and [`markdown`]), [`tool_panel`],
+//! - panels: [`chat`] (over [`cells`], [`markdown`] and [`backtest`]), [`tool_panel`],
 //!   [`gauge`], [`browser`] (over [`transcripts`]), [`help`].
 //! - settings: [`keymap`] (named actions), [`theme`], [`settings`].
 
 pub mod app;
+pub mod backtest;
 pub mod browser;
 pub mod cells;
 pub mod chat;

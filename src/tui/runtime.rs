@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::app::{App, AppOptions, Effect, Msg, update};
+use super::backtest;
 use super::cells::NoticeKind;
 use super::frame::FrameScheduler;
 use super::keymap::Keymap;
@@ -387,6 +388,17 @@ fn perform(effect: Effect, ctx: &Ctx, cancel: &mut Option<CancellationToken>) {
                 let name = file_name(&path);
                 let result = transcripts::read_transcript(&path).map(|(m, _)| m);
                 let _ = bus.send(Msg::Transcript { name, result });
+            });
+        }
+        Effect::LoadBacktest(req) => {
+            let bus = ctx.bus.clone();
+            tokio::task::spawn_blocking(move || {
+                let (series, info) = backtest::load(&req.run_dir, req.info);
+                let _ = bus.send(Msg::BacktestLoaded {
+                    id: req.id,
+                    series,
+                    info,
+                });
             });
         }
         Effect::SwitchModel(name) => match &ctx.switch_model {

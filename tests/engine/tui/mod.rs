@@ -3,6 +3,7 @@
 //! on ratatui's `TestBackend`, and the real binary in tmux.
 
 mod app_in_tmux;
+mod backtest;
 mod snapshots;
 mod timers;
 mod update;
@@ -50,8 +51,11 @@ pub fn type_text(app: &mut App, text: &str) -> Vec<Effect> {
     out
 }
 
-/// Feeds engine events, all arriving at `at`.
-pub fn feed(app: &mut App, events: &[AgentEvent], at: Instant) {
+/// Feeds engine events, all arriving at `at`. The only effect an engine
+/// event may cause is reading a finished backtest's series; those are
+/// returned.
+pub fn feed(app: &mut App, events: &[AgentEvent], at: Instant) -> Vec<Effect> {
+    let mut out = Vec::new();
     for e in events {
         let fx = update(
             app,
@@ -60,8 +64,13 @@ pub fn feed(app: &mut App, events: &[AgentEvent], at: Instant) {
                 at,
             },
         );
-        assert!(fx.is_empty(), "engine events cause no effects: {fx:?}");
+        assert!(
+            fx.iter().all(|f| matches!(f, Effect::LoadBacktest(_))),
+            "engine events cause no effects but backtest loads: {fx:?}"
+        );
+        out.extend(fx);
     }
+    out
 }
 
 /// The whole screen as text.
