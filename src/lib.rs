@@ -6,6 +6,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod llm;
+pub mod memory;
 pub mod model;
 pub mod research;
 pub mod sandbox;

@@ -1,5 +1,5 @@
 //! The command line: `vibedesk` (the workstation), `run`, `doctor`,
-//! `sessions`, `trace`, `compact`, `backtest`, `data`, `engine`.
+//! `sessions`, `trace`, `compact`, `backtest`, `data`, `engine`, `memory`.
 
 mod backtest;
 mod compact;
@@ -7,6 +7,7 @@ mod data;
 mod doctor;
 mod engine;
 mod inspect;
+mod memory;
 mod run;
 mod workstation;
 
@@ -53,6 +54,8 @@ pub enum Command {
     Data(data::DataArgs),
     /// The backtest engine: the sandbox entry point (prints the metrics JSON).
     Engine(engine::EngineArgs),
+    /// Persistent memory: list, show, add, forget, search, compress, gc, import, reindex.
+    Memory(memory::MemoryArgs),
 }
 
 /// Provider flags shared by `run` and `doctor`.
@@ -110,6 +113,7 @@ pub fn main() -> ExitCode {
             Some(Command::Backtest(args)) => backtest::backtest(args).await,
             Some(Command::Data(args)) => data::data(args).await,
             Some(Command::Engine(args)) => engine::engine(args).await,
+            Some(Command::Memory(args)) => memory::memory(args),
         }
     });
     // Do not wait for tasks still parked on stdin or timers.
@@ -195,20 +199,106 @@ pub fn build_provider(p: &ProviderConfig) -> Result<Arc<dyn Provider>, String> {
     Ok(Arc::new(provider))
 }
 
-/// The tools every turn gets, for `vibedesk run` and the workstation alike:
-/// the file tools and `bash`, the agent's `compact`, the market-data and
-/// indicator tools over the embedded dataset (online sources as fallback),
-/// and `backtest` / `read_artifact`, which run the engine in the sandbox.
-pub fn tool_registry(config: &Config) -> Arc<crate::tools::Registry> {
-    use crate::tools::builtin::{backtest, market};
-    let mut registry = crate::tools::builtin::default_registry();
-    let _ = crate::agent::register_agent_tools(&mut registry);
-    let _ = market::register_market_tools(&mut registry, config.paths.cache_dir.clone());
-    let _ = backtest::register_backtest_tools(
-        &mut registry,
-        backtest::BacktestToolConfig::new(Some(config.paths.cache_dir.clone())),
-    );
-    Arc::new(registry)
+/// Everything a turn gets besides the model, for `vibedesk run` and the
+/// workstation alike: the tools, persistent memory (recall into each
+/// message, the snapshot for the system prompt) and the skills.
+pub struct AgentSetup {
+    pub registry: Arc<crate::tools::Registry>,
+    pub memory: Option<Arc<crate::memory::MemoryStore>>,
+    pub memory_flags: crate::memory::MemoryFlags,
+    pub recall: Option<Arc<dyn crate::agent::context::RecallHook>>,
+    pub memory_snapshot: String,
+    pub skills: Vec<crate::agent::context::SkillLine>,
+    /// Things the user should see at start (memory warnings, a store that
+    /// would not open).
+    pub notes: Vec<String>,
+}
+
+impl AgentSetup {
+    /// The tools: file tools and `bash`, the agent's `compact`, market data
+    /// and indicators (embedded dataset first, online sources as fallback),
+    /// `backtest`/`read_artifact` (the engine in the sandbox), and the memory
+    /// and skill tools. Memory is opened once here, so its snapshot is
+    /// frozen for the session (spec §4.4).
+    pub fn new(config: &Config) -> Self {
+        use crate::tools::builtin::{backtest, market};
+        let data = &config.paths.data_dir;
+        let mut registry = crate::tools::builtin::default_registry();
+        let _ = crate::agent::register_agent_tools(&mut registry);
+        let _ = market::register_market_tools(&mut registry, config.paths.cache_dir.clone());
+        let _ = backtest::register_backtest_tools(
+            &mut registry,
+            backtest::BacktestToolConfig::new(Some(config.paths.cache_dir.clone())),
+        );
+        let flags = crate::memory::MemoryFlags::from_env();
+        let mut notes = crate::memory::maintenance::warnings(&flags);
+        let skills =
+            crate::memory::skills::SkillSet::load(Some(&crate::memory::user_skills_dir(data)));
+        let skill_lines = crate::agent::recall::skill_lines(&skills);
+        let store = match crate::memory::MemoryStore::open(
+            crate::memory::memory_dir(data),
+            flags.clone(),
+        ) {
+            Ok(s) => Some(Arc::new(s)),
+            Err(e) => {
+                notes.push(format!(
+                    "persistent memory is unavailable this session: {e}"
+                ));
+                None
+            }
+        };
+        let (recall, snapshot) = match &store {
+            Some(s) => {
+                let _ = crate::tools::builtin::memory::register_memory_tools(
+                    &mut registry,
+                    s.clone(),
+                    Arc::new(skills),
+                    config.paths.sessions_dir(),
+                );
+                (
+                    Some(Arc::new(crate::agent::recall::MemoryRecall::new(s.clone()))
+                        as Arc<dyn crate::agent::context::RecallHook>),
+                    crate::agent::recall::memory_snapshot(s),
+                )
+            }
+            None => (None, String::new()),
+        };
+        AgentSetup {
+            registry: Arc::new(registry),
+            memory: store,
+            memory_flags: flags,
+            recall,
+            memory_snapshot: snapshot,
+            skills: skill_lines,
+            notes,
+        }
+    }
+
+    pub fn deps(&self, provider: Arc<dyn Provider>, config: &Config) -> crate::agent::LoopDeps {
+        let mut deps = crate::agent::LoopDeps::new(
+            provider,
+            self.registry.clone(),
+            config.agent.clone(),
+            config.paths.runs_dir(),
+        );
+        deps.recall = self.recall.clone();
+        deps.memory_snapshot = self.memory_snapshot.clone();
+        deps.skills = self.skills.clone();
+        deps
+    }
+
+    /// Memory GC and compression, at most once a day (spec §8.6–§8.7): the
+    /// original never runs them. Returns a line to show when something ran.
+    pub async fn maintain(&self) -> Option<String> {
+        let store = self.memory.clone()?;
+        let flags = self.memory_flags.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::memory::maintenance::run_due(&store, chrono::Utc::now(), &flags).summary()
+        })
+        .await
+        .ok()
+        .flatten()
+    }
 }
 
 /// The configured provider, or the offline planner when none is configured.

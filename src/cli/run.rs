@@ -9,11 +9,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    DEMO_PROMPT, DEMO_SCRIPT, ProviderArgs, exit, init_logging, load_config, provider_or_offline,
-    tool_registry,
+    AgentSetup, DEMO_PROMPT, DEMO_SCRIPT, ProviderArgs, exit, init_logging, load_config,
+    provider_or_offline,
 };
+use crate::agent::EventSink;
 use crate::agent::events::{AgentEvent, RunStatus, ToolCallStatus, ToolEvent};
-use crate::agent::{EventSink, LoopDeps};
 use crate::config::Overrides;
 use crate::llm::Provider;
 use crate::llm::scripted::{Script, ScriptedProvider};
@@ -108,13 +108,18 @@ pub async fn run(args: RunArgs) -> u8 {
         );
     }
 
-    let registry = tool_registry(&config);
-    let deps = LoopDeps::new(
-        provider,
-        registry,
-        config.agent.clone(),
-        config.paths.runs_dir(),
-    );
+    let setup = AgentSetup::new(&config);
+    if !args.json {
+        for note in &setup.notes {
+            eprintln!("vibedesk: {note}");
+        }
+    }
+    if let Some(done) = setup.maintain().await
+        && !args.json
+    {
+        eprintln!("vibedesk: memory maintenance: {done}");
+    }
+    let deps = setup.deps(provider, &config);
     let mut session = match Session::open(&config.paths, args.session.as_deref(), deps) {
         Ok(s) => s,
         Err(e) => {

@@ -10,10 +10,9 @@ use chrono::Offset;
 use futures_util::future::BoxFuture;
 
 use super::{
-    DEMO_SCRIPT, NO_MODEL_HELP, ProviderArgs, build_provider, exit, init_logging, load_config,
-    provider_or_offline, tool_registry,
+    AgentSetup, DEMO_SCRIPT, NO_MODEL_HELP, ProviderArgs, build_provider, exit, init_logging,
+    load_config, provider_or_offline,
 };
-use crate::agent::LoopDeps;
 use crate::config::Overrides;
 use crate::llm::scripted::{Exhausted, Script, ScriptedProvider};
 use crate::llm::{ChatRequest, ChunkStream, LlmError, Provider};
@@ -169,10 +168,35 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
         offset: chrono::Local::now().offset().fix(),
         no_model_help: no_model_text(failure.as_deref()),
     };
-    // The same tools as `vibedesk run`.
-    let registry = tool_registry(&config);
-    let deps =
-        provider.map(|p| LoopDeps::new(p, registry, config.agent.clone(), config.paths.runs_dir()));
+    // The same tools, memory and skills as `vibedesk run`.
+    let setup = AgentSetup::new(&config);
+    notices.extend(setup.notes.iter().map(|n| (NoticeKind::Warning, n.clone())));
+    if let Some(done) = setup.maintain().await {
+        notices.push((NoticeKind::Info, format!("memory maintenance: {done}")));
+    }
+    // GC and compression also run on a schedule while the workstation is
+    // open; `run_due` does nothing until a day has passed since the last run.
+    let maintenance = {
+        let store = setup.memory.clone();
+        let flags = setup.memory_flags.clone();
+        tokio::spawn(async move {
+            let Some(store) = store else { return };
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let (s, f) = (store.clone(), flags.clone());
+                let report = tokio::task::spawn_blocking(move || {
+                    crate::memory::maintenance::run_due(&s, chrono::Utc::now(), &f).summary()
+                })
+                .await;
+                if let Ok(Some(line)) = report {
+                    tracing::info!("memory maintenance: {line}");
+                }
+            }
+        })
+    };
+    let deps = provider.map(|p| setup.deps(p, &config));
     let ws = Workstation {
         paths: config.paths.clone(),
         deps,
@@ -183,7 +207,9 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
         switch_model,
         notices,
     };
-    match crate::tui::run(ws).await {
+    let result = crate::tui::run(ws).await;
+    maintenance.abort();
+    match result {
         Ok(()) => exit::OK,
         Err(e) => {
             eprintln!("vibedesk: {e}");

@@ -274,6 +274,59 @@ async fn the_offline_planner_backtests_on_the_embedded_data() {
     assert!(card.to_string().contains("config_hash"));
 }
 
+/// Memory across sessions with no model: saved in one run, recalled by the
+/// tool in another, and recalled into the next turn's context.
+#[tokio::test]
+async fn the_offline_planner_remembers_across_sessions() {
+    let home = tempfile::tempdir().unwrap();
+    let out = vibedesk(home.path())
+        .args([
+            "run",
+            "-p",
+            "Remember that I prefer 10 bp fees on US equities",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Saved"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let entries = std::fs::read_dir(home.path().join("data/memory/entries"))
+        .unwrap()
+        .count();
+    assert_eq!(entries, 1, "one memory file on disk");
+
+    let out = vibedesk(home.path())
+        .args(["run", "--json", "-p", "what do you remember about fees?"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let evs = events(&out.stdout);
+    let answer = evs.iter().find(|e| e["type"] == "answer").unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(answer.contains("10 bp fees"), "{answer}");
+    // The new session's first message carried the recalled memory too.
+    let sid = evs[0]["session_id"].as_str().unwrap();
+    let trace = std::fs::read_to_string(
+        home.path()
+            .join("data/sessions")
+            .join(sid)
+            .join("trace.jsonl"),
+    )
+    .unwrap();
+    assert!(trace.contains("fees"));
+}
+
 #[tokio::test]
 async fn a_failed_run_exits_non_zero_with_a_one_line_reason() {
     let home = tempfile::tempdir().unwrap();

@@ -3,6 +3,7 @@
 pub mod backtest;
 pub mod fs;
 pub mod market;
+pub mod memory;
 pub mod shell;
 
 use std::sync::Arc;

@@ -1,0 +1,553 @@
+//! `vibedesk memory`: inspect and maintain persistent memory.
+//!
+//! `list`, `show`, `add`, `forget`, `search`, `compress`, `gc [--dry-run]`,
+//! `import DIR`, `reindex`. `compress --text --level daily|digest` is a pure
+//! mode: it reads one body on stdin, prints its compressed form (or
+//! `{"text": …, "retention": …}` with `--json`) and touches no store; with
+//! default settings its output equals the original's `compression.py`.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use chrono::Utc;
+use clap::Subcommand;
+use serde_json::json;
+
+use super::exit;
+use crate::memory::compression::{self, CompressOptions, Level, Scoring};
+use crate::memory::entry::{cut_chars, format_ts, sanitize_body};
+use crate::memory::store::GcReport;
+use crate::memory::{MemoryFlags, MemoryStore, MemoryType, NewEntry, maintenance, memory_dir};
+use crate::store::Paths;
+
+#[derive(clap::Args, Debug)]
+pub struct MemoryArgs {
+    #[command(subcommand)]
+    pub command: MemoryCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum MemoryCommand {
+    /// List memories (type, level, importance, last access, title).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print one memory (by title or file name).
+    Show { name: String },
+    /// Save a memory; the body comes from --content or stdin.
+    Add {
+        #[arg(long)]
+        title: String,
+        /// user, feedback, project or reference.
+        #[arg(long = "type", default_value = "project")]
+        memory_type: String,
+        #[arg(long)]
+        description: Option<String>,
+        /// Comma-separated, at most 5.
+        #[arg(long, value_delimiter = ',')]
+        keywords: Vec<String>,
+        /// The body (default: read stdin).
+        #[arg(long)]
+        content: Option<String>,
+    },
+    /// Delete a memory by title.
+    Forget { title: String },
+    /// Search memories (or past sessions with --sessions).
+    Search {
+        query: String,
+        #[arg(long, default_value_t = 5)]
+        max: usize,
+        #[arg(long)]
+        sessions: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compress due memories (or one, or stdin text with --text).
+    Compress(CompressArgs),
+    /// Garbage-collect: archive low-importance memories, then compress due ones.
+    Gc {
+        /// Show what would happen; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy the entries of a Vibe-Trading memory folder (e.g. ~/.vibe-trading/memory) in.
+    Import {
+        dir: PathBuf,
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Rebuild the full-text index from the memory files.
+    Reindex,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CompressArgs {
+    /// Pure mode: compress the body read from stdin and print it; no store is touched.
+    #[arg(long)]
+    pub text: bool,
+    /// Target level: daily or digest (required with --text or a NAME).
+    #[arg(long)]
+    pub level: Option<String>,
+    /// Keywords for the header line (comma-separated; --text only).
+    #[arg(long, value_delimiter = ',')]
+    pub keywords: Vec<String>,
+    /// With --text: print {"text": ..., "retention": ...}.
+    #[arg(long)]
+    pub json: bool,
+    /// Score with the smoothed IDF that fixes the original's negative-IDF
+    /// inversion (spec §12.7); default: the original's scoring.
+    #[arg(long)]
+    pub corrected_idf: bool,
+    /// Show what would be compressed; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// One memory (title or file) to compress now; default: every due memory.
+    pub name: Option<String>,
+}
+
+pub fn memory(args: MemoryArgs) -> u8 {
+    match args.command {
+        MemoryCommand::Compress(c) if c.text => compress_text(&c),
+        command => with_store(command),
+    }
+}
+
+fn parse_level(level: Option<&str>) -> Result<Level, String> {
+    match level.map(Level::parse) {
+        Some(Some(l @ (Level::Daily | Level::Digest))) => Ok(l),
+        Some(_) => Err(format!(
+            "--level must be daily or digest, got {:?}",
+            level.unwrap_or_default()
+        )),
+        None => Err("--level daily|digest is required".into()),
+    }
+}
+
+fn clean_keywords(raw: &[String]) -> Vec<String> {
+    raw.iter()
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty())
+        .collect()
+}
+
+fn compress_text(args: &CompressArgs) -> u8 {
+    let level = match parse_level(args.level.as_deref()) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+    let mut bytes = Vec::new();
+    if let Err(e) = std::io::stdin().read_to_end(&mut bytes) {
+        eprintln!("vibedesk: cannot read stdin: {e}");
+        return exit::FAILED;
+    }
+    let Ok(body) = String::from_utf8(bytes) else {
+        eprintln!("vibedesk: stdin is not UTF-8 text");
+        return exit::USAGE;
+    };
+    let opts = CompressOptions {
+        scoring: if args.corrected_idf {
+            Scoring::Corrected
+        } else {
+            Scoring::Original
+        },
+    };
+    let keywords = clean_keywords(&args.keywords);
+    let text = compression::compress(&body, level, &keywords, opts);
+    let out = if args.json {
+        json!({"text": text, "retention": compression::estimate_retention(&body, &text)})
+            .to_string()
+    } else {
+        text
+    };
+    let mut stdout = std::io::stdout().lock();
+    if writeln!(stdout, "{out}")
+        .and_then(|_| stdout.flush())
+        .is_err()
+    {
+        return exit::FAILED;
+    }
+    exit::OK
+}
+
+fn open_store(flags: MemoryFlags) -> Result<MemoryStore, u8> {
+    let Some(paths) = Paths::from_env() else {
+        eprintln!("vibedesk: no home directory found; set VIBEDESK_HOME");
+        return Err(exit::USAGE);
+    };
+    MemoryStore::open(memory_dir(&paths.data_dir), flags).map_err(|e| {
+        eprintln!("vibedesk: {e}");
+        exit::FAILED
+    })
+}
+
+fn print_json(v: &impl serde::Serialize) -> u8 {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => {
+            println!("{s}");
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+fn print_gc(report: &GcReport) {
+    let verb = if report.dry_run {
+        "would archive"
+    } else {
+        "archived"
+    };
+    for a in &report.actions {
+        println!(
+            "{verb}: {} (importance {}, {}){}",
+            a.title,
+            a.importance,
+            a.reason,
+            a.error
+                .as_ref()
+                .map(|e| format!(" — failed: {e}"))
+                .unwrap_or_default()
+        );
+    }
+    for c in &report.compressions {
+        println!(
+            "{}: {} {} → {} ({} → {} chars, retention {:.2}){}",
+            if c.archive.is_some() {
+                "compressed"
+            } else {
+                "would compress"
+            },
+            c.title,
+            c.from,
+            c.to,
+            c.chars_before,
+            c.chars_after,
+            c.retention,
+            c.archive
+                .as_ref()
+                .map(|p| format!(", original in {}", p.display()))
+                .unwrap_or_default()
+        );
+    }
+    for e in &report.errors {
+        eprintln!("vibedesk: {e}");
+    }
+    if report.actions.is_empty() && report.compressions.is_empty() {
+        println!("nothing to do");
+    }
+}
+
+fn with_store(command: MemoryCommand) -> u8 {
+    let flags = MemoryFlags::from_env();
+    for w in flags.warnings() {
+        eprintln!("vibedesk: warning: {w}");
+    }
+    let store = match open_store(flags.clone()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let now = Utc::now();
+    match command {
+        MemoryCommand::List { json } => {
+            let entries = match store.list() {
+                Ok(e) => e,
+                Err(e) => {
+                    eprintln!("vibedesk: {e}");
+                    return exit::FAILED;
+                }
+            };
+            if json {
+                let rows: Vec<_> = entries
+                    .iter()
+                    .map(|e| {
+                        json!({
+                            "title": e.title, "type": e.memory_type, "file": e.file,
+                            "level": e.level.as_str(), "importance": e.importance(now, flags.decay),
+                            "quality": e.quality, "access_count": e.access_count,
+                            "created_at": format_ts(e.created_at), "last_accessed": format_ts(e.last_accessed),
+                            "description": e.description,
+                        })
+                    })
+                    .collect();
+                return print_json(&rows);
+            }
+            if entries.is_empty() {
+                println!("no memories in {}", store.entries_dir().display());
+            }
+            for e in &entries {
+                println!(
+                    "{:<9} {:<6} {:>5.2}  {}  {}  ({})",
+                    e.memory_type,
+                    e.level.as_str(),
+                    e.importance(now, flags.decay),
+                    e.last_accessed.format("%Y-%m-%d"),
+                    sanitize_body(&e.title),
+                    e.file
+                );
+            }
+            exit::OK
+        }
+        MemoryCommand::Show { name } => match store.get(&name) {
+            Ok(Some(e)) => match std::fs::read_to_string(&e.path) {
+                // Control characters could drive the terminal (the original's #108).
+                Ok(text) => {
+                    print!("{}", sanitize_body(&text));
+                    if !text.ends_with('\n') {
+                        println!();
+                    }
+                    exit::OK
+                }
+                Err(err) => {
+                    eprintln!("vibedesk: cannot read {}: {err}", e.path.display());
+                    exit::FAILED
+                }
+            },
+            Ok(None) => {
+                eprintln!("vibedesk: no memory named {name:?}");
+                exit::FAILED
+            }
+            Err(e) => {
+                eprintln!("vibedesk: {e}");
+                exit::FAILED
+            }
+        },
+        MemoryCommand::Add {
+            title,
+            memory_type,
+            description,
+            keywords,
+            content,
+        } => {
+            let Some(memory_type) = MemoryType::parse(&memory_type) else {
+                eprintln!("vibedesk: --type must be user, feedback, project or reference");
+                return exit::USAGE;
+            };
+            let body = match content {
+                Some(c) => c,
+                None => {
+                    let mut s = String::new();
+                    if let Err(e) = std::io::stdin().read_to_string(&mut s) {
+                        eprintln!("vibedesk: cannot read the body from stdin: {e}");
+                        return exit::USAGE;
+                    }
+                    s
+                }
+            };
+            let mut new = NewEntry::new(title, body, memory_type);
+            new.description = description.unwrap_or_default();
+            new.keywords = clean_keywords(&keywords);
+            match store.add(new, now) {
+                Ok(crate::memory::AddOutcome::Saved { path, .. }) => {
+                    println!("saved {}", path.display());
+                    exit::OK
+                }
+                Ok(crate::memory::AddOutcome::Duplicate) => {
+                    println!("skipped: identical to a memory saved less than 30 s ago");
+                    exit::OK
+                }
+                Err(crate::memory::MemoryError::Invalid(m)) => {
+                    eprintln!("vibedesk: {m}");
+                    exit::USAGE
+                }
+                Err(e) => {
+                    eprintln!("vibedesk: {e}");
+                    exit::FAILED
+                }
+            }
+        }
+        MemoryCommand::Forget { title } => match store.remove(&title) {
+            Ok(true) => {
+                println!("removed {title}");
+                exit::OK
+            }
+            Ok(false) => {
+                eprintln!("vibedesk: no memory titled {title:?}");
+                exit::FAILED
+            }
+            Err(e) => {
+                eprintln!("vibedesk: {e}");
+                exit::FAILED
+            }
+        },
+        MemoryCommand::Search {
+            query,
+            max,
+            sessions,
+            json,
+        } => {
+            if sessions {
+                let Some(paths) = Paths::from_env() else {
+                    return exit::USAGE;
+                };
+                return match store.search_sessions(&paths.sessions_dir(), &query, max.max(1), None)
+                {
+                    Ok(results) if json => print_json(&results),
+                    Ok(results) => {
+                        if results.is_empty() {
+                            println!("no sessions match");
+                        }
+                        for r in results {
+                            println!("{}  {}", r.session_id, sanitize_body(&r.title));
+                            for m in r.matches {
+                                println!("  [{}] {}", m.role, sanitize_body(&m.snippet));
+                            }
+                        }
+                        exit::OK
+                    }
+                    Err(e) => {
+                        eprintln!("vibedesk: {e}");
+                        exit::FAILED
+                    }
+                };
+            }
+            match store.find_relevant(&query, max.max(1), now) {
+                Ok(found) if json => {
+                    let rows: Vec<_> = found
+                        .iter()
+                        .map(|e| json!({"title": e.title, "type": e.memory_type, "file": e.file, "content": cut_chars(&e.body, 2_000)}))
+                        .collect();
+                    print_json(&rows)
+                }
+                Ok(found) => {
+                    if found.is_empty() {
+                        println!("no memories match");
+                    }
+                    for e in found {
+                        let preview = cut_chars(&e.body, 120).replace('\n', " ");
+                        println!(
+                            "{} ({}, {}): {}",
+                            sanitize_body(&e.title),
+                            e.memory_type,
+                            e.file,
+                            sanitize_body(&preview)
+                        );
+                    }
+                    exit::OK
+                }
+                Err(e) => {
+                    eprintln!("vibedesk: {e}");
+                    exit::FAILED
+                }
+            }
+        }
+        MemoryCommand::Compress(args) => {
+            if let Some(name) = &args.name {
+                let level = match parse_level(args.level.as_deref()) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        eprintln!("vibedesk: {e}");
+                        return exit::USAGE;
+                    }
+                };
+                return match store.compress_entry(name, level, now) {
+                    Ok(rec) => {
+                        print_gc(&GcReport {
+                            enabled: true,
+                            compressions: vec![rec],
+                            ..GcReport::default()
+                        });
+                        exit::OK
+                    }
+                    Err(e) => {
+                        eprintln!("vibedesk: {e}");
+                        exit::FAILED
+                    }
+                };
+            }
+            match store.compress_due(args.dry_run, now) {
+                Ok(report) if args.json => print_json(&report),
+                Ok(report) => {
+                    print_gc(&report);
+                    if report.errors.is_empty() {
+                        exit::OK
+                    } else {
+                        exit::FAILED
+                    }
+                }
+                Err(e) => {
+                    eprintln!("vibedesk: {e}");
+                    exit::FAILED
+                }
+            }
+        }
+        MemoryCommand::Gc { dry_run, json } => {
+            let report = if dry_run {
+                match store.run_gc_with(&flags, true, now) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        eprintln!("vibedesk: {e}");
+                        return exit::FAILED;
+                    }
+                }
+            } else {
+                let m = maintenance::run_now(&store, now, &flags);
+                if let Some(e) = &m.error {
+                    eprintln!("vibedesk: {e}");
+                    return exit::FAILED;
+                }
+                if let Some(s) = &m.skipped {
+                    eprintln!("vibedesk: {s}");
+                }
+                m.gc.unwrap_or_default()
+            };
+            if json {
+                return print_json(&report);
+            }
+            if !report.enabled {
+                eprintln!(
+                    "vibedesk: memory GC is off (set VIBEDESK_MEMORY_GC=on or VIBEDESK_MEMORY=on|full)"
+                );
+                return exit::OK;
+            }
+            print_gc(&report);
+            if report.errors.is_empty() {
+                exit::OK
+            } else {
+                exit::FAILED
+            }
+        }
+        MemoryCommand::Import { dir, dry_run } => match store.import_dir(&dir, dry_run) {
+            Ok(report) => {
+                let verb = if dry_run { "would import" } else { "imported" };
+                for (src, file, title) in &report.imported {
+                    println!(
+                        "{verb}: {} → {file} ({})",
+                        src.display(),
+                        sanitize_body(title)
+                    );
+                }
+                for (src, reason) in &report.skipped {
+                    println!("skipped: {} ({reason})", src.display());
+                }
+                println!(
+                    "{} {verb}, {} skipped",
+                    report.imported.len(),
+                    report.skipped.len()
+                );
+                exit::OK
+            }
+            Err(e) => {
+                eprintln!("vibedesk: {e}");
+                exit::FAILED
+            }
+        },
+        MemoryCommand::Reindex => match store.rebuild_index() {
+            Ok(n) => {
+                println!("indexed {n} memories into {}", store.index_path().display());
+                exit::OK
+            }
+            Err(e) => {
+                eprintln!("vibedesk: {e}");
+                exit::FAILED
+            }
+        },
+    }
+}

@@ -1,0 +1,1514 @@
+//! Persistent memory (spec §8, §10.1, §10.2), skills (§4.6, §9) and the
+//! memory CLI. Test names carry the spec case they re-express (`mc11_…`,
+//! `pm16_…`); the pure cases (MC-1..15, PM-1, PM-12, PM-13, SK-1..3) are
+//! unit tests next to the code in `src/memory/`.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Duration, Utc};
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use vibedesk::agent::context::skill_descriptions;
+use vibedesk::agent::recall::{MemoryRecall, memory_snapshot, skill_lines};
+use vibedesk::agent::{Loop, LoopDeps};
+use vibedesk::llm::{ChatRequest, ChunkStream, LlmError, Provider};
+use vibedesk::memory::entry::{format_ts, read_entry};
+use vibedesk::memory::maintenance;
+use vibedesk::memory::store::{AddOutcome, Reinforce, ReinforceEvent};
+use vibedesk::memory::{
+    Level, MemoryError, MemoryFlags, MemoryStore, MemoryType, NewEntry, SkillSet,
+};
+use vibedesk::tools::builtin::memory::register_memory_tools;
+use vibedesk::tools::{BackgroundQueue, Registry, ToolContext};
+
+use crate::support::harness::{
+    Home, call_turn, registry_with, run_loop, scripted, test_config, text_turn,
+};
+
+fn at(s: &str) -> DateTime<Utc> {
+    vibedesk::memory::entry::parse_ts(s).unwrap()
+}
+
+fn flags(preset: &str) -> MemoryFlags {
+    MemoryFlags::preset(preset)
+}
+
+fn store(dir: &Path, f: MemoryFlags) -> MemoryStore {
+    MemoryStore::open(dir.join("memory"), f).unwrap()
+}
+
+fn add(s: &MemoryStore, title: &str, body: &str, t: MemoryType) -> AddOutcome {
+    s.add(NewEntry::new(title, body, t), Utc::now()).unwrap()
+}
+
+fn add_full(s: &MemoryStore, title: &str, desc: &str, body: &str, now: DateTime<Utc>) -> PathBuf {
+    let mut n = NewEntry::new(title, body, MemoryType::Project);
+    n.description = desc.into();
+    match s.add(n, now).unwrap() {
+        AddOutcome::Saved { path, .. } => path,
+        AddOutcome::Duplicate => panic!("unexpected duplicate"),
+    }
+}
+
+fn entry_files(s: &MemoryStore) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(s.entries_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn archive_files(s: &MemoryStore) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = match std::fs::read_dir(s.archive_dir()) {
+        Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    };
+    v.sort();
+    v
+}
+
+fn titles(v: &[vibedesk::memory::Entry]) -> Vec<String> {
+    v.iter().map(|e| e.title.clone()).collect()
+}
+
+/// Sets frontmatter fields of an entry file by hand (to age it).
+fn set_fields(path: &Path, fields: &[(&str, &str)]) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let out = vibedesk::memory::frontmatter::set_fields(&text, fields).unwrap();
+    std::fs::write(path, out).unwrap();
+}
+
+const TWELVE: &str = "Bitcoin rallied strongly this week. Trading volume doubled on major exchanges. \
+Analysts cited institutional demand for crypto assets. The market structure looks healthier than last year. \
+Funding rates stayed neutral across perpetual swaps. Options traders bought upside calls. \
+Ethereum lagged the broader crypto market. Stablecoin supply grew for the third month. \
+Regulators signalled a clearer framework for custody. Miners sold a smaller share of rewards. \
+Retail interest, measured by search trends, stayed muted. The trading desk expects volatility to rise.";
+
+// ----- §10.1 at store level ----------------------------------------------------
+
+#[test]
+fn mc11_compression_archives_the_original_byte_for_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    let mut n = NewEntry::new("note", TWELVE, MemoryType::Project);
+    n.keywords = vec!["bitcoin".into()];
+    s.add(n, Utc::now()).unwrap();
+    let path = s.entries_dir().join("project_note.md");
+    let before = std::fs::read(&path).unwrap();
+    let rec = s.compress_entry("note", Level::Daily, Utc::now()).unwrap();
+    let after = read_entry(&path).unwrap();
+    assert_eq!(after.level, Level::Daily);
+    assert!(after.body.len() < TWELVE.len());
+    assert!(after.body.starts_with("Keywords: bitcoin\n\n"));
+    assert!(after.retention.is_some());
+    let archive = rec.archive.unwrap();
+    assert!(archive.starts_with(s.archive_dir()));
+    assert_eq!(std::fs::read(&archive).unwrap(), before);
+    assert!(rec.retention > 0.0 && rec.retention < 1.0);
+}
+
+// ----- archive safety (§12.6) ----------------------------------------------------
+
+#[test]
+fn compression_aborts_when_the_archive_cannot_be_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    add(&s, "note", TWELVE, MemoryType::Project);
+    let path = s.entries_dir().join("project_note.md");
+    let before = std::fs::read(&path).unwrap();
+    // Root-proof: a *file* where the archive directory should be.
+    std::fs::write(s.archive_dir(), b"not a directory").unwrap();
+    let err = s
+        .compress_entry("note", Level::Daily, Utc::now())
+        .unwrap_err();
+    assert!(matches!(err, MemoryError::ArchiveFailed { .. }), "{err}");
+    assert!(err.to_string().contains("unchanged"));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    // The GC pass reports it and leaves the entry alone too.
+    set_fields(&path, &[("last_accessed", "2020-01-01T00:00:00Z")]);
+    let before = std::fs::read(&path).unwrap();
+    let mut f = flags("full");
+    f.decay = false;
+    let report = s.run_gc_with(&f, false, Utc::now()).unwrap();
+    assert!(report.compressions.is_empty());
+    assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[test]
+fn daily_to_digest_never_overwrites_the_raw_archive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    add(&s, "note", TWELVE, MemoryType::Project);
+    let path = s.entries_dir().join("project_note.md");
+    let raw = std::fs::read(&path).unwrap();
+    // Same instant for both steps: names must still differ.
+    let now = Utc::now();
+    let r1 = s.compress_entry("note", Level::Daily, now).unwrap();
+    let daily = std::fs::read(&path).unwrap();
+    let r2 = s.compress_entry("note", Level::Digest, now).unwrap();
+    assert_ne!(r1.archive, r2.archive);
+    assert_eq!(std::fs::read(r1.archive.as_ref().unwrap()).unwrap(), raw);
+    assert_eq!(std::fs::read(r2.archive.as_ref().unwrap()).unwrap(), daily);
+    assert_eq!(archive_files(&s).len(), 2);
+    let e = read_entry(&path).unwrap();
+    assert_eq!(e.level, Level::Digest);
+    assert!(e.body.contains("Key concepts:"));
+    // Digest is terminal.
+    assert!(s.compress_entry("note", Level::Digest, now).is_err());
+    // A GC archive of the same entry gets yet another name.
+    set_fields(
+        &path,
+        &[
+            ("created_at", "2020-01-01T00:00:00Z"),
+            ("quality_score", "0.01"),
+        ],
+    );
+    let report = s.run_gc(false, now).unwrap();
+    assert_eq!(report.actions.len(), 1);
+    let files = archive_files(&s);
+    assert_eq!(files.len(), 3);
+    assert_eq!(std::fs::read(r1.archive.as_ref().unwrap()).unwrap(), raw);
+}
+
+// ----- §10.2 -------------------------------------------------------------------
+
+#[test]
+fn pm02_add_creates_file_and_index_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("off"));
+    let AddOutcome::Saved { path, .. } = add(&s, "My Fancy Skill!", "the body", MemoryType::User)
+    else {
+        panic!()
+    };
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.contains("my_fancy_skill_"), "{name}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with("---\n"));
+    for line in [
+        "\nname: My Fancy Skill!\n",
+        "\ntype: user\n",
+        "\ndescription: My Fancy Skill!\n",
+    ] {
+        assert!(text.contains(line), "{line:?} missing in {text}");
+    }
+    assert!(text.ends_with("\n\nthe body"));
+    // Timestamps carry a zone (§12.9).
+    assert!(text.contains(&format!("created_at: {}", &format_ts(Utc::now())[..10])));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("created_at: ") && l.ends_with('Z'))
+    );
+    let index = std::fs::read_to_string(s.memory_md_path()).unwrap();
+    assert!(index.contains("My Fancy Skill!") && index.contains(&name));
+}
+
+#[test]
+fn pm03_three_types_three_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("off"));
+    add(&s, "a", "1", MemoryType::User);
+    add(&s, "b", "2", MemoryType::Feedback);
+    add(&s, "c", "3", MemoryType::Reference);
+    assert_eq!(
+        entry_files(&s),
+        vec!["feedback_b.md", "reference_c.md", "user_a.md"]
+    );
+    assert!(s.memory_md_path().exists());
+    assert_eq!(s.list().unwrap().len(), 3);
+}
+
+#[test]
+fn pm04_same_title_overwrites() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("off"));
+    add(&s, "overwrite", "v1", MemoryType::Project);
+    let first = read_entry(&s.entries_dir().join("project_overwrite.md")).unwrap();
+    add(&s, "overwrite", "v2", MemoryType::Project);
+    assert_eq!(entry_files(&s), vec!["project_overwrite.md"]);
+    let e = read_entry(&s.entries_dir().join("project_overwrite.md")).unwrap();
+    assert_eq!(e.body, "v2");
+    assert_eq!(
+        (e.id.as_str(), e.created_at),
+        (first.id.as_str(), first.created_at)
+    );
+    let index = std::fs::read_to_string(s.memory_md_path()).unwrap();
+    assert_eq!(index.matches("[overwrite]").count(), 1);
+    // A type change keeps one entry per title.
+    add(&s, "overwrite", "v3", MemoryType::Reference);
+    assert_eq!(entry_files(&s), vec!["reference_overwrite.md"]);
+    let index = std::fs::read_to_string(s.memory_md_path()).unwrap();
+    assert_eq!(index.matches("[overwrite]").count(), 1);
+    assert_eq!(s.indexed_count(), Some(1));
+}
+
+#[test]
+fn pm05_pm06_non_latin_and_symbol_titles_never_collide() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("off"));
+    let titles = [
+        "上证指数",
+        "深证成指",
+        "ตลาดหุ้น",
+        "ราคาทอง",
+        "سوق الأسهم",
+        "سوق الذهب",
+        "שוק ההון",
+        "фондовый",
+        "پول",
+        "چول",
+        "トヨタ 7203",
+        "ソニー 7203",
+        "🚀",
+        "🎯",
+    ];
+    for (i, t) in titles.iter().enumerate() {
+        add(&s, t, &format!("body {i}"), MemoryType::Project);
+    }
+    assert_eq!(entry_files(&s).len(), titles.len());
+    for t in &titles[..8] {
+        let e = s.get(t).unwrap().unwrap();
+        assert_eq!(&e.title, t);
+        let first: String = t.chars().filter(|c| c.is_alphanumeric()).take(2).collect();
+        assert!(e.file.contains(&first), "{} should keep {first}", e.file);
+    }
+    add(&s, "🚀", "again", MemoryType::Project);
+    assert_eq!(entry_files(&s).len(), titles.len());
+    let AddOutcome::Saved { file, .. } = add(&s, "???", "q", MemoryType::User) else {
+        panic!()
+    };
+    assert_ne!(file, "user_.md");
+}
+
+#[test]
+fn pm07_blank_titles_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("off"));
+    for t in ["", "   ", "\t\t"] {
+        let err = s
+            .add(NewEntry::new(t, "x", MemoryType::Project), Utc::now())
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("empty") || msg.contains("whitespace"), "{msg}");
+    }
+    assert!(entry_files(&s).is_empty());
+}
+
+#[test]
+fn pm08_bodies_are_cleaned_and_capped_on_disk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("off"));
+    add(
+        &s,
+        "dirty",
+        "a\u{1b}[2Jb\u{0}c\u{7}d\u{9b}e\tf\ng",
+        MemoryType::Project,
+    );
+    let e = s.get("dirty").unwrap().unwrap();
+    assert_eq!(e.body, "a[2Jbcde\tf\ng");
+    add(&s, "long", &"y".repeat(8_100), MemoryType::Project);
+    let e = s.get("long").unwrap().unwrap();
+    let raw = std::fs::read_to_string(&e.path).unwrap();
+    let body = raw.split("---\n\n").nth(1).unwrap();
+    assert!(body.chars().count() <= 8_000 && body.ends_with("chars]\n"));
+    assert!(body.contains("[truncated at 8000"));
+    add(&s, "exact", &"z".repeat(8_000), MemoryType::Project);
+    assert_eq!(s.get("exact").unwrap().unwrap().body, "z".repeat(8_000));
+    let small = MemoryStore::open(tmp.path().join("m2"), flags("off"))
+        .unwrap()
+        .with_max_entry_chars(100);
+    small
+        .add(
+            NewEntry::new("t", "w".repeat(500), MemoryType::Project),
+            Utc::now(),
+        )
+        .unwrap();
+    assert!(
+        small
+            .get("t")
+            .unwrap()
+            .unwrap()
+            .body
+            .contains("[truncated at 100 chars]")
+    );
+}
+
+fn pm09_store(f: MemoryFlags) -> (tempfile::TempDir, MemoryStore) {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), f);
+    let now = Utc::now();
+    add_full(
+        &s,
+        "btc-strategy",
+        "BTC trading strategy",
+        "Momentum entries on Bitcoin with tight stops.",
+        now,
+    );
+    add_full(
+        &s,
+        "eth-notes",
+        "Ethereum notes",
+        "Gas fees and staking yields.",
+        now,
+    );
+    add_full(
+        &s,
+        "a-share",
+        "上证指数 观察",
+        "上证指数在三千点附近震荡。",
+        now,
+    );
+    add_full(
+        &s,
+        "cooking",
+        "Pasta recipe",
+        "Garlic, olive oil, tomato.",
+        now,
+    );
+    add_full(
+        &s,
+        "body-only",
+        "Misc",
+        "A line that mentions trading once.",
+        now,
+    );
+    add_full(
+        &s,
+        "meta-match",
+        "trading journal",
+        "Nothing else here.",
+        now,
+    );
+    (tmp, s)
+}
+
+#[test]
+fn pm09_find_relevant_index_and_scan() {
+    for fts in [true, false] {
+        let mut f = flags("full");
+        f.fts_index = fts;
+        let (_tmp, s) = pm09_store(f);
+        let now = Utc::now();
+        let r = s.find_relevant("Bitcoin trading", 5, now).unwrap();
+        assert_eq!(r[0].title, "btc-strategy", "fts={fts}: {:?}", titles(&r));
+        let r = s.find_relevant("上证指数", 5, now).unwrap();
+        assert_eq!(titles(&r), vec!["a-share"], "fts={fts}");
+        assert!(s.find_relevant("zebra quantum", 5, now).unwrap().is_empty());
+        assert!(s.find_relevant("", 5, now).unwrap().is_empty());
+        // Metadata (description) matches outrank body-only matches.
+        let r = s.find_relevant("journal trading", 5, now).unwrap();
+        let pos = |t: &str| titles(&r).iter().position(|x| x == t).unwrap();
+        assert!(
+            pos("meta-match") < pos("body-only"),
+            "fts={fts}: {:?}",
+            titles(&r)
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    for i in 0..10 {
+        add(
+            &s,
+            &format!("market note {i}"),
+            "market breadth",
+            MemoryType::Project,
+        );
+    }
+    assert_eq!(s.find_relevant("market", 3, Utc::now()).unwrap().len(), 3);
+}
+
+#[test]
+fn pm10_remove() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    add(
+        &s,
+        "gone soon",
+        "volatility regime note",
+        MemoryType::Project,
+    );
+    assert!(s.remove("gone soon").unwrap());
+    assert!(entry_files(&s).is_empty());
+    assert!(
+        !std::fs::read_to_string(s.memory_md_path())
+            .unwrap()
+            .contains("gone soon")
+    );
+    assert!(!s.remove("gone soon").unwrap());
+    assert!(
+        s.find_relevant("volatility regime", 5, Utc::now())
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(s.indexed_count(), Some(0));
+}
+
+#[test]
+fn pm11_snapshot_is_frozen_per_instance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = store(tmp.path(), flags("off"));
+    assert_eq!(empty.snapshot(), "");
+    add(&empty, "first", "1", MemoryType::User);
+    assert_eq!(empty.snapshot(), "", "own adds do not change the snapshot");
+    let second = store(tmp.path(), flags("off"));
+    assert!(second.snapshot().contains("first"));
+    assert_eq!(memory_snapshot(&second), second.snapshot());
+    add(&second, "second", "2", MemoryType::User);
+    assert!(!second.snapshot().contains("second"));
+    assert!(second.read_snapshot().contains("second"));
+}
+
+#[test]
+fn snapshot_keeps_the_newest_200_and_says_how_many_are_hidden() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("off"));
+    let t0 = Utc::now();
+    for i in 0..205 {
+        s.add(
+            NewEntry::new(format!("m{i:03}"), "x", MemoryType::Project),
+            t0 + Duration::seconds(i),
+        )
+        .unwrap();
+    }
+    let snap = s.read_snapshot();
+    assert!(snap.starts_with("(5 older memories"));
+    assert!(snap.contains("[m204]") && !snap.contains("[m004]"));
+    assert_eq!(snap.lines().count(), 201);
+    // The index file itself keeps every line (the original cut it to 200).
+    assert_eq!(
+        std::fs::read_to_string(s.memory_md_path())
+            .unwrap()
+            .lines()
+            .count(),
+        205
+    );
+}
+
+#[test]
+fn pm12_legacy_entries_read_from_disk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    std::fs::write(
+        s.entries_dir().join("project_legacy.md"),
+        "---\nname: Legacy\ndescription: old style\ntype: project\n---\n\nLegacy body about dividends.",
+    )
+    .unwrap();
+    let e = s.get("Legacy").unwrap().unwrap();
+    assert_eq!((e.quality, e.access_count, e.id.len()), (0.5, 0, 6));
+    assert!(e.keywords.is_empty() && e.related.is_empty());
+    // Written outside the store, found by the reconciling index of a new instance.
+    let s2 = store(tmp.path(), flags("full"));
+    assert_eq!(
+        titles(&s2.find_relevant("dividends", 3, Utc::now()).unwrap()),
+        vec!["Legacy"]
+    );
+}
+
+#[test]
+fn pm14_reinforce() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("on"));
+    let now = Utc::now();
+    let q = |t: &str| s.get(t).unwrap().unwrap().quality;
+    let with_quality = |t: &str, v: &str| {
+        add(&s, t, "body", MemoryType::Project);
+        let e = s.get(t).unwrap().unwrap();
+        set_fields(&e.path, &[("quality_score", v)]);
+    };
+    with_quality("a", "0.5");
+    assert!(
+        s.reinforce("a", ReinforceEvent::TaskSuccess, "user", now)
+            .unwrap()
+            .applied()
+    );
+    assert!((q("a") - 0.6).abs() < 1e-9);
+    with_quality("b", "0.7");
+    s.reinforce("b", ReinforceEvent::UserReject, "user", now)
+        .unwrap();
+    assert!((q("b") - 0.4).abs() < 1e-9);
+    with_quality("c", "0.5");
+    s.reinforce("c", ReinforceEvent::TaskSuccess, "system", now)
+        .unwrap();
+    assert!((q("c") - 0.57).abs() < 1e-9);
+    with_quality("d", "0.1");
+    s.reinforce("d", ReinforceEvent::UserReject, "user", now)
+        .unwrap();
+    assert_eq!(q("d"), 0.0);
+    with_quality("e", "0.0");
+    for i in 0..5 {
+        assert!(
+            s.reinforce("e", ReinforceEvent::TaskSuccess, "user", now)
+                .unwrap()
+                .applied(),
+            "step {i}"
+        );
+    }
+    assert_eq!(
+        s.reinforce("e", ReinforceEvent::TaskSuccess, "user", now)
+            .unwrap(),
+        Reinforce::CapReached
+    );
+    assert_eq!(
+        s.reinforce("nobody", ReinforceEvent::TaskSuccess, "user", now)
+            .unwrap(),
+        Reinforce::NotFound
+    );
+    assert!(ReinforceEvent::parse("made_up").is_none());
+    let off = store(tmp.path(), flags("off"));
+    assert_eq!(
+        off.reinforce("a", ReinforceEvent::TaskSuccess, "user", now)
+            .unwrap(),
+        Reinforce::Disabled
+    );
+}
+
+#[test]
+fn pm15_dedup_window() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("on"));
+    let t0 = at("2026-01-01T00:00:00Z");
+    let n = || NewEntry::new("Same", "Body", MemoryType::Project);
+    assert!(matches!(s.add(n(), t0).unwrap(), AddOutcome::Saved { .. }));
+    assert_eq!(
+        s.add(n(), t0 + Duration::seconds(29)).unwrap(),
+        AddOutcome::Duplicate
+    );
+    assert_eq!(entry_files(&s).len(), 1);
+    assert!(matches!(
+        s.add(n(), t0 + Duration::seconds(31)).unwrap(),
+        AddOutcome::Saved { .. }
+    ));
+    // Another instance has its own window.
+    let other = store(tmp.path(), flags("on"));
+    assert!(matches!(
+        other.add(n(), t0 + Duration::seconds(32)).unwrap(),
+        AddOutcome::Saved { .. }
+    ));
+    // Different body: not a duplicate. Quality off: no dedup at all.
+    let mut changed = n();
+    changed.content = "Other".into();
+    assert!(matches!(
+        s.add(changed, t0 + Duration::seconds(33)).unwrap(),
+        AddOutcome::Saved { .. }
+    ));
+    let off = store(tmp.path(), flags("off"));
+    assert!(matches!(
+        off.add(n(), t0).unwrap(),
+        AddOutcome::Saved { .. }
+    ));
+    assert!(matches!(
+        off.add(n(), t0).unwrap(),
+        AddOutcome::Saved { .. }
+    ));
+}
+
+fn garbage(s: &MemoryStore, title: &str, quality: &str, when: &str) -> PathBuf {
+    let AddOutcome::Saved { path, .. } = add(s, title, "old stuff", MemoryType::Project) else {
+        panic!()
+    };
+    set_fields(
+        &path,
+        &[
+            ("quality_score", quality),
+            ("created_at", when),
+            ("last_accessed", when),
+        ],
+    );
+    path
+}
+
+#[test]
+fn pm16_gc_archives_low_importance_entries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut f = flags("on");
+    f.compression = false;
+    let s = store(tmp.path(), f.clone());
+    let now = Utc::now();
+    let old = garbage(&s, "garbage", "0.01", "2024-01-01T00:00:00");
+    let older = garbage(&s, "tiny", "0.001", "2024-01-01T00:00:00Z");
+    add(&s, "fresh", "new stuff", MemoryType::Project);
+    let before = std::fs::read(&old).unwrap();
+
+    // Dry run: listed, logged, untouched.
+    let dry = s.run_gc(true, now).unwrap();
+    assert_eq!(dry.actions.len(), 2);
+    assert!(dry.actions.iter().all(|a| a.action == "archive"));
+    assert_eq!(std::fs::read(&old).unwrap(), before);
+    let log = std::fs::read_to_string(s.gc_log_path()).unwrap();
+    assert!(log.contains("mode=dry_run") && log.contains("garbage"));
+
+    let run = s.run_gc(false, now).unwrap();
+    assert_eq!(
+        run.actions.len(),
+        2,
+        "importance 0.001 is archived, never deleted"
+    );
+    assert!(!old.exists() && !older.exists());
+    let archived: Vec<String> = archive_files(&s)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        archived
+            .iter()
+            .any(|n| n.starts_with("project_garbage.gc.")),
+        "{archived:?}"
+    );
+    assert_eq!(
+        std::fs::read(run.actions[0].archived_to.as_ref().unwrap()).unwrap(),
+        before
+    );
+    assert!(s.get("fresh").unwrap().is_some());
+    assert!(
+        !std::fs::read_to_string(s.memory_md_path())
+            .unwrap()
+            .contains("garbage")
+    );
+    assert!(
+        std::fs::read_to_string(s.gc_log_path())
+            .unwrap()
+            .contains("mode=execute actions=2")
+    );
+
+    // GC off: nothing, with no error.
+    let off = s.run_gc_with(&flags("off"), false, now).unwrap();
+    assert!(!off.enabled && off.actions.is_empty());
+}
+
+#[test]
+fn pm17_gc_triggers_compression_only_when_executing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    let now = Utc::now();
+    let AddOutcome::Saved { path, .. } = add(&s, "aging", TWELVE, MemoryType::Project) else {
+        panic!()
+    };
+    set_fields(
+        &path,
+        &[
+            ("created_at", &format_ts(now - Duration::days(2))),
+            ("last_accessed", &format_ts(now - Duration::days(9))),
+        ],
+    );
+    let before = std::fs::read(&path).unwrap();
+    let dry = s.run_gc(true, now).unwrap();
+    assert!(dry.actions.is_empty() && dry.compressions.is_empty());
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    let run = s.run_gc(false, now).unwrap();
+    assert!(run.actions.is_empty());
+    assert_eq!(run.compressions.len(), 1);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_ne!(text.as_bytes(), before.as_slice());
+    assert!(text.contains("compression_level: daily"));
+    assert!(text.contains("compression_retention: "));
+    assert!(
+        std::fs::read_to_string(s.gc_log_path())
+            .unwrap()
+            .contains("raw -> daily, retention=")
+    );
+}
+
+#[test]
+fn pm19_index_and_scan_agree_on_tickers_and_decay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    let now = Utc::now();
+    add_full(
+        &s,
+        "GE note",
+        "General Electric",
+        "GE spun off its healthcare unit.",
+        now,
+    );
+    add_full(&s, "other", "Utilities", "Nothing about that ticker.", now);
+    add_full(
+        &s,
+        "BRK.B",
+        "Berkshire class B",
+        "Float-funded compounding.",
+        now,
+    );
+    for q in ["GE", "BRK.B", "brk.b holdings"] {
+        let fts = s.find_relevant(q, 5, now).unwrap();
+        let scan = s.scan_relevant(q, 5, now).unwrap();
+        assert_eq!(fts.len(), 1, "{q}: {:?}", titles(&fts));
+        assert_eq!(titles(&fts), titles(&scan), "{q}");
+    }
+    assert!(s.remove("GE note").unwrap());
+    assert!(s.find_relevant("GE", 5, now).unwrap().is_empty());
+
+    // Decay: a fresh high-quality entry beats a stale stronger lexical match.
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    for i in 0..8 {
+        add_full(
+            &s,
+            &format!("filler {i}"),
+            "misc",
+            &format!("unrelated note number {i} about equities"),
+            now,
+        );
+    }
+    let stale = add_full(&s, "stale", "rates", "yield curve inversion", now);
+    set_fields(
+        &stale,
+        &[("last_accessed", &format_ts(now - Duration::days(200)))],
+    );
+    let fresh = add_full(&s, "fresh", "rates", "yield curve", now);
+    set_fields(&fresh, &[("quality_score", "1.0")]);
+    let s = store(tmp.path(), flags("full"));
+    assert_eq!(
+        s.find_relevant("yield curve inversion", 2, now).unwrap()[0].title,
+        "fresh"
+    );
+    let mut no_decay = flags("full");
+    no_decay.decay = false;
+    let s = store(tmp.path(), no_decay);
+    assert_eq!(
+        s.find_relevant("yield curve inversion", 2, now).unwrap()[0].title,
+        "stale"
+    );
+}
+
+#[test]
+fn pm20_gc_and_compression_keep_the_index_in_step() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    let now = Utc::now();
+    garbage(&s, "garbage", "0.01", "2024-01-01T00:00:00Z");
+    add(&s, "compressible", TWELVE, MemoryType::Project);
+    assert_eq!(s.indexed_count(), Some(2));
+    s.run_gc(false, now).unwrap();
+    assert_eq!(s.indexed_count(), Some(1));
+    assert!(s.find_relevant("old stuff", 5, now).unwrap().is_empty());
+    // "Miners" is a middle sentence the daily level drops.
+    assert_eq!(s.find_relevant("miners rewards", 5, now).unwrap().len(), 1);
+    s.compress_entry("compressible", Level::Digest, now)
+        .unwrap();
+    let e = s.get("compressible").unwrap().unwrap();
+    assert!(!e.body.contains("Miners"));
+    assert!(
+        s.find_relevant("miners rewards", 5, now)
+            .unwrap()
+            .is_empty(),
+        "stale body still indexed"
+    );
+    assert_eq!(s.indexed_count(), Some(s.count().unwrap()));
+}
+
+// ----- index consistency and rebuild ------------------------------------------------
+
+#[test]
+fn index_is_rebuilt_when_deleted_or_corrupt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    add(&s, "alpha", "carry trade unwind", MemoryType::Project);
+    add(&s, "beta", "momentum crash", MemoryType::Project);
+    let db = s.index_path();
+    assert!(db.exists());
+
+    // Deleted under a live store: the next use rebuilds.
+    std::fs::remove_file(&db).unwrap();
+    assert_eq!(
+        titles(&s.find_relevant("carry", 3, Utc::now()).unwrap()),
+        vec!["alpha"]
+    );
+    assert!(db.exists());
+    assert_eq!(s.indexed_count(), Some(2));
+
+    // Deleted while closed.
+    drop(s);
+    vibedesk::memory::index::remove_db_files(&db);
+    let s = store(tmp.path(), flags("full"));
+    assert_eq!(s.indexed_count(), Some(2));
+    drop(s);
+
+    // Corrupt: not a database at all.
+    vibedesk::memory::index::remove_db_files(&db);
+    std::fs::write(&db, b"this is not sqlite").unwrap();
+    let s = store(tmp.path(), flags("full"));
+    assert_eq!(
+        titles(&s.find_relevant("momentum", 3, Utc::now()).unwrap()),
+        vec!["beta"]
+    );
+
+    // An entry deleted behind the store's back never comes back from the index.
+    std::fs::remove_file(s.entries_dir().join("project_alpha.md")).unwrap();
+    assert!(s.find_relevant("carry", 3, Utc::now()).unwrap().is_empty());
+    assert_eq!(s.rebuild_index().unwrap(), 1);
+}
+
+#[test]
+fn index_matches_files_after_every_kind_of_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    let now = Utc::now();
+    let check = |s: &MemoryStore| assert_eq!(s.indexed_count(), Some(s.count().unwrap()));
+    add(&s, "one", TWELVE, MemoryType::Project);
+    check(&s);
+    add(&s, "two", "second body", MemoryType::User);
+    check(&s);
+    add(&s, "two", "second body changed", MemoryType::Feedback);
+    check(&s);
+    s.compress_entry("one", Level::Daily, now).unwrap();
+    check(&s);
+    let e = s.get("two").unwrap().unwrap();
+    s.track_access(&e, now).unwrap();
+    assert_eq!(s.get("two").unwrap().unwrap().access_count, 1);
+    check(&s);
+    garbage(&s, "three", "0.01", "2023-01-01T00:00:00Z");
+    s.run_gc(false, now).unwrap();
+    check(&s);
+    s.remove("two").unwrap();
+    check(&s);
+    assert_eq!(s.count().unwrap(), 1);
+}
+
+// ----- CJK round trips -------------------------------------------------------------
+
+#[test]
+fn cjk_round_trips() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    let title = "沪深300 动量策略";
+    let body = "在沪深300成分股上测试二十日动量，夏普比率为1.35，最大回撤12%。";
+    let AddOutcome::Saved { file, .. } = add(&s, title, body, MemoryType::Project) else {
+        panic!()
+    };
+    assert!(file.contains("沪深300"), "{file}");
+    let e = s.get(title).unwrap().unwrap();
+    assert_eq!((e.title.as_str(), e.body.as_str()), (title, body));
+    let toks = vibedesk::memory::tokenize::recall_tokens("动量策略");
+    assert_eq!(toks, vec!["动", "量", "策", "略"]);
+    add(
+        &s,
+        "英文笔记",
+        "Pure English note about carry.",
+        MemoryType::Project,
+    );
+    let r = s
+        .find_relevant("沪深300的动量效果怎么样？", 3, Utc::now())
+        .unwrap();
+    assert_eq!(r[0].title, title);
+    let scan = s.scan_relevant("动量", 3, Utc::now()).unwrap();
+    assert_eq!(scan[0].title, title);
+    let daily = s.compress_entry(title, Level::Digest, Utc::now()).unwrap();
+    assert_eq!(daily.to, "digest");
+    assert!(s.get(title).unwrap().unwrap().body.contains("  - "));
+}
+
+// ----- import ----------------------------------------------------------------------
+
+#[test]
+fn import_copies_a_vibe_trading_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let vt = tmp.path().join("vt-memory");
+    std::fs::create_dir_all(vt.join("user")).unwrap();
+    let flat = "---\nname: BTC plan\ndescription: BTC trading strategy\ntype: project\nid: ab12cd\ncreated_at: 2025-01-02T03:04:05\nupdated_at: 2025-01-02T03:04:05\nkeywords: [btc, trend]\nquality_score: 0.8\naccess_count: 2\nlast_accessed: 2025-01-03T00:00:00\nimportance: 0.5\nrelated_memories: []\ncategory: project\ncompression_level: raw\n---\n\nBuy breakouts above the 50-day high.";
+    std::fs::write(vt.join("project_btc_plan.md"), flat).unwrap();
+    std::fs::write(
+        vt.join("user").join("lang.md"),
+        "---\nname: 语言偏好\ndescription: reply in Chinese\ntype: user\n---\n\n用中文回答。",
+    )
+    .unwrap();
+    std::fs::write(
+        vt.join("MEMORY.md"),
+        "- [BTC plan](project_btc_plan.md) — BTC trading strategy",
+    )
+    .unwrap();
+    std::fs::write(vt.join("notes.md"), "just a markdown file").unwrap();
+
+    let s = store(tmp.path(), flags("full"));
+    let dry = s.import_dir(&vt, true).unwrap();
+    assert_eq!(dry.imported.len(), 2);
+    assert!(entry_files(&s).is_empty());
+    let report = s.import_dir(&vt, false).unwrap();
+    assert_eq!(report.imported.len(), 2, "{report:?}");
+    assert_eq!(report.skipped.len(), 1);
+    let e = s.get("BTC plan").unwrap().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&e.path).unwrap(),
+        flat,
+        "copied byte for byte"
+    );
+    // Naive timestamps are UTC as written (§12.9), never local time.
+    assert_eq!(e.created_at, at("2025-01-02T03:04:05Z"));
+    assert_eq!((e.quality, e.access_count), (0.8, 2));
+    assert_eq!(e.keywords, vec!["btc", "trend"]);
+    let u = s.get("语言偏好").unwrap().unwrap();
+    assert!(u.file.starts_with("user_"));
+    assert_eq!(
+        titles(&s.find_relevant("BTC", 3, Utc::now()).unwrap()),
+        vec!["BTC plan"]
+    );
+    assert!(s.read_snapshot().contains("[BTC plan]"));
+    // Again: nothing overwritten.
+    let again = s.import_dir(&vt, false).unwrap();
+    assert!(again.imported.is_empty());
+    assert!(again.skipped.iter().any(|(_, r)| r == "already imported"));
+}
+
+// ----- maintenance -----------------------------------------------------------------
+
+#[test]
+fn maintenance_runs_at_most_daily_and_records_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = flags("full");
+    let s = store(tmp.path(), f.clone());
+    let now = Utc::now();
+    garbage(&s, "stale", "0.01", "2024-01-01T00:00:00Z");
+    let AddOutcome::Saved { path, .. } = add(&s, "aging", TWELVE, MemoryType::Project) else {
+        panic!()
+    };
+    set_fields(
+        &path,
+        &[("last_accessed", &format_ts(now - Duration::days(10)))],
+    );
+
+    let first = maintenance::run_due(&s, now, &f);
+    assert!(first.ran, "{first:?}");
+    let gc = first.gc.as_ref().unwrap();
+    assert_eq!(gc.actions.len(), 1);
+    assert_eq!(gc.compressions.len(), 1);
+    assert!(
+        first
+            .summary()
+            .unwrap()
+            .contains("1 archived, 1 compressed")
+    );
+    let record = maintenance::read_record(&s).unwrap();
+    assert_eq!(record.last_run, format_ts(now));
+    assert_eq!((record.archived, record.compressed), (1, 1));
+
+    let soon = maintenance::run_due(&s, now + Duration::hours(23), &f);
+    assert!(!soon.ran && soon.skipped.is_some());
+    let later = maintenance::run_due(&s, now + Duration::hours(25), &f);
+    assert!(later.ran);
+    assert_eq!(later.previous_run, Some(at(&format_ts(now))));
+
+    // Compression on, GC off: nothing runs, and the user is told.
+    let mut bad = flags("off");
+    bad.compression = true;
+    let r = maintenance::run_due(&s, now + Duration::days(3), &bad);
+    assert!(!r.ran);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("will not run")),
+        "{:?}",
+        r.warnings
+    );
+    assert_eq!(maintenance::warnings(&bad).len(), 1);
+}
+
+// ----- session search --------------------------------------------------------------
+
+fn write_session(dir: &Path, id: &str, title: &str, messages: &[(&str, &str)]) {
+    let d = dir.join(id);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("session.json"),
+        json!({"id": id, "title": title}).to_string(),
+    )
+    .unwrap();
+    let mut text = String::new();
+    for (role, content) in messages {
+        text.push_str(
+            &json!({"role": role, "content": content, "ts": "2026-01-01T00:00:00.000Z"})
+                .to_string(),
+        );
+        text.push('\n');
+    }
+    std::fs::write(d.join("messages.jsonl"), text).unwrap();
+}
+
+#[test]
+fn session_search_indexes_incrementally() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sessions = tmp.path().join("sessions");
+    write_session(
+        &sessions,
+        "s1",
+        "AAPL study",
+        &[
+            ("user", "Backtest an SMA crossover on AAPL"),
+            ("assistant", "Sharpe 0.61 over 2003-2013."),
+        ],
+    );
+    write_session(
+        &sessions,
+        "s2",
+        "crypto",
+        &[("user", "比特币的波动率是多少？")],
+    );
+    let s = store(tmp.path(), flags("full"));
+    let r = s
+        .search_sessions(&sessions, "SMA crossover", 3, None)
+        .unwrap();
+    assert_eq!(r.len(), 1);
+    assert_eq!(
+        (r[0].session_id.as_str(), r[0].title.as_str()),
+        ("s1", "AAPL study")
+    );
+    assert!(r[0].matches[0].snippet.contains("SMA crossover"));
+    assert_eq!(
+        s.search_sessions(&sessions, "波动率", 3, None).unwrap()[0].session_id,
+        "s2"
+    );
+    assert!(
+        s.search_sessions(&sessions, "SMA", 3, Some("s1"))
+            .unwrap()
+            .is_empty()
+    );
+
+    // Appended lines are picked up; a torn last line waits for its newline.
+    let log = sessions.join("s2").join("messages.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str(
+        &json!({"role": "assistant", "content": "Rolling volatility of BTC-USD was 62%."})
+            .to_string(),
+    );
+    text.push_str("\n{\"role\":\"user\",\"content\":\"half a li");
+    std::fs::write(&log, text).unwrap();
+    let r = s
+        .search_sessions(&sessions, "BTC-USD rolling", 3, None)
+        .unwrap();
+    assert_eq!(r[0].session_id, "s2");
+    assert!(
+        s.search_sessions(&sessions, "half", 3, None)
+            .unwrap()
+            .is_empty()
+    );
+
+    // A deleted session disappears from the index.
+    std::fs::remove_dir_all(sessions.join("s1")).unwrap();
+    assert!(
+        s.search_sessions(&sessions, "SMA crossover", 3, None)
+            .unwrap()
+            .is_empty()
+    );
+    let sync = s.sync_sessions(&sessions).unwrap();
+    assert_eq!(sync.sessions, 1);
+}
+
+// ----- tools -------------------------------------------------------------------------
+
+fn ctx(root: &Path) -> ToolContext {
+    ToolContext {
+        call_id: "c1".into(),
+        session_id: "current".into(),
+        run_dir: root.to_path_buf(),
+        workspace: root.to_path_buf(),
+        cancel: CancellationToken::new(),
+        background: BackgroundQueue::default(),
+    }
+}
+
+#[tokio::test]
+async fn tools_remember_recall_forget_reinforce_and_load_skill() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Arc::new(store(tmp.path(), flags("full")));
+    let skills = Arc::new(SkillSet::load(None));
+    let sessions = tmp.path().join("sessions");
+    write_session(
+        &sessions,
+        "old",
+        "earlier",
+        &[("user", "We studied the carry trade in JPY.")],
+    );
+    let mut reg = Registry::new();
+    register_memory_tools(&mut reg, s.clone(), skills, sessions).unwrap();
+    assert_eq!(
+        reg.names(),
+        vec!["remember", "recall", "session_search", "load_skill"]
+    );
+    assert!(!reg.get("remember").unwrap().readonly());
+    assert!(reg.get("recall").unwrap().readonly());
+    let c = ctx(tmp.path());
+    let call = |name: &str, args: Value| {
+        let tool = reg.get(name).unwrap().clone();
+        let c = c.clone();
+        async move { tool.call(args, &c).await }
+    };
+    let v = |r: Result<String, vibedesk::tools::ToolError>| -> Value {
+        serde_json::from_str(&r.unwrap()).unwrap()
+    };
+
+    let saved = v(call("remember", json!({"title": "JPY carry", "content": "Carry works until it unwinds.", "memory_type": "project", "keywords": ["jpy", "carry"]})).await);
+    assert_eq!(saved["status"], "ok");
+    assert_eq!(saved["message"], "Saved: JPY carry");
+    let dup = v(call(
+        "remember",
+        json!({"title": "JPY carry", "content": "Carry works until it unwinds."}),
+    )
+    .await);
+    assert_eq!(dup["status"], "skipped");
+    let got = v(call("remember", json!({"action": "recall", "query": "carry"})).await);
+    assert_eq!(
+        (got["count"].as_u64(), got["memories"][0]["title"].as_str()),
+        (Some(1), Some("JPY carry"))
+    );
+    assert_eq!(
+        s.get("JPY carry").unwrap().unwrap().access_count,
+        1,
+        "explicit recall counts"
+    );
+    let got = v(call("recall", json!({"query": "JPY", "max_results": 2})).await);
+    assert_eq!(got["memories"][0]["type"], "project");
+    let re = v(call("remember", json!({"action": "reinforce", "title": "JPY carry", "event": "user_confirm", "source": "user"})).await);
+    assert_eq!(re["status"], "ok");
+    let bad = call(
+        "remember",
+        json!({"action": "reinforce", "title": "JPY carry", "event": "passive_decay"}),
+    )
+    .await;
+    assert!(bad.is_err());
+    let found = v(call("session_search", json!({"query": "carry trade"})).await);
+    assert_eq!(found["results"][0]["session_id"], "old");
+    let none = v(call("session_search", json!({"query": "nonexistentword"})).await);
+    assert_eq!(none["results"].as_array().unwrap().len(), 0);
+    let gone = v(call(
+        "remember",
+        json!({"action": "forget", "title": "JPY carry"}),
+    )
+    .await);
+    assert_eq!(gone["message"], "Removed: JPY carry");
+    let again = v(call(
+        "remember",
+        json!({"action": "forget", "title": "JPY carry"}),
+    )
+    .await);
+    assert_eq!(again["status"], "not_found");
+    assert!(call("remember", json!({"title": "  "})).await.is_err());
+
+    let skill = v(call("load_skill", json!({"name": "backtest-design"})).await);
+    assert_eq!(skill["status"], "ok");
+    assert!(
+        skill["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("<skill name=\"backtest-design\">")
+    );
+    let sec = v(call(
+        "load_skill",
+        json!({"name": "backtest-design", "section": "Pitfalls"}),
+    )
+    .await);
+    assert_eq!(sec["mode"], "section");
+    let err = call("load_skill", json!({"name": "nope"}))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("Unknown skill 'nope'"));
+    assert!(
+        call(
+            "load_skill",
+            json!({"name": "backtest-design", "offset": "x"})
+        )
+        .await
+        .is_err()
+    );
+    assert!(
+        call(
+            "load_skill",
+            json!({"name": "backtest-design", "offset": 10_000_000})
+        )
+        .await
+        .is_err()
+    );
+}
+
+#[test]
+fn user_skills_override_builtins_in_the_prompt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let user = vibedesk::memory::user_skills_dir(tmp.path());
+    std::fs::create_dir_all(user.join("risk-review")).unwrap();
+    std::fs::write(
+        user.join("risk-review").join("SKILL.md"),
+        "---\nname: risk-review\ndescription: my own risk checklist\ncategory: risk-analysis\n---\n# Mine\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(user.join("my-flow")).unwrap();
+    std::fs::write(
+        user.join("my-flow").join("SKILL.md"),
+        "---\nname: my-flow\ndescription: d\n---\nbody",
+    )
+    .unwrap();
+    let set = SkillSet::load(Some(&user));
+    let lines = skill_lines(&set);
+    assert_eq!(lines.len(), vibedesk::memory::skills::BUILTIN.len() + 1);
+    let text = skill_descriptions(&lines);
+    assert!(text.contains("risk-review: my own risk checklist"));
+    assert_eq!(text.matches("risk-review:").count(), 1);
+    assert!(text.contains("### other\n  - my-flow: d"));
+}
+
+// ----- recall in the turn's context ------------------------------------------------
+
+/// A provider that records every request and replays a script.
+struct Capture {
+    inner: Arc<dyn Provider>,
+    seen: Mutex<Vec<ChatRequest>>,
+}
+
+impl Provider for Capture {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChunkStream, LlmError>> {
+        self.seen.lock().unwrap().push(request.clone());
+        self.inner.stream(request)
+    }
+}
+
+#[tokio::test]
+async fn recall_snapshot_and_skills_reach_the_model() {
+    let home = Home::new();
+    let f = flags("full");
+    let mem_dir = vibedesk::memory::memory_dir(&home.paths.data_dir);
+    {
+        let s = MemoryStore::open(&mem_dir, f.clone()).unwrap();
+        let mut n = NewEntry::new(
+            "AAPL split history",
+            "AAPL split 7:1 in June 2014 and 4:1 in August 2020.",
+            MemoryType::Reference,
+        );
+        n.description = "stock splits of Apple".into();
+        s.add(n, Utc::now()).unwrap();
+    }
+    // A new store per session: its snapshot is the session-start one.
+    let s = Arc::new(MemoryStore::open(&mem_dir, f).unwrap());
+    let skills = Arc::new(SkillSet::load(Some(&vibedesk::memory::user_skills_dir(
+        &home.paths.data_dir,
+    ))));
+    let provider = Arc::new(Capture {
+        inner: scripted(json!([
+            call_turn(&[(
+                "c1",
+                "remember",
+                json!({"title": "user prefers tables", "content": "Answer with pipe tables.", "memory_type": "user"})
+            )]),
+            text_turn("Noted."),
+        ])),
+        seen: Mutex::new(Vec::new()),
+    });
+    let base = registry_with(vec![]);
+    let mut reg = (*base).clone();
+    register_memory_tools(
+        &mut reg,
+        s.clone(),
+        skills.clone(),
+        home.paths.sessions_dir(),
+    )
+    .unwrap();
+    let mut deps = LoopDeps::new(
+        provider.clone(),
+        Arc::new(reg),
+        test_config(),
+        home.paths.runs_dir(),
+    );
+    deps.recall = Some(Arc::new(MemoryRecall::new(s.clone())));
+    deps.skills = skill_lines(&skills);
+    deps.memory_snapshot = memory_snapshot(&s);
+    let mut lp = Loop::new(deps);
+    let ran = run_loop(
+        &mut lp,
+        &home,
+        "When did AAPL split?",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(ran.outcome.content, "Noted.");
+
+    let seen = provider.seen.lock().unwrap();
+    let first = &seen[0];
+    let system = &first.messages[0].content;
+    assert!(system.contains("## Persistent Memory (cross-session)"));
+    assert!(system.contains("[AAPL split history]"));
+    assert!(
+        system.contains(&format!("{} skills", skills.len())),
+        "skill count from the loader"
+    );
+    assert!(system.contains("  - walk-forward-validation: "));
+    let user = &first.messages.last().unwrap().content;
+    assert!(
+        user.starts_with(
+            "<recalled-memories>\n- **AAPL split history** (reference): AAPL split 7:1"
+        ),
+        "{user}"
+    );
+    assert!(user.ends_with("</recalled-memories>\n\nWhen did AAPL split?"));
+    // The remember call really saved, and the frozen snapshot did not change mid-run.
+    assert!(s.get("user prefers tables").unwrap().is_some());
+    assert!(!seen[1].messages[0].content.contains("user prefers tables"));
+}
+
+// ----- the CLI -------------------------------------------------------------------------
+
+const BIN: &str = env!("CARGO_BIN_EXE_vibedesk");
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory")
+}
+
+fn cli(home: &Path, args: &[&str], stdin: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(BIN)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("VIBEDESK_HOME", home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// `vibedesk memory compress --text` reproduces the original's outputs
+/// (tests/fixtures/memory, made with its compression.py).
+#[test]
+fn cli_compress_text_reproduces_the_original() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fixtures();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("manifest.json")).unwrap())
+            .unwrap();
+    let mut checked = 0;
+    for case in manifest["cases"].as_array().unwrap() {
+        let level = case["level"].as_str().unwrap();
+        if level == "daily_then_digest" {
+            continue;
+        }
+        let input = std::fs::read(root.join(case["input"].as_str().unwrap())).unwrap();
+        let want = std::fs::read_to_string(root.join(case["expected"].as_str().unwrap())).unwrap();
+        let kw: Vec<&str> = case["keywords"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap())
+            .collect();
+        let joined = kw.join(",");
+        let mut args = vec!["memory", "compress", "--text", "--level", level];
+        if !kw.is_empty() {
+            args.extend(["--keywords", joined.as_str()]);
+        }
+        let out = cli(tmp.path(), &args, &input);
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            case["id"],
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            format!("{want}\n"),
+            "case {}",
+            case["id"]
+        );
+        checked += 1;
+    }
+    assert!(checked >= 100);
+    // --json carries the retention estimate.
+    let input = std::fs::read(root.join("inputs/en_2000.txt")).unwrap();
+    let out = cli(
+        tmp.path(),
+        &[
+            "memory", "compress", "--text", "--level", "digest", "--json",
+        ],
+        &input,
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let want = std::fs::read_to_string(root.join("expected/en_2000.digest.txt")).unwrap();
+    assert_eq!(v["text"], want.as_str());
+    let case = manifest["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "en_2000.digest")
+        .unwrap();
+    assert!((v["retention"].as_f64().unwrap() - case["retention"].as_f64().unwrap()).abs() < 1e-12);
+    // Pure mode touches no store.
+    assert!(!tmp.path().join("data").exists());
+    let bad = cli(
+        tmp.path(),
+        &["memory", "compress", "--text", "--level", "weekly"],
+        b"x",
+    );
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn cli_memory_commands_end_to_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let h = tmp.path();
+    let ok = |args: &[&str], stdin: &[u8]| {
+        let out = cli(h, args, stdin);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    ok(
+        &[
+            "memory",
+            "add",
+            "--title",
+            "600519.SH note",
+            "--type",
+            "reference",
+            "--keywords",
+            "moutai,baijiu",
+        ],
+        "贵州茅台的估值处于历史低位。".as_bytes(),
+    );
+    ok(
+        &[
+            "memory",
+            "add",
+            "--title",
+            "GE",
+            "--content",
+            "General Electric split into three companies.",
+        ],
+        b"",
+    );
+    let list = ok(&["memory", "list"], b"");
+    assert!(list.contains("600519.SH note") && list.contains("reference"));
+    let listed: Value = serde_json::from_str(&ok(&["memory", "list", "--json"], b"")).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    assert!(ok(&["memory", "search", "600519.SH"], b"").contains("600519.SH note"));
+    assert!(ok(&["memory", "search", "GE"], b"").starts_with("GE ("));
+    assert!(ok(&["memory", "show", "GE"], b"").contains("General Electric"));
+    assert!(ok(&["memory", "gc", "--dry-run"], b"").contains("nothing to do"));
+    let planned = ok(&["memory", "compress", "--dry-run"], b"");
+    assert!(planned.contains("nothing to do"));
+    ok(&["memory", "compress", "GE", "--level", "digest"], b"");
+    assert!(ok(&["memory", "show", "GE"], b"").contains("compression_level: digest"));
+    assert!(ok(&["memory", "reindex"], b"").contains("indexed 2 memories"));
+    assert!(ok(&["memory", "gc"], b"").contains("nothing to do"));
+    assert!(h.join("data/memory/.maintenance.json").exists());
+    ok(&["memory", "forget", "GE"], b"");
+    assert!(!ok(&["memory", "list"], b"").contains("GE "));
+    // Warnings reach the user.
+    let mut c = std::process::Command::new(BIN);
+    let out = c
+        .args(["memory", "list"])
+        .env_clear()
+        .env("VIBEDESK_HOME", h)
+        .env("VIBEDESK_MEMORY", "off")
+        .env("VIBEDESK_MEMORY_COMPRESSION", "on")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("will not run"));
+}
