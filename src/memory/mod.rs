@@ -23,6 +23,7 @@ pub mod entry;
 pub mod flags;
 pub mod frontmatter;
 pub mod index;
+pub mod listing;
 pub mod maintenance;
 pub mod skills;
 pub mod store;

@@ -424,19 +424,7 @@ impl MemoryStore {
 
     /// Entry file names in `entries/`, sorted.
     fn entry_files(&self) -> Result<Vec<String>, MemoryError> {
-        let rd = match std::fs::read_dir(&self.entries_dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(MemoryError::io("list", &self.entries_dir, e)),
-        };
-        let mut out: Vec<String> = rd
-            .flatten()
-            .filter(|d| d.file_type().map(|t| t.is_file()).unwrap_or(false))
-            .map(|d| d.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".md") && !n.starts_with('.') && n != "MEMORY.md")
-            .collect();
-        out.sort();
-        Ok(out)
+        super::listing::entry_files(&self.entries_dir)
     }
 
     /// Every entry, sorted by file name. Unreadable files are skipped.

@@ -20,6 +20,7 @@ use super::composer::Composer;
 use super::gauge::Gauge;
 use super::help::Help;
 use super::keymap::{Action, Context, Keymap};
+use super::memories::{MemoryDetail, MemoryListing};
 use super::theme::Theme;
 use super::tool_panel::ToolPanel;
 use super::transcripts::{SessionDetail, SessionRow};
@@ -59,6 +60,13 @@ pub enum Msg {
         name: String,
         result: Result<Vec<Message>, String>,
     },
+    /// The memory entries were listed (for the browser's memory view).
+    Memory(Result<MemoryListing, String>),
+    /// One memory entry and its archived originals were read.
+    MemoryEntry {
+        file: String,
+        result: Result<MemoryDetail, String>,
+    },
     Notice {
         kind: NoticeKind,
         text: String,
@@ -94,6 +102,10 @@ pub enum Effect {
     LoadSessions,
     LoadDetail(String),
     LoadTranscript(PathBuf),
+    /// List the memory entries (read-only).
+    LoadMemory,
+    /// Read one memory entry (a file name in `entries/`) and its archives.
+    LoadMemoryEntry(String),
     SwitchModel(String),
     /// Read a finished backtest's equity curve (and maybe its result) from
     /// its run directory.
@@ -295,6 +307,45 @@ impl App {
         vec![Effect::LoadSessions]
     }
 
+    /// `/memory`: the browser, opened on its memory view.
+    fn open_memory(&mut self) -> Vec<Effect> {
+        self.help = None;
+        let mut b = Browser::new(self.options.offset, self.session_id.clone());
+        let fx = b.handle(Action::Memory);
+        self.browser = Some(b);
+        self.browser_effects(fx)
+    }
+
+    /// What the browser asked for, as the app's effects.
+    fn browser_effects(&mut self, fx: Vec<BrowserEffect>) -> Vec<Effect> {
+        let mut out = Vec::new();
+        for e in fx {
+            match e {
+                BrowserEffect::Close => self.browser = None,
+                BrowserEffect::LoadSessions => out.push(Effect::LoadSessions),
+                BrowserEffect::LoadDetail(id) => out.push(Effect::LoadDetail(id)),
+                BrowserEffect::LoadTranscript(p) => out.push(Effect::LoadTranscript(p)),
+                BrowserEffect::LoadBacktest(r) => out.push(Effect::LoadBacktest(r)),
+                BrowserEffect::LoadMemory => out.push(Effect::LoadMemory),
+                BrowserEffect::LoadMemoryEntry(f) => out.push(Effect::LoadMemoryEntry(f)),
+                BrowserEffect::Resume(id) => {
+                    if self.busy {
+                        if let Some(b) = &mut self.browser {
+                            b.message = Some("a turn is running: cancel it (Esc in the chat) before switching sessions".into());
+                        }
+                    } else if self.session_id.as_deref() == Some(id.as_str()) {
+                        self.browser = None;
+                    } else {
+                        self.browser = None;
+                        self.opening = true;
+                        out.push(Effect::OpenSession(id));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     fn cancel_run(&mut self) -> Vec<Effect> {
         if !self.busy {
             return vec![];
@@ -364,6 +415,7 @@ impl App {
             }
             "/quit" | "/exit" | "/q" => self.quit(),
             "/sessions" | "/transcripts" => self.open_browser(),
+            "/memory" | "/memories" => self.open_memory(),
             "/new" => {
                 if self.busy {
                     self.set_status(
@@ -464,30 +516,8 @@ impl App {
                 self.browser = None;
                 return vec![];
             }
-            let mut out = Vec::new();
-            for e in browser.handle(action) {
-                match e {
-                    BrowserEffect::Close => self.browser = None,
-                    BrowserEffect::LoadSessions => out.push(Effect::LoadSessions),
-                    BrowserEffect::LoadDetail(id) => out.push(Effect::LoadDetail(id)),
-                    BrowserEffect::LoadTranscript(p) => out.push(Effect::LoadTranscript(p)),
-                    BrowserEffect::LoadBacktest(r) => out.push(Effect::LoadBacktest(r)),
-                    BrowserEffect::Resume(id) => {
-                        if self.busy {
-                            if let Some(b) = &mut self.browser {
-                                b.message = Some("a turn is running: cancel it (Esc in the chat) before switching sessions".into());
-                            }
-                        } else if self.session_id.as_deref() == Some(id.as_str()) {
-                            self.browser = None;
-                        } else {
-                            self.browser = None;
-                            self.opening = true;
-                            out.push(Effect::OpenSession(id));
-                        }
-                    }
-                }
-            }
-            return out;
+            let fx = browser.handle(action);
+            return self.browser_effects(fx);
         }
         match action {
             Action::Submit => self.submit(),
@@ -873,6 +903,18 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                     Ok(m) => b.set_transcript(&name, m),
                     Err(e) => b.error = Some(e),
                 }
+            }
+            vec![]
+        }
+        Msg::Memory(r) => {
+            if let Some(b) = &mut app.browser {
+                b.set_memory(r);
+            }
+            vec![]
+        }
+        Msg::MemoryEntry { file, result } => {
+            if let Some(b) = &mut app.browser {
+                b.set_memory_entry(&file, result);
             }
             vec![]
         }

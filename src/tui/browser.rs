@@ -5,6 +5,9 @@
 //! original. A successful backtest result (a trace record or a tool message)
 //! opens as the chat's result cell, charts included, above its raw text.
 //! `/` searches the current view; `r` resumes a session in the chat.
+//! Next to the sessions (Tab, or `m` from anywhere in the browser) is the
+//! memory view ([`super::memory_view`]): the memory entries, and one entry's
+//! current text beside its archived originals.
 //! Rows are built only for the visible window, so a 10,000-message session
 //! scrolls as fast as a short one.
 
@@ -21,6 +24,8 @@ use super::backtest::{self, BacktestCell, BacktestInfo, EquitySeries, LoadReques
 use super::cells::{CellKind, render_lines};
 use super::format::{one_line, timestamp, truncate, width as text_width};
 use super::keymap::Action;
+use super::memories::{MemoryDetail, MemoryListing};
+use super::memory_view::{self, EntryFrame, EntryView, Pane};
 use super::theme::Theme;
 use super::transcripts::{ArchiveEntry, SessionDetail, SessionRow, find_original, looks_compacted};
 use super::wrap::{line_text, wrap_hard};
@@ -48,6 +53,10 @@ impl Tab {
 #[derive(Clone, Debug, PartialEq)]
 pub enum View {
     Sessions,
+    /// The memory entries (the other root, next to the sessions).
+    Memory,
+    /// One memory entry beside its archived originals.
+    MemoryEntry(EntryView),
     Session {
         tab: Tab,
     },
@@ -83,6 +92,8 @@ pub enum BrowserEffect {
     LoadDetail(String),
     LoadTranscript(PathBuf),
     LoadBacktest(LoadRequest),
+    LoadMemory,
+    LoadMemoryEntry(String),
     Resume(String),
     Close,
 }
@@ -99,6 +110,9 @@ pub struct Browser {
     stack: Vec<Level>,
     pub sessions: Option<Vec<SessionRow>>,
     pub detail: Option<SessionDetail>,
+    pub memory: Option<MemoryListing>,
+    /// The entry the open memory entry view shows (matched by file).
+    pub memory_entry: Option<MemoryDetail>,
     pub search: Search,
     pub error: Option<String>,
     pub message: Option<String>,
@@ -123,6 +137,8 @@ impl Browser {
             }],
             sessions: None,
             detail: None,
+            memory: None,
+            memory_entry: None,
             search: Search::default(),
             error: None,
             message: None,
@@ -155,6 +171,90 @@ impl Browser {
 
     pub fn set_detail(&mut self, d: SessionDetail) {
         self.detail = Some(d);
+    }
+
+    /// The memory list arrived (or could not be read).
+    pub fn set_memory(&mut self, r: Result<MemoryListing, String>) {
+        match r {
+            Ok(m) => self.memory = Some(m),
+            Err(e) => {
+                // Elsewhere it is dropped: entering the view reads again.
+                if matches!(self.view(), View::Memory) {
+                    self.error = Some(format!("cannot list the memory entries: {e}"));
+                }
+            }
+        }
+    }
+
+    /// One entry arrived for the entry view of `file`; a late answer for an
+    /// entry no longer open is dropped.
+    pub fn set_memory_entry(&mut self, file: &str, r: Result<MemoryDetail, String>) {
+        let open = matches!(self.view(), View::MemoryEntry(v) if v.file == file);
+        match r {
+            Ok(d) if open => self.memory_entry = Some(d),
+            Err(e) if open => self.error = Some(e),
+            _ => {}
+        }
+    }
+
+    /// Replaces the whole stack with a root view (sessions or memory).
+    fn set_root(&mut self, view: View) -> Vec<BrowserEffect> {
+        self.search = Search::default();
+        self.message = None;
+        self.error = None;
+        let load = match view {
+            // Always re-read: entries change under maintenance and tools.
+            View::Memory => Some(BrowserEffect::LoadMemory),
+            _ if self.sessions.is_none() => Some(BrowserEffect::LoadSessions),
+            _ => None,
+        };
+        self.stack = vec![Level {
+            view,
+            selected: 0,
+            scroll: 0,
+        }];
+        load.into_iter().collect()
+    }
+
+    /// Where Up/Down act: the selected row, a pager's scroll, or the
+    /// focused pane's scroll of a memory entry.
+    fn cursor(&self) -> usize {
+        match self.stack.last() {
+            Some(Level {
+                view: View::MemoryEntry(v),
+                ..
+            }) => v.scroll[v.pane.index()],
+            Some(l) if self.scrolls() => l.scroll,
+            Some(l) => l.selected,
+            None => 0,
+        }
+    }
+
+    fn set_cursor(&mut self, i: usize) {
+        let pager = self.scrolls();
+        let Some(l) = self.level_mut() else {
+            return;
+        };
+        match &mut l.view {
+            View::MemoryEntry(v) => v.scroll[v.pane.index()] = i,
+            _ if pager => l.scroll = i,
+            _ => l.selected = i,
+        }
+    }
+
+    /// The focused pane's lines of the open memory entry at the last
+    /// frame's width.
+    fn entry_lines(&self, theme: &Theme) -> Vec<Line<'static>> {
+        match (self.view(), &self.memory_entry) {
+            (View::MemoryEntry(v), Some(d)) if d.row.file == v.file => memory_view::pane_body(
+                d,
+                v.pane,
+                v.archive,
+                memory_view::pane_width(self.width, v.pane),
+                theme,
+            ),
+            _ => Vec::new(),
+        }
     }
 
     /// Hands a backtest load's answer to the result view that asked for it.
@@ -205,6 +305,8 @@ impl Browser {
             View::Transcript { messages, .. } => messages.as_ref().map_or(0, Vec::len),
             View::Pager { lines, .. } => lines.len(),
             View::Result { .. } => self.result_len,
+            View::Memory => self.memory.as_ref().map_or(0, |m| m.rows.len()),
+            View::MemoryEntry(_) => self.entry_lines(&Theme::default()).len(),
         }
     }
 
@@ -221,7 +323,6 @@ impl Browser {
     pub fn handle(&mut self, action: Action) -> Vec<BrowserEffect> {
         let len = self.len();
         let page = self.page.max(1);
-        let pager = self.scrolls();
         match action {
             Action::Up
             | Action::Down
@@ -229,10 +330,7 @@ impl Browser {
             | Action::PageDown
             | Action::Top
             | Action::Bottom => {
-                let Some(l) = self.level_mut() else {
-                    return vec![];
-                };
-                let cur = if pager { l.scroll } else { l.selected };
+                let cur = self.cursor();
                 let last = len.saturating_sub(1);
                 let next = match action {
                     Action::Up => cur.saturating_sub(1),
@@ -242,11 +340,7 @@ impl Browser {
                     Action::Top => 0,
                     _ => last,
                 };
-                if pager {
-                    l.scroll = next;
-                } else {
-                    l.selected = next;
-                }
+                self.set_cursor(next);
                 vec![]
             }
             Action::Back => {
@@ -258,17 +352,44 @@ impl Browser {
                 vec![]
             }
             Action::Open => self.open(),
+            Action::Memory => self.set_root(View::Memory),
+            Action::TogglePane => {
+                if let Some(l) = self.level_mut()
+                    && let View::MemoryEntry(v) = &mut l.view
+                {
+                    v.pane = v.pane.other();
+                }
+                vec![]
+            }
             Action::NextTab | Action::PrevTab => {
+                let next = action == Action::NextTab;
+                match self.view() {
+                    View::Sessions => return self.set_root(View::Memory),
+                    View::Memory => return self.set_root(View::Sessions),
+                    _ => {}
+                }
+                let n = self.memory_entry.as_ref().map_or(0, |d| d.archives.len());
+                if let Some(l) = self.level_mut()
+                    && let View::MemoryEntry(v) = &mut l.view
+                {
+                    // Choosing an original is looking at it: it takes the focus.
+                    if n > 0 {
+                        v.archive = if next {
+                            (v.archive + 1) % n
+                        } else {
+                            (v.archive + n - 1) % n
+                        };
+                    }
+                    v.pane = Pane::Original;
+                    v.scroll[Pane::Original.index()] = 0;
+                    return vec![];
+                }
                 if let Some(l) = self.level_mut()
                     && let View::Session { tab } = &mut l.view
                 {
                     let i = Tab::ALL.iter().position(|t| t == tab).unwrap_or(0);
                     let n = Tab::ALL.len();
-                    let j = if action == Action::NextTab {
-                        (i + 1) % n
-                    } else {
-                        (i + n - 1) % n
-                    };
+                    let j = if next { (i + 1) % n } else { (i + n - 1) % n };
                     *tab = Tab::ALL[j];
                     l.selected = 0;
                     l.scroll = 0;
@@ -295,6 +416,7 @@ impl Browser {
                         .as_ref()
                         .and_then(|s| s.get(self.selected()))
                         .map(|r| r.meta.id.clone()),
+                    View::Memory | View::MemoryEntry(_) => None,
                     _ => self.detail.as_ref().map(|d| d.id.clone()),
                 };
                 match id {
@@ -342,14 +464,14 @@ impl Browser {
         if len == 0 {
             return false;
         }
-        let pager = self.scrolls();
-        let cur = match self.stack.last() {
-            Some(l) if pager => l.scroll,
-            Some(l) => l.selected,
-            None => 0,
-        };
+        let cur = self.cursor();
         let theme = Theme::default();
-        let hit = |i: usize| contains_ci(&self.search_text(i, &theme), &q);
+        // The entry view's lines are wrapped once, not once per row tested.
+        let entry: Vec<String> = self.entry_lines(&theme).iter().map(line_text).collect();
+        let hit = |i: usize| match self.view() {
+            View::MemoryEntry(_) => entry.get(i).is_some_and(|l| contains_ci(l, &q)),
+            _ => contains_ci(&self.search_text(i, &theme), &q),
+        };
         let order: Vec<usize> = if forward {
             let start = if include_current { cur } else { cur + 1 };
             (start..len).chain(0..start.min(len)).collect()
@@ -359,13 +481,7 @@ impl Browser {
         let found = order.into_iter().find(|i| hit(*i));
         match found {
             Some(i) => {
-                if let Some(l) = self.level_mut() {
-                    if pager {
-                        l.scroll = i;
-                    } else {
-                        l.selected = i;
-                    }
-                }
+                self.set_cursor(i);
                 self.message = None;
                 true
             }
@@ -398,6 +514,12 @@ impl Browser {
                 .unwrap_or_default(),
             View::Pager { lines, .. } => lines.get(i).cloned().unwrap_or_default(),
             View::Result { .. } => self.row_text(i, self.width, theme),
+            View::Memory => self
+                .memory
+                .as_ref()
+                .and_then(|m| m.rows.get(i))
+                .map(memory_view::search_text)
+                .unwrap_or_default(),
             _ => self.row_text(i, 400, theme),
         }
     }
@@ -498,7 +620,22 @@ impl Browser {
                 }
                 vec![]
             }
-            View::Pager { .. } | View::Result { .. } => vec![],
+            View::Memory => {
+                let Some(r) = self.memory.as_ref().and_then(|m| m.rows.get(sel)) else {
+                    return vec![];
+                };
+                let file = r.file.clone();
+                if self
+                    .memory_entry
+                    .as_ref()
+                    .is_none_or(|d| d.row.file != file)
+                {
+                    self.memory_entry = None;
+                }
+                self.push(View::MemoryEntry(EntryView::new(file.clone())));
+                vec![BrowserEffect::LoadMemoryEntry(file)]
+            }
+            View::Pager { .. } | View::Result { .. } | View::MemoryEntry(_) => vec![],
         }
     }
 
@@ -630,6 +767,17 @@ impl Browser {
                 .into_iter()
                 .nth(i)
                 .unwrap_or_default(),
+            View::Memory => self
+                .memory
+                .as_ref()
+                .and_then(|m| m.rows.get(i))
+                .map(|r| memory_view::row(r, width, theme, self.offset))
+                .unwrap_or_default(),
+            View::MemoryEntry(_) => self
+                .entry_lines(theme)
+                .into_iter()
+                .nth(i)
+                .unwrap_or_default(),
         }
     }
 
@@ -653,13 +801,36 @@ impl Browser {
             },
             View::Transcript { name, .. } => format!("Transcript {name}"),
             View::Pager { title, .. } | View::Result { title, .. } => title.clone(),
+            View::Memory => match &self.memory {
+                Some(m) if !m.decay => format!(
+                    "Memory · {} entries · decay off: importance is the quality score",
+                    m.rows.len()
+                ),
+                Some(m) => format!("Memory · {} entries", m.rows.len()),
+                None => "Memory".into(),
+            },
+            View::MemoryEntry(v) => match &self.memory_entry {
+                Some(d) if d.row.file == v.file => {
+                    format!("Memory · {} · {}", one_line(&d.row.title, 60), d.row.level)
+                }
+                _ => format!("Memory · {}", v.file),
+            },
         }
     }
 
     fn hints(&self) -> &'static str {
         match self.view() {
             View::Sessions => {
-                "↑↓ move · Enter open · r resume in chat · / search · Esc back to chat"
+                "↑↓ move · Enter open · r resume · / search · Tab memory · Esc back to chat"
+            }
+            View::Memory => {
+                "↑↓ move · Enter open · / search · ⊕ originals · Tab sessions · Esc back to chat"
+            }
+            View::MemoryEntry(_) if self.width >= memory_view::SPLIT_MIN as usize => {
+                "Tab next original · v other pane · ↑↓ PgUp PgDn scroll · / search · Esc back"
+            }
+            View::MemoryEntry(_) => {
+                "v current/original · Tab next original · ↑↓ scroll · / search · Esc back"
             }
             View::Session { .. } => {
                 "Tab messages/trace/archive · Enter open · r resume · / search · ⊕ archived original · Esc back"
@@ -727,6 +898,40 @@ impl Browser {
             buf.set_line(area.x, top, &Line::from(spans), area.width);
             top += 1;
         }
+        // The two roots, side by side as tabs.
+        if matches!(self.view(), View::Sessions | View::Memory) {
+            let memory = matches!(self.view(), View::Memory);
+            let count = |n: Option<usize>| n.map_or(String::new(), |c| format!("({c}) "));
+            let tab = |on: bool| {
+                if on {
+                    theme
+                        .accent
+                        .add_modifier(Modifier::BOLD | Modifier::REVERSED)
+                } else {
+                    theme.muted
+                }
+            };
+            let spans = vec![
+                Span::styled(
+                    format!(" Sessions {}", count(self.sessions.as_ref().map(Vec::len))),
+                    tab(!memory),
+                ),
+                Span::raw(" "),
+                Span::styled(
+                    format!(
+                        " Memory {}",
+                        count(self.memory.as_ref().map(|m| m.rows.len()))
+                    ),
+                    tab(memory),
+                ),
+            ];
+            buf.set_line(area.x, top, &Line::from(spans), area.width);
+            top += 1;
+            if memory && self.memory.as_ref().is_some_and(|m| !m.rows.is_empty()) {
+                buf.set_line(area.x, top, &memory_view::header(width, theme), area.width);
+                top += 1;
+            }
+        }
         let bottom = area.y + area.height - 1;
         let body_h = bottom.saturating_sub(top) as usize;
         self.page = body_h.max(1);
@@ -743,12 +948,38 @@ impl Browser {
             self.bottom_line(area, bottom, buf, theme);
             return;
         }
+        if self.error.is_none()
+            && let Some(detail) = &self.memory_entry
+            && let Some(Level {
+                view: View::MemoryEntry(v),
+                ..
+            }) = self.stack.last_mut()
+            && v.file == detail.row.file
+        {
+            let frame = EntryFrame {
+                detail,
+                offset: self.offset,
+                query: &self.search.query,
+                highlight,
+            };
+            frame.render(
+                v,
+                Rect::new(area.x, top, area.width, body_h as u16),
+                buf,
+                theme,
+            );
+            self.bottom_line(area, bottom, buf, theme);
+            return;
+        }
         let len = self.len();
         let pager = matches!(self.view(), View::Pager { .. });
         let loading = match self.view() {
             View::Sessions => self.sessions.is_none(),
             View::Session { .. } => self.detail.is_none(),
             View::Transcript { messages, .. } => messages.is_none(),
+            View::Memory => self.memory.is_none(),
+            // Drawn above once its entry is here.
+            View::MemoryEntry(_) => true,
             View::Pager { .. } | View::Result { .. } => false,
         };
         if let Some(err) = &self.error {
@@ -766,10 +997,17 @@ impl Browser {
                 area.width,
             );
         } else if len == 0 {
+            let empty = match (self.view(), &self.memory) {
+                (View::Memory, Some(m)) => format!(
+                    "no memories yet in {} (the agent saves them with `remember`; `vibedesk memory add` adds one)",
+                    m.dir.display()
+                ),
+                _ => "nothing here yet".into(),
+            };
             buf.set_line(
                 area.x,
                 top,
-                &Line::from(Span::styled("nothing here yet", theme.muted)),
+                &Line::from(Span::styled(truncate(&empty, width), theme.muted)),
                 area.width,
             );
         } else if pager {

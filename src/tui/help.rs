@@ -22,6 +22,10 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     ),
     ("/sessions", "Open the transcript browser"),
     (
+        "/memory",
+        "Open the memory view: entries and their archived originals",
+    ),
+    (
         "/model [NAME]",
         "Show the model; with a name, switch the configured provider to it",
     ),

@@ -107,9 +107,11 @@ actions! {
     Search => "search", List, "Search within the view", ["/"];
     NextMatch => "next_match", List, "Next search match", ["n"];
     PrevMatch => "prev_match", List, "Previous search match", ["N"];
-    NextTab => "next_tab", List, "Next tab (messages, trace, archive)", ["tab"];
+    NextTab => "next_tab", List, "Next tab (sessions/memory; messages, trace, archive; a memory's next original)", ["tab"];
     PrevTab => "prev_tab", List, "Previous tab", ["backtab"];
     Resume => "resume", List, "Resume the selected session in the chat", ["r"];
+    Memory => "memory", List, "Show the memory entries: level, last access, importance, retention, archived originals", ["m"];
+    TogglePane => "toggle_pane", List, "In a memory entry: switch between its current text and the archived original", ["v"];
 }
 
 /// One key with its modifiers, as written in config: `ctrl-t`, `alt-enter`,

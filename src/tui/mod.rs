@@ -5,7 +5,8 @@
 //! - [`view`]: drawing, a function of the state and the time.
 //! - [`runtime`]: the terminal, the event loop and the session worker.
 //! - panels: [`chat`] (over [`cells`], [`markdown`] and [`backtest`]), [`tool_panel`],
-//!   [`gauge`], [`browser`] (over [`transcripts`]), [`help`].
+//!   [`gauge`], [`browser`] (over [`transcripts`], and [`memory_view`] over
+//!   [`memories`]), [`help`].
 //! - settings: [`keymap`] (named actions), [`theme`], [`settings`].
 
 pub mod app;
@@ -20,6 +21,8 @@ pub mod gauge;
 pub mod help;
 pub mod keymap;
 pub mod markdown;
+pub mod memories;
+pub mod memory_view;
 pub mod runtime;
 pub mod settings;
 pub mod terminal;

@@ -22,6 +22,7 @@ use super::backtest;
 use super::cells::NoticeKind;
 use super::frame::FrameScheduler;
 use super::keymap::Keymap;
+use super::memories;
 use super::terminal::{self, Term};
 use super::theme::Theme;
 use super::transcripts;
@@ -388,6 +389,22 @@ fn perform(effect: Effect, ctx: &Ctx, cancel: &mut Option<CancellationToken>) {
                 let name = file_name(&path);
                 let result = transcripts::read_transcript(&path).map(|(m, _)| m);
                 let _ = bus.send(Msg::Transcript { name, result });
+            });
+        }
+        Effect::LoadMemory => {
+            let (dir, bus) = (memories::dir(&ctx.paths), ctx.bus.clone());
+            tokio::task::spawn_blocking(move || {
+                let decay = crate::memory::MemoryFlags::from_env().decay;
+                let r = memories::list(&dir, chrono::Utc::now(), decay);
+                let _ = bus.send(Msg::Memory(r));
+            });
+        }
+        Effect::LoadMemoryEntry(file) => {
+            let (dir, bus) = (memories::dir(&ctx.paths), ctx.bus.clone());
+            tokio::task::spawn_blocking(move || {
+                let decay = crate::memory::MemoryFlags::from_env().decay;
+                let result = memories::detail(&dir, &file, chrono::Utc::now(), decay);
+                let _ = bus.send(Msg::MemoryEntry { file, result });
             });
         }
         Effect::LoadBacktest(req) => {

@@ -4,6 +4,7 @@
 
 mod app_in_tmux;
 mod backtest;
+mod memory;
 mod snapshots;
 mod timers;
 mod update;
