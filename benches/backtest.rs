@@ -4,7 +4,8 @@
 //!
 //! Reported per case (best of several runs, bars = bars × symbols):
 //! - `core`: [`engine::simulate`] alone on a prepared panel and targets —
-//!   the execution model's inner loop;
+//!   the execution model's inner loop — with fresh output buffers, and
+//!   with them reused ([`engine::simulate_into`]) as a parameter sweep runs;
 //! - `in-process`: signals + alignment + simulation + every §7.5 metric
 //!   ([`backtest::evaluate`]), no I/O;
 //! - for 100 × 2,520 also the whole run through the sandbox, as the
@@ -140,15 +141,24 @@ fn case(name: &str, symbols: usize, n: usize, runs: usize) {
         trades = sim.trades.len();
         std::hint::black_box(sim);
     });
+    // As a parameter sweep runs it: the output buffers reused.
+    let mut reused = engine::Simulation::default();
+    let sweep = best(runs, || {
+        engine::simulate_into(&panel, &targets, &params, &mut reused);
+        std::hint::black_box(&reused);
+    });
+    assert_eq!(reused.trades.len(), trades);
     let full = best(runs.min(20), || {
         let s = bt::rust_signals(&cfg.strategy, &all);
         std::hint::black_box(bt::evaluate(&cfg, &all, &s, None));
     });
     let total = symbols * n;
     println!(
-        "{name:<22} core {:>9.3} ms {}   in-process {:>9.3} ms {}   ({trades} trades)",
+        "{name:<22} core {:>9.3} ms {}   core, buffers reused {:>9.3} ms {}   in-process {:>9.3} ms {}   ({trades} trades)",
         core.as_secs_f64() * 1e3,
         rate(total, core),
+        sweep.as_secs_f64() * 1e3,
+        rate(total, sweep),
         full.as_secs_f64() * 1e3,
         rate(total, full)
     );
@@ -215,7 +225,12 @@ fn sandbox_case(runs: usize) {
     });
     let outcome = outcome.unwrap();
     let write = best(runs, || {
-        let w = bt::artifacts::write_all(&run_dir, &outcome, &all, true).unwrap();
+        // Into a fresh directory, as `run_in_dir` writes.
+        let _ = std::fs::remove_dir_all(run_dir.join("artifacts"));
+        let w = bt::artifacts::write_all(&run_dir, &outcome, &all, || {
+            bt::artifacts::write_ohlcv(&run_dir.join("artifacts"), &all).map(Some)
+        })
+        .unwrap();
         let card = bt::run_card::build(&run_dir, &outcome, &all, &sources, &config_bytes, b"x", &w);
         bt::run_card::write(&run_dir, &card).unwrap();
     });

@@ -139,9 +139,22 @@ fn matrix_csv(o: &Outcome, values: &[f64]) -> Vec<u8> {
     buf.push(b'\n');
     for (t, d) in p.dates.iter().enumerate() {
         push_date(&mut buf, *d);
+        // Weight rows are mostly zeros and repeats of one value (equal
+        // targets): those are copied, not formatted again.
+        let mut last: Option<(u64, std::ops::Range<usize>)> = None;
         for s in 0..k {
             buf.push(b',');
-            push_f64(&mut buf, values.get(t * k + s).copied().unwrap_or(f64::NAN));
+            let x = values.get(t * k + s).copied().unwrap_or(f64::NAN);
+            let bits = x.to_bits();
+            if bits == 0 {
+                buf.extend_from_slice(b"0.0");
+            } else if let Some((_, r)) = last.as_ref().filter(|(b, _)| *b == bits) {
+                buf.extend_from_within(r.clone());
+            } else {
+                let start = buf.len();
+                push_f64(&mut buf, x);
+                last = Some((bits, start..buf.len()));
+            }
         }
         buf.push(b'\n');
     }
@@ -342,15 +355,22 @@ fn risk_xray(o: &Outcome) -> (Value, String) {
     (Value::Object(m), md)
 }
 
-/// Writes every artifact (the OHLCV files unless already written) and the
-/// chart (three threads: tables, OHLCV files, chart); returns (name, path)
-/// of each.
-pub fn write_all(
+/// Writes every artifact and the chart (three threads: tables, the
+/// `ohlcv_files` task, chart); returns (name, path) of each.
+/// `ohlcv_files` writes (or waits for, see [`run_in_dir`]) the
+/// `ohlcv_<code>.csv` files and returns their paths in series order, or
+/// `None` when they were written before the signals (the Python path).
+///
+/// [`run_in_dir`]: super::run_in_dir
+pub fn write_all<F>(
     run_dir: &Path,
     o: &Outcome,
     series: &[PriceSeries],
-    write_ohlcv_files: bool,
-) -> Result<Vec<(String, PathBuf)>, BacktestError> {
+    ohlcv_files: F,
+) -> Result<Vec<(String, PathBuf)>, BacktestError>
+where
+    F: FnOnce() -> Result<Option<Vec<PathBuf>>, BacktestError> + Send,
+{
     let dir = run_dir.join("artifacts");
     std::fs::create_dir_all(&dir).map_err(BacktestError::io("create", &dir))?;
     let codes = if o.panel.k() > 6 {
@@ -377,13 +397,7 @@ pub fn write_all(
     let png_path = dir.join("equity_chart.png");
     let mut out: Vec<(String, PathBuf)> = Vec::new();
     let (chart_result, tables) = std::thread::scope(|scope| {
-        let ohlcv = scope.spawn(|| -> Result<Vec<PathBuf>, BacktestError> {
-            if write_ohlcv_files {
-                write_ohlcv(&dir, series)
-            } else {
-                Ok(Vec::new())
-            }
-        });
+        let ohlcv = scope.spawn(ohlcv_files);
         let charts = scope.spawn(|| -> Result<(), BacktestError> {
             let svg = chart::svg(&data).map_err(BacktestError::Chart)?;
             write_file(&svg_path, svg.as_bytes())?;
@@ -431,21 +445,22 @@ pub fn write_all(
                     "the OHLCV writer thread panicked".into(),
                 ))
             })?;
-            for (s, p) in series.iter().zip(files) {
-                w.push((format!("ohlcv_{}", s.symbol), p));
+            for (s, p) in series.iter().zip(files.iter().flatten()) {
+                w.push((format!("ohlcv_{}", s.symbol), p.clone()));
             }
-            Ok(w)
+            Ok((w, files.is_none()))
         });
         let chart_result = charts
             .join()
             .unwrap_or_else(|_| Err(BacktestError::Chart("the chart thread panicked".into())));
         (chart_result, tables)
     });
-    out.extend(tables?);
+    let (tables, ohlcv_elsewhere) = tables?;
+    out.extend(tables);
     chart_result?;
     out.push(("chart_svg".into(), svg_path));
     out.push(("chart_png".into(), png_path));
-    if !write_ohlcv_files {
+    if ohlcv_elsewhere {
         for s in series {
             out.push((
                 format!("ohlcv_{}", s.symbol),
@@ -459,6 +474,14 @@ pub fn write_all(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `matrix_csv` writes a zero as "0.0" without formatting it.
+    #[test]
+    fn push_f64_writes_zero_as_the_matrix_fast_path_does() {
+        let mut b = Vec::new();
+        push_f64(&mut b, 0.0);
+        assert_eq!(b, b"0.0");
+    }
 
     #[test]
     fn dates_and_numbers_format_compactly() {

@@ -486,6 +486,9 @@ struct Book<'a> {
     pos: Vec<Pos>,
     /// Mirror of `pos[s].qty`, dense for the per-bar dot product.
     qty: Vec<f64>,
+    /// Mirror of `pos[s].margin - pos[s].qty * pos[s].entry`, dense so
+    /// that [`Book::base`] is one short sum, not a walk over `pos`.
+    off: Vec<f64>,
     rules: &'a [SymbolRules],
     out: Simulation,
 }
@@ -493,12 +496,15 @@ struct Book<'a> {
 impl Book<'_> {
     /// `base` of the module docs.
     fn base(&self) -> f64 {
-        self.cash
-            + self
-                .pos
-                .iter()
-                .map(|p| p.margin - p.qty * p.entry)
-                .sum::<f64>()
+        self.cash + self.off.iter().sum::<f64>()
+    }
+
+    /// Refreshes the dense mirrors of `pos[s]`.
+    #[inline]
+    fn sync(&mut self, s: usize) {
+        let p = &self.pos[s];
+        self.qty[s] = p.qty;
+        self.off[s] = p.margin - p.qty * p.entry;
     }
 
     fn log_dropped(&mut self, d: Dropped) {
@@ -582,7 +588,7 @@ impl Book<'_> {
             self.out.trades.push(trip);
             *p = Pos::default();
         }
-        self.qty[s] = p.qty;
+        self.sync(s);
     }
 
     /// Cost in cash of opening signed `q` of `s` at reference `px`.
@@ -650,7 +656,7 @@ impl Book<'_> {
             reason,
             holding_bars: t - p.open_bar,
         });
-        self.qty[s] = p.qty;
+        self.sync(s);
     }
 }
 
@@ -660,31 +666,60 @@ struct Orders {
     closes: Vec<(usize, f64, Reason)>,
     /// (symbol, signed qty, reason)
     opens: Vec<(usize, f64, Reason)>,
+    /// Symbols that may need an order today, ascending: only these are
+    /// visited by [`trade_bar`] (with many symbols nearly every bar trades
+    /// one of them, so a walk over all of them per trade bar dominated).
+    todo: Vec<usize>,
 }
 
 /// Runs the book over the panel with row-major `targets` (from
 /// [`align_targets`]).
 pub fn simulate(panel: &Panel, targets: &[f64], p: &SimParams<'_>) -> Simulation {
+    let mut out = Simulation::default();
+    simulate_into(panel, targets, p, &mut out);
+    out
+}
+
+/// [`simulate`] into `out`, reusing its buffers: a parameter sweep runs
+/// thousands of simulations of one shape, and fresh output buffers cost a
+/// page fault per 4 KiB on first touch — more than the simulation itself
+/// for a single symbol.
+pub fn simulate_into(panel: &Panel, targets: &[f64], p: &SimParams<'_>, out: &mut Simulation) {
     let (n, k) = (panel.n(), panel.k());
+    let mut sim = std::mem::take(out);
+    sim.equity.clear();
+    sim.equity.reserve(n);
+    sim.weights.clear();
+    sim.weights.resize(n * k, 0.0);
+    sim.turnover.clear();
+    sim.turnover.resize(n, 0.0);
+    sim.fills.clear();
+    sim.trades.clear();
+    sim.dropped.clear();
+    sim.dropped_count = 0;
+    sim.scaled_count = 0;
+    sim.trade_bars = 0;
     let mut book = Book {
         k,
         cash: p.initial_cash,
         pos: vec![Pos::default(); k],
         qty: vec![0.0; k],
+        off: vec![0.0; k],
         rules: p.rules,
-        out: Simulation {
-            equity: Vec::with_capacity(n),
-            weights: vec![0.0; n * k],
-            turnover: vec![0.0; n],
-            ..Simulation::default()
-        },
+        out: sim,
     };
-    if k == 0 || n == 0 || targets.len() < n * k || p.rules.len() < k {
-        return book.out;
+    if k > 0 && n > 0 && targets.len() >= n * k && p.rules.len() >= k {
+        run_book(&mut book, panel, targets, p);
     }
+    *out = book.out;
+}
+
+fn run_book(book: &mut Book<'_>, panel: &Panel, targets: &[f64], p: &SimParams<'_>) {
+    let (n, k) = (panel.n(), panel.k());
     let mut orders = Orders {
         closes: Vec::with_capacity(k),
         opens: Vec::with_capacity(k),
+        todo: Vec::with_capacity(k),
     };
     let mut prev_target = vec![0.0; k];
     let funding = p.rules.iter().any(|r| r.funding_per_bar != 0.0);
@@ -712,28 +747,26 @@ pub fn simulate(panel: &Panel, targets: &[f64], p: &SimParams<'_>) -> Simulation
         }
 
         // Does anything need an order today? (the hot path: usually not)
-        let mut act = false;
+        orders.todo.clear();
         for s in 0..k {
             let (w, q) = (tg[s], book.qty[s]);
-            if sgn(w) != sgn(q) {
-                act |= op[s].is_finite();
-            } else if q != 0.0 {
-                if rebalance {
-                    act |= op[s].is_finite();
-                } else if w != prev_target[s] {
-                    book.log_dropped(Dropped {
-                        bar: t,
-                        symbol: s,
-                        why: "hold_mode",
-                        target_weight: w,
-                        held_quantity: q,
-                    });
+            if sgn(w) != sgn(q) || (q != 0.0 && rebalance) {
+                if op[s].is_finite() {
+                    orders.todo.push(s);
                 }
+            } else if q != 0.0 && w != prev_target[s] {
+                book.log_dropped(Dropped {
+                    bar: t,
+                    symbol: s,
+                    why: "hold_mode",
+                    target_weight: w,
+                    held_quantity: q,
+                });
             }
             prev_target[s] = w;
         }
-        if act {
-            trade_bar(&mut book, &mut orders, panel, t, tg, p);
+        if !orders.todo.is_empty() {
+            trade_bar(book, &mut orders, panel, t, tg, p);
             base = book.base();
         }
 
@@ -771,7 +804,6 @@ pub fn simulate(panel: &Panel, targets: &[f64], p: &SimParams<'_>) -> Simulation
             };
         }
     }
-    book.out
 }
 
 /// The slow path: value at the open, make orders, close, then open.
@@ -795,7 +827,7 @@ fn trade_bar(
     orders.closes.clear();
     orders.opens.clear();
     let rebalance = p.adjustment == Adjustment::Rebalance;
-    for s in 0..k {
+    for &s in &orders.todo {
         let o = op[s];
         if !o.is_finite() || o <= 0.0 {
             continue;

@@ -519,13 +519,71 @@ pub struct RunSummary {
     pub artifacts: Vec<(String, PathBuf)>,
 }
 
+/// The run dir's `artifacts/` replaced as a set: the previous set is moved
+/// aside before anything is written and removed only when the new one is
+/// complete, or put back when the run fails (so a failed rerun never
+/// leaves a mix of two runs' files). Writing into a fresh directory also
+/// spares ext4 its flush-on-replace (`auto_da_alloc`) for every file, which
+/// tripled the time to write a 100-symbol run's artifacts over an old set.
+struct FreshArtifacts {
+    dir: PathBuf,
+    previous: PathBuf,
+    had_previous: bool,
+    committed: bool,
+}
+
+impl FreshArtifacts {
+    fn prepare(run_dir: &Path) -> Result<FreshArtifacts, BacktestError> {
+        let dir = run_dir.join("artifacts");
+        let previous = run_dir.join(".artifacts.previous");
+        // A leftover from a run that died mid-way: the set in `artifacts/`
+        // (if any) is the newer one.
+        match std::fs::remove_dir_all(&previous) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(BacktestError::io("remove", &previous)(e)),
+        }
+        let had_previous = match std::fs::rename(&dir, &previous) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(BacktestError::io("move aside", &dir)(e)),
+        };
+        let fresh = FreshArtifacts {
+            dir,
+            previous,
+            had_previous,
+            committed: false,
+        };
+        std::fs::create_dir_all(&fresh.dir).map_err(BacktestError::io("create", &fresh.dir))?;
+        Ok(fresh)
+    }
+
+    fn commit(mut self) {
+        self.committed = true;
+        if self.had_previous {
+            // Best effort: a leftover is removed by the next run.
+            let _ = std::fs::remove_dir_all(&self.previous);
+        }
+    }
+}
+
+impl Drop for FreshArtifacts {
+    fn drop(&mut self) {
+        if !self.committed && self.had_previous {
+            let _ = std::fs::remove_dir_all(&self.dir);
+            let _ = std::fs::rename(&self.previous, &self.dir);
+        }
+    }
+}
+
 /// The whole backtest in `run_dir` (the sandbox child's work): config →
 /// data → signals → simulation → artifacts, chart and run card.
 pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary, BacktestError> {
     let (cfg, config_bytes) = load_config(run_dir)?;
     let (series, effective_sources, bench) = fetch_data(&cfg, run_dir, opts).await?;
-    let art_dir = run_dir.join("artifacts");
-    std::fs::create_dir_all(&art_dir).map_err(BacktestError::io("create", &art_dir))?;
+    let fresh = FreshArtifacts::prepare(run_dir)?;
+    let art_dir = fresh.dir.clone();
+    let python = matches!(cfg.strategy, StrategySpec::Python);
     let (signals, strategy_bytes) = match &cfg.strategy {
         StrategySpec::Python => {
             let code_path = run_dir.join(SIGNAL_ENGINE_FILE);
@@ -560,28 +618,103 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
             )
         }
     };
-    let outcome = evaluate(&cfg, &series, &signals, bench.as_ref());
     let dir = run_dir.to_path_buf();
-    let write_ohlcv = !matches!(cfg.strategy, StrategySpec::Python);
     let summary = tokio::task::spawn_blocking(move || -> Result<RunSummary, BacktestError> {
-        let mut written = artifacts::write_all(&dir, &outcome, &series, write_ohlcv)?;
-        let card = run_card::build(
-            &dir,
-            &outcome,
-            &series,
-            &effective_sources,
-            &config_bytes,
-            &strategy_bytes,
-            &written,
-        );
-        written.extend(run_card::write(&dir, &card)?);
-        Ok(RunSummary {
-            scalars: outcome.scalars.clone(),
-            warnings: outcome.warnings.clone(),
-            artifacts: written,
+        std::thread::scope(|scope| {
+            // The OHLCV files depend on the data alone: they are written
+            // while the simulation runs.
+            let ohlcv =
+                (!python).then(|| scope.spawn(|| artifacts::write_ohlcv(&art_dir, &series)));
+            let outcome = evaluate(&cfg, &series, &signals, bench.as_ref());
+            let mut written = artifacts::write_all(&dir, &outcome, &series, move || match ohlcv {
+                Some(h) => h
+                    .join()
+                    .unwrap_or_else(|_| {
+                        Err(BacktestError::NoData(
+                            "the OHLCV writer thread panicked".into(),
+                        ))
+                    })
+                    .map(Some),
+                None => Ok(None),
+            })?;
+            let card = run_card::build(
+                &dir,
+                &outcome,
+                &series,
+                &effective_sources,
+                &config_bytes,
+                &strategy_bytes,
+                &written,
+            );
+            written.extend(run_card::write(&dir, &card)?);
+            Ok(RunSummary {
+                scalars: outcome.scalars.clone(),
+                warnings: outcome.warnings.clone(),
+                artifacts: written,
+            })
         })
     })
     .await
     .map_err(|e| BacktestError::NoData(format!("the artifact writer failed: {e}")))??;
+    fresh.commit();
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn artifacts_are_replaced_as_a_set_and_restored_on_failure() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = tmp.path();
+        let art = run.join("artifacts");
+        std::fs::create_dir_all(&art).unwrap();
+        std::fs::write(art.join("equity.csv"), "old").unwrap();
+
+        // A failed run (dropped without commit) puts the old set back.
+        let fresh = FreshArtifacts::prepare(run).unwrap();
+        assert!(names(&art).is_empty(), "writes go to an empty directory");
+        std::fs::write(art.join("partial.csv"), "new").unwrap();
+        drop(fresh);
+        assert_eq!(names(&art), ["equity.csv"]);
+        assert_eq!(
+            std::fs::read_to_string(art.join("equity.csv")).unwrap(),
+            "old"
+        );
+        assert!(!run.join(".artifacts.previous").exists());
+
+        // A successful one leaves only the new set.
+        let fresh = FreshArtifacts::prepare(run).unwrap();
+        std::fs::write(art.join("trades.csv"), "new").unwrap();
+        fresh.commit();
+        assert_eq!(names(&art), ["trades.csv"]);
+        assert_eq!(names(run), ["artifacts"]);
+
+        // A leftover from a run that died is cleared; the newer set kept.
+        std::fs::create_dir_all(run.join(".artifacts.previous")).unwrap();
+        std::fs::write(run.join(".artifacts.previous/stale.csv"), "x").unwrap();
+        let fresh = FreshArtifacts::prepare(run).unwrap();
+        drop(fresh);
+        assert_eq!(names(&art), ["trades.csv"]);
+        assert_eq!(names(run), ["artifacts"]);
+
+        // The first run of a dir has nothing to restore.
+        let other = tmp.path().join("first");
+        std::fs::create_dir_all(&other).unwrap();
+        drop(FreshArtifacts::prepare(&other).unwrap());
+        assert!(other.join("artifacts").is_dir());
+    }
 }

@@ -129,6 +129,52 @@ fn parse_number(raw: &str) -> Result<Option<f64>, ()> {
     s.parse::<f64>().map(Some).map_err(|_| ())
 }
 
+/// `YYYY-MM-DD` exactly (the common case, without a format parser).
+fn iso_date(s: &str) -> Option<NaiveDate> {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let mut v = [0u32; 8];
+    for (slot, &c) in v
+        .iter_mut()
+        .zip(b[..4].iter().chain(&b[5..7]).chain(&b[8..10]))
+    {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        *slot = u32::from(c - b'0');
+    }
+    let year = v[0] * 1000 + v[1] * 100 + v[2] * 10 + v[3];
+    NaiveDate::from_ymd_opt(year as i32, v[4] * 10 + v[5], v[6] * 10 + v[7])
+}
+
+/// When `text` has no quote characters and no bare carriage returns (so a
+/// record is exactly one line), the 0-based line index of the header and
+/// the byte offset just past it; `None` sends the file to the csv reader.
+/// The header is the first line that is neither blank nor a `#` comment,
+/// as the csv reader sees it.
+fn plain_body(text: &str) -> Option<(u64, usize)> {
+    if memchr::memchr(b'"', text.as_bytes()).is_some() {
+        return None;
+    }
+    if memchr::memchr(b'\r', text.as_bytes()).is_some()
+        && memchr::memchr_iter(b'\r', text.as_bytes()).count()
+            != memchr::memmem::find_iter(text.as_bytes(), b"\r\n").count()
+    {
+        return None;
+    }
+    let mut offset = 0;
+    for (n, raw) in text.split_inclusive('\n').enumerate() {
+        offset += raw.len();
+        let line = raw.trim_end_matches(['\n', '\r']);
+        if !line.is_empty() && !line.starts_with('#') {
+            return Some((n as u64, offset));
+        }
+    }
+    None
+}
+
 fn matches_symbol(cell: &str, symbol: &str) -> bool {
     let cell = cell.trim();
     cell.eq_ignore_ascii_case(symbol.trim()) || us_base(cell) == us_base(symbol)
@@ -138,10 +184,27 @@ fn matches_symbol(cell: &str, symbol: &str) -> bool {
 /// ticker column, keeps the rows of `symbol` (required when the file holds
 /// several tickers).
 pub fn parse_csv(bytes: &[u8], origin: &str, symbol: Option<&str>) -> Result<ParsedCsv, DataError> {
-    let text = String::from_utf8_lossy(bytes);
+    parse_csv_with(bytes, origin, symbol, true)
+}
+
+/// [`parse_csv`]; `split_plain` off forces the csv reader (tests compare
+/// the two drivers).
+fn parse_csv_with(
+    bytes: &[u8],
+    origin: &str,
+    symbol: Option<&str>,
+    split_plain: bool,
+) -> Result<ParsedCsv, DataError> {
+    // Strict UTF-8 first (a fast check); the lossy decoder only for files
+    // that need it.
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) => String::from_utf8_lossy(bytes),
+    };
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let delim = sniff_delimiter(text);
     let mut rdr = csv::ReaderBuilder::new()
-        .delimiter(sniff_delimiter(text))
+        .delimiter(delim)
         .comment(Some(b'#'))
         .flexible(true)
         .trim(csv::Trim::All)
@@ -195,44 +258,46 @@ pub fn parse_csv(bytes: &[u8], origin: &str, symbol: Option<&str>) -> Result<Par
     let ticker_i = idx[Col::Ticker as usize];
     let name_of = |i: usize| headers.get(i).unwrap_or("").to_string();
 
+    // Sized once from the line count: six columns grown by doubling cost
+    // more copying than parsing.
+    let lines = memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1;
     let mut out = ParsedCsv {
-        bars: Bars::default(),
-        adj_close: adj_i.map(|_| Vec::new()),
+        bars: Bars::with_capacity(lines),
+        adj_close: adj_i.map(|_| Vec::with_capacity(lines)),
         has_volume: vol_i.is_some(),
     };
     let mut tickers_seen: Vec<String> = Vec::new();
-    for rec in rdr.records() {
-        let rec = rec.map_err(|e| DataError::CsvFormat {
-            path: origin.to_string(),
-            line: e.position().map(|p| p.line()),
-            detail: e.to_string(),
-        })?;
-        let line = rec.position().map_or(0, |p| p.line());
-        if rec.iter().all(str::is_empty) {
-            continue;
-        }
+    // One row, from either driver below: its trimmed fields.
+    let mut row = |line: u64, cells: &[&str]| -> Result<(), DataError> {
+        let cell = |i: usize| cells.get(i).copied().unwrap_or("");
         if let Some(ti) = ticker_i {
-            let t = rec.get(ti).unwrap_or("");
+            let t = cell(ti);
             if !tickers_seen.iter().any(|s| s == t) {
                 tickers_seen.push(t.to_string());
             }
             match symbol {
-                Some(sym) if !matches_symbol(t, sym) => continue,
+                Some(sym) if !matches_symbol(t, sym) => return Ok(()),
                 _ => {}
             }
         }
-        let cell = |i: usize| rec.get(i).unwrap_or("");
         let date_raw = cell(date_i);
-        let date = parse_bar_date(date_raw).ok_or_else(|| DataError::CsvValue {
-            path: origin.to_string(),
-            line,
-            column: name_of(date_i),
-            detail: format!(
-                "'{date_raw}' is not a date (expected YYYY-MM-DD, YYYYMMDD, an ISO date-time or Unix seconds)"
-            ),
-        })?;
+        let date = iso_date(date_raw)
+            .or_else(|| parse_bar_date(date_raw))
+            .ok_or_else(|| DataError::CsvValue {
+                path: origin.to_string(),
+                line,
+                column: name_of(date_i),
+                detail: format!(
+                    "'{date_raw}' is not a date (expected YYYY-MM-DD, YYYYMMDD, an ISO date-time or Unix seconds)"
+                ),
+            })?;
         let num = |i: usize| -> Result<f64, DataError> {
             let raw = cell(i);
+            // The plain number first: the null-like spellings and the
+            // error only when it fails (same result, a fraction of the work).
+            if let Ok(x) = raw.parse::<f64>() {
+                return Ok(x);
+            }
             parse_number(raw)
                 .map(|v| v.unwrap_or(f64::NAN))
                 .map_err(|()| DataError::CsvValue {
@@ -256,6 +321,61 @@ pub fn parse_csv(bytes: &[u8], origin: &str, symbol: Option<&str>) -> Result<Par
         );
         if let (Some(i), Some(adj)) = (adj_i, out.adj_close.as_mut()) {
             adj.push(num(i)?);
+        }
+        Ok(())
+    };
+    match plain_body(text).filter(|_| split_plain) {
+        // No quoting and plain line ends: split the lines directly (the
+        // csv reader's per-record allocation and UTF-8 checks cost most of
+        // a 100-file backtest's load time).
+        Some(body_start) => {
+            // One SIMD pass finds every delimiter and line end; a cell is
+            // the text between two of them. Both are ASCII, so every slice
+            // falls on a character boundary.
+            let body = text.get(body_start.1..).unwrap_or("");
+            let bytes = body.as_bytes();
+            let mut cells: Vec<&str> = Vec::with_capacity(headers.len());
+            let (mut cell_start, mut line_start, mut n) = (0usize, 0usize, 0u64);
+            let ends =
+                memchr::memchr2_iter(delim, b'\n', bytes).chain(std::iter::once(bytes.len()));
+            for pos in ends {
+                let line_end = pos == bytes.len() || bytes[pos] == b'\n';
+                let mut cell = body.get(cell_start..pos).unwrap_or("");
+                if line_end {
+                    cell = cell.strip_suffix('\r').unwrap_or(cell);
+                }
+                cells.push(cell.trim());
+                cell_start = pos + 1;
+                if !line_end {
+                    continue;
+                }
+                let line_text = body.get(line_start..pos).unwrap_or("");
+                let line_text = line_text.strip_suffix('\r').unwrap_or(line_text);
+                let line = body_start.0 + n + 2;
+                n += 1;
+                line_start = pos + 1;
+                if !(line_text.is_empty()
+                    || line_text.starts_with('#')
+                    || cells.iter().all(|c| c.is_empty()))
+                {
+                    row(line, &cells)?;
+                }
+                cells.clear();
+            }
+        }
+        None => {
+            for rec in rdr.records() {
+                let rec = rec.map_err(|e| DataError::CsvFormat {
+                    path: origin.to_string(),
+                    line: e.position().map(|p| p.line()),
+                    detail: e.to_string(),
+                })?;
+                let line = rec.position().map_or(0, |p| p.line());
+                if rec.iter().all(str::is_empty) {
+                    continue;
+                }
+                row(line, &rec.iter().collect::<Vec<_>>())?;
+            }
         }
     }
     if ticker_i.is_some() && out.bars.is_empty() && !tickers_seen.is_empty() {
@@ -551,6 +671,46 @@ mod tests {
         assert_eq!(bars.len(), 1);
         assert_eq!(dropped.missing_value, 1);
         assert!(notes.iter().any(|n| n.contains("no volume")));
+    }
+
+    /// The direct line splitter and the csv reader agree on bars, NaNs,
+    /// skipped lines and the line numbers in errors.
+    #[test]
+    fn the_plain_splitter_matches_the_csv_reader() {
+        let cases = [
+            "date,open,high,low,close,volume\n2024-01-02,1,2,0.5,1.5,100\n2024-01-03,1.1,2.2,0.6,1.6,\n",
+            "\n# a comment\n\nDate;Open;High;Low;Close\n2024-01-02;1;2;0.5;1.5\n\n# mid\n2024-01-03; NaN ;2;0.5;1.5\n;;;;\n",
+            "date,open,high,low,close\r\n20240102,1,2,0.5,1.5\r\n2024-01-03T10:00:00Z,1,2,0.5,n/a\r\n",
+            "ticker,date,open,high,low,close,adj close\nX,2024-01-02,1,2,0.5,1.5,0.75\nY,2024-01-02,9,9,9,9,9\nX,2024-01-03,1,2,0.5\n",
+            "date\topen\thigh\tlow\tclose\n2024-01-02\t1\t2\t0.5\t1.5\n  \t \n",
+            "date,open,high,low,close\n2024-01-02,1,2,0.5,1.5\n2024-01-03,abc,2,0.5,1.5\n",
+            "date,open,high,low,close\n# note\n2024-02-30,1,2,0.5,1.5\n",
+            "date,open,high,low,close\n2024-01-02,1e2,+2,.5,-\n2024-01-03,inf,2,0.5,1.5",
+        ];
+        let show = |r: Result<ParsedCsv, DataError>| match r {
+            Ok(p) => format!("{:?} {:?} {}", p.bars, p.adj_close, p.has_volume),
+            Err(e) => format!("error: {e}"),
+        };
+        for (i, csv) in cases.iter().enumerate() {
+            assert!(plain_body(csv).is_some(), "{csv:?} takes the plain path");
+            if i == 6 {
+                // The csv reader leaves comment lines out of its line
+                // numbers; the splitter names the file's real line (below).
+                continue;
+            }
+            let plain = show(parse_csv_with(csv.as_bytes(), "f.csv", Some("X"), true));
+            let reader = show(parse_csv_with(csv.as_bytes(), "f.csv", Some("X"), false));
+            assert_eq!(plain, reader, "{csv:?}");
+        }
+        assert!(show(parse_csv(cases[5].as_bytes(), "f.csv", None)).contains("line 3"));
+        assert!(show(parse_csv(cases[6].as_bytes(), "f.csv", None)).contains("line 3"));
+        // Quotes or bare CRs go to the csv reader.
+        assert!(plain_body("date,open\n\"2024-01-02\",1\n").is_none());
+        assert!(plain_body("date,open\r2024-01-02,1\r").is_none());
+        assert_eq!(iso_date("2024-01-02"), Some(d("2024-01-02")));
+        for s in ["2024-1-02", "2024-01-0x", "2024-13-01", "2024/01/02"] {
+            assert_eq!(iso_date(s), None, "{s}");
+        }
     }
 
     #[test]
