@@ -45,7 +45,20 @@ fn collapsed_form(text: &str, p: CollapseParams) -> Option<String> {
         }
     };
     let head_end = byte_at(p.head_chars.min(chars));
-    let tail_start = byte_at(chars.saturating_sub(p.tail_chars));
+    // The tail is found from the end: a walk from the start through a
+    // long non-ASCII message cost more than the rest of the pass.
+    let tail_start = if ascii {
+        byte_at(chars.saturating_sub(p.tail_chars))
+    } else if p.tail_chars == 0 {
+        text.len()
+    } else if p.tail_chars >= chars {
+        0
+    } else {
+        text.char_indices()
+            .rev()
+            .nth(p.tail_chars - 1)
+            .map_or(0, |(b, _)| b)
+    };
     let hidden = chars.saturating_sub(p.head_chars + p.tail_chars);
     let mut out = String::with_capacity(head_end + (text.len() - tail_start) + 48);
     out.push_str(&text[..head_end]);
@@ -119,6 +132,31 @@ mod tests {
             msgs[1].content.starts_with(&"a".repeat(900))
                 && msgs[1].content.ends_with(&"c".repeat(500))
         );
+    }
+
+    /// Non-ASCII text keeps exactly `head` and `tail` characters, the tail
+    /// found from the end as the spec's forward count would place it.
+    #[test]
+    fn multibyte_heads_and_tails_are_cut_on_characters() {
+        let text = "é".repeat(900) + &"中".repeat(1_600) + &"🙂".repeat(500);
+        for (head, tail) in [(900, 500), (0, 0), (10, 3_000), (3_000, 10), (1, 1)] {
+            let p = CollapseParams {
+                head_chars: head,
+                tail_chars: tail,
+                ..CollapseParams::default()
+            };
+            let out = collapsed_form(&text, p).unwrap();
+            let chars: Vec<char> = text.chars().collect();
+            let n = chars.len();
+            let h: String = chars[..head.min(n)].iter().collect();
+            let t: String = chars[n.saturating_sub(tail)..].iter().collect();
+            let hidden = n.saturating_sub(head + tail);
+            assert_eq!(
+                out,
+                format!("{h}\n\n...[{hidden} chars collapsed]...\n\n{t}"),
+                "head {head} tail {tail}"
+            );
+        }
     }
 
     #[test]

@@ -8,8 +8,8 @@
 //! rows, so a multi-ticker file (like the embedded one) works too. `,` `;`
 //! and tab delimiters, a UTF-8 BOM, `#` comment lines and gzip are handled.
 //!
-//! Parquet is not read (a Parquet crate is too heavy for the build budget):
-//! a `.parquet` file gets an error that says how to export it to CSV.
+//! Parquet files (by extension or their `PAR1` magic) go to
+//! [`super::parquet_file`], which finds the same columns.
 
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
@@ -32,7 +32,7 @@ pub struct ParsedCsv {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Col {
+pub(super) enum Col {
     Date,
     Open,
     High,
@@ -43,7 +43,7 @@ enum Col {
     Ticker,
 }
 
-fn classify(header: &str) -> Option<Col> {
+pub(super) fn classify(header: &str) -> Option<Col> {
     let key: String = header
         .trim()
         .trim_matches('"')
@@ -175,7 +175,7 @@ fn plain_body(text: &str) -> Option<(u64, usize)> {
     None
 }
 
-fn matches_symbol(cell: &str, symbol: &str) -> bool {
+pub(super) fn matches_symbol(cell: &str, symbol: &str) -> bool {
     let cell = cell.trim();
     cell.eq_ignore_ascii_case(symbol.trim()) || us_base(cell) == us_base(symbol)
 }
@@ -457,28 +457,32 @@ fn is_parquet(path: &Path) -> bool {
         && &head == b"PAR1"
 }
 
-fn parquet_error(path: &Path) -> DataError {
-    let stem = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("data")
-        .to_string();
-    DataError::ParquetUnsupported {
-        path: path.display().to_string(),
-        stem,
+/// The bytes of a CSV file, gunzipped when they are gzip.
+fn read_text_file(path: &Path) -> Result<Vec<u8>, DataError> {
+    let io = |source| DataError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let raw = std::fs::read(path).map_err(io)?;
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return Ok(raw);
     }
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(raw.as_slice())
+        .take(MAX_FILE_BYTES)
+        .read_to_end(&mut out)
+        .map_err(io)?;
+    Ok(out)
 }
 
-/// Reads one CSV file (plain or gzip) for `symbol` within `[start, end]`.
+/// Reads one CSV (plain or gzip) or Parquet file for `symbol` within
+/// `[start, end]`.
 pub fn load_file(
     path: &Path,
     symbol: &str,
     start: Option<NaiveDate>,
     end: Option<NaiveDate>,
 ) -> Result<PriceSeries, DataError> {
-    if is_parquet(path) {
-        return Err(parquet_error(path));
-    }
     let io = |source| DataError::Io {
         path: path.to_path_buf(),
         source,
@@ -494,19 +498,12 @@ pub fn load_file(
             ),
         });
     }
-    let raw = std::fs::read(path).map_err(io)?;
-    let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(raw.as_slice())
-            .take(MAX_FILE_BYTES)
-            .read_to_end(&mut out)
-            .map_err(io)?;
-        out
-    } else {
-        raw
-    };
     let origin = path.display().to_string();
-    let parsed = parse_csv(&bytes, &origin, Some(symbol))?;
+    let parsed = if is_parquet(path) {
+        super::parquet_file::parse(path, &origin, Some(symbol))?
+    } else {
+        parse_csv(&read_text_file(path)?, &origin, Some(symbol))?
+    };
     let (bars, adjustments, dropped, notes) = parsed.finish(start, end);
     let provenance = Provenance {
         symbol: symbol.trim().to_string(),

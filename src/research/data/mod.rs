@@ -17,6 +17,7 @@ pub mod embedded;
 pub mod local;
 pub mod market;
 pub mod online;
+pub mod parquet_file;
 mod service;
 
 use std::fmt;
@@ -416,10 +417,8 @@ pub enum DataError {
         #[source]
         source: std::io::Error,
     },
-    #[error(
-        "{path} is a Parquet file, which vibedesk does not read; export it to CSV (for example with pandas: pd.read_parquet(\"{path}\").to_csv(\"{stem}.csv\")) and load that file"
-    )]
-    ParquetUnsupported { path: String, stem: String },
+    #[error("{path} (Parquet): {detail}")]
+    Parquet { path: String, detail: String },
     #[error(
         "{path}: no {missing} column (found: {found}); name the columns date, open, high, low, close, and optionally volume and adj close"
     )]
@@ -488,11 +487,11 @@ pub enum DataError {
 impl DataError {
     /// Errors about the user's own input: falling back to another source
     /// would hide them, so the chain stops (a malformed local file, a
-    /// Parquet file, a bad range).
+    /// Parquet file that cannot be read, a bad range).
     pub fn is_fatal(&self) -> bool {
         matches!(
             self,
-            DataError::ParquetUnsupported { .. }
+            DataError::Parquet { .. }
                 | DataError::CsvHeader { .. }
                 | DataError::CsvValue { .. }
                 | DataError::CsvFormat { .. }
@@ -512,7 +511,7 @@ impl DataError {
             DataError::InvalidSymbol(_) => "invalid_symbol",
             DataError::Embedded(_) => "embedded_data_broken",
             DataError::Io { .. } => "io_error",
-            DataError::ParquetUnsupported { .. } => "parquet_unsupported",
+            DataError::Parquet { .. } => "parquet_error",
             DataError::CsvHeader { .. }
             | DataError::CsvValue { .. }
             | DataError::CsvFormat { .. } => "bad_csv",

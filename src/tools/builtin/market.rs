@@ -3,7 +3,7 @@
 //! Both are read-only and not repeatable (the default): the same call twice
 //! in a run is answered from the first result (spec §2.2). Data comes from
 //! [`crate::research::data::MarketData`] (embedded set, the session
-//! workspace's CSV files, Yahoo / Stooq with a cache, spec §7.3); every
+//! workspace's CSV and Parquet files, Yahoo / Stooq with a cache, spec §7.3); every
 //! answer carries the series' provenance so the model can cite it.
 
 use std::path::PathBuf;
@@ -184,11 +184,11 @@ impl Tool for GetMarketData {
         "get_market_data"
     }
     fn description(&self) -> &str {
-        "Daily OHLCV bars for a symbol (split-adjusted), paged, with provenance. Sources: embedded real data (AAPL, MSFT, IBM 2000-2013, GOOG 2004-2013, FB 2012-2013), CSV files in the workspace, Yahoo, Stooq; 'auto' picks by symbol and falls back."
+        "Daily OHLCV bars for a symbol (split-adjusted), paged, with provenance. Sources: embedded real data (AAPL, MSFT, IBM 2000-2013, GOOG 2004-2013, FB 2012-2013), CSV or Parquet files in the workspace, Yahoo, Stooq; 'auto' picks by symbol and falls back."
     }
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {
-            "symbol": {"type": "string", "description": "Ticker, e.g. AAPL, MSFT.US, 0700.HK, BTC-USD; or a CSV file name in the workspace with source 'local'"},
+            "symbol": {"type": "string", "description": "Ticker, e.g. AAPL, MSFT.US, 0700.HK, BTC-USD; or a CSV or Parquet file name in the workspace with source 'local'"},
             "start": {"type": "string", "description": "First date, YYYY-MM-DD (default: start of history)"},
             "end": {"type": "string", "description": "Last date, YYYY-MM-DD (default: today)"},
             "source": {"type": "string", "enum": ["auto", "embedded", "local", "yahoo", "stooq"], "description": "Data source (default auto)"},
