@@ -32,7 +32,7 @@ pub struct ParsedCsv {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Col {
+enum Col {
     Date,
     Open,
     High,
@@ -43,7 +43,7 @@ pub(super) enum Col {
     Ticker,
 }
 
-pub(super) fn classify(header: &str) -> Option<Col> {
+fn classify(header: &str) -> Option<Col> {
     let key: String = header
         .trim()
         .trim_matches('"')
@@ -180,6 +180,77 @@ pub(super) fn matches_symbol(cell: &str, symbol: &str) -> bool {
     cell.eq_ignore_ascii_case(symbol.trim()) || us_base(cell) == us_base(symbol)
 }
 
+/// Where the OHLCV columns are, found by name (the first match wins); shared
+/// by the CSV and Parquet readers.
+pub(super) struct Columns {
+    pub date: usize,
+    pub open: usize,
+    pub high: usize,
+    pub low: usize,
+    pub close: usize,
+    pub volume: Option<usize>,
+    pub adj_close: Option<usize>,
+    pub ticker: Option<usize>,
+}
+
+impl Columns {
+    pub fn find<'a>(
+        names: impl Iterator<Item = &'a str> + Clone,
+        origin: &str,
+    ) -> Result<Columns, DataError> {
+        let mut idx: [Option<usize>; 8] = [None; 8];
+        for (i, h) in names.clone().enumerate() {
+            if let Some(c) = classify(h) {
+                let slot = &mut idx[c as usize];
+                if slot.is_none() {
+                    *slot = Some(i);
+                }
+            }
+        }
+        let need = |c: Col, name: &'static str| {
+            idx[c as usize].ok_or_else(|| DataError::CsvHeader {
+                path: origin.to_string(),
+                missing: name,
+                found: names.clone().collect::<Vec<_>>().join(", "),
+            })
+        };
+        Ok(Columns {
+            date: need(Col::Date, "date (date, Date, timestamp)")?,
+            open: need(Col::Open, "open")?,
+            high: need(Col::High, "high")?,
+            low: need(Col::Low, "low")?,
+            close: need(Col::Close, "close")?,
+            volume: idx[Col::Volume as usize],
+            adj_close: idx[Col::AdjClose as usize],
+            ticker: idx[Col::Ticker as usize],
+        })
+    }
+}
+
+/// After a file with a ticker column: no rows for `symbol` names the
+/// tickers it has; without a symbol, a file of several tickers is refused.
+pub(super) fn check_tickers(
+    seen: &[String],
+    no_rows: bool,
+    symbol: Option<&str>,
+    origin: &str,
+) -> Result<(), DataError> {
+    let listed = || seen.iter().take(20).cloned().collect::<Vec<_>>().join(", ");
+    match symbol {
+        Some(sym) if no_rows && !seen.is_empty() => Err(DataError::NotFound {
+            loader: Source::Local,
+            symbol: sym.to_string(),
+            detail: format!("{origin} has rows for {} only", listed()),
+        }),
+        None if seen.len() > 1 || (no_rows && !seen.is_empty()) => Err(DataError::CsvFormat {
+            path: origin.to_string(),
+            line: None,
+            detail: format!("the file holds several tickers ({}); name one", listed()),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Parses CSV bytes from `origin` (a path or URL, used in errors). With a
 /// ticker column, keeps the rows of `symbol` (required when the file holds
 /// several tickers).
@@ -231,31 +302,16 @@ fn parse_csv_with(
             detail: "the first line looks like data, not a header; add a header line such as date,open,high,low,close,volume".into(),
         });
     }
-    let mut idx: [Option<usize>; 8] = [None; 8];
-    for (i, h) in headers.iter().enumerate() {
-        if let Some(c) = classify(h) {
-            let slot = &mut idx[c as usize];
-            if slot.is_none() {
-                *slot = Some(i);
-            }
-        }
-    }
-    let found = headers.iter().collect::<Vec<_>>().join(", ");
-    let need = |c: Col, name: &'static str| {
-        idx[c as usize].ok_or_else(|| DataError::CsvHeader {
-            path: origin.to_string(),
-            missing: name,
-            found: found.clone(),
-        })
-    };
-    let date_i = need(Col::Date, "date (date, Date, timestamp)")?;
-    let open_i = need(Col::Open, "open")?;
-    let high_i = need(Col::High, "high")?;
-    let low_i = need(Col::Low, "low")?;
-    let close_i = need(Col::Close, "close")?;
-    let vol_i = idx[Col::Volume as usize];
-    let adj_i = idx[Col::AdjClose as usize];
-    let ticker_i = idx[Col::Ticker as usize];
+    let Columns {
+        date: date_i,
+        open: open_i,
+        high: high_i,
+        low: low_i,
+        close: close_i,
+        volume: vol_i,
+        adj_close: adj_i,
+        ticker: ticker_i,
+    } = Columns::find(headers.iter(), origin)?;
     let name_of = |i: usize| headers.get(i).unwrap_or("").to_string();
 
     // Sized once from the line count: six columns grown by doubling cost
@@ -378,38 +434,8 @@ fn parse_csv_with(
             }
         }
     }
-    if ticker_i.is_some() && out.bars.is_empty() && !tickers_seen.is_empty() {
-        let listed = tickers_seen
-            .iter()
-            .take(20)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ");
-        return Err(match symbol {
-            Some(sym) => DataError::NotFound {
-                loader: Source::Local,
-                symbol: sym.to_string(),
-                detail: format!("{origin} has rows for {listed} only"),
-            },
-            None => DataError::CsvFormat {
-                path: origin.to_string(),
-                line: None,
-                detail: format!("the file holds several tickers ({listed}); name one"),
-            },
-        });
-    }
-    if ticker_i.is_some() && symbol.is_none() && tickers_seen.len() > 1 {
-        let listed = tickers_seen
-            .iter()
-            .take(20)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ");
-        return Err(DataError::CsvFormat {
-            path: origin.to_string(),
-            line: None,
-            detail: format!("the file holds several tickers ({listed}); name one"),
-        });
+    if ticker_i.is_some() {
+        check_tickers(&tickers_seen, out.bars.is_empty(), symbol, origin)?;
     }
     Ok(out)
 }

@@ -17,8 +17,8 @@ use parquet::basic::{LogicalType, TimeUnit};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 
-use super::local::{Col, ParsedCsv, classify, matches_symbol, parse_bar_date};
-use super::{Bars, DataError, Source};
+use super::local::{Columns, ParsedCsv, check_tickers, matches_symbol, parse_bar_date};
+use super::{Bars, DataError};
 
 fn error(origin: &str, detail: String) -> DataError {
     DataError::Parquet {
@@ -108,35 +108,16 @@ pub fn parse(path: &Path, origin: &str, symbol: Option<&str>) -> Result<ParsedCs
         .map_err(|e| error(origin, format!("not a readable Parquet file: {e}")))?;
     let schema = reader.metadata().file_metadata().schema_descr_ptr();
     let fields = schema.root_schema().get_fields();
-    let mut idx: [Option<usize>; 8] = [None; 8];
-    for (i, f) in fields.iter().enumerate() {
-        if let Some(c) = classify(f.name()) {
-            let slot = &mut idx[c as usize];
-            if slot.is_none() {
-                *slot = Some(i);
-            }
-        }
-    }
-    let found = fields
-        .iter()
-        .map(|f| f.name().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    let need = |c: Col, name: &'static str| {
-        idx[c as usize].ok_or_else(|| DataError::CsvHeader {
-            path: origin.to_string(),
-            missing: name,
-            found: found.clone(),
-        })
-    };
-    let date_i = need(Col::Date, "date (date, Date, timestamp)")?;
-    let open_i = need(Col::Open, "open")?;
-    let high_i = need(Col::High, "high")?;
-    let low_i = need(Col::Low, "low")?;
-    let close_i = need(Col::Close, "close")?;
-    let vol_i = idx[Col::Volume as usize];
-    let adj_i = idx[Col::AdjClose as usize];
-    let ticker_i = idx[Col::Ticker as usize];
+    let Columns {
+        date: date_i,
+        open: open_i,
+        high: high_i,
+        low: low_i,
+        close: close_i,
+        volume: vol_i,
+        adj_close: adj_i,
+        ticker: ticker_i,
+    } = Columns::find(fields.iter().map(|f| f.name()), origin)?;
     let ints = match fields
         .get(date_i)
         .and_then(|f| f.get_basic_info().logical_type_ref())
@@ -210,31 +191,8 @@ pub fn parse(path: &Path, origin: &str, symbol: Option<&str>) -> Result<ParsedCs
             adj.push(num(i)?);
         }
     }
-    if ticker_i.is_some() && !tickers_seen.is_empty() {
-        let listed = || {
-            tickers_seen
-                .iter()
-                .take(20)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        match symbol {
-            Some(sym) if out.bars.is_empty() => {
-                return Err(DataError::NotFound {
-                    loader: Source::Local,
-                    symbol: sym.to_string(),
-                    detail: format!("{origin} has rows for {} only", listed()),
-                });
-            }
-            None if tickers_seen.len() > 1 => {
-                return Err(error(
-                    origin,
-                    format!("the file holds several tickers ({}); name one", listed()),
-                ));
-            }
-            _ => {}
-        }
+    if ticker_i.is_some() {
+        check_tickers(&tickers_seen, out.bars.is_empty(), symbol, origin)?;
     }
     Ok(out)
 }
