@@ -877,14 +877,7 @@ impl Browser {
                     t.title(),
                     count.map_or(String::new(), |c| format!("({c})"))
                 );
-                let style = if t == *tab {
-                    theme
-                        .accent
-                        .add_modifier(Modifier::BOLD | Modifier::REVERSED)
-                } else {
-                    theme.muted
-                };
-                spans.push(Span::styled(label, style));
+                spans.push(Span::styled(label, theme.tab(t == *tab)));
                 spans.push(Span::raw(" "));
             }
             if let Some(d) = &self.detail

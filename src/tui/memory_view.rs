@@ -294,14 +294,7 @@ fn archive_tabs(
         spans.push(Span::styled("… ", theme.muted));
     }
     for (i, label) in labels.into_iter().enumerate().skip(from) {
-        let style = if i == archive {
-            theme
-                .accent
-                .add_modifier(Modifier::BOLD | Modifier::REVERSED)
-        } else {
-            theme.muted
-        };
-        spans.push(Span::styled(label, style));
+        spans.push(Span::styled(label, theme.tab(i == archive)));
         spans.push(Span::raw(" "));
     }
     Line::from(spans)

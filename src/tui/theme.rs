@@ -136,6 +136,16 @@ impl Default for Theme {
 }
 
 impl Theme {
+    /// A tab label in a tab strip: the selected one stands out.
+    pub fn tab(&self, selected: bool) -> Style {
+        if selected {
+            self.accent
+                .add_modifier(Modifier::BOLD | Modifier::REVERSED)
+        } else {
+            self.muted
+        }
+    }
+
     /// A shipped theme by name.
     pub fn builtin(name: &str) -> Result<Theme, ThemeError> {
         Self::load(name, None)

@@ -174,8 +174,10 @@ async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
         "the answer's first lines show while the run is still going:\n{mid}"
     );
     let done = t
+        // The status line turns idle a frame after the run's end cell: wait
+        // for both, or a loaded machine catches the frame between them.
         .wait("the run to finish", |s| {
-            s.contains("✓ success · 3 iterations")
+            s.contains("✓ success · 3 iterations") && s.contains("○ idle")
         })
         .await;
     assert!(
