@@ -110,7 +110,8 @@ pub fn write_ohlcv(art_dir: &Path, series: &[PriceSeries]) -> Result<Vec<PathBuf
     let mut paths = Vec::with_capacity(series.len());
     for s in series {
         let b = &s.bars;
-        let mut buf = Vec::with_capacity(b.len() * 64 + 64);
+        // A row of five shortest-form doubles runs to ~100 bytes.
+        let mut buf = Vec::with_capacity(b.len() * 112 + 64);
         buf.extend_from_slice(b"timestamp,open,high,low,close,volume\n");
         for i in 0..b.len() {
             push_date(&mut buf, b.dates[i]);
@@ -165,7 +166,7 @@ fn equity_csv(o: &Outcome) -> Vec<u8> {
     let eq = &o.sim.equity;
     let r = metrics::returns(eq);
     let dd = metrics::drawdown_series(eq, o.config.initial_cash);
-    let mut buf = Vec::with_capacity(eq.len() * 80 + 64);
+    let mut buf = Vec::with_capacity(eq.len() * 112 + 64);
     buf.extend_from_slice(b"timestamp,ret,equity,drawdown,benchmark_equity,active_ret\n");
     let mut bench = o.config.initial_cash;
     for (t, d) in o.panel.dates.iter().enumerate().take(eq.len()) {
