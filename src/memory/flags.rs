@@ -21,10 +21,14 @@ pub struct MemoryFlags {
     pub gc: bool,
     /// Importance decay (14-day half-life).
     pub decay: bool,
-    /// Category sub-directories. Accepted for compatibility; vibedesk keeps
-    /// one flat `entries/` directory and reads category folders on import.
+    /// Category sub-directories (spec §8.2): new entries go to
+    /// `entries/<type>/<slug>.md` instead of `entries/<type>_<slug>.md`, and
+    /// `entries/.hierarchy.yaml` summarises the categories. Both layouts are
+    /// always read (see [`super::hierarchy`]).
     pub hierarchy: bool,
-    /// BM25 semantic links. Accepted for compatibility; not implemented.
+    /// BM25 semantic links (spec §8.8): each save writes the entry's best
+    /// matches to a `<stem>.relations.json` sidecar, and recall appends
+    /// linked entries to its results (see `links.rs`).
     pub links: bool,
     /// Raw → daily → digest compression (runs as part of GC).
     pub compression: bool,

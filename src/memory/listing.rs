@@ -13,22 +13,12 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 
 use super::MemoryError;
 
-/// Entry file names in `entries_dir`, sorted: the files the store reads
-/// (`*.md`, not hidden, not `MEMORY.md`). A missing folder is empty.
+/// Entry files of `entries_dir` and its category folders, relative to it
+/// (`project_x.md`, `project/x.md`), sorted by file name: the files the
+/// store reads (`*.md`, not hidden, not `MEMORY.md`). A missing folder is
+/// empty.
 pub fn entry_files(entries_dir: &Path) -> Result<Vec<String>, MemoryError> {
-    let rd = match std::fs::read_dir(entries_dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(MemoryError::io("list", entries_dir, e)),
-    };
-    let mut out: Vec<String> = rd
-        .flatten()
-        .filter(|d| d.file_type().map(|t| t.is_file()).unwrap_or(false))
-        .map(|d| d.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".md") && !n.starts_with('.') && n != "MEMORY.md")
-        .collect();
-    out.sort();
-    Ok(out)
+    super::hierarchy::scan_all(entries_dir)
 }
 
 /// One archived copy of an entry.

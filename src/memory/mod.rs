@@ -11,6 +11,8 @@
 //! ```text
 //! <data>/memory/MEMORY.md            index lines, the system-prompt snapshot
 //! <data>/memory/entries/*.md         one entry per file (spec §8.3)
+//! <data>/memory/entries/<type>/*.md  the same with the `hierarchy` flag on
+//! <data>/memory/entries/**/<stem>.relations.json  BM25 links of each entry (`links`)
 //! <data>/memory/archive/             originals before each lossy step, GC'd entries
 //! <data>/memory/index.sqlite         FTS5 index (rebuilt from the files if lost)
 //! <data>/memory/gc.log               GC and compression decisions
@@ -22,7 +24,9 @@ pub mod compression;
 pub mod entry;
 pub mod flags;
 pub mod frontmatter;
+pub mod hierarchy;
 pub mod index;
+pub mod links;
 pub mod listing;
 pub mod maintenance;
 pub mod skills;

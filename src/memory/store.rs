@@ -21,11 +21,13 @@ use super::MemoryError;
 use super::compression::{self, CompressOptions, Level, Scoring};
 use super::entry::{
     self, Entry, MemoryType, NewEntry, Stamp, clean_keywords, compute_importance, content_hash,
-    days_between, format_ts, one_line, read_entry, render, sanitize_body, slug_with_hash,
-    truncate_body,
+    days_between, format_ts, one_line, render, sanitize_body, slug_with_hash, truncate_body,
 };
 use super::flags::MemoryFlags;
+// Entries are read through the hierarchy module so `Entry::file` is the
+// path relative to `entries/` in both layouts.
 use super::frontmatter;
+use super::hierarchy::{self, read_entry};
 use super::index::{Index, MemoryHit, MessageHit, remove_db_files};
 use super::tokenize::{match_expression, query_terms, recall_token_set, recall_tokens};
 
@@ -296,6 +298,9 @@ impl MemoryStore {
         let entries_dir = root.join("entries");
         std::fs::create_dir_all(&entries_dir)
             .map_err(|e| MemoryError::io("create", &entries_dir, e))?;
+        if flags.hierarchy {
+            hierarchy::ensure_dirs(&entries_dir)?;
+        }
         let mut store = MemoryStore {
             archive_dir: root.join("archive"),
             entries_dir,
@@ -424,6 +429,9 @@ impl MemoryStore {
 
     /// Entry file names in `entries/`, sorted.
     fn entry_files(&self) -> Result<Vec<String>, MemoryError> {
+        if self.flags.hierarchy {
+            hierarchy::recover_orphans(&self.entries_dir);
+        }
         super::listing::entry_files(&self.entries_dir)
     }
 
@@ -456,7 +464,8 @@ impl MemoryStore {
             }
         }
         let files = self.entry_files()?;
-        let stem_of = |f: &str| f.strip_suffix(".md").unwrap_or(f).to_string();
+        // `project/x.md` answers to `project_x` too, as in the flat layout.
+        let stem_of = |f: &str| hierarchy::flat_stem(f);
         if let Some(f) = files.iter().find(|f| **f == needle || stem_of(f) == needle)
             && let Ok(e) = read_entry(&self.entries_dir.join(f))
         {
@@ -788,6 +797,11 @@ impl MemoryStore {
     ) -> Result<AddOutcome, MemoryError> {
         let title = title.to_string();
         let _guard = self.lock(false)?;
+        if self.flags.hierarchy {
+            // An orphan `<slug>` written since the last scan must become the
+            // `<slug>.md` this save replaces, not linger beside it.
+            hierarchy::recover_orphans(&self.entries_dir);
+        }
         let same_title = self.files_titled(&title)?;
         let file = self.free_file_name(memory_type, &title)?;
         let path = self.entries_dir.join(&file);
@@ -809,6 +823,9 @@ impl MemoryStore {
             importance: previous.as_ref().map(|p| p.quality).unwrap_or(0.5),
         };
         let text = render(&title, description, memory_type, keywords, &stamp, body);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| MemoryError::io("create", dir, e))?;
+        }
         write_atomic(&path, text.as_bytes())?;
         let stale: Vec<String> = same_title.into_iter().filter(|f| *f != file).collect();
         for old in &stale {
@@ -822,6 +839,8 @@ impl MemoryStore {
         }
         self.upsert_memory_md(&title, &file, description, &stale)?;
         self.index_file(&file);
+        hierarchy::refresh_index(&self.entries_dir, self.flags.hierarchy);
+        self.relink_after_write(&file, &title, description, body, &stale, now);
         Ok(AddOutcome::Saved {
             path,
             file,
@@ -839,7 +858,7 @@ impl MemoryStore {
             format!("{base}_{}", &sha_hex(title)[..16]),
         ];
         for slug in candidates {
-            let file = format!("{}_{}.md", memory_type.as_str(), slug);
+            let file = hierarchy::entry_file(self.flags.hierarchy, memory_type, &slug);
             let path = self.entries_dir.join(&file);
             match read_entry(&path) {
                 Err(e) if e.kind() == ErrorKind::NotFound => return Ok(file),
@@ -882,9 +901,13 @@ impl MemoryStore {
                 Err(e) => return Err(MemoryError::io("remove", path, e)),
             }
             self.with_index(|ix| ix.remove_entry(file));
+            // The unlink lives in the file's own folder (a category folder
+            // with the hierarchy on).
+            fsync_dir(path.parent().unwrap_or(&self.entries_dir));
         }
-        fsync_dir(&self.entries_dir);
+        self.forget_links(&files);
         self.remove_from_memory_md(&files)?;
+        hierarchy::refresh_index(&self.entries_dir, self.flags.hierarchy);
         Ok(true)
     }
 
@@ -969,7 +992,8 @@ impl MemoryStore {
     /// With the `fts_index` flag the index ranks them (BM25, metadata
     /// weighted; with decay re-sorted by `score × (0.5 + 0.5 × importance)`);
     /// otherwise, or when the index is unavailable, the original's scan
-    /// scoring is used. Does not count as an access.
+    /// scoring is used. With the `links` flag, linked entries fill the
+    /// remaining places (see `links.rs`). Does not count as an access.
     pub fn find_relevant(
         &self,
         query: &str,
@@ -979,12 +1003,17 @@ impl MemoryStore {
         if max == 0 {
             return Ok(Vec::new());
         }
-        if self.flags.fts_index
-            && let Some(found) = self.index_relevant(query, max, now)
-        {
-            return Ok(found);
-        }
-        self.scan_relevant(query, max, now)
+        let indexed = if self.flags.fts_index {
+            self.index_relevant(query, max, now)
+        } else {
+            None
+        };
+        let mut found = match indexed {
+            Some(found) => found,
+            None => self.scan_relevant(query, max, now)?,
+        };
+        self.expand_with_links(&mut found, max);
+        Ok(found)
     }
 
     fn index_relevant(&self, query: &str, max: usize, now: DateTime<Utc>) -> Option<Vec<Entry>> {
@@ -1170,7 +1199,7 @@ impl MemoryStore {
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let meta = std::fs::metadata(&path).map_err(|e| MemoryError::io("stat", &path, e))?;
         let entry = entry::parse_entry(&path, &text, modified_of(&meta), meta.len());
-        let stem = entry.stem().to_string();
+        let stem = hierarchy::flat_stem(file);
         let archive = self
             .archive_bytes(&stem, entry.level.as_str(), &bytes, now)
             .map_err(|reason| MemoryError::ArchiveFailed {
@@ -1391,6 +1420,7 @@ impl MemoryStore {
             let files: Vec<String> = archived.iter().cloned().collect();
             let _guard = self.lock(false)?;
             self.remove_from_memory_md(&files)?;
+            hierarchy::refresh_index(&self.entries_dir, self.flags.hierarchy);
         }
         if !dry_run && flags.compression {
             self.compress_due_entries(&entries, &archived, flags, false, now, &mut report);
@@ -1404,13 +1434,14 @@ impl MemoryStore {
     fn archive_entry_locked(&self, e: &Entry, now: DateTime<Utc>) -> Result<PathBuf, MemoryError> {
         std::fs::create_dir_all(&self.archive_dir)
             .map_err(|err| MemoryError::io("create", &self.archive_dir, err))?;
-        let target = match self.link_unique(&e.path, e.stem(), "gc", now) {
+        let stem = hierarchy::flat_stem(&e.file);
+        let target = match self.link_unique(&e.path, &stem, "gc", now) {
             Ok(t) => t,
             // Links can fail across filesystems: copy instead.
             Err(_) => {
                 let bytes =
                     std::fs::read(&e.path).map_err(|err| MemoryError::io("read", &e.path, err))?;
-                self.archive_bytes(e.stem(), "gc", &bytes, now)
+                self.archive_bytes(&stem, "gc", &bytes, now)
                     .map_err(|reason| MemoryError::ArchiveFailed {
                         entry: e.file.clone(),
                         reason,
@@ -1419,8 +1450,9 @@ impl MemoryStore {
         };
         fsync_dir(&self.archive_dir);
         std::fs::remove_file(&e.path).map_err(|err| MemoryError::io("remove", &e.path, err))?;
-        fsync_dir(&self.entries_dir);
+        fsync_dir(e.path.parent().unwrap_or(&self.entries_dir));
         self.with_index(|ix| ix.remove_entry(&e.file));
+        self.forget_links(std::slice::from_ref(&e.file));
         Ok(target)
     }
 
@@ -1564,6 +1596,9 @@ impl MemoryStore {
             }
             planned.insert(file.clone());
             report.imported.push((src, file, e.title));
+        }
+        if !dry_run && !report.imported.is_empty() {
+            hierarchy::refresh_index(&self.entries_dir, self.flags.hierarchy);
         }
         Ok(report)
     }

@@ -43,8 +43,10 @@ pub struct MemoryRow {
 }
 
 impl MemoryRow {
-    pub fn stem(&self) -> &str {
-        self.file.strip_suffix(".md").unwrap_or(&self.file)
+    /// The stem its archive copies are named by: `project_x` for both
+    /// `project_x.md` and the category file `project/x.md`.
+    pub fn stem(&self) -> String {
+        crate::memory::hierarchy::flat_stem(&self.file)
     }
 }
 
@@ -157,7 +159,9 @@ fn read_row(path: &Path, file: &str, now: DateTime<Utc>, decay: bool) -> MemoryR
                 Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),
             };
             let modified = meta.modified().map(DateTime::<Utc>::from).unwrap_or(now);
-            let entry = parse_entry(path, &text, modified, meta.len());
+            let mut entry = parse_entry(path, &text, modified, meta.len());
+            // Relative to `entries/` (`project/x.md` in a category folder).
+            entry.file = file.to_string();
             row_of(entry, problem(&text, lossy), now, decay)
         }
         Err(e) => unreadable(file, format!("cannot read: {e}")),
@@ -175,7 +179,8 @@ pub fn list(memory_dir: &Path, now: DateTime<Utc>, decay: bool) -> Result<Memory
         .iter()
         .map(|f| {
             let mut row = read_row(&entries.join(f), f, now, decay);
-            row.archives = archives.iter().filter(|c| c.stem == row.stem()).count();
+            let stem = row.stem();
+            row.archives = archives.iter().filter(|c| c.stem == stem).count();
             row
         })
         .collect();
@@ -191,12 +196,18 @@ pub fn list(memory_dir: &Path, now: DateTime<Utc>, decay: bool) -> Result<Memory
     })
 }
 
-/// A bare file name of `entries/` (what the list hands out), never a path.
+/// A file name of `entries/` or of one of its category folders (what the
+/// list hands out), never any other path.
 fn valid_file(file: &str) -> bool {
-    !file.is_empty()
-        && file.ends_with(".md")
-        && !file.starts_with('.')
-        && !file.contains(['/', '\\'])
+    let name = match file.split_once('/') {
+        Some((dir, name)) if crate::memory::hierarchy::categories().any(|c| c == dir) => name,
+        Some(_) => return false,
+        None => file,
+    };
+    !name.is_empty()
+        && name.ends_with(".md")
+        && !name.starts_with('.')
+        && !name.contains(['/', '\\'])
 }
 
 /// One entry with every archived original, newest first.
@@ -217,7 +228,7 @@ pub fn detail(
     }
     let mut row = read_row(&path, file, now, decay);
     let (copies, archive_error) =
-        match listing::list_archives_for(&memory_dir.join("archive"), row.stem()) {
+        match listing::list_archives_for(&memory_dir.join("archive"), &row.stem()) {
             Ok(c) => (c, None),
             Err(e) => (Vec::new(), Some(e.to_string())),
         };
@@ -254,7 +265,17 @@ mod tests {
     #[test]
     fn entry_files_are_bare_names() {
         assert!(valid_file("project_x.md"));
-        for bad in ["../x.md", "a/b.md", ".hidden.md", "x.txt", ""] {
+        assert!(valid_file("project/x.md"));
+        for bad in [
+            "../x.md",
+            "a/b.md",
+            ".hidden.md",
+            "x.txt",
+            "",
+            "project/../x.md",
+            "project/.x.md",
+            "user/a/b.md",
+        ] {
             assert!(!valid_file(bad), "{bad}");
         }
     }

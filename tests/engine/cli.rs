@@ -298,9 +298,23 @@ async fn the_offline_planner_remembers_across_sessions() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let entries = std::fs::read_dir(home.path().join("data/memory/entries"))
-        .unwrap()
-        .count();
+    // Entries sit in category folders (the default preset has the
+    // hierarchy on): count the markdown files at any depth.
+    fn md_files(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                let p = e.path();
+                if p.is_dir() {
+                    md_files(&p)
+                } else {
+                    usize::from(p.extension().is_some_and(|x| x == "md"))
+                }
+            })
+            .sum()
+    }
+    let entries = md_files(&home.path().join("data/memory/entries"));
     assert_eq!(entries, 1, "one memory file on disk");
 
     let out = vibedesk(home.path())

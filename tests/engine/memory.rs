@@ -98,7 +98,7 @@ fn mc11_compression_archives_the_original_byte_for_byte() {
     let mut n = NewEntry::new("note", TWELVE, MemoryType::Project);
     n.keywords = vec!["bitcoin".into()];
     s.add(n, Utc::now()).unwrap();
-    let path = s.entries_dir().join("project_note.md");
+    let path = s.get("note").unwrap().unwrap().path;
     let before = std::fs::read(&path).unwrap();
     let rec = s.compress_entry("note", Level::Daily, Utc::now()).unwrap();
     let after = read_entry(&path).unwrap();
@@ -119,7 +119,7 @@ fn compression_aborts_when_the_archive_cannot_be_written() {
     let tmp = tempfile::tempdir().unwrap();
     let s = store(tmp.path(), flags("full"));
     add(&s, "note", TWELVE, MemoryType::Project);
-    let path = s.entries_dir().join("project_note.md");
+    let path = s.get("note").unwrap().unwrap().path;
     let before = std::fs::read(&path).unwrap();
     // Root-proof: a *file* where the archive directory should be.
     std::fs::write(s.archive_dir(), b"not a directory").unwrap();
@@ -145,7 +145,7 @@ fn daily_to_digest_never_overwrites_the_raw_archive() {
     let tmp = tempfile::tempdir().unwrap();
     let s = store(tmp.path(), flags("full"));
     add(&s, "note", TWELVE, MemoryType::Project);
-    let path = s.entries_dir().join("project_note.md");
+    let path = s.get("note").unwrap().unwrap().path;
     let raw = std::fs::read(&path).unwrap();
     // Same instant for both steps: names must still differ.
     let now = Utc::now();
@@ -838,7 +838,7 @@ fn index_is_rebuilt_when_deleted_or_corrupt() {
     );
 
     // An entry deleted behind the store's back never comes back from the index.
-    std::fs::remove_file(s.entries_dir().join("project_alpha.md")).unwrap();
+    std::fs::remove_file(s.get("alpha").unwrap().unwrap().path).unwrap();
     assert!(s.find_relevant("carry", 3, Utc::now()).unwrap().is_empty());
     assert_eq!(s.rebuild_index().unwrap(), 1);
 }
@@ -941,7 +941,8 @@ fn import_copies_a_vibe_trading_folder() {
     assert_eq!((e.quality, e.access_count), (0.8, 2));
     assert_eq!(e.keywords, vec!["btc", "trend"]);
     let u = s.get("语言偏好").unwrap().unwrap();
-    assert!(u.file.starts_with("user_"));
+    // `full` turns the hierarchy on: `user/<slug>.md`.
+    assert!(u.file.starts_with("user/"), "{}", u.file);
     assert_eq!(
         titles(&s.find_relevant("BTC", 3, Utc::now()).unwrap()),
         vec!["BTC plan"]
@@ -1511,4 +1512,429 @@ fn cli_memory_commands_end_to_end() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("will not run"));
+}
+
+// ----- §8.8 semantic links (PM-21, links parts of PM-9, PM-20, §8.9) ----------------
+
+fn sidecar_of(s: &MemoryStore, title: &str) -> PathBuf {
+    vibedesk::memory::links::sidecar_path(&s.get(title).unwrap().unwrap().path)
+}
+
+fn link_targets(s: &MemoryStore, title: &str) -> Vec<String> {
+    let e = s.get(title).unwrap().unwrap();
+    vibedesk::memory::links::load_links(&e.path)
+        .into_iter()
+        .map(|l| l.target)
+        .collect()
+}
+
+fn file_of(s: &MemoryStore, title: &str) -> String {
+    s.get(title).unwrap().unwrap().file
+}
+
+#[test]
+fn pm21_similar_entries_are_linked_expanded_and_kept_in_step() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    let now = Utc::now();
+    add_full(
+        &s,
+        "BTC halving",
+        "bitcoin halving supply",
+        "Bitcoin halving cuts miner rewards and supply growth.",
+        now,
+    );
+    add_full(
+        &s,
+        "Utilities",
+        "regulated utilities",
+        "Regulated utilities pay steady dividends.",
+        now,
+    );
+    add_full(
+        &s,
+        "Aftermath",
+        "what followed",
+        "After the bitcoin halving, miner rewards fell and supply growth slowed.",
+        now,
+    );
+    // The sidecar: version 1, 4-decimal scores ≥ 0.3, the similar entry only.
+    let raw: Value =
+        serde_json::from_str(&std::fs::read_to_string(sidecar_of(&s, "Aftermath")).unwrap())
+            .unwrap();
+    assert_eq!(raw["version"], 1);
+    assert!(raw["updated_at"].as_str().is_some_and(|t| !t.is_empty()));
+    let links = raw["links"].as_array().unwrap();
+    assert_eq!(links.len(), 1, "{raw}");
+    assert_eq!(links[0]["target"], file_of(&s, "BTC halving").as_str());
+    let score = links[0]["score"].as_f64().unwrap();
+    assert!(score >= 0.3);
+    assert!(((score * 10_000.0).round() - score * 10_000.0).abs() < 1e-6);
+
+    // Expansion: "aftermath" matches one entry; its link fills a place.
+    assert_eq!(
+        titles(&s.find_relevant("aftermath", 5, now).unwrap()),
+        vec!["Aftermath", "BTC halving"]
+    );
+    assert_eq!(s.find_relevant("aftermath", 1, now).unwrap().len(), 1);
+    assert!(
+        s.find_relevant("nothing matches", 5, now)
+            .unwrap()
+            .is_empty()
+    );
+    let mut no_links = flags("full");
+    no_links.links = false;
+    let plain = store(tmp.path(), no_links);
+    assert_eq!(
+        titles(&plain.find_relevant("aftermath", 5, now).unwrap()),
+        vec!["Aftermath"]
+    );
+    drop(plain);
+
+    // A `[[id]]` wikilink in a result's body is followed too.
+    let util_id = s.get("Utilities").unwrap().unwrap().id;
+    add_full(
+        &s,
+        "Pointer",
+        "cross reference",
+        &format!("Compare with [[{util_id}]] before deciding."),
+        now,
+    );
+    let got = titles(&s.find_relevant("pointer", 5, now).unwrap());
+    assert_eq!(got[0], "Pointer");
+    assert!(got.contains(&"Utilities".to_string()), "{got:?}");
+
+    // Overwrite under another type: links to the old file follow the new one,
+    // and the old file's sidecar goes.
+    let old_file = file_of(&s, "BTC halving");
+    let old_sidecar = sidecar_of(&s, "BTC halving");
+    let mut n = NewEntry::new(
+        "BTC halving",
+        "Bitcoin halving cuts miner rewards; supply growth halves.",
+        MemoryType::Reference,
+    );
+    n.description = "bitcoin halving supply".into();
+    s.add(n, now).unwrap();
+    let new_file = file_of(&s, "BTC halving");
+    assert_ne!(old_file, new_file);
+    assert!(!old_sidecar.exists());
+    assert!(sidecar_of(&s, "BTC halving").exists());
+    assert_eq!(link_targets(&s, "Aftermath"), vec![new_file.clone()]);
+    assert!(
+        link_targets(&s, "BTC halving").contains(&file_of(&s, "Aftermath")),
+        "the rewritten entry links back"
+    );
+
+    // Remove: own sidecar gone, links to it dropped everywhere.
+    let sidecar = sidecar_of(&s, "BTC halving");
+    assert!(s.remove("BTC halving").unwrap());
+    assert!(!sidecar.exists());
+    assert!(!link_targets(&s, "Aftermath").contains(&new_file));
+    assert_eq!(
+        titles(&s.find_relevant("aftermath", 5, now).unwrap()),
+        vec!["Aftermath"]
+    );
+    // Remove tolerates a sidecar that is already gone.
+    std::fs::remove_file(sidecar_of(&s, "Utilities")).unwrap();
+    assert!(s.remove("Utilities").unwrap());
+    assert!(s.get("Utilities").unwrap().is_none());
+}
+
+#[test]
+fn pm20_gc_archive_removes_the_relations_sidecar_and_links_to_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("full"));
+    let now = Utc::now();
+    garbage(&s, "garbage", "0.01", "2024-01-01T00:00:00Z");
+    add(&s, "stuff notes", "old stuff again", MemoryType::Project);
+    let garbage_file = file_of(&s, "garbage");
+    let garbage_sidecar = sidecar_of(&s, "garbage");
+    assert!(garbage_sidecar.exists());
+    assert_eq!(link_targets(&s, "stuff notes"), vec![garbage_file.clone()]);
+    let run = s.run_gc(false, now).unwrap();
+    assert_eq!(run.actions.len(), 1, "{:?}", run.actions);
+    assert!(!garbage_sidecar.exists());
+    assert!(link_targets(&s, "stuff notes").is_empty());
+    assert!(
+        !archive_files(&s)
+            .iter()
+            .any(|p| p.to_string_lossy().ends_with(".relations.json"))
+    );
+}
+
+#[tokio::test]
+async fn pm21_remember_recall_returns_related_links() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Arc::new(store(tmp.path(), flags("full")));
+    let mut reg = Registry::new();
+    register_memory_tools(
+        &mut reg,
+        s.clone(),
+        Arc::new(SkillSet::load(None)),
+        tmp.path().join("sessions"),
+    )
+    .unwrap();
+    let c = ctx(tmp.path());
+    let tool = reg.get("remember").unwrap().clone();
+    let call = async |args: Value| -> Value {
+        serde_json::from_str(&tool.call(args, &c).await.unwrap()).unwrap()
+    };
+    for i in 0..5 {
+        let saved = call(json!({"title": format!("carry note {i}"), "content": format!("JPY carry trade unwinds when volatility spikes, case {i}.")})).await;
+        assert_eq!(saved["status"], "ok");
+    }
+    call(json!({"title": "lonely", "content": "Ornithology field guide."})).await;
+    let got = call(json!({"action": "recall", "query": "carry note 4"})).await;
+    let first = &got["memories"][0];
+    assert_eq!(first["title"], "carry note 4");
+    let related = first["related"].as_array().unwrap();
+    assert_eq!(related.len(), 3, "at most 3 shown: {first}");
+    for r in related {
+        assert!(r["target"].as_str().unwrap().contains("carry_note"));
+        let score = r["score"].as_f64().unwrap();
+        assert!(score >= 0.3);
+        assert!(((score * 100.0).round() - score * 100.0).abs() < 1e-9);
+    }
+    let got = call(json!({"action": "recall", "query": "ornithology"})).await;
+    assert_eq!(got["memories"][0]["title"], "lonely");
+    assert!(got["memories"][0].get("related").is_none());
+}
+
+// ----- hierarchy (PM-18, PM-22) ------------------------------------------------------
+
+fn hierarchy_flags() -> MemoryFlags {
+    let mut f = flags("off");
+    f.hierarchy = true;
+    f
+}
+
+const ORPHAN: &str = "---\nname: shared-slug\ndescription: written without a suffix\ntype: project\n---\n\nshared body text\n";
+
+#[test]
+fn pm18_hierarchy_routes_adds_and_recovers_orphans() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), hierarchy_flags());
+    let base = s.entries_dir().to_path_buf();
+    let AddOutcome::Saved { path, file, .. } =
+        add(&s, "btc_plan", "buy breakouts", MemoryType::Project)
+    else {
+        panic!("duplicate")
+    };
+    assert_eq!(path, base.join("project").join("btc_plan.md"));
+    assert_eq!(file, "project/btc_plan.md");
+    assert!(path.is_file());
+    let listed = s.list().unwrap();
+    assert_eq!(titles(&listed), vec!["btc_plan"]);
+    assert_eq!(listed[0].file, "project/btc_plan.md");
+    assert_eq!(s.get("btc_plan").unwrap().unwrap().path, path);
+    assert_eq!(s.get("project_btc_plan").unwrap().unwrap().path, path);
+    assert_eq!(
+        titles(&s.find_relevant("breakouts", 3, Utc::now()).unwrap()),
+        vec!["btc_plan"]
+    );
+    let md = std::fs::read_to_string(s.memory_md_path()).unwrap();
+    assert!(md.contains("(entries/project/btc_plan.md)"), "{md}");
+    let yaml = std::fs::read_to_string(base.join(".hierarchy.yaml")).unwrap();
+    assert!(yaml.contains("  project:\n    count: 1\n"), "{yaml}");
+
+    // A suffix-less orphan with frontmatter is renamed, then the same title
+    // writes that very path: one file.
+    std::fs::write(base.join("project/shared-slug"), ORPHAN).unwrap();
+    let listed = s.list().unwrap();
+    let orphan = listed.iter().find(|e| e.title == "shared-slug").unwrap();
+    assert_eq!(orphan.file, "project/shared-slug.md");
+    assert!(!base.join("project/shared-slug").exists());
+    let AddOutcome::Saved { path, replaced, .. } =
+        add(&s, "shared-slug", "new body", MemoryType::Project)
+    else {
+        panic!("duplicate")
+    };
+    assert_eq!(path, base.join("project/shared-slug.md"));
+    assert!(replaced);
+    let shared: Vec<String> = std::fs::read_dir(base.join("project"))
+        .unwrap()
+        .map(|d| d.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("shared"))
+        .collect();
+    assert_eq!(shared, vec!["shared-slug.md"]);
+    assert!(
+        s.get("shared-slug")
+            .unwrap()
+            .unwrap()
+            .body
+            .contains("new body")
+    );
+    // Also when the save comes before any listing has seen the orphan.
+    std::fs::write(
+        base.join("project/lonely-slug"),
+        ORPHAN.replace("shared-slug", "lonely-slug"),
+    )
+    .unwrap();
+    let AddOutcome::Saved { path, replaced, .. } =
+        add(&s, "lonely-slug", "saved at once", MemoryType::Project)
+    else {
+        panic!("duplicate")
+    };
+    assert_eq!(path, base.join("project/lonely-slug.md"));
+    assert!(replaced);
+    assert!(!base.join("project/lonely-slug").exists());
+
+    // Never over an existing .md; other files untouched; idempotent.
+    std::fs::write(
+        base.join("project/kept.md"),
+        "---\nname: kept\n---\n\noriginal\n",
+    )
+    .unwrap();
+    std::fs::write(
+        base.join("project/kept"),
+        "---\nname: intruder\n---\n\nnew\n",
+    )
+    .unwrap();
+    std::fs::write(base.join("project/readme"), "plain notes, no frontmatter").unwrap();
+    let first = titles(&s.list().unwrap());
+    let second = titles(&s.list().unwrap());
+    assert_eq!(first, second);
+    assert!(first.contains(&"kept".to_string()) && !first.contains(&"intruder".to_string()));
+    assert!(
+        std::fs::read_to_string(base.join("project/kept.md"))
+            .unwrap()
+            .contains("original")
+    );
+    assert!(base.join("project/kept").is_file());
+    assert!(base.join("project/readme").is_file());
+    assert!(!base.join("project/readme.md").exists());
+
+    // Remove keeps the summary current.
+    assert!(s.remove("btc_plan").unwrap());
+    assert!(!base.join("project/btc_plan.md").exists());
+    let yaml = std::fs::read_to_string(base.join(".hierarchy.yaml")).unwrap();
+    assert!(yaml.contains("  project:\n    count: 3\n"), "{yaml}");
+}
+
+#[test]
+fn pm18_layouts_read_each_other_and_gc_compression_work_in_folders() {
+    let tmp = tempfile::tempdir().unwrap();
+    let flat = store(tmp.path(), flags("off"));
+    add(&flat, "old_flat", "carry trade note", MemoryType::User);
+    drop(flat);
+    let mut f = hierarchy_flags();
+    f.gc = true;
+    f.compression = true;
+    let s = store(tmp.path(), f.clone());
+    // The flat entry stays visible; re-saving it moves it to its folder.
+    assert_eq!(s.get("old_flat").unwrap().unwrap().file, "user_old_flat.md");
+    add(&s, "old_flat", "carry trade note v2", MemoryType::User);
+    let e = s.get("old_flat").unwrap().unwrap();
+    assert_eq!(e.file, "user/old_flat.md");
+    assert!(!s.entries_dir().join("user_old_flat.md").exists());
+    assert_eq!(s.count().unwrap(), 1);
+
+    // Compression and GC archive a category entry under its flat stem.
+    add(&s, "note", TWELVE, MemoryType::Project);
+    let rec = s.compress_entry("note", Level::Daily, Utc::now()).unwrap();
+    let archive = rec.archive.unwrap();
+    let name = archive.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("project_note.raw."), "{name}");
+    let path = s.get("note").unwrap().unwrap().path;
+    set_fields(
+        &path,
+        &[
+            ("created_at", "2020-01-01T00:00:00Z"),
+            ("quality_score", "0.01"),
+        ],
+    );
+    let report = s.run_gc_with(&f, false, Utc::now()).unwrap();
+    assert_eq!(report.actions.len(), 1, "{report:?}");
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert!(!path.exists());
+    assert_eq!(titles(&s.list().unwrap()), vec!["old_flat"]);
+    assert_eq!(s.rebuild_index().unwrap(), 1);
+    drop(s);
+
+    // Back to flat: the category entry is still read (and still shown by the
+    // workstation's read-only view).
+    let s = store(tmp.path(), flags("off"));
+    assert_eq!(s.get("old_flat").unwrap().unwrap().file, "user/old_flat.md");
+    let view =
+        vibedesk::tui::memories::list(&tmp.path().join("memory"), Utc::now(), false).unwrap();
+    assert_eq!(view.rows.len(), 1);
+    assert_eq!(view.rows[0].file, "user/old_flat.md");
+    let detail = vibedesk::tui::memories::detail(
+        &tmp.path().join("memory"),
+        "user/old_flat.md",
+        Utc::now(),
+        false,
+    )
+    .unwrap();
+    assert_eq!(detail.row.title, "old_flat");
+    assert!(
+        vibedesk::tui::memories::detail(&tmp.path().join("memory"), "misc/x.md", Utc::now(), false)
+            .is_err()
+    );
+}
+
+#[test]
+fn pm22_hierarchy_helpers() {
+    use vibedesk::memory::hierarchy;
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), hierarchy_flags());
+    let base = s.entries_dir().to_path_buf();
+    assert_eq!(hierarchy::route_entry(&base, "diary"), base);
+    assert_eq!(hierarchy::route_entry(&base, "user"), base.join("user"));
+
+    let mut n = NewEntry::new("trading_fees", "ten basis points", MemoryType::Feedback);
+    n.keywords = vec!["slippage".into()];
+    s.add(n, Utc::now()).unwrap();
+    add(&s, "answer_style", "short answers", MemoryType::User);
+    std::fs::write(
+        base.join("project_legacy.md"),
+        "---\nname: legacy\ntype: project\n---\n\nold\n",
+    )
+    .unwrap();
+    let files = hierarchy::scan_all(&base).unwrap();
+    assert_eq!(
+        files,
+        vec![
+            "user/answer_style.md",
+            "project_legacy.md",
+            "feedback/trading_fees.md"
+        ]
+    );
+    assert!(base.join(".hierarchy.yaml").is_file());
+    std::fs::write(base.join("MEMORY.md"), "- stray\n").unwrap();
+    assert_eq!(hierarchy::scan_all(&base).unwrap(), files);
+
+    let now = at("2026-03-01T12:00:00Z");
+    let yaml = std::fs::read_to_string(hierarchy::rebuild_index(&base, now).unwrap()).unwrap();
+    assert!(yaml.starts_with("categories:\n"), "{yaml}");
+    let feedback = yaml.split("  feedback:\n").nth(1).unwrap();
+    assert!(
+        feedback.starts_with("    count: 1\n    keywords: ["),
+        "{yaml}"
+    );
+    let keywords = feedback.lines().nth(1).unwrap();
+    assert!(
+        keywords.contains("slippage") && keywords.contains("fees"),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("  reference:\n    count: 0\n    keywords: []\n"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("rebuilt_at: 2026-03-01T12:00:00"), "{yaml}");
+
+    let order = hierarchy::prune_search_scope(&base, "how much slippage?").unwrap();
+    assert_eq!(order[0], "feedback/trading_fees.md");
+    assert_eq!(order.len(), 3);
+    let order = hierarchy::prune_search_scope(&base, "answer style").unwrap();
+    assert_eq!(order[0], "user/answer_style.md");
+
+    assert!(hierarchy::migrate_flat_entry(&base, "project_legacy.md", "misc").is_err());
+    assert!(hierarchy::migrate_flat_entry(&base, "user/answer_style.md", "project").is_err());
+    assert_eq!(
+        hierarchy::migrate_flat_entry(&base, "project_legacy.md", "project").unwrap(),
+        "project/legacy.md"
+    );
+    assert!(!base.join("project_legacy.md").exists());
+    assert_eq!(s.get("legacy").unwrap().unwrap().file, "project/legacy.md");
 }

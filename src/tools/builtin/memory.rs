@@ -11,6 +11,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::memory::entry::cut_chars;
+use crate::memory::links::Link;
 use crate::memory::skills::load_skill_page;
 use crate::memory::store::{AddOutcome, Reinforce, ReinforceEvent};
 use crate::memory::{Entry, MemoryError, MemoryStore, MemoryType, NewEntry, SkillSet};
@@ -90,18 +91,31 @@ fn max_arg(args: &Value, default: usize, max: usize) -> Result<usize, ToolError>
     }
 }
 
-fn memory_json(e: &Entry) -> Value {
-    json!({
+/// Links shown per recalled memory (spec §8.9).
+const RECALL_RELATED: usize = 3;
+
+/// One recalled memory; `related` (its best links, scores to 2 decimals)
+/// only when it has any, as in the original.
+fn memory_json(e: &Entry, links: &[Link]) -> Value {
+    let mut v = json!({
         "title": e.title,
         "type": e.memory_type,
         "content": cut_chars(&e.body, RECALL_CONTENT_CHARS),
         "level": e.level.as_str(),
-    })
+    });
+    if !links.is_empty() {
+        v["related"] = links
+            .iter()
+            .take(RECALL_RELATED)
+            .map(|l| json!({"target": l.target, "score": (l.score * 100.0).round() / 100.0}))
+            .collect();
+    }
+    v
 }
 
 /// Recalls for the model and counts each hit as an access (spec §8.5).
 async fn recall_json(store: Arc<MemoryStore>, query: String, max: usize) -> ToolResult {
-    let found = blocking(move || {
+    let (found, links) = blocking(move || {
         let now = Utc::now();
         let found = store.find_relevant(&query, max, now)?;
         for e in &found {
@@ -109,13 +123,18 @@ async fn recall_json(store: Arc<MemoryStore>, query: String, max: usize) -> Tool
                 tracing::warn!(file = %e.file, "access not recorded: {err}");
             }
         }
-        Ok(found)
+        let links: Vec<Vec<Link>> = found.iter().map(|e| store.links_of(e)).collect();
+        Ok((found, links))
     })
     .await?;
     Ok(json!({
         "status": "ok",
         "count": found.len(),
-        "memories": found.iter().map(memory_json).collect::<Vec<_>>(),
+        "memories": found
+            .iter()
+            .zip(&links)
+            .map(|(e, l)| memory_json(e, l))
+            .collect::<Vec<_>>(),
     })
     .to_string())
 }
