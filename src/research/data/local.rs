@@ -302,16 +302,7 @@ fn parse_csv_with(
             detail: "the first line looks like data, not a header; add a header line such as date,open,high,low,close,volume".into(),
         });
     }
-    let Columns {
-        date: date_i,
-        open: open_i,
-        high: high_i,
-        low: low_i,
-        close: close_i,
-        volume: vol_i,
-        adj_close: adj_i,
-        ticker: ticker_i,
-    } = Columns::find(headers.iter(), origin)?;
+    let cols = Columns::find(headers.iter(), origin)?;
     let name_of = |i: usize| headers.get(i).unwrap_or("").to_string();
 
     // Sized once from the line count: six columns grown by doubling cost
@@ -319,14 +310,14 @@ fn parse_csv_with(
     let lines = memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1;
     let mut out = ParsedCsv {
         bars: Bars::with_capacity(lines),
-        adj_close: adj_i.map(|_| Vec::with_capacity(lines)),
-        has_volume: vol_i.is_some(),
+        adj_close: cols.adj_close.map(|_| Vec::with_capacity(lines)),
+        has_volume: cols.volume.is_some(),
     };
     let mut tickers_seen: Vec<String> = Vec::new();
     // One row, from either driver below: its trimmed fields.
     let mut row = |line: u64, cells: &[&str]| -> Result<(), DataError> {
         let cell = |i: usize| cells.get(i).copied().unwrap_or("");
-        if let Some(ti) = ticker_i {
+        if let Some(ti) = cols.ticker {
             let t = cell(ti);
             if !tickers_seen.iter().any(|s| s == t) {
                 tickers_seen.push(t.to_string());
@@ -336,13 +327,13 @@ fn parse_csv_with(
                 _ => {}
             }
         }
-        let date_raw = cell(date_i);
+        let date_raw = cell(cols.date);
         let date = iso_date(date_raw)
             .or_else(|| parse_bar_date(date_raw))
             .ok_or_else(|| DataError::CsvValue {
                 path: origin.to_string(),
                 line,
-                column: name_of(date_i),
+                column: name_of(cols.date),
                 detail: format!(
                     "'{date_raw}' is not a date (expected YYYY-MM-DD, YYYYMMDD, an ISO date-time or Unix seconds)"
                 ),
@@ -363,21 +354,7 @@ fn parse_csv_with(
                     detail: format!("'{raw}' is not a number"),
                 })
         };
-        let volume = match vol_i {
-            Some(i) => num(i)?,
-            None => f64::NAN,
-        };
-        out.bars.push(
-            date,
-            num(open_i)?,
-            num(high_i)?,
-            num(low_i)?,
-            num(close_i)?,
-            volume,
-        );
-        if let (Some(i), Some(adj)) = (adj_i, out.adj_close.as_mut()) {
-            adj.push(num(i)?);
-        }
+        out.push_row(&cols, date, num)?;
         Ok(())
     };
     match plain_body(text).filter(|_| split_plain) {
@@ -434,13 +411,33 @@ fn parse_csv_with(
             }
         }
     }
-    if ticker_i.is_some() {
+    if cols.ticker.is_some() {
         check_tickers(&tickers_seen, out.bars.is_empty(), symbol, origin)?;
     }
     Ok(out)
 }
 
 impl ParsedCsv {
+    /// One row: OHLC, the volume when the file has one (else NaN), the
+    /// adjusted close when it has one.
+    pub(super) fn push_row(
+        &mut self,
+        c: &Columns,
+        date: NaiveDate,
+        num: impl Fn(usize) -> Result<f64, DataError>,
+    ) -> Result<(), DataError> {
+        let volume = match c.volume {
+            Some(i) => num(i)?,
+            None => f64::NAN,
+        };
+        let (o, h, l, cl) = (num(c.open)?, num(c.high)?, num(c.low)?, num(c.close)?);
+        self.bars.push(date, o, h, l, cl, volume);
+        if let (Some(i), Some(adj)) = (c.adj_close, self.adj_close.as_mut()) {
+            adj.push(num(i)?);
+        }
+        Ok(())
+    }
+
     /// Applies the adjusted close (if any), cuts to `[start, end]`, runs the
     /// sanity filter; returns the bars with their adjustments, drop report and
     /// notes.

@@ -108,18 +108,9 @@ pub fn parse(path: &Path, origin: &str, symbol: Option<&str>) -> Result<ParsedCs
         .map_err(|e| error(origin, format!("not a readable Parquet file: {e}")))?;
     let schema = reader.metadata().file_metadata().schema_descr_ptr();
     let fields = schema.root_schema().get_fields();
-    let Columns {
-        date: date_i,
-        open: open_i,
-        high: high_i,
-        low: low_i,
-        close: close_i,
-        volume: vol_i,
-        adj_close: adj_i,
-        ticker: ticker_i,
-    } = Columns::find(fields.iter().map(|f| f.name()), origin)?;
+    let cols = Columns::find(fields.iter().map(|f| f.name()), origin)?;
     let ints = match fields
-        .get(date_i)
+        .get(cols.date)
         .and_then(|f| f.get_basic_info().logical_type_ref())
     {
         Some(LogicalType::Timestamp(t)) if matches!(t.unit, TimeUnit::NANOS) => IntDates::Nanos,
@@ -134,8 +125,8 @@ pub fn parse(path: &Path, origin: &str, symbol: Option<&str>) -> Result<ParsedCs
     let rows = usize::try_from(reader.metadata().file_metadata().num_rows()).unwrap_or(0);
     let mut out = ParsedCsv {
         bars: Bars::with_capacity(rows),
-        adj_close: adj_i.map(|_| Vec::with_capacity(rows)),
-        has_volume: vol_i.is_some(),
+        adj_close: cols.adj_close.map(|_| Vec::with_capacity(rows)),
+        has_volume: cols.volume.is_some(),
     };
     let mut tickers_seen: Vec<String> = Vec::new();
     let iter = reader
@@ -150,7 +141,7 @@ pub fn parse(path: &Path, origin: &str, symbol: Option<&str>) -> Result<ParsedCs
         // export of the same table would number them.
         let line = n as u64 + 2;
         let cell = |i: usize| cells.get(i).unwrap_or(&Field::Null);
-        if let Some(ti) = ticker_i {
+        if let Some(ti) = cols.ticker {
             let t = field_text(cell(ti));
             if !tickers_seen.contains(&t) {
                 tickers_seen.push(t.clone());
@@ -161,11 +152,11 @@ pub fn parse(path: &Path, origin: &str, symbol: Option<&str>) -> Result<ParsedCs
                 continue;
             }
         }
-        let date = field_date(cell(date_i), ints).ok_or_else(|| DataError::CsvValue {
+        let date = field_date(cell(cols.date), ints).ok_or_else(|| DataError::CsvValue {
             path: origin.to_string(),
             line,
-            column: name_of(date_i),
-            detail: format!("'{}' is not a date", cell(date_i)),
+            column: name_of(cols.date),
+            detail: format!("'{}' is not a date", cell(cols.date)),
         })?;
         let num = |i: usize| -> Result<f64, DataError> {
             field_number(cell(i)).ok_or_else(|| DataError::CsvValue {
@@ -175,23 +166,9 @@ pub fn parse(path: &Path, origin: &str, symbol: Option<&str>) -> Result<ParsedCs
                 detail: format!("'{}' is not a number", cell(i)),
             })
         };
-        let volume = match vol_i {
-            Some(i) => num(i)?,
-            None => f64::NAN,
-        };
-        out.bars.push(
-            date,
-            num(open_i)?,
-            num(high_i)?,
-            num(low_i)?,
-            num(close_i)?,
-            volume,
-        );
-        if let (Some(i), Some(adj)) = (adj_i, out.adj_close.as_mut()) {
-            adj.push(num(i)?);
-        }
+        out.push_row(&cols, date, num)?;
     }
-    if ticker_i.is_some() {
+    if cols.ticker.is_some() {
         check_tickers(&tickers_seen, out.bars.is_empty(), symbol, origin)?;
     }
     Ok(out)
