@@ -475,6 +475,18 @@ fn parquet_with_a_ticker_column_date32_and_zstd_selects_the_symbol() {
 }
 
 #[test]
+fn parquet_in_a_codec_left_out_says_how_to_resave_it() {
+    let file = Path::new(FIXTURES).join("parquet/brotli.parquet");
+    let e = local::load_file(&file, "BRO", None, None).unwrap_err();
+    assert_eq!(e.code(), "parquet_error");
+    let e = e.to_string();
+    assert!(
+        e.contains("brotli.parquet") && e.contains("compressed with brotli") && e.contains("zstd"),
+        "{e}"
+    );
+}
+
+#[test]
 fn parquet_with_millisecond_timestamps_float32_and_gzip_loads() {
     let dir = Path::new(FIXTURES).join("parquet");
     let pq = local::load_file(&dir.join("MSFT_gzip.parquet"), "MSFT", None, None).unwrap();

@@ -27,6 +27,19 @@ fn error(origin: &str, detail: String) -> DataError {
     }
 }
 
+/// The crate's error, said in the user's terms where it names a codec this
+/// build leaves out (brotli, LZO).
+fn read_error(context: String, e: &parquet::errors::ParquetError) -> String {
+    let text = e.to_string();
+    match text.split("Disabled feature at compile time: ").nth(1) {
+        Some(codec) => format!(
+            "its pages are compressed with {}, which vibedesk does not read; save it again with snappy, zstd, gzip or lz4 (pandas: df.to_parquet(path, compression=\"zstd\"))",
+            codec.trim()
+        ),
+        None => format!("{context}: {text}"),
+    }
+}
+
 /// How the date column's integers count time.
 #[derive(Clone, Copy)]
 enum IntDates {
@@ -131,10 +144,10 @@ pub fn parse(path: &Path, origin: &str, symbol: Option<&str>) -> Result<ParsedCs
     let mut tickers_seen: Vec<String> = Vec::new();
     let iter = reader
         .get_row_iter(None)
-        .map_err(|e| error(origin, format!("cannot read its rows: {e}")))?;
+        .map_err(|e| error(origin, read_error("cannot read its rows".into(), &e)))?;
     let mut cells: Vec<Field> = Vec::with_capacity(fields.len());
     for (n, row) in iter.enumerate() {
-        let row = row.map_err(|e| error(origin, format!("row {}: {e}", n + 1)))?;
+        let row = row.map_err(|e| error(origin, read_error(format!("row {}", n + 1), &e)))?;
         cells.clear();
         cells.extend(row.into_columns().into_iter().map(|(_, f)| f));
         // Rows are numbered from 1 after a notional header line, as a CSV
