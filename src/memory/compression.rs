@@ -13,7 +13,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use chrono::{DateTime, Utc};
 
-use super::tokenize::{is_non_latin, py_isspace, py_strip};
+use super::tokenize::{Scanned, is_non_latin, py_isspace, py_strip, scan_compression_tokens};
 
 /// Days since last access after which a raw entry becomes daily (strictly more).
 pub const DAILY_THRESHOLD_DAYS: f64 = 7.0;
@@ -89,6 +89,28 @@ fn char_at(text: &str, i: usize) -> (char, usize) {
     }
 }
 
+/// Where the next sentence starts after a split at byte `i`: alternative 1
+/// of the split pattern (after a terminator) consumes the whole whitespace
+/// run, alternative 2 (a newline not after a terminator) only the newlines.
+fn gap_end(text: &str, i: usize, after_terminator: bool) -> usize {
+    let bytes = text.as_bytes();
+    let mut j = i;
+    if after_terminator {
+        while j < bytes.len() {
+            let (sp, l) = space_at(text, j);
+            if !sp {
+                break;
+            }
+            j += l;
+        }
+    } else {
+        while j < bytes.len() && bytes[j] == b'\n' {
+            j += 1;
+        }
+    }
+    j
+}
+
 /// Python's `isspace` for the char at byte `i`, and the char's length.
 /// Only the lead bytes of Unicode spaces (U+0085, U+00A0, U+1680, U+2000…,
 /// U+3000) need decoding.
@@ -157,22 +179,7 @@ pub fn split_sentences(text: &str) -> Vec<&str> {
         if !part.is_empty() {
             out.push(part);
         }
-        // Alternative 1 consumes the whole whitespace run; alternative 2 (a
-        // newline not after a terminator) only the newlines.
-        let mut j = i;
-        if after_terminator {
-            while j < bytes.len() {
-                let (sp, l) = space_at(text, j);
-                if !sp {
-                    break;
-                }
-                j += l;
-            }
-        } else {
-            while j < bytes.len() && bytes[j] == b'\n' {
-                j += 1;
-            }
-        }
+        let j = gap_end(text, i, after_terminator);
         seg_start = j;
         i = j;
     }
@@ -434,20 +441,7 @@ impl Terms {
                 sentences.push(part);
                 t.bounds.push(t.ids.len());
             }
-            let mut j = i;
-            if after_terminator {
-                while j < bytes.len() {
-                    let (sp, l) = space_at(text, j);
-                    if !sp {
-                        break;
-                    }
-                    j += l;
-                }
-            } else {
-                while j < bytes.len() && bytes[j] == b'\n' {
-                    j += 1;
-                }
-            }
+            let j = gap_end(text, i, after_terminator);
             seg_start = j;
             i = j;
         }
@@ -476,27 +470,10 @@ impl Terms {
     /// cased non-Latin letters are Cyrillic, whose lower case stays in range.
     fn doc_fast(&mut self, doc: &str) {
         let bytes = doc.as_bytes();
-        let mut i = 0;
-        while i < bytes.len() {
-            let b = bytes[i];
-            if b.is_ascii_alphanumeric() {
-                let start = i;
-                while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
-                    i += 1;
-                }
-                if i - start >= 3 {
-                    self.word(&bytes[start..i]);
-                }
-                continue;
-            }
-            if b < 0x80 {
-                i += 1;
-                continue;
-            }
-            let (c, len) = char_at(doc, i);
-            self.non_latin(c);
-            i += len;
-        }
+        scan_compression_tokens(doc, |t| match t {
+            Scanned::Word(a, b) => self.word(&bytes[a..b]),
+            Scanned::Char(c, ..) => self.non_latin(c),
+        });
     }
 
     /// Char by char through `char::to_lowercase`, for the rare texts with

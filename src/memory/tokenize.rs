@@ -40,10 +40,18 @@ pub fn py_strip(s: &str) -> &str {
     s.trim_matches(py_isspace)
 }
 
-/// Appends the compression tokens of already lower-cased text to `out`:
-/// maximal ASCII alphanumeric runs of 3 or more, and single non-Latin chars.
-pub fn compression_tokens_into<'a>(lower: &'a str, out: &mut Vec<&'a str>) {
-    let bytes = lower.as_bytes();
+/// What [`scan_compression_tokens`] finds, as byte ranges of its text.
+pub enum Scanned {
+    /// A maximal ASCII alphanumeric run of 3 or more bytes.
+    Word(usize, usize),
+    /// A multi-byte char (the caller keeps the non-Latin ones).
+    Char(char, usize, usize),
+}
+
+/// The compression token scan (spec §8.6) in one byte pass, shared by the
+/// plain tokenizer and the fused one in `compression`.
+pub fn scan_compression_tokens(text: &str, mut found: impl FnMut(Scanned)) {
+    let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
@@ -53,7 +61,7 @@ pub fn compression_tokens_into<'a>(lower: &'a str, out: &mut Vec<&'a str>) {
                 i += 1;
             }
             if i - start >= 3 {
-                out.push(&lower[start..i]);
+                found(Scanned::Word(start, i));
             }
             continue;
         }
@@ -62,15 +70,23 @@ pub fn compression_tokens_into<'a>(lower: &'a str, out: &mut Vec<&'a str>) {
             continue;
         }
         // A multi-byte char: decode it.
-        let Some(c) = lower[i..].chars().next() else {
+        let Some(c) = text.get(i..).and_then(|t| t.chars().next()) else {
             break;
         };
         let len = c.len_utf8();
-        if is_non_latin(c) {
-            out.push(&lower[i..i + len]);
-        }
+        found(Scanned::Char(c, i, i + len));
         i += len;
     }
+}
+
+/// Appends the compression tokens of already lower-cased text to `out`:
+/// maximal ASCII alphanumeric runs of 3 or more, and single non-Latin chars.
+pub fn compression_tokens_into<'a>(lower: &'a str, out: &mut Vec<&'a str>) {
+    scan_compression_tokens(lower, |t| match t {
+        Scanned::Word(a, b) => out.push(&lower[a..b]),
+        Scanned::Char(c, a, b) if is_non_latin(c) => out.push(&lower[a..b]),
+        Scanned::Char(..) => {}
+    });
 }
 
 /// The compression tokenizer (spec §8.6): a list, duplicates kept.

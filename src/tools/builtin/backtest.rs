@@ -29,6 +29,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::args;
 use crate::research::backtest::{self, BacktestError, StrategySpec};
 use crate::sandbox::{BACKTEST_ARTIFACTS, RunSpec, Runner, RunnerConfig};
 use crate::store::atomic_write;
@@ -678,25 +679,12 @@ impl Tool for ReadArtifact {
 
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
-            let name = args
-                .get("name")
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .ok_or_else(|| {
-                    ToolError::InvalidArguments("'name' must be a non-empty string".into())
-                })?;
+            let name = args::nonempty(&args, "name")?;
             let run_dir = resolve_run_dir(ctx, args.get("run_dir").and_then(Value::as_str))?;
-            let opt = |k: &str| -> Result<Option<usize>, ToolError> {
-                match args.get(k) {
-                    None | Some(Value::Null) => Ok(None),
-                    Some(v) => v.as_u64().map(|n| Some(n as usize)).ok_or_else(|| {
-                        ToolError::InvalidArguments(format!("'{k}' must be a non-negative integer"))
-                    }),
-                }
-            };
-            let offset = opt("offset")?.unwrap_or(0);
-            let limit = opt("limit")?.unwrap_or(usize::MAX).max(1);
+            let offset = args::opt_usize(&args, "offset")?.unwrap_or(0);
+            let limit = args::opt_usize(&args, "limit")?
+                .unwrap_or(usize::MAX)
+                .max(1);
             if name == "summary" {
                 let dir = run_dir.clone();
                 return match tokio::task::spawn_blocking(move || run_card_summary(&dir)).await {

@@ -10,6 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
+use super::args::{opt_usize, string as str_arg};
 use crate::store::atomic_write;
 use crate::tools::{Tool, ToolContext, ToolError, ToolResult};
 
@@ -19,21 +20,6 @@ const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
 const PAGE_CHARS: usize = 9_000;
 const DEFAULT_LINES: usize = 2_000;
 const MAX_LIST_ENTRIES: usize = 500;
-
-fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
-    args.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| ToolError::InvalidArguments(format!("'{key}' must be a string")))
-}
-
-fn opt_usize(args: &Value, key: &str) -> Result<Option<usize>, ToolError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_u64().map(|n| Some(n as usize)).ok_or_else(|| {
-            ToolError::InvalidArguments(format!("'{key}' must be a non-negative integer"))
-        }),
-    }
-}
 
 /// Resolves `raw` inside the allowed roots, following symlinks of the part
 /// that exists, so a link cannot lead outside.

@@ -13,6 +13,7 @@ use chrono::NaiveDate;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
+use super::args::{nonempty as str_arg, opt_usize};
 use crate::research::data::{
     self, Bars, DataConfig, DataError, DataRequest, MarketData, PriceSeries, SourceChoice,
 };
@@ -54,14 +55,6 @@ pub fn register_market_tools_with(
     Ok(())
 }
 
-fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
-    args.get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| ToolError::InvalidArguments(format!("'{key}' must be a non-empty string")))
-}
-
 fn opt_date(args: &Value, key: &'static str) -> Result<Option<NaiveDate>, ToolError> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
@@ -72,19 +65,6 @@ fn opt_date(args: &Value, key: &'static str) -> Result<Option<NaiveDate>, ToolEr
         Some(v) => Err(ToolError::InvalidArguments(format!(
             "'{key}' must be a date string YYYY-MM-DD, got {v}"
         ))),
-    }
-}
-
-fn opt_usize(args: &Value, key: &str) -> Result<Option<usize>, ToolError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .and_then(|n| usize::try_from(n).ok())
-            .map(Some)
-            .ok_or_else(|| {
-                ToolError::InvalidArguments(format!("'{key}' must be a non-negative integer"))
-            }),
     }
 }
 

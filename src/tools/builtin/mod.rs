@@ -1,5 +1,6 @@
 //! Built-in tools, one file per family.
 
+mod args;
 pub mod backtest;
 pub mod fs;
 pub mod market;
