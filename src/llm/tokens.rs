@@ -23,8 +23,37 @@ pub const CHARS4: &str = "chars4";
 
 /// `len(json.dumps(messages, ensure_ascii=False)) // 4`.
 pub fn estimate_chars4(messages: &[Message]) -> u64 {
-    let items: usize = messages.iter().map(message_python_len).sum();
+    let mut items = 0;
+    for (i, m) in messages.iter().enumerate() {
+        // Each content is its own allocation: ask for the one after next
+        // while this one is counted, so its first miss is already paid.
+        if let Some(ahead) = messages.get(i + 2) {
+            prefetch(ahead.content.as_bytes());
+        }
+        items += message_python_len(m);
+    }
     (2 + items + 2 * messages.len().saturating_sub(1)) as u64 / 4
+}
+
+/// Hints the CPU to start loading the first cache lines of `bytes`. Used
+/// where a pass hops from one heap string to the next, which otherwise waits
+/// on memory at the start of every string.
+#[inline(always)]
+pub fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let p = bytes.as_ptr().cast::<i8>();
+        // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never
+        // faults or reads into the program, whatever the address. Two lines
+        // cover a short string and start the hardware prefetcher on a long one.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(p);
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
 }
 
 /// Characters of a JSON string literal as serde_json (and Python) write it:
@@ -32,27 +61,46 @@ pub fn estimate_chars4(messages: &[Message]) -> u64 {
 /// for other controls, everything else as is. Written as two counting
 /// passes the compiler vectorises, instead of serialising.
 fn json_str_len(s: &str) -> usize {
-    // One branch-free pass with byte-wide counters over 255-byte chunks, so
-    // the compiler vectorises it (about 8x faster than usize counters):
-    // characters, `"`/`\\`, control bytes, and the controls with a short
-    // escape (`\b \t \n \f \r`, two characters; the rest take six).
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above (std caches the check).
+        return unsafe { json_str_len_avx2(s) };
+    }
+    json_str_len_portable(s)
+}
+
+/// The same loop compiled for 32-byte vectors.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn json_str_len_avx2(s: &str) -> usize {
+    json_str_len_portable(s)
+}
+
+#[inline(always)]
+fn json_str_len_portable(s: &str) -> usize {
+    // One branch-free pass with byte-wide counters over 192-byte chunks (a
+    // whole number of vector steps, and a u8 cannot overflow), so the
+    // compiler vectorises it (about 8x faster than usize counters):
+    // characters, `"`/`\\`, and control bytes. Controls with a short escape
+    // (`\b \t \n \f \r`) take two characters, the rest six; they are told
+    // apart only in chunks that have controls at all.
     let (mut chars, mut quotes, mut controls, mut short) = (0usize, 0usize, 0usize, 0usize);
-    for chunk in s.as_bytes().chunks(255) {
-        let (mut c, mut q, mut ctl, mut sh) = (0u8, 0u8, 0u8, 0u8);
+    for chunk in s.as_bytes().chunks(192) {
+        let (mut c, mut q, mut ctl) = (0u8, 0u8, 0u8);
         for &x in chunk {
-            c += u8::from((x & 0xC0) != 0x80);
+            c += u8::from((x as i8) >= -0x40);
             q += u8::from(x == b'"') | u8::from(x == b'\\');
             ctl += u8::from(x < 0x20);
-            sh += u8::from(x == 8)
-                | u8::from(x == 9)
-                | u8::from(x == 10)
-                | u8::from(x == 12)
-                | u8::from(x == 13);
         }
         chars += usize::from(c);
         quotes += usize::from(q);
         controls += usize::from(ctl);
-        short += usize::from(sh);
+        if ctl > 0 {
+            short += chunk
+                .iter()
+                .filter(|&&x| matches!(x, 8 | 9 | 10 | 12 | 13))
+                .count();
+        }
     }
     2 + chars + quotes + short + 5 * (controls - short)
 }
@@ -65,10 +113,9 @@ pub fn message_python_len(m: &Message) -> usize {
     fn field(key: &str, value_len: usize) -> usize {
         key.len() + 2 + 2 + value_len
     }
-    let mut fields = vec![
-        field("role", json_str_len(m.role.as_str())),
-        field("content", json_str_len(&m.content)),
-    ];
+    let mut fields = 2;
+    let mut len =
+        field("role", json_str_len(m.role.as_str())) + field("content", json_str_len(&m.content));
     if !m.tool_calls.is_empty() {
         let calls: usize = m
             .tool_calls
@@ -85,21 +132,20 @@ pub fn message_python_len(m: &Message) -> usize {
                     + field("function", function)
             })
             .sum();
-        fields.push(field(
-            "tool_calls",
-            2 + calls + 2 * (m.tool_calls.len() - 1),
-        ));
+        fields += 1;
+        len += field("tool_calls", 2 + calls + 2 * (m.tool_calls.len() - 1));
     }
-    if let Some(v) = &m.tool_call_id {
-        fields.push(field("tool_call_id", json_str_len(v)));
+    for (key, v) in [
+        ("tool_call_id", &m.tool_call_id),
+        ("name", &m.name),
+        ("reasoning_content", &m.reasoning_content),
+    ] {
+        if let Some(v) = v {
+            fields += 1;
+            len += field(key, json_str_len(v));
+        }
     }
-    if let Some(v) = &m.name {
-        fields.push(field("name", json_str_len(v)));
-    }
-    if let Some(v) = &m.reasoning_content {
-        fields.push(field("reasoning_content", json_str_len(v)));
-    }
-    2 + fields.iter().sum::<usize>() + 2 * (fields.len() - 1)
+    2 + len + 2 * (fields - 1)
 }
 
 /// Characters (not bytes) of the Python-style JSON dump of `value`.

@@ -28,45 +28,94 @@ impl Default for CollapseParams {
 /// `head + "\n\n...[n chars collapsed]...\n\n" + tail` in characters, or
 /// `None` when the text is not longer than `min_chars` characters.
 fn collapsed_form(text: &str, p: CollapseParams) -> Option<String> {
-    let ascii = text.is_ascii();
-    let chars = if ascii {
-        text.len()
-    } else {
-        text.chars().count()
-    };
+    let bytes = text.as_bytes();
+    // One vectorised pass over the whole text: Python's `len` is free, ours
+    // is not, so everything else only walks the head and the tail.
+    let chars = char_starts(bytes);
     if chars <= p.min_chars {
         return None;
     }
-    let byte_at = |n: usize| -> usize {
-        if ascii {
-            n.min(text.len())
-        } else {
-            text.char_indices().nth(n).map_or(text.len(), |(b, _)| b)
-        }
-    };
-    let head_end = byte_at(p.head_chars.min(chars));
-    // The tail is found from the end: a walk from the start through a
-    // long non-ASCII message cost more than the rest of the pass.
-    let tail_start = if ascii {
-        byte_at(chars.saturating_sub(p.tail_chars))
-    } else if p.tail_chars == 0 {
-        text.len()
-    } else if p.tail_chars >= chars {
-        0
+    let (head_end, tail_start) = if chars == bytes.len() {
+        (p.head_chars.min(chars), chars - p.tail_chars.min(chars))
     } else {
-        text.char_indices()
-            .rev()
-            .nth(p.tail_chars - 1)
-            .map_or(0, |(b, _)| b)
+        (
+            byte_of_char(bytes, p.head_chars),
+            byte_of_char_from_end(bytes, p.tail_chars),
+        )
     };
     let hidden = chars.saturating_sub(p.head_chars + p.tail_chars);
     let mut out = String::with_capacity(head_end + (text.len() - tail_start) + 48);
-    out.push_str(&text[..head_end]);
+    out.push_str(text.get(..head_end)?);
     out.push_str("\n\n...[");
-    out.push_str(&hidden.to_string());
+    out.push_str(itoa::Buffer::new().format(hidden));
     out.push_str(" chars collapsed]...\n\n");
-    out.push_str(&text[tail_start..]);
+    out.push_str(text.get(tail_start..)?);
     Some(out)
+}
+
+/// Blocks this long are skipped whole by the head and tail walks.
+const BLOCK: usize = 64;
+
+fn is_char_start(b: u8) -> bool {
+    (b as i8) >= -0x40
+}
+
+/// UTF-8 characters in `bytes` (bytes that are not continuation bytes),
+/// counted with byte-wide counters over 192-byte chunks (whole vector steps;
+/// a u8 cannot overflow) so the compiler vectorises it.
+fn char_starts(bytes: &[u8]) -> usize {
+    bytes
+        .chunks(192)
+        .map(|c| usize::from(c.iter().fold(0u8, |n, &b| n + u8::from(is_char_start(b)))))
+        .sum()
+}
+
+/// Byte offset of character `n` (the text's length when it has no more).
+fn byte_of_char(bytes: &[u8], n: usize) -> usize {
+    let (mut at, mut need) = (0, n);
+    // Skip whole blocks that end before character `n` starts.
+    while let Some(block) = bytes.get(at..at + BLOCK) {
+        let c = char_starts(block);
+        if c > need {
+            break;
+        }
+        need -= c;
+        at += BLOCK;
+    }
+    for (i, &b) in bytes.iter().enumerate().skip(at) {
+        if is_char_start(b) {
+            if need == 0 {
+                return i;
+            }
+            need -= 1;
+        }
+    }
+    bytes.len()
+}
+
+/// Byte offset where the last `n` characters begin (0 when there are fewer).
+fn byte_of_char_from_end(bytes: &[u8], n: usize) -> usize {
+    if n == 0 {
+        return bytes.len();
+    }
+    let (mut end, mut need) = (bytes.len(), n);
+    while end >= BLOCK {
+        let c = char_starts(&bytes[end - BLOCK..end]);
+        if c >= need {
+            break;
+        }
+        need -= c;
+        end -= BLOCK;
+    }
+    for i in (0..end).rev() {
+        if bytes.get(i).copied().is_some_and(is_char_start) {
+            need -= 1;
+            if need == 0 {
+                return i;
+            }
+        }
+    }
+    0
 }
 
 pub fn collapse<M: ChatMessage>(messages: &mut [M], p: CollapseParams) -> Vec<Touched> {
@@ -156,6 +205,23 @@ mod tests {
                 format!("{h}\n\n...[{hidden} chars collapsed]...\n\n{t}"),
                 "head {head} tail {tail}"
             );
+        }
+    }
+
+    proptest::proptest! {
+        /// The block-skipping walks agree with `char_indices` on any text.
+        #[test]
+        fn char_walks_agree_with_char_indices(s in "(é|中|🙂|a|\n){0,300}", n in 0usize..400) {
+            let b = s.as_bytes();
+            let starts: Vec<usize> = s.char_indices().map(|(i, _)| i).collect();
+            proptest::prop_assert_eq!(char_starts(b), starts.len());
+            proptest::prop_assert_eq!(byte_of_char(b, n), starts.get(n).copied().unwrap_or(b.len()));
+            let from_end = match n {
+                0 => b.len(),
+                n if n > starts.len() => 0,
+                n => starts[starts.len() - n],
+            };
+            proptest::prop_assert_eq!(byte_of_char_from_end(b, n), from_end);
         }
     }
 

@@ -32,9 +32,11 @@ pub fn microcompact<M: ChatMessage>(messages: &mut [M], keep_recent: usize) -> V
         let Some(m) = messages.get_mut(i) else {
             continue;
         };
-        // `nth` stops after 101 characters instead of counting a long result.
+        // A character is at most 4 bytes, so only a result of 101 to 400
+        // bytes is read; `nth` stops after 101 characters.
         let long = m.text().is_some_and(|t| {
-            t.len() > SHORT_RESULT_CHARS && t.chars().nth(SHORT_RESULT_CHARS).is_some()
+            t.len() > 4 * SHORT_RESULT_CHARS
+                || (t.len() > SHORT_RESULT_CHARS && t.chars().nth(SHORT_RESULT_CHARS).is_some())
         });
         if long && let Some(old) = m.replace_text(CLEARED.to_string()) {
             touched.push(Touched {

@@ -23,6 +23,8 @@ pub mod ledger;
 pub mod message;
 pub mod microcompact;
 pub mod pairs;
+#[cfg(test)]
+mod props;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

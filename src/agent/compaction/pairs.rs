@@ -16,9 +16,14 @@ pub struct PairRepair {
 }
 
 pub fn fix_tool_pairs<M: ChatMessage>(messages: &mut Vec<M>) -> PairRepair {
-    if messages.is_empty() {
+    if already_paired(messages) {
         return PairRepair::default();
     }
+    repair_by_ids(messages)
+}
+
+/// The repair proper: the original's two id sets, then the stubs.
+pub(super) fn repair_by_ids<M: ChatMessage>(messages: &mut Vec<M>) -> PairRepair {
     // Decide with ids borrowed from the list, then mutate it.
     let keep: Vec<bool> = {
         let call_ids: FastSet<&str> = messages
@@ -64,6 +69,37 @@ pub fn fix_tool_pairs<M: ChatMessage>(messages: &mut Vec<M>) -> PairRepair {
         messages.insert(at, M::tool_result(&id, &name, STUB_TEXT));
     }
     PairRepair { removed, stubbed }
+}
+
+/// Whether each tool result sits right after its assistant turn, in call
+/// order, with no other results anywhere: the shape the loop itself writes.
+/// Such a list is left unchanged by the repair below, and this check compares
+/// neighbouring ids instead of hashing every id twice (it was most of the
+/// pass's time on a long transcript).
+fn already_paired<M: ChatMessage>(messages: &[M]) -> bool {
+    let mut i = 0;
+    while let Some(m) = messages.get(i) {
+        i += 1;
+        match m.role() {
+            "tool" => return false,
+            "assistant" => {
+                for (id, _) in m.tool_call_refs() {
+                    match messages.get(i) {
+                        Some(r)
+                            if !id.is_empty()
+                                && r.role() == "tool"
+                                && r.tool_call_id() == Some(id) =>
+                        {
+                            i += 1
+                        }
+                        _ => return false,
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    true
 }
 
 #[cfg(test)]
