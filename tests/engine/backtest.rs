@@ -956,6 +956,7 @@ fn python_static_checks_refuse_dangerous_strategies() {
                 let files = bt::artifacts::write_ohlcv(
                     &run.join("artifacts"),
                     std::slice::from_ref(series),
+                    None,
                 )
                 .unwrap();
                 let r = python::signals(
@@ -1068,4 +1069,124 @@ fn the_data_engine_and_backtest_commands() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("must not be empty"));
+}
+
+fn write_bars_csv(path: &Path, b: &vibedesk::research::data::Bars) {
+    let mut buf = b"date,open,high,low,close,volume\n".to_vec();
+    for i in 0..b.len() {
+        bt::artifacts::push_date(&mut buf, b.dates[i]);
+        for c in [&b.open, &b.high, &b.low, &b.close, &b.volume] {
+            buf.push(b',');
+            bt::artifacts::push_f64(&mut buf, c[i]);
+        }
+        buf.push(b'\n');
+    }
+    std::fs::write(path, buf).unwrap();
+}
+
+fn artifact_bytes(run: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(run.join("artifacts"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn inode(p: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).unwrap().ino()
+}
+
+/// A rerun in the same run dir reads the parsed-bars cache and links the
+/// OHLCV files it would write identically, with byte-identical artifacts;
+/// a changed data file is parsed and written again.
+#[tokio::test]
+async fn a_rerun_reuses_parsed_data_and_unchanged_ohlcv_files_but_sees_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(run.join("data")).unwrap();
+    let (from, to) = (Some(d("2008-01-01")), Some(d("2011-12-31")));
+    for sym in ["AAPL", "MSFT"] {
+        let s = embedded::load(sym, from, to).unwrap();
+        write_bars_csv(&run.join(format!("data/{sym}.csv")), &s.bars);
+    }
+    std::fs::write(
+        run.join("config.json"),
+        json!({"codes": ["AAPL", "MSFT"], "start_date": "2008-01-01", "end_date": "2011-12-31",
+               "source": "local", "strategy": {"name": "sma_crossover", "params": {"fast": 10, "slow": 30}}})
+        .to_string(),
+    )
+    .unwrap();
+    let opts = bt::RunOptions {
+        offline: true,
+        ..bt::RunOptions::default()
+    };
+    let first = bt::run_in_dir(&run, &opts).await.unwrap();
+    let before = artifact_bytes(&run);
+    let entries = std::fs::read_dir(run.join(bt::PARSED_CACHE_DIR))
+        .unwrap()
+        .count();
+    assert_eq!(entries, 2, "one parsed entry per data file");
+    let aapl = run.join("artifacts/ohlcv_AAPL.csv");
+    let msft = run.join("artifacts/ohlcv_MSFT.csv");
+    // Keep a second name for each file, to see whether the rerun links it.
+    std::fs::hard_link(&aapl, dir.path().join("aapl.keep")).unwrap();
+    std::fs::hard_link(&msft, dir.path().join("msft.keep")).unwrap();
+
+    let second = bt::run_in_dir(&run, &opts).await.unwrap();
+    assert_eq!(
+        artifact_bytes(&run),
+        before,
+        "a rerun writes the same bytes"
+    );
+    assert_eq!(second.scalars, first.scalars);
+    assert_eq!(inode(&aapl), inode(&dir.path().join("aapl.keep")), "linked");
+    assert_eq!(inode(&msft), inode(&dir.path().join("msft.keep")), "linked");
+    let card: Value =
+        serde_json::from_slice(&std::fs::read(run.join("run_card.json")).unwrap()).unwrap();
+    assert!(
+        !card["artifacts"]
+            .to_string()
+            .contains(bt::artifacts::OHLCV_FINGERPRINTS),
+        "the fingerprint file is not an artifact: {}",
+        card["artifacts"]
+    );
+
+    // MSFT's file changes: its cache entry and its OHLCV file are stale.
+    let mut s = embedded::load("MSFT", from, to).unwrap();
+    s.bars.close[100] *= 1.01;
+    s.bars.high[100] = s.bars.high[100].max(s.bars.close[100]);
+    write_bars_csv(&run.join("data/MSFT.csv"), &s.bars);
+    bt::run_in_dir(&run, &opts).await.unwrap();
+    assert_eq!(
+        inode(&aapl),
+        inode(&dir.path().join("aapl.keep")),
+        "still linked"
+    );
+    assert_ne!(
+        inode(&msft),
+        inode(&dir.path().join("msft.keep")),
+        "written anew"
+    );
+    let new_msft = std::fs::read_to_string(&msft).unwrap();
+    let old_msft = std::fs::read_to_string(dir.path().join("msft.keep")).unwrap();
+    let changed: Vec<(&str, &str)> = new_msft
+        .lines()
+        .zip(old_msft.lines())
+        .filter(|(a, b)| a != b)
+        .collect();
+    assert_eq!(changed.len(), 1, "exactly the edited bar: {changed:?}");
+    let mut cell = Vec::new();
+    bt::artifacts::push_f64(&mut cell, s.bars.close[100]);
+    assert!(
+        changed[0].0.contains(&*String::from_utf8_lossy(&cell)),
+        "{changed:?}"
+    );
 }

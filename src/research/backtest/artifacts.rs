@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use super::metrics::{self, num};
 use super::{BacktestError, Outcome, chart};
-use crate::research::data::PriceSeries;
+use crate::research::data::{Bars, PriceSeries};
 
 /// Writes `bytes` to `path` via a temp file and a rename (no fsync).
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), BacktestError> {
@@ -105,27 +105,113 @@ fn push_cell(buf: &mut Vec<u8>, s: &str) {
     }
 }
 
-/// `ohlcv_<code>.csv` for every series; returns the paths in order.
-pub fn write_ohlcv(art_dir: &Path, series: &[PriceSeries]) -> Result<Vec<PathBuf>, BacktestError> {
+/// The previous set's OHLCV fingerprints, kept inside the set (and so
+/// replaced with it) but outside the artifact list.
+pub const OHLCV_FINGERPRINTS: &str = ".ohlcv-fingerprints";
+/// Bumped whenever the OHLCV file layout changes.
+const OHLCV_FORMAT: u64 = 1;
+
+/// Writes `ohlcv_<code>.csv` per series. A file the previous set (`previous`,
+/// moved aside by the run) holds with the same fingerprint and size is hard
+/// linked instead of formatted again: a rerun on the same data (a parameter
+/// sweep) then writes none of the ~26 MB of text. Any doubt (no entry, a
+/// changed size, a link the file system refuses) formats the file.
+pub fn write_ohlcv(
+    art_dir: &Path,
+    series: &[PriceSeries],
+    previous: Option<&Path>,
+) -> Result<Vec<PathBuf>, BacktestError> {
+    let earlier = previous.map(read_fingerprints).unwrap_or_default();
     let mut paths = Vec::with_capacity(series.len());
+    let mut manifest = String::new();
     for s in series {
         let b = &s.bars;
-        // A row of five shortest-form doubles runs to ~100 bytes.
-        let mut buf = Vec::with_capacity(b.len() * 112 + 64);
-        buf.extend_from_slice(b"timestamp,open,high,low,close,volume\n");
-        for i in 0..b.len() {
-            push_date(&mut buf, b.dates[i]);
-            for col in [&b.open, &b.high, &b.low, &b.close, &b.volume] {
-                buf.push(b',');
-                push_f64(&mut buf, col[i]);
+        let name = format!("ohlcv_{}.csv", file_safe(&s.symbol));
+        let p = art_dir.join(&name);
+        let fingerprint = bars_fingerprint(b);
+        let reused = match (previous, earlier.get(&name)) {
+            (Some(prev), Some(&(f, size))) if f == fingerprint => {
+                link_if_same(&prev.join(&name), &p, size).then_some(size)
             }
-            buf.push(b'\n');
-        }
-        let p = art_dir.join(format!("ohlcv_{}.csv", file_safe(&s.symbol)));
-        write_file(&p, &buf)?;
+            _ => None,
+        };
+        let size = match reused {
+            Some(size) => size,
+            None => {
+                // A row of five shortest-form doubles runs to ~100 bytes.
+                let mut buf = Vec::with_capacity(b.len() * 112 + 64);
+                buf.extend_from_slice(b"timestamp,open,high,low,close,volume\n");
+                for i in 0..b.len() {
+                    push_date(&mut buf, b.dates[i]);
+                    for col in [&b.open, &b.high, &b.low, &b.close, &b.volume] {
+                        buf.push(b',');
+                        push_f64(&mut buf, col[i]);
+                    }
+                    buf.push(b'\n');
+                }
+                write_file(&p, &buf)?;
+                buf.len() as u64
+            }
+        };
+        manifest.push_str(&format!("{name}\t{fingerprint:032x}\t{size}\n"));
         paths.push(p);
     }
+    write_file(&art_dir.join(OHLCV_FINGERPRINTS), manifest.as_bytes())?;
     Ok(paths)
+}
+
+/// `name → (fingerprint, size)` from a set's fingerprint file; unreadable
+/// lines are skipped (their files are simply formatted again).
+fn read_fingerprints(set: &Path) -> std::collections::HashMap<String, (u128, u64)> {
+    let text = std::fs::read_to_string(set.join(OHLCV_FINGERPRINTS)).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            let name = f.next()?.to_string();
+            let fingerprint = u128::from_str_radix(f.next()?, 16).ok()?;
+            let size = f.next()?.parse().ok()?;
+            Some((name, (fingerprint, size)))
+        })
+        .collect()
+}
+
+/// Hard links `from` to `to` when `from` is a regular file of `size` bytes.
+fn link_if_same(from: &Path, to: &Path, size: u64) -> bool {
+    std::fs::symlink_metadata(from).is_ok_and(|m| m.is_file() && m.len() == size)
+        && std::fs::hard_link(from, to).is_ok()
+}
+
+/// 128 bits over everything an OHLCV file is written from: the layout
+/// version, the dates and every value's bits. Two multiply-rotate lanes:
+/// a change detector for our own files, not a defence against forgery
+/// (whoever can write the run dir can write the artifacts anyway).
+fn bars_fingerprint(b: &Bars) -> u128 {
+    let mut h = [0x9E37_79B9_7F4A_7C15u64, 0xC2B2_AE3D_27D4_EB4F];
+    let mut eat = |w: u64| {
+        h[0] = (h[0] ^ w)
+            .wrapping_mul(0xFF51_AFD7_ED55_8CCD)
+            .rotate_left(31);
+        h[1] = h[1]
+            .wrapping_add(w)
+            .wrapping_mul(0xC4CE_B9FE_1A85_EC53)
+            .rotate_left(27);
+    };
+    eat(OHLCV_FORMAT);
+    eat(b.len() as u64);
+    for d in &b.dates {
+        eat(d.num_days_from_ce() as u64);
+    }
+    for col in [&b.open, &b.high, &b.low, &b.close, &b.volume] {
+        for x in col.iter() {
+            eat(x.to_bits());
+        }
+    }
+    let fin = |mut x: u64| {
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+        x ^ (x >> 33)
+    };
+    (u128::from(fin(h[0])) << 64) | u128::from(fin(h[1]))
 }
 
 fn matrix_csv(o: &Outcome, values: &[f64]) -> Vec<u8> {

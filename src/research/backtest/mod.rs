@@ -193,6 +193,9 @@ pub async fn fetch_data(
     Ok((universe.series, universe.effective_sources, bench))
 }
 
+/// Parsed local data files kept for reruns in the same run dir.
+pub const PARSED_CACHE_DIR: &str = ".cache/bars";
+
 fn market_data(cfg: &BacktestConfig, run_dir: &Path, opts: &RunOptions) -> MarketData {
     let mut local_dirs = vec![run_dir.join("data"), run_dir.to_path_buf()];
     local_dirs.extend(opts.local_dirs.iter().cloned());
@@ -205,6 +208,8 @@ fn market_data(cfg: &BacktestConfig, run_dir: &Path, opts: &RunOptions) -> Marke
     MarketData::new(DataConfig {
         cache_dir: opts.cache_dir.clone(),
         local_dirs,
+        // Reruns in this run dir (a parameter sweep) skip parsing.
+        parsed_cache: Some(run_dir.join(PARSED_CACHE_DIR)),
         online: !opts.offline && !offline_source,
         ..DataConfig::default()
     })
@@ -583,12 +588,13 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
     let (series, effective_sources, bench) = fetch_data(&cfg, run_dir, opts).await?;
     let fresh = FreshArtifacts::prepare(run_dir)?;
     let art_dir = fresh.dir.clone();
+    let previous = fresh.had_previous.then(|| fresh.previous.clone());
     let python = matches!(cfg.strategy, StrategySpec::Python);
     let (signals, strategy_bytes) = match &cfg.strategy {
         StrategySpec::Python => {
             let code_path = run_dir.join(SIGNAL_ENGINE_FILE);
             let code = std::fs::read(&code_path).map_err(BacktestError::io("read", &code_path))?;
-            let files = artifacts::write_ohlcv(&art_dir, &series)?;
+            let files = artifacts::write_ohlcv(&art_dir, &series, previous.as_deref())?;
             let python = opts.python.clone();
             let dir = run_dir.to_path_buf();
             let codes: Vec<String> = series.iter().map(|s| s.symbol.clone()).collect();
@@ -623,8 +629,9 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
         std::thread::scope(|scope| {
             // The OHLCV files depend on the data alone: they are written
             // while the simulation runs.
-            let ohlcv =
-                (!python).then(|| scope.spawn(|| artifacts::write_ohlcv(&art_dir, &series)));
+            let ohlcv = (!python).then(|| {
+                scope.spawn(|| artifacts::write_ohlcv(&art_dir, &series, previous.as_deref()))
+            });
             let outcome = evaluate(&cfg, &series, &signals, bench.as_ref());
             let mut written = artifacts::write_all(&dir, &outcome, &series, move || match ohlcv {
                 Some(h) => h

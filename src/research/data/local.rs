@@ -505,6 +505,7 @@ pub fn load_file(
     symbol: &str,
     start: Option<NaiveDate>,
     end: Option<NaiveDate>,
+    parsed_cache: Option<&Path>,
 ) -> Result<PriceSeries, DataError> {
     let io = |source| DataError::Io {
         path: path.to_path_buf(),
@@ -522,10 +523,20 @@ pub fn load_file(
         });
     }
     let origin = path.display().to_string();
-    let parsed = if is_parquet(path) {
-        super::parquet_file::parse(path, &origin, Some(symbol))?
-    } else {
-        parse_csv(&read_text_file(path)?, &origin, Some(symbol))?
+    let cached = parsed_cache.and_then(|dir| super::bars_cache::get(dir, path, &meta));
+    let parsed = match cached {
+        Some(p) => p,
+        None => {
+            let p = if is_parquet(path) {
+                super::parquet_file::parse(path, &origin, Some(symbol))?
+            } else {
+                parse_csv(&read_text_file(path)?, &origin, Some(symbol))?
+            };
+            if let Some(dir) = parsed_cache {
+                super::bars_cache::put(dir, path, &meta, &p);
+            }
+            p
+        }
     };
     let (bars, adjustments, dropped, notes) = parsed.finish(start, end);
     let provenance = Provenance {
@@ -648,9 +659,10 @@ pub fn load(
     dirs: &[PathBuf],
     start: Option<NaiveDate>,
     end: Option<NaiveDate>,
+    parsed_cache: Option<&Path>,
 ) -> Result<PriceSeries, DataError> {
     let path = find_file(symbol, dirs)?;
-    load_file(&path, symbol, start, end)
+    load_file(&path, symbol, start, end, parsed_cache)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 //! Series are plain columns ([`Bars`]); the backtest aligns them on a union
 //! calendar and forward-fills (spec §7.4), so loaders never fill gaps.
 
+pub mod bars_cache;
 pub mod cache;
 pub mod clean;
 pub mod embedded;

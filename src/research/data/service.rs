@@ -40,6 +40,9 @@ pub struct DataConfig {
     /// Folders the `local` loader searches for `<SYMBOL>.csv`; empty makes
     /// `local` unavailable.
     pub local_dirs: Vec<PathBuf>,
+    /// Where parsed local files are kept for reruns (see
+    /// [`super::bars_cache`]); `None` parses every time.
+    pub parsed_cache: Option<PathBuf>,
     /// Whether the online loaders may be used at all.
     pub online: bool,
     pub yahoo_base_url: String,
@@ -53,6 +56,7 @@ impl Default for DataConfig {
         DataConfig {
             cache_dir: None,
             local_dirs: Vec::new(),
+            parsed_cache: None,
             online: true,
             yahoo_base_url: DEFAULT_YAHOO_BASE.to_string(),
             stooq_base_url: DEFAULT_STOOQ_BASE.to_string(),
@@ -417,13 +421,16 @@ impl MarketData {
             }
             Source::Local => {
                 let dirs = self.config.local_dirs.clone();
+                let cache = self.config.parsed_cache.clone();
                 let sym = symbol.to_string();
-                tokio::task::spawn_blocking(move || local::load(&sym, &dirs, start, end))
-                    .await
-                    .map_err(|e| DataError::Unavailable {
-                        loader: Source::Local,
-                        reason: format!("the loader task failed: {e}"),
-                    })?
+                tokio::task::spawn_blocking(move || {
+                    local::load(&sym, &dirs, start, end, cache.as_deref())
+                })
+                .await
+                .map_err(|e| DataError::Unavailable {
+                    loader: Source::Local,
+                    reason: format!("the loader task failed: {e}"),
+                })?
             }
             Source::Yahoo | Source::Stooq => {
                 self.load_online(source, symbol, market, start, end).await
