@@ -27,7 +27,8 @@ use std::path::{Path, PathBuf};
 use chrono::{Datelike, NaiveDate};
 use serde_json::{Value, json};
 
-use super::metrics::{self, num};
+use super::engine::Fill;
+use super::metrics;
 use super::{BacktestError, Outcome, chart};
 use crate::research::data::{Bars, PriceSeries};
 
@@ -330,16 +331,62 @@ fn fills_jsonl(o: &Outcome) -> Vec<u8> {
     let p = &o.panel;
     let mut buf = Vec::with_capacity(o.sim.fills.len() * 256);
     for f in &o.sim.fills {
-        let line = json!({
-            "symbol": p.codes.get(f.symbol), "timestamp": p.dates.get(f.bar).map(ToString::to_string),
-            "bar_idx": f.bar, "action": f.action, "signed_quantity": num(f.signed_quantity),
-            "notional": num(f.notional), "execution_price": num(f.execution_price), "fee": num(f.fee),
-            "margin": num(f.margin), "reason": f.reason.as_str(), "holding_bars": f.holding_bars,
-        });
-        let _ = serde_json::to_writer(&mut buf, &line);
-        buf.push(b'\n');
+        push_fill(
+            &mut buf,
+            p.codes.get(f.symbol).map(String::as_str),
+            p.dates.get(f.bar).copied(),
+            f,
+        );
     }
     buf
+}
+
+/// One `fills.jsonl` line, byte for byte what serde_json writes for the
+/// record as a map (compact, keys in order, NaN and ±inf as null), without
+/// building the map: thousands of fills made it the slowest table.
+fn push_fill(buf: &mut Vec<u8>, code: Option<&str>, date: Option<NaiveDate>, f: &Fill) {
+    let mut itoa = itoa::Buffer::new();
+    let number = |buf: &mut Vec<u8>, x: f64| {
+        if x.is_finite() {
+            push_f64(buf, x);
+        } else {
+            buf.extend_from_slice(b"null");
+        }
+    };
+    buf.extend_from_slice(b"{\"symbol\":");
+    match code {
+        // Writing a string to a Vec cannot fail.
+        Some(c) => drop(serde_json::to_writer(&mut *buf, c)),
+        None => buf.extend_from_slice(b"null"),
+    }
+    buf.extend_from_slice(b",\"timestamp\":");
+    match date {
+        Some(d) => {
+            buf.push(b'"');
+            push_date(buf, d);
+            buf.push(b'"');
+        }
+        None => buf.extend_from_slice(b"null"),
+    }
+    buf.extend_from_slice(b",\"bar_idx\":");
+    buf.extend_from_slice(itoa.format(f.bar).as_bytes());
+    buf.extend_from_slice(b",\"action\":\"");
+    buf.extend_from_slice(f.action.as_bytes());
+    buf.extend_from_slice(b"\",\"signed_quantity\":");
+    number(buf, f.signed_quantity);
+    buf.extend_from_slice(b",\"notional\":");
+    number(buf, f.notional);
+    buf.extend_from_slice(b",\"execution_price\":");
+    number(buf, f.execution_price);
+    buf.extend_from_slice(b",\"fee\":");
+    number(buf, f.fee);
+    buf.extend_from_slice(b",\"margin\":");
+    number(buf, f.margin);
+    buf.extend_from_slice(b",\"reason\":\"");
+    buf.extend_from_slice(f.reason.as_str().as_bytes());
+    buf.extend_from_slice(b"\",\"holding_bars\":");
+    buf.extend_from_slice(itoa.format(f.holding_bars).as_bytes());
+    buf.extend_from_slice(b"}\n");
 }
 
 /// One header row and one value row; text cells for non-numbers.
@@ -491,6 +538,9 @@ where
             let png = chart::png(&data).map_err(BacktestError::Chart)?;
             write_file(&png_path, &png)
         });
+        // The executed weights change every bar (prices move): the largest
+        // table to format, so it gets a core of its own.
+        let positions = scope.spawn(|| matrix_csv(o, &o.sim.weights));
         let tables = (|| -> Result<Vec<(String, PathBuf)>, BacktestError> {
             let mut w: Vec<(String, PathBuf)> = Vec::new();
             let mut put = |name: &str, file: &str, bytes: &[u8]| -> Result<(), BacktestError> {
@@ -502,7 +552,10 @@ where
             put("equity", "equity.csv", &equity_csv(o))?;
             put("metrics", "metrics.csv", &metrics_csv(o))?;
             put("trades", "trades.csv", &trades_csv(o))?;
-            put("positions", "positions.csv", &matrix_csv(o, &o.sim.weights))?;
+            let positions = positions
+                .join()
+                .map_err(|_| BacktestError::Chart("the positions writer thread panicked".into()))?;
+            put("positions", "positions.csv", &positions)?;
             put(
                 "target_positions",
                 "target_positions.csv",
@@ -561,6 +614,48 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The direct fill writer matches serde_json on the same record.
+    #[test]
+    fn fill_lines_match_serde_json() {
+        use super::super::engine::Reason;
+        use super::super::metrics::num;
+        let d = NaiveDate::from_ymd_opt(2010, 3, 4).unwrap();
+        for (code, date, x) in [
+            (Some("AAPL"), Some(d), 1.5),
+            (Some("BTC/\"USDT\\"), None, f64::NAN),
+            (None, Some(d), f64::INFINITY),
+            (Some("中文"), Some(d), -0.0),
+            (Some("X"), Some(d), 1e-300),
+        ] {
+            let f = Fill {
+                symbol: 0,
+                bar: 17,
+                action: "close_long",
+                signed_quantity: -x,
+                notional: x * 3.0,
+                execution_price: 101.25,
+                fee: x / 7.0,
+                margin: 0.0,
+                reason: Reason::EndOfBacktest,
+                holding_bars: 42,
+            };
+            let mut ours = Vec::new();
+            push_fill(&mut ours, code, date, &f);
+            let mut want = serde_json::to_vec(&json!({
+                "symbol": code, "timestamp": date.map(|d| d.to_string()),
+                "bar_idx": f.bar, "action": f.action, "signed_quantity": num(f.signed_quantity),
+                "notional": num(f.notional), "execution_price": num(f.execution_price), "fee": num(f.fee),
+                "margin": num(f.margin), "reason": f.reason.as_str(), "holding_bars": f.holding_bars,
+            }))
+            .unwrap();
+            want.push(b'\n');
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                String::from_utf8(want).unwrap()
+            );
+        }
+    }
 
     /// `matrix_csv` writes a zero as "0.0" without formatting it.
     #[test]

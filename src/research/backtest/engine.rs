@@ -230,28 +230,36 @@ impl Panel {
             all
         };
         let n = dates.len();
-        let mut open = vec![f64::NAN; n * k];
-        let mut mark = vec![0.0; n * k];
-        let mut close = vec![f64::NAN; n * k];
-        for (s, b) in series.iter().enumerate() {
-            let mut j = 0;
-            let mut last = f64::NAN;
-            let mut since = usize::MAX;
-            for (t, d) in dates.iter().enumerate() {
-                let i = t * k + s;
-                if j < b.len() && b.dates[j] == *d {
-                    open[i] = b.open[j];
-                    last = b.close[j];
-                    since = 0;
-                    j += 1;
-                } else if since != usize::MAX {
-                    since += 1;
+        // Row by row, each symbol with its own cursor: the matrices are
+        // written in order instead of one strided column at a time, which
+        // thrashed the cache on a 100-symbol universe.
+        let mut open = Vec::with_capacity(n * k);
+        let mut mark = Vec::with_capacity(n * k);
+        let mut close = Vec::with_capacity(n * k);
+        // (next own bar, last close, bars since it)
+        let mut cursor: Vec<(usize, f64, usize)> = vec![(0, f64::NAN, usize::MAX); k];
+        for d in &dates {
+            for (b, (j, last, since)) in series.iter().zip(cursor.iter_mut()) {
+                let mut o = f64::NAN;
+                if *j < b.len() && b.dates[*j] == *d {
+                    o = b.open[*j];
+                    *last = b.close[*j];
+                    *since = 0;
+                    *j += 1;
+                } else if *since != usize::MAX {
+                    *since += 1;
                 }
-                if !last.is_nan() {
-                    mark[i] = last;
-                    if since <= ffill_limit {
-                        close[i] = last;
-                    }
+                open.push(o);
+                if last.is_nan() {
+                    mark.push(0.0);
+                    close.push(f64::NAN);
+                } else {
+                    mark.push(*last);
+                    close.push(if *since <= ffill_limit {
+                        *last
+                    } else {
+                        f64::NAN
+                    });
                 }
             }
         }
@@ -297,37 +305,39 @@ pub fn align_targets(
     ffill_limit: usize,
 ) -> Vec<f64> {
     let (n, k) = (panel.n(), panel.k());
-    let mut w = vec![0.0; n * k];
-    for s in 0..k {
-        let sig = signals.get(s).map_or(&[][..], Vec::as_slice);
-        let lo = if rules.get(s).is_some_and(|r| r.allow_short) {
-            -1.0
-        } else {
-            0.0
-        };
-        let clean = |x: f64| if x.is_nan() { 0.0 } else { x.clamp(lo, 1.0) };
-        let mut j = 0usize; // own-calendar index of the next bar
-        let mut last = 0.0;
-        let mut since = usize::MAX;
-        for t in 0..n {
-            let i = t * k + s;
-            if panel.open[i].is_finite() {
+    // Per symbol: its signals, its lower bound, and a cursor (next own bar,
+    // last target, bars since it), walked row by row as in `Panel::new`.
+    let sym: Vec<(&[f64], f64)> = (0..k)
+        .map(|s| {
+            let sig = signals.get(s).map_or(&[][..], Vec::as_slice);
+            let short = rules.get(s).is_some_and(|r| r.allow_short);
+            (sig, if short { -1.0 } else { 0.0 })
+        })
+        .collect();
+    let mut cursor: Vec<(usize, f64, usize)> = vec![(0, 0.0, usize::MAX); k];
+    let mut w = Vec::with_capacity(n * k);
+    for t in 0..n {
+        let row_start = w.len();
+        for (s, ((sig, lo), (j, last, since))) in sym.iter().zip(cursor.iter_mut()).enumerate() {
+            let clean = |x: f64| if x.is_nan() { 0.0 } else { x.clamp(*lo, 1.0) };
+            let mut x = 0.0;
+            if panel.open.get(t * k + s).is_some_and(|o| o.is_finite()) {
                 // Shifted one bar: today's target is yesterday's signal.
-                last = if j >= 1 {
-                    clean(sig.get(j - 1).copied().unwrap_or(0.0))
+                *last = if *j >= 1 {
+                    clean(sig.get(*j - 1).copied().unwrap_or(0.0))
                 } else {
                     0.0
                 };
-                w[i] = last;
-                since = 0;
-                j += 1;
-            } else if since != usize::MAX {
-                since += 1;
-                w[i] = if since <= ffill_limit { last } else { 0.0 };
+                x = *last;
+                *since = 0;
+                *j += 1;
+            } else if *since != usize::MAX {
+                *since += 1;
+                x = if *since <= ffill_limit { *last } else { 0.0 };
             }
+            w.push(x);
         }
-    }
-    for row in w.chunks_exact_mut(k.max(1)) {
+        let row = &mut w[row_start..];
         let gross: f64 = row.iter().map(|x| x.abs()).sum();
         if gross > 1.0 {
             for x in row.iter_mut() {

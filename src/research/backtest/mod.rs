@@ -216,15 +216,42 @@ fn market_data(cfg: &BacktestConfig, run_dir: &Path, opts: &RunOptions) -> Marke
 }
 
 /// Signals of the Rust strategies, one vector per series (own calendar).
+/// A large universe is split over the cores: each series' signals depend on
+/// that series alone.
 pub fn rust_signals(strategy: &StrategySpec, series: &[PriceSeries]) -> Vec<Vec<f64>> {
-    series
-        .iter()
-        .map(|s| match strategy {
-            StrategySpec::Builtin(b) => b.signals(&s.bars),
-            StrategySpec::Rules(r) => r.signals(&s.bars),
-            StrategySpec::Python => vec![0.0; s.bars.len()],
-        })
-        .collect()
+    let one = |s: &PriceSeries| match strategy {
+        StrategySpec::Builtin(b) => b.signals(&s.bars),
+        StrategySpec::Rules(r) => r.signals(&s.bars),
+        StrategySpec::Python => vec![0.0; s.bars.len()],
+    };
+    let bars: usize = series.iter().map(|s| s.bars.len()).sum();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(series.len());
+    // Below this a thread costs more than it saves.
+    const PARALLEL_BARS: usize = 50_000;
+    if threads < 2 || bars < PARALLEL_BARS {
+        return series.iter().map(one).collect();
+    }
+    let chunk = series.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        // A thread the process limit refuses is done on this one instead.
+        let parts: Vec<_> = series
+            .chunks(chunk)
+            .map(|c| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || c.iter().map(one).collect::<Vec<_>>())
+                    .map_err(|_| c)
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|part| match part {
+                Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                Err(c) => c.iter().map(one).collect(),
+            })
+            .collect()
+    })
 }
 
 /// Everything one backtest produced, in memory.

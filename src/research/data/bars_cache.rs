@@ -145,11 +145,21 @@ fn decode(bytes: &[u8], id: &Identity) -> Option<ParsedCsv> {
     if Some(r.0.len()) != n.checked_mul(4 + 8 * cols) {
         return None;
     }
-    let dates = r
-        .take(n * 4)?
-        .chunks_exact(4)
-        .map(|c| NaiveDate::from_num_days_from_ce_opt(i32::from_le_bytes([c[0], c[1], c[2], c[3]])))
-        .collect::<Option<Vec<_>>>()?;
+    let mut dates: Vec<NaiveDate> = Vec::with_capacity(n);
+    let mut prev: Option<(i32, NaiveDate)> = None;
+    for c in r.take(n * 4)?.chunks_exact(4) {
+        let days = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        // Bars are days apart: stepping from the previous date is several
+        // times cheaper than converting each day number from scratch.
+        let date = match prev {
+            Some((p, d)) if days > p && days - p <= 4 => {
+                (0..days - p).try_fold(d, |d, _| d.succ_opt())?
+            }
+            _ => NaiveDate::from_num_days_from_ce_opt(days)?,
+        };
+        dates.push(date);
+        prev = Some((days, date));
+    }
     let bars = Bars {
         dates,
         open: r.f64s(n)?,
@@ -173,20 +183,23 @@ mod tests {
     fn sample(adj: bool) -> ParsedCsv {
         let mut bars = Bars::with_capacity(3);
         let d = NaiveDate::from_ymd_opt(2010, 1, 4).unwrap();
-        for i in 0..3u32 {
-            let x = 10.0 + f64::from(i) / 3.0;
-            bars.push(
-                d + chrono::Days::new(i.into()),
-                x,
-                x + 1.0,
-                x - 1.0,
-                x,
-                f64::NAN,
-            );
+        // Steps of one and four days, a long gap, and one out of order.
+        for (i, date) in [
+            d,
+            d.succ_opt().unwrap(),
+            d + chrono::Days::new(5),
+            d + chrono::Days::new(40),
+            d - chrono::Days::new(3),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let x = 10.0 + i as f64 / 3.0;
+            bars.push(date, x, x + 1.0, x - 1.0, x, f64::NAN);
         }
         ParsedCsv {
             bars,
-            adj_close: adj.then(|| vec![1.0, 2.0, 3.0]),
+            adj_close: adj.then(|| vec![1.0, 2.0, 3.0, 4.0, 5.0]),
             has_volume: false,
         }
     }
