@@ -93,6 +93,9 @@ pub(crate) struct Captured {
     /// that escaped the group kept it).
     pub cut_off: bool,
     pub log_error: Option<String>,
+    /// The log, complete and flushed but not yet synced: the runner syncs
+    /// it once it knows how the run ended (see `Runner::run`).
+    pub log: Option<tokio::fs::File>,
 }
 
 /// Reads `reader` to its end, or until `stop` fires, into a [`CappedOutput`]
@@ -124,22 +127,23 @@ pub(crate) async fn capture<R: AsyncRead + Unpin>(
             log = None;
         }
     }
-    if let Some(mut f) = log {
+    if let Some(mut f) = log.take() {
         let closing = out.closing_bytes();
         let r = async {
             f.write_all(&closing).await?;
-            f.flush().await?;
-            f.sync_data().await
+            f.flush().await
         }
         .await;
-        if let Err(e) = r {
-            log_error = Some(e.to_string());
+        match r {
+            Ok(()) => log = Some(f),
+            Err(e) => log_error = Some(e.to_string()),
         }
     }
     Captured {
         out,
         cut_off,
         log_error,
+        log,
     }
 }
 

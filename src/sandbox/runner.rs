@@ -436,9 +436,21 @@ impl Runner {
             out: CappedOutput::new(0),
             cut_off: false,
             log_error: None,
+            log: None,
         };
-        let (out, err) = (out.unwrap_or_else(empty), err.unwrap_or_else(empty));
-        for (stream, c) in [("stdout", &out), ("stderr", &err)] {
+        let (mut out, mut err) = (out.unwrap_or_else(empty), err.unwrap_or_else(empty));
+        // The logs of a run that failed, timed out or was cancelled are the
+        // only record of what went wrong: forced to disk. A successful run's
+        // output is in its result and artifacts, and its logs are complete
+        // in the page cache (no process crash loses them); syncing them too
+        // cost two fsyncs, more than a whole backtest on a busy disk.
+        let succeeded = status.success() && !timed_out && !cancelled;
+        for (stream, c) in [("stdout", &mut out), ("stderr", &mut err)] {
+            if let (false, Some(f)) = (succeeded, c.log.as_mut())
+                && let Err(e) = f.sync_data().await
+            {
+                c.log_error = Some(e.to_string());
+            }
             if let Some(e) = &c.log_error {
                 tracing::warn!(stream, error = %e, "cannot write the sandbox log");
             }
