@@ -215,38 +215,65 @@ fn bars_fingerprint(b: &Bars) -> u128 {
     (u128::from(fin(h[0])) << 64) | u128::from(fin(h[1]))
 }
 
-fn matrix_csv(o: &Outcome, values: &[f64]) -> Vec<u8> {
+/// A weights matrix as CSV, row by row into `out`: the two matrices are the
+/// largest tables (3 MB each on 100 × 2,520), and building them whole cost
+/// a fresh page per 4 KB, more than formatting them.
+fn matrix_csv<W: Write>(o: &Outcome, values: &[f64], out: &mut W) -> std::io::Result<()> {
     let p = &o.panel;
     let k = p.k();
-    let mut buf = Vec::with_capacity(p.n() * (12 + k * 10) + 64);
-    buf.extend_from_slice(b"timestamp");
+    let mut row = Vec::with_capacity(12 + k * 24);
+    row.extend_from_slice(b"timestamp");
     for c in &p.codes {
-        buf.push(b',');
-        push_cell(&mut buf, c);
+        row.push(b',');
+        push_cell(&mut row, c);
     }
-    buf.push(b'\n');
+    row.push(b'\n');
+    out.write_all(&row)?;
     for (t, d) in p.dates.iter().enumerate() {
-        push_date(&mut buf, *d);
+        row.clear();
+        push_date(&mut row, *d);
         // Weight rows are mostly zeros and repeats of one value (equal
         // targets): those are copied, not formatted again.
         let mut last: Option<(u64, std::ops::Range<usize>)> = None;
         for s in 0..k {
-            buf.push(b',');
+            row.push(b',');
             let x = values.get(t * k + s).copied().unwrap_or(f64::NAN);
             let bits = x.to_bits();
             if bits == 0 {
-                buf.extend_from_slice(b"0.0");
+                row.extend_from_slice(b"0.0");
             } else if let Some((_, r)) = last.as_ref().filter(|(b, _)| *b == bits) {
-                buf.extend_from_within(r.clone());
+                row.extend_from_within(r.clone());
             } else {
-                let start = buf.len();
-                push_f64(&mut buf, x);
-                last = Some((bits, start..buf.len()));
+                let start = row.len();
+                push_f64(&mut row, x);
+                last = Some((bits, start..row.len()));
             }
         }
-        buf.push(b'\n');
+        row.push(b'\n');
+        out.write_all(&row)?;
     }
-    buf
+    Ok(())
+}
+
+/// [`matrix_csv`] to `path` through a temp file and a rename, as
+/// [`write_file`] does, with only a 128 KB buffer in memory.
+fn write_matrix(path: &Path, o: &Outcome, values: &[f64]) -> Result<(), BacktestError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&tmp).and_then(|f| {
+        let mut w = std::io::BufWriter::with_capacity(128 << 10, f);
+        matrix_csv(o, values, &mut w)?;
+        w.flush()
+    });
+    written
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            BacktestError::io("write", path)(e)
+        })
 }
 
 fn equity_csv(o: &Outcome) -> Vec<u8> {
@@ -529,6 +556,7 @@ where
     };
     let svg_path = dir.join("equity_chart.svg");
     let png_path = dir.join("equity_chart.png");
+    let positions_path = dir.join("positions.csv");
     let mut out: Vec<(String, PathBuf)> = Vec::new();
     let (chart_result, tables) = std::thread::scope(|scope| {
         let ohlcv = scope.spawn(ohlcv_files);
@@ -540,42 +568,59 @@ where
         });
         // The executed weights change every bar (prices move): the largest
         // table to format, so it gets a core of its own.
-        let positions = scope.spawn(|| matrix_csv(o, &o.sim.weights));
+        let positions = scope.spawn(|| write_matrix(&positions_path, o, &o.sim.weights));
         let tables = (|| -> Result<Vec<(String, PathBuf)>, BacktestError> {
             let mut w: Vec<(String, PathBuf)> = Vec::new();
-            let mut put = |name: &str, file: &str, bytes: &[u8]| -> Result<(), BacktestError> {
+            let mut put = |name: &str,
+                           file: &str,
+                           write: &dyn Fn(&Path) -> Result<(), BacktestError>|
+             -> Result<(), BacktestError> {
                 let p = dir.join(file);
-                write_file(&p, bytes)?;
+                write(&p)?;
                 w.push((name.to_string(), p));
                 Ok(())
             };
-            put("equity", "equity.csv", &equity_csv(o))?;
-            put("metrics", "metrics.csv", &metrics_csv(o))?;
-            put("trades", "trades.csv", &trades_csv(o))?;
-            let positions = positions
-                .join()
-                .map_err(|_| BacktestError::Chart("the positions writer thread panicked".into()))?;
-            put("positions", "positions.csv", &positions)?;
-            put(
-                "target_positions",
-                "target_positions.csv",
-                &matrix_csv(o, &o.targets),
-            )?;
-            put("fills", "fills.jsonl", &fills_jsonl(o))?;
+            put("equity", "equity.csv", &|p| write_file(p, &equity_csv(o)))?;
+            put("metrics", "metrics.csv", &|p| {
+                write_file(p, &metrics_csv(o))
+            })?;
+            put("trades", "trades.csv", &|p| write_file(p, &trades_csv(o)))?;
+            positions.join().map_err(|_| {
+                BacktestError::Chart("the positions writer thread panicked".into())
+            })??;
+            // Already at `positions_path`, written on its own core.
+            put("positions", "positions.csv", &|_| Ok(()))?;
+            put("target_positions", "target_positions.csv", &|p| {
+                write_matrix(p, o, &o.targets)
+            })?;
+            put("fills", "fills.jsonl", &|p| write_file(p, &fills_jsonl(o)))?;
             let mut all = o.scalars.clone();
             for (k, v) in &o.nested {
                 all.insert(k.clone(), v.clone());
             }
             all.insert("warnings".into(), json!(o.warnings));
-            put("metrics_json", "metrics.json", &pretty(&Value::Object(all)))?;
+            let all = Value::Object(all);
+            put("metrics_json", "metrics.json", &|p| {
+                write_file(p, &pretty(&all))
+            })?;
             let (rj, rm) = rebalance_notes(o);
-            put("rebalance_notes", "rebalance_notes.json", &pretty(&rj))?;
-            put("rebalance_notes_md", "rebalance_notes.md", rm.as_bytes())?;
+            put("rebalance_notes", "rebalance_notes.json", &|p| {
+                write_file(p, &pretty(&rj))
+            })?;
+            put("rebalance_notes_md", "rebalance_notes.md", &|p| {
+                write_file(p, rm.as_bytes())
+            })?;
             let (xj, xm) = risk_xray(o);
-            put("risk_xray", "risk_xray.json", &pretty(&xj))?;
-            put("risk_xray_md", "risk_xray.md", xm.as_bytes())?;
+            put("risk_xray", "risk_xray.json", &|p| {
+                write_file(p, &pretty(&xj))
+            })?;
+            put("risk_xray_md", "risk_xray.md", &|p| {
+                write_file(p, xm.as_bytes())
+            })?;
             if let Some(v) = &o.validation {
-                put("validation", "validation.json", &pretty(v))?;
+                put("validation", "validation.json", &|p| {
+                    write_file(p, &pretty(v))
+                })?;
             }
             Ok(w)
         })();
