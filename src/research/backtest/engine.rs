@@ -699,10 +699,11 @@ pub fn simulate_into(panel: &Panel, targets: &[f64], p: &SimParams<'_>, out: &mu
     let mut sim = std::mem::take(out);
     sim.equity.clear();
     sim.equity.reserve(n);
+    // Filled row by row as the bars go: no zeroing pass over fresh pages.
     sim.weights.clear();
-    sim.weights.resize(n * k, 0.0);
+    sim.weights.reserve(n * k);
     sim.turnover.clear();
-    sim.turnover.resize(n, 0.0);
+    sim.turnover.reserve(n);
     sim.fills.clear();
     sim.trades.clear();
     sim.dropped.clear();
@@ -797,22 +798,24 @@ fn run_book(book: &mut Book<'_>, panel: &Panel, targets: &[f64], p: &SimParams<'
         }
         book.out.equity.push(e);
         let inv = if e != 0.0 { 1.0 / e } else { 0.0 };
-        let wrow = &mut book.out.weights[row..row + k];
-        for ((w, q), m) in wrow.iter_mut().zip(&book.qty).zip(mk) {
-            *w = q * m * inv;
-        }
-        if book.out.fills.len() > fills_before {
+        book.out
+            .weights
+            .extend(book.qty.iter().zip(mk).map(|(q, m)| q * m * inv));
+        let turnover = if book.out.fills.len() > fills_before {
             book.out.trade_bars += 1;
             let traded: f64 = book.out.fills[fills_before..]
                 .iter()
                 .map(|f| f.notional)
                 .sum();
-            book.out.turnover[t] = if e != 0.0 {
+            if e != 0.0 {
                 traded / (2.0 * e.abs())
             } else {
                 0.0
-            };
-        }
+            }
+        } else {
+            0.0
+        };
+        book.out.turnover.push(turnover);
     }
 }
 
