@@ -1,90 +1,31 @@
 """Timing baseline for `cargo bench --bench compaction`.
 
-The original Vibe-Trading compaction helpers as its behavioural spec describes
-them (../shared/spec/vibe-trading-engine.md §3.1-§3.5): plain Python over the
-message dicts, L1 microcompact, L2 context collapse, tool-pair repair and the
-chars/4 token estimate. Written here from the spec for timing on the same
-input; it is not the original's source and archives nothing.
+Times the original Vibe-Trading compaction layers as its behavioural spec
+gives them (§3.1-§3.5) on the bench's transcript: L1 microcompact, L2
+context collapse and tool-pair repair from the fixtures' reference
+(tests/fixtures/compaction/reference.py, plain Python over the message
+dicts, the same code that wrote the expected outputs), and the chars/4
+token estimate. Not the original's source; it archives nothing.
 
 Usage: python3 compaction_original.py TRANSCRIPT.jsonl
 Prints one JSON object: median seconds of each step over 7 runs, and the
-estimate after the pass (the bench checks it equals ours).
+estimate before and after the pass (the bench checks both equal ours).
 """
 
 import json
+import os
 import sys
 import time
 
-KEEP_RECENT = 3
-COLLAPSE_PRESERVE_RECENT = 6
-COLLAPSE_THRESHOLD = 2400
-STUB = "[Result from earlier context, see the summary above]"
+sys.path.insert(
+    0,
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures", "compaction"),
+)
+from reference import collapse, micro as microcompact, pairs as fix_tool_pairs  # noqa: E402
 
 
 def estimate_tokens(messages):
     return len(json.dumps(messages, ensure_ascii=False, default=str)) // 4
-
-
-def microcompact(messages):
-    tools = [m for m in messages if m.get("role") == "tool"]
-    if len(tools) <= KEEP_RECENT:
-        return
-    for m in tools[:-KEEP_RECENT]:
-        content = m.get("content")
-        if isinstance(content, str) and len(content) > 100:
-            m["content"] = "[cleared]"
-
-
-def collapse(messages):
-    if len(messages) <= COLLAPSE_PRESERVE_RECENT + 1:
-        return
-    for m in messages[1 : len(messages) - COLLAPSE_PRESERVE_RECENT]:
-        content = m.get("content")
-        if (
-            isinstance(content, str)
-            and len(content) > COLLAPSE_THRESHOLD
-            and content != "[cleared]"
-        ):
-            n = len(content) - 1400
-            m["content"] = (
-                content[:900] + f"\n\n...[{n} chars collapsed]...\n\n" + content[-500:]
-            )
-
-
-def fix_tool_pairs(messages):
-    if not messages:
-        return messages
-    call_ids = set()
-    for m in messages:
-        if m.get("role") == "assistant":
-            for tc in m.get("tool_calls") or []:
-                if tc.get("id"):
-                    call_ids.add(tc["id"])
-    messages[:] = [
-        m
-        for m in messages
-        if m.get("role") != "tool" or m.get("tool_call_id") in call_ids
-    ]
-    answered = {
-        m["tool_call_id"]
-        for m in messages
-        if m.get("role") == "tool" and m.get("tool_call_id")
-    }
-    stubs = []
-    for i, m in enumerate(messages):
-        if m.get("role") != "assistant":
-            continue
-        for tc in m.get("tool_calls") or []:
-            cid = tc.get("id")
-            if cid and cid not in answered:
-                name = (tc.get("function") or {}).get("name") or "unknown"
-                stubs.append(
-                    (i + 1, {"role": "tool", "tool_call_id": cid, "name": name, "content": STUB})
-                )
-                answered.add(cid)
-    for at, stub in reversed(stubs):
-        messages.insert(at, stub)
-    return messages
 
 
 def median(xs):

@@ -570,57 +570,53 @@ where
         // table to format, so it gets a core of its own.
         let positions = scope.spawn(|| write_matrix(&positions_path, o, &o.sim.weights));
         let tables = (|| -> Result<Vec<(String, PathBuf)>, BacktestError> {
-            let mut w: Vec<(String, PathBuf)> = Vec::new();
-            let mut put = |name: &str,
-                           file: &str,
-                           write: &dyn Fn(&Path) -> Result<(), BacktestError>|
-             -> Result<(), BacktestError> {
+            // Each file is written, then listed under its artifact name.
+            let table = |name: &str,
+                         file: &str,
+                         bytes: &[u8]|
+             -> Result<(String, PathBuf), BacktestError> {
                 let p = dir.join(file);
-                write(&p)?;
-                w.push((name.to_string(), p));
-                Ok(())
+                write_file(&p, bytes)?;
+                Ok((name.to_string(), p))
             };
-            put("equity", "equity.csv", &|p| write_file(p, &equity_csv(o)))?;
-            put("metrics", "metrics.csv", &|p| {
-                write_file(p, &metrics_csv(o))
-            })?;
-            put("trades", "trades.csv", &|p| write_file(p, &trades_csv(o)))?;
+            let mut w: Vec<(String, PathBuf)> = Vec::new();
+            w.push(table("equity", "equity.csv", &equity_csv(o))?);
+            w.push(table("metrics", "metrics.csv", &metrics_csv(o))?);
+            w.push(table("trades", "trades.csv", &trades_csv(o))?);
             positions.join().map_err(|_| {
                 BacktestError::Chart("the positions writer thread panicked".into())
             })??;
-            // Already at `positions_path`, written on its own core.
-            put("positions", "positions.csv", &|_| Ok(()))?;
-            put("target_positions", "target_positions.csv", &|p| {
-                write_matrix(p, o, &o.targets)
-            })?;
-            put("fills", "fills.jsonl", &|p| write_file(p, &fills_jsonl(o)))?;
+            w.push(("positions".into(), positions_path.clone()));
+            let targets_path = dir.join("target_positions.csv");
+            write_matrix(&targets_path, o, &o.targets)?;
+            w.push(("target_positions".into(), targets_path));
+            w.push(table("fills", "fills.jsonl", &fills_jsonl(o))?);
             let mut all = o.scalars.clone();
             for (k, v) in &o.nested {
                 all.insert(k.clone(), v.clone());
             }
             all.insert("warnings".into(), json!(o.warnings));
-            let all = Value::Object(all);
-            put("metrics_json", "metrics.json", &|p| {
-                write_file(p, &pretty(&all))
-            })?;
+            w.push(table(
+                "metrics_json",
+                "metrics.json",
+                &pretty(&Value::Object(all)),
+            )?);
             let (rj, rm) = rebalance_notes(o);
-            put("rebalance_notes", "rebalance_notes.json", &|p| {
-                write_file(p, &pretty(&rj))
-            })?;
-            put("rebalance_notes_md", "rebalance_notes.md", &|p| {
-                write_file(p, rm.as_bytes())
-            })?;
+            w.push(table(
+                "rebalance_notes",
+                "rebalance_notes.json",
+                &pretty(&rj),
+            )?);
+            w.push(table(
+                "rebalance_notes_md",
+                "rebalance_notes.md",
+                rm.as_bytes(),
+            )?);
             let (xj, xm) = risk_xray(o);
-            put("risk_xray", "risk_xray.json", &|p| {
-                write_file(p, &pretty(&xj))
-            })?;
-            put("risk_xray_md", "risk_xray.md", &|p| {
-                write_file(p, xm.as_bytes())
-            })?;
+            w.push(table("risk_xray", "risk_xray.json", &pretty(&xj))?);
+            w.push(table("risk_xray_md", "risk_xray.md", xm.as_bytes())?);
             if let Some(v) = &o.validation {
-                put("validation", "validation.json", &|p| {
-                    write_file(p, &pretty(v))
-                })?;
+                w.push(table("validation", "validation.json", &pretty(v))?);
             }
             Ok(w)
         })();
