@@ -167,14 +167,7 @@ fn case(name: &str, symbols: usize, n: usize, runs: usize) {
 fn write_csv(path: &Path, b: &Bars) {
     let mut buf = Vec::with_capacity(b.len() * 64);
     buf.extend_from_slice(b"date,open,high,low,close,volume\n");
-    for i in 0..b.len() {
-        bt::artifacts::push_date(&mut buf, b.dates[i]);
-        for c in [&b.open, &b.high, &b.low, &b.close, &b.volume] {
-            buf.push(b',');
-            bt::artifacts::push_f64(&mut buf, c[i]);
-        }
-        buf.push(b'\n');
-    }
+    bt::artifacts::push_ohlcv_rows(&mut buf, b);
     std::fs::write(path, buf).unwrap();
 }
 

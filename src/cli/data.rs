@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use super::exit;
-use crate::research::backtest::artifacts::{push_date, push_f64};
+use crate::research::backtest::artifacts::push_ohlcv_rows;
 use crate::research::data::{self, DataConfig, DataRequest, MarketData, SourceChoice};
 use crate::store::Paths;
 
@@ -124,14 +124,7 @@ pub async fn data(args: DataArgs) -> u8 {
     } else {
         let mut buf = Vec::with_capacity(b.len() * 64 + 40);
         buf.extend_from_slice(b"date,open,high,low,close,volume\n");
-        for i in 0..b.len() {
-            push_date(&mut buf, b.dates[i]);
-            for c in [&b.open, &b.high, &b.low, &b.close, &b.volume] {
-                buf.push(b',');
-                push_f64(&mut buf, c[i]);
-            }
-            buf.push(b'\n');
-        }
+        push_ohlcv_rows(&mut buf, b);
         use std::io::Write;
         if std::io::stdout().write_all(&buf).is_err() {
             return exit::FAILED;

@@ -1073,14 +1073,7 @@ fn the_data_engine_and_backtest_commands() {
 
 fn write_bars_csv(path: &Path, b: &vibedesk::research::data::Bars) {
     let mut buf = b"date,open,high,low,close,volume\n".to_vec();
-    for i in 0..b.len() {
-        bt::artifacts::push_date(&mut buf, b.dates[i]);
-        for c in [&b.open, &b.high, &b.low, &b.close, &b.volume] {
-            buf.push(b',');
-            bt::artifacts::push_f64(&mut buf, c[i]);
-        }
-        buf.push(b'\n');
-    }
+    bt::artifacts::push_ohlcv_rows(&mut buf, b);
     std::fs::write(path, buf).unwrap();
 }
 

@@ -142,14 +142,7 @@ pub fn write_ohlcv(
                 // A row of five shortest-form doubles runs to ~100 bytes.
                 let mut buf = Vec::with_capacity(b.len() * 112 + 64);
                 buf.extend_from_slice(b"timestamp,open,high,low,close,volume\n");
-                for i in 0..b.len() {
-                    push_date(&mut buf, b.dates[i]);
-                    for col in [&b.open, &b.high, &b.low, &b.close, &b.volume] {
-                        buf.push(b',');
-                        push_f64(&mut buf, col[i]);
-                    }
-                    buf.push(b'\n');
-                }
+                push_ohlcv_rows(&mut buf, b);
                 write_file(&p, &buf)?;
                 buf.len() as u64
             }
@@ -180,6 +173,19 @@ fn read_fingerprints(set: &Path) -> std::collections::HashMap<String, (u128, u64
 fn link_if_same(from: &Path, to: &Path, size: u64) -> bool {
     std::fs::symlink_metadata(from).is_ok_and(|m| m.is_file() && m.len() == size)
         && std::fs::hard_link(from, to).is_ok()
+}
+
+/// One `date,open,high,low,close,volume` row per bar (the OHLCV artifact's
+/// body; `vibedesk data` prints the same rows).
+pub fn push_ohlcv_rows(buf: &mut Vec<u8>, b: &Bars) {
+    for i in 0..b.len() {
+        push_date(buf, b.dates[i]);
+        for col in [&b.open, &b.high, &b.low, &b.close, &b.volume] {
+            buf.push(b',');
+            push_f64(buf, col[i]);
+        }
+        buf.push(b'\n');
+    }
 }
 
 /// 128 bits over everything an OHLCV file is written from: the layout
