@@ -34,12 +34,30 @@ use crate::research::data::{Bars, PriceSeries};
 
 /// Writes `bytes` to `path` via a temp file and a rename (no fsync).
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), BacktestError> {
+    write_with(path, |f| f.write_all(bytes))
+}
+
+/// Lets `fill` write `path`'s content through a 128 KB buffer into a temp
+/// file, then renames it into place (no fsync); a failed write leaves no
+/// temp file behind.
+fn write_with<F>(path: &Path, fill: F) -> Result<(), BacktestError>
+where
+    F: FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+{
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(BacktestError::io("write", &tmp))?;
+    let written = std::fs::File::create(&tmp).and_then(|f| {
+        let mut w = std::io::BufWriter::with_capacity(128 << 10, f);
+        fill(&mut w)?;
+        w.flush()
+    });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(BacktestError::io("write", &tmp)(e));
+    }
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         BacktestError::io("rename into place", path)(e)
@@ -261,25 +279,10 @@ fn matrix_csv<W: Write>(o: &Outcome, values: &[f64], out: &mut W) -> std::io::Re
     Ok(())
 }
 
-/// [`matrix_csv`] to `path` through a temp file and a rename, as
-/// [`write_file`] does, with only a 128 KB buffer in memory.
+/// [`matrix_csv`] to `path` as [`write_file`] writes, with only the
+/// buffer in memory.
 fn write_matrix(path: &Path, o: &Outcome, values: &[f64]) -> Result<(), BacktestError> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::File::create(&tmp).and_then(|f| {
-        let mut w = std::io::BufWriter::with_capacity(128 << 10, f);
-        matrix_csv(o, values, &mut w)?;
-        w.flush()
-    });
-    written
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            BacktestError::io("write", path)(e)
-        })
+    write_with(path, |w| matrix_csv(o, values, w))
 }
 
 fn equity_csv(o: &Outcome) -> Vec<u8> {
