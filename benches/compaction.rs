@@ -68,6 +68,11 @@ fn transcript(n: usize, flavour: &str) -> Vec<Message> {
     msgs
 }
 
+/// One message per line, as Python's `json.dumps` writes it.
+fn jsonl(msgs: &[Message]) -> String {
+    msgs.iter().map(|m| python_json_string(m) + "\n").collect()
+}
+
 /// The Python baseline's median seconds per step on `msgs`, if `python3`
 /// runs it.
 fn python_baseline(msgs: &[Message]) -> Option<serde_json::Value> {
@@ -76,8 +81,7 @@ fn python_baseline(msgs: &[Message]) -> Option<serde_json::Value> {
     }
     let dir = tempfile::tempdir().ok()?;
     let path = dir.path().join("transcript.jsonl");
-    let lines: String = msgs.iter().map(|m| python_json_string(m) + "\n").collect();
-    std::fs::write(&path, lines).ok()?;
+    std::fs::write(&path, jsonl(msgs)).ok()?;
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("benches/baseline/compaction_original.py");
     let out = std::process::Command::new("python3")
@@ -121,8 +125,7 @@ fn main() {
         dump.len() as f64 / 1e6
     );
     if let Ok(path) = std::env::var("VIBEDESK_BENCH_DUMP") {
-        let lines: String = msgs.iter().map(|m| python_json_string(m) + "\n").collect();
-        std::fs::write(&path, lines).unwrap();
+        std::fs::write(&path, jsonl(&msgs)).unwrap();
         println!("wrote {path}");
     }
 
