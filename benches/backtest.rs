@@ -272,6 +272,8 @@ fn sandbox_case(runs: usize) {
         offline: true,
         python: None,
         timeout: Duration::from_secs(300),
+        yahoo_base_url: None,
+        stooq_base_url: None,
     };
     let cancel = CancellationToken::new();
     // A first run: a fresh copy of the run dir each time (made off the clock).

@@ -33,6 +33,12 @@ pub struct EngineArgs {
     /// Never use the online data sources.
     #[arg(long)]
     pub offline: bool,
+    /// Base URL of Yahoo's chart API (a mirror; tests use a recorded server).
+    #[arg(long, value_name = "URL")]
+    pub yahoo_base_url: Option<String>,
+    /// Base URL of Stooq's CSV download.
+    #[arg(long, value_name = "URL")]
+    pub stooq_base_url: Option<String>,
 }
 
 pub async fn engine(args: EngineArgs) -> u8 {
@@ -60,6 +66,8 @@ pub async fn engine(args: EngineArgs) -> u8 {
         local_dirs: args.data_dirs,
         offline: args.offline,
         python: args.python,
+        yahoo_base_url: args.yahoo_base_url,
+        stooq_base_url: args.stooq_base_url,
     };
     match run_in_dir(&run_dir, &opts).await {
         Ok(summary) => {

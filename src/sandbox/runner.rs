@@ -91,6 +91,10 @@ pub struct RunSpec {
     pub timeout: Option<Duration>,
     /// Artifacts to look for afterwards (§6.3); empty for none.
     pub artifacts: &'static [ArtifactSpec],
+    /// Programs the child starts beyond `program` (the interpreter of a
+    /// Python strategy): like `program`, the sandbox user must be able to
+    /// reach them, or the child runs without the privilege drop.
+    pub executables: Vec<PathBuf>,
 }
 
 impl RunSpec {
@@ -106,6 +110,7 @@ impl RunSpec {
             log_name: "runner".into(),
             timeout: None,
             artifacts: &[],
+            executables: Vec::new(),
         }
     }
 
@@ -146,6 +151,23 @@ impl RunSpec {
     pub fn artifacts(mut self, specs: &'static [ArtifactSpec]) -> Self {
         self.artifacts = specs;
         self
+    }
+
+    pub fn executable(mut self, path: impl Into<PathBuf>) -> Self {
+        self.executables.push(path.into());
+        self
+    }
+
+    /// `program` when it is a path (a bare name is looked up on the
+    /// child's PATH, which is not known here) and [`Self::executables`].
+    fn programs(&self) -> Vec<PathBuf> {
+        let program = Path::new(&self.program);
+        let named = program.components().count() > 1;
+        named
+            .then(|| program.to_path_buf())
+            .into_iter()
+            .chain(self.executables.iter().cloned())
+            .collect()
     }
 }
 
@@ -544,6 +566,25 @@ fn prepare(config: &RunnerConfig, spec: &RunSpec) -> Result<Prepared, SandboxErr
             tracing::warn!(user = %t.name, dir = %blocked.display(), "sandbox user cannot reach a writable root; running without the privilege drop");
             notes.push(format!(
                 "{} cannot reach {}: ran without the privilege drop, RLIMIT_NPROC not enforced",
+                t.name,
+                blocked.display()
+            ));
+            target = None;
+        }
+    }
+    if let Some(t) = &target {
+        // A program under a directory only root may enter (pyenv or cargo
+        // under /root): the drop would turn the run into "permission
+        // denied", so, as above, no drop rather than no run.
+        let programs: Vec<PathBuf> = spec
+            .programs()
+            .iter()
+            .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+            .collect();
+        if let Err(blocked) = check_reachable(t, &programs) {
+            tracing::warn!(user = %t.name, path = %blocked.display(), "sandbox user cannot run a program of this job; running without the privilege drop");
+            notes.push(format!(
+                "{} cannot run a program under {}: ran without the privilege drop, RLIMIT_NPROC not enforced (install it where every user can run it to keep the drop)",
                 t.name,
                 blocked.display()
             ));

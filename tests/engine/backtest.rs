@@ -570,6 +570,8 @@ fn tool_config(user: UserPolicy) -> BacktestToolConfig {
         offline: true,
         python: None,
         timeout: Duration::from_secs(60),
+        yahoo_base_url: None,
+        stooq_base_url: None,
     }
 }
 
@@ -789,11 +791,17 @@ async fn validation_failures_are_structured_and_start_no_process() {
 }
 
 // ---------------------------------------------------------------------------
-// The Python SignalEngine path (skipped when Python with pandas is absent,
-// as in CI).
+// The Python SignalEngine path: skipped when Python with pandas is absent,
+// except where VIBEDESK_REQUIRE_PANDAS is set (.ci/run installs pandas and
+// sets it, so CI runs these tests rather than skipping them).
 
 fn pandas_available() -> bool {
-    python::probe(None).is_ok()
+    let found = python::probe(None).is_ok();
+    assert!(
+        found || std::env::var_os("VIBEDESK_REQUIRE_PANDAS").is_none(),
+        "python3 with pandas is required here (VIBEDESK_REQUIRE_PANDAS is set); .ci/run installs it"
+    );
+    found
 }
 
 const SMA_ENGINE: &str = r#"
@@ -823,9 +831,10 @@ async fn python_signal_engine_matches_the_builtin_strategy() {
         return;
     }
     let fx = fixture();
-    // The interpreter may live under a home the sandbox user cannot reach
-    // (pyenv under /root): run the engine as the current user here.
-    let r = registry(UserPolicy::Off);
+    // With the default policy: an interpreter the sandbox user cannot reach
+    // (pyenv under /root) makes the runner keep the current user instead of
+    // failing with "permission denied"; a system one keeps the drop.
+    let r = registry(UserPolicy::Auto);
     let base = json!({"codes": ["AAPL", "MSFT"], "start_date": "2005-01-01", "end_date": "2010-12-31", "source": "embedded", "commission_rate": 0.001});
     let dir = fx.ctx.run_dir.join("py");
     std::fs::create_dir_all(dir.join("code")).unwrap();
@@ -867,10 +876,11 @@ fn python_static_checks_refuse_dangerous_strategies() {
     // The §7.2 checks run in the strategy runner before anything is
     // imported; they are exercised here through `python::signals` directly
     // (the sandboxed path is covered above), cases in parallel.
-    let Ok(exe) = python::probe(None) else {
+    if !pandas_available() {
         eprintln!("skipped: python3 with pandas is not available");
         return;
-    };
+    }
+    let exe = python::probe(None).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let series = embedded::load("AAPL", Some(d("2010-01-01")), Some(d("2010-03-31"))).unwrap();
     let cases = [
@@ -1095,6 +1105,99 @@ fn artifact_bytes(run: &Path) -> Vec<(String, Vec<u8>)> {
 fn inode(p: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(p).unwrap().ino()
+}
+
+/// Online data through the sandbox: the tool fetches it before the engine
+/// starts (the sandboxed engine could neither write nor, as another user,
+/// read the shared cache), the shared cache keeps it, and the engine finds
+/// it in the run dir. A second run in a fresh run dir asks the server
+/// nothing.
+#[tokio::test]
+async fn online_data_is_fetched_outside_the_sandbox_and_cached_for_the_next_run() {
+    use crate::research_data::{Server, yahoo_routes};
+    let server = Server::start(yahoo_routes()).await;
+    let fx = fixture();
+    let cache = tempfile::tempdir().unwrap();
+    let mut cfg = tool_config(UserPolicy::Auto);
+    cfg.offline = false;
+    cfg.cache_dir = Some(cache.path().to_path_buf());
+    cfg.yahoo_base_url = Some(server.base.clone());
+    cfg.stooq_base_url = Some(server.base.clone());
+    let mut r = Registry::new();
+    register_backtest_tools(&mut r, cfg).unwrap();
+    let config = json!({"codes": ["AAPL"], "start_date": "2024-01-02", "end_date": "2024-02-29",
+                        "source": "yahoo", "strategy": {"name": "buy_and_hold"}});
+    let mut results = Vec::new();
+    for run in ["online1", "online2"] {
+        let out = call(
+            &r,
+            "backtest",
+            json!({"run_dir": run, "config": config}),
+            &fx.ctx,
+        )
+        .await;
+        assert_eq!(out["status"], "ok", "{out:#}");
+        assert_eq!(server.hits().len(), 1, "{:?}", server.hits());
+        let card: Value = serde_json::from_slice(
+            &std::fs::read(fx.ctx.run_dir.join(run).join("run_card.json")).unwrap(),
+        )
+        .unwrap();
+        let series = &card["data_sources"]["series"][0];
+        assert_eq!(series["source"], "yahoo", "{series:#}");
+        assert_eq!(series["rows"], 41, "{series:#}");
+        assert_eq!(card["warnings"], json!([]), "{card:#}");
+        results.push(out["metrics"].clone());
+    }
+    assert_eq!(results[0], results[1]);
+    // The shared cache holds the entry the second run was served from.
+    let entries = std::fs::read_dir(cache.path().join("market/yahoo"))
+        .unwrap()
+        .count();
+    assert_eq!(entries, 2, "data and provenance");
+}
+
+/// config.json names Stooq, the run is offline: the embedded set serves,
+/// and the result says so (warnings, the run card's attempts).
+#[tokio::test]
+async fn a_named_source_that_cannot_serve_is_reported_in_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(
+        run.join("config.json"),
+        json!({"codes": ["IBM"], "start_date": "2006-01-01", "end_date": "2007-12-31",
+               "source": "stooq", "strategy": {"name": "buy_and_hold"}})
+        .to_string(),
+    )
+    .unwrap();
+    let opts = bt::RunOptions {
+        offline: true,
+        ..bt::RunOptions::default()
+    };
+    let summary = bt::run_in_dir(&run, &opts).await.unwrap();
+    let warning = summary
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("stooq did not serve IBM ("))
+        .unwrap_or_else(|| panic!("{:?}", summary.warnings));
+    assert!(
+        warning.ends_with("; the rows come from embedded"),
+        "{warning}"
+    );
+    let card: Value =
+        serde_json::from_slice(&std::fs::read(run.join("run_card.json")).unwrap()).unwrap();
+    let series = &card["data_sources"]["series"][0];
+    assert_eq!(series["source"], "embedded");
+    assert_eq!(series["requested_source"], "stooq");
+    assert_eq!(series["attempts"][0]["source"], "stooq", "{series:#}");
+    assert!(
+        card["warnings"]
+            .to_string()
+            .contains("stooq did not serve IBM"),
+        "{card:#}"
+    );
+    let md = std::fs::read_to_string(run.join("run_card.md")).unwrap();
+    assert!(md.contains("stooq did not serve IBM"), "{md}");
 }
 
 /// A rerun in the same run dir reads the parsed-bars cache and links the

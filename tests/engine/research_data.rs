@@ -32,15 +32,15 @@ fn fixture(rel: &str) -> Vec<u8> {
 // A tiny HTTP/1.1 responder on 127.0.0.1: routes by path prefix (first match
 // wins), records every request target, answers with Connection: close.
 
-struct Route {
+pub(crate) struct Route {
     prefix: &'static str,
     status: u16,
     content_type: &'static str,
     body: Vec<u8>,
 }
 
-struct Server {
-    base: String,
+pub(crate) struct Server {
+    pub(crate) base: String,
     hits: Arc<Mutex<Vec<String>>>,
     task: JoinHandle<()>,
 }
@@ -52,7 +52,7 @@ impl Drop for Server {
 }
 
 impl Server {
-    async fn start(routes: Vec<Route>) -> Server {
+    pub(crate) async fn start(routes: Vec<Route>) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let hits = Arc::new(Mutex::new(Vec::new()));
@@ -102,12 +102,12 @@ impl Server {
         Server { base, hits, task }
     }
 
-    fn hits(&self) -> Vec<String> {
+    pub(crate) fn hits(&self) -> Vec<String> {
         self.hits.lock().unwrap().clone()
     }
 }
 
-fn yahoo_routes() -> Vec<Route> {
+pub(crate) fn yahoo_routes() -> Vec<Route> {
     vec![
         Route {
             prefix: "/v8/finance/chart/AAPL",
@@ -868,6 +868,9 @@ async fn auto_falls_back_down_the_chain_and_records_each_attempt() {
     );
     assert!(s.provenance.attempts[1].outcome.contains("unavailable"));
     assert!(s.provenance.attempts[2].outcome.contains("delisted"));
+    // Down the chain in `auto` is the normal case: no fallback note.
+    assert_eq!(s.provenance.fallback(), None);
+    assert!(s.provenance.notes.is_empty(), "{:?}", s.provenance.notes);
     let hits = server.hits();
     assert!(
         hits[0].starts_with("/v8/finance/chart/MSFT?") && hits[1].starts_with("/q/d/l/"),
@@ -892,6 +895,43 @@ async fn auto_falls_back_down_the_chain_and_records_each_attempt() {
         .unwrap();
     assert_eq!(s.provenance.source, Source::Embedded);
     assert_eq!(server.hits().len(), before);
+}
+
+#[tokio::test]
+async fn a_named_source_that_fails_is_noted_where_the_rows_are_shown() {
+    let server = Server::start(yahoo_routes()).await;
+    let cache = tempfile::tempdir().unwrap();
+    let md = MarketData::new(online_config(&server, cache.path()));
+    // Yahoo named, Yahoo answers 404 for MSFT, Stooq (its market's chain) serves.
+    let s = md
+        .fetch(
+            &DataRequest::new("MSFT")
+                .range(Some(d("2024-01-02")), Some(d("2024-02-09")))
+                .source(SourceChoice::Explicit(Source::Yahoo)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(s.provenance.source, Source::Stooq);
+    assert_eq!(s.provenance.requested_source, "yahoo");
+    let note = s.provenance.fallback().unwrap();
+    assert!(
+        note.starts_with("yahoo did not serve MSFT (") && note.contains("delisted"),
+        "{note}"
+    );
+    assert!(note.ends_with("; the rows come from stooq"), "{note}");
+    assert_eq!(s.provenance.notes, vec![note]);
+    // The source it named, served: nothing to say.
+    let s = md
+        .fetch(
+            &DataRequest::new("AAPL")
+                .range(Some(d("2024-01-02")), Some(d("2024-02-29")))
+                .source(SourceChoice::Explicit(Source::Yahoo)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(s.provenance.source, Source::Yahoo);
+    assert_eq!(s.provenance.fallback(), None);
+    assert!(s.provenance.notes.is_empty(), "{:?}", s.provenance.notes);
 }
 
 // ---------------------------------------------------------------------------

@@ -402,6 +402,50 @@ echo tmp > '{probe}' || echo refused-tmp"#,
 }
 
 #[tokio::test]
+async fn a_program_the_sandbox_user_cannot_reach_runs_without_the_drop() {
+    let fx = fixture();
+    // A script in a directory only its owner may enter, as a pyenv
+    // interpreter under /root is.
+    let private = fx.outside.join("private");
+    std::fs::create_dir_all(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let script = private.join("hello.sh");
+    std::fs::write(&script, "#!/bin/sh\necho ran as $(id -u)\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = nix::unistd::geteuid().is_root();
+    let me = format!("ran as {}", nix::unistd::geteuid());
+    let runner = Runner::new(config());
+    // Reachable programs keep the drop (as root).
+    let plain = run_sh(&runner, &fx, "id -u").await;
+    assert!(plain.success, "{plain:?}");
+    assert_eq!(plain.protections.user.is_some(), root, "{plain:?}");
+    // The script as the program itself, and as a program the child starts.
+    let specs = [
+        RunSpec::new(&script, &fx.run),
+        RunSpec::new("/bin/sh", &fx.run)
+            .args(["-c".into(), script.display().to_string()])
+            .executable(&script),
+    ];
+    for spec in specs {
+        let r = runner
+            .run(spec.parent_env(parent_env()), &CancellationToken::new())
+            .await
+            .unwrap();
+        assert!(r.success, "{r:?}");
+        assert!(r.stdout.contains(&me), "{r:?}");
+        assert!(r.protections.user.is_none(), "{r:?}");
+        if root {
+            let note = r.protections.notes.join(" ");
+            assert!(
+                note.contains("cannot run a program under") && note.contains("private"),
+                "{note}"
+            );
+            assert!(!r.protections.nproc_enforced);
+        }
+    }
+}
+
+#[tokio::test]
 async fn own_session_parent_death_signal_and_null_stdin() {
     if !Path::new(PYTHON).exists() {
         eprintln!("skipped: {PYTHON} missing");

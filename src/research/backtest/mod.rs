@@ -99,7 +99,17 @@ pub struct RunOptions {
     /// The Python interpreter for `code/signal_engine.py`; `None` probes
     /// `python3` on PATH.
     pub python: Option<PathBuf>,
+    /// Base URLs of the online sources (a mirror, or a recorded server in
+    /// tests); `None` for the public ones.
+    pub yahoo_base_url: Option<String>,
+    pub stooq_base_url: Option<String>,
 }
+
+/// Run-dir folder of the market cache the sandboxed engine reads: the
+/// `backtest` tool fetches online data before it starts the engine and
+/// leaves what the online sources served here (see
+/// `tools::builtin::backtest`).
+pub const RUN_MARKET_CACHE_DIR: &str = ".cache";
 
 pub const CONFIG_FILE: &str = "config.json";
 pub const SIGNAL_ENGINE_FILE: &str = "code/signal_engine.py";
@@ -196,23 +206,36 @@ pub async fn fetch_data(
 /// Parsed local data files kept for reruns in the same run dir.
 pub const PARSED_CACHE_DIR: &str = ".cache/bars";
 
+/// Whether a config may need the online sources: not when it names the
+/// embedded set or local files and has no benchmark (which is fetched in
+/// `auto`).
+pub fn may_use_online(cfg: &BacktestConfig) -> bool {
+    !matches!(
+        cfg.source,
+        SourceChoice::Explicit(Source::Embedded | Source::Local)
+    ) || cfg.benchmark.is_some()
+}
+
 fn market_data(cfg: &BacktestConfig, run_dir: &Path, opts: &RunOptions) -> MarketData {
     let mut local_dirs = vec![run_dir.join("data"), run_dir.to_path_buf()];
     local_dirs.extend(opts.local_dirs.iter().cloned());
-    // Building the HTTP clients costs milliseconds: skip them when the
-    // config names an offline source.
-    let offline_source = matches!(
-        cfg.source,
-        SourceChoice::Explicit(Source::Embedded | Source::Local)
-    ) && cfg.benchmark.is_none();
-    MarketData::new(DataConfig {
+    let mut data = DataConfig {
         cache_dir: opts.cache_dir.clone(),
         local_dirs,
         // Reruns in this run dir (a parameter sweep) skip parsing.
         parsed_cache: Some(run_dir.join(PARSED_CACHE_DIR)),
-        online: !opts.offline && !offline_source,
+        // Building the HTTP clients costs milliseconds: skipped when the
+        // config cannot use them.
+        online: !opts.offline && may_use_online(cfg),
         ..DataConfig::default()
-    })
+    };
+    if let Some(url) = &opts.yahoo_base_url {
+        data.yahoo_base_url.clone_from(url);
+    }
+    if let Some(url) = &opts.stooq_base_url {
+        data.stooq_base_url.clone_from(url);
+    }
+    MarketData::new(data)
 }
 
 /// Signals of the Rust strategies, one vector per series (own calendar).
@@ -286,6 +309,8 @@ pub fn evaluate(
     let codes: Vec<String> = series.iter().map(|s| s.symbol.clone()).collect();
     let (markets, rules, mut warnings) = engine::rules_for(&codes, &cfg.costs);
     warnings.extend(cfg.warnings.iter().cloned());
+    // Data from another source than config.json names reaches the reply.
+    warnings.extend(series.iter().filter_map(|s| s.provenance.fallback()));
     let limit = ffill_limit(&markets);
     let bars: Vec<&crate::research::data::Bars> = series.iter().map(|s| &s.bars).collect();
     let panel = Panel::new(&codes, &bars, limit);

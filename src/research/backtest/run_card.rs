@@ -49,9 +49,10 @@ pub fn build(
         .iter()
         .map(|s| {
             let p = &s.provenance;
-            json!({"symbol": s.symbol, "source": p.source, "location": p.location, "rows": p.rows,
+            json!({"symbol": s.symbol, "source": p.source, "requested_source": p.requested_source,
+                   "location": p.location, "rows": p.rows,
                    "first_date": p.first_date, "last_date": p.last_date, "from_cache": p.from_cache,
-                   "adjustments": p.adjustments, "notes": p.notes})
+                   "adjustments": p.adjustments, "notes": p.notes, "attempts": p.attempts})
         })
         .collect();
     json!({

@@ -382,6 +382,37 @@ pub struct Provenance {
     pub attempts: Vec<Attempt>,
 }
 
+/// Longest reason quoted in a fallback note (an HTTP error names its URL).
+const FALLBACK_REASON_CHARS: usize = 240;
+
+impl Provenance {
+    /// When a source was asked for by name and another served the rows:
+    /// which one did, and why the named one did not. `auto` falling down
+    /// its chain is the normal case and gives `None`.
+    pub fn fallback(&self) -> Option<String> {
+        let asked = self.requested_source.as_str();
+        if asked == "auto" || asked == self.source.as_str() {
+            return None;
+        }
+        let why = self
+            .attempts
+            .iter()
+            .find(|a| a.source.as_str() == asked)
+            .map(|a| {
+                let mut r: String = a.outcome.chars().take(FALLBACK_REASON_CHARS).collect();
+                if a.outcome.chars().nth(FALLBACK_REASON_CHARS).is_some() {
+                    r.push('…');
+                }
+                r
+            })
+            .unwrap_or_else(|| "not tried".into());
+        Some(format!(
+            "{asked} did not serve {} ({why}); the rows come from {}",
+            self.symbol, self.source
+        ))
+    }
+}
+
 /// A symbol's bars and their provenance.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PriceSeries {

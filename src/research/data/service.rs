@@ -498,6 +498,11 @@ fn finish(
     if let Some(n) = note {
         p.notes.push(n);
     }
+    // A named source that failed is said where the rows are shown, not
+    // only in `attempts`.
+    if let Some(n) = p.fallback() {
+        p.notes.push(n);
+    }
     series.symbol = symbol;
     series
 }

@@ -20,6 +20,13 @@
 //! result itself (the original's never reach the reply, §12.12), a
 //! timeout is a structured error with the partial logs (§12.14), and the
 //! Python interpreter is probed before the engine starts.
+//!
+//! Online data is fetched here, before the sandbox starts, not in it: the
+//! sandboxed engine may not write the shared market cache (Landlock) and,
+//! run as another user, may not even read it, so every run would fetch
+//! again. What the online sources served is stored in the shared cache
+//! (closed ranges only) and handed to the engine as a market cache inside
+//! the run dir, where it finds it as cache hits.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -30,7 +37,8 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::args;
-use crate::research::backtest::{self, BacktestError, StrategySpec};
+use crate::research::backtest::{self, BacktestError, RunOptions, StrategySpec};
+use crate::research::data::cache::Cache;
 use crate::sandbox::{BACKTEST_ARTIFACTS, RunSpec, Runner, RunnerConfig};
 use crate::store::atomic_write;
 use crate::tools::registry::DuplicateTool;
@@ -57,6 +65,9 @@ pub struct BacktestToolConfig {
     /// The interpreter for `code/signal_engine.py`; `None` probes `python3`.
     pub python: Option<PathBuf>,
     pub timeout: Duration,
+    /// Base URLs of the online sources; `None` for the public ones.
+    pub yahoo_base_url: Option<String>,
+    pub stooq_base_url: Option<String>,
 }
 
 impl BacktestToolConfig {
@@ -69,8 +80,49 @@ impl BacktestToolConfig {
             offline: false,
             python: None,
             timeout: ENGINE_TIMEOUT,
+            yahoo_base_url: None,
+            stooq_base_url: None,
         }
     }
+}
+
+/// Fetches what `config` needs from outside the sandbox (the shared cache
+/// first) and stores what the online sources served in the run dir's
+/// market cache; returns that cache's folder when it holds anything.
+/// Failures are left to the engine, which reports them in full.
+async fn prefetch_online(
+    cfg: &BacktestToolConfig,
+    config: &backtest::config::BacktestConfig,
+    run_dir: &Path,
+    local_dirs: &[PathBuf],
+) -> Option<PathBuf> {
+    let opts = RunOptions {
+        cache_dir: cfg.cache_dir.clone(),
+        local_dirs: local_dirs.to_vec(),
+        offline: false,
+        python: None,
+        yahoo_base_url: cfg.yahoo_base_url.clone(),
+        stooq_base_url: cfg.stooq_base_url.clone(),
+    };
+    let (mut series, _, bench) = match backtest::fetch_data(config, run_dir, &opts).await {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::debug!("data prefetch failed, the engine will try again: {e}");
+            return None;
+        }
+    };
+    let dir = run_dir.join(backtest::RUN_MARKET_CACHE_DIR);
+    let cache = Cache::new(&dir);
+    series.extend(bench);
+    series.retain(|s| s.provenance.source.is_online());
+    let mut stored = false;
+    for s in &series {
+        match cache.put(s, Some(config.start_date), config.end_date).await {
+            Ok(_) => stored = true,
+            Err(e) => tracing::debug!("cannot hand {} to the engine: {e}", s.symbol),
+        }
+    }
+    stored.then_some(dir)
 }
 
 /// Registers `backtest` and `read_artifact`.
@@ -236,6 +288,28 @@ pub async fn run_backtest(
         }
     }
 
+    let run_cache = if !cfg.offline && backtest::may_use_online(&config) {
+        progress::emit("fetch", None, None, "fetching market data");
+        // The fetch's future is not `Send` for every lifetime its borrows
+        // could have (a buffered stream of borrowing closures), which this
+        // tool's boxed future must be: it runs on a blocking thread of its
+        // own instead, with owned inputs.
+        let (cfg, config, dir, local) = (
+            cfg.clone(),
+            config.clone(),
+            run_dir.to_path_buf(),
+            local_dirs.to_vec(),
+        );
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            handle.block_on(prefetch_online(&cfg, &config, &dir, &local))
+        })
+        .await
+        .unwrap_or(None)
+    } else {
+        None
+    };
+
     progress::emit(
         "simulate",
         None,
@@ -243,9 +317,18 @@ pub async fn run_backtest(
         &format!("running the engine on {} symbol(s)", config.codes.len()),
     );
     let mut args: Vec<std::ffi::OsString> = vec!["engine".into(), run_dir.as_os_str().to_owned()];
-    if let Some(c) = &cfg.cache_dir {
+    if let Some(c) = run_cache.as_ref().or(cfg.cache_dir.as_ref()) {
         args.push("--cache-dir".into());
         args.push(c.as_os_str().to_owned());
+    }
+    for (flag, url) in [
+        ("--yahoo-base-url", &cfg.yahoo_base_url),
+        ("--stooq-base-url", &cfg.stooq_base_url),
+    ] {
+        if let Some(u) = url {
+            args.push(flag.into());
+            args.push(u.into());
+        }
     }
     for d in local_dirs {
         args.push("--data-dir".into());
@@ -258,11 +341,14 @@ pub async fn run_backtest(
     if cfg.offline {
         args.push("--offline".into());
     }
-    let spec = RunSpec::new(&cfg.engine_program, run_dir)
+    let mut spec = RunSpec::new(&cfg.engine_program, run_dir)
         .args(args)
         .log_name("backtest")
         .timeout(cfg.timeout)
         .artifacts(BACKTEST_ARTIFACTS);
+    if let Some(p) = &python {
+        spec = spec.executable(p);
+    }
     let runner = Runner::new(cfg.runner.clone());
     let result = match runner.run(spec, cancel).await {
         Ok(r) => r,
