@@ -1156,6 +1156,56 @@ async fn online_data_is_fetched_outside_the_sandbox_and_cached_for_the_next_run(
     assert_eq!(entries, 2, "data and provenance");
 }
 
+/// A cancel while the online fetch hangs ends the call at once, before any
+/// engine starts.
+#[tokio::test]
+async fn a_cancel_during_the_data_fetch_stops_the_backtest() {
+    // Accepts connections and never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let hold = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((conn, _)) = listener.accept().await {
+            open.push(conn);
+        }
+    });
+    let fx = fixture();
+    let mut cfg = tool_config(UserPolicy::Auto);
+    cfg.offline = false;
+    cfg.yahoo_base_url = Some(base.clone());
+    cfg.stooq_base_url = Some(base);
+    let mut r = Registry::new();
+    register_backtest_tools(&mut r, cfg).unwrap();
+    let config = json!({"codes": ["AAPL"], "start_date": "2024-01-02", "end_date": "2024-02-29",
+                        "source": "yahoo", "strategy": {"name": "buy_and_hold"}});
+    let cancel = fx.ctx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel.cancel();
+    });
+    let started = std::time::Instant::now();
+    let out = call(
+        &r,
+        "backtest",
+        json!({"run_dir": "hang", "config": config}),
+        &fx.ctx,
+    )
+    .await;
+    assert_eq!(out["error_code"], "cancelled", "{out:#}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        !fx.ctx
+            .run_dir
+            .join("hang/logs/backtest_stdout.txt")
+            .exists()
+    );
+    hold.abort();
+}
+
 /// config.json names Stooq, the run is offline: the embedded set serves,
 /// and the result says so (warnings, the run card's attempts).
 #[tokio::test]

@@ -294,18 +294,32 @@ pub async fn run_backtest(
         // could have (a buffered stream of borrowing closures), which this
         // tool's boxed future must be: it runs on a blocking thread of its
         // own instead, with owned inputs.
-        let (cfg, config, dir, local) = (
+        let (cfg, config, dir, local, stop) = (
             cfg.clone(),
             config.clone(),
             run_dir.to_path_buf(),
             local_dirs.to_vec(),
+            cancel.clone(),
         );
         let handle = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || {
-            handle.block_on(prefetch_online(&cfg, &config, &dir, &local))
+        let fetched = tokio::task::spawn_blocking(move || {
+            handle.block_on(async {
+                tokio::select! {
+                    r = prefetch_online(&cfg, &config, &dir, &local) => r,
+                    _ = stop.cancelled() => None,
+                }
+            })
         })
         .await
-        .unwrap_or(None)
+        .unwrap_or(None);
+        if cancel.is_cancelled() {
+            return error_json(
+                "cancelled",
+                "the run was cancelled while fetching market data; the engine was not started",
+                run_dir,
+            );
+        }
+        fetched
     } else {
         None
     };
