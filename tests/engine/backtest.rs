@@ -1154,6 +1154,25 @@ async fn online_data_is_fetched_outside_the_sandbox_and_cached_for_the_next_run(
         .unwrap()
         .count();
     assert_eq!(entries, 2, "data and provenance");
+
+    // A range ending after today is never cached: the engine fetches it
+    // (once per run, not also before it starts) and the run dir keeps no
+    // market cache a later rerun could read back as final.
+    let open_end = (chrono::Utc::now().date_naive() + chrono::Days::new(5)).to_string();
+    let mut live = config.clone();
+    live["end_date"] = json!(open_end);
+    for (i, run) in ["live1", "live2"].into_iter().enumerate() {
+        let out = call(
+            &r,
+            "backtest",
+            json!({"run_dir": run, "config": live}),
+            &fx.ctx,
+        )
+        .await;
+        assert_eq!(out["status"], "ok", "{out:#}");
+        assert_eq!(server.hits().len(), 2 + i, "{:?}", server.hits());
+        assert!(!fx.ctx.run_dir.join(run).join(".cache/market").exists());
+    }
 }
 
 /// A cancel while the online fetch hangs ends the call at once, before any

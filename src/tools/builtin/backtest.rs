@@ -38,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args;
 use crate::research::backtest::{self, BacktestError, RunOptions, StrategySpec};
-use crate::research::data::cache::Cache;
+use crate::research::data::cache::{Cache, is_cacheable};
 use crate::sandbox::{BACKTEST_ARTIFACTS, RunSpec, Runner, RunnerConfig};
 use crate::store::atomic_write;
 use crate::tools::registry::DuplicateTool;
@@ -89,13 +89,21 @@ impl BacktestToolConfig {
 /// Fetches what `config` needs from outside the sandbox (the shared cache
 /// first) and stores what the online sources served in the run dir's
 /// market cache; returns that cache's folder when it holds anything.
-/// Failures are left to the engine, which reports them in full.
+/// Failures are left to the engine, which reports them in full, and so is
+/// a range that cannot be cached.
 async fn prefetch_online(
     cfg: &BacktestToolConfig,
     config: &backtest::config::BacktestConfig,
     run_dir: &Path,
     local_dirs: &[PathBuf],
 ) -> Option<PathBuf> {
+    // The cache's rule: a range ending today can still change, so it is
+    // never cached. The engine fetches it itself (fetching it here too
+    // would ask the sources twice), and nothing is left in the run dir
+    // that a rerun tomorrow would read back as final.
+    if !is_cacheable(Some(config.end_date), chrono::Utc::now().date_naive()) {
+        return None;
+    }
     let opts = RunOptions {
         cache_dir: cfg.cache_dir.clone(),
         local_dirs: local_dirs.to_vec(),
