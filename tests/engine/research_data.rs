@@ -934,6 +934,39 @@ async fn a_named_source_that_fails_is_noted_where_the_rows_are_shown() {
     assert!(s.provenance.notes.is_empty(), "{:?}", s.provenance.notes);
 }
 
+#[tokio::test]
+async fn a_refused_connection_names_the_url_once_and_its_cause() {
+    // A port nothing listens on.
+    let base = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let md = MarketData::new(DataConfig {
+        parsed_cache: None,
+        cache_dir: None,
+        local_dirs: Vec::new(),
+        online: true,
+        yahoo_base_url: base.clone(),
+        stooq_base_url: base.clone(),
+        timeout: Duration::from_secs(10),
+    });
+    let s = md
+        .fetch(
+            &DataRequest::new("AAPL")
+                .range(Some(d("2010-01-04")), Some(d("2010-01-08")))
+                .source(SourceChoice::Explicit(Source::Yahoo)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(s.provenance.source, Source::Embedded);
+    let outcome = &s.provenance.attempts[0].outcome;
+    assert_eq!(outcome.matches(base.as_str()).count(), 1, "{outcome}");
+    assert!(outcome.to_lowercase().contains("connect"), "{outcome}");
+    // The note keeps the cause in view.
+    let note = s.provenance.fallback().unwrap();
+    assert!(note.to_lowercase().contains("connect"), "{note}");
+}
+
 // ---------------------------------------------------------------------------
 // Indicators against the pandas reference
 

@@ -111,7 +111,10 @@ impl Client {
         let transport = |e: reqwest::Error| DataError::Transport {
             loader,
             url: url.to_string(),
-            detail: error_chain(&e),
+            // The message names the URL already: reqwest's own copy of it
+            // would push the cause (DNS, refused, timeout) out of any
+            // shortened form of the message.
+            detail: error_chain(&e.without_url()),
         };
         let mut resp = self
             .inner
