@@ -559,32 +559,31 @@ fn prepare(config: &RunnerConfig, spec: &RunSpec) -> Result<Prepared, SandboxErr
     let mut notes: Vec<String> = decision.note.into_iter().collect();
     let mut target = decision.target;
     if let Some(t) = &target {
+        // Spec §6.2: no drop rather than no run. The user must reach the
+        // writable roots and the scratch, and run every program of the job:
+        // one under a directory only root may enter (pyenv or cargo under
+        // /root) would turn the run into "permission denied".
         let mut need = roots.clone();
         need.push(scratch_root.clone());
-        if let Err(blocked) = check_reachable(t, &need) {
-            // Spec §6.2: no drop rather than no run.
-            tracing::warn!(user = %t.name, dir = %blocked.display(), "sandbox user cannot reach a writable root; running without the privilege drop");
-            notes.push(format!(
-                "{} cannot reach {}: ran without the privilege drop, RLIMIT_NPROC not enforced",
-                t.name,
-                blocked.display()
-            ));
-            target = None;
-        }
-    }
-    if let Some(t) = &target {
-        // A program under a directory only root may enter (pyenv or cargo
-        // under /root): the drop would turn the run into "permission
-        // denied", so, as above, no drop rather than no run.
         let programs: Vec<PathBuf> = spec
             .programs()
             .iter()
             .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
             .collect();
-        if let Err(blocked) = check_reachable(t, &programs) {
-            tracing::warn!(user = %t.name, path = %blocked.display(), "sandbox user cannot run a program of this job; running without the privilege drop");
+        let refused = match check_reachable(t, &need) {
+            Err(dir) => Some((dir, "reach", "")),
+            Ok(()) => check_reachable(t, &programs).err().map(|dir| {
+                (
+                    dir,
+                    "run a program under",
+                    " (install it where every user can run it to keep the drop)",
+                )
+            }),
+        };
+        if let Some((blocked, what, hint)) = refused {
+            tracing::warn!(user = %t.name, path = %blocked.display(), "sandbox user cannot {what} it; running without the privilege drop");
             notes.push(format!(
-                "{} cannot run a program under {}: ran without the privilege drop, RLIMIT_NPROC not enforced (install it where every user can run it to keep the drop)",
+                "{} cannot {what} {}: ran without the privilege drop, RLIMIT_NPROC not enforced{hint}",
                 t.name,
                 blocked.display()
             ));

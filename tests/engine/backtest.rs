@@ -575,6 +575,18 @@ fn tool_config(user: UserPolicy) -> BacktestToolConfig {
     }
 }
 
+/// The `backtest` tool on `config` in the run dir `run` (relative to the
+/// session's run dir).
+async fn backtest_in(r: &Registry, fx: &Fx, run: &str, config: &Value) -> Value {
+    call(
+        r,
+        "backtest",
+        json!({"run_dir": run, "config": config}),
+        &fx.ctx,
+    )
+    .await
+}
+
 async fn call(r: &Registry, tool: &str, args: Value, ctx: &ToolContext) -> Value {
     let out = r.get(tool).unwrap().call(args, ctx).await.unwrap();
     serde_json::from_str(&out).unwrap()
@@ -1129,13 +1141,7 @@ async fn online_data_is_fetched_outside_the_sandbox_and_cached_for_the_next_run(
                         "source": "yahoo", "strategy": {"name": "buy_and_hold"}});
     let mut results = Vec::new();
     for run in ["online1", "online2"] {
-        let out = call(
-            &r,
-            "backtest",
-            json!({"run_dir": run, "config": config}),
-            &fx.ctx,
-        )
-        .await;
+        let out = backtest_in(&r, &fx, run, &config).await;
         assert_eq!(out["status"], "ok", "{out:#}");
         assert_eq!(server.hits().len(), 1, "{:?}", server.hits());
         let card: Value = serde_json::from_slice(
@@ -1162,13 +1168,7 @@ async fn online_data_is_fetched_outside_the_sandbox_and_cached_for_the_next_run(
     let mut live = config.clone();
     live["end_date"] = json!(open_end);
     for (i, run) in ["live1", "live2"].into_iter().enumerate() {
-        let out = call(
-            &r,
-            "backtest",
-            json!({"run_dir": run, "config": live}),
-            &fx.ctx,
-        )
-        .await;
+        let out = backtest_in(&r, &fx, run, &live).await;
         assert_eq!(out["status"], "ok", "{out:#}");
         assert_eq!(server.hits().len(), 2 + i, "{:?}", server.hits());
         assert!(!fx.ctx.run_dir.join(run).join(".cache/market").exists());
@@ -1203,13 +1203,7 @@ async fn a_cancel_during_the_data_fetch_stops_the_backtest() {
         cancel.cancel();
     });
     let started = std::time::Instant::now();
-    let out = call(
-        &r,
-        "backtest",
-        json!({"run_dir": "hang", "config": config}),
-        &fx.ctx,
-    )
-    .await;
+    let out = backtest_in(&r, &fx, "hang", &config).await;
     assert_eq!(out["error_code"], "cancelled", "{out:#}");
     assert!(
         started.elapsed() < Duration::from_secs(5),
@@ -1225,6 +1219,17 @@ async fn a_cancel_during_the_data_fetch_stops_the_backtest() {
     hold.abort();
 }
 
+fn write_config(run: &Path, config: &Value) {
+    std::fs::write(run.join("config.json"), config.to_string()).unwrap();
+}
+
+fn offline() -> bt::RunOptions {
+    bt::RunOptions {
+        offline: true,
+        ..bt::RunOptions::default()
+    }
+}
+
 /// config.json names Stooq, the run is offline: the embedded set serves,
 /// and the result says so (warnings, the run card's attempts).
 #[tokio::test]
@@ -1232,18 +1237,12 @@ async fn a_named_source_that_cannot_serve_is_reported_in_the_result() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     std::fs::create_dir_all(&run).unwrap();
-    std::fs::write(
-        run.join("config.json"),
-        json!({"codes": ["IBM"], "start_date": "2006-01-01", "end_date": "2007-12-31",
-               "source": "stooq", "strategy": {"name": "buy_and_hold"}})
-        .to_string(),
-    )
-    .unwrap();
-    let opts = bt::RunOptions {
-        offline: true,
-        ..bt::RunOptions::default()
-    };
-    let summary = bt::run_in_dir(&run, &opts).await.unwrap();
+    write_config(
+        &run,
+        &json!({"codes": ["IBM"], "start_date": "2006-01-01", "end_date": "2007-12-31",
+                "source": "stooq", "strategy": {"name": "buy_and_hold"}}),
+    );
+    let summary = bt::run_in_dir(&run, &offline()).await.unwrap();
     let warning = summary
         .warnings
         .iter()
@@ -1282,17 +1281,12 @@ async fn a_rerun_reuses_parsed_data_and_unchanged_ohlcv_files_but_sees_changes()
         let s = embedded::load(sym, from, to).unwrap();
         write_bars_csv(&run.join(format!("data/{sym}.csv")), &s.bars);
     }
-    std::fs::write(
-        run.join("config.json"),
-        json!({"codes": ["AAPL", "MSFT"], "start_date": "2008-01-01", "end_date": "2011-12-31",
-               "source": "local", "strategy": {"name": "sma_crossover", "params": {"fast": 10, "slow": 30}}})
-        .to_string(),
-    )
-    .unwrap();
-    let opts = bt::RunOptions {
-        offline: true,
-        ..bt::RunOptions::default()
-    };
+    write_config(
+        &run,
+        &json!({"codes": ["AAPL", "MSFT"], "start_date": "2008-01-01", "end_date": "2011-12-31",
+                "source": "local", "strategy": {"name": "sma_crossover", "params": {"fast": 10, "slow": 30}}}),
+    );
+    let opts = offline();
     let first = bt::run_in_dir(&run, &opts).await.unwrap();
     let before = artifact_bytes(&run);
     let entries = std::fs::read_dir(run.join(bt::PARSED_CACHE_DIR))

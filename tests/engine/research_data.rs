@@ -897,20 +897,29 @@ async fn auto_falls_back_down_the_chain_and_records_each_attempt() {
     assert_eq!(server.hits().len(), before);
 }
 
+/// `symbol` over `[from, to]`, asked of `source` by name.
+async fn fetch_named(
+    md: &MarketData,
+    symbol: &str,
+    (from, to): (&str, &str),
+    source: Source,
+) -> PriceSeries {
+    md.fetch(
+        &DataRequest::new(symbol)
+            .range(Some(d(from)), Some(d(to)))
+            .source(SourceChoice::Explicit(source)),
+    )
+    .await
+    .unwrap()
+}
+
 #[tokio::test]
 async fn a_named_source_that_fails_is_noted_where_the_rows_are_shown() {
     let server = Server::start(yahoo_routes()).await;
     let cache = tempfile::tempdir().unwrap();
     let md = MarketData::new(online_config(&server, cache.path()));
     // Yahoo named, Yahoo answers 404 for MSFT, Stooq (its market's chain) serves.
-    let s = md
-        .fetch(
-            &DataRequest::new("MSFT")
-                .range(Some(d("2024-01-02")), Some(d("2024-02-09")))
-                .source(SourceChoice::Explicit(Source::Yahoo)),
-        )
-        .await
-        .unwrap();
+    let s = fetch_named(&md, "MSFT", ("2024-01-02", "2024-02-09"), Source::Yahoo).await;
     assert_eq!(s.provenance.source, Source::Stooq);
     assert_eq!(s.provenance.requested_source, "yahoo");
     let note = s.provenance.fallback().unwrap();
@@ -921,14 +930,7 @@ async fn a_named_source_that_fails_is_noted_where_the_rows_are_shown() {
     assert!(note.ends_with("; the rows come from stooq"), "{note}");
     assert_eq!(s.provenance.notes, vec![note]);
     // The source it named, served: nothing to say.
-    let s = md
-        .fetch(
-            &DataRequest::new("AAPL")
-                .range(Some(d("2024-01-02")), Some(d("2024-02-29")))
-                .source(SourceChoice::Explicit(Source::Yahoo)),
-        )
-        .await
-        .unwrap();
+    let s = fetch_named(&md, "AAPL", ("2024-01-02", "2024-02-29"), Source::Yahoo).await;
     assert_eq!(s.provenance.source, Source::Yahoo);
     assert_eq!(s.provenance.fallback(), None);
     assert!(s.provenance.notes.is_empty(), "{:?}", s.provenance.notes);
@@ -950,14 +952,7 @@ async fn a_refused_connection_names_the_url_once_and_its_cause() {
         stooq_base_url: base.clone(),
         timeout: Duration::from_secs(10),
     });
-    let s = md
-        .fetch(
-            &DataRequest::new("AAPL")
-                .range(Some(d("2010-01-04")), Some(d("2010-01-08")))
-                .source(SourceChoice::Explicit(Source::Yahoo)),
-        )
-        .await
-        .unwrap();
+    let s = fetch_named(&md, "AAPL", ("2010-01-04", "2010-01-08"), Source::Yahoo).await;
     assert_eq!(s.provenance.source, Source::Embedded);
     let outcome = &s.provenance.attempts[0].outcome;
     assert_eq!(outcome.matches(base.as_str()).count(), 1, "{outcome}");
