@@ -58,9 +58,12 @@ pub struct BacktestToolConfig {
     /// executable (tests point it at the built `vibedesk` binary).
     pub engine_program: PathBuf,
     pub runner: RunnerConfig,
-    /// The market-data cache the child may read (`--cache-dir`).
+    /// The shared market-data cache: read and filled by the fetch before
+    /// the engine starts; the engine is given the run dir's copy of what
+    /// the online sources served, or this one when there is none.
     pub cache_dir: Option<PathBuf>,
-    /// Forbid online data in the child (`--offline`).
+    /// No online data at all: no fetch before the engine starts, and the
+    /// engine runs with `--offline`.
     pub offline: bool,
     /// The interpreter for `code/signal_engine.py`; `None` probes `python3`.
     pub python: Option<PathBuf>,
