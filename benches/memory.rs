@@ -424,6 +424,7 @@ fn write_corpus(entries: &Path) -> Corpus {
             quality: 0.5,
             access_count: 0,
             importance: 0.5,
+            related: Vec::new(),
         };
         let kw = vec![corpus.pseudo.pick(&mut rng).to_string()];
         std::fs::write(

@@ -352,6 +352,10 @@ pub struct Stamp {
     pub quality: f64,
     pub access_count: u64,
     pub importance: f64,
+    /// Ids of related entries (`related_memories`), as a person or an
+    /// import wrote them. The original always wrote `[]`, so rewriting an
+    /// entry dropped them; a replacing save keeps them.
+    pub related: Vec<String>,
 }
 
 /// Renders an entry in the format of spec §8.3 (timestamps with a zone).
@@ -365,7 +369,7 @@ pub fn render(
     body: &str,
 ) -> String {
     format!(
-        "---\nname: {title}\ndescription: {description}\ntype: {t}\nid: {id}\ncreated_at: {c}\nupdated_at: {u}\nkeywords: [{kw}]\nquality_score: {q}\naccess_count: {a}\nlast_accessed: {l}\nimportance: {i}\nrelated_memories: []\ncategory: {t}\ncompression_level: raw\n---\n\n{body}",
+        "---\nname: {title}\ndescription: {description}\ntype: {t}\nid: {id}\ncreated_at: {c}\nupdated_at: {u}\nkeywords: [{kw}]\nquality_score: {q}\naccess_count: {a}\nlast_accessed: {l}\nimportance: {i}\nrelated_memories: [{rel}]\ncategory: {t}\ncompression_level: raw\n---\n\n{body}",
         t = memory_type.as_str(),
         id = stamp.id,
         c = format_ts(stamp.created_at),
@@ -375,6 +379,7 @@ pub fn render(
         a = stamp.access_count,
         l = format_ts(stamp.last_accessed),
         i = format_score(stamp.importance),
+        rel = stamp.related.join(", "),
     )
 }
 
@@ -642,6 +647,7 @@ mod tests {
             quality: 0.5,
             access_count: 0,
             importance: 0.5,
+            related: vec!["ab12cd".into(), "0a33ff".into()],
         };
         let text = render(
             "T",
@@ -664,6 +670,7 @@ mod tests {
         );
         assert_eq!((e.created_at, e.last_accessed), (now, now));
         assert_eq!(e.keywords, vec!["k1", "k2"]);
+        assert_eq!(e.related, vec!["ab12cd", "0a33ff"]);
         assert_eq!(e.body, "Body");
         assert_eq!(format_score(0.57), "0.57");
         assert_eq!(format_score(0.6), "0.6");

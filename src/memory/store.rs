@@ -821,6 +821,10 @@ impl MemoryStore {
             quality: previous.as_ref().map(|p| p.quality).unwrap_or(0.5),
             access_count: previous.as_ref().map(|p| p.access_count).unwrap_or(0),
             importance: previous.as_ref().map(|p| p.quality).unwrap_or(0.5),
+            related: previous
+                .as_ref()
+                .map(|p| p.related.clone())
+                .unwrap_or_default(),
         };
         let text = render(&title, description, memory_type, keywords, &stamp, body);
         if let Some(dir) = path.parent() {

@@ -247,6 +247,30 @@ fn pm04_same_title_overwrites() {
     assert_eq!(s.indexed_count(), Some(1));
 }
 
+/// The original rendered `related_memories: []` on every write, so saving a
+/// new version of an entry dropped the ids a person had written there.
+#[test]
+fn a_replacing_save_keeps_related_memories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = store(tmp.path(), flags("off"));
+    let AddOutcome::Saved { path, .. } = add(&s, "btc regime", "v1", MemoryType::Project) else {
+        panic!("not saved")
+    };
+    set_fields(&path, &[("related_memories", "[ab12cd, 0a33ff]")]);
+    assert_eq!(read_entry(&path).unwrap().related, vec!["ab12cd", "0a33ff"]);
+    add(&s, "btc regime", "v2", MemoryType::Project);
+    let e = read_entry(&path).unwrap();
+    assert_eq!(e.body, "v2");
+    assert_eq!(e.related, vec!["ab12cd", "0a33ff"]);
+    // A new entry starts with none.
+    let AddOutcome::Saved { path: other, .. } = add(&s, "eth basis", "v1", MemoryType::Project)
+    else {
+        panic!("not saved")
+    };
+    let fresh = read_entry(&other).unwrap();
+    assert!(fresh.related.is_empty());
+}
+
 #[test]
 fn pm05_pm06_non_latin_and_symbol_titles_never_collide() {
     let tmp = tempfile::tempdir().unwrap();
