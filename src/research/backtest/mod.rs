@@ -35,7 +35,7 @@ pub use engine::{Panel, SimParams, Simulation, SymbolRules};
 pub use metrics::Metrics;
 
 use crate::research::data::{
-    DataConfig, DataError, Market, MarketData, PriceSeries, Source, SourceChoice,
+    DataConfig, DataError, Market, MarketData, PriceSeries, Source, SourceChoice, embedded,
 };
 
 /// Why a backtest could not run. Each names the input and what to do.
@@ -207,13 +207,21 @@ pub async fn fetch_data(
 pub const PARSED_CACHE_DIR: &str = ".cache/bars";
 
 /// Whether a config may need the online sources: not when it names the
-/// embedded set or local files and has no benchmark (which is fetched in
-/// `auto`).
+/// embedded set or local files, nor in `auto` when the embedded set (first
+/// in the chain) holds every code over the whole range, unless it has a
+/// benchmark (fetched in `auto`).
 pub fn may_use_online(cfg: &BacktestConfig) -> bool {
-    !matches!(
-        cfg.source,
-        SourceChoice::Explicit(Source::Embedded | Source::Local)
-    ) || cfg.benchmark.is_some()
+    if cfg.benchmark.is_some() {
+        return true;
+    }
+    match cfg.source {
+        SourceChoice::Explicit(Source::Embedded | Source::Local) => false,
+        SourceChoice::Auto => !cfg
+            .codes
+            .iter()
+            .all(|c| embedded::spans(c, cfg.start_date, cfg.end_date)),
+        SourceChoice::Explicit(_) => true,
+    }
 }
 
 fn market_data(cfg: &BacktestConfig, run_dir: &Path, opts: &RunOptions) -> MarketData {
@@ -733,6 +741,25 @@ mod tests {
             .unwrap_or_default();
         v.sort();
         v
+    }
+
+    #[test]
+    fn online_sources_are_needed_only_where_the_embedded_set_cannot_serve() {
+        let needs = |extra: Value| {
+            let mut v = json!({"codes": ["AAPL", "MSFT"], "start_date": "2005-01-03",
+                               "end_date": "2012-12-31", "strategy": {"name": "buy_and_hold"}});
+            for (k, x) in extra.as_object().unwrap() {
+                v[k] = x.clone();
+            }
+            may_use_online(&BacktestConfig::from_value(&v, false).unwrap())
+        };
+        assert!(!needs(json!({})), "auto inside the embedded span");
+        assert!(!needs(json!({"source": "embedded"})));
+        assert!(!needs(json!({"source": "local"})));
+        assert!(needs(json!({"end_date": "2014-01-01"})), "past the span");
+        assert!(needs(json!({"codes": ["AAPL", "NVDA"]})), "a code it lacks");
+        assert!(needs(json!({"source": "yahoo"})));
+        assert!(needs(json!({"benchmark": "SPY"})));
     }
 
     #[test]

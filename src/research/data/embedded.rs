@@ -36,6 +36,29 @@ pub const TICKERS: [(&str, usize); 5] = [
     ("MSFT", 3270),
 ];
 
+/// A calendar date as (year, month, day).
+type Ymd = (i32, u32, u32);
+
+/// Each ticker's first and last date, so that whether the set covers a
+/// range is known without decompressing it (a test holds them to the data).
+const SPANS: [(&str, Ymd, Ymd); 5] = [
+    ("AAPL", (2000, 3, 1), (2013, 3, 1)),
+    ("FB", (2012, 5, 18), (2013, 3, 1)),
+    ("GOOG", (2004, 8, 19), (2013, 3, 1)),
+    ("IBM", (2000, 3, 1), (2013, 3, 1)),
+    ("MSFT", (2000, 3, 1), (2013, 3, 1)),
+];
+
+/// Whether the set holds `symbol` over the whole of `[start, end]` (no
+/// slack for closed days: a caller may rely on a `true`).
+pub fn spans(symbol: &str, start: NaiveDate, end: NaiveDate) -> bool {
+    let base = us_base(symbol);
+    let date = |(y, m, d): Ymd| NaiveDate::from_ymd_opt(y, m, d);
+    SPANS.iter().any(|&(t, first, last)| {
+        t == base && date(first).is_some_and(|f| f <= start) && date(last).is_some_and(|l| end <= l)
+    })
+}
+
 struct Loaded {
     by_ticker: BTreeMap<String, (Bars, DropReport)>,
 }
@@ -188,5 +211,23 @@ mod tests {
         assert!(!has("TSLA"));
         let e = load("TSLA", None, None).unwrap_err();
         assert!(e.to_string().contains("AAPL, FB, GOOG, IBM, MSFT"), "{e}");
+    }
+
+    #[test]
+    fn spans_match_the_data() {
+        let d = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
+        assert_eq!(
+            SPANS.map(|(t, _, _)| t),
+            TICKERS.map(|(t, _)| t),
+            "one span per ticker"
+        );
+        for (t, _, _) in SPANS {
+            let (first, last) = coverage(t).unwrap().unwrap();
+            assert!(spans(t, first, last), "{t}");
+            assert!(!spans(t, first.pred_opt().unwrap(), last), "{t}");
+            assert!(!spans(t, first, last.succ_opt().unwrap()), "{t}");
+        }
+        assert!(spans("aapl.us", d("2005-01-01"), d("2012-12-31")));
+        assert!(!spans("TSLA", d("2005-01-01"), d("2006-01-01")));
     }
 }
