@@ -46,9 +46,10 @@ impl Protections {
             && let Err(blocked) = check_reachable(t, &[PathBuf::from(dir)])
         {
             notes.push(format!(
-                "{} cannot reach {}: runs there stay root, RLIMIT_NPROC not enforced",
+                "{} cannot reach {}: runs there stay root, RLIMIT_NPROC not enforced (VIBEDESK_HOME set to a directory {} can traverse keeps the drop)",
                 t.name,
-                blocked.display()
+                blocked.display(),
+                t.name
             ));
             user = None;
         }

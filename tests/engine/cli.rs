@@ -408,6 +408,48 @@ async fn doctor_masks_the_key_and_checks_the_server() {
     );
 }
 
+/// As root, the doctor says whether the sandbox user can reach the data dir
+/// and, when it cannot, how to keep the privilege drop.
+#[tokio::test]
+async fn doctor_says_how_to_keep_the_privilege_drop() {
+    use std::os::unix::fs::PermissionsExt;
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: the privilege drop needs root");
+        return;
+    }
+    let sandbox_line = |stdout: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with("sandbox"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    // A 0700 home, as /root is: the sandbox user cannot enter.
+    let private = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(private.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = vibedesk(private.path())
+        .arg("doctor")
+        .output()
+        .await
+        .unwrap();
+    let line = sandbox_line(&String::from_utf8_lossy(&out.stdout));
+    assert!(
+        line.contains("user=root")
+            && line.contains("cannot reach")
+            && line.contains("VIBEDESK_HOME"),
+        "{line}"
+    );
+    let open = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(open.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = vibedesk(open.path()).arg("doctor").output().await.unwrap();
+    let line = sandbox_line(&String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !line.contains("user=root") && !line.contains("cannot reach"),
+        "{line}"
+    );
+    assert!(line.contains("rlimits=on "), "{line}");
+}
+
 /// Reads JSON event lines from a running child until `pred` matches one.
 async fn wait_for_event(child: &mut Child, lines: &mut Vec<Value>, pred: impl Fn(&Value) -> bool) {
     let stdout = child.stdout.as_mut().expect("piped stdout");
