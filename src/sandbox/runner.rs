@@ -581,7 +581,7 @@ fn prepare(config: &RunnerConfig, spec: &RunSpec) -> Result<Prepared, SandboxErr
             }),
         };
         if let Some((blocked, what, hint)) = refused {
-            tracing::warn!(user = %t.name, path = %blocked.display(), "sandbox user cannot {what} it; running without the privilege drop");
+            tracing::warn!(user = %t.name, path = %blocked.display(), "sandbox user cannot {what} this path; running without the privilege drop");
             notes.push(format!(
                 "{} cannot {what} {}: ran without the privilege drop, RLIMIT_NPROC not enforced{hint}",
                 t.name,

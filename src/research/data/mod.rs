@@ -385,6 +385,14 @@ pub struct Provenance {
 /// Longest reason quoted in a fallback note (an HTTP error names its URL).
 const FALLBACK_REASON_CHARS: usize = 240;
 
+/// `text` cut to `max` characters, with `…` when something was cut.
+pub(crate) fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
 impl Provenance {
     /// When a source was asked for by name and another served the rows:
     /// which one did, and why the named one did not. `auto` falling down
@@ -398,13 +406,7 @@ impl Provenance {
             .attempts
             .iter()
             .find(|a| a.source.as_str() == asked)
-            .map(|a| {
-                let mut r: String = a.outcome.chars().take(FALLBACK_REASON_CHARS).collect();
-                if a.outcome.chars().nth(FALLBACK_REASON_CHARS).is_some() {
-                    r.push('…');
-                }
-                r
-            })
+            .map(|a| shorten(&a.outcome, FALLBACK_REASON_CHARS))
             .unwrap_or_else(|| "not tried".into());
         Some(format!(
             "{asked} did not serve {} ({why}); the rows come from {}",

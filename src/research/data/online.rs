@@ -99,10 +99,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 fn snippet(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match one_line.char_indices().nth(200) {
-        Some((i, _)) => format!("{}…", &one_line[..i]),
-        None => one_line,
-    }
+    super::shorten(&one_line, 200)
 }
 
 impl Client {
