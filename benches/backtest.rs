@@ -44,19 +44,42 @@ fn weekdays(n: usize) -> Vec<NaiveDate> {
     out
 }
 
+/// How the CSV numbers of the end-to-end case look.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Shape {
+    /// Every price a full 17-digit double: the parser's and the
+    /// formatter's worst case (~103 bytes a row).
+    FullPrecision,
+    /// Prices to the cent and whole-share volumes, as real daily files are
+    /// (the embedded set, Yahoo and Stooq CSVs; ~45 bytes a row).
+    Market,
+}
+
 /// A geometric random walk with a little drift; OHLC consistent.
 fn synthetic(n: usize, seed: u64) -> Bars {
+    synthetic_shaped(n, seed, Shape::FullPrecision)
+}
+
+fn synthetic_shaped(n: usize, seed: u64, shape: Shape) -> Bars {
+    // Nearest double to a whole number of cents: its shortest form is the
+    // cent value itself, as a price file would spell it.
+    let cents = |x: f64| match shape {
+        Shape::FullPrecision => x,
+        Shape::Market => (x * 100.0).round() / 100.0,
+    };
     let mut rng = Rng::new(seed);
     let mut u = || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
     let dates = weekdays(n);
     let mut b = Bars::with_capacity(n);
     let mut p = 100.0;
     for d in dates {
-        let o = p * (1.0 + (u() - 0.5) * 0.01);
-        let c = o * (1.0 + (u() - 0.5) * 0.04 + 0.0003);
-        let h = o.max(c) * (1.0 + u() * 0.01);
-        let l = o.min(c) * (1.0 - u() * 0.01);
-        b.push(d, o, h, l, c, 1e6 * (1.0 + u()));
+        let o = cents(p * (1.0 + (u() - 0.5) * 0.01));
+        let c = cents(o * (1.0 + (u() - 0.5) * 0.04 + 0.0003));
+        let h = cents(o.max(c) * (1.0 + u() * 0.01)).max(o.max(c));
+        let l = cents(o.min(c) * (1.0 - u() * 0.01)).min(o.min(c));
+        let v = 1e6 * (1.0 + u());
+        let v = if shape == Shape::Market { v.round() } else { v };
+        b.push(d, o, h, l, c, v);
         p = c;
     }
     b
@@ -164,10 +187,24 @@ fn case(name: &str, symbols: usize, n: usize, runs: usize) {
     );
 }
 
-fn write_csv(path: &Path, b: &Bars) {
+fn write_csv(path: &Path, b: &Bars, shape: Shape) {
     let mut buf = Vec::with_capacity(b.len() * 64);
     buf.extend_from_slice(b"date,open,high,low,close,volume\n");
-    bt::artifacts::push_ohlcv_rows(&mut buf, b);
+    match shape {
+        Shape::FullPrecision => bt::artifacts::push_ohlcv_rows(&mut buf, b),
+        // Whole-share volumes without a decimal point, as files have them.
+        Shape::Market => {
+            use std::io::Write;
+            for i in 0..b.len() {
+                bt::artifacts::push_date(&mut buf, b.dates[i]);
+                for col in [&b.open, &b.high, &b.low, &b.close] {
+                    buf.push(b',');
+                    bt::artifacts::push_f64(&mut buf, col[i]);
+                }
+                writeln!(buf, ",{}", b.volume[i] as u64).unwrap();
+            }
+        }
+    }
     std::fs::write(path, buf).unwrap();
 }
 
@@ -181,7 +218,11 @@ fn fresh_copy(template: &Path, to: &Path) {
     }
 }
 
-fn sandbox_case(runs: usize) {
+fn sandbox_case(runs: usize, shape: Shape) {
+    let label = match shape {
+        Shape::FullPrecision => "17-digit prices",
+        Shape::Market => "prices in cents",
+    };
     let dir = tempfile::tempdir().unwrap();
     let template = dir.path().join("template");
     std::fs::create_dir_all(template.join("data")).unwrap();
@@ -189,10 +230,10 @@ fn sandbox_case(runs: usize) {
     let mut first = None;
     let mut last = None;
     for (i, c) in codes.iter().enumerate() {
-        let b = synthetic(2_520, 42 + i as u64);
+        let b = synthetic_shaped(2_520, 42 + i as u64, shape);
         first = b.first_date();
         last = b.last_date();
-        write_csv(&template.join("data").join(format!("{c}.csv")), &b);
+        write_csv(&template.join("data").join(format!("{c}.csv")), &b, shape);
     }
     let cfg = config(&codes, first.unwrap(), last.unwrap(), "local");
     std::fs::write(
@@ -258,8 +299,14 @@ fn sandbox_case(runs: usize) {
         std::hint::black_box(bt::chart::svg(&d).unwrap());
         std::hint::black_box(bt::chart::png(&d).unwrap());
     });
+    let csv_bytes: u64 = std::fs::read_dir(template.join("data"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
     println!(
-        "100 x 2,520 first-run phases: load 100 CSVs {:.1} ms, signals+simulation+metrics {:.1} ms, artifacts+chart+run card {:.1} ms (chart alone {:.1} ms)",
+        "100 x 2,520, {label}, {:.1} MB of CSV: first-run phases: load 100 CSVs {:.1} ms, signals+simulation+metrics {:.1} ms, artifacts+chart+run card {:.1} ms (chart alone {:.1} ms)",
+        csv_bytes as f64 / 1e6,
         fetch.as_secs_f64() * 1e3,
         eval.as_secs_f64() * 1e3,
         write.as_secs_f64() * 1e3,
@@ -309,12 +356,12 @@ fn sandbox_case(runs: usize) {
         rt.block_on(bt::run_in_dir(&run_dir, &opts)).unwrap();
     });
     println!(
-        "100 x 2,520 end to end, first run:  sandboxed `vibedesk engine` {:.1} ms, in-process run_in_dir {:.1} ms",
+        "100 x 2,520, {label}, end to end, first run: sandboxed `vibedesk engine` {:.1} ms, in-process run_in_dir {:.1} ms",
         cold_sandboxed.as_secs_f64() * 1e3,
         cold_in_process.as_secs_f64() * 1e3
     );
     println!(
-        "100 x 2,520 end to end, rerun:      sandboxed `vibedesk engine` {:.1} ms, in-process run_in_dir {:.1} ms  [CSV load or cache, SMA signals, simulation, metrics, 100 OHLCV + 6 tables, SVG + PNG chart, run card]",
+        "100 x 2,520, {label}, end to end, rerun:     sandboxed `vibedesk engine` {:.1} ms, in-process run_in_dir {:.1} ms  [CSV load or cache, SMA signals, simulation, metrics, 100 OHLCV + 6 tables, SVG + PNG chart, run card]",
         warm_sandboxed.as_secs_f64() * 1e3,
         warm_in_process.as_secs_f64() * 1e3
     );
@@ -325,5 +372,6 @@ fn main() {
     case("1 x 2,520", 1, 2_520, 200);
     case("1 x 252,000", 1, 252_000, 20);
     case("100 x 2,520", 100, 2_520, 20);
-    sandbox_case(10);
+    sandbox_case(10, Shape::FullPrecision);
+    sandbox_case(10, Shape::Market);
 }

@@ -68,6 +68,7 @@ pub async fn engine(args: EngineArgs) -> u8 {
         python: args.python,
         yahoo_base_url: args.yahoo_base_url,
         stooq_base_url: args.stooq_base_url,
+        keep_parsed_bars: false,
     };
     match run_in_dir(&run_dir, &opts).await {
         Ok(summary) => {

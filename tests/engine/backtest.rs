@@ -1268,7 +1268,8 @@ async fn a_named_source_that_cannot_serve_is_reported_in_the_result() {
     assert!(md.contains("stooq did not serve IBM"), "{md}");
 }
 
-/// A rerun in the same run dir reads the parsed-bars cache and links the
+/// A run dir's first run keeps no parsed copies of its data files (most run
+/// once); its second keeps them, later runs read them. A rerun links the
 /// OHLCV files it would write identically, with byte-identical artifacts;
 /// a changed data file is parsed and written again.
 #[tokio::test]
@@ -1287,12 +1288,11 @@ async fn a_rerun_reuses_parsed_data_and_unchanged_ohlcv_files_but_sees_changes()
                 "source": "local", "strategy": {"name": "sma_crossover", "params": {"fast": 10, "slow": 30}}}),
     );
     let opts = offline();
+    let entries =
+        |run: &Path| std::fs::read_dir(run.join(bt::PARSED_CACHE_DIR)).map_or(0, |d| d.count());
     let first = bt::run_in_dir(&run, &opts).await.unwrap();
     let before = artifact_bytes(&run);
-    let entries = std::fs::read_dir(run.join(bt::PARSED_CACHE_DIR))
-        .unwrap()
-        .count();
-    assert_eq!(entries, 2, "one parsed entry per data file");
+    assert_eq!(entries(&run), 0, "a first run keeps no parsed copies");
     let aapl = run.join("artifacts/ohlcv_AAPL.csv");
     let msft = run.join("artifacts/ohlcv_MSFT.csv");
     // Keep a second name for each file, to see whether the rerun links it.
@@ -1305,6 +1305,10 @@ async fn a_rerun_reuses_parsed_data_and_unchanged_ohlcv_files_but_sees_changes()
         before,
         "a rerun writes the same bytes"
     );
+    assert_eq!(entries(&run), 2, "the second run keeps one per data file");
+    let third = bt::run_in_dir(&run, &opts).await.unwrap();
+    assert_eq!(third.scalars, first.scalars);
+    assert_eq!(artifact_bytes(&run), before);
     assert_eq!(second.scalars, first.scalars);
     assert_eq!(inode(&aapl), inode(&dir.path().join("aapl.keep")), "linked");
     assert_eq!(inode(&msft), inode(&dir.path().join("msft.keep")), "linked");
@@ -1348,4 +1352,57 @@ async fn a_rerun_reuses_parsed_data_and_unchanged_ohlcv_files_but_sees_changes()
         changed[0].0.contains(&*String::from_utf8_lossy(&cell)),
         "{changed:?}"
     );
+
+    // Later runs read the entries: an entry stands in for its file's parse
+    // (it is checked against the file's identity, not re-derived), so a
+    // doctored one shows in the artifacts. Its last 8 bytes are the last
+    // bar's volume.
+    let aapl_entry = std::fs::read_dir(run.join(bt::PARSED_CACHE_DIR))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let b = std::fs::read(p).unwrap();
+            b.windows(8).any(|w| w == b"AAPL.csv")
+        })
+        .unwrap();
+    let mut entry = std::fs::read(&aapl_entry).unwrap();
+    let at = entry.len() - 8;
+    entry[at..].copy_from_slice(&123_456_789.0f64.to_le_bytes());
+    std::fs::write(&aapl_entry, entry).unwrap();
+    bt::run_in_dir(&run, &opts).await.unwrap();
+    let aapl_text = std::fs::read_to_string(&aapl).unwrap();
+    assert!(
+        aapl_text.trim_end().ends_with(",123456789.0"),
+        "{}",
+        aapl_text.lines().last().unwrap()
+    );
+}
+
+/// A load the caller knows is followed by the engine (the `backtest` tool's
+/// prefetch) keeps its parses even in a fresh run dir; the same load
+/// without that knowledge keeps none.
+#[tokio::test]
+async fn a_load_followed_by_the_engine_keeps_its_parses() {
+    let dir = tempfile::tempdir().unwrap();
+    for (keep, expected) in [(false, 0), (true, 1)] {
+        let run = dir.path().join(format!("run-{keep}"));
+        std::fs::create_dir_all(run.join("data")).unwrap();
+        let s = embedded::load("IBM", Some(d("2010-01-01")), Some(d("2010-12-31"))).unwrap();
+        write_bars_csv(&run.join("data/IBM.csv"), &s.bars);
+        write_config(
+            &run,
+            &json!({"codes": ["IBM"], "start_date": "2010-01-01", "end_date": "2010-12-31",
+                    "source": "local", "strategy": {"name": "buy_and_hold"}}),
+        );
+        let (cfg, _) = bt::load_config(&run).unwrap();
+        let opts = bt::RunOptions {
+            keep_parsed_bars: keep,
+            ..offline()
+        };
+        let (series, _, _) = bt::fetch_data(&cfg, &run, &opts).await.unwrap();
+        assert_eq!(series[0].bars.len(), s.bars.len());
+        let kept = std::fs::read_dir(run.join(bt::PARSED_CACHE_DIR)).map_or(0, |d| d.count());
+        assert_eq!(kept, expected, "keep_parsed_bars: {keep}");
+    }
 }

@@ -133,6 +133,7 @@ pub(crate) fn yahoo_routes() -> Vec<Route> {
 fn online_config(server: &Server, cache: &Path) -> DataConfig {
     DataConfig {
         parsed_cache: None,
+        keep_parsed: false,
         cache_dir: Some(cache.to_path_buf()),
         local_dirs: Vec::new(),
         online: true,
@@ -249,7 +250,7 @@ fn sanity_filter_drops_and_reports_bad_rows_in_a_crafted_csv() {
          2024-01-10,10,11,9,10.2,100\n",
     )
     .unwrap();
-    let s = local::load_file(&path, "BAD", None, None, None).unwrap();
+    let s = local::load_file(&path, "BAD", None, None, None, false).unwrap();
     let r = s.provenance.dropped;
     assert_eq!(r.non_positive_price, 1);
     assert_eq!(r.high_below_low, 1);
@@ -313,19 +314,19 @@ fn local_csv_header_variants_load() {
     for (name, body, rows) in cases {
         std::fs::write(dir.path().join(name), body).unwrap();
         let sym = name.trim_end_matches(".csv");
-        let s = local::load(sym, &[dir.path().to_path_buf()], None, None, None)
+        let s = local::load(sym, &[dir.path().to_path_buf()], None, None, None, false)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(s.bars.len(), rows, "{name}");
         assert_eq!(s.provenance.source, Source::Local);
     }
     // The adjusted close scales OHLC and volume.
-    let y = local::load("y", &[dir.path().to_path_buf()], None, None, None).unwrap();
+    let y = local::load("y", &[dir.path().to_path_buf()], None, None, None, false).unwrap();
     assert_eq!(y.bars.close, vec![50.0, 51.0]);
     assert_eq!((y.bars.high[0], y.bars.volume[0]), (55.0, 20.0));
     assert!(!y.provenance.adjustments.is_empty());
-    let t = local::load("T", &[dir.path().to_path_buf()], None, None, None).unwrap();
+    let t = local::load("T", &[dir.path().to_path_buf()], None, None, None, false).unwrap();
     assert_eq!(t.bars.dates, vec![d("2024-01-02"), d("2024-01-03")]);
-    let s = local::load("S", &[dir.path().to_path_buf()], None, None, None).unwrap();
+    let s = local::load("S", &[dir.path().to_path_buf()], None, None, None, false).unwrap();
     assert!(s.bars.volume[0].is_nan());
     assert!(s.provenance.notes.iter().any(|n| n.contains("no volume")));
 }
@@ -343,7 +344,7 @@ fn local_csv_errors_name_the_file_line_and_column() {
         "NUM.csv",
         "date,open,high,low,close\n2024-01-02,1,2,0.5,1.5\n2024-01-03,1,2,0.5,abc\n",
     );
-    let e = local::load("NUM", &dirs, None, None, None)
+    let e = local::load("NUM", &dirs, None, None, None, false)
         .unwrap_err()
         .to_string();
     assert!(e.contains(&p.display().to_string()), "{e}");
@@ -356,7 +357,7 @@ fn local_csv_errors_name_the_file_line_and_column() {
         "DATE.csv",
         "Date,Open,High,Low,Close\n02/01/2024,1,2,0.5,1.5\n",
     );
-    let e = local::load("DATE", &dirs, None, None, None)
+    let e = local::load("DATE", &dirs, None, None, None, false)
         .unwrap_err()
         .to_string();
     assert!(
@@ -368,7 +369,7 @@ fn local_csv_errors_name_the_file_line_and_column() {
         "HDR.csv",
         "Date,Open,High,Low,Price\n2024-01-02,1,2,0.5,1.5\n",
     );
-    let e = local::load("HDR", &dirs, None, None, None).unwrap_err();
+    let e = local::load("HDR", &dirs, None, None, None, false).unwrap_err();
     assert!(
         matches!(
             e,
@@ -386,13 +387,13 @@ fn local_csv_errors_name_the_file_line_and_column() {
     );
 
     write("NOHDR.csv", "2024-01-02,1,2,0.5,1.5\n");
-    let e = local::load("NOHDR", &dirs, None, None, None)
+    let e = local::load("NOHDR", &dirs, None, None, None, false)
         .unwrap_err()
         .to_string();
     assert!(e.contains("looks like data, not a header"), "{e}");
 
     let pq = write("PQ.parquet", "PAR1....PAR1");
-    let e = local::load("PQ", &dirs, None, None, None).unwrap_err();
+    let e = local::load("PQ", &dirs, None, None, None, false).unwrap_err();
     assert_eq!(e.code(), "parquet_error");
     assert!(e.is_fatal(), "a broken file of the user's stops the chain");
     let e = e.to_string();
@@ -401,7 +402,7 @@ fn local_csv_errors_name_the_file_line_and_column() {
         "{e}"
     );
 
-    let e = local::load("NOPE", &dirs, None, None, None)
+    let e = local::load("NOPE", &dirs, None, None, None, false)
         .unwrap_err()
         .to_string();
     assert!(
@@ -434,8 +435,8 @@ fn assert_same_bars(a: &PriceSeries, b: &PriceSeries, rel: f64) {
 #[test]
 fn parquet_written_by_pandas_loads_like_its_csv_twin() {
     let dir = Path::new(FIXTURES).join("parquet");
-    let pq = local::load_file(&dir.join("IBM.parquet"), "IBM", None, None, None).unwrap();
-    let csv = local::load_file(&dir.join("IBM.csv"), "IBM", None, None, None).unwrap();
+    let pq = local::load_file(&dir.join("IBM.parquet"), "IBM", None, None, None, false).unwrap();
+    let csv = local::load_file(&dir.join("IBM.csv"), "IBM", None, None, None, false).unwrap();
     assert_eq!(pq.bars.len(), 252, "IBM traded 252 days in 2010");
     assert_eq!(pq.bars.first_date(), Some(d("2010-01-04")));
     assert_eq!(pq.bars.last_date(), Some(d("2010-12-31")));
@@ -453,6 +454,7 @@ fn parquet_written_by_pandas_loads_like_its_csv_twin() {
             None,
             None,
             Some(cache.path()),
+            true,
         )
         .unwrap();
         assert_same_bars(&c, &pq, 0.0);
@@ -473,6 +475,7 @@ fn parquet_written_by_pandas_loads_like_its_csv_twin() {
         Some(d("2010-03-01")),
         Some(d("2010-03-31")),
         None,
+        false,
     )
     .unwrap();
     assert!(march.provenance.location.ends_with("IBM.parquet"));
@@ -484,13 +487,14 @@ fn parquet_with_a_ticker_column_date32_and_zstd_selects_the_symbol() {
     let dir = Path::new(FIXTURES).join("parquet");
     let file = dir.join("two_tickers_zstd.parquet");
     for sym in ["MSFT", "AAPL"] {
-        let pq = local::load_file(&file, sym, None, None, None).unwrap();
-        let csv = local::load_file(&dir.join("two_tickers.csv"), sym, None, None, None).unwrap();
+        let pq = local::load_file(&file, sym, None, None, None, false).unwrap();
+        let csv =
+            local::load_file(&dir.join("two_tickers.csv"), sym, None, None, None, false).unwrap();
         assert!(pq.bars.len() > 60, "{sym}: {}", pq.bars.len());
         assert_same_bars(&pq, &csv, 0.0);
         assert_eq!(pq.bars.volume, csv.bars.volume);
     }
-    let e = local::load_file(&file, "GOOG", None, None, None)
+    let e = local::load_file(&file, "GOOG", None, None, None, false)
         .unwrap_err()
         .to_string();
     assert!(e.contains("AAPL, MSFT"), "{e}");
@@ -499,7 +503,7 @@ fn parquet_with_a_ticker_column_date32_and_zstd_selects_the_symbol() {
 #[test]
 fn parquet_in_a_codec_left_out_says_how_to_resave_it() {
     let file = Path::new(FIXTURES).join("parquet/brotli.parquet");
-    let e = local::load_file(&file, "BRO", None, None, None).unwrap_err();
+    let e = local::load_file(&file, "BRO", None, None, None, false).unwrap_err();
     assert_eq!(e.code(), "parquet_error");
     let e = e.to_string();
     assert!(
@@ -511,7 +515,15 @@ fn parquet_in_a_codec_left_out_says_how_to_resave_it() {
 #[test]
 fn parquet_with_millisecond_timestamps_float32_and_gzip_loads() {
     let dir = Path::new(FIXTURES).join("parquet");
-    let pq = local::load_file(&dir.join("MSFT_gzip.parquet"), "MSFT", None, None, None).unwrap();
+    let pq = local::load_file(
+        &dir.join("MSFT_gzip.parquet"),
+        "MSFT",
+        None,
+        None,
+        None,
+        false,
+    )
+    .unwrap();
     let reference = embedded::load("MSFT", Some(d("2012-01-01")), Some(d("2012-03-31"))).unwrap();
     assert_eq!(pq.bars.dates, reference.bars.dates);
     // The embedded set is adjusted on load by one factor per row, so the
@@ -945,6 +957,7 @@ async fn a_refused_connection_names_the_url_once_and_its_cause() {
     };
     let md = MarketData::new(DataConfig {
         parsed_cache: None,
+        keep_parsed: false,
         cache_dir: None,
         local_dirs: Vec::new(),
         online: true,

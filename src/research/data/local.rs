@@ -129,6 +129,15 @@ fn parse_number(raw: &str) -> Result<Option<f64>, ()> {
     s.parse::<f64>().map(Some).map_err(|_| ())
 }
 
+/// `str::trim`, skipped for the usual cell that starts and ends with a
+/// visible ASCII character (no Unicode whitespace can be at either end).
+fn trim_cell(cell: &str) -> &str {
+    match (cell.as_bytes().first(), cell.as_bytes().last()) {
+        (Some(a), Some(z)) if a.is_ascii_graphic() && z.is_ascii_graphic() => cell,
+        _ => cell.trim(),
+    }
+}
+
 /// `YYYY-MM-DD` exactly (the common case, without a format parser).
 fn iso_date(s: &str) -> Option<NaiveDate> {
     let b = s.as_bytes();
@@ -377,7 +386,7 @@ fn parse_csv_with(
                 if line_end {
                     cell = cell.strip_suffix('\r').unwrap_or(cell);
                 }
-                cells.push(cell.trim());
+                cells.push(trim_cell(cell));
                 cell_start = pos + 1;
                 if !line_end {
                     continue;
@@ -499,13 +508,15 @@ fn read_text_file(path: &Path) -> Result<Vec<u8>, DataError> {
 }
 
 /// Reads one CSV (plain or gzip) or Parquet file for `symbol` within
-/// `[start, end]`.
+/// `[start, end]`. A valid entry of `parsed_cache` replaces the parse; a
+/// parse is kept there only with `keep_parsed`.
 pub fn load_file(
     path: &Path,
     symbol: &str,
     start: Option<NaiveDate>,
     end: Option<NaiveDate>,
     parsed_cache: Option<&Path>,
+    keep_parsed: bool,
 ) -> Result<PriceSeries, DataError> {
     let io = |source| DataError::Io {
         path: path.to_path_buf(),
@@ -532,7 +543,7 @@ pub fn load_file(
             } else {
                 parse_csv(&read_text_file(path)?, &origin, Some(symbol))?
             };
-            if let Some(dir) = parsed_cache {
+            if let Some(dir) = parsed_cache.filter(|_| keep_parsed) {
                 super::bars_cache::put(dir, path, &meta, &p);
             }
             p
@@ -666,9 +677,10 @@ pub fn load(
     start: Option<NaiveDate>,
     end: Option<NaiveDate>,
     parsed_cache: Option<&Path>,
+    keep_parsed: bool,
 ) -> Result<PriceSeries, DataError> {
     let path = find_file(symbol, dirs)?;
-    load_file(&path, symbol, start, end, parsed_cache)
+    load_file(&path, symbol, start, end, parsed_cache, keep_parsed)
 }
 
 #[cfg(test)]
@@ -767,6 +779,13 @@ mod tests {
         assert_eq!(iso_date("2024-01-02"), Some(d("2024-01-02")));
         for s in ["2024-1-02", "2024-01-0x", "2024-13-01", "2024/01/02"] {
             assert_eq!(iso_date(s), None, "{s}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn trim_cell_is_str_trim(s in "[ \t\u{a0}\u{2003}\u{3000}a-z0-9.,é-]{0,12}") {
+            proptest::prop_assert_eq!(trim_cell(&s), s.trim());
         }
     }
 

@@ -43,6 +43,10 @@ pub struct DataConfig {
     /// Where parsed local files are kept for reruns (see
     /// [`super::bars_cache`]); `None` parses every time.
     pub parsed_cache: Option<PathBuf>,
+    /// Whether a parse is also stored in `parsed_cache` (valid entries are
+    /// read either way). Off for a load nothing is known to follow: an
+    /// entry costs about as many bytes written as the file it spares.
+    pub keep_parsed: bool,
     /// Whether the online loaders may be used at all.
     pub online: bool,
     pub yahoo_base_url: String,
@@ -57,6 +61,7 @@ impl Default for DataConfig {
             cache_dir: None,
             local_dirs: Vec::new(),
             parsed_cache: None,
+            keep_parsed: true,
             online: true,
             yahoo_base_url: DEFAULT_YAHOO_BASE.to_string(),
             stooq_base_url: DEFAULT_STOOQ_BASE.to_string(),
@@ -362,16 +367,21 @@ impl MarketData {
         end: Option<NaiveDate>,
         source: SourceChoice,
     ) -> Result<Universe, DataError> {
-        let results: Vec<Result<PriceSeries, DataError>> = futures_util::stream::iter(codes.iter())
-            .map(|code| {
-                let req = DataRequest::new(code.clone())
-                    .range(start, end)
-                    .source(source);
-                async move { self.fetch(&req).await }
-            })
-            .buffered(FETCH_CONCURRENCY)
-            .collect()
-            .await;
+        // Unordered, then put back in order: in order, one slow symbol at
+        // the head of the window would hold back the loads behind it.
+        let mut indexed: Vec<(usize, Result<PriceSeries, DataError>)> =
+            futures_util::stream::iter(codes.iter().enumerate())
+                .map(|(i, code)| {
+                    let req = DataRequest::new(code.clone())
+                        .range(start, end)
+                        .source(source);
+                    async move { (i, self.fetch(&req).await) }
+                })
+                .buffer_unordered(FETCH_CONCURRENCY)
+                .collect()
+                .await;
+        indexed.sort_unstable_by_key(|(i, _)| *i);
+        let results = indexed.into_iter().map(|(_, r)| r);
         let mut series = Vec::with_capacity(results.len());
         let mut failures = Vec::new();
         for (code, r) in codes.iter().zip(results) {
@@ -422,9 +432,10 @@ impl MarketData {
             Source::Local => {
                 let dirs = self.config.local_dirs.clone();
                 let cache = self.config.parsed_cache.clone();
+                let keep = self.config.keep_parsed;
                 let sym = symbol.to_string();
                 tokio::task::spawn_blocking(move || {
-                    local::load(&sym, &dirs, start, end, cache.as_deref())
+                    local::load(&sym, &dirs, start, end, cache.as_deref(), keep)
                 })
                 .await
                 .map_err(|e| DataError::Unavailable {
