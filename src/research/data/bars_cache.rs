@@ -8,7 +8,9 @@
 //! when it decodes to exactly the length its header promises; anything
 //! else is a miss and the file is parsed again. Entries are written with
 //! tmp + rename but without fsync: a torn entry after a crash is a miss,
-//! never wrong data.
+//! never wrong data. Whether a parse is stored is the caller's choice
+//! (`DataConfig::keep_parsed`): backtests store from a run dir's second run
+//! on, as an entry costs about as many bytes written as its file.
 
 use std::hash::{Hash, Hasher};
 use std::os::unix::fs::MetadataExt;
