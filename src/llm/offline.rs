@@ -144,8 +144,6 @@ fn unsupported(request: &str) -> String {
     )
 }
 
-static SYMBOL: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"\b([A-Z]{1,5}(?:[.-][A-Z]{1,3})?)\b").ok());
 static YEAR: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\b(19[89]\d|20\d\d)\b").ok());
 static DATE: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\b(\d{4}-\d{2}-\d{2})\b").ok());
@@ -153,40 +151,90 @@ static PAIR: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\b(\d{1,3})\s*/\s*(\d{1,3})\b").ok());
 static WINDOW: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?i)\b(\d{1,3})\s*-?\s*(?:day|bar|period|d)\b").ok());
+/// Ticker-shaped words ("AAPL", "brk.b", "ibm").
+static WORD: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"\b([A-Za-z]{1,5}(?:[.-][A-Za-z]{1,3})?)\b").ok());
+/// "0.2% commission", "10 bp fees", "5 bps of slippage".
+static COST_AFTER: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>%|percent|bps?\b|basis points?)\s*(?:of\s+|in\s+)?(?P<kind>commissions?|fees?|slippage)").ok()
+});
+/// "commission of 0.2%", "fees: 10bp", "slippage 0.05 %".
+static COST_BEFORE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?P<kind>commissions?|fees?|slippage)\s*(?:of|at|=|:|is)?\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>%|percent|bps?\b|basis points?)").ok()
+});
 static LAST_N: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)\blast\s+(\d{1,4})\s+(?:trading\s+)?(?:days|sessions|bars|rows)").ok()
 });
 
 /// Words in capitals that are not tickers.
-const NOT_TICKERS: [&str; 16] = [
+const NOT_TICKERS: [&str; 38] = [
     "SMA", "EMA", "RSI", "MACD", "ATR", "OHLC", "I", "A", "AND", "THE", "US", "USD", "CSV", "SHOW",
-    "ETF", "BP",
+    "ETF", "BP", "BPS", "OK", "VS", "PNL", "ROI", "YTD", "EOD", "AI", "LLM", "API", "CAGR", "DD",
+    "MA", "BB", "IS", "OR", "TO", "ON", "IN", "OF", "FOR", "MY",
 ];
 
+/// Every ticker the request names, in the order named: words in capitals
+/// that are not common abbreviations, and the embedded tickers in any case
+/// ("aapl, msft").
+fn symbols(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let Some(re) = WORD.as_ref() else {
+        return out;
+    };
+    for m in re.find_iter(text) {
+        let w = m.as_str();
+        let upper = w.to_ascii_uppercase();
+        let capitals = w == upper && w.bytes().any(|b| b.is_ascii_alphabetic());
+        let named = EMBEDDED.contains(&upper.as_str())
+            || (capitals && !NOT_TICKERS.contains(&upper.as_str()));
+        if named && !out.contains(&upper) {
+            out.push(upper);
+        }
+    }
+    out
+}
+
+/// The one symbol of a price or indicator request: the first embedded
+/// ticker named, else the first ticker.
 fn symbol(text: &str) -> Option<String> {
-    let re = SYMBOL.as_ref()?;
-    let found: Vec<String> = re
-        .captures_iter(text)
-        .filter_map(|c| c.get(1).map(|m| m.as_str().to_string()))
-        .filter(|s| !NOT_TICKERS.contains(&s.as_str()))
-        .collect();
-    found
-        .iter()
+    let all = symbols(text);
+    all.iter()
         .find(|s| EMBEDDED.contains(&s.as_str()))
-        .or(found.first())
+        .or(all.first())
         .cloned()
-        .or_else(|| {
-            // Lower-case mentions of the embedded tickers ("aapl", "ibm").
-            let lower = text.to_ascii_lowercase();
-            EMBEDDED
-                .iter()
-                .find(|s| {
-                    lower
-                        .split(|c: char| !c.is_ascii_alphanumeric())
-                        .any(|w| w == s.to_ascii_lowercase())
-                })
-                .map(|s| s.to_string())
+}
+
+/// Commission and slippage rates named in the request ("0.2% commission",
+/// "fees of 10 bp", "5bps slippage"), as fractions.
+fn cost_rates(text: &str) -> (Option<f64>, Option<f64>) {
+    let (mut commission, mut slippage) = (None, None);
+    let rate = |value: &str, unit: &str| -> Option<f64> {
+        let v: f64 = value.parse().ok()?;
+        Some(if unit.starts_with('%') || unit.starts_with("per") {
+            v / 100.0
+        } else {
+            v / 10_000.0
         })
+    };
+    for re in [COST_AFTER.as_ref(), COST_BEFORE.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        for c in re.captures_iter(text) {
+            let (Some(value), Some(unit), Some(kind)) =
+                (c.name("value"), c.name("unit"), c.name("kind"))
+            else {
+                continue;
+            };
+            let r = rate(value.as_str(), &unit.as_str().to_ascii_lowercase());
+            if kind.as_str().to_ascii_lowercase().starts_with("slip") {
+                slippage = slippage.or(r);
+            } else {
+                commission = commission.or(r);
+            }
+        }
+    }
+    (commission, slippage)
 }
 
 /// A date range from explicit dates, or years ("from 2005 to 2012", "in 2010").
@@ -226,6 +274,20 @@ fn source_for(sym: &str) -> &'static str {
         "auto"
     }
 }
+
+/// Words that make a request a backtest without saying so ("momentum
+/// strategy on AAPL", "SMA crossover on IBM").
+const STRATEGY_WORDS: [&str; 9] = [
+    "strategy",
+    "crossover",
+    "cross-over",
+    "reversion",
+    "breakout",
+    "buy and hold",
+    "buy-and-hold",
+    "buy & hold",
+    "trading rule",
+];
 
 fn has(text: &str, words: &[&str]) -> bool {
     let l = text.to_lowercase();
@@ -273,10 +335,11 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
     }
     let sym = symbol(text)?;
     let (start, end) = date_range(text);
-    if has(text, &["backtest", "back-test", "back test", "simulate"]) {
+    if has(text, &["backtest", "back-test", "back test", "simulate"]) || has(text, &STRATEGY_WORDS)
+    {
         return Some(PlannedCall {
             name: "backtest".into(),
-            args: json!({"config": backtest_config(text, &sym, start, end)}),
+            args: json!({"config": backtest_config(text, &symbols(text), start, end)}),
         });
     }
     if let Some(indicator) = indicator_name(&lower) {
@@ -370,6 +433,18 @@ fn recall_query(lower: &str) -> Option<String> {
         .then(|| "preferences".to_string())
 }
 
+/// Whether `lower` names `key`: a phrase anywhere, a short word only as a
+/// whole word ("rsi" is not in "reversion", nor "ema" in "remains"), a
+/// long one also with an ending ("drawdowns").
+fn names(lower: &str, key: &str) -> bool {
+    if key.contains(' ') {
+        return lower.contains(key);
+    }
+    lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| w == key || (key.len() >= 5 && w.starts_with(key)))
+}
+
 fn indicator_name(lower: &str) -> Option<&'static str> {
     [
         ("macd", "macd"),
@@ -383,16 +458,18 @@ fn indicator_name(lower: &str) -> Option<&'static str> {
         ("moving average", "sma"),
     ]
     .iter()
-    .find(|(k, _)| {
-        lower
-            .split(|c: char| !c.is_ascii_alphanumeric() && c != ' ')
-            .any(|w| w.contains(k))
-    })
+    .find(|(k, _)| names(lower, k))
     .map(|(_, v)| *v)
 }
 
-/// The `config.json` for a plain backtest request.
-fn backtest_config(text: &str, sym: &str, start: Option<String>, end: Option<String>) -> Value {
+/// The `config.json` for a plain backtest request on `codes` (every ticker
+/// named: none is dropped silently).
+fn backtest_config(
+    text: &str,
+    codes: &[String],
+    start: Option<String>,
+    end: Option<String>,
+) -> Value {
     let lower = text.to_lowercase();
     let pair = PAIR
         .as_ref()
@@ -408,31 +485,41 @@ fn backtest_config(text: &str, sym: &str, start: Option<String>, end: Option<Str
         || lower.contains("buy & hold")
     {
         json!({"name": "buy_and_hold"})
-    } else if lower.contains("rsi") {
+    } else if names(&lower, "rsi") {
         json!({"name": "rsi_mean_reversion", "params": {"period": 14, "lower": 30, "upper": 70}})
-    } else if lower.contains("bollinger") {
+    } else if names(&lower, "bollinger") {
         json!({"name": "bollinger_reversion", "params": {"window": 20, "k": 2.0}})
-    } else if lower.contains("breakout") {
+    } else if names(&lower, "breakout") {
         json!({"name": "breakout", "params": {"window": pair.map_or(20, |p| p.0)}})
-    } else if lower.contains("momentum") {
+    } else if names(&lower, "momentum") {
         json!({"name": "momentum", "params": {"lookback": pair.map_or(126, |p| p.0)}})
     } else {
         let (fast, slow) = pair.map(|(a, b)| (a.min(b), a.max(b))).unwrap_or((20, 50));
-        let name = if lower.contains("ema") {
+        let name = if names(&lower, "ema") {
             "ema_crossover"
         } else {
             "sma_crossover"
         };
         json!({"name": name, "params": {"fast": fast, "slow": slow}})
     };
-    json!({
-        "source": source_for(sym),
-        "codes": [sym],
+    let all_embedded = codes.iter().all(|c| EMBEDDED.contains(&c.as_str()));
+    let mut cfg = json!({
+        "source": if all_embedded { "embedded" } else { "auto" },
+        "codes": codes,
         "start_date": start.unwrap_or_else(|| "2005-01-01".into()),
         "end_date": end.unwrap_or_else(|| "2012-12-31".into()),
         "initial_cash": 1_000_000,
         "strategy": strategy,
-    })
+    });
+    // Rates out of range are left to the config check, which says why.
+    let (commission, slippage) = cost_rates(text);
+    if let Some(c) = commission {
+        cfg["commission_rate"] = json!(c);
+    }
+    if let Some(s) = slippage {
+        cfg["slippage"] = json!(s);
+    }
+    cfg
 }
 
 fn num(v: &Value) -> Option<f64> {
@@ -627,6 +714,40 @@ fn indicator_answer(v: &Value) -> String {
             }
         }
     }
+    if let Some(extremes) = v["extremes"].as_object()
+        && !extremes.is_empty()
+    {
+        let span = match (
+            v["provenance"]["first_date"].as_str(),
+            v["provenance"]["last_date"].as_str(),
+        ) {
+            (Some(a), Some(b)) => format!(" ({a} to {b})"),
+            _ => String::new(),
+        };
+        if name == "drawdown"
+            && let Some(deepest) = extremes.get("drawdown")
+            && let Some(x) = num(&deepest["min"])
+        {
+            out.push_str(&format!(
+                "\nDeepest drawdown{span}: {:.2} % on {}.\n",
+                x * 100.0,
+                deepest["min_date"].as_str().unwrap_or("?")
+            ));
+        }
+        out.push_str(&format!(
+            "\nRange{span}:\n\n| series | lowest | on | highest | on |\n|---|---|---|---|---|\n"
+        ));
+        for (k, e) in extremes {
+            let cell = |key: &str| num(&e[key]).map_or("n/a".to_string(), |x| format!("{x:.4}"));
+            out.push_str(&format!(
+                "| {k} | {} | {} | {} | {} |\n",
+                cell("min"),
+                e["min_date"].as_str().unwrap_or(""),
+                cell("max"),
+                e["max_date"].as_str().unwrap_or("")
+            ));
+        }
+    }
     if let (Some(cols), Some(tail)) = (v["columns"].as_array(), v["tail"].as_array())
         && !tail.is_empty()
     {
@@ -754,6 +875,78 @@ mod tests {
         let q = intent("what do you remember about fees?").unwrap();
         assert_eq!(q.args, json!({"action": "recall", "query": "fees"}));
         assert!(intent("write me a poem").is_none());
+    }
+
+    #[test]
+    fn backtests_keep_every_ticker_and_the_costs_named() {
+        let rate = |c: &Value, k: &str| c[k].as_f64().unwrap();
+        // No "backtest" verb: the strategy word makes it one.
+        let c =
+            intent("momentum strategy on aapl, msft, ibm from 2003 to 2011 with 0.2% commission")
+                .unwrap();
+        assert_eq!(c.name, "backtest");
+        let cfg = &c.args["config"];
+        assert_eq!(cfg["codes"], json!(["AAPL", "MSFT", "IBM"]));
+        assert_eq!(cfg["strategy"]["name"], "momentum");
+        assert_eq!(cfg["source"], "embedded");
+        assert!((rate(cfg, "commission_rate") - 0.002).abs() < 1e-12);
+        assert!(cfg.get("slippage").is_none());
+
+        let c = intent(
+            "backtest bollinger reversion on GOOG and MSFT 2006-2010 with fees of 10 bp and 5bps slippage",
+        )
+        .unwrap();
+        let cfg = &c.args["config"];
+        assert_eq!(cfg["codes"], json!(["GOOG", "MSFT"]));
+        // "reversion" holds the letters r-s-i: not the RSI strategy.
+        assert_eq!(cfg["strategy"]["name"], "bollinger_reversion");
+        assert_eq!(
+            (cfg["start_date"].as_str(), cfg["end_date"].as_str()),
+            (Some("2006-01-01"), Some("2010-12-31"))
+        );
+        assert!((rate(cfg, "commission_rate") - 0.001).abs() < 1e-12);
+        assert!((rate(cfg, "slippage") - 0.0005).abs() < 1e-12);
+
+        let c = intent("EMA crossover on TSLA and AAPL, commission of 0.3 percent, OK?").unwrap();
+        let cfg = &c.args["config"];
+        assert_eq!(cfg["codes"], json!(["TSLA", "AAPL"]), "OK is not a ticker");
+        assert_eq!(cfg["strategy"]["name"], "ema_crossover");
+        assert_eq!(cfg["source"], "auto", "TSLA is not embedded");
+        assert!((rate(cfg, "commission_rate") - 0.003).abs() < 1e-12);
+
+        let c = intent("RSI mean reversion on IBM").unwrap();
+        assert_eq!(c.args["config"]["strategy"]["name"], "rsi_mean_reversion");
+        // Indicators still take one symbol, and whole words only.
+        let c = intent("Bollinger bands of MSFT and IBM").unwrap();
+        assert_eq!(
+            (
+                c.name.as_str(),
+                c.args["indicator"].as_str(),
+                c.args["symbol"].as_str()
+            ),
+            ("technical_indicator", Some("bollinger"), Some("MSFT"))
+        );
+        let c = intent("drawdowns of GOOG in 2008").unwrap();
+        assert_eq!(c.args["indicator"], "drawdown");
+        assert!(intent("what remains of IBM's schema").is_none());
+    }
+
+    #[test]
+    fn an_indicator_answer_names_the_extremes_of_the_range() {
+        let v = json!({"status": "ok", "symbol": "GOOG", "indicator": "drawdown", "params": {},
+            "latest": {"date": "2008-12-31", "drawdown": -0.5511},
+            "extremes": {"drawdown": {"min": -0.6244, "min_date": "2008-11-24", "max": 0.0, "max_date": "2008-01-02"}},
+            "columns": ["date", "drawdown"], "tail": [["2008-12-31", -0.5511]],
+            "provenance": {"source": "embedded", "rows": 253, "first_date": "2008-01-02", "last_date": "2008-12-31"}});
+        let t = answer("max drawdown of GOOG in 2008", "technical_indicator", &v);
+        assert!(
+            t.contains("Deepest drawdown (2008-01-02 to 2008-12-31): -62.44 % on 2008-11-24."),
+            "{t}"
+        );
+        assert!(
+            t.contains("| drawdown | -0.6244 | 2008-11-24 | 0.0000 | 2008-01-02 |"),
+            "{t}"
+        );
     }
 
     #[test]

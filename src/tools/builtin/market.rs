@@ -234,7 +234,7 @@ impl Tool for TechnicalIndicator {
         "technical_indicator"
     }
     fn description(&self) -> &str {
-        "Compute a technical indicator on a symbol's daily closes (sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation); returns the latest values, a short history and provenance."
+        "Compute a technical indicator on a symbol's daily closes (sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation); returns the latest values, each series' lowest and highest value with its date, a short history and provenance."
     }
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {
@@ -297,6 +297,32 @@ impl Tool for TechnicalIndicator {
                     latest.insert(c.name.clone(), sig(c.values[last]));
                 }
             }
+            // Each series' lowest and highest value over the range, with
+            // its date: "the deepest drawdown of 2008" is a question about
+            // the whole range, not the latest row.
+            let mut extremes = serde_json::Map::new();
+            for c in &cols {
+                let mut lo: Option<(usize, f64)> = None;
+                let mut hi: Option<(usize, f64)> = None;
+                for (i, &x) in c.values.iter().enumerate() {
+                    if !x.is_finite() {
+                        continue;
+                    }
+                    if lo.is_none_or(|(_, m)| x < m) {
+                        lo = Some((i, x));
+                    }
+                    if hi.is_none_or(|(_, m)| x > m) {
+                        hi = Some((i, x));
+                    }
+                }
+                if let (Some((li, l)), Some((hi_i, h))) = (lo, hi) {
+                    extremes.insert(
+                        c.name.clone(),
+                        json!({"min": sig(l), "min_date": b.dates.get(li).map(ToString::to_string),
+                               "max": sig(h), "max_date": b.dates.get(hi_i).map(ToString::to_string)}),
+                    );
+                }
+            }
             let warmup = cols
                 .first()
                 .map_or(0, |c| c.values.iter().take_while(|v| v.is_nan()).count());
@@ -306,6 +332,7 @@ impl Tool for TechnicalIndicator {
                 "indicator": spec.name(),
                 "params": spec.params_json(),
                 "latest": latest,
+                "extremes": extremes,
                 "columns": columns,
                 "tail": tail_rows,
                 "rows": n,
@@ -430,6 +457,36 @@ mod tests {
         .unwrap();
         let v = corr["latest"]["correlation"].as_f64().unwrap();
         assert!((-1.0..=1.0).contains(&v));
+
+        // The extremes cover the whole range: GOOG's deepest 2008 drawdown
+        // against a running peak computed here from the same closes.
+        let dd = call(
+            &r,
+            "technical_indicator",
+            json!({"symbol": "GOOG", "indicator": "drawdown", "start": "2008-01-01", "end": "2008-12-31", "tail": 3}),
+            &c,
+        )
+        .await
+        .unwrap();
+        let day = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").ok();
+        let goog =
+            crate::research::data::embedded::load("GOOG", day("2008-01-01"), day("2008-12-31"))
+                .unwrap();
+        let (mut peak, mut deepest) = (f64::MIN, (0.0f64, 0usize));
+        for (i, &close) in goog.bars.close.iter().enumerate() {
+            peak = peak.max(close);
+            if close / peak - 1.0 < deepest.0 {
+                deepest = (close / peak - 1.0, i);
+            }
+        }
+        let e = &dd["extremes"]["drawdown"];
+        assert!((e["min"].as_f64().unwrap() - deepest.0).abs() < 1e-7, "{e}");
+        assert_eq!(e["min_date"], goog.bars.dates[deepest.1].to_string());
+        assert!(deepest.0 < -0.5, "2008 was deep: {}", deepest.0);
+        assert_eq!(e["max"], 0.0);
+        let macd = &out["extremes"]["histogram"];
+        let latest = out["latest"]["histogram"].as_f64().unwrap();
+        assert!(macd["min"].as_f64().unwrap() <= latest && latest <= macd["max"].as_f64().unwrap());
         assert_eq!(corr["other_provenance"]["symbol"], "MSFT");
         let e = call(
             &r,
