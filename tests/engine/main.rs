@@ -5,6 +5,7 @@ mod backtest;
 mod cli;
 mod compaction;
 mod loop_http;
+mod malformed;
 mod memory;
 mod provider;
 mod research_data;
