@@ -151,7 +151,7 @@ static PAIR: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\b(\d{1,3})\s*/\s*(\d{1,3})\b").ok());
 static WINDOW: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?i)\b(\d{1,3})\s*-?\s*(?:day|bar|period|d)\b").ok());
-/// Ticker-shaped words ("AAPL", "brk.b", "ibm").
+/// Ticker-shaped words ("AAPL", "BRK.B", "ibm").
 static WORD: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\b([A-Za-z]{1,5}(?:[.-][A-Za-z]{1,3})?)\b").ok());
 /// "0.2% commission", "10 bp fees", "5 bps of slippage".
@@ -166,11 +166,16 @@ static LAST_N: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)\blast\s+(\d{1,4})\s+(?:trading\s+)?(?:days|sessions|bars|rows)").ok()
 });
 
-/// Words in capitals that are not tickers.
-const NOT_TICKERS: [&str; 38] = [
-    "SMA", "EMA", "RSI", "MACD", "ATR", "OHLC", "I", "A", "AND", "THE", "US", "USD", "CSV", "SHOW",
-    "ETF", "BP", "BPS", "OK", "VS", "PNL", "ROI", "YTD", "EOD", "AI", "LLM", "API", "CAGR", "DD",
-    "MA", "BB", "IS", "OR", "TO", "ON", "IN", "OF", "FOR", "MY",
+/// Words in capitals that are not tickers (abbreviations, and the short
+/// words of a request typed in capitals).
+const NOT_TICKERS: &[&str] = &[
+    "A", "AI", "ALL", "AND", "ANY", "API", "ATH", "ATR", "BB", "BP", "BPS", "BUT", "BUY", "CAGR",
+    "CEO", "CNY", "CPI", "CSV", "DATA", "DAYS", "DD", "EMA", "EOD", "EPS", "ETF", "EU", "EUR",
+    "FED", "FOMC", "FOR", "FROM", "GBP", "GDP", "HK", "HOLD", "I", "IN", "IPO", "IS", "IT", "JPY",
+    "LAST", "LLM", "LONG", "MA", "MACD", "MY", "NAV", "NOT", "NYSE", "OF", "OHLC", "OK", "ON",
+    "OR", "OVER", "P", "PE", "PNL", "PRICE", "QOQ", "ROI", "RSI", "S", "SEC", "SELL", "SHORT",
+    "SHOW", "SMA", "THAT", "THE", "THIS", "TO", "TREND", "UK", "US", "USA", "USD", "VS", "WHAT",
+    "WITH", "YEAR", "YOY", "YTD",
 ];
 
 /// Every ticker the request names, in the order named: words in capitals
@@ -907,9 +912,10 @@ mod tests {
         assert!((rate(cfg, "commission_rate") - 0.001).abs() < 1e-12);
         assert!((rate(cfg, "slippage") - 0.0005).abs() < 1e-12);
 
-        let c = intent("EMA crossover on TSLA and AAPL, commission of 0.3 percent, OK?").unwrap();
+        let c = intent("EMA crossover on TSLA and AAPL vs the S&P, commission of 0.3 percent, OK?")
+            .unwrap();
         let cfg = &c.args["config"];
-        assert_eq!(cfg["codes"], json!(["TSLA", "AAPL"]), "OK is not a ticker");
+        assert_eq!(cfg["codes"], json!(["TSLA", "AAPL"]), "nor OK, VS or S&P");
         assert_eq!(cfg["strategy"]["name"], "ema_crossover");
         assert_eq!(cfg["source"], "auto", "TSLA is not embedded");
         assert!((rate(cfg, "commission_rate") - 0.003).abs() < 1e-12);
@@ -929,6 +935,12 @@ mod tests {
         let c = intent("drawdowns of GOOG in 2008").unwrap();
         assert_eq!(c.args["indicator"], "drawdown");
         assert!(intent("what remains of IBM's schema").is_none());
+        let c = intent("BACKTEST MSFT FROM 2004 TO 2006 WITH A 10/30 SMA CROSSOVER").unwrap();
+        assert_eq!(
+            c.args["config"]["codes"],
+            json!(["MSFT"]),
+            "typed in capitals"
+        );
     }
 
     #[test]

@@ -1290,6 +1290,8 @@ async fn a_rerun_reuses_parsed_data_and_unchanged_ohlcv_files_but_sees_changes()
     let opts = offline();
     let entries =
         |run: &Path| std::fs::read_dir(run.join(bt::PARSED_CACHE_DIR)).map_or(0, |d| d.count());
+    // As the agent makes run dirs: with an empty artifacts/ already there.
+    std::fs::create_dir_all(run.join("artifacts")).unwrap();
     let first = bt::run_in_dir(&run, &opts).await.unwrap();
     let before = artifact_bytes(&run);
     assert_eq!(entries(&run), 0, "a first run keeps no parsed copies");

@@ -235,12 +235,18 @@ fn market_data(cfg: &BacktestConfig, run_dir: &Path, opts: &RunOptions) -> Marke
         cache_dir: opts.cache_dir.clone(),
         local_dirs,
         // Reruns in this run dir (a parameter sweep) skip parsing. Parses
-        // are kept once the run dir has run before: most run dirs run once,
-        // and an entry written for nothing costs a first run as many bytes
-        // as its data files (~11 MB, 5-8 ms for 100 x 2,520). A sweep pays
-        // one more parse, on its second run.
+        // are kept once a backtest has run here (its OHLCV fingerprints are
+        // the sign; an empty artifacts/ is not, the agent makes one with
+        // every run dir): most run dirs run once, and an entry written for
+        // nothing costs a first run as many bytes as its data files
+        // (~11 MB, 5-8 ms for 100 x 2,520). A sweep pays one more parse, on
+        // its second run.
         parsed_cache: Some(run_dir.join(PARSED_CACHE_DIR)),
-        keep_parsed: opts.keep_parsed_bars || run_dir.join("artifacts").is_dir(),
+        keep_parsed: opts.keep_parsed_bars
+            || run_dir
+                .join("artifacts")
+                .join(artifacts::OHLCV_FINGERPRINTS)
+                .is_file(),
         // Building the HTTP clients costs milliseconds: skipped when the
         // config cannot use them.
         online: !opts.offline && may_use_online(cfg),
