@@ -8,11 +8,12 @@
 //!   with them reused ([`engine::simulate_into`]) as a parameter sweep runs;
 //! - `in-process`: signals + alignment + simulation + every §7.5 metric
 //!   ([`backtest::evaluate`]), no I/O;
-//! - for 100 × 2,520 also the whole run through the sandbox, as the
-//!   `backtest` tool does it: 100 CSV files in the run dir's `data/`,
-//!   `config.json`, `vibedesk engine` as a sandboxed child (release build),
-//!   artifacts, chart (SVG + PNG) and run card; and the same engine work
-//!   in-process ([`backtest::run_in_dir`]) to show the sandbox's share.
+//! - for 100 × 2,520 the CSV parser alone (one thread), and the whole run
+//!   through the sandbox, as the `backtest` tool does it: 100 CSV files in
+//!   the run dir's `data/`, `config.json`, `vibedesk engine` as a sandboxed
+//!   child (release build), artifacts, chart (SVG + PNG) and run card; and
+//!   the same engine work in-process ([`backtest::run_in_dir`]) to show the
+//!   sandbox's share. Both with 17-digit prices and with prices in cents.
 //!
 //! `cargo bench --bench backtest`
 
@@ -251,6 +252,23 @@ fn sandbox_case(runs: usize, shape: Shape) {
         offline: true,
         ..RunOptions::default()
     };
+    // The CSV parser alone, one thread, on the 100 files held in memory.
+    let texts: Vec<Vec<u8>> = codes
+        .iter()
+        .map(|c| std::fs::read(template.join("data").join(format!("{c}.csv"))).unwrap())
+        .collect();
+    let parse = best(runs, || {
+        for t in &texts {
+            let parsed = vibedesk::research::data::local::parse_csv(t, "f.csv", None);
+            std::hint::black_box(parsed.unwrap());
+        }
+    });
+    let text_bytes: usize = texts.iter().map(Vec::len).sum();
+    println!(
+        "100 x 2,520, {label}: CSV parse alone (one thread) {:.1} ms, {:.0} MB/s",
+        parse.as_secs_f64() * 1e3,
+        text_bytes as f64 / parse.as_secs_f64() / 1e6
+    );
     // Where a first run's time goes (best of `runs` each; no cache used).
     let (cfg_parsed, config_bytes) = bt::load_config(&run_dir).unwrap();
     let mut data = None;
