@@ -16,6 +16,7 @@ use std::sync::OnceLock;
 use chrono::{NaiveDate, Utc};
 
 use super::clean::{self, ADJ_CLOSE_NOTE, DropReport};
+use super::local;
 use super::market::{Market, us_base};
 use super::{Bars, DataError, PriceSeries, Provenance, Source};
 
@@ -90,13 +91,23 @@ fn load_all() -> Result<Loaded, String> {
         let line = i + 2;
         let rec = rec.map_err(|e| format!("line {line}: {e}"))?;
         let field = |k: usize| rec.get(k).unwrap_or("");
+        // The local loader's fast paths (same results as str::parse and
+        // the %Y-%m-%d parser): this runs on every backtest's first load.
         let num = |k: usize| -> Result<f64, String> {
-            field(k)
-                .parse::<f64>()
-                .map_err(|e| format!("line {line}, {}: {e}", want[k]))
+            let f = field(k);
+            local::plain_decimal(f).map_or_else(
+                || {
+                    f.parse::<f64>()
+                        .map_err(|e| format!("line {line}, {}: {e}", want[k]))
+                },
+                Ok,
+            )
         };
-        let date = NaiveDate::parse_from_str(field(1), "%Y-%m-%d")
-            .map_err(|e| format!("line {line}, Date: {e}"))?;
+        let date = match local::iso_date(field(1)) {
+            Some(d) => d,
+            None => NaiveDate::parse_from_str(field(1), "%Y-%m-%d")
+                .map_err(|e| format!("line {line}, Date: {e}"))?,
+        };
         let entry = raw.entry(field(0).to_string()).or_default();
         entry
             .0

@@ -143,7 +143,7 @@ const EXACT_POW10: [f64; 23] = [
 /// of its cost: price cells ("101.25") are nearly all of a price file's
 /// text. Longer cells (full-precision doubles) go straight to `str::parse`
 /// rather than being scanned twice.
-fn plain_decimal(s: &str) -> Option<f64> {
+pub(super) fn plain_decimal(s: &str) -> Option<f64> {
     let b = s.as_bytes();
     if b.len() > 16 {
         return None;
@@ -182,7 +182,7 @@ fn trim_cell(cell: &str) -> &str {
 }
 
 /// `YYYY-MM-DD` exactly (the common case, without a format parser).
-fn iso_date(s: &str) -> Option<NaiveDate> {
+pub(super) fn iso_date(s: &str) -> Option<NaiveDate> {
     let b = s.as_bytes();
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return None;
