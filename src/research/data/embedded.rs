@@ -94,14 +94,12 @@ fn load_all() -> Result<Loaded, String> {
         // The local loader's fast paths (same results as str::parse and
         // the %Y-%m-%d parser): this runs on every backtest's first load.
         let num = |k: usize| -> Result<f64, String> {
-            let f = field(k);
-            local::plain_decimal(f).map_or_else(
-                || {
-                    f.parse::<f64>()
-                        .map_err(|e| format!("line {line}, {}: {e}", want[k]))
-                },
-                Ok,
-            )
+            match local::plain_decimal(field(k)) {
+                Some(x) => Ok(x),
+                None => field(k)
+                    .parse::<f64>()
+                    .map_err(|e| format!("line {line}, {}: {e}", want[k])),
+            }
         };
         let date = match local::iso_date(field(1)) {
             Some(d) => d,

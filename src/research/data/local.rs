@@ -900,7 +900,10 @@ mod tests {
         }
 
         #[test]
-        fn plain_decimals_match_str_parse_on_printed_doubles(x in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL | proptest::num::f64::ZERO, digits in 0usize..20) {
+        fn plain_decimals_match_str_parse_on_printed_doubles(
+            x in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL | proptest::num::f64::ZERO,
+            digits in 0usize..20,
+        ) {
             check_plain_decimal(&format!("{x}"))?;
             check_plain_decimal(&format!("{x:.digits$}"))?;
             check_plain_decimal(&format!("{:.2}", x % 1e6))?;
