@@ -343,23 +343,28 @@ fn sandbox_case(runs: usize, shape: Shape) {
     let cancel = CancellationToken::new();
     // A first run: a fresh copy of the run dir each time (made off the clock).
     let mut copies = 0;
+    // Returns the best first run and the best second run in the same copy
+    // (a sweep's second run parses again and keeps the parses for later
+    // runs; from the third on they are read).
     let mut cold = |sandboxed: bool| {
-        let mut best_t = Duration::MAX;
+        let (mut first, mut second) = (Duration::MAX, Duration::MAX);
         for _ in 0..runs.min(5) {
             copies += 1;
             let run = dir.path().join(format!("copy{copies}"));
             fresh_copy(&template, &run);
-            let t = Instant::now();
-            if sandboxed {
-                let r = rt.block_on(run_backtest(&tool, &run, &[], &cancel));
-                assert_eq!(r["status"], "ok", "{r:#}");
-            } else {
-                rt.block_on(bt::run_in_dir(&run, &opts)).unwrap();
+            for slot in [&mut first, &mut second] {
+                let t = Instant::now();
+                if sandboxed {
+                    let r = rt.block_on(run_backtest(&tool, &run, &[], &cancel));
+                    assert_eq!(r["status"], "ok", "{r:#}");
+                } else {
+                    rt.block_on(bt::run_in_dir(&run, &opts)).unwrap();
+                }
+                *slot = (*slot).min(t.elapsed());
             }
-            best_t = best_t.min(t.elapsed());
             let _ = std::fs::remove_dir_all(&run);
         }
-        best_t
+        (first, second)
     };
     let cold_sandboxed = cold(true);
     let cold_in_process = cold(false);
@@ -375,11 +380,16 @@ fn sandbox_case(runs: usize, shape: Shape) {
     });
     println!(
         "100 x 2,520, {label}, end to end, first run: sandboxed `vibedesk engine` {:.1} ms, in-process run_in_dir {:.1} ms",
-        cold_sandboxed.as_secs_f64() * 1e3,
-        cold_in_process.as_secs_f64() * 1e3
+        cold_sandboxed.0.as_secs_f64() * 1e3,
+        cold_in_process.0.as_secs_f64() * 1e3
     );
     println!(
-        "100 x 2,520, {label}, end to end, rerun:     sandboxed `vibedesk engine` {:.1} ms, in-process run_in_dir {:.1} ms  [CSV load or cache, SMA signals, simulation, metrics, 100 OHLCV + 6 tables, SVG + PNG chart, run card]",
+        "100 x 2,520, {label}, end to end, second run: sandboxed `vibedesk engine` {:.1} ms, in-process run_in_dir {:.1} ms",
+        cold_sandboxed.1.as_secs_f64() * 1e3,
+        cold_in_process.1.as_secs_f64() * 1e3
+    );
+    println!(
+        "100 x 2,520, {label}, end to end, later runs: sandboxed `vibedesk engine` {:.1} ms, in-process run_in_dir {:.1} ms  [CSV load or cache, SMA signals, simulation, metrics, 100 OHLCV + 6 tables, SVG + PNG chart, run card]",
         warm_sandboxed.as_secs_f64() * 1e3,
         warm_in_process.as_secs_f64() * 1e3
     );
