@@ -296,7 +296,7 @@ fn sandbox_case(runs: usize, shape: Shape) {
     let write = best(runs, || {
         // Into a fresh directory, as `run_in_dir` writes.
         let _ = std::fs::remove_dir_all(run_dir.join("artifacts"));
-        let w = bt::artifacts::write_all(&run_dir, &outcome, &all, || {
+        let w = bt::artifacts::write_all(&run_dir.join("artifacts"), &outcome, &all, || {
             bt::artifacts::write_ohlcv(&run_dir.join("artifacts"), &all, None).map(Some)
         })
         .unwrap();

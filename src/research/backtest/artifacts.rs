@@ -589,15 +589,15 @@ fn risk_xray(o: &Outcome) -> (Value, String) {
     (Value::Object(m), md)
 }
 
-/// Writes every artifact and the chart (three threads: tables, the
-/// `ohlcv_files` task, chart); returns (name, path) of each.
+/// Writes every artifact and the chart into `dir` (three threads: tables,
+/// the `ohlcv_files` task, chart); returns (name, path) of each.
 /// `ohlcv_files` writes (or waits for, see [`run_in_dir`]) the
 /// `ohlcv_<code>.csv` files and returns their paths in series order, or
 /// `None` when they were written before the signals (the Python path).
 ///
 /// [`run_in_dir`]: super::run_in_dir
 pub fn write_all<F>(
-    run_dir: &Path,
+    dir: &Path,
     o: &Outcome,
     series: &[PriceSeries],
     ohlcv_files: F,
@@ -605,8 +605,7 @@ pub fn write_all<F>(
 where
     F: FnOnce() -> Result<Option<Vec<PathBuf>>, BacktestError> + Send,
 {
-    let dir = run_dir.join("artifacts");
-    std::fs::create_dir_all(&dir).map_err(BacktestError::io("create", &dir))?;
+    std::fs::create_dir_all(dir).map_err(BacktestError::io("create", dir))?;
     let codes = if o.panel.k() > 6 {
         format!("{} symbols", o.panel.k())
     } else {

@@ -599,59 +599,90 @@ pub struct RunSummary {
     pub artifacts: Vec<(String, PathBuf)>,
 }
 
-/// The run dir's `artifacts/` replaced as a set: the previous set is moved
-/// aside before anything is written and removed only when the new one is
-/// complete, or put back when the run fails (so a failed rerun never
-/// leaves a mix of two runs' files). Writing into a fresh directory also
-/// spares ext4 its flush-on-replace (`auto_da_alloc`) for every file, which
-/// tripled the time to write a 100-symbol run's artifacts over an old set.
+/// The run dir's `artifacts/` replaced as a set. A run writes into
+/// `.artifacts.new`, and only a complete set is swapped in (two renames):
+/// `artifacts/` holds one run's complete set at all times, the previous
+/// one until the new one is complete, and a run that fails or dies leaves
+/// it as it was. Writing into a fresh directory also spares ext4 its
+/// flush-on-replace (`auto_da_alloc`) for every file, which tripled the
+/// time to write a 100-symbol run's artifacts over an old set.
 struct FreshArtifacts {
+    /// Where this run writes.
     dir: PathBuf,
-    previous: PathBuf,
-    had_previous: bool,
+    /// The run dir's `artifacts/`.
+    current: PathBuf,
+    /// Where the previous set waits during the swap.
+    aside: PathBuf,
     committed: bool,
 }
 
 impl FreshArtifacts {
     fn prepare(run_dir: &Path) -> Result<FreshArtifacts, BacktestError> {
-        let dir = run_dir.join("artifacts");
-        let previous = run_dir.join(".artifacts.previous");
-        // A leftover from a run that died mid-way: the set in `artifacts/`
-        // (if any) is the newer one.
-        match std::fs::remove_dir_all(&previous) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(BacktestError::io("remove", &previous)(e)),
-        }
-        let had_previous = match std::fs::rename(&dir, &previous) {
-            Ok(()) => true,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-            Err(e) => return Err(BacktestError::io("move aside", &dir)(e)),
-        };
         let fresh = FreshArtifacts {
-            dir,
-            previous,
-            had_previous,
+            dir: run_dir.join(".artifacts.new"),
+            current: run_dir.join("artifacts"),
+            aside: run_dir.join(".artifacts.previous"),
             committed: false,
         };
+        // A swap that died between its renames: with no `artifacts/` the
+        // set aside is the only complete one and goes back; with both, the
+        // swap had finished and the one aside is stale.
+        if fresh.aside.is_dir() {
+            if fresh.current.exists() {
+                std::fs::remove_dir_all(&fresh.aside)
+                    .map_err(BacktestError::io("remove", &fresh.aside))?;
+            } else {
+                std::fs::rename(&fresh.aside, &fresh.current)
+                    .map_err(BacktestError::io("restore", &fresh.current))?;
+            }
+        }
+        // A run that died while writing: its partial set is dropped.
+        match std::fs::remove_dir_all(&fresh.dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(BacktestError::io("remove", &fresh.dir)(e)),
+        }
         std::fs::create_dir_all(&fresh.dir).map_err(BacktestError::io("create", &fresh.dir))?;
         Ok(fresh)
     }
 
-    fn commit(mut self) {
-        self.committed = true;
-        if self.had_previous {
-            // Best effort: a leftover is removed by the next run.
-            let _ = std::fs::remove_dir_all(&self.previous);
+    /// The previous set, when there is one to link unchanged files from.
+    fn previous(&self) -> Option<PathBuf> {
+        self.current.is_dir().then(|| self.current.clone())
+    }
+
+    /// Swaps the new set in; on failure `artifacts/` is left as it was.
+    fn commit(mut self) -> Result<(), BacktestError> {
+        let had = self.current.exists();
+        if had {
+            std::fs::rename(&self.current, &self.aside)
+                .map_err(BacktestError::io("move aside", &self.current))?;
         }
+        if let Err(e) = std::fs::rename(&self.dir, &self.current) {
+            if had {
+                let _ = std::fs::rename(&self.aside, &self.current);
+            }
+            return Err(BacktestError::io("move into place", &self.current)(e));
+        }
+        self.committed = true;
+        if had {
+            // Best effort: a leftover is removed by the next run.
+            let _ = std::fs::remove_dir_all(&self.aside);
+        }
+        Ok(())
+    }
+
+    /// Where a file written into the new set lives once it is swapped in.
+    fn final_path(&self, p: &Path) -> PathBuf {
+        p.strip_prefix(&self.dir)
+            .map_or_else(|_| p.to_path_buf(), |rel| self.current.join(rel))
     }
 }
 
 impl Drop for FreshArtifacts {
     fn drop(&mut self) {
-        if !self.committed && self.had_previous {
+        if !self.committed {
             let _ = std::fs::remove_dir_all(&self.dir);
-            let _ = std::fs::rename(&self.previous, &self.dir);
         }
     }
 }
@@ -663,7 +694,7 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
     let (series, effective_sources, bench) = fetch_data(&cfg, run_dir, opts).await?;
     let fresh = FreshArtifacts::prepare(run_dir)?;
     let art_dir = fresh.dir.clone();
-    let previous = fresh.had_previous.then(|| fresh.previous.clone());
+    let previous = fresh.previous();
     let python = matches!(cfg.strategy, StrategySpec::Python);
     let (signals, strategy_bytes) = match &cfg.strategy {
         StrategySpec::Python => {
@@ -708,7 +739,7 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
                 scope.spawn(|| artifacts::write_ohlcv(&art_dir, &series, previous.as_deref()))
             });
             let outcome = evaluate(&cfg, &series, &signals, bench.as_ref());
-            let mut written = artifacts::write_all(&dir, &outcome, &series, move || match ohlcv {
+            let written = artifacts::write_all(&art_dir, &outcome, &series, move || match ohlcv {
                 Some(h) => h
                     .join()
                     .unwrap_or_else(|_| {
@@ -719,6 +750,12 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
                     .map(Some),
                 None => Ok(None),
             })?;
+            // The run card describes the set now in `artifacts/`.
+            let mut written: Vec<(String, PathBuf)> = written
+                .into_iter()
+                .map(|(name, p)| (name, fresh.final_path(&p)))
+                .collect();
+            fresh.commit()?;
             let card = run_card::build(
                 &dir,
                 &outcome,
@@ -738,7 +775,6 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
     })
     .await
     .map_err(|e| BacktestError::NoData(format!("the artifact writer failed: {e}")))??;
-    fresh.commit();
     Ok(summary)
 }
 
@@ -784,38 +820,56 @@ mod tests {
         let art = run.join("artifacts");
         std::fs::create_dir_all(&art).unwrap();
         std::fs::write(art.join("equity.csv"), "old").unwrap();
+        let old = |art: &Path| std::fs::read_to_string(art.join("equity.csv")).unwrap();
 
-        // A failed run (dropped without commit) puts the old set back.
+        // A failed run (dropped without commit) leaves the old set as it
+        // was, and it stays readable while the new one is written.
         let fresh = FreshArtifacts::prepare(run).unwrap();
-        assert!(names(&art).is_empty(), "writes go to an empty directory");
-        std::fs::write(art.join("partial.csv"), "new").unwrap();
+        assert!(
+            names(&fresh.dir).is_empty(),
+            "writes go to an empty directory"
+        );
+        assert_eq!(fresh.previous().as_deref(), Some(art.as_path()));
+        std::fs::write(fresh.dir.join("partial.csv"), "new").unwrap();
+        assert_eq!(names(&art), ["equity.csv"]);
         drop(fresh);
         assert_eq!(names(&art), ["equity.csv"]);
-        assert_eq!(
-            std::fs::read_to_string(art.join("equity.csv")).unwrap(),
-            "old"
-        );
-        assert!(!run.join(".artifacts.previous").exists());
+        assert_eq!(old(&art), "old");
+        assert_eq!(names(run), ["artifacts"]);
 
-        // A successful one leaves only the new set.
+        // A successful one swaps in exactly the new set.
         let fresh = FreshArtifacts::prepare(run).unwrap();
-        std::fs::write(art.join("trades.csv"), "new").unwrap();
-        fresh.commit();
+        let written = fresh.dir.join("trades.csv");
+        std::fs::write(&written, "new").unwrap();
+        assert_eq!(fresh.final_path(&written), art.join("trades.csv"));
+        fresh.commit().unwrap();
         assert_eq!(names(&art), ["trades.csv"]);
         assert_eq!(names(run), ["artifacts"]);
 
-        // A leftover from a run that died is cleared; the newer set kept.
+        // A run that died while writing: its partial set is dropped and the
+        // complete one kept.
+        std::fs::create_dir_all(run.join(".artifacts.new")).unwrap();
+        std::fs::write(run.join(".artifacts.new/partial.csv"), "x").unwrap();
+        drop(FreshArtifacts::prepare(run).unwrap());
+        assert_eq!(names(&art), ["trades.csv"]);
+        assert_eq!(names(run), ["artifacts"]);
+
+        // A swap that died between its renames: the set aside comes back
+        // when it is the only one, and is dropped when the swap finished.
+        std::fs::rename(&art, run.join(".artifacts.previous")).unwrap();
+        drop(FreshArtifacts::prepare(run).unwrap());
+        assert_eq!(names(&art), ["trades.csv"]);
         std::fs::create_dir_all(run.join(".artifacts.previous")).unwrap();
-        std::fs::write(run.join(".artifacts.previous/stale.csv"), "x").unwrap();
-        let fresh = FreshArtifacts::prepare(run).unwrap();
-        drop(fresh);
-        assert_eq!(names(&art), ["trades.csv"]);
+        drop(FreshArtifacts::prepare(run).unwrap());
         assert_eq!(names(run), ["artifacts"]);
 
-        // The first run of a dir has nothing to restore.
+        // The first run of a dir has no previous set, and a failed one
+        // leaves nothing.
         let other = tmp.path().join("first");
         std::fs::create_dir_all(&other).unwrap();
-        drop(FreshArtifacts::prepare(&other).unwrap());
-        assert!(other.join("artifacts").is_dir());
+        let fresh = FreshArtifacts::prepare(&other).unwrap();
+        assert!(fresh.previous().is_none());
+        drop(fresh);
+        assert!(names(&other).is_empty());
     }
 }
