@@ -280,17 +280,17 @@ fn source_for(sym: &str) -> &'static str {
     }
 }
 
+/// The spellings of buy-and-hold.
+const BUY_AND_HOLD: [&str; 3] = ["buy and hold", "buy-and-hold", "buy & hold"];
+
 /// Words that make a request a backtest without saying so ("momentum
-/// strategy on AAPL", "SMA crossover on IBM").
-const STRATEGY_WORDS: [&str; 9] = [
+/// strategy on AAPL", "SMA crossover on IBM"), besides buy-and-hold.
+const STRATEGY_WORDS: [&str; 6] = [
     "strategy",
     "crossover",
     "cross-over",
     "reversion",
     "breakout",
-    "buy and hold",
-    "buy-and-hold",
-    "buy & hold",
     "trading rule",
 ];
 
@@ -340,7 +340,9 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
     }
     let sym = symbol(text)?;
     let (start, end) = date_range(text);
-    if has(text, &["backtest", "back-test", "back test", "simulate"]) || has(text, &STRATEGY_WORDS)
+    if has(text, &["backtest", "back-test", "back test", "simulate"])
+        || has(text, &STRATEGY_WORDS)
+        || has(text, &BUY_AND_HOLD)
     {
         return Some(PlannedCall {
             name: "backtest".into(),
@@ -485,10 +487,7 @@ fn backtest_config(
                 c.get(2)?.as_str().parse::<u32>().ok()?,
             ))
         });
-    let strategy = if lower.contains("buy and hold")
-        || lower.contains("buy-and-hold")
-        || lower.contains("buy & hold")
-    {
+    let strategy = if BUY_AND_HOLD.iter().any(|w| lower.contains(w)) {
         json!({"name": "buy_and_hold"})
     } else if names(&lower, "rsi") {
         json!({"name": "rsi_mean_reversion", "params": {"period": 14, "lower": 30, "upper": 70}})

@@ -1223,6 +1223,11 @@ fn write_config(run: &Path, config: &Value) {
     std::fs::write(run.join("config.json"), config.to_string()).unwrap();
 }
 
+/// How many parsed-bars entries the run dir keeps.
+fn parsed_entries(run: &Path) -> usize {
+    std::fs::read_dir(run.join(bt::PARSED_CACHE_DIR)).map_or(0, |d| d.count())
+}
+
 fn offline() -> bt::RunOptions {
     bt::RunOptions {
         offline: true,
@@ -1288,13 +1293,15 @@ async fn a_rerun_reuses_parsed_data_and_unchanged_ohlcv_files_but_sees_changes()
                 "source": "local", "strategy": {"name": "sma_crossover", "params": {"fast": 10, "slow": 30}}}),
     );
     let opts = offline();
-    let entries =
-        |run: &Path| std::fs::read_dir(run.join(bt::PARSED_CACHE_DIR)).map_or(0, |d| d.count());
     // As the agent makes run dirs: with an empty artifacts/ already there.
     std::fs::create_dir_all(run.join("artifacts")).unwrap();
     let first = bt::run_in_dir(&run, &opts).await.unwrap();
     let before = artifact_bytes(&run);
-    assert_eq!(entries(&run), 0, "a first run keeps no parsed copies");
+    assert_eq!(
+        parsed_entries(&run),
+        0,
+        "a first run keeps no parsed copies"
+    );
     let aapl = run.join("artifacts/ohlcv_AAPL.csv");
     let msft = run.join("artifacts/ohlcv_MSFT.csv");
     // Keep a second name for each file, to see whether the rerun links it.
@@ -1307,7 +1314,11 @@ async fn a_rerun_reuses_parsed_data_and_unchanged_ohlcv_files_but_sees_changes()
         before,
         "a rerun writes the same bytes"
     );
-    assert_eq!(entries(&run), 2, "the second run keeps one per data file");
+    assert_eq!(
+        parsed_entries(&run),
+        2,
+        "the second run keeps one per data file"
+    );
     let third = bt::run_in_dir(&run, &opts).await.unwrap();
     assert_eq!(third.scalars, first.scalars);
     assert_eq!(artifact_bytes(&run), before);
@@ -1404,7 +1415,7 @@ async fn a_load_followed_by_the_engine_keeps_its_parses() {
         };
         let (series, _, _) = bt::fetch_data(&cfg, &run, &opts).await.unwrap();
         assert_eq!(series[0].bars.len(), s.bars.len());
-        let kept = std::fs::read_dir(run.join(bt::PARSED_CACHE_DIR)).map_or(0, |d| d.count());
+        let kept = parsed_entries(&run);
         assert_eq!(kept, expected, "keep_parsed_bars: {keep}");
     }
 }
