@@ -106,6 +106,7 @@ fn series(code: &str, bars: Bars) -> PriceSeries {
             attempts: vec![],
         },
         bars,
+        source_rows: None,
     }
 }
 

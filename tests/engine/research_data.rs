@@ -706,6 +706,63 @@ async fn offline_auto_serves_the_embedded_set_and_local_files_in_order() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("1 of 2 symbols") && e.contains("ZZZZ"), "{e}");
+
+    // Explicit local, several files: loaded as one batch over the cores,
+    // in the order asked, each series as a single fetch gives it.
+    let mut codes: Vec<String> = Vec::new();
+    for i in 0..7 {
+        let code = format!("L{i}");
+        std::fs::write(
+            dir.path().join(format!("{code}.csv")),
+            format!("date,open,high,low,close,volume\n2024-01-02,{i}.5,{i}.9,{i}.1,{i}.7,100\n2024-01-03,{i}.6,{i}.9,{i}.2,{i}.8,200\n"),
+        )
+        .unwrap();
+        codes.push(code);
+    }
+    codes.push(" nvda ".into());
+    let local = SourceChoice::Explicit(Source::Local);
+    let u = md.fetch_all(&codes, None, None, local).await.unwrap();
+    let symbols: Vec<&str> = u.series.iter().map(|s| s.symbol.as_str()).collect();
+    assert_eq!(symbols, ["L0", "L1", "L2", "L3", "L4", "L5", "L6", "nvda"]);
+    for (s, code) in u.series.iter().zip(&codes) {
+        let one = md
+            .fetch(&DataRequest::new(code.clone()).source(local))
+            .await
+            .unwrap();
+        assert_eq!(s.bars, one.bars, "{code}");
+        assert_eq!(s.source_rows, one.source_rows, "{code}");
+        let mut p = s.provenance.clone();
+        p.fetched_at = one.provenance.fetched_at;
+        assert_eq!(p, one.provenance, "{code}");
+    }
+    // What the batch cannot serve gets the single load's own error: no
+    // file, no rows in the range, a broken file.
+    std::fs::write(
+        dir.path().join("OLD.csv"),
+        "date,open,high,low,close,volume\n2020-01-02,1,2,0.5,1.5,100\n",
+    )
+    .unwrap();
+    for (code, want) in [
+        ("ZZZZ", "not_found"),
+        ("OLD", "no_data"),
+        ("BROKEN", "bad_csv"),
+    ] {
+        let from = Some(d("2024-01-01"));
+        let single = md
+            .fetch(&DataRequest::new(code).range(from, None).source(local))
+            .await
+            .unwrap_err();
+        assert_eq!(single.code(), want, "{single}");
+        let e = md
+            .fetch_all(&[codes[0].clone(), code.into()], from, None, local)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("1 of 2 symbols") && e.contains(&single.to_string()),
+            "{e} / {single}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -175,6 +175,7 @@ fn decode(bytes: &[u8], id: &Identity) -> Option<ParsedCsv> {
         bars,
         adj_close,
         has_volume,
+        row_starts: None,
     })
 }
 
@@ -203,6 +204,7 @@ mod tests {
             bars,
             adj_close: adj.then(|| vec![1.0, 2.0, 3.0, 4.0, 5.0]),
             has_volume: false,
+            row_starts: None,
         }
     }
 

@@ -99,6 +99,7 @@ impl Cache {
                 symbol: symbol.trim().to_string(),
                 bars,
                 provenance,
+                source_rows: None,
             })
         })();
         if parsed.is_none() {

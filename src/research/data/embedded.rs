@@ -204,6 +204,7 @@ pub fn load(
         symbol: symbol.trim().to_string(),
         bars,
         provenance,
+        source_rows: None,
     })
 }
 

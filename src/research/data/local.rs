@@ -18,7 +18,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 use super::clean::{self, ADJ_CLOSE_NOTE};
 use super::market::{detect_market, us_base};
-use super::{Bars, DataError, PriceSeries, Provenance, Source};
+use super::{Bars, DataError, PriceSeries, Provenance, Source, SourceRows};
 
 /// Largest file the loader reads (a daily history is a few MB at most).
 const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
@@ -29,6 +29,13 @@ pub struct ParsedCsv {
     pub bars: Bars,
     pub adj_close: Option<Vec<f64>>,
     pub has_volume: bool,
+    /// Where each row's line starts in the parsed bytes, then where the
+    /// last one ends: kept only for a comma-separated
+    /// `date,open,high,low,close,volume` file whose every row was read
+    /// exactly as written, one line after another (see [`SourceRows`]).
+    ///
+    /// [`SourceRows`]: super::SourceRows
+    pub row_starts: Option<Vec<usize>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -183,7 +190,10 @@ fn trim_cell(cell: &str) -> &str {
 
 /// `YYYY-MM-DD` exactly (the common case, without a format parser).
 pub(super) fn iso_date(s: &str) -> Option<NaiveDate> {
-    let b = s.as_bytes();
+    iso_date_bytes(s.as_bytes())
+}
+
+fn iso_date_bytes(b: &[u8]) -> Option<NaiveDate> {
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return None;
     }
@@ -199,6 +209,56 @@ pub(super) fn iso_date(s: &str) -> Option<NaiveDate> {
     }
     let year = v[0] * 1000 + v[1] * 100 + v[2] * 10 + v[3];
     NaiveDate::from_ymd_opt(year as i32, v[4] * 10 + v[5], v[6] * 10 + v[7])
+}
+
+/// One `YYYY-MM-DD,o,h,l,c,v` line at the start of `b`, read in one pass,
+/// with the length it takes (its line end included): the date as
+/// [`iso_date`] reads it and five cells that [`plain_decimal`] accepts,
+/// computed as it computes them. `None` for anything else (a space, a
+/// carriage return, an exponent, a missing or extra cell, a long number),
+/// which the general reading then takes.
+#[inline]
+fn standard_line(b: &[u8]) -> Option<(NaiveDate, [f64; 5], usize)> {
+    let date = iso_date_bytes(b.get(..10)?)?;
+    if b.get(10) != Some(&b',') {
+        return None;
+    }
+    let mut i = 11;
+    let mut values = [0.0; 5];
+    for (k, value) in values.iter_mut().enumerate() {
+        let start = i;
+        let negative = b.get(i) == Some(&b'-');
+        i += usize::from(negative);
+        let (mut mantissa, mut count, mut dot) = (0u64, 0usize, None::<usize>);
+        while let Some(&c) = b.get(i) {
+            match c {
+                b'0'..=b'9' => {
+                    // More digits than plain_decimal's 16 characters hold.
+                    if count == 16 {
+                        return None;
+                    }
+                    count += 1;
+                    mantissa = mantissa * 10 + u64::from(c - b'0');
+                }
+                b'.' if dot.is_none() => dot = Some(i),
+                _ => break,
+            }
+            i += 1;
+        }
+        if i - start > 16 || count == 0 || mantissa > 1 << 53 {
+            return None;
+        }
+        let scale = *EXACT_POW10.get(dot.map_or(0, |d| i - d - 1))?;
+        let x = mantissa as f64 / scale;
+        *value = if negative { -x } else { x };
+        match (k, b.get(i)) {
+            (0..4, Some(b',')) => i += 1,
+            (4, None) => return Some((date, values, i)),
+            (4, Some(b'\n')) => return Some((date, values, i + 1)),
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// When `text` has no quote characters and no bare carriage returns (so a
@@ -324,22 +384,47 @@ fn parse_csv_with(
         Ok(t) => std::borrow::Cow::Borrowed(t),
         Err(_) => String::from_utf8_lossy(bytes),
     };
+    // Row offsets are kept in terms of `bytes`: only for text taken as is.
+    let verbatim_ok = matches!(text, std::borrow::Cow::Borrowed(_));
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    // (The BOM's length; lossy text can be longer than `bytes`.)
+    let text_offset = bytes.len().saturating_sub(text.len());
     let delim = sniff_delimiter(text);
-    let mut rdr = csv::ReaderBuilder::new()
-        .delimiter(delim)
-        .comment(Some(b'#'))
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
-    let headers = rdr
-        .headers()
-        .map_err(|e| DataError::CsvFormat {
-            path: origin.to_string(),
-            line: Some(1),
-            detail: format!("cannot read the header line: {e}"),
-        })?
-        .clone();
+    let plain = plain_body(text).filter(|_| split_plain);
+    // A plain header is split here; building a csv reader costs more than
+    // reading a short file's rows, so only files that need one get it.
+    let mut rdr = None;
+    let headers: Vec<String> = match plain {
+        Some((_, past_header)) => {
+            let head = text.get(..past_header).unwrap_or("");
+            let head = head.strip_suffix('\n').unwrap_or(head);
+            let head = head.strip_suffix('\r').unwrap_or(head);
+            let line = head.rsplit('\n').next().unwrap_or("");
+            line.split(char::from(delim))
+                .map(|c| c.trim().to_string())
+                .collect()
+        }
+        None => {
+            let mut r = csv::ReaderBuilder::new()
+                .delimiter(delim)
+                .comment(Some(b'#'))
+                .flexible(true)
+                .trim(csv::Trim::All)
+                .from_reader(text.as_bytes());
+            let h = r
+                .headers()
+                .map_err(|e| DataError::CsvFormat {
+                    path: origin.to_string(),
+                    line: Some(1),
+                    detail: format!("cannot read the header line: {e}"),
+                })?
+                .iter()
+                .map(str::to_string)
+                .collect();
+            rdr = Some(r);
+            h
+        }
+    };
     if headers.iter().all(|h| h.is_empty()) {
         return Err(DataError::CsvFormat {
             path: origin.to_string(),
@@ -347,15 +432,15 @@ fn parse_csv_with(
             detail: "the file is empty; expected a header line (date, open, high, low, close[, volume][, adj close]) and one row per day".into(),
         });
     }
-    if headers.iter().next().and_then(parse_bar_date).is_some() {
+    if headers.first().and_then(|h| parse_bar_date(h)).is_some() {
         return Err(DataError::CsvFormat {
             path: origin.to_string(),
             line: Some(1),
             detail: "the first line looks like data, not a header; add a header line such as date,open,high,low,close,volume".into(),
         });
     }
-    let cols = Columns::find(headers.iter(), origin)?;
-    let name_of = |i: usize| headers.get(i).unwrap_or("").to_string();
+    let cols = Columns::find(headers.iter().map(String::as_str), origin)?;
+    let name_of = |i: usize| headers.get(i).cloned().unwrap_or_default();
 
     // Sized once from the line count: six columns grown by doubling cost
     // more copying than parsing.
@@ -364,10 +449,25 @@ fn parse_csv_with(
         bars: Bars::with_capacity(lines),
         adj_close: cols.adj_close.map(|_| Vec::with_capacity(lines)),
         has_volume: cols.volume.is_some(),
+        row_starts: None,
     };
+    // The layout the OHLCV artifact has: its rows can be copied, and a
+    // line of plain cells is read in one pass.
+    let standard = delim == b','
+        && headers.len() == 6
+        && (
+            cols.date,
+            cols.open,
+            cols.high,
+            cols.low,
+            cols.close,
+            cols.volume,
+        ) == (0, 1, 2, 3, 4, Some(5));
+    // Cleared by the first cell not read exactly as written.
+    let exact = std::cell::Cell::new(verbatim_ok && standard);
     let mut tickers_seen: Vec<String> = Vec::new();
     // One row, from either driver below: its trimmed fields.
-    let mut row = |line: u64, cells: &[&str]| -> Result<(), DataError> {
+    let mut row = |out: &mut ParsedCsv, line: u64, cells: &[&str]| -> Result<(), DataError> {
         let cell = |i: usize| cells.get(i).copied().unwrap_or("");
         if let Some(ti) = cols.ticker {
             let t = cell(ti);
@@ -381,7 +481,10 @@ fn parse_csv_with(
         }
         let date_raw = cell(cols.date);
         let date = iso_date(date_raw)
-            .or_else(|| parse_bar_date(date_raw))
+            .or_else(|| {
+                exact.set(false);
+                parse_bar_date(date_raw)
+            })
             .ok_or_else(|| DataError::CsvValue {
                 path: origin.to_string(),
                 line,
@@ -397,6 +500,7 @@ fn parse_csv_with(
             if let Some(x) = plain_decimal(raw) {
                 return Ok(x);
             }
+            exact.set(false);
             if let Ok(x) = raw.parse::<f64>() {
                 return Ok(x);
             }
@@ -412,46 +516,94 @@ fn parse_csv_with(
         out.push_row(&cols, date, num)?;
         Ok(())
     };
-    match plain_body(text).filter(|_| split_plain) {
-        // No quoting and plain line ends: split the lines directly (the
-        // csv reader's per-record allocation and UTF-8 checks cost most of
-        // a 100-file backtest's load time).
-        Some(body_start) => {
-            // One SIMD pass finds every delimiter and line end; a cell is
-            // the text between two of them. Both are ASCII, so every slice
-            // falls on a character boundary.
+    match (plain, rdr.as_mut()) {
+        // No quoting and plain line ends: read the lines directly (the csv
+        // reader's per-record allocation and UTF-8 checks cost most of a
+        // 100-file backtest's load time).
+        (Some(body_start), _) => {
             let body = text.get(body_start.1..).unwrap_or("");
             let bytes = body.as_bytes();
             let mut cells: Vec<&str> = Vec::with_capacity(headers.len());
-            let (mut cell_start, mut line_start, mut n) = (0usize, 0usize, 0u64);
-            let ends =
-                memchr::memchr2_iter(delim, b'\n', bytes).chain(std::iter::once(bytes.len()));
-            for pos in ends {
-                let line_end = pos == bytes.len() || bytes[pos] == b'\n';
-                let mut cell = body.get(cell_start..pos).unwrap_or("");
-                if line_end {
-                    cell = cell.strip_suffix('\r').unwrap_or(cell);
-                }
-                cells.push(trim_cell(cell));
-                cell_start = pos + 1;
-                if !line_end {
-                    continue;
-                }
-                let line_text = body.get(line_start..pos).unwrap_or("");
-                let line_text = line_text.strip_suffix('\r').unwrap_or(line_text);
+            let (mut line_start, mut n) = (0usize, 0u64);
+            // Each row's line start (in `bytes`), while rows stay exact.
+            let mut starts: Vec<usize> = Vec::new();
+            let mut next_row_at: Option<usize> = None;
+            let base = text_offset + body_start.1;
+            loop {
                 let line = body_start.0 + n + 2;
                 n += 1;
-                line_start = pos + 1;
+                let rest = bytes.get(line_start..).unwrap_or_default();
+                // The usual line in one pass; it holds exactly the cells
+                // the general reading below accepts without a fallback, so
+                // both give the same bar.
+                if let Some((date, [o, h, l, c, v], used)) =
+                    standard.then(|| standard_line(rest)).flatten()
+                {
+                    out.bars.push(date, o, h, l, c, v);
+                    if exact.get() {
+                        if next_row_at.is_none_or(|at| at == line_start) {
+                            starts.push(line_start);
+                        } else {
+                            exact.set(false);
+                        }
+                    }
+                    line_start += used;
+                    next_row_at = Some(line_start);
+                    if line_start >= bytes.len() {
+                        break;
+                    }
+                    continue;
+                }
+                // Any other line: its cells are the text between
+                // delimiters (ASCII, so every slice falls on a character
+                // boundary), trimmed, without the line end.
+                let end = memchr::memchr(b'\n', rest).map_or(bytes.len(), |e| line_start + e);
+                let raw_line = body.get(line_start..end).unwrap_or("");
+                let line_text = raw_line.strip_suffix('\r').unwrap_or(raw_line);
+                let mut trimmed = false;
+                let mut cell_start = 0;
+                for pos in memchr::memchr_iter(delim, line_text.as_bytes())
+                    .chain(std::iter::once(line_text.len()))
+                {
+                    let cell = line_text.get(cell_start..pos).unwrap_or("");
+                    let t = trim_cell(cell);
+                    trimmed |= t.len() != cell.len();
+                    cells.push(t);
+                    cell_start = pos + 1;
+                }
                 if !(line_text.is_empty()
                     || line_text.starts_with('#')
                     || cells.iter().all(|c| c.is_empty()))
                 {
-                    row(line, &cells)?;
+                    row(&mut out, line, &cells)?;
+                    if exact.get() {
+                        // One line after another, six cells, nothing
+                        // trimmed, no carriage return.
+                        let follows = next_row_at.is_none_or(|at| at == line_start);
+                        if follows
+                            && cells.len() == 6
+                            && !trimmed
+                            && line_text.len() == raw_line.len()
+                        {
+                            starts.push(line_start);
+                            next_row_at = Some((end + 1).min(bytes.len()));
+                        } else {
+                            exact.set(false);
+                        }
+                    }
                 }
                 cells.clear();
+                if end >= bytes.len() {
+                    break;
+                }
+                line_start = end + 1;
+            }
+            if let (true, Some(end)) = (exact.get(), next_row_at) {
+                starts.push(end);
+                out.row_starts = Some(starts.into_iter().map(|o| base + o).collect());
             }
         }
-        None => {
+        (None, Some(rdr)) => {
             for rec in rdr.records() {
                 let rec = rec.map_err(|e| DataError::CsvFormat {
                     path: origin.to_string(),
@@ -462,9 +614,10 @@ fn parse_csv_with(
                 if rec.iter().all(str::is_empty) {
                     continue;
                 }
-                row(line, &rec.iter().collect::<Vec<_>>())?;
+                row(&mut out, line, &rec.iter().collect::<Vec<_>>())?;
             }
         }
+        (None, None) => {}
     }
     if cols.ticker.is_some() {
         check_tickers(&tickers_seen, out.bars.is_empty(), symbol, origin)?;
@@ -491,6 +644,26 @@ impl ParsedCsv {
             adj.push(num(i)?);
         }
         Ok(())
+    }
+
+    /// The byte range of the rows [`finish`](Self::finish) keeps within
+    /// `[start, end]` and the number of rows in it, when every row can be
+    /// copied as written: rows read exactly, in date order, and no adjusted
+    /// close (the caller still checks that the sanity filter dropped none).
+    fn exact_rows(
+        &self,
+        start: Option<NaiveDate>,
+        end: Option<NaiveDate>,
+    ) -> Option<(std::ops::Range<usize>, usize)> {
+        let starts = self.row_starts.as_ref()?;
+        let dates = &self.bars.dates;
+        if self.adj_close.is_some() || starts.len() != dates.len() + 1 || !dates.is_sorted() {
+            return None;
+        }
+        let first = dates.partition_point(|d| start.is_some_and(|s| *d < s));
+        let past = dates.partition_point(|d| end.is_none_or(|e| *d <= e));
+        let range = *starts.get(first)?..*starts.get(past.max(first))?;
+        Some((range, past.saturating_sub(first)))
     }
 
     /// Applies the adjusted close (if any), cuts to `[start, end]`, runs the
@@ -581,21 +754,30 @@ pub fn load_file(
     }
     let origin = path.display().to_string();
     let cached = parsed_cache.and_then(|dir| super::bars_cache::get(dir, path, &meta));
-    let parsed = match cached {
-        Some(p) => p,
+    let (parsed, text) = match cached {
+        Some(p) => (p, None),
         None => {
-            let p = if is_parquet(path) {
-                super::parquet_file::parse(path, &origin, Some(symbol))?
+            let (p, text) = if is_parquet(path) {
+                (
+                    super::parquet_file::parse(path, &origin, Some(symbol))?,
+                    None,
+                )
             } else {
-                parse_csv(&read_text_file(path)?, &origin, Some(symbol))?
+                let text = read_text_file(path)?;
+                (parse_csv(&text, &origin, Some(symbol))?, Some(text))
             };
             if let Some(dir) = parsed_cache.filter(|_| keep_parsed) {
                 super::bars_cache::put(dir, path, &meta, &p);
             }
-            p
+            (p, text)
         }
     };
+    let exact = text.zip(parsed.exact_rows(start, end));
     let (bars, adjustments, dropped, notes) = parsed.finish(start, end);
+    // The rows as written, when the filter took none of them out.
+    let source_rows = exact
+        .filter(|(_, (_, rows))| dropped.total() == 0 && *rows == bars.len())
+        .map(|(text, (range, rows))| std::sync::Arc::new(SourceRows::new(text, range, rows)));
     let provenance = Provenance {
         symbol: symbol.trim().to_string(),
         market: detect_market(symbol),
@@ -616,6 +798,7 @@ pub fn load_file(
         symbol: symbol.trim().to_string(),
         bars,
         provenance,
+        source_rows,
     })
 }
 
@@ -727,6 +910,51 @@ pub fn load(
 ) -> Result<PriceSeries, DataError> {
     let path = find_file(symbol, dirs)?;
     load_file(&path, symbol, start, end, parsed_cache, keep_parsed)
+}
+
+/// [`load`] for several symbols, one thread per core, each taking the next
+/// symbol when it is free: a universe of small files is loaded without a
+/// hand-off per file (which left a core idle between files). Results come
+/// back in `symbols` order.
+pub fn load_many(
+    symbols: &[String],
+    dirs: &[PathBuf],
+    start: Option<NaiveDate>,
+    end: Option<NaiveDate>,
+    parsed_cache: Option<&Path>,
+    keep_parsed: bool,
+) -> Vec<Result<PriceSeries, DataError>> {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    let next_index = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next_index.fetch_add(1, Relaxed);
+            let Some(sym) = symbols.get(i) else { break };
+            done.push((i, load(sym, dirs, start, end, parsed_cache, keep_parsed)));
+        }
+        done
+    };
+    let helpers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(symbols.len())
+        .saturating_sub(1);
+    let mut all = std::thread::scope(|scope| {
+        // A helper the process limit refuses leaves its share to the rest.
+        let handles: Vec<_> = (0..helpers)
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
+            .collect();
+        let mut all = work();
+        for h in handles {
+            match h.join() {
+                Ok(part) => all.extend(part),
+                Err(p) => std::panic::resume_unwind(p),
+            }
+        }
+        all
+    });
+    all.sort_unstable_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, r)| r).collect()
 }
 
 #[cfg(test)]
@@ -889,6 +1117,227 @@ mod tests {
         ] {
             assert_eq!(plain_decimal(s), None, "{s:?}");
         }
+    }
+
+    /// Every value of the bars, by bit pattern, with the dates.
+    fn bar_bits(b: &Bars) -> Vec<(NaiveDate, [u64; 5])> {
+        (0..b.len())
+            .map(|i| {
+                let v = [b.open[i], b.high[i], b.low[i], b.close[i], b.volume[i]];
+                (b.dates[i], v.map(f64::to_bits))
+            })
+            .collect()
+    }
+
+    /// A price file in the artifact's layout, most cells plain and some
+    /// spelled otherwise: the one-pass reading, the general one and the csv
+    /// reader agree on every file, and where the rows are kept as text,
+    /// that text reads back to the same bars.
+    fn check_standard_file(text: &str) -> Result<bool, proptest::test_runner::TestCaseError> {
+        let one_pass = parse_csv_with(text.as_bytes(), "f.csv", None, true);
+        let reader = parse_csv_with(text.as_bytes(), "f.csv", None, false);
+        let (one_pass, reader) = match (one_pass, reader) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(_), Err(_)) => return Ok(false),
+            (a, b) => {
+                proptest::prop_assert!(false, "{text:?}: {a:?} vs {b:?}");
+                unreachable!()
+            }
+        };
+        proptest::prop_assert_eq!(
+            bar_bits(&one_pass.bars),
+            bar_bits(&reader.bars),
+            "{:?}",
+            text
+        );
+        proptest::prop_assert!(reader.row_starts.is_none(), "the csv reader keeps no rows");
+        let Some(starts) = &one_pass.row_starts else {
+            return Ok(false);
+        };
+        proptest::prop_assert_eq!(starts.len(), one_pass.bars.len() + 1);
+        let rows = text
+            .get(starts[0]..starts[starts.len() - 1])
+            .unwrap_or_default();
+        let copied = format!("date,open,high,low,close,volume\n{rows}");
+        let again = parse_csv_with(copied.as_bytes(), "copy.csv", None, false)
+            .map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+        proptest::prop_assert_eq!(
+            bar_bits(&again.bars),
+            bar_bits(&one_pass.bars),
+            "{:?}",
+            text
+        );
+        // Line by line, too: each kept start begins its row's line.
+        for (i, w) in starts.windows(2).enumerate() {
+            let line = text.get(w[0]..w[1]).unwrap_or_default();
+            proptest::prop_assert!(
+                line.starts_with(&one_pass.bars.dates[i].to_string()),
+                "{:?}",
+                line
+            );
+        }
+        Ok(true)
+    }
+
+    /// Cell spellings: mostly plain (copied as written), some that only the
+    /// general reading takes (no copy), some that fail the file.
+    fn standard_cell() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            8 => "-?[0-9]{1,6}(\\.[0-9]{0,4})?",
+            1 => "\\.[0-9]{1,3}|[0-9]{1,3}\\.",
+            1 => proptest::sample::select(vec![
+                "1e2", "+2", " 5", "5 ", "", "NaN", "12345678901234567", "9007199254740993",
+                "-", "0x1", "1.2.3", "\u{a0}7",
+            ])
+            .prop_map(String::from),
+        ]
+    }
+
+    fn standard_file() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let line = (
+            0u8..40,
+            proptest::collection::vec(standard_cell(), 5),
+            proptest::sample::select(vec!["\n", "\n", "\n", "\n", "\r\n"]),
+        );
+        (proptest::collection::vec(line, 0..30), any::<bool>()).prop_map(|(lines, last_eol)| {
+            let mut s = String::from("date,open,high,low,close,volume\n");
+            let mut day = NaiveDate::from_ymd_opt(2001, 1, 2).unwrap_or_default();
+            let n = lines.len();
+            for (i, (odd, cells, eol)) in lines.into_iter().enumerate() {
+                day += chrono::Duration::days(1);
+                match odd {
+                    0 => s.push_str("# a note"),
+                    1 => {}
+                    2 => s.push_str(&format!("{day},1,2,0.5,1.5,9,extra")),
+                    3 => s.push_str(&format!("{day},1,2,0.5")),
+                    4 => s.push_str(&format!("{}", day.format("%Y%m%d"))),
+                    _ => s.push_str(&format!("{day},{}", cells.join(","))),
+                }
+                if i + 1 < n || last_eol {
+                    s.push_str(if odd < 5 { "\n" } else { eol });
+                }
+            }
+            s
+        })
+    }
+
+    /// Plain files of plain cells: the rows are always kept as text.
+    fn plain_file() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let cell = "-?[0-9]{1,6}(\\.[0-9]{0,4})?";
+        let row = proptest::collection::vec(cell, 5);
+        (proptest::collection::vec(row, 1..30), any::<bool>()).prop_map(|(rows, last_eol)| {
+            let mut s =
+                String::from("\u{feff}# made by a tool\n\nDate,Open,High,Low,Close,Volume\n");
+            let mut day = NaiveDate::from_ymd_opt(1999, 12, 30).unwrap_or_default();
+            for (i, cells) in rows.iter().enumerate() {
+                day += chrono::Duration::days(1);
+                s.push_str(&format!("{day},{}", cells.join(",")));
+                if i + 1 < rows.len() || last_eol {
+                    s.push('\n');
+                }
+            }
+            s
+        })
+    }
+
+    #[test]
+    fn standard_files_read_alike_and_their_kept_rows_read_back() {
+        use proptest::test_runner::{Config, TestRng, TestRunner};
+        let config = Config {
+            cases: 600,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let rng = TestRng::deterministic_rng(config.rng_algorithm);
+        let kept = std::cell::Cell::new(0);
+        TestRunner::new_with_rng(config.clone(), rng)
+            .run(&standard_file(), |text| {
+                kept.set(kept.get() + u32::from(check_standard_file(&text)?));
+                Ok(())
+            })
+            .unwrap();
+        // Some mixed files still qualify (every line plain).
+        assert!(kept.get() >= 10, "{} of 600 kept their rows", kept.get());
+        let rng = TestRng::deterministic_rng(config.rng_algorithm);
+        TestRunner::new_with_rng(
+            Config {
+                cases: 200,
+                ..config
+            },
+            rng,
+        )
+        .run(&plain_file(), |text| {
+            proptest::prop_assert!(check_standard_file(&text)?, "{:?}", text);
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn kept_rows_are_cut_to_the_range_and_dropped_by_any_change() {
+        let text = "date,open,high,low,close,volume\n2024-01-02,1.10,2,0.5,1.5,100\n2024-01-03,1,2,0.5,1.5,200\n2024-01-04,1,2,0.5,1.5,300";
+        let p = parse_csv(text.as_bytes(), "f.csv", None).unwrap();
+        let (range, rows) = p.exact_rows(Some(d("2024-01-03")), None).unwrap();
+        assert_eq!(
+            (&text[range], rows),
+            ("2024-01-03,1,2,0.5,1.5,200\n2024-01-04,1,2,0.5,1.5,300", 2)
+        );
+        let (range, rows) = p.exact_rows(None, Some(d("2024-01-02"))).unwrap();
+        assert_eq!((&text[range], rows), ("2024-01-02,1.10,2,0.5,1.5,100\n", 1));
+        assert_eq!(
+            p.exact_rows(Some(d("2025-01-01")), None).map(|(_, n)| n),
+            Some(0)
+        );
+        // Out of date order, an adjusted close, another delimiter, a
+        // column order of its own: no rows kept.
+        for other in [
+            "date,open,high,low,close,volume\n2024-01-03,1,2,0.5,1.5,1\n2024-01-02,1,2,0.5,1.5,1\n",
+            "date,open,high,low,close,adj close,volume\n2024-01-02,1,2,0.5,1.5,1.4,1\n",
+            "date;open;high;low;close;volume\n2024-01-02;1;2;0.5;1.5;1\n",
+            "date,close,high,low,open,volume\n2024-01-02,1,2,0.5,1.5,1\n",
+            "date,open,high,low,close\n2024-01-02,1,2,0.5,1.5\n",
+        ] {
+            let p = parse_csv(other.as_bytes(), "f.csv", None).unwrap();
+            assert!(p.exact_rows(None, None).is_none(), "{other:?}");
+        }
+    }
+
+    /// Through the loader: a dropped row or a cut range decides whether the
+    /// series carries its source rows.
+    #[test]
+    fn loaded_series_carry_their_rows_only_when_nothing_was_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.csv");
+        std::fs::write(
+            &good,
+            "date,open,high,low,close,volume\n2024-01-02,1.10,2,0.5,1.5,100\n2024-01-03,1,2,0.5,1.5,200\n",
+        )
+        .unwrap();
+        let s = load_file(&good, "GOOD", Some(d("2024-01-03")), None, None, false).unwrap();
+        let rows = s.source_rows.as_deref().unwrap();
+        assert_eq!(
+            rows.lines_for(&s.bars),
+            Some(&b"2024-01-03,1,2,0.5,1.5,200\n"[..])
+        );
+        let mut cut = s.bars.clone();
+        cut.retain_range(None, Some(d("2024-01-01")));
+        assert_eq!(
+            rows.lines_for(&cut),
+            None,
+            "bars cut after loading are formatted"
+        );
+        let bad = dir.path().join("bad.csv");
+        std::fs::write(
+            &bad,
+            "date,open,high,low,close,volume\n2024-01-02,1,2,0.5,1.5,100\n2024-01-03,3,2,0.5,1.5,200\n",
+        )
+        .unwrap();
+        let s = load_file(&bad, "BAD", None, None, None, false).unwrap();
+        assert_eq!(s.bars.len(), 1);
+        assert!(s.source_rows.is_none(), "a dropped row: formatted");
     }
 
     proptest::proptest! {

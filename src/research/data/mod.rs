@@ -421,6 +421,51 @@ pub struct PriceSeries {
     pub symbol: String,
     pub bars: Bars,
     pub provenance: Provenance,
+    /// The source text of the bars, when the loader read them exactly as
+    /// written (not serialized: it only saves formatting them again).
+    #[serde(skip)]
+    pub source_rows: Option<std::sync::Arc<SourceRows>>,
+}
+
+/// The lines of a CSV file that hold a series' bars, one bar per line in
+/// order, as `date,open,high,low,close,volume` with an ISO date and plain
+/// decimals that parsed to the bars' values exactly (nothing trimmed,
+/// defaulted, adjusted or dropped). Any correct parser reads them back to
+/// the same bars, so the OHLCV artifact copies them rather than formatting
+/// every number again (most of a first 100-symbol run's artifact work).
+#[derive(Clone, PartialEq)]
+pub struct SourceRows {
+    text: Vec<u8>,
+    range: std::ops::Range<usize>,
+    rows: usize,
+}
+
+impl SourceRows {
+    /// `rows` lines at `range` of `text`; the loader vouches for them.
+    pub(crate) fn new(text: Vec<u8>, range: std::ops::Range<usize>, rows: usize) -> Self {
+        SourceRows { text, range, rows }
+    }
+
+    /// The lines, when they are as many as `bars` (a series whose bars were
+    /// cut or changed after loading falls back to formatting). The last
+    /// line may lack its line end.
+    pub fn lines_for(&self, bars: &Bars) -> Option<&[u8]> {
+        if bars.len() != self.rows || self.rows == 0 {
+            return None;
+        }
+        self.text.get(self.range.clone())
+    }
+}
+
+impl fmt::Debug for SourceRows {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "SourceRows({} rows, {} bytes)",
+            self.rows,
+            self.range.len()
+        )
+    }
 }
 
 /// Everything that can go wrong getting data, each naming the input and

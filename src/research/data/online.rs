@@ -312,6 +312,7 @@ pub fn parse_yahoo(body: &[u8], url: &str) -> Result<Result<ParsedCsv, String>, 
         bars,
         adj_close,
         has_volume: true,
+        row_starts: None,
     }))
 }
 
@@ -338,6 +339,7 @@ fn series(symbol: &str, market: Market, loader: Source, url: &Url, done: Finishe
             attempts: Vec::new(),
         },
         bars,
+        source_rows: None,
     }
 }
 

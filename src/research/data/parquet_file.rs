@@ -140,6 +140,7 @@ pub fn parse(path: &Path, origin: &str, symbol: Option<&str>) -> Result<ParsedCs
         bars: Bars::with_capacity(rows),
         adj_close: cols.adj_close.map(|_| Vec::with_capacity(rows)),
         has_volume: cols.volume.is_some(),
+        row_starts: None,
     };
     let mut tickers_seen: Vec<String> = Vec::new();
     let iter = reader

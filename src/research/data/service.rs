@@ -367,10 +367,28 @@ impl MarketData {
         end: Option<NaiveDate>,
         source: SourceChoice,
     ) -> Result<Universe, DataError> {
+        let mut indexed = match source {
+            SourceChoice::Explicit(Source::Local) => self.load_local_batch(codes, start, end).await,
+            _ => Vec::new(),
+        };
+        // The rest (all of them, but for local files) one by one.
         // Unordered, then put back in order: in order, one slow symbol at
         // the head of the window would hold back the loads behind it.
-        let mut indexed: Vec<(usize, Result<PriceSeries, DataError>)> =
-            futures_util::stream::iter(codes.iter().enumerate())
+        let served: Vec<bool> = {
+            let mut v = vec![false; codes.len()];
+            for (i, _) in &indexed {
+                if let Some(x) = v.get_mut(*i) {
+                    *x = true;
+                }
+            }
+            v
+        };
+        let rest = codes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !served.get(*i).copied().unwrap_or(false));
+        indexed.extend(
+            futures_util::stream::iter(rest)
                 .map(|(i, code)| {
                     let req = DataRequest::new(code.clone())
                         .range(start, end)
@@ -378,8 +396,9 @@ impl MarketData {
                     async move { (i, self.fetch(&req).await) }
                 })
                 .buffer_unordered(FETCH_CONCURRENCY)
-                .collect()
-                .await;
+                .collect::<Vec<_>>()
+                .await,
+        );
         indexed.sort_unstable_by_key(|(i, _)| *i);
         let results = indexed.into_iter().map(|(_, r)| r);
         let mut series = Vec::with_capacity(results.len());
@@ -405,6 +424,51 @@ impl MarketData {
             series,
             effective_sources,
         })
+    }
+
+    /// The local files of `codes` loaded in one batch ([`local::load_many`]),
+    /// as `(index, series)` for each symbol it served; the others (not
+    /// found, no rows, an invalid request) are left to [`Self::fetch`],
+    /// which reports them as a single load would.
+    async fn load_local_batch(
+        &self,
+        codes: &[String],
+        start: Option<NaiveDate>,
+        end: Option<NaiveDate>,
+    ) -> Vec<(usize, Result<PriceSeries, DataError>)> {
+        if self.availability(Source::Local).is_err() {
+            return Vec::new();
+        }
+        let reqs: Vec<DataRequest> = codes
+            .iter()
+            .map(|c| {
+                DataRequest::new(c.clone())
+                    .range(start, end)
+                    .source(SourceChoice::Explicit(Source::Local))
+            })
+            .collect();
+        let symbols: Vec<String> = reqs.iter().map(|r| r.symbol.trim().to_string()).collect();
+        let dirs = self.config.local_dirs.clone();
+        let cache = self.config.parsed_cache.clone();
+        let keep = self.config.keep_parsed;
+        let Ok(loaded) = tokio::task::spawn_blocking(move || {
+            local::load_many(&symbols, &dirs, start, end, cache.as_deref(), keep)
+        })
+        .await
+        else {
+            return Vec::new();
+        };
+        reqs.iter()
+            .zip(loaded)
+            .enumerate()
+            .filter_map(|(i, (req, r))| match r {
+                Ok(series) if !series.bars.is_empty() && self.validate(req).is_ok() => {
+                    let (market, _) = self.plan(req.symbol.trim(), req.source);
+                    Some((i, Ok(finish(series, market, req, Vec::new(), None))))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     async fn load_from(
