@@ -15,7 +15,7 @@ use vibedesk::research::backtest::config::BacktestConfig;
 use vibedesk::research::backtest::engine::Reason;
 use vibedesk::research::backtest::metrics::{self, TradeStat};
 use vibedesk::research::backtest::{self as bt, python};
-use vibedesk::research::data::embedded;
+use vibedesk::research::data::{embedded, local};
 use vibedesk::sandbox::{RunnerConfig, UserPolicy};
 use vibedesk::tools::builtin::backtest::{BacktestToolConfig, register_backtest_tools};
 use vibedesk::tools::{BackgroundQueue, Registry, ToolContext};
@@ -1271,6 +1271,107 @@ async fn a_named_source_that_cannot_serve_is_reported_in_the_result() {
     );
     let md = std::fs::read_to_string(run.join("run_card.md")).unwrap();
     assert!(md.contains("stooq did not serve IBM"), "{md}");
+}
+
+/// The bars of an OHLCV artifact, by bit pattern.
+fn artifact_bar_bits(path: &Path) -> Vec<(NaiveDate, [u64; 5])> {
+    let parsed = local::parse_csv(&std::fs::read(path).unwrap(), "artifact", None).unwrap();
+    let (b, ..) = parsed.finish(None, None);
+    bar_bits(&b)
+}
+
+fn bar_bits(b: &vibedesk::research::data::Bars) -> Vec<(NaiveDate, [u64; 5])> {
+    (0..b.len())
+        .map(|i| {
+            let v = [b.open[i], b.high[i], b.low[i], b.close[i], b.volume[i]];
+            (b.dates[i], v.map(f64::to_bits))
+        })
+        .collect()
+}
+
+/// A local file read exactly as written lends its lines (cut to the range)
+/// to the OHLCV artifact; one with a row the sanity filter drops is
+/// formatted. Either way the artifact reads back to the bars the engine
+/// used, bit for bit.
+#[tokio::test]
+async fn ohlcv_artifacts_copy_exact_source_lines_and_read_back_to_the_bars() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(run.join("data")).unwrap();
+    let header = "date,open,high,low,close,volume\n";
+    // Prices in cents and whole shares, as Stooq and most exports spell them.
+    let lines = |sym: &str| -> Vec<String> {
+        let b = embedded::load(sym, Some(d("2008-01-01")), Some(d("2009-12-31")))
+            .unwrap()
+            .bars;
+        (0..b.len())
+            .map(|i| {
+                format!(
+                    "{},{:.2},{:.2},{:.2},{:.2},{:.0}\n",
+                    b.dates[i], b.open[i], b.high[i], b.low[i], b.close[i], b.volume[i]
+                )
+            })
+            .collect()
+    };
+    let aapl = lines("AAPL");
+    std::fs::write(
+        run.join("data/AAPL.csv"),
+        format!("{header}{}", aapl.concat()),
+    )
+    .unwrap();
+    let mut msft = lines("MSFT");
+    // A bar with its high under its low: dropped on the way in.
+    let cells: Vec<&str> = msft[200].trim_end().split(',').collect();
+    msft[200] = format!(
+        "{},{},0.01,{},{},{}\n",
+        cells[0], cells[1], cells[3], cells[4], cells[5]
+    );
+    std::fs::write(
+        run.join("data/MSFT.csv"),
+        format!("{header}{}", msft.concat()),
+    )
+    .unwrap();
+    write_config(
+        &run,
+        &json!({"codes": ["AAPL", "MSFT"], "start_date": "2008-06-02", "end_date": "2009-12-31",
+                "source": "local", "strategy": {"name": "sma_crossover", "params": {"fast": 10, "slow": 30}}}),
+    );
+    bt::run_in_dir(&run, &offline()).await.unwrap();
+
+    let in_range: String = aapl
+        .iter()
+        .filter(|l| l.as_str() >= "2008-06-02")
+        .cloned()
+        .collect();
+    let copied = std::fs::read_to_string(run.join("artifacts/ohlcv_AAPL.csv")).unwrap();
+    assert_eq!(
+        copied,
+        format!("timestamp,open,high,low,close,volume\n{in_range}"),
+        "the source lines in the range, as written"
+    );
+    let formatted = std::fs::read_to_string(run.join("artifacts/ohlcv_MSFT.csv")).unwrap();
+    assert!(
+        formatted.lines().nth(1).unwrap().ends_with(".0"),
+        "formatted (whole volumes as 123.0): {}",
+        formatted.lines().nth(1).unwrap()
+    );
+    for sym in ["AAPL", "MSFT"] {
+        let loaded = local::load_file(
+            &run.join(format!("data/{sym}.csv")),
+            sym,
+            Some(d("2008-06-02")),
+            Some(d("2009-12-31")),
+            None,
+            false,
+        )
+        .unwrap();
+        assert_eq!(loaded.source_rows.is_some(), sym == "AAPL");
+        assert_eq!(
+            artifact_bar_bits(&run.join(format!("artifacts/ohlcv_{sym}.csv"))),
+            bar_bits(&loaded.bars),
+            "{sym}"
+        );
+    }
 }
 
 /// A run dir's first run keeps no parsed copies of its data files (most run

@@ -154,6 +154,20 @@ fn mutated(original: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
         })
 }
 
+/// Dates and values by bit pattern (any NaN as one: an artifact writes a
+/// missing value as an empty cell).
+fn value_bits(b: &vibedesk::research::data::Bars) -> Vec<(chrono::NaiveDate, [u64; 5])> {
+    (0..b.len())
+        .map(|i| {
+            let v = [b.open[i], b.high[i], b.low[i], b.close[i], b.volume[i]];
+            (
+                b.dates[i],
+                v.map(|x| if x.is_nan() { f64::NAN } else { x }.to_bits()),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn random_price_files_parse_or_fail_cleanly_and_what_parses_backtests() {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -190,6 +204,11 @@ fn random_price_files_parse_or_fail_cleanly_and_what_parses_backtests() {
                 Ok(summary) => {
                     completed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     prop_assert!(summary.scalars.contains_key("final_value"));
+                    // The OHLCV artifact (copied lines or formatted ones)
+                    // reads back to the bars the engine used.
+                    let art = std::fs::read(run.join("artifacts/ohlcv_X.csv")).unwrap();
+                    let back = local::parse_csv(&art, "artifact", None).unwrap();
+                    prop_assert_eq!(value_bits(&back.finish(None, None).0), value_bits(&bars));
                 }
                 Err(e) => prop_assert!(!e.to_string().is_empty()),
             }

@@ -18,7 +18,11 @@
 //! torn file) but not fsynced: artifacts are reproducible from the run dir,
 //! and a hundred fsyncs would cost more than the backtest itself. Numbers
 //! use the shortest representation that round-trips (the `zmij` formatter
-//! behind `serde_json`); NaN is an empty cell. The chart is drawn on a
+//! behind `serde_json`); NaN is an empty cell. An OHLCV file whose source
+//! lines were read exactly as written copies those lines instead
+//! ([`SourceRows`]): the same values, spelled as the source spells them.
+//!
+//! [`SourceRows`]: crate::research::data::SourceRows The chart is drawn on a
 //! second thread and the OHLCV files on two more while the tables are
 //! written.
 
@@ -36,6 +40,15 @@ use crate::research::data::{Bars, PriceSeries};
 /// Writes `bytes` to `path` via a temp file and a rename (no fsync).
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), BacktestError> {
     write_with(path, |f| f.write_all(bytes))
+}
+
+/// [`write_file`] for content in several slices, written straight from
+/// them (no buffer to copy through).
+fn write_parts(path: &Path, parts: &[&[u8]]) -> Result<(), BacktestError> {
+    write_with(path, |w| {
+        let f = w.get_mut();
+        parts.iter().try_for_each(|part| f.write_all(part))
+    })
 }
 
 /// Lets `fill` write `path`'s content through a 128 KB buffer into a temp
@@ -201,8 +214,9 @@ fn ohlcv_name(symbol: &str) -> String {
     format!("ohlcv_{}.csv", file_safe(symbol))
 }
 
-/// One series' OHLCV file (linked from `previous` or formatted in `buf`);
-/// returns its fingerprint manifest line.
+/// One series' OHLCV file (linked from `previous`, else copied from the
+/// source lines or formatted in `buf`); returns its fingerprint manifest
+/// line.
 fn write_one_ohlcv(
     art_dir: &Path,
     s: &PriceSeries,
@@ -225,12 +239,24 @@ fn write_one_ohlcv(
         None => {
             // A row of five shortest-form doubles runs to ~100 bytes; the
             // buffer is reused from file to file.
-            buf.clear();
-            buf.reserve(b.len() * 112 + 64);
-            buf.extend_from_slice(b"timestamp,open,high,low,close,volume\n");
-            push_ohlcv_rows(buf, b);
-            write_file(&p, buf)?;
-            buf.len() as u64
+            const HEADER: &[u8] = b"timestamp,open,high,low,close,volume\n";
+            match s.source_rows.as_deref().and_then(|r| r.lines_for(b)) {
+                // The loader's lines, which parse to these bars exactly,
+                // handed to the kernel as they are.
+                Some(lines) => {
+                    let end: &[u8] = if lines.ends_with(b"\n") { b"" } else { b"\n" };
+                    write_parts(&p, &[HEADER, lines, end])?;
+                    (HEADER.len() + lines.len() + end.len()) as u64
+                }
+                None => {
+                    buf.clear();
+                    buf.reserve(b.len() * 112 + HEADER.len());
+                    buf.extend_from_slice(HEADER);
+                    push_ohlcv_rows(buf, b);
+                    write_file(&p, buf)?;
+                    buf.len() as u64
+                }
+            }
         }
     };
     Ok(format!("{name}\t{fingerprint:032x}\t{size}\n"))
@@ -271,36 +297,54 @@ pub fn push_ohlcv_rows(buf: &mut Vec<u8>, b: &Bars) {
 }
 
 /// 128 bits over everything an OHLCV file is written from: the layout
-/// version, the dates and every value's bits. Two multiply-rotate lanes:
-/// a change detector for our own files, not a defence against forgery
-/// (whoever can write the run dir can write the artifacts anyway).
+/// version, the dates and every value's bits. Four multiply-rotate lanes
+/// take four words at a time (independent chains: a single one made this
+/// the OHLCV writers' largest cost on a 100-symbol run); each column ends
+/// with a padded block. A change detector for our own files, not a defence
+/// against forgery (whoever can write the run dir can write the artifacts
+/// anyway).
 fn bars_fingerprint(b: &Bars) -> u128 {
-    let mut h = [0x9E37_79B9_7F4A_7C15u64, 0xC2B2_AE3D_27D4_EB4F];
-    let mut eat = |w: u64| {
-        h[0] = (h[0] ^ w)
-            .wrapping_mul(0xFF51_AFD7_ED55_8CCD)
-            .rotate_left(31);
-        h[1] = h[1]
-            .wrapping_add(w)
-            .wrapping_mul(0xC4CE_B9FE_1A85_EC53)
-            .rotate_left(27);
-    };
-    eat(OHLCV_FORMAT);
-    eat(b.len() as u64);
-    for d in &b.dates {
-        eat(d.num_days_from_ce() as u64);
-    }
-    for col in [&b.open, &b.high, &b.low, &b.close, &b.volume] {
-        for x in col.iter() {
-            eat(x.to_bits());
+    const K: [u64; 4] = [
+        0xFF51_AFD7_ED55_8CCD,
+        0xC4CE_B9FE_1A85_EC53,
+        0x9E37_79B9_7F4A_7C15,
+        0xD6E8_FEB8_6659_FD93,
+    ];
+    fn mix(h: &mut [u64; 4], w: [u64; 4]) {
+        for i in 0..4 {
+            h[i] = (h[i] ^ w[i]).wrapping_mul(K[i]).rotate_left(27 + i as u32);
         }
+    }
+    fn feed<T: Copy>(h: &mut [u64; 4], xs: &[T], word: impl Fn(T) -> u64) {
+        let mut blocks = xs.chunks_exact(4);
+        for c in &mut blocks {
+            mix(h, [word(c[0]), word(c[1]), word(c[2]), word(c[3])]);
+        }
+        let mut last = [u64::MAX; 4];
+        for (slot, x) in last.iter_mut().zip(blocks.remainder()) {
+            *slot = word(*x);
+        }
+        mix(h, last);
+    }
+    let mut h = [
+        0x9E37_79B9_7F4A_7C15u64,
+        0xC2B2_AE3D_27D4_EB4F,
+        0x1656_67B1_9E37_79F9,
+        0x27D4_EB2F_1656_67C5,
+    ];
+    mix(&mut h, [OHLCV_FORMAT, b.len() as u64, 0, 0]);
+    feed(&mut h, &b.dates, |d| d.num_days_from_ce() as u64);
+    for col in [&b.open, &b.high, &b.low, &b.close, &b.volume] {
+        feed(&mut h, col, f64::to_bits);
     }
     let fin = |mut x: u64| {
         x ^= x >> 33;
         x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
         x ^ (x >> 33)
     };
-    (u128::from(fin(h[0])) << 64) | u128::from(fin(h[1]))
+    let lo = fin(h[0].wrapping_add(fin(h[2])));
+    let hi = fin(h[1].wrapping_add(fin(h[3])));
+    (u128::from(hi) << 64) | u128::from(lo)
 }
 
 /// A weights matrix as CSV, row by row into `out`: the two matrices are the
@@ -589,10 +633,60 @@ fn risk_xray(o: &Outcome) -> (Value, String) {
     (Value::Object(m), md)
 }
 
-/// Writes every artifact and the chart into `dir` (three threads: tables,
-/// the `ohlcv_files` task, chart); returns (name, path) of each.
-/// `ohlcv_files` writes (or waits for, see [`run_in_dir`]) the
-/// `ohlcv_<code>.csv` files and returns their paths in series order, or
+/// One file to write, for [`run_jobs`].
+type Job<'a> = Box<dyn FnOnce() -> Result<(), BacktestError> + Send + 'a>;
+
+/// Runs `jobs` on this thread and one helper per other core, each taking
+/// the next job when it is free (so list the largest first); returns the
+/// first error once all are done. A helper the process limit refuses
+/// leaves its share to the others.
+fn run_jobs(jobs: Vec<Job<'_>>) -> Result<(), BacktestError> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    let queue: Vec<Mutex<Option<Job<'_>>>> =
+        jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
+    let next = AtomicUsize::new(0);
+    let first_error: Mutex<Option<BacktestError>> = Mutex::new(None);
+    let fail = |e: BacktestError| {
+        if let Ok(mut slot) = first_error.lock() {
+            slot.get_or_insert(e);
+        }
+    };
+    let work = || {
+        while let Some(slot) = queue.get(next.fetch_add(1, Relaxed)) {
+            let job = slot.lock().ok().and_then(|mut j| j.take());
+            if let Some(Err(e)) = job.map(|job| job()) {
+                fail(e);
+            }
+        }
+    };
+    let helpers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(queue.len())
+        .saturating_sub(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..helpers)
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
+            .collect();
+        work();
+        for h in handles {
+            if h.join().is_err() {
+                fail(BacktestError::Chart(
+                    "an artifact writer thread panicked".into(),
+                ));
+            }
+        }
+    });
+    match first_error.into_inner() {
+        Ok(Some(e)) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Writes every artifact and the chart into `dir`, the files shared out
+/// over the cores ([`run_jobs`]) while `ohlcv_files` writes (or waits
+/// for, see [`run_in_dir`]) the `ohlcv_<code>.csv` files; returns (name,
+/// path) of each. `ohlcv_files` returns their paths in series order, or
 /// `None` when they were written before the signals (the Python path).
 ///
 /// [`run_in_dir`]: super::run_in_dir
@@ -626,101 +720,98 @@ where
         benchmark: Some(&bench_eq),
         drawdown: &dd,
     };
-    let svg_path = dir.join("equity_chart.svg");
-    let png_path = dir.join("equity_chart.png");
-    let positions_path = dir.join("positions.csv");
-    let mut out: Vec<(String, PathBuf)> = Vec::new();
-    let (chart_result, tables) = std::thread::scope(|scope| {
-        let ohlcv = scope.spawn(ohlcv_files);
-        let charts = scope.spawn(|| -> Result<(), BacktestError> {
-            let svg = chart::svg(&data).map_err(BacktestError::Chart)?;
-            write_file(&svg_path, svg.as_bytes())?;
-            let png = chart::png(&data).map_err(BacktestError::Chart)?;
-            write_file(&png_path, &png)
-        });
-        // The executed weights change every bar (prices move): the largest
-        // table to format, so it gets a core of its own.
-        let positions = scope.spawn(|| write_matrix(&positions_path, o, &o.sim.weights));
-        let tables = (|| -> Result<Vec<(String, PathBuf)>, BacktestError> {
-            // Each file is written, then listed under its artifact name.
-            let table = |name: &str,
-                         file: &str,
-                         bytes: &[u8]|
-             -> Result<(String, PathBuf), BacktestError> {
-                let p = dir.join(file);
-                write_file(&p, bytes)?;
-                Ok((name.to_string(), p))
-            };
-            let mut w: Vec<(String, PathBuf)> = Vec::new();
-            w.push(table("equity", "equity.csv", &equity_csv(o))?);
-            w.push(table("metrics", "metrics.csv", &metrics_csv(o))?);
-            w.push(table("trades", "trades.csv", &trades_csv(o))?);
-            positions.join().map_err(|_| {
-                BacktestError::Chart("the positions writer thread panicked".into())
-            })??;
-            w.push(("positions".into(), positions_path.clone()));
-            let targets_path = dir.join("target_positions.csv");
-            write_matrix(&targets_path, o, &o.targets)?;
-            w.push(("target_positions".into(), targets_path));
-            w.push(table("fills", "fills.jsonl", &fills_jsonl(o))?);
+    // Every file under its artifact name, in the order the run card lists
+    // them; the OHLCV files go after `risk_xray_md` (or `validation`).
+    let mut named: Vec<(&str, &str)> = vec![
+        ("equity", "equity.csv"),
+        ("metrics", "metrics.csv"),
+        ("trades", "trades.csv"),
+        ("positions", "positions.csv"),
+        ("target_positions", "target_positions.csv"),
+        ("fills", "fills.jsonl"),
+        ("metrics_json", "metrics.json"),
+        ("rebalance_notes", "rebalance_notes.json"),
+        ("rebalance_notes_md", "rebalance_notes.md"),
+        ("risk_xray", "risk_xray.json"),
+        ("risk_xray_md", "risk_xray.md"),
+    ];
+    if o.validation.is_some() {
+        named.push(("validation", "validation.json"));
+    }
+    let at = |file: &str| dir.join(file);
+    let data = &data;
+    let table = move |file: &'static str, bytes: fn(&Outcome) -> Vec<u8>| -> Job<'_> {
+        Box::new(move || write_file(&at(file), &bytes(o)))
+    };
+    // The largest first: the PNG and the two weight matrices (3 MB each on
+    // 100 x 2,520) take most of the time.
+    let jobs: Vec<Job<'_>> = vec![
+        Box::new(move || {
+            let png = chart::png(data).map_err(BacktestError::Chart)?;
+            write_file(&at("equity_chart.png"), &png)
+        }),
+        Box::new(move || write_matrix(&at("positions.csv"), o, &o.sim.weights)),
+        Box::new(move || write_matrix(&at("target_positions.csv"), o, &o.targets)),
+        table("fills.jsonl", fills_jsonl),
+        Box::new(move || {
+            let svg = chart::svg(data).map_err(BacktestError::Chart)?;
+            write_file(&at("equity_chart.svg"), svg.as_bytes())
+        }),
+        table("trades.csv", trades_csv),
+        table("equity.csv", equity_csv),
+        table("metrics.csv", metrics_csv),
+        Box::new(move || {
             let mut all = o.scalars.clone();
             for (k, v) in &o.nested {
                 all.insert(k.clone(), v.clone());
             }
             all.insert("warnings".into(), json!(o.warnings));
-            w.push(table(
-                "metrics_json",
-                "metrics.json",
-                &pretty(&Value::Object(all)),
-            )?);
+            write_file(&at("metrics.json"), &pretty(&Value::Object(all)))?;
             let (rj, rm) = rebalance_notes(o);
-            w.push(table(
-                "rebalance_notes",
-                "rebalance_notes.json",
-                &pretty(&rj),
-            )?);
-            w.push(table(
-                "rebalance_notes_md",
-                "rebalance_notes.md",
-                rm.as_bytes(),
-            )?);
+            write_file(&at("rebalance_notes.json"), &pretty(&rj))?;
+            write_file(&at("rebalance_notes.md"), rm.as_bytes())?;
             let (xj, xm) = risk_xray(o);
-            w.push(table("risk_xray", "risk_xray.json", &pretty(&xj))?);
-            w.push(table("risk_xray_md", "risk_xray.md", xm.as_bytes())?);
-            if let Some(v) = &o.validation {
-                w.push(table("validation", "validation.json", &pretty(v))?);
+            write_file(&at("risk_xray.json"), &pretty(&xj))?;
+            write_file(&at("risk_xray.md"), xm.as_bytes())?;
+            match &o.validation {
+                Some(v) => write_file(&at("validation.json"), &pretty(v)),
+                None => Ok(()),
             }
-            Ok(w)
-        })();
-        let tables = tables.and_then(|mut w| {
-            let files = ohlcv.join().unwrap_or_else(|_| {
-                Err(BacktestError::Chart(
-                    "the OHLCV writer thread panicked".into(),
-                ))
-            })?;
-            for (s, p) in series.iter().zip(files.iter().flatten()) {
-                w.push((format!("ohlcv_{}", s.symbol), p.clone()));
-            }
-            Ok((w, files.is_none()))
+        }),
+    ];
+    let (written, files) = std::thread::scope(|scope| {
+        let ohlcv = scope.spawn(ohlcv_files);
+        let written = run_jobs(jobs);
+        let files = ohlcv.join().unwrap_or_else(|_| {
+            Err(BacktestError::Chart(
+                "the OHLCV writer thread panicked".into(),
+            ))
         });
-        let chart_result = charts
-            .join()
-            .unwrap_or_else(|_| Err(BacktestError::Chart("the chart thread panicked".into())));
-        (chart_result, tables)
+        (written, files)
     });
-    let (tables, ohlcv_elsewhere) = tables?;
-    out.extend(tables);
-    chart_result?;
-    out.push(("chart_svg".into(), svg_path));
-    out.push(("chart_png".into(), png_path));
-    if ohlcv_elsewhere {
-        for s in series {
-            out.push((
-                format!("ohlcv_{}", s.symbol),
-                dir.join(format!("ohlcv_{}.csv", file_safe(&s.symbol))),
-            ));
+    written?;
+    let files = files?;
+    let mut out: Vec<(String, PathBuf)> = named
+        .into_iter()
+        .map(|(name, file)| (name.to_string(), dir.join(file)))
+        .collect();
+    match files {
+        Some(paths) => {
+            for (s, p) in series.iter().zip(paths) {
+                out.push((format!("ohlcv_{}", s.symbol), p));
+            }
+        }
+        None => {
+            for s in series {
+                out.push((
+                    format!("ohlcv_{}", s.symbol),
+                    dir.join(format!("ohlcv_{}.csv", file_safe(&s.symbol))),
+                ));
+            }
         }
     }
+    out.push(("chart_svg".into(), dir.join("equity_chart.svg")));
+    out.push(("chart_png".into(), dir.join("equity_chart.png")));
     Ok(out)
 }
 

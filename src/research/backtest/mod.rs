@@ -329,14 +329,32 @@ pub fn evaluate(
     signals: &[Vec<f64>],
     bench: Option<&PriceSeries>,
 ) -> Outcome {
+    evaluate_on(panel_for(cfg, series), cfg, series, signals, bench)
+}
+
+/// The series on one calendar, as [`evaluate`] builds it (it needs the
+/// data alone, so a run builds it while the signals are computed).
+pub fn panel_for(cfg: &BacktestConfig, series: &[PriceSeries]) -> Panel {
+    let codes: Vec<String> = series.iter().map(|s| s.symbol.clone()).collect();
+    let (markets, ..) = engine::rules_for(&codes, &cfg.costs);
+    let bars: Vec<&crate::research::data::Bars> = series.iter().map(|s| &s.bars).collect();
+    Panel::new(&codes, &bars, ffill_limit(&markets))
+}
+
+/// [`evaluate`] on the `panel` [`panel_for`] built from `series`.
+pub fn evaluate_on(
+    panel: Panel,
+    cfg: &BacktestConfig,
+    series: &[PriceSeries],
+    signals: &[Vec<f64>],
+    bench: Option<&PriceSeries>,
+) -> Outcome {
     let codes: Vec<String> = series.iter().map(|s| s.symbol.clone()).collect();
     let (markets, rules, mut warnings) = engine::rules_for(&codes, &cfg.costs);
     warnings.extend(cfg.warnings.iter().cloned());
     // Data from another source than config.json names reaches the reply.
     warnings.extend(series.iter().filter_map(|s| s.provenance.fallback()));
     let limit = ffill_limit(&markets);
-    let bars: Vec<&crate::research::data::Bars> = series.iter().map(|s| &s.bars).collect();
-    let panel = Panel::new(&codes, &bars, limit);
     let targets = engine::align_targets(&panel, signals, &rules, limit);
     let sim = engine::simulate(
         &panel,
@@ -696,7 +714,9 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
     let art_dir = fresh.dir.clone();
     let previous = fresh.previous();
     let python = matches!(cfg.strategy, StrategySpec::Python);
-    let (signals, strategy_bytes) = match &cfg.strategy {
+    // The Python strategy's signals now; the Rust ones below, beside the
+    // panel.
+    let (python_signals, strategy_bytes) = match &cfg.strategy {
         StrategySpec::Python => {
             let code_path = run_dir.join(SIGNAL_ENGINE_FILE);
             let code = std::fs::read(&code_path).map_err(BacktestError::io("read", &code_path))?;
@@ -716,19 +736,10 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
             .map_err(|e| {
                 BacktestError::NoData(format!("the Python strategy task failed: {e}"))
             })??;
-            (sig, code)
+            (Some(sig), code)
         }
-        other => {
-            let canonical = match other {
-                StrategySpec::Builtin(b) => b.canonical(),
-                StrategySpec::Rules(r) => r.canonical(),
-                StrategySpec::Python => Value::Null,
-            };
-            (
-                rust_signals(other, &series),
-                canonical.to_string().into_bytes(),
-            )
-        }
+        StrategySpec::Builtin(b) => (None, b.canonical().to_string().into_bytes()),
+        StrategySpec::Rules(r) => (None, r.canonical().to_string().into_bytes()),
     };
     let dir = run_dir.to_path_buf();
     let summary = tokio::task::spawn_blocking(move || -> Result<RunSummary, BacktestError> {
@@ -738,7 +749,20 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
             let ohlcv = (!python).then(|| {
                 scope.spawn(|| artifacts::write_ohlcv(&art_dir, &series, previous.as_deref()))
             });
-            let outcome = evaluate(&cfg, &series, &signals, bench.as_ref());
+            // The panel needs the data alone: it is built while the
+            // signals are computed (here, if no thread can be had).
+            let panel = std::thread::Builder::new()
+                .spawn_scoped(scope, || panel_for(&cfg, &series))
+                .ok();
+            let signals = match python_signals {
+                Some(s) => s,
+                None => rust_signals(&cfg.strategy, &series),
+            };
+            let panel = match panel.map(|h| h.join()) {
+                Some(Ok(p)) => p,
+                _ => panel_for(&cfg, &series),
+            };
+            let outcome = evaluate_on(panel, &cfg, &series, &signals, bench.as_ref());
             let written = artifacts::write_all(&art_dir, &outcome, &series, move || match ohlcv {
                 Some(h) => h
                     .join()
