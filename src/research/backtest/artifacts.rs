@@ -42,15 +42,6 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), BacktestError> {
     write_with(path, |f| f.write_all(bytes))
 }
 
-/// [`write_file`] for content in several slices, written straight from
-/// them (no buffer to copy through).
-fn write_parts(path: &Path, parts: &[&[u8]]) -> Result<(), BacktestError> {
-    write_with(path, |w| {
-        let f = w.get_mut();
-        parts.iter().try_for_each(|part| f.write_all(part))
-    })
-}
-
 /// Lets `fill` write `path`'s content through a 128 KB buffer into a temp
 /// file, then renames it into place (no fsync); a failed write leaves no
 /// temp file behind.
@@ -234,29 +225,33 @@ fn write_one_ohlcv(
         }
         _ => None,
     };
-    let size = match reused {
+    const HEADER: &[u8] = b"timestamp,open,high,low,close,volume\n";
+    // The source's own lines, which parse to these bars exactly, copied
+    // in the kernel; any failure (the file changed since) formats instead.
+    let copied = || {
+        let rows = s.source_rows.as_deref().filter(|r| r.serves(b))?;
+        write_with(&p, |w| {
+            let f = w.get_mut();
+            f.write_all(HEADER)?;
+            match rows.copy_to(f)? {
+                true => Ok(()),
+                false => Err(std::io::ErrorKind::InvalidData.into()),
+            }
+        })
+        .ok()
+        .map(|()| HEADER.len() as u64 + rows.len())
+    };
+    let size = match reused.or_else(copied) {
         Some(size) => size,
         None => {
             // A row of five shortest-form doubles runs to ~100 bytes; the
             // buffer is reused from file to file.
-            const HEADER: &[u8] = b"timestamp,open,high,low,close,volume\n";
-            match s.source_rows.as_deref().and_then(|r| r.lines_for(b)) {
-                // The loader's lines, which parse to these bars exactly,
-                // handed to the kernel as they are.
-                Some(lines) => {
-                    let end: &[u8] = if lines.ends_with(b"\n") { b"" } else { b"\n" };
-                    write_parts(&p, &[HEADER, lines, end])?;
-                    (HEADER.len() + lines.len() + end.len()) as u64
-                }
-                None => {
-                    buf.clear();
-                    buf.reserve(b.len() * 112 + HEADER.len());
-                    buf.extend_from_slice(HEADER);
-                    push_ohlcv_rows(buf, b);
-                    write_file(&p, buf)?;
-                    buf.len() as u64
-                }
-            }
+            buf.clear();
+            buf.reserve(b.len() * 112 + HEADER.len());
+            buf.extend_from_slice(HEADER);
+            push_ohlcv_rows(buf, b);
+            write_file(&p, buf)?;
+            buf.len() as u64
         }
     };
     Ok(format!("{name}\t{fingerprint:032x}\t{size}\n"))

@@ -240,7 +240,8 @@ fn market_data(cfg: &BacktestConfig, run_dir: &Path, opts: &RunOptions) -> Marke
         // every run dir): most run dirs run once, and an entry written for
         // nothing costs a first run as many bytes as its data files
         // (~11 MB, 5-8 ms for 100 x 2,520). A sweep pays one more parse, on
-        // its second run.
+        // its second run; files that parse quickly are never kept (see
+        // `local::load_file`).
         parsed_cache: Some(run_dir.join(PARSED_CACHE_DIR)),
         keep_parsed: opts.keep_parsed_bars
             || run_dir

@@ -10,9 +10,11 @@
 //! tmp + rename but without fsync: a torn entry after a crash is a miss,
 //! never wrong data. Whether a parse is stored is the caller's choice
 //! (`DataConfig::keep_parsed`): backtests store from a run dir's second run
-//! on, as an entry costs about as many bytes written as its file.
+//! on, as an entry costs about as many bytes written as its file, and only
+//! parses that were slow (see `ParsedCsv::quick`).
 
 use std::hash::{Hash, Hasher};
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -64,7 +66,8 @@ pub fn put(cache_dir: &Path, path: &Path, meta: &std::fs::Metadata, parsed: &Par
     let target = entry_path(cache_dir, &id);
     let tmp = target.with_extension(format!("tmp{}", std::process::id()));
     let written = std::fs::create_dir_all(cache_dir)
-        .and_then(|()| std::fs::write(&tmp, encode(parsed, &id)))
+        .and_then(|()| std::fs::File::create(&tmp))
+        .and_then(|mut f| encode_into(&mut f, parsed, &id))
         .and_then(|()| std::fs::rename(&tmp, &target));
     if let Err(e) = written {
         tracing::debug!("parsed-bars cache not written for {}: {e}", path.display());
@@ -72,30 +75,41 @@ pub fn put(cache_dir: &Path, path: &Path, meta: &std::fs::Metadata, parsed: &Par
     }
 }
 
-fn encode(p: &ParsedCsv, id: &Identity) -> Vec<u8> {
+/// The entry, written column by column through a stack buffer: no copy of
+/// the whole entry in memory (a second run keeping 100 parses used to
+/// fault in and fill 12 MB just to write it).
+fn encode_into(out: &mut impl Write, p: &ParsedCsv, id: &Identity) -> std::io::Result<()> {
     let b = &p.bars;
     let n = b.len();
-    let cols = 5 + usize::from(p.adj_close.is_some());
-    let mut out = Vec::with_capacity(96 + id.path.len() + n * (4 + 8 * cols));
-    out.extend_from_slice(MAGIC);
+    let mut head = Vec::with_capacity(96 + id.path.len());
+    head.extend_from_slice(MAGIC);
     for v in id.stamp {
-        out.extend_from_slice(&v.to_le_bytes());
+        head.extend_from_slice(&v.to_le_bytes());
     }
-    out.extend_from_slice(&(id.path.len() as u64).to_le_bytes());
-    out.extend_from_slice(id.path.as_bytes());
-    out.extend_from_slice(&(n as u64).to_le_bytes());
-    out.push(u8::from(p.has_volume));
-    out.push(u8::from(p.adj_close.is_some()));
-    for d in &b.dates {
-        out.extend_from_slice(&d.num_days_from_ce().to_le_bytes());
+    head.extend_from_slice(&(id.path.len() as u64).to_le_bytes());
+    head.extend_from_slice(id.path.as_bytes());
+    head.extend_from_slice(&(n as u64).to_le_bytes());
+    head.push(u8::from(p.has_volume));
+    head.push(u8::from(p.adj_close.is_some()));
+    out.write_all(&head)?;
+    const CHUNK: usize = 2048;
+    let mut buf = [0u8; CHUNK * 8];
+    for days in b.dates.chunks(CHUNK * 2) {
+        for (slot, d) in buf.chunks_exact_mut(4).zip(days) {
+            slot.copy_from_slice(&d.num_days_from_ce().to_le_bytes());
+        }
+        out.write_all(&buf[..days.len() * 4])?;
     }
     let adj = p.adj_close.as_deref().unwrap_or(&[]);
     for col in [&b.open[..], &b.high, &b.low, &b.close, &b.volume, adj] {
-        for x in col {
-            out.extend_from_slice(&x.to_le_bytes());
+        for xs in col.chunks(CHUNK) {
+            for (slot, x) in buf.chunks_exact_mut(8).zip(xs) {
+                slot.copy_from_slice(&x.to_le_bytes());
+            }
+            out.write_all(&buf[..xs.len() * 8])?;
         }
     }
-    out
+    Ok(())
 }
 
 /// Reads little-endian fields off the front of a byte slice.
@@ -176,6 +190,7 @@ fn decode(bytes: &[u8], id: &Identity) -> Option<ParsedCsv> {
         adj_close,
         has_volume,
         row_starts: None,
+        quick: false,
     })
 }
 
@@ -205,6 +220,7 @@ mod tests {
             adj_close: adj.then(|| vec![1.0, 2.0, 3.0, 4.0, 5.0]),
             has_volume: false,
             row_starts: None,
+            quick: false,
         }
     }
 

@@ -36,6 +36,10 @@ pub struct ParsedCsv {
     ///
     /// [`SourceRows`]: super::SourceRows
     pub row_starts: Option<Vec<usize>>,
+    /// Every row was read in one pass with the fast number path: parsing
+    /// the file again costs about what reading a kept copy does, so the
+    /// parse is not kept (see [`load_file`]).
+    pub quick: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -179,6 +183,20 @@ pub(super) fn plain_decimal(s: &str) -> Option<f64> {
     Some(if negative { -x } else { x })
 }
 
+/// `-?` then digits with at most one `.` among them, at least one digit:
+/// the text of a plain decimal of any length.
+fn plain_shaped(s: &str) -> bool {
+    let (mut digits, mut dots) = (0usize, 0usize);
+    for c in s.strip_prefix('-').unwrap_or(s).bytes() {
+        match c {
+            b'0'..=b'9' => digits += 1,
+            b'.' => dots += 1,
+            _ => return false,
+        }
+    }
+    digits > 0 && dots <= 1
+}
+
 /// `str::trim`, skipped for the usual cell that starts and ends with a
 /// visible ASCII character (no Unicode whitespace can be at either end).
 fn trim_cell(cell: &str) -> &str {
@@ -233,7 +251,9 @@ fn standard_line(b: &[u8]) -> Option<(NaiveDate, [f64; 5], usize)> {
         while let Some(&c) = b.get(i) {
             match c {
                 b'0'..=b'9' => {
-                    // More digits than plain_decimal's 16 characters hold.
+                    // Past plain_decimal's 16 characters: a full-precision
+                    // double, which the general reading splits and parses
+                    // faster than this loop would.
                     if count == 16 {
                         return None;
                     }
@@ -248,8 +268,7 @@ fn standard_line(b: &[u8]) -> Option<(NaiveDate, [f64; 5], usize)> {
         if i - start > 16 || count == 0 || mantissa > 1 << 53 {
             return None;
         }
-        let scale = *EXACT_POW10.get(dot.map_or(0, |d| i - d - 1))?;
-        let x = mantissa as f64 / scale;
+        let x = mantissa as f64 / *EXACT_POW10.get(dot.map_or(0, |d| i - d - 1))?;
         *value = if negative { -x } else { x };
         match (k, b.get(i)) {
             (0..4, Some(b',')) => i += 1,
@@ -450,6 +469,7 @@ fn parse_csv_with(
         adj_close: cols.adj_close.map(|_| Vec::with_capacity(lines)),
         has_volume: cols.volume.is_some(),
         row_starts: None,
+        quick: false,
     };
     // The layout the OHLCV artifact has: its rows can be copied, and a
     // line of plain cells is read in one pass.
@@ -500,10 +520,16 @@ fn parse_csv_with(
             if let Some(x) = plain_decimal(raw) {
                 return Ok(x);
             }
-            exact.set(false);
             if let Ok(x) = raw.parse::<f64>() {
+                // A long plain decimal still reads back the same anywhere
+                // (parsing is correctly rounded); other spellings are not
+                // copied.
+                if !plain_shaped(raw) {
+                    exact.set(false);
+                }
                 return Ok(x);
             }
+            exact.set(false);
             parse_number(raw)
                 .map(|v| v.unwrap_or(f64::NAN))
                 .map_err(|()| DataError::CsvValue {
@@ -528,6 +554,12 @@ fn parse_csv_with(
             // Each row's line start (in `bytes`), while rows stay exact.
             let mut starts: Vec<usize> = Vec::new();
             let mut next_row_at: Option<usize> = None;
+            let mut quick = standard;
+            // The one-pass reading is given up after a run of lines it
+            // cannot take (a file of full-precision doubles, say): they
+            // would each be scanned twice.
+            let mut one_pass = standard;
+            let mut misses = 0u32;
             let base = text_offset + body_start.1;
             loop {
                 let line = body_start.0 + n + 2;
@@ -537,9 +569,10 @@ fn parse_csv_with(
                 // the general reading below accepts without a fallback, so
                 // both give the same bar.
                 if let Some((date, [o, h, l, c, v], used)) =
-                    standard.then(|| standard_line(rest)).flatten()
+                    one_pass.then(|| standard_line(rest)).flatten()
                 {
                     out.bars.push(date, o, h, l, c, v);
+                    misses = 0;
                     if exact.get() {
                         if next_row_at.is_none_or(|at| at == line_start) {
                             starts.push(line_start);
@@ -576,6 +609,9 @@ fn parse_csv_with(
                     || cells.iter().all(|c| c.is_empty()))
                 {
                     row(&mut out, line, &cells)?;
+                    quick = false;
+                    misses += 1;
+                    one_pass &= misses < 8;
                     if exact.get() {
                         // One line after another, six cells, nothing
                         // trimmed, no carriage return.
@@ -602,6 +638,7 @@ fn parse_csv_with(
                 starts.push(end);
                 out.row_starts = Some(starts.into_iter().map(|o| base + o).collect());
             }
+            out.quick = quick;
         }
         (None, Some(rdr)) => {
             for rec in rdr.records() {
@@ -708,22 +745,23 @@ fn is_parquet(path: &Path) -> bool {
         && &head == b"PAR1"
 }
 
-/// The bytes of a CSV file, gunzipped when they are gzip.
-fn read_text_file(path: &Path) -> Result<Vec<u8>, DataError> {
+/// The bytes of a CSV file, gunzipped when they are gzip, and whether they
+/// are the file's own (not gunzipped).
+fn read_text_file(path: &Path) -> Result<(Vec<u8>, bool), DataError> {
     let io = |source| DataError::Io {
         path: path.to_path_buf(),
         source,
     };
     let raw = std::fs::read(path).map_err(io)?;
     if !raw.starts_with(&[0x1f, 0x8b]) {
-        return Ok(raw);
+        return Ok((raw, true));
     }
     let mut out = Vec::new();
     flate2::read::GzDecoder::new(raw.as_slice())
         .take(MAX_FILE_BYTES)
         .read_to_end(&mut out)
         .map_err(io)?;
-    Ok(out)
+    Ok((out, false))
 }
 
 /// Reads one CSV (plain or gzip) or Parquet file for `symbol` within
@@ -754,30 +792,45 @@ pub fn load_file(
     }
     let origin = path.display().to_string();
     let cached = parsed_cache.and_then(|dir| super::bars_cache::get(dir, path, &meta));
-    let (parsed, text) = match cached {
+    // With the file's own text, where the kept rows are in it and whether
+    // the last one ends its line.
+    let (parsed, exact) = match cached {
         Some(p) => (p, None),
         None => {
-            let (p, text) = if is_parquet(path) {
+            let (p, exact) = if is_parquet(path) {
                 (
                     super::parquet_file::parse(path, &origin, Some(symbol))?,
                     None,
                 )
             } else {
-                let text = read_text_file(path)?;
-                (parse_csv(&text, &origin, Some(symbol))?, Some(text))
+                let (text, own) = read_text_file(path)?;
+                let p = parse_csv(&text, &origin, Some(symbol))?;
+                let exact = p
+                    .exact_rows(start, end)
+                    .filter(|_| own)
+                    .map(|(range, rows)| {
+                        let newline_end = text.get(range.end.wrapping_sub(1)) == Some(&b'\n');
+                        (range, rows, newline_end)
+                    });
+                (p, exact)
             };
-            if let Some(dir) = parsed_cache.filter(|_| keep_parsed) {
+            // A quick parse is not kept: writing its entry cost a sweep's
+            // second run ~10 ms (100 x 2,520) and reading it saves each
+            // later run ~6 ms; without it every run stays as fast as the
+            // first. Slow parses (full-precision doubles, odd layouts) are.
+            if let Some(dir) = parsed_cache.filter(|_| keep_parsed && !p.quick) {
                 super::bars_cache::put(dir, path, &meta, &p);
             }
-            (p, text)
+            (p, exact)
         }
     };
-    let exact = text.zip(parsed.exact_rows(start, end));
     let (bars, adjustments, dropped, notes) = parsed.finish(start, end);
     // The rows as written, when the filter took none of them out.
     let source_rows = exact
-        .filter(|(_, (_, rows))| dropped.total() == 0 && *rows == bars.len())
-        .map(|(text, (range, rows))| std::sync::Arc::new(SourceRows::new(text, range, rows)));
+        .filter(|(_, rows, _)| dropped.total() == 0 && *rows == bars.len())
+        .map(|(range, rows, newline_end)| {
+            std::sync::Arc::new(SourceRows::new(path, &meta, range, rows, newline_end))
+        });
     let provenance = Provenance {
         symbol: symbol.trim().to_string(),
         market: detect_market(symbol),
@@ -1223,10 +1276,12 @@ mod tests {
         })
     }
 
-    /// Plain files of plain cells: the rows are always kept as text.
+    /// Plain files of plain cells, short or long: the rows are always kept
+    /// as text.
     fn plain_file() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
-        let cell = "-?[0-9]{1,6}(\\.[0-9]{0,4})?";
+        // Prices in cents and full-precision doubles alike.
+        let cell = "-?[0-9]{1,6}(\\.[0-9]{0,4})?|[0-9]{1,3}\\.[0-9]{13,18}";
         let row = proptest::collection::vec(cell, 5);
         (proptest::collection::vec(row, 1..30), any::<bool>()).prop_map(|(rows, last_eol)| {
             let mut s =
@@ -1305,6 +1360,34 @@ mod tests {
         }
     }
 
+    /// A parse is kept for later runs only when it was not quick: one
+    /// needing `str::parse` (full-precision doubles) or the general reading.
+    #[test]
+    fn only_slow_parses_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let head = "date,open,high,low,close,volume\n";
+        for (name, row, quick) in [
+            ("CENTS", "2024-01-02,1.10,2,0.5,1.5,100", true),
+            ("LONG", "2024-01-02,1.1000000000000001,2,0.5,1.5,100", false),
+            ("SPACED", "2024-01-02, 1.1,2,0.5,1.5,100", false),
+        ] {
+            let text = format!("{head}{row}\n");
+            assert_eq!(
+                parse_csv(text.as_bytes(), "f", None).unwrap().quick,
+                quick,
+                "{name}"
+            );
+            let path = dir.path().join(format!("{name}.csv"));
+            std::fs::write(&path, text).unwrap();
+            let s = load_file(&path, name, None, None, Some(&cache), true).unwrap();
+            assert_eq!(s.bars.len(), 1);
+            assert!(s.source_rows.is_some() != (name == "SPACED"), "{name}");
+        }
+        let kept = std::fs::read_dir(&cache).unwrap().count();
+        assert_eq!(kept, 2, "the two slow parses");
+    }
+
     /// Through the loader: a dropped row or a cut range decides whether the
     /// series carries its source rows.
     #[test]
@@ -1316,19 +1399,42 @@ mod tests {
             "date,open,high,low,close,volume\n2024-01-02,1.10,2,0.5,1.5,100\n2024-01-03,1,2,0.5,1.5,200\n",
         )
         .unwrap();
+        let copy = |rows: &SourceRows| {
+            let out = dir.path().join("copy");
+            let mut f = std::fs::File::create(&out).unwrap();
+            let same = rows.copy_to(&mut f).unwrap();
+            (same, std::fs::read_to_string(&out).unwrap())
+        };
         let s = load_file(&good, "GOOD", Some(d("2024-01-03")), None, None, false).unwrap();
         let rows = s.source_rows.as_deref().unwrap();
-        assert_eq!(
-            rows.lines_for(&s.bars),
-            Some(&b"2024-01-03,1,2,0.5,1.5,200\n"[..])
-        );
+        assert!(rows.serves(&s.bars));
+        let line = "2024-01-03,1,2,0.5,1.5,200\n";
+        assert_eq!(copy(rows), (true, line.to_string()));
+        assert_eq!(rows.len(), line.len() as u64);
         let mut cut = s.bars.clone();
         cut.retain_range(None, Some(d("2024-01-01")));
+        assert!(!rows.serves(&cut), "bars cut after loading are formatted");
+        // No line end after the last row: the copy adds one.
+        let bare = dir.path().join("bare.csv");
+        std::fs::write(
+            &bare,
+            "date,open,high,low,close,volume\n2024-01-02,1.10,2,0.5,1.5,100",
+        )
+        .unwrap();
+        let s = load_file(&bare, "BARE", None, None, None, false).unwrap();
+        let rows = s.source_rows.as_deref().unwrap();
         assert_eq!(
-            rows.lines_for(&cut),
-            None,
-            "bars cut after loading are formatted"
+            copy(rows),
+            (true, "2024-01-02,1.10,2,0.5,1.5,100\n".to_string())
         );
+        // A file changed since it was read is not copied.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::fs::write(
+            &bare,
+            "date,open,high,low,close,volume\n2024-01-02,9.10,9,0.5,1.5,100",
+        )
+        .unwrap();
+        assert_eq!(copy(rows), (false, String::new()));
         let bad = dir.path().join("bad.csv");
         std::fs::write(
             &bad,

@@ -431,39 +431,99 @@ pub struct PriceSeries {
 /// order, as `date,open,high,low,close,volume` with an ISO date and plain
 /// decimals that parsed to the bars' values exactly (nothing trimmed,
 /// defaulted, adjusted or dropped). Any correct parser reads them back to
-/// the same bars, so the OHLCV artifact copies them rather than formatting
-/// every number again (most of a first 100-symbol run's artifact work).
+/// the same bars, so the OHLCV artifact copies them from the file (in the
+/// kernel) rather than formatting every number again, which was most of a
+/// first 100-symbol run's artifact work. Only where and what they are is
+/// kept, not the text: the file must still be the one that was read (the
+/// identity the parsed-bars cache trusts), else the bars are formatted.
 #[derive(Clone, PartialEq)]
 pub struct SourceRows {
-    text: Vec<u8>,
-    range: std::ops::Range<usize>,
+    path: std::path::PathBuf,
+    stamp: [i64; 7],
+    range: std::ops::Range<u64>,
     rows: usize,
+    /// Whether the last line has its line end.
+    newline_end: bool,
 }
 
 impl SourceRows {
-    /// `rows` lines at `range` of `text`; the loader vouches for them.
-    pub(crate) fn new(text: Vec<u8>, range: std::ops::Range<usize>, rows: usize) -> Self {
-        SourceRows { text, range, rows }
+    /// `rows` lines at `range` of the file at `path` as `meta` describes it
+    /// (taken before it was read); the loader vouches for them.
+    pub(crate) fn new(
+        path: &std::path::Path,
+        meta: &std::fs::Metadata,
+        range: std::ops::Range<usize>,
+        rows: usize,
+        newline_end: bool,
+    ) -> Self {
+        SourceRows {
+            path: path.to_path_buf(),
+            stamp: file_stamp(meta),
+            range: range.start as u64..range.end as u64,
+            rows,
+            newline_end,
+        }
     }
 
-    /// The lines, when they are as many as `bars` (a series whose bars were
-    /// cut or changed after loading falls back to formatting). The last
-    /// line may lack its line end.
-    pub fn lines_for(&self, bars: &Bars) -> Option<&[u8]> {
-        if bars.len() != self.rows || self.rows == 0 {
-            return None;
-        }
-        self.text.get(self.range.clone())
+    /// Whether the lines stand for `bars`: as many (a series cut or changed
+    /// after loading falls back to formatting).
+    pub fn serves(&self, bars: &Bars) -> bool {
+        bars.len() == self.rows && self.rows > 0 && !self.range.is_empty()
     }
+
+    /// Copies the lines to the end of `out` (with a final line end), when
+    /// the file is still the one that was read; `Ok(false)` when it is not.
+    pub fn copy_to(&self, out: &mut std::fs::File) -> std::io::Result<bool> {
+        use std::io::{Read, Seek, SeekFrom, Write};
+        let mut src = std::fs::File::open(&self.path)?;
+        if file_stamp(&src.metadata()?) != self.stamp {
+            return Ok(false);
+        }
+        src.seek(SeekFrom::Start(self.range.start))?;
+        let want = self.range.end - self.range.start;
+        // File to file: `io::copy` hands this to copy_file_range.
+        if std::io::copy(&mut src.take(want), out)? != want {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        if !self.newline_end {
+            out.write_all(b"\n")?;
+        }
+        Ok(true)
+    }
+
+    /// The bytes [`Self::copy_to`] writes.
+    pub fn len(&self) -> u64 {
+        self.range.end - self.range.start + u64::from(!self.newline_end)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What identifies a file's content without reading it: device, inode,
+/// size, modification and change times.
+pub(crate) fn file_stamp(meta: &std::fs::Metadata) -> [i64; 7] {
+    use std::os::unix::fs::MetadataExt;
+    [
+        meta.dev() as i64,
+        meta.ino() as i64,
+        meta.size() as i64,
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec(),
+    ]
 }
 
 impl fmt::Debug for SourceRows {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "SourceRows({} rows, {} bytes)",
+            "SourceRows({} rows, bytes {:?} of {})",
             self.rows,
-            self.range.len()
+            self.range,
+            self.path.display()
         )
     }
 }

@@ -313,6 +313,7 @@ pub fn parse_yahoo(body: &[u8], url: &str) -> Result<Result<ParsedCsv, String>, 
         adj_close,
         has_volume: true,
         row_starts: None,
+        quick: false,
     }))
 }
 

@@ -141,6 +141,7 @@ pub fn parse(path: &Path, origin: &str, symbol: Option<&str>) -> Result<ParsedCs
         adj_close: cols.adj_close.map(|_| Vec::with_capacity(rows)),
         has_volume: cols.volume.is_some(),
         row_starts: None,
+        quick: false,
     };
     let mut tickers_seen: Vec<String> = Vec::new();
     let iter = reader
