@@ -864,6 +864,36 @@ mod tests {
         assert_eq!(b, b"0.0");
     }
 
+    /// A series' source lines are copied while its file is the one read;
+    /// once the file changes, its bars are formatted instead.
+    #[test]
+    fn ohlcv_files_copy_source_lines_only_from_an_unchanged_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("X.csv");
+        let body = "2024-01-02,1.10,2,0.5,1.5,100\n2024-01-03,1,2,0.5,1.5,200\n";
+        std::fs::write(&src, format!("date,open,high,low,close,volume\n{body}")).unwrap();
+        let series =
+            crate::research::data::local::load_file(&src, "X", None, None, None, false).unwrap();
+        assert!(series.source_rows.is_some());
+        let write = |name: &str| {
+            let art = dir.path().join(name);
+            std::fs::create_dir_all(&art).unwrap();
+            write_ohlcv(&art, std::slice::from_ref(&series), None).unwrap();
+            std::fs::read_to_string(art.join("ohlcv_X.csv")).unwrap()
+        };
+        let header = "timestamp,open,high,low,close,volume\n";
+        assert_eq!(write("copied"), format!("{header}{body}"));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::fs::write(
+            &src,
+            "date,open,high,low,close,volume\n2024-01-02,9,9,9,9,9\n",
+        )
+        .unwrap();
+        let mut formatted = header.as_bytes().to_vec();
+        push_ohlcv_rows(&mut formatted, &series.bars);
+        assert_eq!(write("formatted"), String::from_utf8(formatted).unwrap());
+    }
+
     #[test]
     fn dates_and_numbers_format_compactly() {
         let mut b = Vec::new();

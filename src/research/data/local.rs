@@ -36,9 +36,8 @@ pub struct ParsedCsv {
     ///
     /// [`SourceRows`]: super::SourceRows
     pub row_starts: Option<Vec<usize>>,
-    /// Every row was read in one pass with the fast number path: parsing
-    /// the file again costs about what reading a kept copy does, so the
-    /// parse is not kept (see [`load_file`]).
+    /// Every row was read in one pass with the fast number path: such a
+    /// parse is cheap to repeat and is not kept (see [`load_file`]).
     pub quick: bool,
 }
 
