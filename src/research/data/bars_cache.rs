@@ -15,7 +15,6 @@
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use chrono::{Datelike, NaiveDate};
@@ -35,15 +34,7 @@ struct Identity {
 fn identity(path: &Path, meta: &std::fs::Metadata) -> Identity {
     Identity {
         path: path.display().to_string(),
-        stamp: [
-            meta.dev() as i64,
-            meta.ino() as i64,
-            meta.size() as i64,
-            meta.mtime(),
-            meta.mtime_nsec(),
-            meta.ctime(),
-            meta.ctime_nsec(),
-        ],
+        stamp: super::file_stamp(meta),
     }
 }
 
