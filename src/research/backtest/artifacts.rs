@@ -21,10 +21,10 @@
 //! behind `serde_json`); NaN is an empty cell. An OHLCV file whose source
 //! lines were read exactly as written copies those lines instead
 //! ([`SourceRows`]): the same values, spelled as the source spells them.
+//! The other files are shared out over the cores, largest first, while two
+//! more threads write the OHLCV files.
 //!
-//! [`SourceRows`]: crate::research::data::SourceRows The chart is drawn on a
-//! second thread and the OHLCV files on two more while the tables are
-//! written.
+//! [`SourceRows`]: crate::research::data::SourceRows
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

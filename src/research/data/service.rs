@@ -367,26 +367,20 @@ impl MarketData {
         end: Option<NaiveDate>,
         source: SourceChoice,
     ) -> Result<Universe, DataError> {
-        let mut indexed = match source {
+        let batch = match source {
             SourceChoice::Explicit(Source::Local) => self.load_local_batch(codes, start, end).await,
             _ => Vec::new(),
         };
+        let served: std::collections::HashSet<usize> = batch.iter().map(|(i, _)| *i).collect();
+        let mut indexed: Vec<(usize, Result<PriceSeries, DataError>)> =
+            batch.into_iter().map(|(i, s)| (i, Ok(s))).collect();
         // The rest (all of them, but for local files) one by one.
         // Unordered, then put back in order: in order, one slow symbol at
         // the head of the window would hold back the loads behind it.
-        let served: Vec<bool> = {
-            let mut v = vec![false; codes.len()];
-            for (i, _) in &indexed {
-                if let Some(x) = v.get_mut(*i) {
-                    *x = true;
-                }
-            }
-            v
-        };
         let rest = codes
             .iter()
             .enumerate()
-            .filter(|(i, _)| !served.get(*i).copied().unwrap_or(false));
+            .filter(|(i, _)| !served.contains(i));
         indexed.extend(
             futures_util::stream::iter(rest)
                 .map(|(i, code)| {
@@ -435,7 +429,7 @@ impl MarketData {
         codes: &[String],
         start: Option<NaiveDate>,
         end: Option<NaiveDate>,
-    ) -> Vec<(usize, Result<PriceSeries, DataError>)> {
+    ) -> Vec<(usize, PriceSeries)> {
         if self.availability(Source::Local).is_err() {
             return Vec::new();
         }
@@ -464,7 +458,7 @@ impl MarketData {
             .filter_map(|(i, (req, r))| match r {
                 Ok(series) if !series.bars.is_empty() && self.validate(req).is_ok() => {
                     let (market, _) = self.plan(req.symbol.trim(), req.source);
-                    Some((i, Ok(finish(series, market, req, Vec::new(), None))))
+                    Some((i, finish(series, market, req, Vec::new(), None)))
                 }
                 _ => None,
             })
