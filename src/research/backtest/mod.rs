@@ -105,7 +105,8 @@ pub struct RunOptions {
     pub stooq_base_url: Option<String>,
     /// Keep parsed local files for the engine that runs next (the
     /// `backtest` tool's prefetch); without it they are kept only from the
-    /// run dir's second run on (see [`market_data`]).
+    /// run dir's second run on (see [`market_data`]). Either way only the
+    /// parses that were slow are kept (see `local::load_file`).
     pub keep_parsed_bars: bool,
 }
 

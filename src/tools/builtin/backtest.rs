@@ -114,7 +114,8 @@ async fn prefetch_online(
         python: None,
         yahoo_base_url: cfg.yahoo_base_url.clone(),
         stooq_base_url: cfg.stooq_base_url.clone(),
-        // The engine loads the same local files right after.
+        // The engine loads the same local files right after (the slow
+        // parses are kept for it; quick ones it repeats).
         keep_parsed_bars: true,
     };
     let (mut series, _, bench) = match backtest::fetch_data(config, run_dir, &opts).await {
