@@ -1093,6 +1093,51 @@ fn the_data_engine_and_backtest_commands() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("must not be empty"));
 }
 
+/// Through the real sandbox (`vibedesk backtest`): the confined child
+/// copies a local file's exact lines into its OHLCV artifact.
+#[test]
+fn the_sandboxed_engine_copies_exact_source_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(run.join("data")).unwrap();
+    let b = embedded::load("AAPL", Some(d("2010-01-01")), Some(d("2010-12-31")))
+        .unwrap()
+        .bars;
+    let lines: String = (0..b.len())
+        .map(|i| {
+            format!(
+                "{},{:.2},{:.2},{:.2},{:.2},{:.0}\n",
+                b.dates[i], b.open[i], b.high[i], b.low[i], b.close[i], b.volume[i]
+            )
+        })
+        .collect();
+    std::fs::write(
+        run.join("data/X.csv"),
+        format!("date,open,high,low,close,volume\n{lines}"),
+    )
+    .unwrap();
+    write_config(
+        &run,
+        &json!({"codes": ["X"], "start_date": "2010-01-01", "end_date": "2010-12-31",
+                "source": "local", "strategy": {"name": "sma_crossover", "params": {"fast": 5, "slow": 20}}}),
+    );
+    let out = cmd(dir.path())
+        .args(["backtest"])
+        .arg(&run)
+        .arg("--offline")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(run.join("artifacts/ohlcv_X.csv")).unwrap(),
+        format!("timestamp,open,high,low,close,volume\n{lines}")
+    );
+}
+
 fn write_bars_csv(path: &Path, b: &vibedesk::research::data::Bars) {
     let mut buf = b"date,open,high,low,close,volume\n".to_vec();
     bt::artifacts::push_ohlcv_rows(&mut buf, b);
