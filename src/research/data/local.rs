@@ -381,6 +381,75 @@ pub(super) fn check_tickers(
     }
 }
 
+/// Where the rows of a plain file are, while they can be copied as
+/// written (see [`ParsedCsv::row_starts`]), and whether all were quick.
+struct RowTrack {
+    starts: Vec<usize>,
+    next_row_at: Option<usize>,
+    quick: bool,
+}
+
+impl RowTrack {
+    /// A row [`standard_line`] read at `at`, `used` bytes long with its
+    /// line end: exact by construction, if it follows the previous row.
+    fn one_pass(&mut self, exact: &std::cell::Cell<bool>, at: usize, used: usize) {
+        if exact.get() {
+            if self.next_row_at.is_none_or(|r| r == at) {
+                self.starts.push(at);
+            } else {
+                exact.set(false);
+            }
+        }
+        self.next_row_at = Some(at + used);
+    }
+
+    /// A row read the general way from `raw_line` (at `at`; the next line
+    /// starts at `next`): still exact when it follows the previous row and
+    /// has six cells, nothing trimmed, no carriage return (the cells
+    /// themselves are judged as they are parsed).
+    fn general(
+        &mut self,
+        exact: &std::cell::Cell<bool>,
+        at: usize,
+        next: usize,
+        raw_line: &str,
+        cells: &[&str],
+    ) {
+        self.quick = false;
+        if !exact.get() {
+            return;
+        }
+        let follows = self.next_row_at.is_none_or(|r| r == at);
+        let untouched = cells.len() == 6
+            && !raw_line.ends_with('\r')
+            && cells.iter().map(|c| c.len()).sum::<usize>() + 5 == raw_line.len();
+        if follows && untouched {
+            self.starts.push(at);
+            self.next_row_at = Some(next);
+        } else {
+            exact.set(false);
+        }
+    }
+}
+
+/// `line`'s cells (the text between delimiters, trimmed, without a final
+/// carriage return) into `cells`.
+fn split_line<'a>(line: &'a str, delim: u8, cells: &mut Vec<&'a str>) {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let mut start = 0;
+    for pos in memchr::memchr_iter(delim, line.as_bytes()).chain(std::iter::once(line.len())) {
+        cells.push(trim_cell(line.get(start..pos).unwrap_or("")));
+        start = pos + 1;
+    }
+}
+
+/// Whether a split line holds a row: not blank, not a `#` comment, not
+/// only empty cells.
+fn is_row(raw_line: &str, cells: &[&str]) -> bool {
+    let text = raw_line.strip_suffix('\r').unwrap_or(raw_line);
+    !(text.is_empty() || text.starts_with('#') || cells.iter().all(|c| c.is_empty()))
+}
+
 /// Parses CSV bytes from `origin` (a path or URL, used in errors). With a
 /// ticker column, keeps the rows of `symbol` (required when the file holds
 /// several tickers).
@@ -550,94 +619,97 @@ fn parse_csv_with(
             let bytes = body.as_bytes();
             let mut cells: Vec<&str> = Vec::with_capacity(headers.len());
             let (mut line_start, mut n) = (0usize, 0u64);
-            // Each row's line start (in `bytes`), while rows stay exact.
-            let mut starts: Vec<usize> = Vec::new();
-            let mut next_row_at: Option<usize> = None;
-            let mut quick = standard;
+            let mut rows = RowTrack {
+                starts: Vec::new(),
+                next_row_at: None,
+                quick: standard,
+            };
             // The one-pass reading is given up after a run of lines it
-            // cannot take (a file of full-precision doubles, say): they
-            // would each be scanned twice.
+            // cannot take (a file of full-precision doubles, say): the
+            // rest is split in one SIMD pass, as before it existed.
             let mut one_pass = standard;
             let mut misses = 0u32;
             let base = text_offset + body_start.1;
-            loop {
-                let line = body_start.0 + n + 2;
-                n += 1;
+            while one_pass {
                 let rest = bytes.get(line_start..).unwrap_or_default();
                 // The usual line in one pass; it holds exactly the cells
-                // the general reading below accepts without a fallback, so
-                // both give the same bar.
-                if let Some((date, [o, h, l, c, v], used)) =
-                    one_pass.then(|| standard_line(rest)).flatten()
-                {
-                    out.bars.push(date, o, h, l, c, v);
-                    misses = 0;
-                    if exact.get() {
-                        if next_row_at.is_none_or(|at| at == line_start) {
-                            starts.push(line_start);
-                        } else {
-                            exact.set(false);
+                // the general reading accepts without a fallback, so both
+                // give the same bar.
+                let Some((date, [o, h, l, c, v], used)) = standard_line(rest) else {
+                    misses += 1;
+                    one_pass = misses < 8;
+                    // This line (and, once given up, the rest) below.
+                    let end = memchr::memchr(b'\n', rest).map_or(bytes.len(), |e| line_start + e);
+                    if one_pass {
+                        let line = body_start.0 + n + 2;
+                        n += 1;
+                        let raw_line = body.get(line_start..end).unwrap_or("");
+                        split_line(raw_line, delim, &mut cells);
+                        if is_row(raw_line, &cells) {
+                            row(&mut out, line, &cells)?;
+                            let next = (end + 1).min(bytes.len());
+                            rows.general(&exact, line_start, next, raw_line, &cells);
                         }
-                    }
-                    line_start += used;
-                    next_row_at = Some(line_start);
-                    if line_start >= bytes.len() {
-                        break;
+                        cells.clear();
+                        if end >= bytes.len() {
+                            break;
+                        }
+                        line_start = end + 1;
                     }
                     continue;
-                }
-                // Any other line: its cells are the text between
-                // delimiters (ASCII, so every slice falls on a character
-                // boundary), trimmed, without the line end.
-                let end = memchr::memchr(b'\n', rest).map_or(bytes.len(), |e| line_start + e);
-                let raw_line = body.get(line_start..end).unwrap_or("");
-                let line_text = raw_line.strip_suffix('\r').unwrap_or(raw_line);
-                let mut trimmed = false;
-                let mut cell_start = 0;
-                for pos in memchr::memchr_iter(delim, line_text.as_bytes())
-                    .chain(std::iter::once(line_text.len()))
-                {
-                    let cell = line_text.get(cell_start..pos).unwrap_or("");
-                    let t = trim_cell(cell);
-                    trimmed |= t.len() != cell.len();
-                    cells.push(t);
-                    cell_start = pos + 1;
-                }
-                if !(line_text.is_empty()
-                    || line_text.starts_with('#')
-                    || cells.iter().all(|c| c.is_empty()))
-                {
-                    row(&mut out, line, &cells)?;
-                    quick = false;
-                    misses += 1;
-                    one_pass &= misses < 8;
-                    if exact.get() {
-                        // One line after another, six cells, nothing
-                        // trimmed, no carriage return.
-                        let follows = next_row_at.is_none_or(|at| at == line_start);
-                        if follows
-                            && cells.len() == 6
-                            && !trimmed
-                            && line_text.len() == raw_line.len()
-                        {
-                            starts.push(line_start);
-                            next_row_at = Some((end + 1).min(bytes.len()));
-                        } else {
-                            exact.set(false);
-                        }
-                    }
-                }
-                cells.clear();
-                if end >= bytes.len() {
+                };
+                n += 1;
+                misses = 0;
+                out.bars.push(date, o, h, l, c, v);
+                rows.one_pass(&exact, line_start, used);
+                line_start += used;
+                if line_start >= bytes.len() {
                     break;
                 }
-                line_start = end + 1;
             }
-            if let (true, Some(end)) = (exact.get(), next_row_at) {
+            if !one_pass {
+                // One SIMD pass finds every delimiter and line end left; a
+                // cell is the text between two of them (ASCII, so every
+                // slice falls on a character boundary).
+                let rest = bytes.get(line_start..).unwrap_or_default();
+                let mut cell_start = line_start;
+                let offset = line_start;
+                let ends = memchr::memchr2_iter(delim, b'\n', rest)
+                    .map(move |p| offset + p)
+                    .chain(std::iter::once(bytes.len()));
+                for pos in ends {
+                    let line_end = pos == bytes.len() || bytes[pos] == b'\n';
+                    cells.push(body.get(cell_start..pos).unwrap_or(""));
+                    cell_start = pos + 1;
+                    if !line_end {
+                        continue;
+                    }
+                    let line = body_start.0 + n + 2;
+                    n += 1;
+                    let raw_line = body.get(line_start..pos).unwrap_or("");
+                    // The last cell without its carriage return; every
+                    // cell trimmed.
+                    if let Some(last) = cells.last_mut() {
+                        *last = last.strip_suffix('\r').unwrap_or(last);
+                    }
+                    for c in cells.iter_mut() {
+                        *c = trim_cell(c);
+                    }
+                    if is_row(raw_line, &cells) {
+                        row(&mut out, line, &cells)?;
+                        let next = (pos + 1).min(bytes.len());
+                        rows.general(&exact, line_start, next, raw_line, &cells);
+                    }
+                    cells.clear();
+                    line_start = pos + 1;
+                }
+            }
+            if let (true, Some(end)) = (exact.get(), rows.next_row_at) {
+                let mut starts = rows.starts;
                 starts.push(end);
                 out.row_starts = Some(starts.into_iter().map(|o| base + o).collect());
             }
-            out.quick = quick;
+            out.quick = rows.quick;
         }
         (None, Some(rdr)) => {
             for rec in rdr.records() {
