@@ -1093,6 +1093,22 @@ fn the_data_engine_and_backtest_commands() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("must not be empty"));
 }
 
+/// A symbol's embedded bars as CSV lines with prices in cents and whole
+/// shares, as Stooq and most exports spell them.
+fn cents_lines(sym: &str, from: &str, to: &str) -> Vec<String> {
+    let b = embedded::load(sym, Some(d(from)), Some(d(to)))
+        .unwrap()
+        .bars;
+    (0..b.len())
+        .map(|i| {
+            format!(
+                "{},{:.2},{:.2},{:.2},{:.2},{:.0}\n",
+                b.dates[i], b.open[i], b.high[i], b.low[i], b.close[i], b.volume[i]
+            )
+        })
+        .collect()
+}
+
 /// Through the real sandbox (`vibedesk backtest`): the confined child
 /// copies a local file's exact lines into its OHLCV artifact.
 #[test]
@@ -1100,17 +1116,7 @@ fn the_sandboxed_engine_copies_exact_source_lines() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     std::fs::create_dir_all(run.join("data")).unwrap();
-    let b = embedded::load("AAPL", Some(d("2010-01-01")), Some(d("2010-12-31")))
-        .unwrap()
-        .bars;
-    let lines: String = (0..b.len())
-        .map(|i| {
-            format!(
-                "{},{:.2},{:.2},{:.2},{:.2},{:.0}\n",
-                b.dates[i], b.open[i], b.high[i], b.low[i], b.close[i], b.volume[i]
-            )
-        })
-        .collect();
+    let lines = cents_lines("AAPL", "2010-01-01", "2010-12-31").concat();
     std::fs::write(
         run.join("data/X.csv"),
         format!("date,open,high,low,close,volume\n{lines}"),
@@ -1344,20 +1350,7 @@ async fn ohlcv_artifacts_copy_exact_source_lines_and_read_back_to_the_bars() {
     let run = dir.path().join("run");
     std::fs::create_dir_all(run.join("data")).unwrap();
     let header = "date,open,high,low,close,volume\n";
-    // Prices in cents and whole shares, as Stooq and most exports spell them.
-    let lines = |sym: &str| -> Vec<String> {
-        let b = embedded::load(sym, Some(d("2008-01-01")), Some(d("2009-12-31")))
-            .unwrap()
-            .bars;
-        (0..b.len())
-            .map(|i| {
-                format!(
-                    "{},{:.2},{:.2},{:.2},{:.2},{:.0}\n",
-                    b.dates[i], b.open[i], b.high[i], b.low[i], b.close[i], b.volume[i]
-                )
-            })
-            .collect()
-    };
+    let lines = |sym: &str| cents_lines(sym, "2008-01-01", "2009-12-31");
     let aapl = lines("AAPL");
     std::fs::write(
         run.join("data/AAPL.csv"),
