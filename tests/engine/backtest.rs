@@ -1021,6 +1021,23 @@ fn cmd(home: &Path) -> Command {
     c
 }
 
+/// `vibedesk backtest RUN_DIR [--config FILE] --offline`, which must
+/// succeed (its stderr is shown if it does not).
+fn backtest_command(home: &Path, run: &Path, config: Option<&Path>) -> std::process::Output {
+    let mut c = cmd(home);
+    c.args(["backtest"]).arg(run);
+    if let Some(cfg) = config {
+        c.arg("--config").arg(cfg);
+    }
+    let out = c.arg("--offline").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 #[test]
 fn the_data_engine_and_backtest_commands() {
     let dir = tempfile::tempdir().unwrap();
@@ -1062,19 +1079,7 @@ fn the_data_engine_and_backtest_commands() {
     // `vibedesk backtest RUN_DIR --config FILE` prints the metrics JSON.
     let cfg = dir.path().join("cfg.json");
     std::fs::write(&cfg, json!({"codes": ["MSFT"], "start_date": "2009-01-01", "end_date": "2012-12-31", "source": "embedded", "strategy": {"rules": {"entry": "close > sma(close, 100)"}}}).to_string()).unwrap();
-    let out = cmd(dir.path())
-        .args(["backtest"])
-        .arg(&run)
-        .arg("--config")
-        .arg(&cfg)
-        .arg("--offline")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = backtest_command(dir.path(), &run, Some(&cfg));
     let m: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
         m["sharpe"].is_number() && m["trade_count"].as_u64().unwrap() > 0,
@@ -1127,17 +1132,7 @@ fn the_sandboxed_engine_copies_exact_source_lines() {
         &json!({"codes": ["X"], "start_date": "2010-01-01", "end_date": "2010-12-31",
                 "source": "local", "strategy": {"name": "sma_crossover", "params": {"fast": 5, "slow": 20}}}),
     );
-    let out = cmd(dir.path())
-        .args(["backtest"])
-        .arg(&run)
-        .arg("--offline")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    backtest_command(dir.path(), &run, None);
     assert_eq!(
         std::fs::read_to_string(run.join("artifacts/ohlcv_X.csv")).unwrap(),
         format!("timestamp,open,high,low,close,volume\n{lines}")

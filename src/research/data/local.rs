@@ -639,8 +639,9 @@ fn parse_csv_with(
                     misses += 1;
                     one_pass = misses < 8;
                     // This line (and, once given up, the rest) below.
-                    let end = memchr::memchr(b'\n', rest).map_or(bytes.len(), |e| line_start + e);
                     if one_pass {
+                        let end =
+                            memchr::memchr(b'\n', rest).map_or(bytes.len(), |e| line_start + e);
                         let line = body_start.0 + n + 2;
                         n += 1;
                         let raw_line = body.get(line_start..end).unwrap_or("");
