@@ -8,6 +8,7 @@ pub mod config;
 pub mod llm;
 pub mod memory;
 pub mod model;
+pub mod process;
 pub mod research;
 pub mod sandbox;
 pub mod session;

@@ -248,7 +248,13 @@ pub fn list_sessions(paths: &Paths) -> Vec<SessionMeta> {
 /// Finds runs a crash left `running`, marks them `interrupted`, and records
 /// that in their session: an `end` trace record and an assistant message
 /// holding whatever text had streamed before the crash (spec §5.4).
+///
+/// First, sandbox jobs that outlived a crashed vibedesk are killed (see
+/// [`crate::sandbox::jobs`]): a crash must leave no work running.
 pub fn reconcile_interrupted(paths: &Paths) -> Vec<Reconciled> {
+    for job in crate::sandbox::jobs::reap_orphans(&paths.jobs_dir()) {
+        tracing::warn!(pgid = job.pgid, program = %job.program, run_dir = %job.run_dir.display(), "killed a sandbox job left running by an earlier crash");
+    }
     let store = RunStateStore::new(paths.runs_dir());
     let reconciled = match store.reconcile_interrupted() {
         Ok(r) => r,

@@ -70,7 +70,9 @@ pub async fn backtest(args: BacktestArgs) -> u8 {
             return exit::USAGE;
         }
     };
-    let mut cfg = BacktestToolConfig::new(Paths::from_env().map(|p| p.cache_dir));
+    let paths = Paths::from_env();
+    let mut cfg = BacktestToolConfig::new(paths.as_ref().map(|p| p.cache_dir.clone()));
+    cfg.runner.jobs_dir = paths.map(|p| p.jobs_dir());
     cfg.offline = args.offline;
     cfg.python = args.python.clone();
     let cancel = CancellationToken::new();

@@ -223,13 +223,17 @@ impl AgentSetup {
     pub fn new(config: &Config) -> Self {
         use crate::tools::builtin::{backtest, market};
         let data = &config.paths.data_dir;
-        let mut registry = crate::tools::builtin::default_registry();
+        // Jobs are recorded so that the next start ends what a crash left.
+        let runner =
+            crate::sandbox::RunnerConfig::from_env().with_jobs_dir(Some(config.paths.jobs_dir()));
+        let mut registry = crate::tools::Registry::new();
+        let _ = crate::tools::builtin::register_defaults_with(&mut registry, runner.clone());
         let _ = crate::agent::register_agent_tools(&mut registry);
         let _ = market::register_market_tools(&mut registry, config.paths.cache_dir.clone());
-        let _ = backtest::register_backtest_tools(
-            &mut registry,
-            backtest::BacktestToolConfig::new(Some(config.paths.cache_dir.clone())),
-        );
+        let mut backtest_config =
+            backtest::BacktestToolConfig::new(Some(config.paths.cache_dir.clone()));
+        backtest_config.runner = runner;
+        let _ = backtest::register_backtest_tools(&mut registry, backtest_config);
         let flags = crate::memory::MemoryFlags::from_env();
         let mut notes = crate::memory::maintenance::warnings(&flags);
         let skills =

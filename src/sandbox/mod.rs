@@ -10,13 +10,17 @@
 //!   `nobody`) so that `RLIMIT_NPROC` holds ([`user`], §6.2);
 //! - stdin from `/dev/null`, stdout/stderr captured within a cap, in memory
 //!   and in `logs/` ([`output`]);
-//! - in the child before exec: its own session and process group, resource
-//!   limits ([`limits`]), death with the engine (`PR_SET_PDEATHSIG`), and
-//!   Landlock write confinement to its run dir, workspace and scratch
-//!   ([`confine`]);
-//! - a deadline and a cancel token that kill the **whole group**,
-//!   grandchildren included; partial output is kept and the result says
-//!   `timed_out` (the original raises and writes no logs, §12.14);
+//! - in the child before exec: its own session and process group, a PID
+//!   namespace of its own where the engine may make one ([`supervise`]),
+//!   resource limits ([`limits`]), death with the engine
+//!   (`PR_SET_PDEATHSIG`), and Landlock write confinement to its run dir,
+//!   workspace and scratch ([`confine`]);
+//! - a deadline and a cancel token that kill **everything the job
+//!   started**, however it detached (the namespace; the process group where
+//!   there is none); partial output is kept and the result says `timed_out`
+//!   (the original raises and writes no logs, §12.14);
+//! - a record of the running job ([`jobs`]), so that a later start ends
+//!   what a crash of the engine left behind;
 //! - artifact collection per the §6.3 table ([`artifacts`]).
 //!
 //! [`Protections`] reports which of these hold; `vibedesk doctor` prints it.
@@ -26,11 +30,13 @@
 pub mod artifacts;
 pub mod confine;
 pub mod env;
+pub mod jobs;
 pub mod limits;
 pub mod output;
 pub mod protections;
 pub mod runner;
 pub mod scratch;
+pub mod supervise;
 pub mod user;
 
 use std::path::PathBuf;

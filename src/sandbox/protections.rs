@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::RunnerConfig;
 use super::confine::kernel_abi;
+use super::supervise::pid_namespace_available;
 use super::user::{check_reachable, decide};
 
 /// The protections of a sandboxed child. [`Protections::probe`] says what a
@@ -20,6 +21,9 @@ pub struct Protections {
     pub own_session: bool,
     /// The child dies with the engine (`PR_SET_PDEATHSIG`, Linux).
     pub pdeathsig: bool,
+    /// The job runs in a PID namespace of its own: nothing it starts
+    /// outlives it, however it detached (needs `CAP_SYS_ADMIN`).
+    pub pid_namespace: bool,
     /// Resource limits applied before exec.
     pub rlimits: bool,
     /// Whether `RLIMIT_NPROC` binds (it never does for root).
@@ -55,6 +59,15 @@ impl Protections {
         }
         let root = nix::unistd::geteuid().is_root();
         let landlock = config.landlock && abi > 0;
+        let pid_namespace = config.pid_namespace && pid_namespace_available();
+        if !config.pid_namespace {
+            notes.push("PID namespace disabled: only the job's process group is killed".into());
+        } else if !pid_namespace {
+            notes.push(
+                "no PID namespace (needs CAP_SYS_ADMIN): a job's processes that leave its process group can outlive it until the next start"
+                    .into(),
+            );
+        }
         if !config.landlock {
             notes.push("Landlock disabled".into());
         } else if abi == 0 {
@@ -65,6 +78,7 @@ impl Protections {
             throwaway_home: true,
             own_session: true,
             pdeathsig: cfg!(target_os = "linux"),
+            pid_namespace,
             rlimits: true,
             nproc_enforced: user.is_some() || !root,
             landlock_abi: abi,
@@ -93,8 +107,9 @@ impl Protections {
             None => "self".into(),
         };
         format!(
-            "landlock={landlock} rlimits={rlimits} user={user} pdeathsig={} session=own env=allow-list",
-            on(self.pdeathsig)
+            "landlock={landlock} rlimits={rlimits} user={user} pdeathsig={} pidns={} session=own env=allow-list",
+            on(self.pdeathsig),
+            on(self.pid_namespace)
         )
     }
 

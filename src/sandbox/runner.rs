@@ -16,10 +16,12 @@ use super::SandboxError;
 use super::artifacts::{ArtifactSpec, collect};
 use super::confine::{build_ruleset, enforce_in_child, kernel_abi};
 use super::env::{EnvPlan, build_env, parent_env};
+use super::jobs::{JobFile, JobRecord};
 use super::limits::{Limits, RlimitPlan};
 use super::output::{CappedOutput, Captured, capture};
 use super::protections::Protections;
 use super::scratch::Scratch;
+use super::supervise::pid_namespace_available;
 use super::user::{DropTarget, UserPolicy, check_reachable, count_processes_of, decide, hand_over};
 use crate::tools::progress;
 
@@ -43,6 +45,12 @@ pub struct RunnerConfig {
     pub landlock: bool,
     /// Where the per-run HOME and TMPDIR go; `None` is the system temp dir.
     pub scratch_root: Option<PathBuf>,
+    /// Run each job in a PID namespace of its own where the engine may make
+    /// one, so that nothing it starts outlives it ([`super::supervise`]).
+    pub pid_namespace: bool,
+    /// Where running jobs are recorded for the next start to end after a
+    /// crash ([`super::jobs`]); `None` records nothing.
+    pub jobs_dir: Option<PathBuf>,
 }
 
 impl Default for RunnerConfig {
@@ -56,6 +64,8 @@ impl Default for RunnerConfig {
             user: UserPolicy::Auto,
             landlock: true,
             scratch_root: None,
+            pid_namespace: true,
+            jobs_dir: None,
         }
     }
 }
@@ -66,6 +76,12 @@ impl RunnerConfig {
         let mut c = RunnerConfig::default();
         c.limits = c.limits.with_env_overrides(&parent_env());
         c
+    }
+
+    /// Records running jobs under `dir` (see [`RunnerConfig::jobs_dir`]).
+    pub fn with_jobs_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.jobs_dir = dir;
+        self
     }
 }
 
@@ -328,8 +344,9 @@ impl Runner {
         writable.push(scratch.home().to_path_buf());
         writable.push(scratch.tmp().to_path_buf());
         let landlock = self.config.landlock && kernel_abi() > 0;
+        let mut pid_ns = self.config.pid_namespace && pid_namespace_available();
 
-        let spawn = |target: Option<&DropTarget>| {
+        let spawn = |target: Option<&DropTarget>, pid_ns: bool| {
             let env = build_env(
                 &parent,
                 &EnvPlan {
@@ -349,32 +366,52 @@ impl Runner {
                 target,
                 self.config.limits.plan(extra),
                 landlock.then_some(&writable[..]),
+                pid_ns,
             )
         };
-        let mut child = match spawn(target.as_ref()) {
-            Ok(c) => c,
-            // Spec §6.2 / RS-5: a failed drop is retried once without it.
-            Err(e) if target.is_some() && e.kind() == std::io::ErrorKind::PermissionDenied => {
-                let name = target.take().map(|t| t.name).unwrap_or_default();
-                tracing::warn!(user = %name, error = %e, "sandbox privilege drop failed; running without it");
-                notes.push(format!(
-                    "dropping to {name} failed ({e}): ran without the drop"
-                ));
-                spawn(None).map_err(|source| SandboxError::Spawn {
-                    program: spec.program.to_string_lossy().into_owned(),
-                    source,
-                })?
-            }
-            Err(source) => {
-                return Err(SandboxError::Spawn {
-                    program: spec.program.to_string_lossy().into_owned(),
-                    source,
-                });
+        let mut child = loop {
+            match spawn(target.as_ref(), pid_ns) {
+                Ok(c) => break c,
+                // Spec §6.2 / RS-5: a failed drop is retried without it.
+                Err(e) if target.is_some() && e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    let name = target.take().map(|t| t.name).unwrap_or_default();
+                    tracing::warn!(user = %name, error = %e, "sandbox privilege drop failed; running without it");
+                    notes.push(format!(
+                        "dropping to {name} failed ({e}): ran without the drop"
+                    ));
+                }
+                // Likewise the namespace: no namespace rather than no run.
+                Err(e) if pid_ns => {
+                    tracing::warn!(error = %e, "sandbox PID namespace failed; running without it");
+                    notes.push(format!(
+                        "no PID namespace ({e}): only the job's process group is killed"
+                    ));
+                    pid_ns = false;
+                }
+                Err(source) => {
+                    return Err(SandboxError::Spawn {
+                        program: spec.program.to_string_lossy().into_owned(),
+                        source,
+                    });
+                }
             }
         };
         let pid = child.id().unwrap_or(0);
-        // The child called setsid(): its pid is its process group.
+        // The child called setsid(): its pid is its process group. With a
+        // namespace the group holds the supervisor and the namespace's init,
+        // whose death ends everything in the namespace.
         let mut group = GroupGuard((pid > 0).then(|| Pid::from_raw(pid as i32)));
+        let _job = match (&self.config.jobs_dir, pid > 0) {
+            (Some(dir), true) => Some(JobFile::write(
+                dir,
+                &JobRecord::for_group(
+                    pid,
+                    spec.program.to_string_lossy().into_owned(),
+                    run_dir.clone(),
+                ),
+            )),
+            _ => None,
+        };
         progress::emit(
             "running",
             None,
@@ -422,7 +459,15 @@ impl Runner {
                 };
                 progress::emit("killing", None, None, &why);
                 if !self.config.kill_grace.is_zero() {
-                    group.signal(Signal::SIGTERM);
+                    if pid_ns {
+                        // The supervisor and the namespace's init ignore
+                        // SIGTERM: it is for the job, a group of its own.
+                        if let Some(job) = namespace_job_leader(pid) {
+                            let _ = killpg(job, Signal::SIGTERM);
+                        }
+                    } else {
+                        group.signal(Signal::SIGTERM);
+                    }
                     let _ = tokio::time::timeout(self.config.kill_grace, child.wait()).await;
                 }
                 group.signal(Signal::SIGKILL);
@@ -503,6 +548,7 @@ impl Runner {
             throwaway_home: true,
             own_session: true,
             pdeathsig: cfg!(target_os = "linux"),
+            pid_namespace: pid_ns,
             rlimits: true,
             nproc_enforced: target.is_some() || !root,
             landlock_abi: kernel_abi(),
@@ -629,6 +675,22 @@ fn prepare(config: &RunnerConfig, spec: &RunSpec) -> Result<Prepared, SandboxErr
     })
 }
 
+/// The job's first process as the host sees it, in namespace mode: the
+/// supervisor's only child is the namespace's init, whose first child is
+/// the job (later ones are reparented orphans, appended after it).
+fn namespace_job_leader(supervisor: u32) -> Option<Pid> {
+    let first_child = |p: u32| -> Option<u32> {
+        std::fs::read_to_string(format!("/proc/{p}/task/{p}/children"))
+            .ok()?
+            .split_ascii_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    let init = first_child(supervisor)?;
+    first_child(init).map(|p| Pid::from_raw(p as i32))
+}
+
 /// Builds and spawns the command. `confine` lists the writable roots when
 /// Landlock is to be enforced.
 fn spawn_child(
@@ -638,6 +700,7 @@ fn spawn_child(
     target: Option<&DropTarget>,
     limits: RlimitPlan,
     confine: Option<&[PathBuf]>,
+    pid_ns: bool,
 ) -> std::io::Result<tokio::process::Child> {
     let mut cmd = tokio::process::Command::new(&spec.program);
     cmd.args(&spec.args)
@@ -648,11 +711,9 @@ fn spawn_child(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    if let Some(t) = target {
-        // std applies these before the pre_exec hook, and clears the
-        // supplementary groups when the parent is root.
-        cmd.uid(t.uid).gid(t.gid);
-    }
+    // Not `cmd.uid()`: std would drop privileges before the hook, and the
+    // namespace needs them. The hook drops them in the job's process.
+    let drop_to = target.map(|t| (t.uid, t.gid));
     let mut ruleset = match confine {
         Some(dirs) => Some(build_ruleset(dirs).map_err(std::io::Error::other)?),
         None => None,
@@ -660,28 +721,29 @@ fn spawn_child(
     let parent = nix::unistd::getpid();
     // SAFETY: the hook runs in the forked child before exec. Everything it
     // does is a plain system call on data prepared in the parent (setsid,
-    // getrlimit/setrlimit, prctl, getppid, landlock_restrict_self); it does
-    // not allocate, lock or touch shared state: async-signal-safe.
+    // unshare, fork, waitpid, getrlimit/setrlimit, setgroups/setgid/setuid,
+    // prctl, getppid, landlock_restrict_self); it does not allocate, lock or
+    // touch shared state: async-signal-safe.
     unsafe {
-        cmd.pre_exec(move || child_setup(&limits, parent, &mut ruleset));
+        cmd.pre_exec(move || child_setup(&limits, parent, drop_to, pid_ns, &mut ruleset));
     }
     cmd.spawn()
 }
 
-/// In the child, after fork and std's uid/gid/cwd changes, before exec.
+/// In the child, after fork and std's cwd change, before exec.
 fn child_setup(
     limits: &RlimitPlan,
     parent: Pid,
+    drop_to: Option<(u32, u32)>,
+    pid_ns: bool,
     ruleset: &mut Option<landlock::RulesetCreated>,
 ) -> std::io::Result<()> {
     let errno = |e: nix::errno::Errno| std::io::Error::from_raw_os_error(e as i32);
     // Own session: own process group (killed as one) and no controlling
     // terminal (it cannot write to or inject into the user's TUI).
     nix::unistd::setsid().map_err(errno)?;
-    limits.apply_in_child();
     #[cfg(target_os = "linux")]
     {
-        // After the uid change on purpose: a credential change clears it.
         // It fires when the *thread* that forked exits; tokio's workers live
         // as long as the runtime, so in practice: when the engine dies.
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
@@ -689,9 +751,32 @@ fn child_setup(
         if nix::unistd::getppid() != parent {
             return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
         }
+        if pid_ns {
+            // SAFETY: we are the forked child, before exec. Returns in the
+            // job's own process; the supervisor and init never return.
+            unsafe { super::supervise::enter_pid_namespace()? };
+        }
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = parent;
+    let _ = (parent, pid_ns);
+    limits.apply_in_child();
+    if let Some((uid, gid)) = drop_to {
+        // As std does for a root parent: no supplementary groups.
+        nix::unistd::setgroups(&[]).map_err(errno)?;
+        nix::unistd::setgid(nix::unistd::Gid::from_raw(gid)).map_err(errno)?;
+        nix::unistd::setuid(nix::unistd::Uid::from_raw(uid)).map_err(errno)?;
+        #[cfg(target_os = "linux")]
+        {
+            // A credential change clears the parent-death signal: set again.
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
+            // Without a namespace the parent is the engine, which may have
+            // died meanwhile; in one it is the namespace's init, whose death
+            // ends this process anyway.
+            if !pid_ns && nix::unistd::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
+            }
+        }
+    }
     if let Some(rs) = ruleset.take() {
         enforce_in_child(rs)?;
     }

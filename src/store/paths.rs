@@ -64,6 +64,11 @@ impl Paths {
     pub fn logs_dir(&self) -> PathBuf {
         self.state_dir.join("logs")
     }
+
+    /// Records of running sandbox jobs (pids are per machine: state).
+    pub fn jobs_dir(&self) -> PathBuf {
+        self.state_dir.join("jobs")
+    }
 }
 
 #[cfg(test)]

@@ -638,3 +638,121 @@ async fn a_killed_run_is_reconciled_as_interrupted_and_nothing_is_lost() {
     assert_eq!(texts[5], ("assistant".into(), "Picking up again.".into()));
     assert!(!partial.exists(), "the checkpoint is cleaned up");
 }
+
+/// Live processes whose command line is exactly `sleep <marker>`.
+fn sleepers(marker: &str) -> Vec<u32> {
+    let want = format!("sleep\0{marker}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want.as_bytes())
+                && vibedesk::process::process_is_alive(*pid, None)
+        })
+        .collect()
+}
+
+/// Nothing a sandboxed job starts outlives vibedesk: SIGKILL of `vibedesk
+/// run` while `bash` runs a foreground sleep, a background one and one
+/// detached into a session of its own leaves none of them within a second.
+#[tokio::test]
+async fn sigkill_of_vibedesk_leaves_no_sandboxed_process_behind() {
+    let home = tempfile::tempdir().unwrap();
+    let marker = format!("47.{}", std::process::id());
+    let command = format!("(setsid sleep {marker} &); sleep {marker} & sleep {marker}; echo late");
+    let script = write_script(
+        home.path(),
+        "sleepy.json",
+        json!([
+            {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": command}}]},
+            {"text": "never reached"}
+        ]),
+    );
+    let mut child = vibedesk(home.path())
+        .args([
+            "run",
+            "--json",
+            "-p",
+            "wait",
+            "--script",
+            script.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut started = Vec::new();
+    for _ in 0..1000 {
+        started = sleepers(&marker);
+        if started.len() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(started.len(), 3, "the job's three sleeps never all ran");
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    let mut left = started.clone();
+    for _ in 0..50 {
+        left = sleepers(&marker);
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        left.is_empty(),
+        "survivors of the SIGKILL: {left:?} (of {started:?})"
+    );
+}
+
+/// A restart kills a job group that a crashed vibedesk recorded and left
+/// running (as where no PID namespace can be made), and says so in the log.
+#[tokio::test]
+async fn a_restart_kills_a_recorded_survivor() {
+    use vibedesk::sandbox::jobs::{JobFile, JobRecord};
+    let home = tempfile::tempdir().unwrap();
+    let marker = format!("48.{}", std::process::id());
+    let mut survivor = std::process::Command::new("setsid")
+        .args(["sleep", &marker])
+        .spawn()
+        .unwrap();
+    let pid = survivor.id();
+    for _ in 0..200 {
+        if vibedesk::process::stat_of(pid).is_some_and(|s| s.pgrp == pid) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let mut rec = JobRecord::for_group(pid, "bash".into(), home.path().into());
+    rec.owner_pid = gone.id();
+    std::mem::forget(JobFile::write(&home.path().join("state/jobs"), &rec));
+
+    let quick = write_script(home.path(), "quick.json", json!([{"text": "ok"}]));
+    let out = vibedesk(home.path())
+        .args(["run", "-p", "hello", "--script", quick.to_str().unwrap()])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = tokio::task::spawn_blocking(move || survivor.wait().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+    assert_eq!(
+        std::fs::read_dir(home.path().join("state/jobs"))
+            .unwrap()
+            .count(),
+        0,
+        "the record is removed"
+    );
+}

@@ -107,6 +107,12 @@ async fn wait_dead(pid: u32) -> bool {
     false
 }
 
+/// A shell line that starts `sleep 300` in the background and prints its
+/// pid as the host sees it. `$!` would print the pid inside the job's PID
+/// namespace; `/proc` is the host's, so `/proc/self/stat` gives the other.
+const GRANDCHILD: &str =
+    "sh -c 'read -r p _ < /proc/self/stat; echo grandchild $p; exec sleep 300' &";
+
 fn grandchild_pid(stdout: &str) -> u32 {
     stdout
         .lines()
@@ -295,7 +301,7 @@ async fn deadline_kills_the_whole_group_and_keeps_partial_output() {
     let r = run_sh(
         &Runner::new(cfg),
         &fx,
-        "sleep 300 & echo grandchild $!; echo partial-err >&2; sleep 300",
+        &format!("{GRANDCHILD} echo partial-err >&2; sleep 300"),
     )
     .await;
     assert!(r.timed_out && !r.success && !r.cancelled, "{r:?}");
@@ -328,6 +334,129 @@ async fn deadline_kills_the_whole_group_and_keeps_partial_output() {
     );
 }
 
+/// The case: a descendant in a session of its own (out of the job's
+/// process group) still ends at the deadline, and the run returns promptly
+/// instead of waiting out the drain window on the pipe it holds.
+#[tokio::test]
+async fn deadline_ends_a_descendant_that_left_the_group() {
+    let fx = fixture();
+    let mut cfg = config();
+    cfg.timeout = Duration::from_millis(700);
+    cfg.drain_timeout = Duration::from_secs(5);
+    let started = Instant::now();
+    let r = run_sh(
+        &Runner::new(cfg),
+        &fx,
+        "(setsid sh -c 'read -r p _ < /proc/self/stat; echo escapee $p; exec sleep 995' &); sleep 1000",
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(
+        r.protections.pid_namespace,
+        "this machine runs as root, so jobs get a PID namespace: {}",
+        r.protections.summary()
+    );
+    assert!(r.timed_out && !r.success, "{r:?}");
+    assert!(!r.output_cut_off, "the pipes closed with the job: {r:?}");
+    assert!(
+        took < Duration::from_millis(700 + 1000),
+        "returned {took:?} after the start, deadline 700 ms"
+    );
+    let escapee = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("escapee "))
+        .and_then(|p| p.trim().parse::<u32>().ok())
+        .unwrap_or_else(|| panic!("no escapee pid in {:?}", r.stdout));
+    assert!(
+        is_dead(escapee),
+        "the setsid descendant {escapee} outlived the deadline"
+    );
+}
+
+/// A job is recorded while it runs (for the next start to end it after a
+/// crash) and the record is gone once it is reaped.
+#[tokio::test]
+async fn a_running_job_is_recorded_and_the_record_removed_after() {
+    let fx = fixture();
+    let jobs = fx.outside.join("jobs");
+    let runner = Runner::new(config().with_jobs_dir(Some(jobs.clone())));
+    let r = run_sh(&runner, &fx, &format!("ls {}", jobs.display())).await;
+    assert!(r.success, "{r:?}");
+    let listed = r.stdout.trim();
+    assert!(
+        listed.starts_with(&format!("{}-", r.pid)) && listed.ends_with(".json"),
+        "{listed:?}"
+    );
+    assert_eq!(std::fs::read_dir(&jobs).unwrap().count(), 0);
+}
+
+/// A job group that outlived its owner is killed on the next start, but
+/// only while its leader is the very process recorded: a record whose start
+/// time does not match (a recycled pid) is dropped and nothing is killed.
+#[tokio::test]
+async fn orphaned_jobs_are_killed_only_when_the_leader_is_the_recorded_one() {
+    use vibedesk::sandbox::jobs::{JobFile, JobRecord, reap_orphans};
+    let dir = tempfile::tempdir().unwrap();
+    let spawn_group = || {
+        std::process::Command::new("setsid")
+            .args(["sleep", "300"])
+            .spawn()
+            .unwrap()
+    };
+    let (mut ours, mut recycled) = (spawn_group(), spawn_group());
+    // A dead owner: a process that has already exited.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let record = |pid: u32, start_shift: u64| {
+        // Until `setsid` has made it the leader of its own group.
+        for _ in 0..200 {
+            if vibedesk::process::stat_of(pid).is_some_and(|s| s.pgrp == pid) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut rec = JobRecord::for_group(pid, "sleep".into(), dir.path().into());
+        rec.start = rec.start.map(|s| s + start_shift);
+        rec.owner_pid = gone.id();
+        rec
+    };
+    let jobs = dir.path().join("jobs");
+    // Leaked on purpose: a crashed owner never removed its records.
+    std::mem::forget(JobFile::write(&jobs, &record(ours.id(), 0)));
+    std::mem::forget(JobFile::write(&jobs, &record(recycled.id(), 1)));
+    // A record of a live owner (this test) is left alone.
+    let live = JobRecord::for_group(recycled.id(), "sleep".into(), dir.path().into());
+    let live_file = JobFile::write(&jobs.join("live"), &live);
+    assert_eq!(std::fs::read_dir(&jobs).unwrap().count(), 3);
+
+    let reaped = reap_orphans(&jobs);
+    assert_eq!(reaped.len(), 1, "{reaped:?}");
+    assert_eq!(reaped[0].pgid, ours.id());
+    let status = ours.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+    assert!(
+        recycled.try_wait().unwrap().is_none(),
+        "a record with another start time must not kill"
+    );
+    // Both dead owners' records are gone; the live one stays.
+    assert_eq!(
+        std::fs::read_dir(&jobs)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().is_file())
+            .count(),
+        0
+    );
+    assert!(reap_orphans(&jobs.join("live")).is_empty());
+    assert_eq!(std::fs::read_dir(jobs.join("live")).unwrap().count(), 1);
+    drop(live_file);
+    recycled.kill().unwrap();
+    recycled.wait().unwrap();
+}
+
 #[tokio::test]
 async fn cancel_kills_the_whole_group() {
     let fx = fixture();
@@ -338,7 +467,7 @@ async fn cancel_kills_the_whole_group() {
         c.cancel();
     });
     let spec = RunSpec::new("/bin/sh", &fx.run)
-        .args(["-c", "sleep 300 & echo grandchild $!; sleep 300"])
+        .args(["-c", &format!("{GRANDCHILD} sleep 300")])
         .parent_env(parent_env());
     let r = Runner::new(config()).run(spec, &cancel).await.unwrap();
     assert!(r.cancelled && !r.timed_out && !r.success, "{r:?}");

@@ -11,14 +11,23 @@ use std::sync::Arc;
 
 use super::Registry;
 use super::registry::DuplicateTool;
+use crate::sandbox::RunnerConfig;
 
 /// Registers the tools every run has.
 pub fn register_defaults(registry: &mut Registry) -> Result<(), DuplicateTool> {
+    register_defaults_with(registry, RunnerConfig::from_env())
+}
+
+/// [`register_defaults`] with `bash` run under `runner`.
+pub fn register_defaults_with(
+    registry: &mut Registry,
+    runner: RunnerConfig,
+) -> Result<(), DuplicateTool> {
     registry.register(Arc::new(fs::ReadFile))?;
     registry.register(Arc::new(fs::ListDir))?;
     registry.register(Arc::new(fs::WriteFile))?;
     registry.register(Arc::new(fs::EditFile))?;
-    registry.register(Arc::new(shell::Bash::default()))?;
+    registry.register(Arc::new(shell::Bash::new(runner)))?;
     Ok(())
 }
 
