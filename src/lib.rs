@@ -13,5 +13,6 @@ pub mod research;
 pub mod sandbox;
 pub mod session;
 pub mod store;
+pub mod text;
 pub mod tools;
 pub mod tui;

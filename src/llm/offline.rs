@@ -599,7 +599,7 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         }
         _ => format!(
             "`{tool}` returned:\n\n```\n{}\n```\n",
-            crate::tools::finalize::preview(&v.to_string(), 2000)
+            crate::text::preview(&v.to_string(), 2000)
         ),
     }
 }

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 use super::MemoryError;
+use super::atomic::write_atomic;
 use super::entry::{self, Entry, MemoryType};
-use super::store::write_atomic;
 use super::tokenize::{recall_token_set, recall_tokens};
 
 /// The category summary file, in the entries folder.

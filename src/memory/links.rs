@@ -21,9 +21,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::MemoryError;
+use super::atomic::write_atomic;
 use super::entry::{Entry, format_ts};
 use super::hierarchy::read_entry;
-use super::store::{MemoryStore, write_atomic};
+use super::store::MemoryStore;
 use super::tokenize::compression_tokens;
 
 /// BM25 term-frequency saturation.

@@ -18,9 +18,10 @@ use chrono::{DateTime, Utc};
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
+use super::atomic::write_atomic;
 use super::entry::{format_ts, parse_ts};
 use super::flags::MemoryFlags;
-use super::store::{GcReport, MemoryStore, write_atomic};
+use super::store::{GcReport, MemoryStore};
 
 /// Least time between two scheduled runs.
 pub const INTERVAL_HOURS: i64 = 24;

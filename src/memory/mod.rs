@@ -20,6 +20,7 @@
 //! <data>/skills/<name>/SKILL.md      user skills (override the built-ins)
 //! ```
 
+mod atomic;
 pub mod compression;
 pub mod entry;
 pub mod flags;

@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 use nix::fcntl::{Flock, FlockArg};
 
 use super::MemoryError;
+use super::atomic::{fsync_dir, write_atomic};
 use super::compression::{self, CompressOptions, Level, Scoring};
 use super::entry::{
     self, Entry, MemoryType, NewEntry, Stamp, clean_keywords, compute_importance, content_hash,
@@ -224,47 +225,6 @@ fn lock_ignoring_poison<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     match m.lock() {
         Ok(g) => g,
         Err(poisoned) => poisoned.into_inner(),
-    }
-}
-
-/// Writes `bytes` to `path` atomically: a temp file in the same directory,
-/// fsync, rename over the target, fsync of the directory.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MemoryError> {
-    let dir = path.parent().ok_or_else(|| {
-        MemoryError::Invalid(format!("{} has no parent directory", path.display()))
-    })?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.{}.{:016x}.tmp",
-        std::process::id(),
-        rand::random::<u64>()
-    ));
-    let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        fsync_dir(dir);
-        Ok(())
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(MemoryError::io("write", path, e));
-    }
-    Ok(())
-}
-
-/// Best effort: a directory fsync makes a rename durable; some filesystems
-/// refuse it, which must not fail the write.
-fn fsync_dir(dir: &Path) {
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
     }
 }
 

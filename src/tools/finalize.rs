@@ -3,6 +3,10 @@
 
 use serde_json::Value;
 
+/// The first `chars` characters, for previews; lives in [`crate::text`] so
+/// that the `llm` room can cut text without using tool code.
+pub use crate::text::preview;
+
 /// Spec §2.5 step 3: a JSON object whose `status` (trimmed, case-folded) is
 /// one of error/failed/failure/cancelled/canceled, or with `ok: false` or
 /// `success: false`, is a failure. Anything else, plain text included, is a
@@ -56,14 +60,6 @@ pub fn truncate_for_model(raw: &str, limit: usize) -> String {
     let body_len = limit - notice_len;
     let body: String = raw.chars().take(body_len).collect();
     body + &truncation_notice(body_len, total)
-}
-
-/// The first `chars` characters, for previews.
-pub fn preview(text: &str, chars: usize) -> String {
-    match text.char_indices().nth(chars) {
-        Some((i, _)) => text[..i].to_string(),
-        None => text.to_string(),
-    }
 }
 
 /// Arguments for events: every string value cut to 200 characters (spec §1.9).

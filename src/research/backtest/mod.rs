@@ -2,7 +2,8 @@
 //! market data → signals → execution → metrics, validation, artifacts, a
 //! chart and the run card.
 //!
-//! - [`config`]: the §7.1 contract, validated up front;
+//! - [`config`]: the §7.1 contract, validated up front (read through
+//!   [`config_reader`], which `rules` and `strategies` share);
 //! - [`strategies`] (built-ins), [`rules`] (typed expressions over
 //!   indicators), [`python`] (the original's `code/signal_engine.py`
 //!   contract with the §7.2 static checks): the three signal sources;
@@ -17,6 +18,7 @@
 pub mod artifacts;
 pub mod chart;
 pub mod config;
+pub mod config_reader;
 pub mod engine;
 pub mod metrics;
 pub mod python;

@@ -25,7 +25,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::config::{ConfigIssue, Reader, kind, suggest};
+use super::config_reader::{ConfigIssue, Reader, kind, suggest};
 use crate::research::data::Bars;
 use crate::research::indicators;
 

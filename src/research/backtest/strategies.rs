@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::config::{ConfigIssue, Reader, suggest};
+use super::config_reader::{ConfigIssue, Reader, suggest};
 use crate::research::data::Bars;
 use crate::research::indicators;
 

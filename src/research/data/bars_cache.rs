@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use chrono::{Datelike, NaiveDate};
 
 use super::Bars;
-use super::local::ParsedCsv;
+use super::table::ParsedCsv;
 
 const MAGIC: &[u8; 8] = b"VDBARS01";
 

@@ -1,12 +1,12 @@
 //! Market data for research and backtests (spec §7.3).
 //!
 //! Sources: the embedded real dataset ([`embedded`], always available, five US
-//! equities 2000–2013), the user's own CSV files ([`local`]), and two online
-//! loaders ([`online`]: Yahoo chart JSON and Stooq CSV) with an on-disk cache
-//! ([`cache`]). [`MarketData`] picks among them by symbol shape and
-//! availability ([`market`]). Every series is split-adjusted where the source
-//! gives an adjusted close, passed through the OHLC sanity filter
-//! ([`clean`]), and carries its [`Provenance`].
+//! equities 2000–2013), the user's own CSV files ([`local`], parsed into a
+//! [`table`]), and two online loaders ([`online`]: Yahoo chart JSON and Stooq
+//! CSV) with an on-disk cache ([`cache`]). [`MarketData`] picks among them by
+//! symbol shape and availability ([`market`]). Every series is split-adjusted
+//! where the source gives an adjusted close, passed through the OHLC sanity
+//! filter ([`clean`]), and carries its [`Provenance`].
 //!
 //! Series are plain columns ([`Bars`]); the backtest aligns them on a union
 //! calendar and forward-fills (spec §7.4), so loaders never fill gaps.
@@ -20,6 +20,7 @@ pub mod market;
 pub mod online;
 pub mod parquet_file;
 mod service;
+pub mod table;
 
 use std::fmt;
 use std::path::PathBuf;

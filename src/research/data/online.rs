@@ -18,8 +18,9 @@ use reqwest::Url;
 use serde::Deserialize;
 
 use super::clean;
-use super::local::{ParsedCsv, parse_csv};
+use super::local::parse_csv;
 use super::market::{Market, stooq_symbol, yahoo_symbol};
+use super::table::ParsedCsv;
 use super::{Bars, DataError, PriceSeries, Provenance, Source};
 
 pub const DEFAULT_YAHOO_BASE: &str = "https://query1.finance.yahoo.com";

@@ -17,7 +17,7 @@ use parquet::basic::{LogicalType, TimeUnit};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 
-use super::local::{Columns, ParsedCsv, check_tickers, matches_symbol, parse_bar_date};
+use super::table::{Columns, ParsedCsv, check_tickers, matches_symbol, parse_bar_date};
 use super::{Bars, DataError};
 
 fn error(origin: &str, detail: String) -> DataError {

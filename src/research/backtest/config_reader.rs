@@ -1,0 +1,212 @@
+//! Reading a JSON config object with typed checks that collect every problem
+//! as a [`ConfigIssue`] (key path, machine code, what to do), with "did you
+//! mean" suggestions. `config` (the §7.1 contract), `rules` and `strategies`
+//! all read their parts of `config.json` through it; it uses none of them.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// One thing wrong with the config: where, a short machine code, and what
+/// to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigIssue {
+    /// The key path, e.g. `strategy.params.fast`.
+    pub key: String,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ConfigIssue {
+    pub fn new(key: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
+        ConfigIssue {
+            key: key.into(),
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`: {}", self.key, self.message)
+    }
+}
+
+/// Levenshtein distance, for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The closest of `candidates` within edit distance 2 (case-insensitive).
+pub fn suggest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let g = given.to_ascii_lowercase();
+    candidates
+        .iter()
+        .map(|c| (edit_distance(&g, c), *c))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// A JSON value's kind, for messages.
+pub fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Reads optional typed values off an object, collecting issues.
+pub struct Reader<'a> {
+    pub obj: &'a Map<String, Value>,
+    pub prefix: String,
+    pub issues: Vec<ConfigIssue>,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(obj: &'a Map<String, Value>, prefix: &str) -> Self {
+        Reader {
+            obj,
+            prefix: prefix.to_string(),
+            issues: Vec::new(),
+        }
+    }
+
+    pub fn path(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.prefix)
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.obj.get(key).filter(|v| !v.is_null())
+    }
+
+    pub fn issue(&mut self, key: &str, code: &'static str, message: impl Into<String>) {
+        let path = self.path(key);
+        self.issues.push(ConfigIssue::new(path, code, message));
+    }
+
+    /// A finite number within `[min, max]` (`min_open`: strictly above min).
+    pub fn number(&mut self, key: &str, min: f64, min_open: bool, max: f64) -> Option<f64> {
+        let v = self.get(key)?;
+        let Some(x) = v.as_f64() else {
+            self.issue(
+                key,
+                "invalid_value",
+                format!("must be a number, got {}", kind(v)),
+            );
+            return None;
+        };
+        let below = if min_open { x <= min } else { x < min };
+        if !x.is_finite() || below || x > max {
+            let lo = if min_open { ">" } else { "≥" };
+            let range = if max.is_finite() {
+                format!("{lo} {min} and ≤ {max}")
+            } else {
+                format!("{lo} {min}")
+            };
+            self.issue(
+                key,
+                "invalid_value",
+                format!("must be a finite number {range}, got {x}"),
+            );
+            return None;
+        }
+        Some(x)
+    }
+
+    /// An integer within `[min, max]`.
+    pub fn integer(&mut self, key: &str, min: u64, max: u64) -> Option<u64> {
+        let v = self.get(key)?;
+        let n = v.as_u64().or_else(|| {
+            v.as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                .map(|f| f as u64)
+        });
+        match n {
+            Some(n) if (min..=max).contains(&n) => Some(n),
+            _ => {
+                self.issue(
+                    key,
+                    "invalid_value",
+                    format!("must be an integer from {min} to {max}, got {v}"),
+                );
+                None
+            }
+        }
+    }
+
+    pub fn boolean(&mut self, key: &str) -> Option<bool> {
+        let v = self.get(key)?;
+        match v.as_bool() {
+            Some(b) => Some(b),
+            None => {
+                self.issue(
+                    key,
+                    "invalid_value",
+                    format!("must be true or false, got {}", kind(v)),
+                );
+                None
+            }
+        }
+    }
+
+    pub fn string(&mut self, key: &str) -> Option<&'a str> {
+        let v = self.get(key)?;
+        match v.as_str() {
+            Some(s) if !s.trim().is_empty() => Some(s.trim()),
+            Some(_) => {
+                self.issue(key, "invalid_value", "must not be blank");
+                None
+            }
+            None => {
+                self.issue(
+                    key,
+                    "invalid_value",
+                    format!("must be a string, got {}", kind(v)),
+                );
+                None
+            }
+        }
+    }
+
+    /// Refuses keys outside `known` (with a suggestion when close).
+    pub fn only(&mut self, known: &[&str]) {
+        let unknown: Vec<String> = self
+            .obj
+            .keys()
+            .filter(|k| !known.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        for k in unknown {
+            let hint = match suggest(&k, known) {
+                Some(s) => format!("did you mean '{s}'? "),
+                None => String::new(),
+            };
+            self.issue(
+                &k,
+                "unknown_key",
+                format!("unknown key; {hint}valid keys: {}", known.join(", ")),
+            );
+        }
+    }
+}
