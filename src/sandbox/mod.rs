@@ -28,6 +28,7 @@
 //! POSIX only (Linux for pdeathsig, Landlock and the privilege drop).
 
 pub mod artifacts;
+pub mod config;
 pub mod confine;
 pub mod env;
 pub mod jobs;

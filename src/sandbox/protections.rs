@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::RunnerConfig;
+use super::config::RunnerConfig;
 use super::confine::kernel_abi;
 use super::supervise::pid_namespace_available;
 use super::user::{check_reachable, decide};

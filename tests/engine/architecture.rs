@@ -671,14 +671,6 @@ fn crate_graph() -> Graph {
     Graph::build(&sources)
 }
 
-/// Circles known and owned by another part of issue 16, left to it: the
-/// sandbox room is being reworked by part 1 (`protections.rs` reads
-/// `RunnerConfig` from `runner.rs`, which builds `Protections`). Delete the
-/// entry when that circle is untangled.
-const LEFT_TO_OTHER_PARTS: &[&str] = &[
-    "src/sandbox/: protections.rs -(super::RunnerConfig)-> runner.rs -(super::protections::Protections)-> protections.rs",
-];
-
 #[test]
 fn the_files_of_each_directory_form_a_tree() {
     let g = crate_graph();
@@ -687,8 +679,7 @@ fn the_files_of_each_directory_form_a_tree() {
         "read only {} files under src/",
         g.files.len()
     );
-    let mut circles = g.circles();
-    circles.retain(|c| !LEFT_TO_OTHER_PARTS.contains(&c.as_str()));
+    let circles = g.circles();
     assert!(
         circles.is_empty(),
         "files that refer to one another in a circle:\n{}",
