@@ -108,6 +108,7 @@ async fn one_run(root: &Path, tool_turns: usize) -> f64 {
         workspace: paths.session_dir(&sid).join("workspace"),
         background: BackgroundQueue::default(),
         compaction: Default::default(),
+        notices: Vec::new(),
     };
     let started = Instant::now();
     let outcome = lp

@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -66,6 +67,10 @@ pub struct Session {
     compaction: CompactionRequest,
     runner: Loop,
     history_chars: usize,
+    /// The unreadable lines of the message log were already reported to the
+    /// user (by the caller of [`Session::messages`] or a turn's notice), so
+    /// they are not reported again on every turn.
+    skipped_reported: AtomicBool,
     _lock: File,
 }
 
@@ -140,6 +145,7 @@ impl Session {
             compaction: CompactionRequest::default(),
             runner: Loop::new(deps),
             history_chars,
+            skipped_reported: AtomicBool::new(false),
             _lock: lock,
         })
     }
@@ -182,9 +188,13 @@ impl Session {
         self.compaction.clone()
     }
 
-    /// Stored messages; the count of unreadable lines is reported alongside.
+    /// Stored messages; the count of unreadable lines is reported alongside
+    /// (the caller tells the user, so later turns do not repeat it).
     pub fn messages(&self) -> Result<(Vec<StoredMessage>, usize), SessionError> {
         let read = MessageLog::read(&self.dir)?;
+        if !read.skipped_lines.is_empty() {
+            self.skipped_reported.store(true, Ordering::Relaxed);
+        }
         Ok((read.messages, read.skipped_lines.len()))
     }
 
@@ -195,9 +205,15 @@ impl Session {
         events: EventSink,
         cancel: CancellationToken,
     ) -> RunOutcome {
-        let stored = MessageLog::read(&self.dir)
-            .map(|r| r.messages)
+        let (stored, skipped) = MessageLog::read(&self.dir)
+            .map(|r| (r.messages, r.skipped_lines))
             .unwrap_or_default();
+        // Said once per open session: the lines stay unreadable every turn.
+        let notices = if skipped.is_empty() || self.skipped_reported.swap(true, Ordering::Relaxed) {
+            Vec::new()
+        } else {
+            vec![skipped_lines_notice(&self.dir, &skipped)]
+        };
         let history = context::history_from_stored(&stored, self.history_chars);
         let req = RunRequest {
             prompt: prompt.to_string(),
@@ -207,6 +223,7 @@ impl Session {
             workspace: self.workspace.clone(),
             background: self.background.clone(),
             compaction: self.compaction.clone(),
+            notices,
         };
         let outcome = self.runner.run(req, events, cancel).await;
         if self.meta.title.is_empty() {
@@ -228,21 +245,86 @@ fn read_meta(dir: &Path) -> Option<SessionMeta> {
     serde_json::from_str(&text).ok()
 }
 
+/// One line telling the user that `skipped` (1-based line numbers) of the
+/// message log in `session_dir` could not be read and were left out.
+pub fn skipped_lines_notice(session_dir: &Path, skipped: &[usize]) -> String {
+    let shown: Vec<String> = skipped.iter().take(5).map(usize::to_string).collect();
+    let more = if skipped.len() > shown.len() {
+        ", …"
+    } else {
+        ""
+    };
+    format!(
+        "{} unreadable line(s) of the session's message log were skipped (line {}{more} of {})",
+        skipped.len(),
+        shown.join(", "),
+        session_dir
+            .join(crate::store::messages::MESSAGES_FILE)
+            .display()
+    )
+}
+
 /// Sessions on disk, newest first.
 pub fn list_sessions(paths: &Paths) -> Vec<SessionMeta> {
+    list_sessions_reporting(paths).0
+}
+
+/// [`list_sessions`], plus the session directories left out because their
+/// `session.json` exists but cannot be read.
+pub fn list_sessions_reporting(paths: &Paths) -> (Vec<SessionMeta>, Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(paths.sessions_dir()) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
-    let mut out: Vec<SessionMeta> = rd
-        .filter_map(Result::ok)
-        .filter_map(|e| read_meta(&e.path()))
-        .collect();
+    let mut out = Vec::new();
+    let mut unreadable = Vec::new();
+    for dir in rd.filter_map(Result::ok).map(|e| e.path()) {
+        match read_meta(&dir) {
+            Some(m) => out.push(m),
+            // A directory without one is being created, not damaged.
+            None if dir.join("session.json").is_file() => unreadable.push(dir),
+            None => {}
+        }
+    }
     out.sort_by(|a, b| {
         b.updated_at
             .cmp(&a.updated_at)
             .then_with(|| b.created_at.cmp(&a.created_at))
     });
-    out
+    unreadable.sort();
+    (out, unreadable)
+}
+
+/// One line about session directories [`list_sessions_reporting`] left
+/// out, or `None` when there were none.
+pub fn unreadable_sessions_notice(unreadable: &[PathBuf]) -> Option<String> {
+    let first = unreadable.first()?;
+    Some(format!(
+        "skipped {} session(s) whose session.json cannot be read (first: {})",
+        unreadable.len(),
+        first.join("session.json").display()
+    ))
+}
+
+/// Reconciles runs a crash left `running` ([`reconcile_interrupted`]) and
+/// says so in one line, or `None` when there were none. Every command that
+/// shows runs or sessions (`run`, `sessions`, `trace`, the workstation)
+/// calls this first, so none of them shows a dead run as still running.
+pub fn reconcile_stale_runs(paths: &Paths) -> Option<String> {
+    stale_runs_notice(&reconcile_interrupted(paths))
+}
+
+fn stale_runs_notice(reconciled: &[Reconciled]) -> Option<String> {
+    let first = reconciled.first()?;
+    let session = first
+        .session_id
+        .as_deref()
+        .map(|s| format!(", session {s}"))
+        .unwrap_or_default();
+    Some(format!(
+        "{} run(s) left running by an earlier crash were marked interrupted (first: run {}{session})",
+        reconciled.len(),
+        first.run_id
+    ))
 }
 
 /// Finds runs a crash left `running`, marks them `interrupted`, and records

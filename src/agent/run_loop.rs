@@ -88,6 +88,10 @@ pub struct RunRequest {
     pub background: BackgroundQueue,
     /// A manual `/compact` request, consumed at the next iteration.
     pub compaction: CompactionRequest,
+    /// Warnings about what the session could not read (e.g. unreadable
+    /// lines of its message log), emitted as notices right after
+    /// `run_started`, so the user sees what the run's history left out.
+    pub notices: Vec<String>,
 }
 
 /// How a run ended.
@@ -246,6 +250,12 @@ impl Loop {
             model: provider.model().to_string(),
             max_iterations: max,
         });
+        for message in &req.notices {
+            events.emit(AgentEvent::Notice {
+                level: NoticeLevel::Warning,
+                message: message.clone(),
+            });
+        }
 
         let activity = Activity::new();
         let watchdog_done = CancellationToken::new();

@@ -1,10 +1,14 @@
 //! `vibedesk sessions` and `vibedesk trace`: read what runs left on disk.
+//! Both first mark runs a crash left `running` as interrupted (as `run` and
+//! the workstation do), and say on stderr what they had to skip.
 
 use std::io::Write;
 
 use super::{exit, load_config};
 use crate::config::Overrides;
-use crate::session::{list_sessions, valid_id};
+use crate::session::{
+    list_sessions_reporting, reconcile_stale_runs, unreadable_sessions_notice, valid_id,
+};
 use crate::store::{read_trace, trace::find_trace_dir};
 
 #[derive(clap::Args, Debug)]
@@ -28,8 +32,15 @@ pub fn sessions(args: SessionsArgs) -> u8 {
         Ok(c) => c,
         Err(code) => return code,
     };
+    if let Some(notice) = reconcile_stale_runs(&config.paths) {
+        eprintln!("vibedesk: {notice}");
+    }
+    let (sessions, unreadable) = list_sessions_reporting(&config.paths);
+    if let Some(notice) = unreadable_sessions_notice(&unreadable) {
+        eprintln!("vibedesk: {notice}");
+    }
     let mut out = std::io::stdout();
-    for s in list_sessions(&config.paths) {
+    for s in sessions {
         if args.json {
             let _ = writeln!(out, "{}", serde_json::to_string(&s).unwrap_or_default());
         } else {
@@ -57,6 +68,9 @@ pub fn trace(args: TraceArgs) -> u8 {
         eprintln!("vibedesk: '{}' is not a valid session or run id", args.id);
         return exit::USAGE;
     }
+    if let Some(notice) = reconcile_stale_runs(&config.paths) {
+        eprintln!("vibedesk: {notice}");
+    }
     let Some(dir) = find_trace_dir(
         &config.paths.sessions_dir(),
         &config.paths.runs_dir(),
@@ -73,7 +87,11 @@ pub fn trace(args: TraceArgs) -> u8 {
                 let _ = writeln!(out, "{r}");
             }
             if t.skipped_lines > 0 {
-                eprintln!("vibedesk: skipped {} unreadable line(s)", t.skipped_lines);
+                eprintln!(
+                    "vibedesk: skipped {} unreadable line(s) of {}",
+                    t.skipped_lines,
+                    dir.join(crate::store::trace::TRACE_FILE).display()
+                );
             }
             exit::OK
         }

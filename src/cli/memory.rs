@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::exit;
 use crate::memory::compression::{self, CompressOptions, Level, Scoring};
-use crate::memory::entry::{cut_chars, format_ts, sanitize_body};
+use crate::memory::entry::{Entry, cut_chars, entries_notice, format_ts, sanitize_body};
 use crate::memory::store::GcReport;
 use crate::memory::{MemoryFlags, MemoryStore, MemoryType, NewEntry, maintenance, memory_dir};
 use crate::store::Paths;
@@ -186,6 +186,14 @@ fn open_store(flags: MemoryFlags) -> Result<MemoryStore, u8> {
     })
 }
 
+/// Says on stderr, in one line, which of the entries shown had frontmatter
+/// values that could not be read (stdout, `--json` included, stays clean).
+fn warn_problems(entries: &[Entry], store: &MemoryStore) {
+    if let Some(notice) = entries_notice(entries, store.entries_dir()) {
+        eprintln!("vibedesk: warning: {notice}");
+    }
+}
+
 fn print_json(v: &impl serde::Serialize) -> u8 {
     match serde_json::to_string_pretty(v) {
         Ok(s) => {
@@ -264,6 +272,7 @@ fn with_store(command: MemoryCommand) -> u8 {
                     return exit::FAILED;
                 }
             };
+            warn_problems(&entries, &store);
             if json {
                 let rows: Vec<_> = entries
                     .iter()
@@ -299,6 +308,7 @@ fn with_store(command: MemoryCommand) -> u8 {
             Ok(Some(e)) => match std::fs::read_to_string(&e.path) {
                 // Control characters could drive the terminal (the original's #108).
                 Ok(text) => {
+                    warn_problems(std::slice::from_ref(&e), &store);
                     print!("{}", sanitize_body(&text));
                     if !text.ends_with('\n') {
                         println!();
@@ -408,7 +418,11 @@ fn with_store(command: MemoryCommand) -> u8 {
                     }
                 };
             }
-            match store.find_relevant(&query, max.max(1), now) {
+            let found = store.find_relevant(&query, max.max(1), now);
+            if let Ok(found) = &found {
+                warn_problems(found, &store);
+            }
+            match found {
                 Ok(found) if json => {
                     let rows: Vec<_> = found
                         .iter()

@@ -17,7 +17,7 @@ use crate::agent::events::{AgentEvent, RunStatus, ToolCallStatus, ToolEvent};
 use crate::config::Overrides;
 use crate::llm::Provider;
 use crate::llm::scripted::{Script, ScriptedProvider};
-use crate::session::{Session, reconcile_interrupted};
+use crate::session::{Session, reconcile_stale_runs};
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -100,12 +100,10 @@ pub async fn run(args: RunArgs) -> u8 {
         return exit::USAGE;
     }
 
-    let reconciled = reconcile_interrupted(&config.paths);
-    if !reconciled.is_empty() && !args.json {
-        eprintln!(
-            "vibedesk: marked {} run(s) left running by an earlier crash as interrupted",
-            reconciled.len()
-        );
+    if let Some(notice) = reconcile_stale_runs(&config.paths)
+        && !args.json
+    {
+        eprintln!("vibedesk: {notice}");
     }
 
     let setup = AgentSetup::new(&config);

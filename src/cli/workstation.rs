@@ -17,7 +17,7 @@ use crate::config::Overrides;
 use crate::llm::scripted::{Exhausted, Script, ScriptedProvider};
 use crate::llm::{ChatRequest, ChunkStream, LlmError, Provider};
 use crate::model::Role;
-use crate::session::reconcile_interrupted;
+use crate::session::reconcile_stale_runs;
 use crate::tui::app::AppOptions;
 use crate::tui::cells::NoticeKind;
 use crate::tui::runtime::{ModelSwitch, Workstation};
@@ -98,15 +98,8 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
     };
 
     let mut notices = Vec::new();
-    let reconciled = reconcile_interrupted(&config.paths);
-    if !reconciled.is_empty() {
-        notices.push((
-            NoticeKind::Warning,
-            format!(
-                "{} run(s) left running by an earlier crash were marked interrupted",
-                reconciled.len()
-            ),
-        ));
+    if let Some(notice) = reconcile_stale_runs(&config.paths) {
+        notices.push((NoticeKind::Warning, notice));
     }
 
     let (provider, failure): (Option<Arc<dyn Provider>>, Option<String>) = if args.demo {

@@ -80,6 +80,10 @@ pub struct Entry {
     pub body: String,
     pub modified: DateTime<Utc>,
     pub size: u64,
+    /// Frontmatter values that could not be read, each naming its field and
+    /// what was used instead (see [`frontmatter_problems`]); empty when the
+    /// file read cleanly.
+    pub problems: Vec<String>,
 }
 
 impl Entry {
@@ -405,6 +409,91 @@ fn text_or(meta: &Meta, key: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_string())
 }
 
+/// What in `meta` the read rules of spec §8.3 could not use, field by field:
+/// a value present but unreadable (an unknown `type` or `compression_level`,
+/// a timestamp, score or count that does not parse, `keywords` that are not
+/// a list, an `id` that is not 6 characters) and lines that are not
+/// `key: value`. The entry still loads with the default named in each
+/// message. The original applies the same defaults silently; these are
+/// shown to the user. Missing or empty fields are not problems.
+pub fn frontmatter_problems(meta: &Meta) -> Vec<String> {
+    let mut out = Vec::new();
+    // A present, non-empty value, as written.
+    let given = |key: &str| meta.raw(key).map(str::trim).filter(|v| !v.is_empty());
+    if let Some(t) = given("type")
+        && MemoryType::parse(t).is_none()
+    {
+        out.push(format!(
+            "type '{t}' is not one of user, feedback, project, reference"
+        ));
+    }
+    for key in ["created_at", "updated_at", "last_accessed"] {
+        if let Some(v) = given(key)
+            && parse_ts(v).is_none()
+        {
+            out.push(format!(
+                "{key} '{v}' is not a date (the file's time is used)"
+            ));
+        }
+    }
+    if let Some(v) = given("quality_score")
+        && !v.parse::<f64>().is_ok_and(f64::is_finite)
+    {
+        out.push(format!("quality_score '{v}' is not a number (0.5 is used)"));
+    }
+    if let Some(v) = given("access_count")
+        && v.parse::<i64>().is_err()
+    {
+        out.push(format!(
+            "access_count '{v}' is not a whole number (0 is used)"
+        ));
+    }
+    if let Some(v) = given("compression_level")
+        && Level::parse(v).is_none()
+    {
+        out.push(format!("compression_level '{v}' is unknown (raw is used)"));
+    }
+    if let Some(v) = given("keywords")
+        && !matches!(meta.get("keywords"), Some(FmValue::List(_)))
+    {
+        out.push(format!("keywords '{v}' is not a [list] (ignored)"));
+    }
+    if let Some(v) = given("id")
+        && v.chars().count() != 6
+    {
+        out.push(format!(
+            "id '{v}' is not 6 characters (a new one is derived)"
+        ));
+    }
+    for line in meta.malformed() {
+        out.push(format!("line '{line}' is not 'key: value' (ignored)"));
+    }
+    out
+}
+
+/// One line for the user about memory files with problems: how many, the
+/// first one as an example, and the folder to fix them in. `problems` holds
+/// (file, what is wrong) per file; `None` when it is empty.
+pub fn problems_notice(problems: &[(&str, &str)], entries_dir: &Path) -> Option<String> {
+    let (file, problem) = problems.first()?;
+    Some(format!(
+        "{} memory file(s) have problems, e.g. {file}: {problem}; fix them in {}",
+        problems.len(),
+        entries_dir.display()
+    ))
+}
+
+/// [`problems_notice`] for entries as read.
+pub fn entries_notice(entries: &[Entry], entries_dir: &Path) -> Option<String> {
+    let joined: Vec<(&str, String)> = entries
+        .iter()
+        .filter(|e| !e.problems.is_empty())
+        .map(|e| (e.file.as_str(), e.problems.join("; ")))
+        .collect();
+    let pairs: Vec<(&str, &str)> = joined.iter().map(|(f, p)| (*f, p.as_str())).collect();
+    problems_notice(&pairs, entries_dir)
+}
+
 /// Parses an entry file by the read rules of spec §8.3: fields coerced and
 /// clamped, missing ones defaulted, timestamps falling back to the file's
 /// modification time, naive timestamps read as UTC.
@@ -456,6 +545,7 @@ pub fn parse_entry(path: &Path, text: &str, modified: DateTime<Utc>, size: u64) 
         .text("compression_level")
         .and_then(|l| Level::parse(&l))
         .unwrap_or(Level::Raw);
+    let problems = frontmatter_problems(&meta);
     Entry {
         path: path.to_path_buf(),
         description: text_or(&meta, "description", ""),
@@ -481,6 +571,7 @@ pub fn parse_entry(path: &Path, text: &str, modified: DateTime<Utc>, size: u64) 
         size,
         title,
         file,
+        problems,
     }
 }
 
@@ -506,6 +597,66 @@ mod tests {
 
     fn at(s: &str) -> DateTime<Utc> {
         parse_ts(s).unwrap()
+    }
+
+    #[test]
+    fn unreadable_frontmatter_values_are_named_and_defaulted() {
+        let text = "---\nname: Odd\ntype: : : bogus\nid: abc\ncreated_at: yesterday\n\
+                    quality_score: lots\naccess_count: -2.5\ncompression_level: weekly\n\
+                    keywords: fees\nstray line\n---\nbody";
+        let modified = at("2026-01-02T03:04:05Z");
+        let e = parse_entry(Path::new("/m/project_odd.md"), text, modified, 1);
+        // The entry loads with the read rules' defaults.
+        assert_eq!(e.title, "Odd");
+        assert_eq!(e.memory_type, ": : bogus");
+        assert_eq!(
+            (e.created_at, e.quality, e.access_count),
+            (modified, 0.5, 0)
+        );
+        assert_eq!((e.level, e.keywords.len(), e.id.len()), (Level::Raw, 0, 6));
+        assert_eq!(
+            e.problems,
+            [
+                "type ': : bogus' is not one of user, feedback, project, reference",
+                "created_at 'yesterday' is not a date (the file's time is used)",
+                "quality_score 'lots' is not a number (0.5 is used)",
+                "access_count '-2.5' is not a whole number (0 is used)",
+                "compression_level 'weekly' is unknown (raw is used)",
+                "keywords 'fees' is not a [list] (ignored)",
+                "id 'abc' is not 6 characters (a new one is derived)",
+                "line 'stray line' is not 'key: value' (ignored)",
+            ]
+        );
+        let notice = entries_notice(std::slice::from_ref(&e), Path::new("/m")).unwrap();
+        assert!(
+            notice.starts_with(
+                "1 memory file(s) have problems, e.g. project_odd.md: type ': : bogus'"
+            ),
+            "{notice}"
+        );
+        assert!(notice.ends_with("fix them in /m"), "{notice}");
+    }
+
+    #[test]
+    fn clean_missing_and_empty_values_are_no_problem() {
+        let stamp = Stamp {
+            id: "a1b2c3".into(),
+            created_at: at("2026-01-02T03:04:05Z"),
+            updated_at: at("2026-01-02T03:04:05Z"),
+            last_accessed: at("2026-01-02T03:04:05Z"),
+            quality: 0.5,
+            access_count: 3,
+            importance: 0.5,
+            related: Vec::new(),
+        };
+        let written = render("T", "d", MemoryType::User, &["k".into()], &stamp, "b");
+        let e = parse_entry(Path::new("user_t.md"), &written, Utc::now(), 1);
+        assert!(e.problems.is_empty(), "{:?}", e.problems);
+        let sparse = "---\nname: T\ntype:\ncreated_at:\n---\nb";
+        let e = parse_entry(Path::new("t.md"), sparse, Utc::now(), 1);
+        assert!(e.problems.is_empty(), "{:?}", e.problems);
+        assert_eq!(e.memory_type, "project");
+        assert!(entries_notice(&[e], Path::new("/m")).is_none());
     }
 
     #[test]

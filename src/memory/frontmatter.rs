@@ -32,6 +32,9 @@ impl FmValue {
 pub struct Meta {
     pairs: Vec<(String, FmValue)>,
     raw: Vec<(String, String)>,
+    /// Non-blank lines that are not `key: value` (no colon, or no key): the
+    /// original drops them silently; readers report them.
+    malformed: Vec<String>,
 }
 
 impl Meta {
@@ -63,6 +66,11 @@ impl Meta {
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &FmValue)> {
         self.pairs.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Lines of the block that were ignored because they are not `key: value`.
+    pub fn malformed(&self) -> &[String] {
+        &self.malformed
     }
 
     fn insert(&mut self, key: String, value: FmValue, raw: &str) {
@@ -121,7 +129,10 @@ fn parse_meta(block: &str) -> Meta {
     let mut meta = Meta::default();
     for line in block.trim().split('\n') {
         let line = line.trim();
-        let Some((key, value)) = line.split_once(':') else {
+        let Some((key, value)) = line.split_once(':').filter(|(k, _)| !k.trim().is_empty()) else {
+            if !line.is_empty() {
+                meta.malformed.push(line.to_string());
+            }
             continue;
         };
         let key = key.trim().to_string();
@@ -216,6 +227,16 @@ mod tests {
         assert_eq!(m.get("description"), Some(&s("Does foo")));
         assert_eq!(m.get("category"), Some(&s("tool")));
         assert_eq!(body, "# Foo\nbody");
+    }
+
+    #[test]
+    fn lines_that_are_not_key_value_are_kept_aside() {
+        let (m, _) = parse("---\nname: a\njust words\n: no key\n\ntype: : : bogus\n---\n");
+        assert_eq!(m.malformed(), ["just words", ": no key"]);
+        assert_eq!(m.get("name"), Some(&s("a")));
+        // Split at the first colon: the rest is the value, as written.
+        assert_eq!(m.raw("type"), Some(": : bogus"));
+        assert_eq!(m.len(), 2);
     }
 
     #[test]

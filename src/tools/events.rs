@@ -32,7 +32,8 @@ pub enum ToolCallStatus {
 pub struct BatchCall {
     pub call_id: String,
     pub tool: String,
-    /// Redacted arguments, each string value cut to 200 chars.
+    /// Arguments with secrets masked (the display sink of
+    /// [`super::redact::Sink`]), each string value cut to 200 chars.
     pub args: serde_json::Value,
 }
 

@@ -2,6 +2,12 @@
 //! previews (spec §2.8). The model itself always sees the raw result; only
 //! what is recorded or displayed passes through here.
 //!
+//! Two audiences get two sinks for the same arguments: the trace on disk
+//! keeps the spec's fail-closed [`Sink::Arguments`] (a call's `content` is
+//! hidden), while what is shown to the user who made the call (chat cells,
+//! `vibedesk run` output, its `--json` events) uses [`Sink::Display`], which
+//! masks only secrets, so a memory the user asked to save reads as written.
+//!
 //! Three layers:
 //! - [`redact_value`]: a key-based walk over JSON, replacing the values of
 //!   sensitive keys with `[redacted]`;
@@ -23,6 +29,13 @@ pub enum Sink {
     Arguments,
     /// Tool results. `content` is the payload of read/load tools and is kept.
     Result,
+    /// Tool-call arguments shown to the user who made the call. Only secrets
+    /// are masked: sensitive key names (`api_key`, `password`, `token`, `env`,
+    /// `headers`, PII…), credential pairs and token shapes in any string, as
+    /// in every sink. `content` (a memory being saved, a file being written)
+    /// is the user's own text and is shown. The original redacts events with
+    /// the arguments sink; this divergence is deliberate (issue 16 item 4).
+    Display,
 }
 
 /// Replacement for a sensitive value (keys and text pairs).
@@ -237,8 +250,9 @@ fn folded_eq(name: &str, folded: &str) -> bool {
 fn classify_key(key: &str, sink: Sink) -> KeyClass {
     let lower = key.to_lowercase();
     let folded = fold(&lower);
-    // Result sink: `content` is the payload of read/load tools (§2.8).
-    if sink == Sink::Result && (lower == "content" || folded == "content") {
+    // Result sink: `content` is the payload of read/load tools (§2.8); the
+    // display sink shows it to the user whose text it is.
+    if matches!(sink, Sink::Result | Sink::Display) && (lower == "content" || folded == "content") {
         return KeyClass::Plain;
     }
     let exact = SENSITIVE_KEYS
@@ -664,6 +678,55 @@ mod tests {
             redact_value(&args, Sink::Result),
             json!({"path": "a.py", "Content": "x"})
         );
+    }
+
+    /// A `remember` call as the model makes it, with secrets planted in a
+    /// sensitive key, a credential pair and a token shape.
+    fn remember_args() -> Value {
+        json!({
+            "action": "save",
+            "title": "Fee preference",
+            "content": format!("I prefer 10 bp fees; my key is {}", fake_sk()),
+            "memory_type": "user",
+            "api_key": "k-123",
+            "note": "password: hunter2",
+            "options": {"Password": "p", "env": {"HOME": "/root"}, "headers": {"accept": "json"}},
+        })
+    }
+
+    #[test]
+    fn display_sink_shows_ordinary_arguments_and_masks_secrets() {
+        let out = redact_value(&remember_args(), Sink::Display);
+        // The user's own words are shown; only the token inside them is not.
+        assert_eq!(
+            out["content"],
+            json!("I prefer 10 bp fees; my key is [redacted]")
+        );
+        assert_eq!(out["title"], json!("Fee preference"));
+        assert_eq!(out["memory_type"], json!("user"));
+        assert_eq!(out["api_key"], json!(REDACTED));
+        assert_eq!(out["note"], json!("password: [redacted]"));
+        assert_eq!(out["options"]["Password"], json!(REDACTED));
+        assert_eq!(out["options"]["env"], json!(REDACTED));
+        assert_eq!(out["options"]["headers"], json!(REDACTED));
+        let shown = out.to_string();
+        for secret in [fake_sk().as_str(), "k-123", "hunter2", "/root"] {
+            assert!(!shown.contains(secret), "{secret} leaked: {shown}");
+        }
+        assert_eq!(redact_value(&out, Sink::Display), out, "idempotent");
+    }
+
+    #[test]
+    fn arguments_sink_keeps_the_spec_redaction_for_the_trace() {
+        let out = redact_value(&remember_args(), Sink::Arguments);
+        assert_eq!(out["content"], json!(REDACTED));
+        assert_eq!(out["api_key"], json!(REDACTED));
+        assert_eq!(out["note"], json!("password: [redacted]"));
+        assert_eq!(out["title"], json!("Fee preference"));
+        // Display differs from the trace only in `content`.
+        let mut shown = redact_value(&remember_args(), Sink::Display);
+        shown["content"] = json!(REDACTED);
+        assert_eq!(shown, out);
     }
 
     #[test]

@@ -295,12 +295,15 @@ impl Scheduler {
         } else {
             BatchMode::Serial
         };
+        // Events go only to the user who made the call (chat, `run` text and
+        // `--json` output), so they mask secrets but show ordinary arguments;
+        // the trace on disk keeps the spec's fail-closed redaction (§2.8).
         let announced: Vec<BatchCall> = batch
             .iter()
             .map(|(k, _, args)| BatchCall {
                 call_id: calls[*k].id.clone(),
                 tool: calls[*k].name().to_string(),
-                args: preview_args(&redact_value(args, Sink::Arguments)),
+                args: preview_args(&redact_value(args, Sink::Display)),
             })
             .collect();
         if let Some(t) = &self.trace {

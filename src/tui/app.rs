@@ -919,6 +919,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             vec![]
         }
         Msg::Notice { kind, text } => {
+            // The browser covers the chat: its bottom line says it too.
+            if let Some(b) = &mut app.browser {
+                b.message = Some(text.clone());
+            }
             app.chat.notice(kind, text);
             vec![]
         }

@@ -176,7 +176,15 @@ impl Browser {
     /// The memory list arrived (or could not be read).
     pub fn set_memory(&mut self, r: Result<MemoryListing, String>) {
         match r {
-            Ok(m) => self.memory = Some(m),
+            Ok(m) => {
+                // Said on the bottom line (the rows keep their own marks).
+                if matches!(self.view(), View::Memory)
+                    && let Some(notice) = &m.notice
+                {
+                    self.message = Some(notice.clone());
+                }
+                self.memory = Some(m);
+            }
             Err(e) => {
                 // Elsewhere it is dropped: entering the view reads again.
                 if matches!(self.view(), View::Memory) {

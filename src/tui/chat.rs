@@ -14,6 +14,7 @@ use super::theme::Theme;
 use crate::agent::events::{AgentEvent, NoticeLevel, RunStatus, ToolCallStatus, ToolEvent};
 use crate::model::Role;
 use crate::store::StoredMessage;
+use crate::tools::redact::{Sink, redact_tool_result, redact_value};
 
 /// Size used for scroll arithmetic before the first frame is drawn.
 const DEFAULT_VIEW: (u16, u16) = (80, 20);
@@ -471,8 +472,11 @@ impl Chat {
                         });
                     }
                     for tc in &msg.tool_calls {
+                        // The log holds what the model sent; the cell shows
+                        // it as a live call's event does: secrets masked.
                         let args = serde_json::from_str(&tc.function.arguments)
                             .unwrap_or(serde_json::Value::String(tc.function.arguments.clone()));
+                        let args = redact_value(&args, Sink::Display);
                         let i = self.push(CellKind::Tool(ToolCell {
                             call_id: tc.id.clone(),
                             tool: tc.function.name.clone(),
@@ -491,7 +495,7 @@ impl Chat {
                     if let Some(id) = &msg.tool_call_id
                         && let Some(t) = self.tool_cell(id)
                     {
-                        t.result = msg.content.clone();
+                        t.result = redact_tool_result(&msg.content);
                         t.state = ToolCellState::Finished(if failed {
                             ToolCallStatus::Error
                         } else {

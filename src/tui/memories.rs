@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use crate::memory::entry::{Entry, parse_entry};
+use crate::memory::entry::{Entry, parse_entry, problems_notice};
 use crate::memory::frontmatter;
 use crate::memory::listing::{self, ArchivedCopy};
-use crate::memory::{Level, memory_dir};
+use crate::memory::memory_dir;
 use crate::store::Paths;
 
 /// One entry as the memory view lists it.
@@ -57,6 +57,9 @@ pub struct MemoryListing {
     pub rows: Vec<MemoryRow>,
     /// Whether importance is shown decayed.
     pub decay: bool,
+    /// One line about the rows with a problem (count, first example, the
+    /// folder to fix them in); `None` when every file read cleanly.
+    pub notice: Option<String>,
 }
 
 /// An archived original, read.
@@ -86,8 +89,9 @@ pub fn dir(paths: &Paths) -> PathBuf {
 }
 
 /// What is odd about an entry file that still parsed (the store reads it
-/// leniently, so these are notices, not errors).
-fn problem(text: &str, lossy: bool) -> Option<String> {
+/// leniently, so these are notices, not errors): the frontmatter values
+/// the entry could not read (`entry_problems`), and what the file lacks.
+fn problem(text: &str, lossy: bool, entry_problems: &[String]) -> Option<String> {
     let mut out = Vec::new();
     if lossy {
         out.push("not valid UTF-8".to_string());
@@ -95,15 +99,8 @@ fn problem(text: &str, lossy: bool) -> Option<String> {
     match frontmatter::split(text) {
         None => out.push("no frontmatter: every field is a default".into()),
         Some(_) => {
+            out.extend(entry_problems.iter().cloned());
             let (meta, _) = frontmatter::parse(text);
-            if let Some(l) = meta.text("compression_level")
-                && Level::parse(&l).is_none()
-            {
-                out.push(format!(
-                    "unknown compression_level '{}' (read as raw)",
-                    l.trim()
-                ));
-            }
             if meta.text("last_accessed").is_none() {
                 out.push("no last_accessed (the file's time is used)".into());
             }
@@ -162,7 +159,8 @@ fn read_row(path: &Path, file: &str, now: DateTime<Utc>, decay: bool) -> MemoryR
             let mut entry = parse_entry(path, &text, modified, meta.len());
             // Relative to `entries/` (`project/x.md` in a category folder).
             entry.file = file.to_string();
-            row_of(entry, problem(&text, lossy), now, decay)
+            let problem = problem(&text, lossy, &entry.problems);
+            row_of(entry, problem, now, decay)
         }
         Err(e) => unreadable(file, format!("cannot read: {e}")),
     }
@@ -189,10 +187,16 @@ pub fn list(memory_dir: &Path, now: DateTime<Utc>, decay: bool) -> Result<Memory
             .cmp(&a.last_accessed)
             .then_with(|| a.file.cmp(&b.file))
     });
+    let problems: Vec<(&str, &str)> = rows
+        .iter()
+        .filter_map(|r| Some((r.file.as_str(), r.problem.as_deref()?)))
+        .collect();
+    let notice = problems_notice(&problems, &entries);
     Ok(MemoryListing {
         dir: memory_dir.to_path_buf(),
         rows,
         decay,
+        notice,
     })
 }
 
@@ -280,18 +284,24 @@ mod tests {
         }
     }
 
+    /// `problem` with the entry's own findings, as `read_row` passes them.
+    fn problem_of(text: &str, lossy: bool) -> Option<String> {
+        let found = crate::memory::entry::frontmatter_problems(&frontmatter::parse(text).0);
+        problem(text, lossy, &found)
+    }
+
     #[test]
     fn problems_are_named() {
         assert!(
-            problem("just text", false)
+            problem_of("just text", false)
                 .unwrap()
                 .contains("no frontmatter")
         );
         let ok =
             "---\nname: a\nlast_accessed: 2026-01-01T00:00:00Z\ncompression_level: raw\n---\nbody";
-        assert_eq!(problem(ok, false), None);
+        assert_eq!(problem_of(ok, false), None);
         let odd = "---\nname: a\ncompression_level: weekly\n---\nbody";
-        let p = problem(odd, true).unwrap();
+        let p = problem_of(odd, true).unwrap();
         assert!(
             p.contains("UTF-8") && p.contains("weekly") && p.contains("last_accessed"),
             "{p}"

@@ -374,7 +374,22 @@ fn perform(effect: Effect, ctx: &Ctx, cancel: &mut Option<CancellationToken>) {
         Effect::LoadSessions => {
             let (paths, bus) = (ctx.paths.clone(), ctx.bus.clone());
             tokio::task::spawn_blocking(move || {
-                let _ = bus.send(Msg::Sessions(transcripts::sessions(&paths)));
+                // As `vibedesk sessions` does: a run another process left
+                // `running` when it died is marked interrupted before listing.
+                if let Some(text) = crate::session::reconcile_stale_runs(&paths) {
+                    let _ = bus.send(Msg::Notice {
+                        kind: NoticeKind::Warning,
+                        text,
+                    });
+                }
+                let (rows, notice) = transcripts::sessions_reporting(&paths);
+                if let Some(text) = notice {
+                    let _ = bus.send(Msg::Notice {
+                        kind: NoticeKind::Warning,
+                        text,
+                    });
+                }
+                let _ = bus.send(Msg::Sessions(rows));
             });
         }
         Effect::LoadDetail(id) => {

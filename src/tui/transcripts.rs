@@ -12,7 +12,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::model::{Message, Role};
-use crate::session::{SessionMeta, list_sessions};
+use crate::session::{SessionMeta, list_sessions, list_sessions_reporting};
 use crate::store::{MessageLog, Paths, StoredMessage, read_trace};
 
 pub const TRANSCRIPTS_DIR: &str = "transcripts";
@@ -79,7 +79,21 @@ pub fn fingerprint(role: Role, content: &str) -> String {
 
 /// Sessions newest first, each with its message count (lines of its log).
 pub fn sessions(paths: &Paths) -> Vec<SessionRow> {
-    list_sessions(paths)
+    rows_of(paths, list_sessions(paths))
+}
+
+/// [`sessions`], and one line about sessions left out because their
+/// `session.json` cannot be read.
+pub fn sessions_reporting(paths: &Paths) -> (Vec<SessionRow>, Option<String>) {
+    let (metas, unreadable) = list_sessions_reporting(paths);
+    (
+        rows_of(paths, metas),
+        crate::session::unreadable_sessions_notice(&unreadable),
+    )
+}
+
+fn rows_of(paths: &Paths, metas: Vec<SessionMeta>) -> Vec<SessionRow> {
+    metas
         .into_iter()
         .map(|meta| {
             let log = paths.session_dir(&meta.id).join("messages.jsonl");

@@ -341,6 +341,286 @@ async fn the_offline_planner_remembers_across_sessions() {
     assert!(trace.contains("fees"));
 }
 
+/// What `run` shows of a tool call (issue 16 item 4): the call's own words
+/// as written, in text mode (stderr) and `--json` alike, with secrets (a
+/// token inside them, `api_key`, `password`) masked; the trace on disk keeps
+/// the spec's redaction, which hides `content` too.
+#[tokio::test]
+async fn run_shows_a_calls_own_words_and_masks_its_secrets() {
+    let home = tempfile::tempdir().unwrap();
+    let token = format!("sk-{}", "Q".repeat(24));
+    let script = write_script(
+        home.path(),
+        "note.json",
+        json!([
+            {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {
+                "path": "prefs.md",
+                "content": format!("I prefer 10 bp fees; key {token}"),
+                "api_key": "k-live-1",
+                "password": "hunter2",
+            }}]},
+            {"text": "Noted."}
+        ]),
+    );
+    let secrets = [token.as_str(), "k-live-1", "hunter2"];
+    let run = |json_mode: bool| {
+        let mut c = vibedesk(home.path());
+        c.arg("run");
+        if json_mode {
+            c.arg("--json");
+        }
+        c.args(["-p", "note my fees", "--script", script.to_str().unwrap()]);
+        c
+    };
+
+    let out = run(false).output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let shown = stderr
+        .lines()
+        .find(|l| l.contains("→ write_file"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    for part in [
+        r#""content":"I prefer 10 bp fees; key [redacted]""#,
+        r#""api_key":"[redacted]""#,
+        r#""password":"[redacted]""#,
+    ] {
+        assert!(shown.contains(part), "{part} not in {shown}");
+    }
+    for secret in secrets {
+        assert!(!stderr.contains(secret), "{secret} on stderr: {stderr}");
+    }
+
+    let out = run(true).output().await.unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for secret in secrets {
+        assert!(!stdout.contains(secret), "{secret} in --json: {stdout}");
+    }
+    let evs = events(&out.stdout);
+    let started = evs
+        .iter()
+        .find(|e| e["type"] == "tool_call_started")
+        .unwrap();
+    assert_eq!(
+        started["args"]["content"],
+        "I prefer 10 bp fees; key [redacted]"
+    );
+    assert_eq!(started["args"]["password"], "[redacted]");
+
+    let sid = evs[0]["session_id"].as_str().unwrap();
+    let trace = read_trace(&home.path().join("data/sessions").join(sid), None).unwrap();
+    let call = trace
+        .records
+        .iter()
+        .find(|r| r["type"] == "tool_call")
+        .unwrap();
+    assert_eq!(call["args"]["content"], "[redacted]");
+    assert_eq!(call["args"]["api_key"], "[redacted]");
+    assert_eq!(call["args"]["path"], "prefs.md");
+}
+
+/// A run a crash left `running` (planted: a pid that cannot exist, a start
+/// time that cannot match) is marked interrupted by `sessions` and `trace`
+/// as by `run`, and each says so in one line on stderr; `sessions` also
+/// names a session it had to skip.
+#[tokio::test]
+async fn sessions_and_trace_reconcile_a_run_left_running() {
+    let home = tempfile::tempdir().unwrap();
+    let out = vibedesk(home.path())
+        .args(["run", "--json", "-p", "hello"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let sid = events(&out.stdout)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let plant = |run_id: &str| {
+        let dir = home.path().join("data/runs").join(run_id);
+        std::fs::create_dir_all(&dir).unwrap();
+        // Above any pid_max, so never alive; the start time never matches.
+        let state =
+            json!({"status": "running", "session_id": sid, "pid": 4_194_400u32, "pid_start": 1});
+        std::fs::write(dir.join("state.json"), state.to_string()).unwrap();
+        dir
+    };
+    let bad = home.path().join("data/sessions/damaged");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(bad.join("session.json"), "{not json").unwrap();
+
+    let stale = plant("20260101_000000_aaaaaa");
+    let out = vibedesk(home.path())
+        .arg("sessions")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("1 run(s) left running by an earlier crash were marked interrupted (first: run 20260101_000000_aaaaaa"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("skipped 1 session(s) whose session.json cannot be read")
+            && stderr.contains("damaged/session.json"),
+        "{stderr}"
+    );
+    assert_eq!(
+        read_json(&stale.join("state.json"))["status"],
+        "interrupted"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let row = stdout.lines().find(|l| l.starts_with(&sid)).unwrap();
+    assert!(row.contains("interrupted"), "{stdout}");
+    // Once reconciled, nothing more to say about it.
+    let out = vibedesk(home.path())
+        .arg("sessions")
+        .output()
+        .await
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("marked interrupted"));
+
+    let stale = plant("20260101_000001_bbbbbb");
+    let out = vibedesk(home.path())
+        .args(["trace", &sid])
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("1 run(s) left running by an earlier crash were marked interrupted (first: run 20260101_000001_bbbbbb"),
+        "{stderr}"
+    );
+    assert_eq!(
+        read_json(&stale.join("state.json"))["status"],
+        "interrupted"
+    );
+    let ends: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["type"] == "end" && r["status"] == "interrupted")
+        .collect();
+    assert_eq!(
+        ends.len(),
+        2,
+        "both planted runs ended in the trace it printed"
+    );
+    assert_eq!(ends[1]["run_id"], "20260101_000001_bbbbbb");
+}
+
+/// Unreadable lines of a session's message log (issue 16 item 6) are said
+/// once on stderr when `run --session` resumes it, and in `--json` as a
+/// notice right after `run_started`; `trace` names the file it skipped in.
+#[tokio::test]
+async fn skipped_log_lines_are_reported_when_a_session_is_resumed() {
+    let home = tempfile::tempdir().unwrap();
+    let out = vibedesk(home.path())
+        .args(["run", "--json", "-p", "hello"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let sid = events(&out.stdout)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sdir = home.path().join("data/sessions").join(&sid);
+    for file in ["messages.jsonl", "trace.jsonl"] {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(sdir.join(file))
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"{torn line\n").unwrap();
+    }
+
+    let out = vibedesk(home.path())
+        .args(["run", "--session", &sid, "-p", "hello again"])
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let notices: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("unreadable line(s) of the session's message log"))
+        .collect();
+    assert_eq!(notices.len(), 1, "{stderr}");
+    assert!(
+        notices[0].contains("1 unreadable line(s)") && notices[0].contains("messages.jsonl"),
+        "{stderr}"
+    );
+
+    let out = vibedesk(home.path())
+        .args(["run", "--json", "--session", &sid, "-p", "and again"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let evs = events(&out.stdout);
+    assert_eq!(evs[0]["type"], "run_started", "run_started stays first");
+    assert_eq!(evs[1]["type"], "notice");
+    assert_eq!(evs[1]["level"], "warning");
+    assert!(
+        evs[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("messages.jsonl")
+    );
+
+    let out = vibedesk(home.path())
+        .args(["trace", &sid])
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("skipped 1 unreadable line(s) of") && stderr.contains("trace.jsonl"),
+        "{stderr}"
+    );
+}
+
+/// Memory frontmatter with unreadable values (issue 16 item 6): `memory
+/// list`, `show` and `search` say so in one line on stderr (count, the
+/// first example naming its field, the folder), stdout stays clean.
+#[tokio::test]
+async fn memory_commands_report_unreadable_frontmatter() {
+    let home = tempfile::tempdir().unwrap();
+    let entries = home.path().join("data/memory/entries");
+    std::fs::create_dir_all(&entries).unwrap();
+    std::fs::write(
+        entries.join("project_bogus.md"),
+        "---\nname: Bogus fees\ntype: : : bogus\n---\nUse ten basis points of fees.\n",
+    )
+    .unwrap();
+    let expect = "1 memory file(s) have problems, e.g. ";
+    for args in [
+        vec!["memory", "list", "--json"],
+        vec!["memory", "show", "Bogus fees"],
+        vec!["memory", "search", "fees"],
+    ] {
+        let out = vibedesk(home.path()).args(&args).output().await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        let line = stderr
+            .lines()
+            .find(|l| l.contains(expect))
+            .unwrap_or_else(|| panic!("{args:?}: {stderr}"));
+        assert!(
+            line.contains("type ': : bogus' is not one of user, feedback, project, reference")
+                && line.contains("data/memory/entries"),
+            "{args:?}: {line}"
+        );
+        assert!(!String::from_utf8_lossy(&out.stdout).contains(expect));
+        if args[1] == "list" {
+            let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(rows[0]["title"], "Bogus fees", "the entry still loads");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_failed_run_exits_non_zero_with_a_one_line_reason() {
     let home = tempfile::tempdir().unwrap();

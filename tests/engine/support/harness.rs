@@ -52,6 +52,7 @@ impl Home {
             workspace: self.workspace(),
             background: BackgroundQueue::default(),
             compaction: Default::default(),
+            notices: Vec::new(),
         }
     }
 }

@@ -304,6 +304,53 @@ fn malformed_and_missing_memory_files_show_notices() {
     assert!(s.contains("permission denied"), "{s}");
 }
 
+/// Unreadable frontmatter values (issue 16 item 6) are said in one line on
+/// the memory view's bottom line: how many files, the first example naming
+/// its field, and the folder to fix them in; the entry still loads.
+#[test]
+fn unreadable_frontmatter_values_are_one_notice_in_the_memory_view() {
+    let (_home, dir) = memory_home();
+    let entries = dir.join("entries");
+    std::fs::write(
+        entries.join("project_bogus.md"),
+        "---\nname: Bogus type\ntype: : : bogus\ncreated_at: yesterday\nlast_accessed: 2026-02-01T00:00:00Z\n---\nstill a body",
+    )
+    .unwrap();
+    let listing = memories::list(&dir, now(), true).unwrap();
+    let bogus = listing
+        .rows
+        .iter()
+        .find(|r| r.file == "project_bogus.md")
+        .unwrap();
+    assert_eq!(bogus.title, "Bogus type", "the entry still loads");
+    let p = bogus.problem.as_deref().unwrap();
+    assert!(
+        p.contains("type ': : bogus'") && p.contains("created_at 'yesterday'"),
+        "{p}"
+    );
+    let notice = listing.notice.clone().unwrap();
+    assert!(
+        notice
+            .starts_with("1 memory file(s) have problems, e.g. project_bogus.md: type ': : bogus'"),
+        "{notice}"
+    );
+    assert!(notice.contains(&entries.display().to_string()), "{notice}");
+
+    let mut a = app();
+    open_memory(&mut a, &dir);
+    assert_eq!(a.browser.as_ref().unwrap().message.as_ref(), Some(&notice));
+    let s = screen(&mut a, 160, 48, Instant::now());
+    assert!(s.contains("1 memory file(s) have problems"), "{s}");
+    // A clean folder says nothing.
+    let (_clean_home, clean) = memory_home();
+    assert!(
+        memories::list(&clean, now(), true)
+            .unwrap()
+            .notice
+            .is_none()
+    );
+}
+
 #[test]
 fn memory_view_snapshots() {
     let (_home, dir) = memory_home();

@@ -915,6 +915,128 @@ async fn engine_events(script: serde_json::Value, threshold: u64) -> Vec<AgentEv
     out
 }
 
+/// What the chat shows of a tool call (issue 16 item 4), live and resumed:
+/// the call's own words as written, secrets masked; the trace on disk keeps
+/// the spec's redaction, which hides `content` too.
+#[tokio::test]
+async fn a_tool_cell_shows_the_calls_words_and_masks_its_secrets() {
+    let home = tempfile::tempdir().unwrap();
+    let paths = Paths::under(home.path());
+    let token = format!("sk-{}", "Q".repeat(24));
+    let script = json!([
+        {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {
+            "path": "prefs.md",
+            "content": format!("I prefer 10 bp fees; key {token}"),
+            "api_key": "k-live-1",
+            "password": "hunter2",
+        }}]},
+        {"text": "Noted."}
+    ]);
+    let deps = LoopDeps::new(
+        Arc::new(ScriptedProvider::new(
+            Script::from_json(&script.to_string()).unwrap(),
+        )),
+        Arc::new(default_registry()),
+        LoopConfig {
+            stall_timeout: None,
+            ..LoopConfig::default()
+        },
+        paths.runs_dir(),
+    );
+    let mut session = Session::open(&paths, None, deps).unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    session
+        .send("note my fees", EventSink::new(tx), CancellationToken::new())
+        .await;
+    let (id, dir) = (session.id().to_string(), session.dir().to_path_buf());
+    drop(session);
+    let mut events = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        events.push(e);
+    }
+    let expected = json!({
+        "path": "prefs.md",
+        "content": "I prefer 10 bp fees; key [redacted]",
+        "api_key": "[redacted]",
+        "password": "[redacted]",
+    });
+    let tool_args = |a: &vibedesk::tui::App| {
+        cells(a)
+            .into_iter()
+            .find_map(|c| match c {
+                CellKind::Tool(t) if t.tool == "write_file" => Some(t.args),
+                _ => None,
+            })
+            .expect("a write_file cell")
+    };
+
+    // The cell, opened, shows its arguments in full.
+    let shown = |a: &mut vibedesk::tui::App| {
+        for c in a.chat.cells.iter_mut() {
+            if matches!(c.kind(), CellKind::Tool(_)) {
+                c.expanded = Some(true);
+            }
+        }
+        let s = screen(a, 160, 40, Instant::now());
+        assert!(s.contains("I prefer 10 bp fees; key [redacted]"), "{s}");
+        for secret in [token.as_str(), "k-live-1", "hunter2"] {
+            assert!(!s.contains(secret), "{secret} on screen: {s}");
+        }
+    };
+    let mut live = app();
+    feed(&mut live, &events, Instant::now());
+    assert_eq!(tool_args(&live), expected);
+    shown(&mut live);
+
+    // Resumed from the message log (which keeps what the model sent).
+    let read = vibedesk::store::MessageLog::read(&dir).unwrap();
+    let mut resumed = app();
+    update(
+        &mut resumed,
+        Msg::SessionOpened {
+            id: Some(id),
+            history: read.messages,
+            skipped: 0,
+        },
+    );
+    assert_eq!(tool_args(&resumed), expected);
+    shown(&mut resumed);
+
+    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    let call = trace
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["type"] == "tool_call")
+        .unwrap();
+    assert_eq!(call["args"]["content"], "[redacted]");
+    assert_eq!(call["args"]["api_key"], "[redacted]");
+    for secret in [token.as_str(), "k-live-1", "hunter2", "10 bp fees"] {
+        assert!(!call.to_string().contains(secret), "{secret} in the trace");
+    }
+}
+
+/// A notice that arrives while the browser covers the chat (e.g. a stale
+/// run reconciled when the sessions load) is on the browser's bottom line
+/// as well as in the chat.
+#[test]
+fn a_notice_while_browsing_is_on_the_bottom_line() {
+    let mut a = app();
+    update(&mut a, ctrl('t'));
+    let text = "1 run(s) left running by an earlier crash were marked interrupted (first: run r1)";
+    update(
+        &mut a,
+        Msg::Notice {
+            kind: NoticeKind::Warning,
+            text: text.into(),
+        },
+    );
+    update(&mut a, Msg::Sessions(rows()));
+    assert_eq!(a.browser.as_ref().unwrap().message.as_deref(), Some(text));
+    let s = screen(&mut a, 120, 24, Instant::now());
+    assert!(s.contains("marked interrupted"), "{s}");
+    assert_eq!(notices(&a, NoticeKind::Warning), [text]);
+}
+
 #[tokio::test]
 async fn the_gauge_agrees_with_the_engine_at_every_moment() {
     let big = "x".repeat(6000);
