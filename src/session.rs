@@ -309,8 +309,27 @@ pub fn unreadable_sessions_notice(unreadable: &[PathBuf]) -> Option<String> {
 /// says so in one line, or `None` when there were none. Every command that
 /// shows runs or sessions (`run`, `sessions`, `trace`, the workstation)
 /// calls this first, so none of them shows a dead run as still running.
+///
+/// First, sandbox jobs that outlived a crashed vibedesk are killed (see
+/// [`crate::sandbox::jobs`]): a crash must leave no work running.
 pub fn reconcile_stale_runs(paths: &Paths) -> Option<String> {
-    stale_runs_notice(&reconcile_interrupted(paths))
+    let killed = crate::sandbox::jobs::reap_orphans(&paths.jobs_dir());
+    for job in &killed {
+        tracing::warn!(pgid = job.pgid, program = %job.program, run_dir = %job.run_dir.display(), "killed a sandbox job left running by an earlier crash");
+    }
+    let runs = stale_runs_notice(&reconcile_interrupted(paths));
+    let jobs = killed.first().map(|first| {
+        format!(
+            "killed {} sandbox job(s) left running by an earlier crash (first: {} in {})",
+            killed.len(),
+            first.program,
+            first.run_dir.display()
+        )
+    });
+    match (runs, jobs) {
+        (Some(r), Some(j)) => Some(format!("{r}; {j}")),
+        (r, j) => r.or(j),
+    }
 }
 
 fn stale_runs_notice(reconciled: &[Reconciled]) -> Option<String> {
@@ -330,13 +349,7 @@ fn stale_runs_notice(reconciled: &[Reconciled]) -> Option<String> {
 /// Finds runs a crash left `running`, marks them `interrupted`, and records
 /// that in their session: an `end` trace record and an assistant message
 /// holding whatever text had streamed before the crash (spec §5.4).
-///
-/// First, sandbox jobs that outlived a crashed vibedesk are killed (see
-/// [`crate::sandbox::jobs`]): a crash must leave no work running.
 pub fn reconcile_interrupted(paths: &Paths) -> Vec<Reconciled> {
-    for job in crate::sandbox::jobs::reap_orphans(&paths.jobs_dir()) {
-        tracing::warn!(pgid = job.pgid, program = %job.program, run_dir = %job.run_dir.display(), "killed a sandbox job left running by an earlier crash");
-    }
     let store = RunStateStore::new(paths.runs_dir());
     let reconciled = match store.reconcile_interrupted() {
         Ok(r) => r,

@@ -987,7 +987,7 @@ async fn sigkill_of_vibedesk_leaves_no_sandboxed_process_behind() {
 }
 
 /// A restart kills a job group that a crashed vibedesk recorded and left
-/// running (as where no PID namespace can be made), and says so in the log.
+/// running (as where no PID namespace can be made), and says so.
 #[tokio::test]
 async fn a_restart_kills_a_recorded_survivor() {
     use vibedesk::sandbox::jobs::{JobFile, JobRecord};
@@ -1020,6 +1020,11 @@ async fn a_restart_kills_a_recorded_survivor() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("killed 1 sandbox job(s) left running by an earlier crash"),
+        "{stderr}"
     );
     let status = tokio::task::spawn_blocking(move || survivor.wait().unwrap())
         .await
