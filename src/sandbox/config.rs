@@ -9,6 +9,9 @@ use super::env::parent_env;
 use super::limits::Limits;
 use super::user::UserPolicy;
 
+/// `0` runs jobs without a PID namespace of their own.
+pub const PID_NAMESPACE_ENV: &str = "VIBEDESK_SANDBOX_PIDNS";
+
 /// How the runner treats every child.
 #[derive(Clone, Debug)]
 pub struct RunnerConfig {
@@ -57,8 +60,14 @@ impl Default for RunnerConfig {
 impl RunnerConfig {
     /// The defaults with the environment's overrides (RS-7).
     pub fn from_env() -> Self {
+        let env = parent_env();
         let mut c = RunnerConfig::default();
-        c.limits = c.limits.with_env_overrides(&parent_env());
+        c.limits = c.limits.with_env_overrides(&env);
+        // An escape hatch for a program that cannot live with
+        // namespace-local pids; `doctor` then says `pidns=off`.
+        if env.get(PID_NAMESPACE_ENV).is_some_and(|v| v.trim() == "0") {
+            c.pid_namespace = false;
+        }
         c
     }
 

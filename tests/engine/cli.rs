@@ -728,6 +728,19 @@ async fn doctor_says_how_to_keep_the_privilege_drop() {
         "{line}"
     );
     assert!(line.contains("rlimits=on "), "{line}");
+    // As root every job gets a PID namespace; the variable turns it off.
+    assert!(line.contains(" pidns=on "), "{line}");
+    let out = vibedesk(open.path())
+        .env("VIBEDESK_SANDBOX_PIDNS", "0")
+        .arg("doctor")
+        .output()
+        .await
+        .unwrap();
+    let line = sandbox_line(&String::from_utf8_lossy(&out.stdout));
+    assert!(
+        line.contains(" pidns=off ") && line.contains("PID namespace disabled"),
+        "{line}"
+    );
 }
 
 /// Reads JSON event lines from a running child until `pred` matches one.
