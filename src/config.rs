@@ -219,6 +219,8 @@ pub struct AgentSection {
     pub tool_result_limit: Option<usize>,
     pub max_parallel_tools: Option<usize>,
     pub history_chars: Option<usize>,
+    /// Largest user message in bytes (default 1 MiB, at least 1 KiB).
+    pub max_message_bytes: Option<usize>,
     pub max_content_filter_skips: Option<u32>,
     pub content_filter_warning_ratio: Option<f64>,
     pub write_cancel_grace_seconds: Option<f64>,
@@ -555,6 +557,9 @@ fn agent_config(
     }
     if let Some(v) = section.history_chars {
         c.history_chars = v;
+    }
+    if let Some(v) = section.max_message_bytes {
+        c.max_message_bytes = v.max(crate::agent::config::MIN_MAX_MESSAGE_BYTES);
     }
     if let Some(v) = section.max_content_filter_skips {
         c.max_content_filter_skips = v.max(1);
