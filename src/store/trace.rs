@@ -902,4 +902,53 @@ mod tests {
         assert_eq!(w.options(), TraceOptions::default());
         assert_eq!(w.dir(), d.path());
     }
+
+    #[test]
+    fn a_large_user_message_is_referred_to_in_the_log_and_resolved_from_it() {
+        use crate::model::Message;
+        use crate::store::{MessageLog, StoredMessage};
+        let d = tempfile::tempdir().unwrap();
+        let text = "ünïcode ".repeat(10_000);
+        let other = "x".repeat(text.len());
+        let mut log = MessageLog::open(d.path()).unwrap();
+        for t in [&other, &text] {
+            log.append(&StoredMessage::now(Message::user(t.as_str())))
+                .unwrap();
+        }
+        let mut w = TraceWriter::open(d.path(), small()).unwrap();
+        let mut start = Map::new();
+        start.insert("type".into(), json!("start"));
+        start.insert("iter".into(), json!(1));
+        refer_to_message_log(&mut start, "prompt", &text, 5);
+        w.write(Value::Object(start)).unwrap();
+        // A reference to a text the log does not hold stays unresolved.
+        let mut missing = Map::new();
+        missing.insert("type".into(), json!("message"));
+        refer_to_message_log(&mut missing, "content", "not logged", 5);
+        w.write(Value::Object(missing)).unwrap();
+
+        assert!(!d.path().join(BLOBS_DIR).exists(), "no sidecar copy");
+        let raw = std::fs::read_to_string(d.path().join(TRACE_FILE)).unwrap();
+        assert!(raw.len() < 1000, "the trace holds no copy: {raw}");
+        let t = read_trace(d.path(), None).unwrap();
+        let r = &t.records[0];
+        assert!(r.get("prompt").is_none());
+        assert_eq!(r["prompt_preview"], "ünïco");
+        assert_eq!(r["prompt_size"], text.chars().count());
+        assert_eq!(r["prompt_ref"]["in"], "messages.jsonl");
+        assert_eq!(r["prompt_ref"]["bytes"], text.len());
+        assert_eq!(r["prompt_ref"]["sha256"].as_str().unwrap().len(), 64);
+
+        let resolved = read_trace(d.path(), Some(&["prompt", "content"])).unwrap();
+        assert_eq!(resolved.records[0]["prompt"], text.as_str());
+        assert!(resolved.records[1].get("content").is_none());
+        assert_eq!(resolved.records[1]["content_preview"], "not l");
+    }
+
+    #[test]
+    fn byte_prefixes_end_on_a_character() {
+        assert_eq!(byte_prefix("héllo", 2), "h");
+        assert_eq!(byte_prefix("héllo", 3), "hé");
+        assert_eq!(byte_prefix("hi", 10), "hi");
+    }
 }
