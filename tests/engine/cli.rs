@@ -639,7 +639,7 @@ async fn a_killed_run_is_reconciled_as_interrupted_and_nothing_is_lost() {
     assert!(!partial.exists(), "the checkpoint is cleaned up");
 }
 
-/// Every file under `dir` (recursively), with its size.
+/// Every file under `dir` (recursively), with its size, sorted.
 fn files_under(dir: &Path) -> Vec<(PathBuf, u64)> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -653,6 +653,7 @@ fn files_under(dir: &Path) -> Vec<(PathBuf, u64)> {
             out.push((p, e.metadata().unwrap().len()));
         }
     }
+    out.sort();
     out
 }
 
@@ -838,4 +839,62 @@ async fn a_large_prompt_is_stored_once_and_read_back_whole() {
     let records = events(&out.stdout);
     let start = records.iter().find(|r| r["type"] == "start").unwrap();
     assert_eq!(start["prompt"].as_str().map(str::len), Some(prompt.len()));
+}
+
+#[tokio::test]
+async fn a_prompt_argument_over_the_configured_limit_is_refused_naming_the_session_workspace() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    std::fs::write(
+        home.path().join("config").join("config.toml"),
+        "[agent]\nmax_message_bytes = 2048\n",
+    )
+    .unwrap();
+    // A session to continue.
+    let out = vibedesk(home.path())
+        .args(["run", "--json", "-p", "What is the meaning of life?"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let evs = events(&out.stdout);
+    let sid = evs.iter().find(|e| e["type"] == "run_started").unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sdir = home.path().join("data").join("sessions").join(&sid);
+    let before = files_under(&home.path().join("data"));
+
+    let at_limit = "a".repeat(2048);
+    let over = "a".repeat(2049);
+    let out = vibedesk(home.path())
+        .args(["run", "--session", &sid, "-p", &over])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("(2049 bytes)")
+            && err.contains("at most 2.0 KiB (2048 bytes)")
+            && err.contains(&sdir.join("workspace").display().to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        files_under(&home.path().join("data")),
+        before,
+        "nothing written"
+    );
+
+    let out = vibedesk(home.path())
+        .args(["run", "--session", &sid, "-p", &at_limit])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
