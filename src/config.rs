@@ -219,6 +219,8 @@ pub struct AgentSection {
     pub tool_result_limit: Option<usize>,
     pub max_parallel_tools: Option<usize>,
     pub history_chars: Option<usize>,
+    /// Largest user message in bytes (default 1 MiB, at least 1 KiB).
+    pub max_message_bytes: Option<usize>,
     pub max_content_filter_skips: Option<u32>,
     pub content_filter_warning_ratio: Option<f64>,
     pub write_cancel_grace_seconds: Option<f64>,
@@ -556,6 +558,9 @@ fn agent_config(
     if let Some(v) = section.history_chars {
         c.history_chars = v;
     }
+    if let Some(v) = section.max_message_bytes {
+        c.max_message_bytes = v.max(crate::agent::config::MIN_MAX_MESSAGE_BYTES);
+    }
     if let Some(v) = section.max_content_filter_skips {
         c.max_content_filter_skips = v.max(1);
     }
@@ -635,6 +640,7 @@ pub const EXAMPLE_CONFIG: &str = r#"# vibedesk configuration. Every key is optio
 # llm_timeout_seconds = 300
 # tool_timeout_seconds = 1800
 # stall_timeout_seconds = 1800
+# max_message_bytes = 1048576   # the largest user message; hand larger texts in as workspace files
 
 # [compaction]
 # estimator = "bpe"            # or o200k_base, cl100k_base, chars4 (the original's len/4)
@@ -791,5 +797,31 @@ mod tests {
         assert_eq!(c.provider.unwrap().name, "custom");
         assert!(c.agent.llm_timeout.is_none());
         assert!(c.agent.idle_timeout.is_none());
+    }
+
+    #[test]
+    fn the_message_limit_is_set_in_the_agent_section_with_a_floor() {
+        let d = tempfile::tempdir().unwrap();
+        let c = load(d.path(), None, &[], Overrides::default()).unwrap();
+        assert_eq!(c.agent.max_message_bytes, 1024 * 1024);
+        let c = load(
+            d.path(),
+            Some("[agent]\nmax_message_bytes = 4096\n"),
+            &[],
+            Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.agent.max_message_bytes, 4096);
+        let c = load(
+            d.path(),
+            Some("[agent]\nmax_message_bytes = 0\n"),
+            &[],
+            Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            c.agent.max_message_bytes, 1024,
+            "a limit of 0 would refuse every message"
+        );
     }
 }

@@ -25,6 +25,11 @@ impl Role {
     }
 }
 
+/// How a compaction handoff summary begins: a user-role message written by
+/// the engine in place of the earlier conversation, not by the user.
+pub const HANDOFF_PREFIX: &str =
+    "[The earlier conversation was compressed into this handoff summary;";
+
 /// One chat message. `content` is always a string here: the wire's `null`
 /// (assistant turns that only call tools) and multi-part arrays (text parts
 /// joined) both read as text, so the rest of the engine never branches on it.

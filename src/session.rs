@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::compaction::CompactionRequest;
-use crate::agent::run_loop::PARTIAL_FILE;
+use crate::agent::input::{MessageTooLarge, check_message_size};
+use crate::agent::run_loop::{MESSAGE_TOO_LARGE, PARTIAL_FILE};
 use crate::agent::{EventSink, Loop, LoopDeps, RunOutcome, RunRequest, context};
 use crate::model::Message;
 use crate::store::messages::now_rfc3339;
@@ -198,13 +199,30 @@ impl Session {
         Ok((read.messages, read.skipped_lines.len()))
     }
 
-    /// Runs one turn and records its outcome in `session.json`.
+    /// `Err` when `text` is over the size limit on one message; the error
+    /// names this session's workspace as the place for the text.
+    pub fn check_message(&self, text: &str) -> Result<(), MessageTooLarge> {
+        check_message_size(
+            text.len(),
+            self.runner.deps().config.max_message_bytes,
+            &|| self.workspace.display().to_string(),
+        )
+    }
+
+    /// Runs one turn and records its outcome in `session.json`. An oversized
+    /// message is refused before anything is read or written (the outcome
+    /// is `failed` with the reason and no run).
     pub async fn send(
         &mut self,
         prompt: &str,
         events: EventSink,
         cancel: CancellationToken,
     ) -> RunOutcome {
+        if let Err(e) = self.check_message(prompt) {
+            return self
+                .runner
+                .refuse(e.to_string(), MESSAGE_TOO_LARGE, &events);
+        }
         let (stored, skipped) = MessageLog::read(&self.dir)
             .map(|r| (r.messages, r.skipped_lines))
             .unwrap_or_default();

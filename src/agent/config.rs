@@ -7,6 +7,18 @@ use super::compaction::CompactionSettings;
 use crate::store::TraceOptions;
 use crate::tools::SchedulerConfig;
 
+/// One user message may hold at most 1 MiB. That is about 260 000 tokens
+/// by the chars/4 estimate: six times the default compaction threshold
+/// (40 000 tokens) and more than most models' whole context window, so a
+/// larger message could only be compacted away before the model reads it.
+/// Real typed or pasted prompts are far below it (a long pasted report is
+/// 10–100 KB). Larger texts go in as files in the session workspace, which
+/// the file tools page through.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// The smallest limit `[agent] max_message_bytes` may set.
+pub const MIN_MAX_MESSAGE_BYTES: usize = 1024;
+
 #[derive(Clone, Debug)]
 pub struct LoopConfig {
     pub max_iterations: u32,
@@ -34,6 +46,9 @@ pub struct LoopConfig {
     pub content_filter_warning_ratio: f64,
     /// History replayed into a new run, in characters (spec §4.1: 12 000).
     pub history_chars: usize,
+    /// Largest user message accepted, in bytes of UTF-8 (not in the
+    /// original, which takes any size). See [`DEFAULT_MAX_MESSAGE_BYTES`].
+    pub max_message_bytes: usize,
     pub scheduler: SchedulerConfig,
     pub compaction: CompactionSettings,
     pub trace: TraceOptions,
@@ -57,6 +72,7 @@ impl Default for LoopConfig {
             max_content_filter_skips: 10,
             content_filter_warning_ratio: 0.05,
             history_chars: 12_000,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             scheduler: SchedulerConfig::default(),
             compaction: CompactionSettings::default(),
             trace: TraceOptions::default(),

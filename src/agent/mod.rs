@@ -6,6 +6,7 @@ pub mod config;
 pub mod context;
 pub mod events;
 pub mod grounding;
+pub mod input;
 pub mod recall;
 pub mod run_loop;
 pub mod usage;

@@ -22,6 +22,7 @@ use super::config::LoopConfig;
 use super::context::{self, PromptInputs, RecallHook, SkillLine};
 use super::events::{AgentEvent, EventSink, NoticeLevel, RunStatus, ToolEvent};
 use super::grounding::{AnswerCheck, AnswerContext, PendingWriteCheck};
+use super::input;
 use super::usage::UsageLedger;
 use super::watchdog::{self, Activity};
 use crate::llm::assemble::{LiveDelta, contains_tool_markup};
@@ -29,6 +30,7 @@ use crate::llm::tokens::Estimator;
 use crate::llm::{CallOptions, ChatRequest, LlmError, Provider, Response, stream_response};
 use crate::model::{Message, Usage};
 use crate::store::run_state::{RunState, Status, current_process_identity};
+use crate::store::trace::{LARGE_TEXT_BYTES, refer_to_message_log};
 use crate::store::{
     MessageLog, RunDir, RunStateStore, SharedTrace, StoredMessage, TraceWriter, atomic_write_json,
     trace_record,
@@ -93,6 +95,9 @@ pub struct RunRequest {
     /// `run_started`, so the user sees what the run's history left out.
     pub notices: Vec<String>,
 }
+
+/// `error_code` of a turn refused for an oversized message.
+pub const MESSAGE_TOO_LARGE: &str = "message_too_large";
 
 /// How a run ended.
 #[derive(Clone, Debug)]
@@ -164,6 +169,30 @@ impl Loop {
         &self.deps
     }
 
+    /// Ends a turn that never started (no run dir, nothing recorded): a
+    /// `failed` outcome with `reason`, announced as the run's end.
+    pub fn refuse(&self, reason: String, error_code: &str, events: &EventSink) -> RunOutcome {
+        let provider = &self.deps.provider;
+        let outcome = RunOutcome {
+            status: RunStatus::Failed,
+            reason,
+            error_code: Some(error_code.into()),
+            content: String::new(),
+            run_id: String::new(),
+            run_dir: PathBuf::new(),
+            iterations: 0,
+            max_iterations: self.deps.config.max_iterations.max(1),
+            degraded: false,
+            usage: Usage::default(),
+            provider: provider.name().to_string(),
+            configured_model: provider.model().to_string(),
+            model: provider.model().to_string(),
+            content_filter_warning: None,
+        };
+        events.emit(run_finished(&outcome));
+        outcome
+    }
+
     /// Runs one turn. `cancel` may already be cancelled (a cancel that arrived
     /// while queued): the run then ends before any model call (spec §1.2).
     pub async fn run(
@@ -179,29 +208,16 @@ impl Loop {
         let run_cancel = cancel.child_token();
         let started_at = SystemTime::now();
 
+        // An oversized message is refused before anything is written.
+        if let Err(e) = input::check_message_size(req.prompt.len(), cfg.max_message_bytes, &|| {
+            req.workspace.display().to_string()
+        }) {
+            return self.refuse(e.to_string(), MESSAGE_TOO_LARGE, &events);
+        }
         // Set-up failures end the run immediately, with a reason.
         let (run, trace, mut log) = match self.set_up(&store, &req, &cfg) {
             Ok(x) => x,
-            Err(reason) => {
-                let outcome = RunOutcome {
-                    status: RunStatus::Failed,
-                    reason: reason.clone(),
-                    error_code: Some("agent_loop_error".into()),
-                    content: String::new(),
-                    run_id: String::new(),
-                    run_dir: PathBuf::new(),
-                    iterations: 0,
-                    max_iterations: max,
-                    degraded: false,
-                    usage: Usage::default(),
-                    provider: provider.name().to_string(),
-                    configured_model: provider.model().to_string(),
-                    model: provider.model().to_string(),
-                    content_filter_warning: None,
-                };
-                events.emit(run_finished(&outcome));
-                return outcome;
-            }
+            Err(reason) => return self.refuse(reason, "agent_loop_error", &events),
         };
         if self.iter == 0 {
             self.iter = TraceWriter::max_iter(&req.session_dir);
@@ -233,15 +249,26 @@ impl Loop {
         messages.extend(req.history.iter().cloned());
         messages.push(Message::user(context::with_recall(&req.prompt, &recalled)));
 
-        trace_record(
-            &trace,
-            json!({"type": "start", "iter": self.iter + 1, "prompt": req.prompt, "run_id": run_id}),
-        );
-        trace_record(
-            &trace,
-            json!({"type": "message", "iter": self.iter + 1, "role": "user", "content": req.prompt}),
-        );
-        persist(&mut log, Message::user(req.prompt.clone()), &run_id);
+        // The message log first: a large prompt's trace records refer to it.
+        let logged = log.is_some() && persist(&mut log, Message::user(req.prompt.clone()), &run_id);
+        let once = logged && req.prompt.len() > LARGE_TEXT_BYTES;
+        let preview_chars = match trace.lock() {
+            Ok(t) => t.options().preview_chars,
+            Err(poisoned) => poisoned.into_inner().options().preview_chars,
+        };
+        let mut start = json!({"type": "start", "iter": self.iter + 1, "run_id": run_id});
+        let mut user = json!({"type": "message", "iter": self.iter + 1, "role": "user"});
+        for (record, field) in [(&mut start, "prompt"), (&mut user, "content")] {
+            if let Some(obj) = record.as_object_mut() {
+                if once {
+                    refer_to_message_log(obj, field, &req.prompt, preview_chars);
+                } else {
+                    obj.insert(field.into(), json!(req.prompt));
+                }
+            }
+        }
+        trace_record(&trace, start);
+        trace_record(&trace, user);
         events.emit(AgentEvent::RunStarted {
             run_id: run_id.clone(),
             session_id: req.session_id.clone(),
@@ -427,6 +454,7 @@ impl Loop {
                 },
                 temperature: None,
                 max_tokens: None,
+                user_request: Some(req.prompt.clone()),
             };
             let response = match self
                 .call_model(request, iter, &cfg, &events, &run_cancel, &run, &trace)

@@ -1,7 +1,8 @@
 //! `vibedesk run`: one turn, headless. The answer streams to stdout (or every
 //! event as a JSON line with `--json`); tool activity goes to stderr.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Seek, Write};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -14,14 +15,18 @@ use super::{
 };
 use crate::agent::EventSink;
 use crate::agent::events::{AgentEvent, RunStatus, ToolCallStatus, ToolEvent};
+use crate::agent::input::{ReadMessageError, check_message_size, read_message};
 use crate::config::Overrides;
 use crate::llm::Provider;
 use crate::llm::scripted::{Script, ScriptedProvider};
-use crate::session::{Session, reconcile_stale_runs};
+use crate::session::{Session, reconcile_stale_runs, valid_id};
+use crate::store::Paths;
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// The prompt; `-` reads it from stdin.
+    /// The prompt; `-` reads it from stdin. One message may hold at most
+    /// 1 MiB (`[agent] max_message_bytes`); hand larger texts in as a file in
+    /// the session workspace and ask the agent to read it.
     #[arg(short, long)]
     pub prompt: Option<String>,
     /// Continue this session (default: a new one).
@@ -79,16 +84,30 @@ pub async fn run(args: RunArgs) -> u8 {
         }
     };
 
+    let limit = config.agent.max_message_bytes;
+    let workspace = || workspace_hint(&config.paths, args.session.as_deref());
     let prompt = match (&args.prompt, args.demo) {
         (Some(p), _) if p == "-" => {
-            let mut s = String::new();
-            if let Err(e) = std::io::stdin().read_to_string(&mut s) {
-                eprintln!("vibedesk: cannot read the prompt from stdin: {e}");
+            let stdin = std::io::stdin();
+            match read_message(stdin.lock(), limit, stdin_file_size(&stdin), &workspace) {
+                Ok(s) => s,
+                Err(ReadMessageError::TooLarge(e)) => {
+                    eprintln!("vibedesk: {e}");
+                    return exit::USAGE;
+                }
+                Err(e) => {
+                    eprintln!("vibedesk: cannot read the prompt from stdin: {e}");
+                    return exit::USAGE;
+                }
+            }
+        }
+        (Some(p), _) => {
+            if let Err(e) = check_message_size(p.len(), limit, &workspace) {
+                eprintln!("vibedesk: {e}");
                 return exit::USAGE;
             }
-            s
+            p.clone()
         }
-        (Some(p), _) => p.clone(),
         (None, true) => DEMO_PROMPT.to_string(),
         (None, false) => {
             eprintln!("vibedesk: give a prompt with -p \"...\" (or -p - to read stdin)");
@@ -176,6 +195,34 @@ pub async fn run(args: RunArgs) -> u8 {
             exit::FAILED
         }
     }
+}
+
+/// The workspace an oversized prompt should go to: the session's own when
+/// one is named, else where a session's workspace lives.
+fn workspace_hint(paths: &Paths, session: Option<&str>) -> String {
+    match session.filter(|id| valid_id(id)) {
+        Some(id) => paths
+            .session_dir(id)
+            .join("workspace")
+            .display()
+            .to_string(),
+        None => format!(
+            "{}/<session id>/workspace/ (`vibedesk sessions` lists the ids; continue with `vibedesk run --session <session id>`)",
+            paths.sessions_dir().display()
+        ),
+    }
+}
+
+/// What is left to read of stdin when it is a regular file (`< big.txt`),
+/// so an oversized prompt is refused with its size and without reading it.
+fn stdin_file_size(stdin: &std::io::Stdin) -> Option<u64> {
+    let file = std::fs::File::from(stdin.as_fd().try_clone_to_owned().ok()?);
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let offset = (&file).stream_position().ok()?;
+    Some(meta.len().saturating_sub(offset))
 }
 
 /// Writes events as they arrive. In text mode the answer goes to stdout and

@@ -160,6 +160,8 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
         gates: config.agent.gates(),
         offset: chrono::Local::now().offset().fix(),
         no_model_help: no_model_text(failure.as_deref()),
+        max_message_bytes: config.agent.max_message_bytes,
+        sessions_dir: config.paths.sessions_dir(),
     };
     // The same tools, memory and skills as `vibedesk run`.
     let setup = AgentSetup::new(&config);

@@ -29,6 +29,10 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
+    /// The turn's request as the user wrote it. Never sent: providers send
+    /// `messages`. The offline planner plans from it, because compaction may
+    /// have replaced the user's message in `messages` by a summary.
+    pub user_request: Option<String>,
 }
 
 /// A piece of a streamed reply, as a provider decodes it.

@@ -15,7 +15,7 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use super::{ChatRequest, ChunkStream, LlmError, Provider, StreamChunk};
-use crate::model::{Message, Role};
+use crate::model::{HANDOFF_PREFIX, Message, Role};
 
 pub const OFFLINE: &str = "offline";
 
@@ -58,7 +58,7 @@ impl Provider for OfflineProvider {
 
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChunkStream, LlmError>> {
         let offered: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
-        let plan = plan(&request.messages, &offered);
+        let plan = plan_request(&request.messages, &offered, request.user_request.as_deref());
         let chunks: Vec<Result<StreamChunk, LlmError>> = match plan {
             Plan::Call(call) => vec![
                 Ok(StreamChunk::ToolCallDelta {
@@ -86,16 +86,32 @@ fn split_lines(text: &str) -> Vec<String> {
     text.split_inclusive('\n').map(String::from).collect()
 }
 
-/// The turn's own request: the last user message that is not engine steering
-/// or a background report, without recalled memories.
-fn user_request(messages: &[Message]) -> Option<(usize, String)> {
-    messages.iter().enumerate().rev().find_map(|(i, m)| {
+/// The turn's own request and where it is: the last user message that is
+/// not engine steering, a background report or a compaction summary, without
+/// recalled memories. `given` (the request as the user wrote it) wins for
+/// the text; when compaction summarised the user's message away, the
+/// request is placed at the summary, so later tool results still count.
+fn user_request(messages: &[Message], given: Option<&str>) -> Option<(usize, String)> {
+    let is_user = |m: &Message| m.role == Role::User;
+    let handoff = messages
+        .iter()
+        .rposition(|m| is_user(m) && m.content.starts_with(HANDOFF_PREFIX));
+    let own = messages.iter().enumerate().rev().find_map(|(i, m)| {
         let t = m.content.trim_start();
-        (m.role == Role::User
+        (is_user(m)
             && !t.starts_with("<system>")
-            && !t.starts_with("<background-results>"))
-        .then(|| (i, strip_recall(&m.content)))
-    })
+            && !t.starts_with("<background-results>")
+            && !m.content.starts_with(HANDOFF_PREFIX))
+        .then_some(i)
+    });
+    match (own, given) {
+        (Some(i), Some(text)) if handoff.is_none_or(|h| i > h) => {
+            Some((i, text.trim().to_string()))
+        }
+        (_, Some(text)) => Some((handoff.unwrap_or(0), text.trim().to_string())),
+        (Some(i), None) => Some((i, strip_recall(&messages[i].content))),
+        (None, None) => None,
+    }
 }
 
 fn strip_recall(text: &str) -> String {
@@ -110,7 +126,12 @@ fn strip_recall(text: &str) -> String {
 /// Decides the next step from the conversation: a tool call for the request,
 /// or, once its results are in, the answer written from them.
 pub fn plan(messages: &[Message], offered: &[String]) -> Plan {
-    let Some((at, request)) = user_request(messages) else {
+    plan_request(messages, offered, None)
+}
+
+/// [`plan`] for the request as the user wrote it, when it is known.
+pub fn plan_request(messages: &[Message], offered: &[String], request: Option<&str>) -> Plan {
+    let Some((at, request)) = user_request(messages, request) else {
         return Plan::Answer(format!(
             "I did not find a request to work on. {CONNECT_HELP}"
         ));
@@ -1016,6 +1037,44 @@ mod tests {
             &json!({"status": "error", "error": "no data for ZZZ"}),
         );
         assert!(err.contains("no data for ZZZ"));
+    }
+
+    #[test]
+    fn the_request_is_the_users_own_never_a_compaction_summary() {
+        let handoff = format!(
+            "{HANDOFF_PREFIX} the full transcript is at /t.jsonl]\n\nThe user wants prices.\n\n<system>Continue.</system>"
+        );
+        // A summary after the user's request: the request is still the user's.
+        let msgs = vec![
+            Message::system("s"),
+            Message::user("RSI of IBM"),
+            Message::user(handoff.clone()),
+        ];
+        match plan(&msgs, &offered()) {
+            Plan::Call(c) => assert_eq!(c.name, "technical_indicator"),
+            other => panic!("{other:?}"),
+        }
+        // The user's message was summarised away: the request given with
+        // the call is used, and results after the summary answer it.
+        let mut compacted = vec![Message::system("s"), Message::user(handoff)];
+        match plan_request(&compacted, &offered(), Some("RSI of IBM")) {
+            Plan::Call(c) => assert_eq!(c.name, "technical_indicator"),
+            other => panic!("{other:?}"),
+        }
+        match plan(&compacted, &offered()) {
+            Plan::Answer(t) => assert!(t.contains("did not find a request"), "{t}"),
+            other => panic!("the summary is not a request: {other:?}"),
+        }
+        compacted.push(Message::tool_result(
+            "o1",
+            "technical_indicator",
+            json!({"status": "ok", "symbol": "IBM", "indicator": "rsi", "latest": {"date": "2013-03-01", "rsi": 55.5}})
+                .to_string(),
+        ));
+        match plan_request(&compacted, &offered(), Some("RSI of IBM")) {
+            Plan::Answer(t) => assert!(t.contains("55.5000"), "{t}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -10,11 +10,14 @@ use serde::{Deserialize, Serialize};
 
 use super::StoreError;
 use super::atomic::{atomic_write_json, fsync_dir};
+use super::trace::{LARGE_TEXT_BYTES, byte_prefix, message_log_ref};
 pub use crate::process::{current_process_identity, process_is_alive};
 
 /// Random suffixes tried before giving up on a run directory name; 24 random
 /// bits within one second make even one retry very unlikely.
 const CREATE_ATTEMPTS: usize = 16;
+/// How much of a large prompt `req.json` keeps.
+const REQUEST_PREFIX_BYTES: usize = 4096;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -143,16 +146,25 @@ impl RunStateStore {
     }
 
     /// `req.json` = `{"prompt": …, "context": {"session_id": …}}` (spec §5.1).
+    /// A prompt over [`LARGE_TEXT_BYTES`] is kept whole only in the session's
+    /// message log: here `prompt` is its first 4 KiB and `prompt_ref` says
+    /// where the rest is (unlike the original, which copies it whole).
     pub fn write_request(
         &self,
         run: &RunDir,
         prompt: &str,
         session_id: &str,
     ) -> Result<(), StoreError> {
-        atomic_write_json(
-            &run.request_path(),
-            &serde_json::json!({"prompt": prompt, "context": {"session_id": session_id}}),
-        )
+        let request = if prompt.len() > LARGE_TEXT_BYTES {
+            serde_json::json!({
+                "prompt": byte_prefix(prompt, REQUEST_PREFIX_BYTES),
+                "prompt_ref": message_log_ref(prompt),
+                "context": {"session_id": session_id},
+            })
+        } else {
+            serde_json::json!({"prompt": prompt, "context": {"session_id": session_id}})
+        };
+        atomic_write_json(&run.request_path(), &request)
     }
 
     /// Atomic and fsynced (spec §10.7 ST-1): a crash leaves the old or the

@@ -1,7 +1,9 @@
 //! The append-only `trace.jsonl` of a session or run (spec §5.3): one JSON
 //! object per line, fsynced per record, with large text moved to hashed
 //! sidecar files (`trace-blobs/`, `tool-results/`) that are durable before
-//! the record referring to them is written.
+//! the record referring to them is written. A large user message is not
+//! copied at all: its records refer to the session's message log, which
+//! holds the one full copy (see [`refer_to_message_log`]).
 use std::fs::File;
 use std::io::{ErrorKind, Write};
 use std::path::{Component, Path, PathBuf};
@@ -18,6 +20,60 @@ pub const TRACE_FILE: &str = "trace.jsonl";
 pub const BLOBS_DIR: &str = "trace-blobs";
 /// Sidecar directory for large tool results (spec §5.3).
 pub const TOOL_RESULTS_DIR: &str = "tool-results";
+
+/// A user message longer than this (in bytes) is stored once, in the
+/// session's message log; the trace records and the run's `req.json` refer
+/// to it instead of holding more copies. Below it, copies are cheap and the
+/// files stay self-contained as in the original.
+pub const LARGE_TEXT_BYTES: usize = 64 * 1024;
+
+/// Replaces `obj[field]` by a reference to the same text in the session's
+/// message log: `<field>_ref` = `{"in": "messages.jsonl", "bytes", "sha256"}`,
+/// plus `<field>_preview` and `<field>_size` (chars) as a sidecar has. The
+/// log entry must be durable before the record is written. `read_trace`
+/// resolves the reference like a sidecar path. Not in the original, which
+/// copies the text into a sidecar (spec §5.3).
+pub fn refer_to_message_log(
+    obj: &mut Map<String, Value>,
+    field: &str,
+    text: &str,
+    preview_chars: usize,
+) {
+    obj.remove(field);
+    obj.insert(format!("{field}_ref"), message_log_ref(text));
+    obj.insert(
+        format!("{field}_preview"),
+        Value::String(preview(text, preview_chars)),
+    );
+    obj.insert(format!("{field}_size"), Value::from(text.chars().count()));
+}
+
+/// `{"in": "messages.jsonl", "bytes", "sha256"}`: where the one full copy of
+/// `text` is, relative to its session directory.
+pub fn message_log_ref(text: &str) -> Value {
+    serde_json::json!({
+        "in": super::messages::MESSAGES_FILE,
+        "bytes": text.len(),
+        "sha256": sha256_hex(text),
+    })
+}
+
+/// The longest prefix of `text` of at most `bytes` bytes that ends on a
+/// character boundary.
+pub fn byte_prefix(text: &str, bytes: usize) -> &str {
+    let mut end = bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+fn sha256_hex(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TraceOptions {
@@ -346,15 +402,68 @@ pub fn read_trace(dir: &Path, resolve_fields: Option<&[&str]>) -> Result<TraceRe
             Ok(r) => r,
             Err(e) => return Err(StoreError::io("resolve", dir, e)),
         };
+        let mut log = LoggedTexts::default();
         for rec in &mut out.records {
             if let Value::Object(obj) = rec {
                 for field in fields {
                     resolve_field(&root, obj, field);
+                    resolve_ref(dir, &mut log, obj, field);
                 }
             }
         }
     }
     Ok(out)
+}
+
+/// The session's message log, read once and only if a record refers to it.
+#[derive(Default)]
+struct LoggedTexts(Option<Vec<String>>);
+
+impl LoggedTexts {
+    fn find(&mut self, dir: &Path, bytes: u64, sha256: &str) -> Option<String> {
+        let texts = self.0.get_or_insert_with(|| {
+            match super::messages::MessageLog::read(dir) {
+                Ok(r) => r.messages.into_iter().map(|m| m.message.content).collect(),
+                Err(e) => {
+                    tracing::warn!(dir = %dir.display(), error = %e, "cannot read the message log a trace refers to");
+                    Vec::new()
+                }
+            }
+        });
+        // The length check first: only same-sized texts are hashed.
+        texts
+            .iter()
+            .find(|t| t.len() as u64 == bytes && sha256_hex(t) == sha256)
+            .cloned()
+    }
+}
+
+/// Fills `field` from a `<field>_ref` into the message log (see
+/// [`refer_to_message_log`]); an entry that is not found leaves the preview.
+fn resolve_ref(dir: &Path, log: &mut LoggedTexts, obj: &mut Map<String, Value>, field: &str) {
+    if obj.contains_key(field) {
+        return;
+    }
+    let Some(r) = obj.get(&format!("{field}_ref")) else {
+        return;
+    };
+    let (Some(super::messages::MESSAGES_FILE), Some(bytes), Some(sha)) = (
+        r.get("in").and_then(Value::as_str),
+        r.get("bytes").and_then(Value::as_u64),
+        r.get("sha256").and_then(Value::as_str),
+    ) else {
+        return;
+    };
+    match log.find(dir, bytes, sha) {
+        Some(text) => {
+            obj.insert(field.to_owned(), Value::String(text));
+        }
+        None => tracing::warn!(
+            dir = %dir.display(),
+            field,
+            "the message a trace record refers to is not in the message log"
+        ),
+    }
 }
 
 fn resolve_field(root: &Path, obj: &mut Map<String, Value>, field: &str) {
@@ -792,5 +901,54 @@ mod tests {
         .unwrap();
         assert_eq!(w.options(), TraceOptions::default());
         assert_eq!(w.dir(), d.path());
+    }
+
+    #[test]
+    fn a_large_user_message_is_referred_to_in_the_log_and_resolved_from_it() {
+        use crate::model::Message;
+        use crate::store::{MessageLog, StoredMessage};
+        let d = tempfile::tempdir().unwrap();
+        let text = "ünïcode ".repeat(10_000);
+        let other = "x".repeat(text.len());
+        let mut log = MessageLog::open(d.path()).unwrap();
+        for t in [&other, &text] {
+            log.append(&StoredMessage::now(Message::user(t.as_str())))
+                .unwrap();
+        }
+        let mut w = TraceWriter::open(d.path(), small()).unwrap();
+        let mut start = Map::new();
+        start.insert("type".into(), json!("start"));
+        start.insert("iter".into(), json!(1));
+        refer_to_message_log(&mut start, "prompt", &text, 5);
+        w.write(Value::Object(start)).unwrap();
+        // A reference to a text the log does not hold stays unresolved.
+        let mut missing = Map::new();
+        missing.insert("type".into(), json!("message"));
+        refer_to_message_log(&mut missing, "content", "not logged", 5);
+        w.write(Value::Object(missing)).unwrap();
+
+        assert!(!d.path().join(BLOBS_DIR).exists(), "no sidecar copy");
+        let raw = std::fs::read_to_string(d.path().join(TRACE_FILE)).unwrap();
+        assert!(raw.len() < 1000, "the trace holds no copy: {raw}");
+        let t = read_trace(d.path(), None).unwrap();
+        let r = &t.records[0];
+        assert!(r.get("prompt").is_none());
+        assert_eq!(r["prompt_preview"], "ünïco");
+        assert_eq!(r["prompt_size"], text.chars().count());
+        assert_eq!(r["prompt_ref"]["in"], "messages.jsonl");
+        assert_eq!(r["prompt_ref"]["bytes"], text.len());
+        assert_eq!(r["prompt_ref"]["sha256"].as_str().unwrap().len(), 64);
+
+        let resolved = read_trace(d.path(), Some(&["prompt", "content"])).unwrap();
+        assert_eq!(resolved.records[0]["prompt"], text.as_str());
+        assert!(resolved.records[1].get("content").is_none());
+        assert_eq!(resolved.records[1]["content_preview"], "not l");
+    }
+
+    #[test]
+    fn byte_prefixes_end_on_a_character() {
+        assert_eq!(byte_prefix("héllo", 2), "h");
+        assert_eq!(byte_prefix("héllo", 3), "hé");
+        assert_eq!(byte_prefix("hi", 10), "hi");
     }
 }

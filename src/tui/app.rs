@@ -25,6 +25,7 @@ use super::theme::Theme;
 use super::tool_panel::ToolPanel;
 use super::transcripts::{SessionDetail, SessionRow};
 use crate::agent::events::{AgentEvent, RunStatus};
+use crate::agent::input::{MessageTooLarge, check_message_size};
 use crate::model::{Message, Role, Usage};
 use crate::store::StoredMessage;
 
@@ -134,6 +135,11 @@ pub struct AppOptions {
     pub offset: FixedOffset,
     /// Shown when a prompt is sent without a model.
     pub no_model_help: String,
+    /// The size limit on one message (`[agent] max_message_bytes`): a larger
+    /// send or paste is refused with the engine's explanation.
+    pub max_message_bytes: usize,
+    /// Where session directories live, to name the workspace in that explanation.
+    pub sessions_dir: PathBuf,
 }
 
 impl Default for AppOptions {
@@ -148,6 +154,8 @@ impl Default for AppOptions {
             gates: cfg.gates(),
             offset: chrono::Offset::fix(&chrono::Utc),
             no_model_help: String::new(),
+            max_message_bytes: cfg.max_message_bytes,
+            sessions_dir: PathBuf::from("sessions"),
         }
     }
 }
@@ -371,6 +379,11 @@ impl App {
         if text.trim().is_empty() {
             return vec![];
         }
+        if let Err(e) = self.check_size(text.len()) {
+            // The text stays in the input: nothing the user wrote is dropped.
+            self.refuse_input(format!("not sent (the text stays in the input): {e}"));
+            return vec![];
+        }
         self.composer.remember(&text);
         self.composer.clear();
         if let Some(rest) = text.strip_prefix("//") {
@@ -380,6 +393,26 @@ impl App {
             return self.slash(&text);
         }
         self.send_text(text)
+    }
+
+    /// The engine's size check on one message, naming this session's workspace.
+    fn check_size(&self, bytes: usize) -> Result<(), MessageTooLarge> {
+        check_message_size(bytes, self.options.max_message_bytes, &|| {
+            let sessions = &self.options.sessions_dir;
+            match &self.session_id {
+                Some(id) => sessions.join(id).join("workspace").display().to_string(),
+                None => format!(
+                    "{}/<session id>/workspace/ (a short first message creates the session; Ctrl-T shows its id)",
+                    sessions.display()
+                ),
+            }
+        })
+    }
+
+    fn refuse_input(&mut self, text: String) {
+        self.chat.notice(NoticeKind::Error, text);
+        self.chat.follow_bottom();
+        self.set_status(NoticeKind::Error, "message too large: see the chat");
     }
 
     fn send_text(&mut self, text: String) -> Vec<Effect> {
@@ -812,6 +845,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             }
             app.help = None;
             app.focus = Focus::Input;
+            // A paste that would make the message too large is not inserted
+            // (the input stays as it was; the text is still on the clipboard).
+            if let Err(e) = app.check_size(app.composer.text().len() + text.len()) {
+                app.refuse_input(format!("paste not inserted: {e}"));
+                return vec![];
+            }
             app.composer.paste(&text);
             let lines = text.lines().count();
             if lines > 1 || text.len() > 200 {

@@ -1054,3 +1054,263 @@ async fn a_restart_kills_a_recorded_survivor() {
         "the record is removed"
     );
 }
+
+/// Every file under `dir` (recursively), with its size, sorted.
+fn files_under(dir: &Path) -> Vec<(PathBuf, u64)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push((p, e.metadata().unwrap().len()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn an_oversized_prompt_on_stdin_is_refused_before_anything_is_written() {
+    let home = tempfile::tempdir().unwrap();
+    let limit = 1024 * 1024;
+    // A file on stdin: refused by its size, without being read.
+    let big = home.path().join("big.txt");
+    std::fs::write(&big, "a".repeat(8 * limit)).unwrap();
+    let out = vibedesk(home.path())
+        .args(["run", "-p", "-"])
+        .stdin(std::fs::File::open(&big).unwrap())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "bad input");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the message is 8.0 MiB (8388608 bytes)")
+            && err.contains("at most 1.0 MiB (1048576 bytes)")
+            && err.contains("max_message_bytes"),
+        "{err}"
+    );
+    let sessions = home.path().join("data").join("sessions");
+    assert!(
+        err.contains(&format!("{}/<session id>/workspace/", sessions.display()))
+            && err.contains("read_file"),
+        "the remedy names the workspace and the tool: {err}"
+    );
+    assert!(out.stdout.is_empty());
+
+    // A pipe: reading stops just past the limit; the writer sees the pipe close.
+    let mut child = vibedesk(home.path())
+        .args(["run", "-p", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        let chunk = vec![b'b'; 64 * 1024];
+        let mut written = 0usize;
+        while written < 50 * limit {
+            if stdin.write_all(&chunk).await.is_err() {
+                break;
+            }
+            written += chunk.len();
+        }
+        written
+    });
+    let out = child.wait_with_output().await.unwrap();
+    let written = writer.await.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("larger than 1.0 MiB (1048576 bytes)") && err.contains("workspace"),
+        "{err}"
+    );
+    assert!(
+        written < 50 * limit,
+        "the refusal did not wait for all 50 MiB ({written} bytes written)"
+    );
+
+    // Refused before any session or run exists.
+    assert!(files_under(&sessions).is_empty());
+    assert!(files_under(&home.path().join("data").join("runs")).is_empty());
+}
+
+/// `vibedesk run --json -p - < file`; the events.
+async fn run_prompt_file(home: &Path, prompt: &str, env: &[(&str, &str)]) -> Vec<Value> {
+    let file = home.join("prompt.txt");
+    std::fs::write(&file, prompt).unwrap();
+    let out = vibedesk(home)
+        .args(["run", "--json", "-p", "-"])
+        .envs(env.iter().copied())
+        .stdin(std::fs::File::open(&file).unwrap())
+        .output()
+        .await
+        .unwrap();
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    events(&out.stdout)
+}
+
+#[tokio::test]
+async fn a_prompt_at_the_limit_is_accepted_and_the_planner_answers_it() {
+    let home = tempfile::tempdir().unwrap();
+    let limit = 1024 * 1024;
+    let head = "What is the meaning of life?\n";
+    let prompt = format!("{head}{}", "z".repeat(limit - head.len()));
+    assert_eq!(prompt.len(), limit);
+    let evs = run_prompt_file(home.path(), &prompt, &[]).await;
+    // The prompt is far over the compaction threshold: the context is
+    // summarised before the first call, and the planner still answers the
+    // user's own request, not the summary.
+    assert!(
+        evs.iter().any(|e| e["type"] == "compaction_finished"),
+        "the context was compacted: {:?}",
+        evs.iter().map(|e| e["type"].clone()).collect::<Vec<_>>()
+    );
+    let answer: String = evs
+        .iter()
+        .filter(|e| e["type"] == "text_delta")
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    assert!(
+        answer.contains("can't answer \"What is the meaning of life?"),
+        "the planner answers the user's own request: {answer}"
+    );
+}
+
+#[tokio::test]
+async fn a_large_prompt_is_stored_once_and_read_back_whole() {
+    let home = tempfile::tempdir().unwrap();
+    let size = 512 * 1024;
+    let prompt = format!(
+        "show MSFT's last 30 days in 2010\n{}",
+        "note ".repeat(size / 5)
+    );
+    // No compaction here: its transcript is a snapshot of its own.
+    let evs = run_prompt_file(
+        home.path(),
+        &prompt,
+        &[("VIBEDESK_TOKEN_THRESHOLD", "100000000")],
+    )
+    .await;
+
+    // Everything the run wrote: about one copy of the prompt.
+    let data = home.path().join("data");
+    let written: Vec<(PathBuf, u64)> = files_under(&data.join("sessions"))
+        .into_iter()
+        .chain(files_under(&data.join("runs")))
+        .collect();
+    let total: u64 = written.iter().map(|(_, n)| n).sum();
+    assert!(
+        total < prompt.len() as u64 * 11 / 10,
+        "{total} bytes on disk for a {}-byte prompt: {written:#?}",
+        prompt.len()
+    );
+
+    // The readers still see the whole prompt.
+    let sid = evs.iter().find(|e| e["type"] == "run_started").unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sdir = data.join("sessions").join(&sid);
+    let msgs = MessageLog::read(&sdir).unwrap().messages;
+    assert_eq!(msgs[0].message.content, prompt);
+    let t = read_trace(&sdir, Some(&["prompt", "content"])).unwrap();
+    let start = t.records.iter().find(|r| r["type"] == "start").unwrap();
+    assert_eq!(start["prompt"].as_str(), Some(prompt.as_str()));
+    assert_eq!(start["prompt_ref"]["in"], "messages.jsonl");
+    let user = t
+        .records
+        .iter()
+        .find(|r| r["type"] == "message" && r["role"] == "user")
+        .unwrap();
+    assert_eq!(user["content"].as_str(), Some(prompt.as_str()));
+    let req = read_json(&run_dir_of(&evs).join("req.json"));
+    assert_eq!(req["prompt_ref"]["bytes"], prompt.len());
+    assert_eq!(req["prompt_ref"]["in"], "messages.jsonl");
+    assert_eq!(req["context"]["session_id"], sid.as_str());
+    assert!(
+        prompt.starts_with(req["prompt"].as_str().unwrap())
+            && req["prompt"].as_str().unwrap().len() == 4096,
+        "req.json keeps a prefix"
+    );
+    // `vibedesk trace --resolve` shows the whole prompt too.
+    let out = vibedesk(home.path())
+        .args(["trace", &sid, "--resolve"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let records = events(&out.stdout);
+    let start = records.iter().find(|r| r["type"] == "start").unwrap();
+    assert_eq!(start["prompt"].as_str().map(str::len), Some(prompt.len()));
+}
+
+#[tokio::test]
+async fn a_prompt_argument_over_the_configured_limit_is_refused_naming_the_session_workspace() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    std::fs::write(
+        home.path().join("config").join("config.toml"),
+        "[agent]\nmax_message_bytes = 2048\n",
+    )
+    .unwrap();
+    // A session to continue.
+    let out = vibedesk(home.path())
+        .args(["run", "--json", "-p", "What is the meaning of life?"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let evs = events(&out.stdout);
+    let sid = evs.iter().find(|e| e["type"] == "run_started").unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sdir = home.path().join("data").join("sessions").join(&sid);
+    let before = files_under(&home.path().join("data"));
+
+    let at_limit = "a".repeat(2048);
+    let over = "a".repeat(2049);
+    let out = vibedesk(home.path())
+        .args(["run", "--session", &sid, "-p", &over])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("(2049 bytes)")
+            && err.contains("at most 2.0 KiB (2048 bytes)")
+            && err.contains(&sdir.join("workspace").display().to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        files_under(&home.path().join("data")),
+        before,
+        "nothing written"
+    );
+
+    let out = vibedesk(home.path())
+        .args(["run", "--session", &sid, "-p", &at_limit])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

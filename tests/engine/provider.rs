@@ -529,6 +529,8 @@ async fn request_body_shape() {
         tools: vec![tool.clone()],
         temperature: Some(0.7),
         max_tokens: Some(256),
+        // Only the offline planner reads it; it is never sent.
+        user_request: Some("Read a.txt".into()),
     };
     call_with(&p, with_tools, options())
         .await
@@ -558,6 +560,7 @@ async fn request_body_shape() {
     );
 
     let b = &requests[1].body;
+    assert!(b.get("user_request").is_none(), "{b}");
     assert_eq!(b["tools"], json!([tool.to_openai()]));
     assert_eq!(b["temperature"], json!(0.7));
     assert_eq!(b["max_tokens"], 256);

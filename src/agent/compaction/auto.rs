@@ -16,6 +16,7 @@ use super::ledger::verification_ledger;
 use super::message::ChatMessage;
 use super::pairs::{PairRepair, fix_tool_pairs};
 use crate::agent::context::fill_template;
+use crate::model::HANDOFF_PREFIX;
 
 pub const STRUCTURED_TEMPLATE: &str = include_str!("../../../assets/prompts/compact_structured.md");
 pub const UPDATE_TEMPLATE: &str = include_str!("../../../assets/prompts/compact_update.md");
@@ -178,7 +179,7 @@ pub async fn auto_compact<M: ChatMessage + Serialize>(
     let ledger = verification_ledger(head);
 
     let mut handoff = format!(
-        "[The earlier conversation was compressed into this handoff summary; the full transcript is at {}]\n\n{}",
+        "{HANDOFF_PREFIX} the full transcript is at {}]\n\n{}",
         transcript.display(),
         summary
     );

@@ -1419,3 +1419,137 @@ fn a_message_sent_while_a_session_opens_waits_for_it() {
     );
     assert!(notices(&b, NoticeKind::Error)[0].contains("another vibedesk process"));
 }
+
+#[test]
+fn an_oversized_send_or_paste_is_refused_and_the_text_is_kept() {
+    let mut a = app_with(AppOptions {
+        max_message_bytes: 1024,
+        sessions_dir: "/data/sessions".into(),
+        ..AppOptions::default()
+    });
+    a.session_id = Some("s1".into());
+    // A paste that would go over the limit is not inserted.
+    update(&mut a, Msg::Paste("p".repeat(600)));
+    assert_eq!(a.composer.text().len(), 600);
+    assert!(update(&mut a, Msg::Paste("q".repeat(600))).is_empty());
+    assert_eq!(a.composer.text(), "p".repeat(600), "the input is unchanged");
+    let errs = notices(&a, NoticeKind::Error);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].starts_with("paste not inserted"), "{}", errs[0]);
+    assert!(errs[0].contains("1.0 KiB (1024 bytes)"), "{}", errs[0]);
+    assert!(
+        errs[0].contains("/data/sessions/s1/workspace"),
+        "{}",
+        errs[0]
+    );
+
+    // Typed past the limit: Enter sends nothing and the text stays.
+    type_text(&mut a, &"t".repeat(500));
+    let typed = a.composer.text();
+    assert_eq!(typed.len(), 1100);
+    assert!(
+        update(&mut a, key(KeyCode::Enter)).is_empty(),
+        "nothing runs"
+    );
+    assert!(!a.busy);
+    assert_eq!(a.composer.text(), typed, "the text stays in the input");
+    let errs = notices(&a, NoticeKind::Error);
+    assert_eq!(errs.len(), 2);
+    assert!(errs[1].starts_with("not sent"), "{}", errs[1]);
+    assert!(errs[1].contains("(1100 bytes)"), "{}", errs[1]);
+    assert!(!cells(&a).iter().any(|c| matches!(c, CellKind::User { .. })));
+
+    // Exactly at the limit it is sent.
+    let mut b = app_with(AppOptions {
+        max_message_bytes: 1024,
+        ..AppOptions::default()
+    });
+    let at_limit = "x".repeat(1024);
+    update(&mut b, Msg::Paste(at_limit.clone()));
+    assert_eq!(
+        update(&mut b, key(KeyCode::Enter)),
+        vec![Effect::Send { prompt: at_limit }]
+    );
+}
+
+#[tokio::test]
+async fn a_resumed_session_refuses_an_oversized_message_without_writing() {
+    let home = tempfile::tempdir().unwrap();
+    let paths = Paths::under(home.path());
+    let deps = || {
+        LoopDeps::new(
+            Arc::new(ScriptedProvider::new(
+                Script::from_json(&json!([{"text": "ok"}]).to_string()).unwrap(),
+            )),
+            Arc::new(default_registry()),
+            LoopConfig {
+                stall_timeout: None,
+                max_message_bytes: 2048,
+                ..LoopConfig::default()
+            },
+            paths.runs_dir(),
+        )
+    };
+    let mut session = Session::open(&paths, None, deps()).unwrap();
+    let first = session
+        .send("hello", EventSink::none(), CancellationToken::new())
+        .await;
+    assert_eq!(first.status, RunStatus::Success, "{}", first.reason);
+    let id = session.id().to_string();
+    drop(session);
+    let sdir = paths.session_dir(&id);
+    let files = |d: &std::path::Path| -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = walk(d);
+        v.sort();
+        v
+    };
+    let before = (files(&sdir), files(&paths.runs_dir()));
+
+    let mut resumed = Session::open(&paths, Some(&id), deps()).unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let o = resumed
+        .send(
+            &"y".repeat(2049),
+            EventSink::new(tx),
+            CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(o.status, RunStatus::Failed);
+    assert_eq!(o.error_code.as_deref(), Some("message_too_large"));
+    assert!(o.reason.contains("(2049 bytes)"), "{}", o.reason);
+    assert!(
+        o.reason
+            .contains(&sdir.join("workspace").display().to_string()),
+        "{}",
+        o.reason
+    );
+    assert!(o.run_id.is_empty(), "no run was made");
+    let ev = rx.try_recv().unwrap();
+    assert!(
+        matches!(ev, AgentEvent::RunFinished { .. }),
+        "the refusal is announced: {ev:?}"
+    );
+    drop(resumed);
+    assert_eq!(
+        (files(&sdir), files(&paths.runs_dir())),
+        before,
+        "nothing was written"
+    );
+}
+
+/// Every file under `dir` with its size (the lock file excluded).
+fn walk(dir: &std::path::Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else if p.file_name().is_some_and(|n| n != ".lock") {
+            out.push((p.display().to_string(), e.metadata().unwrap().len()));
+        }
+    }
+    out
+}
