@@ -4,6 +4,7 @@ mod agent_loop;
 mod backtest;
 mod cli;
 mod compaction;
+mod docs;
 mod loop_http;
 mod malformed;
 mod memory;
