@@ -5,6 +5,7 @@ mod architecture;
 mod backtest;
 mod cli;
 mod compaction;
+mod docs;
 mod loop_http;
 mod malformed;
 mod memory;
