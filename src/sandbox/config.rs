@@ -33,7 +33,7 @@ pub struct RunnerConfig {
     /// Where the per-run HOME and TMPDIR go; `None` is the system temp dir.
     pub scratch_root: Option<PathBuf>,
     /// Run each job in a PID namespace of its own where the engine may make
-    /// one, so that nothing it starts outlives it ([`super::supervise`]).
+    /// one, so that nothing it starts outlives it ([`super::pidns`]).
     pub pid_namespace: bool,
     /// Where running jobs are recorded for the next start to end after a
     /// crash ([`super::jobs`]); `None` records nothing.

@@ -1,7 +1,7 @@
 //! Job records: which process groups this vibedesk has running, so that the
 //! next start can end any that outlived a crash.
 //!
-//! With a PID namespace per job (see [`super::supervise`]) nothing should
+//! With a PID namespace per job (see [`super::pidns`]) nothing should
 //! survive vibedesk; the records are the second line of defence, and the
 //! only one where namespaces are not available. Each record names the
 //! job's process group by its leader's pid *and* start time, and its owner

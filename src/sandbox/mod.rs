@@ -11,7 +11,7 @@
 //! - stdin from `/dev/null`, stdout/stderr captured within a cap, in memory
 //!   and in `logs/` ([`output`]);
 //! - in the child before exec: its own session and process group, a PID
-//!   namespace of its own where the engine may make one ([`supervise`]),
+//!   namespace of its own where the engine may make one ([`pidns`]),
 //!   resource limits ([`limits`]), death with the engine
 //!   (`PR_SET_PDEATHSIG`), and Landlock write confinement to its run dir,
 //!   workspace and scratch ([`confine`]);
@@ -34,10 +34,10 @@ pub mod env;
 pub mod jobs;
 pub mod limits;
 pub mod output;
+pub mod pidns;
 pub mod protections;
 pub mod runner;
 pub mod scratch;
-pub mod supervise;
 pub mod user;
 
 use std::path::PathBuf;

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::config::RunnerConfig;
 use super::confine::kernel_abi;
-use super::supervise::pid_namespace_available;
+use super::pidns::pid_namespace_available;
 use super::user::{check_reachable, decide};
 
 /// The protections of a sandboxed child. [`Protections::probe`] says what a

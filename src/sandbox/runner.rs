@@ -20,9 +20,9 @@ use super::env::{EnvPlan, build_env, parent_env};
 use super::jobs::{JobFile, JobRecord};
 use super::limits::RlimitPlan;
 use super::output::{CappedOutput, Captured, capture};
+use super::pidns::{pid_namespace_available, spawn_in_new_namespace};
 use super::protections::Protections;
 use super::scratch::Scratch;
-use super::supervise::pid_namespace_available;
 use super::user::{DropTarget, check_reachable, count_processes_of, decide, hand_over};
 use crate::tools::progress;
 
@@ -300,7 +300,7 @@ impl Runner {
                 },
             );
             let extra = if target.is_none() { extra_processes } else { 0 };
-            spawn_child(
+            build_command(
                 &spec,
                 &run_dir,
                 &env,
@@ -311,7 +311,12 @@ impl Runner {
             )
         };
         let mut child = loop {
-            match spawn(target.as_ref(), pid_ns) {
+            let attempt = match spawn(target.as_ref(), pid_ns) {
+                Ok(cmd) if pid_ns => spawn_in_new_namespace(cmd).await,
+                Ok(mut cmd) => cmd.spawn(),
+                Err(e) => Err(e),
+            };
+            match attempt {
                 Ok(c) => break c,
                 // Spec §6.2 / RS-5: a failed drop is retried without it.
                 Err(e) if target.is_some() && e.kind() == std::io::ErrorKind::PermissionDenied => {
@@ -339,8 +344,8 @@ impl Runner {
         };
         let pid = child.id().unwrap_or(0);
         // The child called setsid(): its pid is its process group. With a
-        // namespace the group holds the supervisor and the namespace's init,
-        // whose death ends everything in the namespace.
+        // namespace it is also the namespace's init, whose death ends
+        // everything in the namespace.
         let mut group = GroupGuard((pid > 0).then(|| Pid::from_raw(pid as i32)));
         let _job = match (&self.config.jobs_dir, pid > 0) {
             (Some(dir), true) => Some(JobFile::write(
@@ -400,15 +405,10 @@ impl Runner {
                 };
                 progress::emit("killing", None, None, &why);
                 if !self.config.kill_grace.is_zero() {
-                    if pid_ns {
-                        // The supervisor and the namespace's init ignore
-                        // SIGTERM: it is for the job, a group of its own.
-                        if let Some(job) = namespace_job_leader(pid) {
-                            let _ = killpg(job, Signal::SIGTERM);
-                        }
-                    } else {
-                        group.signal(Signal::SIGTERM);
-                    }
+                    // With a namespace, its init (the job's first process)
+                    // ignores SIGTERM unless it handles it; the rest of its
+                    // group gets it, and SIGKILL follows the grace anyway.
+                    group.signal(Signal::SIGTERM);
                     let _ = tokio::time::timeout(self.config.kill_grace, child.wait()).await;
                 }
                 group.signal(Signal::SIGKILL);
@@ -616,25 +616,10 @@ fn prepare(config: &RunnerConfig, spec: &RunSpec) -> Result<Prepared, SandboxErr
     })
 }
 
-/// The job's first process as the host sees it, in namespace mode: the
-/// supervisor's only child is the namespace's init, whose first child is
-/// the job (later ones are reparented orphans, appended after it).
-fn namespace_job_leader(supervisor: u32) -> Option<Pid> {
-    let first_child = |p: u32| -> Option<u32> {
-        std::fs::read_to_string(format!("/proc/{p}/task/{p}/children"))
-            .ok()?
-            .split_ascii_whitespace()
-            .next()?
-            .parse()
-            .ok()
-    };
-    let init = first_child(supervisor)?;
-    first_child(init).map(|p| Pid::from_raw(p as i32))
-}
-
-/// Builds and spawns the command. `confine` lists the writable roots when
-/// Landlock is to be enforced.
-fn spawn_child(
+/// Builds the command; the caller spawns it, in a new PID namespace when
+/// `pid_ns`. `confine` lists the writable roots when Landlock is to be
+/// enforced.
+fn build_command(
     spec: &RunSpec,
     cwd: &Path,
     env: &BTreeMap<String, String>,
@@ -642,7 +627,7 @@ fn spawn_child(
     limits: RlimitPlan,
     confine: Option<&[PathBuf]>,
     pid_ns: bool,
-) -> std::io::Result<tokio::process::Child> {
+) -> std::io::Result<tokio::process::Command> {
     let mut cmd = tokio::process::Command::new(&spec.program);
     cmd.args(&spec.args)
         .current_dir(cwd)
@@ -652,8 +637,8 @@ fn spawn_child(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    // Not `cmd.uid()`: std would drop privileges before the hook, and the
-    // namespace needs them. The hook drops them in the job's process.
+    // Dropped in the hook rather than with `cmd.uid()`, so that the order
+    // of set-up and the parent-death signal after it are ours to see.
     let drop_to = target.map(|t| (t.uid, t.gid));
     let mut ruleset = match confine {
         Some(dirs) => Some(build_ruleset(dirs).map_err(std::io::Error::other)?),
@@ -662,13 +647,13 @@ fn spawn_child(
     let parent = nix::unistd::getpid();
     // SAFETY: the hook runs in the forked child before exec. Everything it
     // does is a plain system call on data prepared in the parent (setsid,
-    // unshare, fork, waitpid, getrlimit/setrlimit, setgroups/setgid/setuid,
-    // prctl, getppid, landlock_restrict_self); it does not allocate, lock or
-    // touch shared state: async-signal-safe.
+    // getrlimit/setrlimit, setgroups/setgid/setuid, prctl, getppid,
+    // landlock_restrict_self); it does not allocate, lock or touch shared
+    // state: async-signal-safe.
     unsafe {
         cmd.pre_exec(move || child_setup(&limits, parent, drop_to, pid_ns, &mut ruleset));
     }
-    cmd.spawn()
+    Ok(cmd)
 }
 
 /// In the child, after fork and std's cwd change, before exec.
@@ -685,18 +670,11 @@ fn child_setup(
     nix::unistd::setsid().map_err(errno)?;
     #[cfg(target_os = "linux")]
     {
-        // It fires when the *thread* that forked exits; tokio's workers live
-        // as long as the runtime, so in practice: when the engine dies.
+        // It fires when the *thread* that forked exits; tokio's workers and
+        // the namespace spawner live as long as the process, so in
+        // practice: when the engine dies.
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
-        // The engine may have died between fork and prctl.
-        if nix::unistd::getppid() != parent {
-            return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
-        }
-        if pid_ns {
-            // SAFETY: we are the forked child, before exec. Returns in the
-            // job's own process; the supervisor and init never return.
-            unsafe { super::supervise::enter_pid_namespace()? };
-        }
+        check_parent(parent, pid_ns)?;
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (parent, pid_ns);
@@ -710,16 +688,23 @@ fn child_setup(
         {
             // A credential change clears the parent-death signal: set again.
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
-            // Without a namespace the parent is the engine, which may have
-            // died meanwhile; in one it is the namespace's init, whose death
-            // ends this process anyway.
-            if !pid_ns && nix::unistd::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
-            }
+            check_parent(parent, pid_ns)?;
         }
     }
     if let Some(rs) = ruleset.take() {
         enforce_in_child(rs)?;
+    }
+    Ok(())
+}
+
+/// The engine may have died between the fork and the parent-death signal:
+/// then the child must not run. As a namespace's init the child sees its
+/// parent (outside the namespace) as pid 0 and cannot tell; the job record
+/// lets the next start end it in that case (see [`super::jobs`]).
+#[cfg(target_os = "linux")]
+fn check_parent(parent: Pid, pid_ns: bool) -> std::io::Result<()> {
+    if !pid_ns && nix::unistd::getppid() != parent {
+        return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
     }
     Ok(())
 }
