@@ -115,6 +115,10 @@ impl RunSpec {
         self
     }
 
+    fn program_name(&self) -> String {
+        self.program.to_string_lossy().into_owned()
+    }
+
     /// `program` when it is a path (a bare name is looked up on the
     /// child's PATH, which is not known here) and [`Self::executables`].
     fn programs(&self) -> Vec<PathBuf> {
@@ -181,7 +185,7 @@ struct Prepared {
 }
 
 enum End {
-    Exited(ExitStatus),
+    Exited,
     TimedOut,
     Cancelled,
 }
@@ -258,90 +262,14 @@ impl Runner {
     ) -> Result<RunResult, SandboxError> {
         let started = Instant::now();
         let timeout = spec.timeout.unwrap_or(self.config.timeout);
-        let prep = {
+        let mut prep = {
             let config = self.config.clone();
             let spec = spec.clone();
             tokio::task::spawn_blocking(move || prepare(&config, &spec))
                 .await
                 .map_err(|e| SandboxError::Setup(format!("preparation task failed: {e}")))??
         };
-        let Prepared {
-            run_dir,
-            roots,
-            mut target,
-            mut notes,
-            mut scratch,
-            stdout_log,
-            stderr_log,
-            logs,
-            extra_processes,
-        } = prep;
-
-        let parent = match &spec.parent_env {
-            Some(m) => m.clone(),
-            None => parent_env(),
-        };
-        let mut writable = roots.clone();
-        writable.push(scratch.home().to_path_buf());
-        writable.push(scratch.tmp().to_path_buf());
-        let landlock = self.config.landlock && kernel_abi() > 0;
-        let mut pid_ns = self.config.pid_namespace && pid_namespace_available();
-
-        let spawn = |target: Option<&DropTarget>, pid_ns: bool| {
-            let env = build_env(
-                &parent,
-                &EnvPlan {
-                    home: scratch.home(),
-                    tmp: scratch.tmp(),
-                    cwd: &run_dir,
-                    user: target.map(|t| t.name.as_str()),
-                    pass_through: &spec.pass_through,
-                    extra: &spec.env,
-                },
-            );
-            let extra = if target.is_none() { extra_processes } else { 0 };
-            build_command(
-                &spec,
-                &run_dir,
-                &env,
-                target,
-                self.config.limits.plan(extra),
-                landlock.then_some(&writable[..]),
-                pid_ns,
-            )
-        };
-        let mut child = loop {
-            let attempt = match spawn(target.as_ref(), pid_ns) {
-                Ok(cmd) if pid_ns => spawn_in_new_namespace(cmd).await,
-                Ok(mut cmd) => cmd.spawn(),
-                Err(e) => Err(e),
-            };
-            match attempt {
-                Ok(c) => break c,
-                // Spec §6.2 / RS-5: a failed drop is retried without it.
-                Err(e) if target.is_some() && e.kind() == std::io::ErrorKind::PermissionDenied => {
-                    let name = target.take().map(|t| t.name).unwrap_or_default();
-                    tracing::warn!(user = %name, error = %e, "sandbox privilege drop failed; running without it");
-                    notes.push(format!(
-                        "dropping to {name} failed ({e}): ran without the drop"
-                    ));
-                }
-                // Likewise the namespace: no namespace rather than no run.
-                Err(e) if pid_ns => {
-                    tracing::warn!(error = %e, "sandbox PID namespace failed; running without it");
-                    notes.push(format!(
-                        "no PID namespace ({e}): only the job's process group is killed"
-                    ));
-                    pid_ns = false;
-                }
-                Err(source) => {
-                    return Err(SandboxError::Spawn {
-                        program: spec.program.to_string_lossy().into_owned(),
-                        source,
-                    });
-                }
-            }
-        };
+        let (mut child, pid_ns, landlock) = self.start(&spec, &mut prep).await?;
         let pid = child.id().unwrap_or(0);
         // The child called setsid(): its pid is its process group. With a
         // namespace it is also the namespace's init, whose death ends
@@ -350,78 +278,227 @@ impl Runner {
         let _job = match (&self.config.jobs_dir, pid > 0) {
             (Some(dir), true) => Some(JobFile::write(
                 dir,
-                &JobRecord::for_group(
-                    pid,
-                    spec.program.to_string_lossy().into_owned(),
-                    run_dir.clone(),
-                ),
+                &JobRecord::for_group(pid, spec.program_name(), prep.run_dir.clone()),
             )),
             _ => None,
         };
-        progress::emit(
+        report(
             "running",
             None,
-            None,
-            &format!("sandboxed pid {pid}: {}", spec.program.to_string_lossy()),
+            &format!("sandboxed pid {pid}: {}", spec.program_name()),
         );
 
         let stop = CancellationToken::new();
         let cap = self.config.output_cap;
+        let (out_log, err_log) = prep.logs;
         let out_task = child.stdout.take().map(|r| {
-            let log = tokio::fs::File::from_std(logs.0);
+            let log = tokio::fs::File::from_std(out_log);
             tokio::spawn(capture(r, Some(log), cap, stop.clone()))
         });
         let err_task = child.stderr.take().map(|r| {
-            let log = tokio::fs::File::from_std(logs.1);
+            let log = tokio::fs::File::from_std(err_log);
             tokio::spawn(capture(r, Some(log), cap, stop.clone()))
         });
 
-        let deadline = tokio::time::sleep(timeout);
-        tokio::pin!(deadline);
-        let end = tokio::select! {
-            biased;
-            st = child.wait() => End::Exited(st.map_err(|source| SandboxError::Spawn {
-                program: spec.program.to_string_lossy().into_owned(),
-                source,
-            })?),
-            _ = &mut deadline => End::TimedOut,
-            _ = cancel.cancelled() => End::Cancelled,
-        };
-        let status = match end {
-            End::Exited(st) => {
-                // Whatever the leader left behind in its group goes with it:
-                // nothing outlives a run (background work has its own tool).
-                group.signal(Signal::SIGKILL);
-                st
-            }
-            End::TimedOut | End::Cancelled => {
-                let why = if matches!(end, End::TimedOut) {
-                    format!(
-                        "deadline of {:.1}s passed: killing the process group",
-                        timeout.as_secs_f64()
-                    )
-                } else {
-                    "cancelled: killing the process group".to_string()
-                };
-                progress::emit("killing", None, None, &why);
-                if !self.config.kill_grace.is_zero() {
-                    // With a namespace, its init (the job's first process)
-                    // ignores SIGTERM unless it handles it; the rest of its
-                    // group gets it, and SIGKILL follows the grace anyway.
-                    group.signal(Signal::SIGTERM);
-                    let _ = tokio::time::timeout(self.config.kill_grace, child.wait()).await;
-                }
-                group.signal(Signal::SIGKILL);
-                child.wait().await.map_err(|source| SandboxError::Spawn {
-                    program: spec.program.to_string_lossy().into_owned(),
-                    source,
-                })?
-            }
-        };
+        let (status, end) = self
+            .wait_for_end(&mut child, &mut group, &spec, timeout, cancel)
+            .await?;
         group.disarm();
         let timed_out = matches!(end, End::TimedOut);
         let cancelled = matches!(end, End::Cancelled);
+        let succeeded = status.success() && !timed_out && !cancelled;
+        let (out, err) = self.drain(out_task, err_task, stop, succeeded).await;
 
+        let artifact_specs = spec.artifacts;
+        let dir = prep.run_dir.clone();
+        let mut scratch = prep.scratch;
+        let collected = tokio::task::spawn_blocking(move || {
+            scratch.remove();
+            collect(&dir, artifact_specs)
+        })
+        .await
+        .unwrap_or_default();
+        if !collected.artifacts.is_empty() {
+            report(
+                "artifacts",
+                Some(collected.artifacts.len() as f64),
+                "collected run artifacts",
+            );
+        }
+
+        use std::os::unix::process::ExitStatusExt;
+        let exit_code = status.code();
+        let root = nix::unistd::geteuid().is_root();
+        let protections = Protections {
+            env_allow_list: true,
+            throwaway_home: true,
+            own_session: true,
+            pdeathsig: cfg!(target_os = "linux"),
+            pid_namespace: pid_ns,
+            rlimits: true,
+            nproc_enforced: prep.target.is_some() || !root,
+            landlock_abi: kernel_abi(),
+            landlock,
+            user: prep.target.map(|t| t.name),
+            notes: prep.notes,
+        };
+        Ok(RunResult {
+            success: exit_code == Some(0) && !timed_out && !cancelled,
+            exit_code,
+            signal: status.signal(),
+            stdout: out.out.text(),
+            stderr: err.out.text(),
+            stdout_bytes: out.out.total(),
+            stderr_bytes: err.out.total(),
+            stdout_dropped: out.out.dropped(),
+            stderr_dropped: err.out.dropped(),
+            artifacts: collected.artifacts,
+            missing_required: collected.missing_required,
+            timed_out,
+            cancelled,
+            output_cut_off: out.cut_off || err.cut_off,
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            pid,
+            stdout_log: prep.stdout_log,
+            stderr_log: prep.stderr_log,
+            protections,
+        })
+    }
+
+    /// Spawns the child with every protection that holds, giving up the
+    /// privilege drop and then the namespace (each with a note) rather than
+    /// the run. Returns the child, whether it got a PID namespace, and
+    /// whether Landlock confines it.
+    async fn start(
+        &self,
+        spec: &RunSpec,
+        prep: &mut Prepared,
+    ) -> Result<(tokio::process::Child, bool, bool), SandboxError> {
+        let parent = match &spec.parent_env {
+            Some(m) => m.clone(),
+            None => parent_env(),
+        };
+        let mut writable = prep.roots.clone();
+        writable.push(prep.scratch.home().to_path_buf());
+        writable.push(prep.scratch.tmp().to_path_buf());
+        let landlock = self.config.landlock && kernel_abi() > 0;
+        let mut pid_ns = self.config.pid_namespace && pid_namespace_available();
+        loop {
+            let target = prep.target.as_ref();
+            let env = build_env(
+                &parent,
+                &EnvPlan {
+                    home: prep.scratch.home(),
+                    tmp: prep.scratch.tmp(),
+                    cwd: &prep.run_dir,
+                    user: target.map(|t| t.name.as_str()),
+                    pass_through: &spec.pass_through,
+                    extra: &spec.env,
+                },
+            );
+            let extra = if target.is_none() {
+                prep.extra_processes
+            } else {
+                0
+            };
+            let attempt = match build_command(
+                spec,
+                &prep.run_dir,
+                &env,
+                target,
+                self.config.limits.plan(extra),
+                landlock.then_some(&writable[..]),
+                pid_ns,
+            ) {
+                Ok(cmd) if pid_ns => spawn_in_new_namespace(cmd).await,
+                Ok(mut cmd) => cmd.spawn(),
+                Err(e) => Err(e),
+            };
+            match attempt {
+                Ok(c) => return Ok((c, pid_ns, landlock)),
+                // Spec §6.2 / RS-5: a failed drop is retried without it.
+                Err(e) if target.is_some() && e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    let name = prep.target.take().map(|t| t.name).unwrap_or_default();
+                    tracing::warn!(user = %name, error = %e, "sandbox privilege drop failed; running without it");
+                    prep.notes.push(format!(
+                        "dropping to {name} failed ({e}): ran without the drop"
+                    ));
+                }
+                // Likewise the namespace: no namespace rather than no run.
+                Err(e) if pid_ns => {
+                    tracing::warn!(error = %e, "sandbox PID namespace failed; running without it");
+                    prep.notes.push(format!(
+                        "no PID namespace ({e}): only the job's process group is killed"
+                    ));
+                    pid_ns = false;
+                }
+                Err(source) => {
+                    return Err(SandboxError::Spawn {
+                        program: spec.program_name(),
+                        source,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Waits for the child, its deadline or `cancel`; at the last two the
+    /// whole job is killed (after the grace, if any) and reaped.
+    async fn wait_for_end(
+        &self,
+        child: &mut tokio::process::Child,
+        group: &mut GroupGuard,
+        spec: &RunSpec,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<(ExitStatus, End), SandboxError> {
+        let reaped = |r: std::io::Result<ExitStatus>| {
+            r.map_err(|source| SandboxError::Spawn {
+                program: spec.program_name(),
+                source,
+            })
+        };
+        let end = tokio::select! {
+            biased;
+            st = child.wait() => return {
+                // Whatever the leader left behind in its group goes with it:
+                // nothing outlives a run (background work has its own tool).
+                group.signal(Signal::SIGKILL);
+                Ok((reaped(st)?, End::Exited))
+            },
+            _ = tokio::time::sleep(timeout) => End::TimedOut,
+            _ = cancel.cancelled() => End::Cancelled,
+        };
+        let why = if matches!(end, End::TimedOut) {
+            format!(
+                "deadline of {:.1}s passed: killing the process group",
+                timeout.as_secs_f64()
+            )
+        } else {
+            "cancelled: killing the process group".to_string()
+        };
+        report("killing", None, &why);
+        if !self.config.kill_grace.is_zero() {
+            // With a namespace, its init (the job's first process) ignores
+            // SIGTERM unless it handles it; the rest of its group gets it,
+            // and SIGKILL follows the grace anyway.
+            group.signal(Signal::SIGTERM);
+            let _ = tokio::time::timeout(self.config.kill_grace, child.wait()).await;
+        }
+        group.signal(Signal::SIGKILL);
+        Ok((reaped(child.wait().await)?, end))
+    }
+
+    /// Collects both streams, waiting at most the drain window for pipes a
+    /// stray process may still hold, and forces the logs of a run that did
+    /// not succeed to disk.
+    async fn drain(
+        &self,
+        out_task: Option<tokio::task::JoinHandle<Captured>>,
+        err_task: Option<tokio::task::JoinHandle<Captured>>,
+        stop: CancellationToken,
+        succeeded: bool,
+    ) -> (Captured, Captured) {
         let mut drain = Box::pin(async move {
             let out = match out_task {
                 Some(t) => t.await.ok(),
@@ -452,7 +529,6 @@ impl Runner {
         // output is in its result and artifacts, and its logs are complete
         // in the page cache (no process crash loses them); syncing them too
         // cost two fsyncs, more than a whole backtest on a busy disk.
-        let succeeded = status.success() && !timed_out && !cancelled;
         for (stream, c) in [("stdout", &mut out), ("stderr", &mut err)] {
             if let (false, Some(f)) = (succeeded, c.log.as_mut())
                 && let Err(e) = f.sync_data().await
@@ -463,62 +539,13 @@ impl Runner {
                 tracing::warn!(stream, error = %e, "cannot write the sandbox log");
             }
         }
-
-        let artifact_specs = spec.artifacts;
-        let dir = run_dir.clone();
-        let collected = tokio::task::spawn_blocking(move || {
-            scratch.remove();
-            collect(&dir, artifact_specs)
-        })
-        .await
-        .unwrap_or_default();
-        if !collected.artifacts.is_empty() {
-            progress::emit(
-                "artifacts",
-                Some(collected.artifacts.len() as f64),
-                None,
-                "collected run artifacts",
-            );
-        }
-
-        use std::os::unix::process::ExitStatusExt;
-        let exit_code = status.code();
-        let root = nix::unistd::geteuid().is_root();
-        let protections = Protections {
-            env_allow_list: true,
-            throwaway_home: true,
-            own_session: true,
-            pdeathsig: cfg!(target_os = "linux"),
-            pid_namespace: pid_ns,
-            rlimits: true,
-            nproc_enforced: target.is_some() || !root,
-            landlock_abi: kernel_abi(),
-            landlock,
-            user: target.map(|t| t.name),
-            notes,
-        };
-        Ok(RunResult {
-            success: exit_code == Some(0) && !timed_out && !cancelled,
-            exit_code,
-            signal: status.signal(),
-            stdout: out.out.text(),
-            stderr: err.out.text(),
-            stdout_bytes: out.out.total(),
-            stderr_bytes: err.out.total(),
-            stdout_dropped: out.out.dropped(),
-            stderr_dropped: err.out.dropped(),
-            artifacts: collected.artifacts,
-            missing_required: collected.missing_required,
-            timed_out,
-            cancelled,
-            output_cut_off: out.cut_off || err.cut_off,
-            elapsed_ms: started.elapsed().as_millis() as u64,
-            pid,
-            stdout_log,
-            stderr_log,
-            protections,
-        })
+        (out, err)
     }
+}
+
+/// A progress line for the calling tool's stream (a no-op outside a call).
+fn report(stage: &str, count: Option<f64>, message: &str) {
+    progress::emit(stage, count, None, message);
 }
 
 /// Directories, ownership, scratch and log files (blocking).

@@ -381,7 +381,12 @@ async fn a_running_job_is_recorded_and_the_record_removed_after() {
     let fx = fixture();
     let jobs = fx.outside.join("jobs");
     let runner = Runner::new(config().with_jobs_dir(Some(jobs.clone())));
-    let r = run_sh(&runner, &fx, &format!("ls {}", jobs.display())).await;
+    // The record is written just after the spawn: wait for it (bounded).
+    let script = format!(
+        "for i in $(seq 100); do [ -n \"$(ls {0} 2>/dev/null)\" ] && break; sleep 0.05; done; ls {0}",
+        jobs.display()
+    );
+    let r = run_sh(&runner, &fx, &script).await;
     assert!(r.success, "{r:?}");
     let listed = r.stdout.trim();
     assert!(
