@@ -10,7 +10,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use vibedesk::store::{MessageLog, read_trace};
 
-use crate::support::harness::read_json;
+use crate::support::harness::{files_under, read_json};
 use crate::support::server::{TestServer, json_reply, text_reply, tool_call_reply};
 
 const BIN: &str = env!("CARGO_BIN_EXE_vibedesk");
@@ -39,6 +39,20 @@ fn events(stdout: &[u8]) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
+}
+
+/// Runs `hello` offline in a new session and returns the session id.
+async fn hello_session(home: &Path) -> String {
+    let out = vibedesk(home)
+        .args(["run", "--json", "-p", "hello"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    events(&out.stdout)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn run_dir_of(evs: &[Value]) -> PathBuf {
@@ -427,16 +441,7 @@ async fn run_shows_a_calls_own_words_and_masks_its_secrets() {
 #[tokio::test]
 async fn sessions_and_trace_reconcile_a_run_left_running() {
     let home = tempfile::tempdir().unwrap();
-    let out = vibedesk(home.path())
-        .args(["run", "--json", "-p", "hello"])
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success());
-    let sid = events(&out.stdout)[0]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let sid = hello_session(home.path()).await;
     let plant = |run_id: &str| {
         let dir = home.path().join("data/runs").join(run_id);
         std::fs::create_dir_all(&dir).unwrap();
@@ -517,16 +522,7 @@ async fn sessions_and_trace_reconcile_a_run_left_running() {
 #[tokio::test]
 async fn skipped_log_lines_are_reported_when_a_session_is_resumed() {
     let home = tempfile::tempdir().unwrap();
-    let out = vibedesk(home.path())
-        .args(["run", "--json", "-p", "hello"])
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success());
-    let sid = events(&out.stdout)[0]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let sid = hello_session(home.path()).await;
     let sdir = home.path().join("data/sessions").join(&sid);
     for file in ["messages.jsonl", "trace.jsonl"] {
         let mut f = std::fs::OpenOptions::new()
@@ -1053,24 +1049,6 @@ async fn a_restart_kills_a_recorded_survivor() {
         0,
         "the record is removed"
     );
-}
-
-/// Every file under `dir` (recursively), with its size, sorted.
-fn files_under(dir: &Path) -> Vec<(PathBuf, u64)> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files_under(&p));
-        } else {
-            out.push((p, e.metadata().unwrap().len()));
-        }
-    }
-    out.sort();
-    out
 }
 
 #[tokio::test]

@@ -244,3 +244,21 @@ pub fn read_json(path: &std::path::Path) -> Value {
     )
     .expect("json")
 }
+
+/// Every file under `dir` (recursively), with its size, sorted.
+pub fn files_under(dir: &std::path::Path) -> Vec<(PathBuf, u64)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push((p, e.metadata().unwrap().len()));
+        }
+    }
+    out.sort();
+    out
+}

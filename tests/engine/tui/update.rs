@@ -1498,10 +1498,12 @@ async fn a_resumed_session_refuses_an_oversized_message_without_writing() {
     let id = session.id().to_string();
     drop(session);
     let sdir = paths.session_dir(&id);
-    let files = |d: &std::path::Path| -> Vec<(String, u64)> {
-        let mut v: Vec<(String, u64)> = walk(d);
-        v.sort();
-        v
+    // The lock file comes and goes with the open session.
+    let files = |d: &std::path::Path| -> Vec<(std::path::PathBuf, u64)> {
+        crate::support::harness::files_under(d)
+            .into_iter()
+            .filter(|(p, _)| p.file_name().is_some_and(|n| n != ".lock"))
+            .collect()
     };
     let before = (files(&sdir), files(&paths.runs_dir()));
 
@@ -1535,21 +1537,4 @@ async fn a_resumed_session_refuses_an_oversized_message_without_writing() {
         before,
         "nothing was written"
     );
-}
-
-/// Every file under `dir` with its size (the lock file excluded).
-fn walk(dir: &std::path::Path) -> Vec<(String, u64)> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else if p.file_name().is_some_and(|n| n != ".lock") {
-            out.push((p.display().to_string(), e.metadata().unwrap().len()));
-        }
-    }
-    out
 }
