@@ -436,28 +436,38 @@ impl Browser {
         }
     }
 
-    /// A key typed into the search line. `None` input means Enter.
-    pub fn search_input(&mut self, c: Option<char>, backspace: bool, cancel: bool) {
-        if cancel {
-            self.search = Search::default();
-            return;
+    /// Closes the search line and clears the query.
+    pub fn search_cancel(&mut self) {
+        self.search = Search::default();
+    }
+
+    /// Deletes the query's last character.
+    pub fn search_delete(&mut self) {
+        self.search.query.pop();
+    }
+
+    /// Types `c` into the query and jumps to the first match from the
+    /// cursor (incremental).
+    pub fn search_type(&mut self, c: char) {
+        self.search.query.push(c);
+        self.find(true, true);
+    }
+
+    /// A paste into the open search line: its first line joins the query
+    /// (without the jump typing makes; Enter finds it).
+    pub fn search_paste(&mut self, text: &str) {
+        if self.search.editing {
+            self.search
+                .query
+                .push_str(text.lines().next().unwrap_or(""));
         }
-        if backspace {
-            self.search.query.pop();
-            return;
-        }
-        match c {
-            Some(c) => {
-                self.search.query.push(c);
-                // Incremental: jump to the first match from the cursor.
-                self.find(true, true);
-            }
-            None => {
-                self.search.editing = false;
-                if !self.find(true, true) && !self.search.query.is_empty() {
-                    self.message = Some(format!("no match for '{}'", self.search.query));
-                }
-            }
+    }
+
+    /// Closes the search line and goes to the first match from the cursor.
+    pub fn search_confirm(&mut self) {
+        self.search.editing = false;
+        if !self.find(true, true) && !self.search.query.is_empty() {
+            self.message = Some(format!("no match for '{}'", self.search.query));
         }
     }
 

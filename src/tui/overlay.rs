@@ -144,23 +144,19 @@ fn browser_input(browser: &mut Browser, input: Input<'_>) -> Outcome {
             return Outcome::handled(vec![]);
         }
         Input::Paste(text) => {
-            if browser.search.editing {
-                browser
-                    .search
-                    .query
-                    .push_str(text.lines().next().unwrap_or(""));
-            }
+            // Outside the search line a paste has nowhere to go: dropped.
+            browser.search_paste(text);
             return Outcome::handled(vec![]);
         }
     };
     if browser.search.editing {
         match action {
-            Some(Action::SearchCancel) => browser.search_input(None, false, true),
-            Some(Action::SearchConfirm) => browser.search_input(None, false, false),
-            Some(Action::SearchDelete) => browser.search_input(None, true, false),
+            Some(Action::SearchCancel) => browser.search_cancel(),
+            Some(Action::SearchConfirm) => browser.search_confirm(),
+            Some(Action::SearchDelete) => browser.search_delete(),
             _ => {
                 if let Some(c) = typed_char(key) {
-                    browser.search_input(Some(c), false, false);
+                    browser.search_type(c);
                 }
             }
         }
