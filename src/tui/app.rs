@@ -2,6 +2,9 @@
 //! that happens (a key, a paste, an engine event, a finished turn, data
 //! loaded from disk) is a [`Msg`]; [`update`] folds it into [`App`] and
 //! returns side effects as data ([`Effect`]) for the runtime to perform.
+//! Keys, wheel notches and pastes go through the overlay stack's one rule
+//! ([`super::overlay`]) before the chat screen sees them; whether a turn
+//! runs is one [`Phase`], which only `update` moves.
 //! Tests drive `update` with message sequences and no terminal at all.
 
 use std::collections::VecDeque;

@@ -117,9 +117,9 @@ actions! {
     Memory => "memory", List, "Show the memory entries: level, last access, importance, retention, archived originals", ["m"];
     TogglePane => "toggle_pane", List, "In a memory entry: switch between its current text and the archived original", ["v"];
 
-    SearchConfirm => "search_confirm", Search, "Close the search line and go to the first match", ["enter", "shift-enter", "alt-enter"];
+    SearchConfirm => "search_confirm", Search, "Close the search line and go to the first match", ["enter", "shift-enter", "alt-enter", "ctrl-enter"];
     SearchCancel => "search_cancel", Search, "Close the search line and clear the query", ["esc", "ctrl-c"];
-    SearchDelete => "search_delete", Search, "Delete the last character of the query", ["backspace"];
+    SearchDelete => "search_delete", Search, "Delete the last character of the query", ["backspace", "alt-backspace", "ctrl-backspace"];
 }
 
 /// The character a key types into a text field, if it types one: a

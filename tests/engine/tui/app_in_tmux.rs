@@ -115,6 +115,11 @@ fn tmux_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// One real terminal at a time: two binaries drawing at once on a loaded
+/// machine slow each other until keys sent one after another reach the app
+/// in one read, and crossterm reads two Escapes in one read as one.
+static ONE_TERMINAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The token count the gauge shows (`1.2k / 40k tokens`), if any.
 fn gauge_tokens(screen: &str) -> Option<String> {
     screen
@@ -137,6 +142,7 @@ async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
         eprintln!("skipped: tmux is not installed (CI installs it)");
         return;
     }
+    let _one = ONE_TERMINAL.lock().await;
     let home = tempfile::tempdir().unwrap();
     let t = Tmux::start(home.path(), 120, 36);
     t.wait("the shell prompt", |s| !s.trim().is_empty()).await;
@@ -271,6 +277,7 @@ async fn the_workstation_resumes_a_session_and_searches_in_a_real_terminal() {
         eprintln!("skipped: tmux is not installed (CI installs it)");
         return;
     }
+    let _one = ONE_TERMINAL.lock().await;
     let home = tempfile::tempdir().unwrap();
     // A stored session, made by the real binary.
     let out = Command::new(BIN)

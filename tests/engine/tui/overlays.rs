@@ -311,3 +311,21 @@ fn opening_a_session_is_a_phase_and_messages_wait_for_it() {
     update(&mut a, Msg::SessionFailed("locked".into()));
     assert_eq!(a.phase(), Phase::Idle);
 }
+
+#[test]
+fn the_search_line_takes_enter_and_backspace_with_modifiers_as_before() {
+    let mut a = app();
+    update(&mut a, ctrl('t'));
+    update(&mut a, Msg::Sessions(sessions()));
+    update(&mut a, key(KeyCode::Char('/')));
+    type_text(&mut a, "number 44");
+    for m in [KeyModifiers::ALT, KeyModifiers::CONTROL] {
+        update(&mut a, Msg::Key(KeyEvent::new(KeyCode::Backspace, m)));
+    }
+    assert_eq!(a.browser().unwrap().search.query, "number ");
+    type_text(&mut a, "4");
+    update(&mut a, alt(KeyCode::Enter));
+    let b = a.browser().unwrap();
+    assert!(!b.search.editing, "Alt-Enter closes the line as Enter does");
+    assert_eq!(b.selected(), 4);
+}
