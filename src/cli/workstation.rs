@@ -13,13 +13,14 @@ use super::{
     AgentSetup, DEMO_SCRIPT, NO_MODEL_HELP, ProviderArgs, build_provider, exit, init_logging,
     load_config, provider_or_offline,
 };
-use crate::config::Overrides;
+use crate::config::{Config, Overrides};
 use crate::llm::scripted::{Exhausted, Script, ScriptedProvider};
 use crate::llm::{ChatRequest, ChunkStream, LlmError, Provider};
 use crate::model::Role;
 use crate::session::reconcile_stale_runs;
 use crate::tui::app::AppOptions;
 use crate::tui::cells::NoticeKind;
+use crate::tui::keymap::Keymap;
 use crate::tui::runtime::{ModelSwitch, Workstation};
 use crate::tui::settings::TuiSettings;
 use crate::tui::theme::Theme;
@@ -70,27 +71,8 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
     };
     let _log_guard = init_logging(&config);
 
-    let settings = match TuiSettings::load(&config.config_file) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
-    let keymap = match settings.keymap() {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
-    let theme_name = args
-        .theme
-        .clone()
-        .or_else(|| settings.theme.clone())
-        .unwrap_or_else(|| "default".to_string());
-    let theme = match Theme::load(&theme_name, Some(&config.paths.config_dir.join("themes"))) {
-        Ok(t) => t,
+    let (keymap, theme) = match keys_and_theme(&config, args.theme.clone()) {
+        Ok(look) => look,
         Err(e) => {
             eprintln!("vibedesk: {e}");
             return exit::USAGE;
@@ -121,34 +103,14 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
             Err(e) => (None, Some(e)),
         }
     };
-    let model_label = match &provider {
-        Some(p) if args.demo => format!("{} (demo)", p.model()),
-        Some(p) if p.name() == crate::llm::offline::OFFLINE => {
-            "offline planner (no model)".to_string()
-        }
-        Some(p) => format!("{} · {}", p.name(), p.model()),
-        None => "no model".to_string(),
-    };
+    let model_label = model_label(provider.as_deref(), args.demo);
     if let Some(f) = &failure {
         notices.push((
             NoticeKind::Warning,
             format!("the configured model cannot be used: {f}"),
         ));
     }
-    let switch_model: Option<ModelSwitch> = match (&config.provider, args.demo) {
-        (Some(pc), false) if !pc.is_scripted() => {
-            let pc = pc.clone();
-            Some(Arc::new(move |name: &str| {
-                let mut next = pc.clone();
-                next.model = Some(name.to_string());
-                build_provider(&next).map(|p| {
-                    let label = format!("{} · {}", p.name(), p.model());
-                    (p, label)
-                })
-            }))
-        }
-        _ => None,
-    };
+    let switch_model = model_switch(&config, args.demo);
 
     let heartbeat = config.agent.scheduler.heartbeat_interval;
     let options = AppOptions {
@@ -169,28 +131,7 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
     if let Some(done) = setup.maintain().await {
         notices.push((NoticeKind::Info, format!("memory maintenance: {done}")));
     }
-    // GC and compression also run on a schedule while the workstation is
-    // open; `run_due` does nothing until a day has passed since the last run.
-    let maintenance = {
-        let store = setup.memory.clone();
-        let flags = setup.memory_flags.clone();
-        tokio::spawn(async move {
-            let Some(store) = store else { return };
-            let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let (s, f) = (store.clone(), flags.clone());
-                let report = tokio::task::spawn_blocking(move || {
-                    crate::memory::maintenance::run_due(&s, chrono::Utc::now(), &f).summary()
-                })
-                .await;
-                if let Ok(Some(line)) = report {
-                    tracing::info!("memory maintenance: {line}");
-                }
-            }
-        })
-    };
+    let maintenance = hourly_maintenance(&setup);
     let deps = provider.map(|p| setup.deps(p, &config));
     let ws = Workstation {
         paths: config.paths.clone(),
@@ -211,6 +152,72 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
             exit::FAILED
         }
     }
+}
+
+/// The key bindings and the theme from `config.toml` (`--theme` first).
+fn keys_and_theme(config: &Config, theme: Option<String>) -> Result<(Keymap, Theme), String> {
+    let settings = TuiSettings::load(&config.config_file).map_err(|e| e.to_string())?;
+    let keymap = settings.keymap().map_err(|e| e.to_string())?;
+    let theme_name = theme
+        .or_else(|| settings.theme.clone())
+        .unwrap_or_else(|| "default".to_string());
+    let theme = Theme::load(&theme_name, Some(&config.paths.config_dir.join("themes")))
+        .map_err(|e| e.to_string())?;
+    Ok((keymap, theme))
+}
+
+/// How the status bar names the model.
+fn model_label(provider: Option<&dyn Provider>, demo: bool) -> String {
+    match provider {
+        Some(p) if demo => format!("{} (demo)", p.model()),
+        Some(p) if p.name() == crate::llm::offline::OFFLINE => {
+            "offline planner (no model)".to_string()
+        }
+        Some(p) => format!("{} · {}", p.name(), p.model()),
+        None => "no model".to_string(),
+    }
+}
+
+/// `/model NAME`: the configured provider with another model (not for the
+/// demo or a scripted provider, whose model is fixed).
+fn model_switch(config: &Config, demo: bool) -> Option<ModelSwitch> {
+    match (&config.provider, demo) {
+        (Some(pc), false) if !pc.is_scripted() => {
+            let pc = pc.clone();
+            Some(Arc::new(move |name: &str| {
+                let mut next = pc.clone();
+                next.model = Some(name.to_string());
+                build_provider(&next).map(|p| {
+                    let label = format!("{} · {}", p.name(), p.model());
+                    (p, label)
+                })
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// Memory GC and compression, checked every hour while the workstation is
+/// open (`run_due` does nothing until a day has passed since the last run).
+fn hourly_maintenance(setup: &AgentSetup) -> tokio::task::JoinHandle<()> {
+    let store = setup.memory.clone();
+    let flags = setup.memory_flags.clone();
+    tokio::spawn(async move {
+        let Some(store) = store else { return };
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let (s, f) = (store.clone(), flags.clone());
+            let report = tokio::task::spawn_blocking(move || {
+                crate::memory::maintenance::run_due(&s, chrono::Utc::now(), &f).summary()
+            })
+            .await;
+            if let Ok(Some(line)) = report {
+                tracing::info!("memory maintenance: {line}");
+            }
+        }
+    })
 }
 
 /// The bundled demo as a model that answers every prompt: a new user

@@ -2,6 +2,9 @@
 //! that happens (a key, a paste, an engine event, a finished turn, data
 //! loaded from disk) is a [`Msg`]; [`update`] folds it into [`App`] and
 //! returns side effects as data ([`Effect`]) for the runtime to perform.
+//! Keys, wheel notches and pastes go through the overlay stack's one rule
+//! ([`super::overlay`]) before the chat screen sees them; whether a turn
+//! runs is one [`Phase`], which only `update` moves.
 //! Tests drive `update` with message sequences and no terminal at all.
 
 use std::collections::VecDeque;
@@ -9,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::FixedOffset;
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseEvent, MouseEventKind};
 use tokio::time::Instant;
 
 use super::backtest::{BacktestInfo, EquitySeries, LoadRequest};
@@ -19,8 +22,9 @@ use super::chat::Chat;
 use super::composer::Composer;
 use super::gauge::Gauge;
 use super::help::Help;
-use super::keymap::{Action, Context, Keymap};
+use super::keymap::{Action, Context, Keymap, typed_char};
 use super::memories::{MemoryDetail, MemoryListing};
+use super::overlay::{Handled, Input, Overlay, OverlayEffect, Overlays, WHEEL_LINES};
 use super::theme::Theme;
 use super::tool_panel::ToolPanel;
 use super::transcripts::{SessionDetail, SessionRow};
@@ -28,9 +32,6 @@ use crate::agent::events::{AgentEvent, RunStatus};
 use crate::agent::input::{MessageTooLarge, check_message_size};
 use crate::model::{Message, Role, Usage};
 use crate::store::StoredMessage;
-
-/// Lines a mouse-wheel notch scrolls.
-const WHEEL_LINES: usize = 3;
 
 /// Everything that can happen to the app.
 #[derive(Clone, Debug)]
@@ -55,6 +56,8 @@ pub enum Msg {
         skipped: usize,
     },
     SessionFailed(String),
+    /// Open this session in the chat (`--session` at start).
+    OpenSession(String),
     Sessions(Vec<SessionRow>),
     Detail(Result<SessionDetail, String>),
     Transcript {
@@ -115,6 +118,45 @@ pub enum Effect {
     ClearTerminal,
 }
 
+/// Where the session worker is, as far as the app knows: the one place
+/// that says whether a turn runs. Only [`update`] changes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Nothing runs: a message is sent at once.
+    Idle,
+    /// A session switch is on its way to the worker; messages wait for it.
+    Opening,
+    /// A turn runs in the worker; `started_at` while the engine's run has
+    /// started and not finished.
+    Running { started_at: Option<Instant> },
+    /// The user asked the running turn to stop and it has not stopped yet.
+    Cancelling { started_at: Option<Instant> },
+}
+
+impl Phase {
+    /// A turn runs (cancelling or not).
+    pub fn busy(self) -> bool {
+        matches!(self, Phase::Running { .. } | Phase::Cancelling { .. })
+    }
+
+    /// When the running turn's engine run started.
+    pub fn started_at(self) -> Option<Instant> {
+        match self {
+            Phase::Running { started_at } | Phase::Cancelling { started_at } => started_at,
+            Phase::Idle | Phase::Opening => None,
+        }
+    }
+
+    /// The same phase with the run's start time replaced.
+    fn with_start(self, at: Option<Instant>) -> Phase {
+        match self {
+            Phase::Running { .. } => Phase::Running { started_at: at },
+            Phase::Cancelling { .. } => Phase::Cancelling { started_at: at },
+            other => other,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Focus {
     Input,
@@ -168,17 +210,13 @@ pub struct App {
     pub tools: ToolPanel,
     pub gauge: Gauge,
     pub composer: Composer,
-    pub browser: Option<Browser>,
-    pub help: Option<Help>,
+    /// The help page and the browser over the chat screen.
+    pub overlays: Overlays,
     pub focus: Focus,
     pub sidebar: bool,
     pub session_id: Option<String>,
-    /// A turn is running in the session worker.
-    pub busy: bool,
-    /// A session switch is on its way to the worker; messages wait for it.
-    pub opening: bool,
-    pub cancelling: bool,
-    pub run_started_at: Option<Instant>,
+    /// Private so that only `update` moves it.
+    phase: Phase,
     pub step: Option<(u32, u32)>,
     /// Messages typed while busy, sent in order as turns finish.
     pub queued: VecDeque<String>,
@@ -205,15 +243,11 @@ impl App {
             tools,
             gauge,
             composer,
-            browser: None,
-            help: None,
+            overlays: Overlays::default(),
             focus: Focus::Input,
             sidebar: true,
             session_id: None,
-            busy: false,
-            opening: false,
-            cancelling: false,
-            run_started_at: None,
+            phase: Phase::Idle,
             step: None,
             queued: VecDeque::new(),
             quit_armed: false,
@@ -251,9 +285,7 @@ impl App {
             let t = start + Duration::from_secs(now.saturating_duration_since(start).as_secs() + 1);
             next = Some(next.map_or(t, |n: Instant| n.min(t)));
         };
-        if self.busy
-            && let Some(s) = self.run_started_at
-        {
+        if let Some(s) = self.phase.started_at() {
             consider(s);
         }
         if let Some(a) = &self.gauge.active {
@@ -262,29 +294,51 @@ impl App {
         next
     }
 
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// A turn is running in the session worker.
+    pub fn busy(&self) -> bool {
+        self.phase.busy()
+    }
+
+    /// The running turn was asked to stop and has not yet.
+    pub fn cancelling(&self) -> bool {
+        matches!(self.phase, Phase::Cancelling { .. })
+    }
+
+    /// The help page, if open.
+    pub fn help(&self) -> Option<&Help> {
+        self.overlays.help()
+    }
+
+    /// The transcript browser, if open.
+    pub fn browser(&self) -> Option<&Browser> {
+        self.overlays.browser()
+    }
+
     fn set_status(&mut self, kind: NoticeKind, text: impl Into<String>) {
         self.status = Some((kind, text.into()));
     }
 
-    fn contexts(&self) -> Vec<Context> {
-        if self.help.is_some() || self.browser.is_some() {
-            return vec![Context::List, Context::Global];
+    /// Where a key is looked up: the top overlay's contexts, else the chat
+    /// screen's for the focus.
+    fn contexts(&self) -> &'static [Context] {
+        if let Some(top) = self.overlays.top() {
+            return top.contexts();
         }
         match self.focus {
-            Focus::Input => vec![Context::Input, Context::Main, Context::Global],
-            Focus::Chat => vec![Context::Chat, Context::Main, Context::Global],
+            Focus::Input => &[Context::Input, Context::Main, Context::Global],
+            Focus::Chat => &[Context::Chat, Context::Main, Context::Global],
         }
     }
 
     fn resolve(&self, key: &KeyEvent) -> Option<Action> {
-        for ctx in self.contexts() {
+        for &ctx in self.contexts() {
             if let Some(a) = self.keymap.lookup(ctx, key) {
                 // Printable keys bound in the input only act on an empty input.
-                let printable = matches!(key.code, KeyCode::Char(_))
-                    && !key
-                        .modifiers
-                        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
-                if ctx == Context::Input && printable && !self.composer.is_empty() {
+                if ctx == Context::Input && typed_char(key).is_some() && !self.composer.is_empty() {
                     return None;
                 }
                 if a == Action::HistoryPrev && !self.composer.on_first_line() {
@@ -304,24 +358,44 @@ impl App {
             text: prompt.clone(),
         });
         self.chat.follow_bottom();
-        self.busy = true;
-        self.cancelling = false;
+        self.phase = Phase::Running { started_at: None };
         vec![Effect::Send { prompt }]
     }
 
+    /// A fresh browser, alone over the chat screen.
     fn open_browser(&mut self) -> Vec<Effect> {
-        self.help = None;
-        self.browser = Some(Browser::new(self.options.offset, self.session_id.clone()));
+        self.overlays.clear();
+        let b = Browser::new(self.options.offset, self.session_id.clone());
+        self.overlays.push(Overlay::Browser(Box::new(b)));
         vec![Effect::LoadSessions]
     }
 
     /// `/memory`: the browser, opened on its memory view.
     fn open_memory(&mut self) -> Vec<Effect> {
-        self.help = None;
+        self.overlays.clear();
         let mut b = Browser::new(self.options.offset, self.session_id.clone());
         let fx = b.handle(Action::Memory);
-        self.browser = Some(b);
+        self.overlays.push(Overlay::Browser(Box::new(b)));
         self.browser_effects(fx)
+    }
+
+    /// Switches the worker to session `id`; messages wait until it is open.
+    fn open_session(&mut self, id: String) -> Vec<Effect> {
+        self.phase = Phase::Opening;
+        vec![Effect::OpenSession(id)]
+    }
+
+    /// What the overlay at `layer` asked for, as the app's effects.
+    fn overlay_effects(&mut self, layer: usize, fx: Vec<OverlayEffect>) -> Vec<Effect> {
+        let mut out = Vec::new();
+        for e in fx {
+            match e {
+                OverlayEffect::Close => self.overlays.remove(layer),
+                OverlayEffect::OpenBrowser => out.extend(self.open_browser()),
+                OverlayEffect::Browser(b) => out.extend(self.browser_effects(vec![b])),
+            }
+        }
+        out
     }
 
     /// What the browser asked for, as the app's effects.
@@ -329,7 +403,7 @@ impl App {
         let mut out = Vec::new();
         for e in fx {
             match e {
-                BrowserEffect::Close => self.browser = None,
+                BrowserEffect::Close => self.overlays.close_browser(),
                 BrowserEffect::LoadSessions => out.push(Effect::LoadSessions),
                 BrowserEffect::LoadDetail(id) => out.push(Effect::LoadDetail(id)),
                 BrowserEffect::LoadTranscript(p) => out.push(Effect::LoadTranscript(p)),
@@ -337,16 +411,15 @@ impl App {
                 BrowserEffect::LoadMemory => out.push(Effect::LoadMemory),
                 BrowserEffect::LoadMemoryEntry(f) => out.push(Effect::LoadMemoryEntry(f)),
                 BrowserEffect::Resume(id) => {
-                    if self.busy {
-                        if let Some(b) = &mut self.browser {
+                    if self.busy() {
+                        if let Some(b) = self.overlays.browser_mut() {
                             b.message = Some("a turn is running: cancel it (Esc in the chat) before switching sessions".into());
                         }
                     } else if self.session_id.as_deref() == Some(id.as_str()) {
-                        self.browser = None;
+                        self.overlays.close_browser();
                     } else {
-                        self.browser = None;
-                        self.opening = true;
-                        out.push(Effect::OpenSession(id));
+                        self.overlays.close_browser();
+                        out.extend(self.open_session(id));
                     }
                 }
             }
@@ -355,10 +428,12 @@ impl App {
     }
 
     fn cancel_run(&mut self) -> Vec<Effect> {
-        if !self.busy {
+        if !self.busy() {
             return vec![];
         }
-        self.cancelling = true;
+        self.phase = Phase::Cancelling {
+            started_at: self.phase.started_at(),
+        };
         // Queued messages come back to the input: nothing runs by surprise.
         if !self.queued.is_empty() {
             let mut parts: Vec<String> = self.queued.drain(..).collect();
@@ -423,7 +498,7 @@ impl App {
             self.chat.follow_bottom();
             return vec![];
         }
-        if self.busy || self.opening {
+        if self.phase != Phase::Idle {
             self.queued.push_back(text);
             self.set_status(
                 NoticeKind::Info,
@@ -443,14 +518,14 @@ impl App {
         let arg = parts.next().map(str::trim).filter(|s| !s.is_empty());
         match cmd {
             "/help" | "/?" => {
-                self.help = Some(Help::default());
+                self.overlays.open_help();
                 vec![]
             }
             "/quit" | "/exit" | "/q" => self.quit(),
             "/sessions" | "/transcripts" => self.open_browser(),
             "/memory" | "/memories" => self.open_memory(),
             "/new" => {
-                if self.busy {
+                if self.busy() {
                     self.set_status(
                         NoticeKind::Warning,
                         "a turn is running: Esc cancels it first",
@@ -459,7 +534,7 @@ impl App {
                 }
                 self.reset_session_view();
                 self.session_id = None;
-                self.opening = true;
+                self.phase = Phase::Opening;
                 self.chat.notice(
                     NoticeKind::Info,
                     "new session: it is created on disk with your first message",
@@ -485,7 +560,7 @@ impl App {
                     );
                     vec![]
                 }
-                Some(_) if self.busy => {
+                Some(_) if self.busy() => {
                     self.set_status(
                         NoticeKind::Warning,
                         "a turn is running: switch models when it ends",
@@ -506,7 +581,7 @@ impl App {
 
     fn quit(&mut self) -> Vec<Effect> {
         self.should_quit = true;
-        if self.busy {
+        if self.busy() {
             vec![Effect::Cancel, Effect::Quit]
         } else {
             vec![Effect::Quit]
@@ -522,36 +597,89 @@ impl App {
         self.focus = Focus::Input;
     }
 
-    fn handle_action(&mut self, action: Action) -> Vec<Effect> {
-        // Overlay navigation first.
-        if let Some(help) = &mut self.help {
-            match action {
-                Action::Up => help.scroll = help.scroll.saturating_sub(1),
-                Action::Down => help.scroll += 1,
-                Action::PageUp => help.scroll = help.scroll.saturating_sub(10),
-                Action::PageDown => help.scroll += 10,
-                Action::Top => help.scroll = 0,
-                Action::Back | Action::Help => self.help = None,
-                Action::Interrupt | Action::Quit | Action::Redraw => return self.global(action),
-                Action::Transcripts => return self.open_browser(),
-                _ => {}
+    /// The one dispatch rule: the top overlay gets `input` first; one that
+    /// does not handle it passes it to the layer below; the chat screen gets
+    /// what no overlay handled.
+    fn route(&mut self, input: Input<'_>) -> Vec<Effect> {
+        let mut out = Vec::new();
+        let mut layer = self.overlays.len();
+        while layer > 0 {
+            layer -= 1;
+            let Some(overlay) = self.overlays.get_mut(layer) else {
+                break;
+            };
+            let outcome = overlay.handle(input);
+            out.extend(self.overlay_effects(layer, outcome.effects));
+            if outcome.handled == Handled::Yes {
+                return out;
             }
+            // The layer may have closed itself (or every layer went).
+            layer = layer.min(self.overlays.len());
+        }
+        out.extend(self.on_chat_screen(input));
+        out
+    }
+
+    /// What the chat screen does with an event no overlay handled.
+    fn on_chat_screen(&mut self, input: Input<'_>) -> Vec<Effect> {
+        match input {
+            Input::Key {
+                action: Some(a), ..
+            } => self.chat_action(a),
+            Input::Key { action: None, key } => {
+                self.type_key(*key);
+                vec![]
+            }
+            Input::Wheel { up } => {
+                if up {
+                    self.chat.scroll_up(WHEEL_LINES, &self.theme);
+                } else {
+                    self.chat.scroll_down(WHEEL_LINES, &self.theme);
+                }
+                vec![]
+            }
+            Input::Paste(text) => self.paste(text),
+        }
+    }
+
+    /// A key bound to nothing types into the input.
+    fn type_key(&mut self, key: KeyEvent) {
+        if self.focus == Focus::Chat {
+            // Typing returns to the input with that character.
+            if typed_char(&key).is_some() {
+                self.focus = Focus::Input;
+                self.chat.selected = None;
+                self.composer.textarea.input(key);
+            }
+        } else if key.code != KeyCode::Enter {
+            // Enter variants do only what the keymap binds them to.
+            self.composer.textarea.input(key);
+        }
+    }
+
+    /// A paste goes to the input (what covers the chat screen closes: only a
+    /// layer that passes pastes on can be there).
+    fn paste(&mut self, text: &str) -> Vec<Effect> {
+        self.overlays.clear();
+        self.focus = Focus::Input;
+        // A paste that would make the message too large is not inserted
+        // (the input stays as it was; the text is still on the clipboard).
+        if let Err(e) = self.check_size(self.composer.text().len() + text.len()) {
+            self.refuse_input(format!("paste not inserted: {e}"));
             return vec![];
         }
-        if let Some(browser) = &mut self.browser {
-            if matches!(
-                action,
-                Action::Interrupt | Action::Quit | Action::Redraw | Action::Help
-            ) {
-                return self.global(action);
-            }
-            if action == Action::Transcripts {
-                self.browser = None;
-                return vec![];
-            }
-            let fx = browser.handle(action);
-            return self.browser_effects(fx);
+        self.composer.paste(text);
+        let lines = text.lines().count();
+        if lines > 1 || text.len() > 200 {
+            self.set_status(
+                NoticeKind::Info,
+                format!("pasted {lines} line(s), {} chars", text.chars().count()),
+            );
         }
+        vec![]
+    }
+
+    fn chat_action(&mut self, action: Action) -> Vec<Effect> {
         match action {
             Action::Submit => self.submit(),
             Action::Newline => {
@@ -559,7 +687,7 @@ impl App {
                 vec![]
             }
             Action::HelpFromInput => {
-                self.help = Some(Help::default());
+                self.overlays.open_help();
                 vec![]
             }
             Action::HistoryPrev => {
@@ -595,7 +723,7 @@ impl App {
                 vec![]
             }
             Action::CancelRun => {
-                if self.busy {
+                if self.busy() {
                     self.cancel_run()
                 } else {
                     if self.focus == Focus::Chat {
@@ -651,20 +779,16 @@ impl App {
         match action {
             Action::Quit => self.quit(),
             Action::Help => {
-                self.help = if self.help.is_some() {
-                    None
-                } else {
-                    Some(Help::default())
-                };
+                self.overlays.toggle_help();
                 vec![]
             }
             Action::Transcripts => self.open_browser(),
             Action::Redraw => vec![Effect::ClearTerminal],
             Action::Interrupt => {
-                if self.busy {
+                if self.busy() {
                     return self.cancel_run();
                 }
-                if self.browser.is_none() && self.help.is_none() && !self.composer.is_empty() {
+                if self.overlays.is_empty() && !self.composer.is_empty() {
                     self.composer.clear();
                     self.set_status(NoticeKind::Info, "input cleared · Ctrl-C again to quit");
                     self.quit_armed = true;
@@ -686,55 +810,11 @@ impl App {
             return vec![];
         }
         self.status = None;
-        // The browser's search line takes typing first.
-        if let Some(b) = &mut self.browser
-            && b.search.editing
-        {
-            let ctrl_c =
-                key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
-            match key.code {
-                KeyCode::Esc => b.search_input(None, false, true),
-                _ if ctrl_c => b.search_input(None, false, true),
-                KeyCode::Enter => b.search_input(None, false, false),
-                KeyCode::Backspace => b.search_input(None, true, false),
-                KeyCode::Char(c)
-                    if !key
-                        .modifiers
-                        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
-                {
-                    b.search_input(Some(c), false, false)
-                }
-                _ => {}
-            }
-            return vec![];
-        }
         let action = self.resolve(&key);
         if action != Some(Action::Interrupt) {
             self.quit_armed = false;
         }
-        match action {
-            Some(a) => self.handle_action(a),
-            None => {
-                if self.browser.is_none() && self.help.is_none() {
-                    if self.focus == Focus::Chat {
-                        // Typing returns to the input with that character.
-                        if let KeyCode::Char(_) = key.code
-                            && !key
-                                .modifiers
-                                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
-                        {
-                            self.focus = Focus::Input;
-                            self.chat.selected = None;
-                            self.composer.textarea.input(key);
-                        }
-                    } else if key.code != KeyCode::Enter {
-                        // Enter variants do only what the keymap binds them to.
-                        self.composer.textarea.input(key);
-                    }
-                }
-                vec![]
-            }
-        }
+        self.route(Input::Key { action, key: &key })
     }
 
     fn on_mouse(&mut self, m: MouseEvent) -> Vec<Effect> {
@@ -743,32 +823,37 @@ impl App {
             MouseEventKind::ScrollDown => false,
             _ => return vec![],
         };
-        if let Some(h) = &mut self.help {
-            h.scroll = if up {
-                h.scroll.saturating_sub(WHEEL_LINES)
-            } else {
-                h.scroll + WHEEL_LINES
-            };
+        self.route(Input::Wheel { up })
+    }
+
+    /// The worker finished a turn: the next queued message runs.
+    fn turn_done(&mut self, error: Option<String>) -> Vec<Effect> {
+        if self.cancelling() {
+            // The "cancelling…" hint has served its purpose.
+            self.status = None;
+        }
+        // A switch on its way (never sent while a turn runs) stays so.
+        if self.phase != Phase::Opening {
+            self.phase = Phase::Idle;
+        }
+        if let Some(e) = error {
+            self.chat.notice(NoticeKind::Error, e);
+        }
+        if self.phase != Phase::Idle {
             return vec![];
         }
-        if let Some(b) = &mut self.browser {
-            for _ in 0..WHEEL_LINES {
-                b.handle(if up { Action::Up } else { Action::Down });
-            }
-            return vec![];
+        match self.queued.pop_front() {
+            Some(next) => self.dispatch(next),
+            None => vec![],
         }
-        if up {
-            self.chat.scroll_up(WHEEL_LINES, &self.theme);
-        } else {
-            self.chat.scroll_down(WHEEL_LINES, &self.theme);
-        }
-        vec![]
     }
 
     /// The worker finished switching sessions: send what waited for it.
     fn session_ready(&mut self) -> Vec<Effect> {
-        self.opening = false;
-        if self.busy {
+        if self.phase == Phase::Opening {
+            self.phase = Phase::Idle;
+        }
+        if self.phase != Phase::Idle {
             return vec![];
         }
         match self.queued.pop_front() {
@@ -785,7 +870,7 @@ impl App {
             AgentEvent::RunStarted {
                 session_id, model, ..
             } => {
-                self.run_started_at = Some(at);
+                self.phase = self.phase.with_start(Some(at));
                 if self.session_id.as_deref() != Some(session_id.as_str()) {
                     self.session_id = Some(session_id.clone());
                 }
@@ -810,10 +895,13 @@ impl App {
             }
             AgentEvent::RunFinished { status, .. } => {
                 self.tools.finish_run(*status, at);
-                self.run_started_at = None;
-                if *status == RunStatus::Cancelled {
-                    self.cancelling = false;
-                }
+                self.phase = match self.phase {
+                    // Cancelled: the hint has served; the turn ends at TurnDone.
+                    Phase::Cancelling { .. } if *status == RunStatus::Cancelled => {
+                        Phase::Running { started_at: None }
+                    }
+                    other => other.with_start(None),
+                };
             }
             _ => {}
         }
@@ -836,51 +924,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
     app.dirty = true;
     match msg {
         Msg::Key(k) => app.on_key(k),
-        Msg::Paste(text) => {
-            if let Some(b) = &mut app.browser {
-                if b.search.editing {
-                    b.search.query.push_str(text.lines().next().unwrap_or(""));
-                }
-                return vec![];
-            }
-            app.help = None;
-            app.focus = Focus::Input;
-            // A paste that would make the message too large is not inserted
-            // (the input stays as it was; the text is still on the clipboard).
-            if let Err(e) = app.check_size(app.composer.text().len() + text.len()) {
-                app.refuse_input(format!("paste not inserted: {e}"));
-                return vec![];
-            }
-            app.composer.paste(&text);
-            let lines = text.lines().count();
-            if lines > 1 || text.len() > 200 {
-                app.set_status(
-                    NoticeKind::Info,
-                    format!("pasted {lines} line(s), {} chars", text.chars().count()),
-                );
-            }
-            vec![]
-        }
+        Msg::Paste(text) => app.route(Input::Paste(&text)),
         Msg::Mouse(m) => app.on_mouse(m),
         // The next frame lays out for the new size.
         Msg::Resize(..) => vec![],
         Msg::Agent { event, at } => app.on_agent(event, at),
-        Msg::TurnDone { error } => {
-            if app.cancelling {
-                // The "cancelling…" hint has served its purpose.
-                app.status = None;
-            }
-            app.busy = false;
-            app.cancelling = false;
-            app.run_started_at = None;
-            if let Some(e) = error {
-                app.chat.notice(NoticeKind::Error, e);
-            }
-            match app.queued.pop_front() {
-                Some(next) => app.dispatch(next),
-                None => vec![],
-            }
-        }
+        Msg::TurnDone { error } => app.turn_done(error),
         Msg::SessionOpened { id: None, .. } => {
             // `/new` already cleared the view; messages typed since then stay.
             app.session_id = None;
@@ -921,14 +970,15 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             app.chat.notice(NoticeKind::Error, e);
             app.session_ready()
         }
+        Msg::OpenSession(id) => app.open_session(id),
         Msg::Sessions(rows) => {
-            if let Some(b) = &mut app.browser {
+            if let Some(b) = app.overlays.browser_mut() {
                 b.set_sessions(rows);
             }
             vec![]
         }
         Msg::Detail(r) => {
-            if let Some(b) = &mut app.browser {
+            if let Some(b) = app.overlays.browser_mut() {
                 match r {
                     Ok(d) => b.set_detail(d),
                     Err(e) => b.error = Some(e),
@@ -937,7 +987,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             vec![]
         }
         Msg::Transcript { name, result } => {
-            if let Some(b) = &mut app.browser {
+            if let Some(b) = app.overlays.browser_mut() {
                 match result {
                     Ok(m) => b.set_transcript(&name, m),
                     Err(e) => b.error = Some(e),
@@ -946,20 +996,20 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             vec![]
         }
         Msg::Memory(r) => {
-            if let Some(b) = &mut app.browser {
+            if let Some(b) = app.overlays.browser_mut() {
                 b.set_memory(r);
             }
             vec![]
         }
         Msg::MemoryEntry { file, result } => {
-            if let Some(b) = &mut app.browser {
+            if let Some(b) = app.overlays.browser_mut() {
                 b.set_memory_entry(&file, result);
             }
             vec![]
         }
         Msg::Notice { kind, text } => {
             // The browser covers the chat: its bottom line says it too.
-            if let Some(b) = &mut app.browser {
+            if let Some(b) = app.overlays.browser_mut() {
                 b.message = Some(text.clone());
             }
             app.chat.notice(kind, text);
@@ -974,7 +1024,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::BacktestLoaded { id, series, info } => {
             if app.chat.has_backtest(id) {
                 app.chat.backtest_loaded(id, series, info);
-            } else if let Some(b) = &mut app.browser {
+            } else if let Some(b) = app.overlays.browser_mut() {
                 b.backtest_loaded(id, series, info);
             }
             vec![]

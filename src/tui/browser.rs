@@ -436,28 +436,38 @@ impl Browser {
         }
     }
 
-    /// A key typed into the search line. `None` input means Enter.
-    pub fn search_input(&mut self, c: Option<char>, backspace: bool, cancel: bool) {
-        if cancel {
-            self.search = Search::default();
-            return;
+    /// Closes the search line and clears the query.
+    pub fn search_cancel(&mut self) {
+        self.search = Search::default();
+    }
+
+    /// Deletes the query's last character.
+    pub fn search_delete(&mut self) {
+        self.search.query.pop();
+    }
+
+    /// Types `c` into the query and jumps to the first match from the
+    /// cursor (incremental).
+    pub fn search_type(&mut self, c: char) {
+        self.search.query.push(c);
+        self.find(true, true);
+    }
+
+    /// A paste into the open search line: its first line joins the query
+    /// (without the jump typing makes; Enter finds it).
+    pub fn search_paste(&mut self, text: &str) {
+        if self.search.editing {
+            self.search
+                .query
+                .push_str(text.lines().next().unwrap_or(""));
         }
-        if backspace {
-            self.search.query.pop();
-            return;
-        }
-        match c {
-            Some(c) => {
-                self.search.query.push(c);
-                // Incremental: jump to the first match from the cursor.
-                self.find(true, true);
-            }
-            None => {
-                self.search.editing = false;
-                if !self.find(true, true) && !self.search.query.is_empty() {
-                    self.message = Some(format!("no match for '{}'", self.search.query));
-                }
-            }
+    }
+
+    /// Closes the search line and goes to the first match from the cursor.
+    pub fn search_confirm(&mut self) {
+        self.search.editing = false;
+        if !self.find(true, true) && !self.search.query.is_empty() {
+            self.message = Some(format!("no match for '{}'", self.search.query));
         }
     }
 
@@ -859,7 +869,23 @@ impl Browser {
         }
         let width = area.width as usize;
         buf.set_style(area, theme.text);
-        // Title line.
+        let top = self.render_header(area, buf, theme);
+        let bottom = area.y + area.height - 1;
+        let body_h = bottom.saturating_sub(top) as usize;
+        self.page = body_h.max(1);
+        self.width = width;
+        self.render_body(
+            Rect::new(area.x, top, area.width, body_h as u16),
+            buf,
+            theme,
+        );
+        self.bottom_line(area, bottom, buf, theme);
+    }
+
+    /// The title line, then the tabs of a session or of the two roots;
+    /// returns the first row below them.
+    fn render_header(&self, area: Rect, buf: &mut Buffer, theme: &Theme) -> u16 {
+        let width = area.width as usize;
         let title = truncate(&self.title(), width);
         buf.set_line(
             area.x,
@@ -871,82 +897,86 @@ impl Browser {
             area.width,
         );
         let mut top = area.y + 1;
-        // Tabs.
         if let View::Session { tab } = self.view() {
-            let mut spans = Vec::new();
-            for t in Tab::ALL {
-                let count = self.detail.as_ref().map(|d| match t {
-                    Tab::Messages => d.messages.len(),
-                    Tab::Trace => d.trace.len(),
-                    Tab::Archive => d.transcripts.len() + d.archive.len(),
-                });
-                let label = format!(
-                    " {} {} ",
-                    t.title(),
-                    count.map_or(String::new(), |c| format!("({c})"))
-                );
-                spans.push(Span::styled(label, theme.tab(t == *tab)));
-                spans.push(Span::raw(" "));
-            }
-            if let Some(d) = &self.detail
-                && d.skipped > 0
-            {
-                spans.push(Span::styled(
-                    format!("{} unreadable line(s) skipped", d.skipped),
-                    theme.warn,
-                ));
-            }
-            buf.set_line(area.x, top, &Line::from(spans), area.width);
+            buf.set_line(area.x, top, &self.session_tabs(*tab, theme), area.width);
             top += 1;
         }
         // The two roots, side by side as tabs.
         if matches!(self.view(), View::Sessions | View::Memory) {
             let memory = matches!(self.view(), View::Memory);
-            let count = |n: Option<usize>| n.map_or(String::new(), |c| format!("({c}) "));
-            let tab = |on: bool| {
-                if on {
-                    theme
-                        .accent
-                        .add_modifier(Modifier::BOLD | Modifier::REVERSED)
-                } else {
-                    theme.muted
-                }
-            };
-            let spans = vec![
-                Span::styled(
-                    format!(" Sessions {}", count(self.sessions.as_ref().map(Vec::len))),
-                    tab(!memory),
-                ),
-                Span::raw(" "),
-                Span::styled(
-                    format!(
-                        " Memory {}",
-                        count(self.memory.as_ref().map(|m| m.rows.len()))
-                    ),
-                    tab(memory),
-                ),
-            ];
-            buf.set_line(area.x, top, &Line::from(spans), area.width);
+            buf.set_line(area.x, top, &self.root_tabs(memory, theme), area.width);
             top += 1;
             if memory && self.memory.as_ref().is_some_and(|m| !m.rows.is_empty()) {
                 buf.set_line(area.x, top, &memory_view::header(width, theme), area.width);
                 top += 1;
             }
         }
-        let bottom = area.y + area.height - 1;
-        let body_h = bottom.saturating_sub(top) as usize;
-        self.page = body_h.max(1);
-        self.width = width;
+        top
+    }
+
+    /// A session's tabs with their counts, and its skipped lines if any.
+    fn session_tabs(&self, tab: Tab, theme: &Theme) -> Line<'static> {
+        let mut spans = Vec::new();
+        for t in Tab::ALL {
+            let count = self.detail.as_ref().map(|d| match t {
+                Tab::Messages => d.messages.len(),
+                Tab::Trace => d.trace.len(),
+                Tab::Archive => d.transcripts.len() + d.archive.len(),
+            });
+            let label = format!(
+                " {} {} ",
+                t.title(),
+                count.map_or(String::new(), |c| format!("({c})"))
+            );
+            spans.push(Span::styled(label, theme.tab(t == tab)));
+            spans.push(Span::raw(" "));
+        }
+        if let Some(d) = &self.detail
+            && d.skipped > 0
+        {
+            spans.push(Span::styled(
+                format!("{} unreadable line(s) skipped", d.skipped),
+                theme.warn,
+            ));
+        }
+        Line::from(spans)
+    }
+
+    /// Sessions and Memory as tabs, the open one highlighted.
+    fn root_tabs(&self, memory: bool, theme: &Theme) -> Line<'static> {
+        let count = |n: Option<usize>| n.map_or(String::new(), |c| format!("({c}) "));
+        let tab = |on: bool| {
+            if on {
+                theme
+                    .accent
+                    .add_modifier(Modifier::BOLD | Modifier::REVERSED)
+            } else {
+                theme.muted
+            }
+        };
+        Line::from(vec![
+            Span::styled(
+                format!(" Sessions {}", count(self.sessions.as_ref().map(Vec::len))),
+                tab(!memory),
+            ),
+            Span::raw(" "),
+            Span::styled(
+                format!(
+                    " Memory {}",
+                    count(self.memory.as_ref().map(|m| m.rows.len()))
+                ),
+                tab(memory),
+            ),
+        ])
+    }
+
+    /// Everything between the header and the bottom line.
+    fn render_body(&mut self, body: Rect, buf: &mut Buffer, theme: &Theme) {
+        let width = body.width as usize;
         if let View::Result { cell, raw, .. } = self.view() {
             let lines = result_lines(cell, raw, width, theme);
             self.result_len = lines.len();
-            self.render_result(
-                lines,
-                Rect::new(area.x, top, area.width, body_h as u16),
-                buf,
-                theme,
-            );
-            self.bottom_line(area, bottom, buf, theme);
+            self.render_result(lines, body, buf, theme);
             return;
         }
         if self.error.is_none()
@@ -963,17 +993,10 @@ impl Browser {
                 query: &self.search.query,
                 highlight,
             };
-            frame.render(
-                v,
-                Rect::new(area.x, top, area.width, body_h as u16),
-                buf,
-                theme,
-            );
-            self.bottom_line(area, bottom, buf, theme);
+            frame.render(v, body, buf, theme);
             return;
         }
         let len = self.len();
-        let pager = matches!(self.view(), View::Pager { .. });
         let loading = match self.view() {
             View::Sessions => self.sessions.is_none(),
             View::Session { .. } => self.detail.is_none(),
@@ -983,20 +1006,18 @@ impl Browser {
             View::MemoryEntry(_) => true,
             View::Pager { .. } | View::Result { .. } => false,
         };
+        let first_line = |buf: &mut Buffer, text: &str, style: Style| {
+            buf.set_line(
+                body.x,
+                body.y,
+                &Line::from(Span::styled(truncate(text, width), style)),
+                body.width,
+            );
+        };
         if let Some(err) = &self.error {
-            buf.set_line(
-                area.x,
-                top,
-                &Line::from(Span::styled(truncate(err, width), theme.error)),
-                area.width,
-            );
+            first_line(buf, err, theme.error);
         } else if loading {
-            buf.set_line(
-                area.x,
-                top,
-                &Line::from(Span::styled("loading…", theme.muted)),
-                area.width,
-            );
+            first_line(buf, "loading…", theme.muted);
         } else if len == 0 {
             let empty = match (self.view(), &self.memory) {
                 (View::Memory, Some(m)) => format!(
@@ -1005,47 +1026,44 @@ impl Browser {
                 ),
                 _ => "nothing here yet".into(),
             };
-            buf.set_line(
-                area.x,
-                top,
-                &Line::from(Span::styled(truncate(&empty, width), theme.muted)),
-                area.width,
-            );
-        } else if pager {
-            self.render_pager(
-                Rect::new(area.x, top, area.width, body_h as u16),
-                buf,
-                theme,
-            );
+            first_line(buf, &empty, theme.muted);
+        } else if matches!(self.view(), View::Pager { .. }) {
+            self.render_pager(body, buf, theme);
         } else {
-            let sel = self.selected().min(len - 1);
-            if let Some(l) = self.level_mut() {
-                l.selected = sel;
-                // Keep the selection inside the window.
-                if sel < l.scroll {
-                    l.scroll = sel;
-                } else if sel >= l.scroll + body_h {
-                    l.scroll = sel + 1 - body_h;
-                }
-            }
-            let scroll = self.stack.last().map_or(0, |l| l.scroll);
-            let q = self.search.query.clone();
-            for (row_y, i) in (scroll..len.min(scroll + body_h)).enumerate() {
-                let mut line = self.row(i, width, theme);
-                if !q.is_empty() {
-                    line = highlight(line, &q, theme.search_match);
-                }
-                if i == sel {
-                    line = line.patch_style(theme.selection);
-                    let w = line.width();
-                    if w < width {
-                        line.push_span(Span::styled(" ".repeat(width - w), theme.selection));
-                    }
-                }
-                buf.set_line(area.x, top + row_y as u16, &line, area.width);
+            self.render_rows(body, len, buf, theme);
+        }
+    }
+
+    /// The rows of a list view in the window that keeps the selection in view.
+    fn render_rows(&mut self, body: Rect, len: usize, buf: &mut Buffer, theme: &Theme) {
+        let width = body.width as usize;
+        let body_h = body.height as usize;
+        let sel = self.selected().min(len - 1);
+        if let Some(l) = self.level_mut() {
+            l.selected = sel;
+            // Keep the selection inside the window.
+            if sel < l.scroll {
+                l.scroll = sel;
+            } else if sel >= l.scroll + body_h {
+                l.scroll = sel + 1 - body_h;
             }
         }
-        self.bottom_line(area, bottom, buf, theme);
+        let scroll = self.stack.last().map_or(0, |l| l.scroll);
+        let q = self.search.query.clone();
+        for (row_y, i) in (scroll..len.min(scroll + body_h)).enumerate() {
+            let mut line = self.row(i, width, theme);
+            if !q.is_empty() {
+                line = highlight(line, &q, theme.search_match);
+            }
+            if i == sel {
+                line = line.patch_style(theme.selection);
+                let w = line.width();
+                if w < width {
+                    line.push_span(Span::styled(" ".repeat(width - w), theme.selection));
+                }
+            }
+            buf.set_line(body.x, body.y + row_y as u16, &line, body.width);
+        }
     }
 
     /// The bottom line: search prompt, message, or hints.

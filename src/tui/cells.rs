@@ -343,27 +343,7 @@ fn render_kind(
         }
         CellKind::Tool(t) => render_tool(t, body_w, theme, expanded, out),
         CellKind::Backtest(b) => backtest::render(b, body_w, theme, expanded, out),
-        CellKind::Notice { kind, text } => {
-            let (mark, style) = match kind {
-                NoticeKind::Info => ("ℹ ", theme.muted),
-                NoticeKind::Warning => ("⚠ ", theme.warn),
-                NoticeKind::Error => ("✗ ", theme.error),
-            };
-            for (i, line) in text.lines().enumerate() {
-                let first = if i == 0 {
-                    vec![Span::raw("  "), Span::styled(mark, style)]
-                } else {
-                    vec![Span::raw("    ")]
-                };
-                let body_style = if *kind == NoticeKind::Info {
-                    theme.muted
-                } else {
-                    theme.text
-                };
-                let spans = [Span::styled(line.to_string(), body_style)];
-                out.extend(wrap_spans(&spans, body_w, &first, &[Span::raw("    ")]));
-            }
-        }
+        CellKind::Notice { kind, text } => render_notice(*kind, text, body_w, theme, out),
         CellKind::RunEnd {
             status,
             reason,
@@ -376,23 +356,14 @@ fn render_kind(
                 RunStatus::Cancelled => ("⊘", theme.warn),
                 RunStatus::Failed | RunStatus::Interrupted => ("✗", theme.error),
             };
-            let mut text = format!("{mark} {}", status.as_str());
-            let plural = if *iterations == 1 { "" } else { "s" };
-            text.push_str(&format!(" · {iterations} iteration{plural}"));
-            if usage.total_tokens > 0 {
-                text.push_str(&format!(" · {} tokens", thousands(usage.total_tokens)));
-            }
-            if *degraded {
-                text.push_str(" · degraded");
-            }
-            let show_reason = match (status, reason) {
-                (RunStatus::Success, Some(r)) => *degraded && !r.is_empty(),
-                (_, Some(r)) => !r.is_empty(),
-                _ => false,
-            };
-            if show_reason && let Some(r) = reason {
-                text.push_str(&format!(": {r}"));
-            }
+            let text = run_end_text(
+                mark,
+                *status,
+                reason.as_deref(),
+                *iterations,
+                usage,
+                *degraded,
+            );
             let spans = [Span::styled(text, style)];
             out.extend(wrap_spans(
                 &spans,
@@ -401,49 +372,124 @@ fn render_kind(
                 &[Span::raw("   ")],
             ));
         }
-        CellKind::Compaction {
-            layer,
-            trigger,
-            tokens_before,
-            tokens_after,
-            messages_touched,
-            archived,
-            ineffective,
-            degraded,
-        } => {
-            let mut text = format!(
-                "⟳ compacted {} {layer}: {} → {} tokens · {messages_touched} message{}",
-                layer_label(layer),
-                tokens(*tokens_before),
-                tokens(*tokens_after),
-                if *messages_touched == 1 { "" } else { "s" }
-            );
-            if *ineffective {
-                text.push_str(" · ineffective");
+        CellKind::Compaction { .. } => render_compaction(kind, body_w, theme, expanded, out),
+    }
+}
+
+fn render_notice(
+    kind: NoticeKind,
+    text: &str,
+    body_w: usize,
+    theme: &Theme,
+    out: &mut Vec<Line<'static>>,
+) {
+    let (mark, style) = match kind {
+        NoticeKind::Info => ("ℹ ", theme.muted),
+        NoticeKind::Warning => ("⚠ ", theme.warn),
+        NoticeKind::Error => ("✗ ", theme.error),
+    };
+    for (i, line) in text.lines().enumerate() {
+        let first = if i == 0 {
+            vec![Span::raw("  "), Span::styled(mark, style)]
+        } else {
+            vec![Span::raw("    ")]
+        };
+        let body_style = if kind == NoticeKind::Info {
+            theme.muted
+        } else {
+            theme.text
+        };
+        let spans = [Span::styled(line.to_string(), body_style)];
+        out.extend(wrap_spans(&spans, body_w, &first, &[Span::raw("    ")]));
+    }
+}
+
+/// The run's end in one line: status, iterations, tokens, and the reason
+/// where it says something (always unless a plain success).
+fn run_end_text(
+    mark: &str,
+    status: RunStatus,
+    reason: Option<&str>,
+    iterations: u32,
+    usage: &Usage,
+    degraded: bool,
+) -> String {
+    let mut text = format!("{mark} {}", status.as_str());
+    let plural = if iterations == 1 { "" } else { "s" };
+    text.push_str(&format!(" · {iterations} iteration{plural}"));
+    if usage.total_tokens > 0 {
+        text.push_str(&format!(" · {} tokens", thousands(usage.total_tokens)));
+    }
+    if degraded {
+        text.push_str(" · degraded");
+    }
+    let show_reason = match (status, reason) {
+        (RunStatus::Success, Some(r)) => degraded && !r.is_empty(),
+        (_, Some(r)) => !r.is_empty(),
+        _ => false,
+    };
+    if show_reason && let Some(r) = reason {
+        text.push_str(&format!(": {r}"));
+    }
+    text
+}
+
+fn render_compaction(
+    kind: &CellKind,
+    body_w: usize,
+    theme: &Theme,
+    expanded: bool,
+    out: &mut Vec<Line<'static>>,
+) {
+    let CellKind::Compaction {
+        layer,
+        trigger,
+        tokens_before,
+        tokens_after,
+        messages_touched,
+        archived,
+        ineffective,
+        degraded,
+    } = kind
+    else {
+        return;
+    };
+    let mut text = format!(
+        "⟳ compacted {} {layer}: {} → {} tokens · {messages_touched} message{}",
+        layer_label(layer),
+        tokens(*tokens_before),
+        tokens(*tokens_after),
+        if *messages_touched == 1 { "" } else { "s" }
+    );
+    if *ineffective {
+        text.push_str(" · ineffective");
+    }
+    if *degraded {
+        text.push_str(" · degraded");
+    }
+    let spans = [Span::styled(text, theme.accent)];
+    out.extend(wrap_spans(
+        &spans,
+        body_w,
+        &[Span::raw("  ")],
+        &[Span::raw("    ")],
+    ));
+    if expanded {
+        let detail = format!(
+            "trigger: {trigger}{}",
+            if *archived {
+                " · originals archived (open them in the transcript browser)"
+            } else {
+                ""
             }
-            if *degraded {
-                text.push_str(" · degraded");
-            }
-            let spans = [Span::styled(text, theme.accent)];
-            out.extend(wrap_spans(&spans, body_w, &indent(), &[Span::raw("    ")]));
-            if expanded {
-                let detail = format!(
-                    "trigger: {trigger}{}",
-                    if *archived {
-                        " · originals archived (open them in the transcript browser)"
-                    } else {
-                        ""
-                    }
-                );
-                let spans = [Span::styled(detail, theme.muted)];
-                out.extend(wrap_spans(
-                    &spans,
-                    body_w,
-                    &[Span::raw("    ")],
-                    &[Span::raw("    ")],
-                ));
-            }
-        }
+        );
+        let spans = [Span::styled(detail, theme.muted)];
+        out.extend(wrap_spans(
+            &spans,
+            body_w,
+            &[Span::raw("    ")],
+            &[Span::raw("    ")],
+        ));
     }
 }
 

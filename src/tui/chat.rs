@@ -155,106 +155,18 @@ impl Chat {
                 self.reasoning = None;
                 self.run_dir = Some(PathBuf::from(run_dir)).filter(|p| !p.as_os_str().is_empty());
             }
-            AgentEvent::IterationStarted { .. } => self.finish_streaming(),
+            AgentEvent::IterationStarted { .. } | AgentEvent::ThinkingDone { .. } => {
+                self.finish_streaming()
+            }
             AgentEvent::ReasoningDelta { iter, chars, tail } => {
-                let existing = self.reasoning.filter(|i| {
-                    matches!(self.cells.get(*i).map(Cell::kind), Some(CellKind::Reasoning { iter: it, .. }) if it == iter)
-                });
-                match existing {
-                    Some(i) => {
-                        if let CellKind::Reasoning {
-                            chars: c, text: t, ..
-                        } = self.cells[i].kind_mut()
-                        {
-                            *c = *chars;
-                            *t = tail.clone();
-                        }
-                    }
-                    None => {
-                        self.reasoning = Some(self.push(CellKind::Reasoning {
-                            iter: *iter,
-                            chars: *chars,
-                            text: tail.clone(),
-                        }));
-                    }
-                }
+                self.reasoning_delta(*iter, *chars, tail)
             }
-            AgentEvent::TextDelta { iter, delta } => {
-                let existing = self.streaming.filter(|i| {
-                    matches!(self.cells.get(*i).map(Cell::kind), Some(CellKind::Assistant { iter: it, .. }) if it == iter)
-                });
-                match existing {
-                    Some(i) => self.cells[i].append_text(delta),
-                    None => {
-                        self.streaming = Some(self.push(CellKind::Assistant {
-                            iter: *iter,
-                            text: delta.clone(),
-                            finished: false,
-                            note: None,
-                        }));
-                    }
-                }
-            }
-            AgentEvent::ThinkingDone { .. } => self.finish_streaming(),
+            AgentEvent::TextDelta { iter, delta } => self.text_delta(*iter, delta),
             AgentEvent::StreamReset {
                 error, retry_in_ms, ..
-            } => {
-                // The failed attempt's text is void (the retry starts over).
-                if let Some(i) = self.streaming.take()
-                    && i + 1 == self.cells.len()
-                {
-                    self.cells.pop();
-                }
-                self.notice(
-                    NoticeKind::Warning,
-                    format!(
-                        "model stream failed ({error}); retrying in {:.1}s",
-                        *retry_in_ms as f64 / 1000.0
-                    ),
-                );
-            }
-            AgentEvent::Answer { iter, content, .. } => {
-                self.finish_streaming();
-                let idx = self.cells.iter().rposition(|c| {
-                    matches!(c.kind(), CellKind::Assistant { iter: it, note: None, .. } if it == iter)
-                });
-                match idx {
-                    Some(i) => {
-                        if let CellKind::Assistant { text, finished, .. } = self.cells[i].kind_mut()
-                        {
-                            if text != content {
-                                *text = content.clone();
-                            }
-                            *finished = true;
-                        }
-                    }
-                    None => {
-                        self.push(CellKind::Assistant {
-                            iter: *iter,
-                            text: content.clone(),
-                            finished: true,
-                            note: None,
-                        });
-                    }
-                }
-            }
-            AgentEvent::AnswerRejected { iter, issues, .. } => {
-                self.finish_streaming();
-                let note = format!("↺ draft sent back for revision: {}", issues.join("; "));
-                let idx = self.cells.iter().rposition(
-                    |c| matches!(c.kind(), CellKind::Assistant { iter: it, .. } if it == iter),
-                );
-                match idx {
-                    Some(i) => {
-                        if let CellKind::Assistant { note: n, .. } = self.cells[i].kind_mut() {
-                            *n = Some(note);
-                        }
-                    }
-                    None => {
-                        self.notice(NoticeKind::Warning, note);
-                    }
-                }
-            }
+            } => self.stream_reset(error, *retry_in_ms),
+            AgentEvent::Answer { iter, content, .. } => self.answer(*iter, content),
+            AgentEvent::AnswerRejected { iter, issues, .. } => self.answer_rejected(*iter, issues),
             AgentEvent::Tool(t) => self.apply_tool(t),
             AgentEvent::CompactionFinished {
                 layer,
@@ -278,54 +190,6 @@ impl Chat {
                     degraded: *degraded,
                 });
             }
-            AgentEvent::ContentFiltered {
-                consecutive, limit, ..
-            } => {
-                self.notice(
-                    NoticeKind::Warning,
-                    format!("reply blocked by the provider's content filter ({consecutive}/{limit}); skipping that item"),
-                );
-            }
-            AgentEvent::EmptyResponse { consecutive, .. } => {
-                self.notice(
-                    NoticeKind::Info,
-                    format!("the model sent an empty reply ({consecutive}); nudging it"),
-                );
-            }
-            AgentEvent::WrapUp { remaining, .. } => {
-                self.notice(
-                    NoticeKind::Info,
-                    format!("{remaining} iteration(s) left: the model was asked to wrap up"),
-                );
-            }
-            AgentEvent::ForcedTextOnly { .. } => {
-                self.notice(
-                    NoticeKind::Info,
-                    "last iteration: tools withheld, text answer only",
-                );
-            }
-            AgentEvent::BackgroundResults { count, .. } => {
-                self.notice(
-                    NoticeKind::Info,
-                    format!("{count} finished background task(s) reported to the model"),
-                );
-            }
-            AgentEvent::StallWarning { idle_s, timeout_s } => {
-                self.notice(
-                    NoticeKind::Warning,
-                    format!("no progress for {idle_s:.0}s (the run stops at {timeout_s:.0}s)"),
-                );
-            }
-            AgentEvent::Stalled { reason } => {
-                self.notice(NoticeKind::Error, reason.clone());
-            }
-            AgentEvent::Notice { level, message } => {
-                let kind = match level {
-                    NoticeLevel::Info => NoticeKind::Info,
-                    NoticeLevel::Warning => NoticeKind::Warning,
-                };
-                self.notice(kind, message.clone());
-            }
             AgentEvent::RunFinished {
                 status,
                 reason,
@@ -333,31 +197,154 @@ impl Chat {
                 usage,
                 degraded,
                 ..
-            } => {
-                self.finish_streaming();
-                if *status != RunStatus::Success {
-                    for &i in self.tools.values() {
-                        if let Some(c) = self.cells.get_mut(i)
-                            && matches!(c.kind(), CellKind::Tool(t) if !matches!(t.state, ToolCellState::Finished(_)))
-                            && let CellKind::Tool(t) = c.kind_mut()
-                        {
-                            t.state = ToolCellState::Finished(ToolCallStatus::Cancelled);
-                        }
-                    }
+            } => self.run_finished(CellKind::RunEnd {
+                status: *status,
+                reason: reason.clone(),
+                iterations: *iterations,
+                usage: *usage,
+                degraded: *degraded,
+            }),
+            AgentEvent::ContentFiltered { .. }
+            | AgentEvent::EmptyResponse { .. }
+            | AgentEvent::WrapUp { .. }
+            | AgentEvent::ForcedTextOnly { .. }
+            | AgentEvent::BackgroundResults { .. }
+            | AgentEvent::StallWarning { .. }
+            | AgentEvent::Stalled { .. }
+            | AgentEvent::Notice { .. } => {
+                if let Some((kind, text)) = event_notice(event) {
+                    self.notice(kind, text);
                 }
-                self.tools.clear();
-                self.push(CellKind::RunEnd {
-                    status: *status,
-                    reason: reason.clone(),
-                    iterations: *iterations,
-                    usage: *usage,
-                    degraded: *degraded,
-                });
             }
             AgentEvent::Watermark { .. }
             | AgentEvent::CompactionStarted { .. }
             | AgentEvent::LlmUsage { .. } => {}
         }
+    }
+
+    fn reasoning_delta(&mut self, iter: u64, chars: usize, tail: &str) {
+        let existing = self.reasoning.filter(|i| {
+            matches!(self.cells.get(*i).map(Cell::kind), Some(CellKind::Reasoning { iter: it, .. }) if *it == iter)
+        });
+        match existing {
+            Some(i) => {
+                if let CellKind::Reasoning {
+                    chars: c, text: t, ..
+                } = self.cells[i].kind_mut()
+                {
+                    *c = chars;
+                    *t = tail.to_string();
+                }
+            }
+            None => {
+                self.reasoning = Some(self.push(CellKind::Reasoning {
+                    iter,
+                    chars,
+                    text: tail.to_string(),
+                }));
+            }
+        }
+    }
+
+    fn text_delta(&mut self, iter: u64, delta: &str) {
+        let existing = self.streaming.filter(|i| {
+            matches!(self.cells.get(*i).map(Cell::kind), Some(CellKind::Assistant { iter: it, .. }) if *it == iter)
+        });
+        match existing {
+            Some(i) => self.cells[i].append_text(delta),
+            None => {
+                self.streaming = Some(self.push(CellKind::Assistant {
+                    iter,
+                    text: delta.to_string(),
+                    finished: false,
+                    note: None,
+                }));
+            }
+        }
+    }
+
+    fn stream_reset(&mut self, error: &str, retry_in_ms: u64) {
+        // The failed attempt's text is void (the retry starts over).
+        if let Some(i) = self.streaming.take()
+            && i + 1 == self.cells.len()
+        {
+            self.cells.pop();
+        }
+        self.notice(
+            NoticeKind::Warning,
+            format!(
+                "model stream failed ({error}); retrying in {:.1}s",
+                retry_in_ms as f64 / 1000.0
+            ),
+        );
+    }
+
+    fn answer(&mut self, iter: u64, content: &str) {
+        self.finish_streaming();
+        let idx = self.cells.iter().rposition(
+            |c| matches!(c.kind(), CellKind::Assistant { iter: it, note: None, .. } if *it == iter),
+        );
+        match idx {
+            Some(i) => {
+                if let CellKind::Assistant { text, finished, .. } = self.cells[i].kind_mut() {
+                    if text != content {
+                        *text = content.to_string();
+                    }
+                    *finished = true;
+                }
+            }
+            None => {
+                self.push(CellKind::Assistant {
+                    iter,
+                    text: content.to_string(),
+                    finished: true,
+                    note: None,
+                });
+            }
+        }
+    }
+
+    fn answer_rejected(&mut self, iter: u64, issues: &[String]) {
+        self.finish_streaming();
+        let note = format!("↺ draft sent back for revision: {}", issues.join("; "));
+        let idx = self
+            .cells
+            .iter()
+            .rposition(|c| matches!(c.kind(), CellKind::Assistant { iter: it, .. } if *it == iter));
+        match idx {
+            Some(i) => {
+                if let CellKind::Assistant { note: n, .. } = self.cells[i].kind_mut() {
+                    *n = Some(note);
+                }
+            }
+            None => {
+                self.notice(NoticeKind::Warning, note);
+            }
+        }
+    }
+
+    /// The run ended: tool calls still open end with it (unless it
+    /// succeeded), then the run's end cell.
+    fn run_finished(&mut self, end: CellKind) {
+        self.finish_streaming();
+        if !matches!(
+            end,
+            CellKind::RunEnd {
+                status: RunStatus::Success,
+                ..
+            }
+        ) {
+            for &i in self.tools.values() {
+                if let Some(c) = self.cells.get_mut(i)
+                    && matches!(c.kind(), CellKind::Tool(t) if !matches!(t.state, ToolCellState::Finished(_)))
+                    && let CellKind::Tool(t) = c.kind_mut()
+                {
+                    t.state = ToolCellState::Finished(ToolCallStatus::Cancelled);
+                }
+            }
+        }
+        self.tools.clear();
+        self.push(end);
     }
 
     fn tool_cell(&mut self, call_id: &str) -> Option<&mut ToolCell> {
@@ -748,4 +735,48 @@ fn looks_failed(content: &str) -> bool {
                 .map(|s| s == "error")
         })
         .unwrap_or(false)
+}
+
+/// The notice an engine event shows as it is, if it is one of those.
+fn event_notice(event: &AgentEvent) -> Option<(NoticeKind, String)> {
+    let notice = match event {
+        AgentEvent::ContentFiltered {
+            consecutive, limit, ..
+        } => (
+            NoticeKind::Warning,
+            format!(
+                "reply blocked by the provider's content filter ({consecutive}/{limit}); skipping that item"
+            ),
+        ),
+        AgentEvent::EmptyResponse { consecutive, .. } => (
+            NoticeKind::Info,
+            format!("the model sent an empty reply ({consecutive}); nudging it"),
+        ),
+        AgentEvent::WrapUp { remaining, .. } => (
+            NoticeKind::Info,
+            format!("{remaining} iteration(s) left: the model was asked to wrap up"),
+        ),
+        AgentEvent::ForcedTextOnly { .. } => (
+            NoticeKind::Info,
+            "last iteration: tools withheld, text answer only".to_string(),
+        ),
+        AgentEvent::BackgroundResults { count, .. } => (
+            NoticeKind::Info,
+            format!("{count} finished background task(s) reported to the model"),
+        ),
+        AgentEvent::StallWarning { idle_s, timeout_s } => (
+            NoticeKind::Warning,
+            format!("no progress for {idle_s:.0}s (the run stops at {timeout_s:.0}s)"),
+        ),
+        AgentEvent::Stalled { reason } => (NoticeKind::Error, reason.clone()),
+        AgentEvent::Notice { level, message } => {
+            let kind = match level {
+                NoticeLevel::Info => NoticeKind::Info,
+                NoticeLevel::Warning => NoticeKind::Warning,
+            };
+            (kind, message.clone())
+        }
+        _ => return None,
+    };
+    Some(notice)
 }

@@ -46,6 +46,7 @@ pub fn lines(keymap: &Keymap, theme: &Theme, width: usize) -> Vec<Line<'static>>
         Context::Input,
         Context::Chat,
         Context::List,
+        Context::Search,
     ];
     let key_w = (width / 4).clamp(12, 26);
     for ctx in contexts {

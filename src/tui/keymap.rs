@@ -21,6 +21,9 @@ pub enum Context {
     Chat,
     /// Full-screen lists: the transcript browser and the help page.
     List,
+    /// The browser's search line (after `/`): it takes every key, and keys
+    /// bound to nothing here type into it.
+    Search,
 }
 
 impl Context {
@@ -31,6 +34,7 @@ impl Context {
             Context::Input => "Input",
             Context::Chat => "Chat cells (Tab to enter)",
             Context::List => "Transcript browser and help",
+            Context::Search => "Search line (after / in the browser; other keys type)",
         }
     }
 }
@@ -112,6 +116,25 @@ actions! {
     Resume => "resume", List, "Resume the selected session in the chat", ["r"];
     Memory => "memory", List, "Show the memory entries: level, last access, importance, retention, archived originals", ["m"];
     TogglePane => "toggle_pane", List, "In a memory entry: switch between its current text and the archived original", ["v"];
+
+    SearchConfirm => "search_confirm", Search, "Close the search line and go to the first match", ["enter", "shift-enter", "alt-enter", "ctrl-enter"];
+    SearchCancel => "search_cancel", Search, "Close the search line and clear the query", ["esc", "ctrl-c"];
+    SearchDelete => "search_delete", Search, "Delete the last character of the query", ["backspace", "alt-backspace", "ctrl-backspace"];
+}
+
+/// The character a key types into a text field, if it types one: a
+/// character key without Ctrl or Alt (Shift is part of the character).
+pub fn typed_char(key: &KeyEvent) -> Option<char> {
+    match key.code {
+        KeyCode::Char(c)
+            if !key
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+        {
+            Some(c)
+        }
+        _ => None,
+    }
 }
 
 /// One key with its modifiers, as written in config: `ctrl-t`, `alt-enter`,

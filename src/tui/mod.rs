@@ -6,7 +6,8 @@
 //! - [`runtime`]: the terminal, the event loop and the session worker.
 //! - panels: [`chat`] (over [`cells`], [`markdown`] and [`backtest`]), [`tool_panel`],
 //!   [`gauge`], [`browser`] (over [`transcripts`], and [`memory_view`] over
-//!   [`memories`]), [`help`].
+//!   [`memories`]), [`help`]; the last two are [`overlay`]s, stacked over
+//!   the chat screen with one rule for who gets a key.
 //! - settings: [`keymap`] (named actions), [`theme`], [`settings`].
 
 pub mod app;
@@ -23,6 +24,7 @@ pub mod keymap;
 pub mod markdown;
 pub mod memories;
 pub mod memory_view;
+pub mod overlay;
 pub mod runtime;
 pub mod settings;
 pub mod terminal;

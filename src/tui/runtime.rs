@@ -251,13 +251,6 @@ async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiErr
     });
 
     let mut app = App::new(ws.theme, ws.keymap, ws.options);
-    for (kind, text) in ws.notices {
-        update(&mut app, Msg::Notice { kind, text });
-    }
-    if let Some(id) = ws.resume {
-        app.opening = true;
-        let _ = cmd_tx.send(WorkerCmd::Open(Some(id)));
-    }
     let ctx = Ctx {
         paths: ws.paths,
         compaction,
@@ -266,6 +259,17 @@ async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiErr
         switch_model: ws.switch_model,
     };
     let mut cancel: Option<CancellationToken> = None;
+    let mut start: Vec<Msg> = ws
+        .notices
+        .into_iter()
+        .map(|(kind, text)| Msg::Notice { kind, text })
+        .collect();
+    start.extend(ws.resume.map(Msg::OpenSession));
+    for msg in start {
+        for effect in update(&mut app, msg) {
+            perform(effect, &ctx, &mut cancel);
+        }
+    }
     let mut frames = FrameScheduler::default();
     frames.request(Instant::now());
     let mut input = EventStream::new();

@@ -16,6 +16,7 @@ use super::app::{App, Focus};
 use super::cells::NoticeKind;
 use super::format::{clock, one_line, thousands, truncate, width as text_width};
 use super::keymap::Action;
+use super::overlay::Overlay;
 
 /// Below this width the side panel folds under the chat.
 pub const WIDE: u16 = 110;
@@ -36,16 +37,15 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &mut App, now: Instant) {
     }
     Clear.render(area, buf);
     buf.set_style(area, app.theme.text);
-    // Help is the top layer (it may open over the browser), then the browser.
-    if app.help.is_none()
-        && let Some(b) = &mut app.browser
-    {
+    // The top overlay covers what is below it: the browser the whole
+    // screen, the help page all but the status bar.
+    if let Some(Overlay::Browser(b)) = app.overlays.top_mut() {
         b.render(area, buf, &app.theme);
         return;
     }
     status_bar(Rect::new(area.x, area.y, area.width, 1), buf, app, now);
     let body = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
-    if let Some(h) = &mut app.help {
+    if let Some(Overlay::Help(h)) = app.overlays.top_mut() {
         h.render(body, buf, &app.keymap, &app.theme);
         return;
     }
@@ -142,11 +142,12 @@ fn status_bar(area: Rect, buf: &mut Buffer, app: &App, now: Instant) {
         "no model configured".to_string()
     };
     let left = format!(" vibedesk · {session} · {model} ");
-    let state = if app.cancelling {
+    let state = if app.cancelling() {
         "⊘ cancelling…".to_string()
-    } else if app.busy {
+    } else if app.busy() {
         let el = app
-            .run_started_at
+            .phase()
+            .started_at()
             .map(|s| clock(now.saturating_duration_since(s)))
             .unwrap_or_default();
         let step = app
@@ -167,7 +168,7 @@ fn status_bar(area: Rect, buf: &mut Buffer, app: &App, now: Instant) {
     let right_w = text_width(&right);
     let left = truncate(&left, w.saturating_sub(right_w + 1));
     let pad = w.saturating_sub(text_width(&left) + right_w);
-    let state_style = if app.busy {
+    let state_style = if app.busy() {
         t.status.add_modifier(Modifier::BOLD)
     } else {
         t.status
@@ -270,7 +271,7 @@ fn draw_input(area: Rect, buf: &mut Buffer, app: &mut App) {
     let t = &app.theme;
     let focused = app.focus == Focus::Input;
     let mut title = " Message ".to_string();
-    if app.busy {
+    if app.busy() {
         title = " Message · Enter queues it, Esc cancels the run ".to_string();
     }
     if app.composer.line_count() > 1 {
@@ -298,7 +299,7 @@ fn footer(area: Rect, buf: &mut Buffer, app: &App) {
         Line::from(Span::styled(truncate(text, area.width as usize), style))
     } else {
         let k = |a: Action| app.keymap.hint(a);
-        let pairs: Vec<(String, &str)> = if app.busy {
+        let pairs: Vec<(String, &str)> = if app.busy() {
             vec![
                 (k(Action::CancelRun), "cancel"),
                 (k(Action::Submit), "queue"),

@@ -115,6 +115,11 @@ fn tmux_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// One real terminal at a time: two binaries drawing at once on a loaded
+/// machine slow each other until keys sent one after another reach the app
+/// in one read, and crossterm reads two Escapes in one read as one.
+static ONE_TERMINAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The token count the gauge shows (`1.2k / 40k tokens`), if any.
 fn gauge_tokens(screen: &str) -> Option<String> {
     screen
@@ -137,6 +142,7 @@ async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
         eprintln!("skipped: tmux is not installed (CI installs it)");
         return;
     }
+    let _one = ONE_TERMINAL.lock().await;
     let home = tempfile::tempdir().unwrap();
     let t = Tmux::start(home.path(), 120, 36);
     t.wait("the shell prompt", |s| !s.trim().is_empty()).await;
@@ -256,4 +262,88 @@ async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
         std::fs::metadata(&log).unwrap().permissions().mode() & 0o777,
         0o600
     );
+}
+
+/// `--session ID` reaches the app as a message (the run phase is moved
+/// only by `update`): the chat opens on the stored session. Then the
+/// browser's search line takes typing through its own keymap context.
+#[tokio::test]
+async fn the_workstation_resumes_a_session_and_searches_in_a_real_terminal() {
+    if !tmux_available() {
+        assert!(
+            std::env::var_os("VIBEDESK_REQUIRE_TMUX").is_none(),
+            "tmux is required here (VIBEDESK_REQUIRE_TMUX is set); .ci/run installs it"
+        );
+        eprintln!("skipped: tmux is not installed (CI installs it)");
+        return;
+    }
+    let _one = ONE_TERMINAL.lock().await;
+    let home = tempfile::tempdir().unwrap();
+    // A stored session, made by the real binary.
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--demo",
+            "--json",
+            "-p",
+            "make me a research checklist",
+        ])
+        .env("VIBEDESK_HOME", home.path())
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first: serde_json::Value = serde_json::from_slice(
+        out.stdout
+            .split(|b| *b == b'\n')
+            .next()
+            .expect("an event line"),
+    )
+    .unwrap();
+    let sid = first["session_id"]
+        .as_str()
+        .expect("a session id")
+        .to_string();
+
+    let t = Tmux::start(home.path(), 120, 36);
+    t.wait("the shell prompt", |s| !s.trim().is_empty()).await;
+    t.type_literal(&format!("{BIN} --demo --session {sid}; echo EXIT=$?"));
+    t.keys(&["Enter"]);
+    let resumed = t
+        .wait("the resumed session", |s| {
+            s.contains(&format!("resumed session {sid}"))
+        })
+        .await;
+    assert!(
+        resumed.contains("Walk-forward validation") && resumed.contains(&format!(" {sid} ")),
+        "the stored answer is in the chat, the session in the status bar:\n{resumed}"
+    );
+    assert!(resumed.contains("○ idle"), "{resumed}");
+
+    t.keys(&["C-t"]);
+    t.wait("the session list", |s| s.contains("session(s) on disk"))
+        .await;
+    t.keys(&["/"]);
+    // `q` is Back in the list; in the search line it is typed.
+    t.type_literal("research q");
+    t.wait("the query on the bottom line", |s| {
+        s.lines().any(|l| l.starts_with("/research q"))
+    })
+    .await;
+    t.keys(&["Escape"]);
+    t.wait("the search line closed", |s| {
+        !s.contains("/research q") && s.contains("session(s) on disk")
+    })
+    .await;
+    t.keys(&["C-q"]);
+    let after = t
+        .wait("the exit status", |s| {
+            s.lines().any(|l| l.starts_with("EXIT="))
+        })
+        .await;
+    assert!(after.lines().any(|l| l == "EXIT=0"), "{after}");
 }

@@ -462,5 +462,5 @@ fn the_transcript_browser_opens_a_recorded_backtest_as_the_result_cell() {
     }
     assert!(screen(&mut a, 80, 24, now).contains("\"ts\": 3.0"));
     update(&mut a, key(KeyCode::Esc));
-    assert!(a.browser.is_some());
+    assert!(a.browser().is_some());
 }

@@ -70,7 +70,7 @@ fn memory_home() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn entry_view(a: &App) -> vibedesk::tui::memory_view::EntryView {
-    match a.browser.as_ref().unwrap().view() {
+    match a.browser().unwrap().view() {
         View::MemoryEntry(v) => v.clone(),
         other => panic!("not an entry view: {other:?}"),
     }
@@ -123,7 +123,7 @@ fn the_memory_view_lists_searches_and_opens_an_entry_beside_its_originals() {
     // back on the sessions nothing is re-read.
     assert_eq!(update(&mut a, key(KeyCode::Tab)), vec![Effect::LoadMemory]);
     assert_eq!(update(&mut a, key(KeyCode::Tab)), vec![]);
-    assert!(matches!(a.browser.as_ref().unwrap().view(), View::Sessions));
+    assert!(matches!(a.browser().unwrap().view(), View::Sessions));
     assert_eq!(
         update(&mut a, key(KeyCode::Char('m'))),
         vec![Effect::LoadMemory]
@@ -140,14 +140,14 @@ fn the_memory_view_lists_searches_and_opens_an_entry_beside_its_originals() {
     update(&mut a, key(KeyCode::Char('/')));
     type_text(&mut a, "basis points");
     update(&mut a, key(KeyCode::Enter));
-    assert_eq!(a.browser.as_ref().unwrap().selected(), 1);
+    assert_eq!(a.browser().unwrap().selected(), 1);
 
     let file = open_entry(&mut a, &dir);
     assert!(
         file.starts_with("feedback_btc_fee_preference_") && file.ends_with(".md"),
         "{file}"
     );
-    let b = a.browser.as_ref().unwrap();
+    let b = a.browser().unwrap();
     let d = b.memory_entry.as_ref().unwrap();
     let tags: Vec<&str> = d.archives.iter().map(|x| x.copy.tag.as_str()).collect();
     assert_eq!(tags, ["daily", "raw"], "newest first");
@@ -177,7 +177,7 @@ fn the_memory_view_lists_searches_and_opens_an_entry_beside_its_originals() {
     update(&mut a, key(KeyCode::Char('/')));
     type_text(&mut a, "market-impact");
     update(&mut a, key(KeyCode::Enter));
-    let b = a.browser.as_ref().unwrap();
+    let b = a.browser().unwrap();
     assert!(
         b.message.is_none(),
         "found in the raw original: {:?}",
@@ -197,19 +197,19 @@ fn the_memory_view_lists_searches_and_opens_an_entry_beside_its_originals() {
             result: Err("gone".into()),
         },
     );
-    assert!(a.browser.as_ref().unwrap().error.is_none());
+    assert!(a.browser().unwrap().error.is_none());
     // Esc back to the list, then out to the chat.
     update(&mut a, key(KeyCode::Esc));
-    assert!(matches!(a.browser.as_ref().unwrap().view(), View::Memory));
+    assert!(matches!(a.browser().unwrap().view(), View::Memory));
     update(&mut a, key(KeyCode::Esc));
-    assert!(a.browser.is_none());
+    assert!(a.browser().is_none());
     // `/memory` opens the browser straight on the memory view.
     type_text(&mut a, "/memory");
     assert_eq!(
         update(&mut a, key(KeyCode::Enter)),
         vec![Effect::LoadMemory]
     );
-    assert!(matches!(a.browser.as_ref().unwrap().view(), View::Memory));
+    assert!(matches!(a.browser().unwrap().view(), View::Memory));
     // From there Tab reaches the sessions, loading them.
     assert_eq!(
         update(&mut a, key(KeyCode::Tab)),
@@ -338,7 +338,7 @@ fn unreadable_frontmatter_values_are_one_notice_in_the_memory_view() {
 
     let mut a = app();
     open_memory(&mut a, &dir);
-    assert_eq!(a.browser.as_ref().unwrap().message.as_ref(), Some(&notice));
+    assert_eq!(a.browser().unwrap().message.as_ref(), Some(&notice));
     let s = screen(&mut a, 160, 48, Instant::now());
     assert!(s.contains("1 memory file(s) have problems"), "{s}");
     // A clean folder says nothing.

@@ -5,6 +5,7 @@
 mod app_in_tmux;
 mod backtest;
 mod memory;
+mod overlays;
 mod snapshots;
 mod timers;
 mod update;

@@ -247,7 +247,7 @@ async fn clocks_ask_for_exactly_one_frame_per_second_and_idle_asks_for_none() {
     assert_eq!(a.next_deadline(t0), None, "an idle app never wakes up");
     type_text(&mut a, "go");
     vibedesk::tui::update(&mut a, key(crossterm::event::KeyCode::Enter));
-    assert!(a.busy);
+    assert!(a.busy());
     feed(&mut a, &[run_started()], t0);
     advance(Duration::from_millis(300)).await;
     // The run clock in the status bar changes at the next whole second.

@@ -49,13 +49,13 @@ fn enter_sends_and_marks_the_app_busy() {
             prompt: "hello".into()
         }]
     );
-    assert!(a.busy);
+    assert!(a.busy());
     assert!(a.composer.is_empty());
     assert!(matches!(cells(&a).last(), Some(CellKind::User { text }) if text == "hello"));
     // An empty input sends nothing.
     let mut b = app();
     assert!(update(&mut b, key(KeyCode::Enter)).is_empty());
-    assert!(!b.busy);
+    assert!(!b.busy());
 }
 
 #[test]
@@ -83,7 +83,7 @@ fn messages_typed_while_busy_queue_and_run_in_order() {
         }]
     );
     assert!(update(&mut a, Msg::TurnDone { error: None }).is_empty());
-    assert!(!a.busy);
+    assert!(!a.busy());
 }
 
 #[test]
@@ -97,7 +97,7 @@ fn esc_cancels_the_run_keeps_the_chat_and_returns_queued_text() {
     update(&mut a, key(KeyCode::Enter));
     let before = a.chat.cells.len();
     assert_eq!(update(&mut a, key(KeyCode::Esc)), vec![Effect::Cancel]);
-    assert!(a.cancelling);
+    assert!(a.cancelling());
     assert!(
         a.queued.is_empty(),
         "queued work must not start by surprise"
@@ -109,7 +109,7 @@ fn esc_cancels_the_run_keeps_the_chat_and_returns_queued_text() {
         t,
     );
     update(&mut a, Msg::TurnDone { error: None });
-    assert!(!a.busy);
+    assert!(!a.busy());
     assert!(
         a.chat.cells.len() > before,
         "the chat is kept and the end is shown"
@@ -195,17 +195,17 @@ fn multi_line_input_history_and_paste() {
 fn question_mark_opens_help_only_on_an_empty_input() {
     let mut a = app();
     update(&mut a, key(KeyCode::Char('?')));
-    assert!(a.help.is_some());
+    assert!(a.help().is_some());
     update(&mut a, key(KeyCode::Esc));
-    assert!(a.help.is_none());
+    assert!(a.help().is_none());
     type_text(&mut a, "why?");
-    assert!(a.help.is_none());
+    assert!(a.help().is_none());
     assert_eq!(a.composer.text(), "why?");
     update(
         &mut a,
         Msg::Key(KeyEvent::new(KeyCode::F(1), KeyModifiers::NONE)),
     );
-    assert!(a.help.is_some());
+    assert!(a.help().is_some());
 }
 
 #[test]
@@ -228,12 +228,12 @@ fn slash_commands() {
         update(&mut a, key(KeyCode::Enter)),
         vec![Effect::LoadSessions]
     );
-    assert!(a.browser.is_some());
+    assert!(a.browser().is_some());
     update(&mut a, key(KeyCode::Esc));
-    assert!(a.browser.is_none());
+    assert!(a.browser().is_none());
     type_text(&mut a, "/help");
     update(&mut a, key(KeyCode::Enter));
-    assert!(a.help.is_some());
+    assert!(a.help().is_some());
     update(&mut a, key(KeyCode::Esc));
     type_text(&mut a, "/model");
     update(&mut a, key(KeyCode::Enter));
@@ -287,7 +287,7 @@ fn without_a_model_a_prompt_explains_how_to_connect_one() {
         update(&mut a, key(KeyCode::Enter)).is_empty(),
         "nothing runs"
     );
-    assert!(!a.busy);
+    assert!(!a.busy());
     let errs = notices(&a, NoticeKind::Error);
     assert_eq!(errs.len(), 1);
     assert!(errs[0].contains("no model is configured"));
@@ -638,7 +638,7 @@ fn bindings_are_named_and_overridable_from_config_toml() {
         AppOptions::default(),
     );
     assert!(update(&mut a, ctrl('t')).is_empty());
-    assert!(a.browser.is_none(), "the default key was replaced");
+    assert!(a.browser().is_none(), "the default key was replaced");
     assert_eq!(
         update(
             &mut a,
@@ -712,7 +712,7 @@ fn the_browser_opens_searches_and_resumes() {
     update(&mut a, key(KeyCode::Char('/')));
     type_text(&mut a, "notes");
     update(&mut a, key(KeyCode::Enter));
-    assert_eq!(a.browser.as_ref().unwrap().selected(), 1);
+    assert_eq!(a.browser().unwrap().selected(), 1);
     assert_eq!(
         update(&mut a, key(KeyCode::Enter)),
         vec![Effect::LoadDetail("aaaaaaaaaaaa".into())]
@@ -728,7 +728,7 @@ fn the_browser_opens_searches_and_resumes() {
         update(&mut a, key(KeyCode::Char('r'))),
         vec![Effect::OpenSession("aaaaaaaaaaaa".into())]
     );
-    assert!(a.browser.is_none(), "resuming returns to the chat");
+    assert!(a.browser().is_none(), "resuming returns to the chat");
 }
 
 #[tokio::test]
@@ -809,7 +809,7 @@ async fn browsing_a_real_session_finds_archived_originals() {
     update(&mut a, key(KeyCode::Char('/')));
     type_text(&mut a, "all done");
     update(&mut a, key(KeyCode::Enter));
-    assert_eq!(a.browser.as_ref().unwrap().selected(), 3);
+    assert_eq!(a.browser().unwrap().selected(), 3);
     // Archive tab: the transcript first, then the originals.
     update(&mut a, key(KeyCode::Tab));
     update(&mut a, key(KeyCode::Tab));
@@ -1031,7 +1031,7 @@ fn a_notice_while_browsing_is_on_the_bottom_line() {
         },
     );
     update(&mut a, Msg::Sessions(rows()));
-    assert_eq!(a.browser.as_ref().unwrap().message.as_deref(), Some(text));
+    assert_eq!(a.browser().unwrap().message.as_deref(), Some(text));
     let s = screen(&mut a, 120, 24, Instant::now());
     assert!(s.contains("marked interrupted"), "{s}");
     assert_eq!(notices(&a, NoticeKind::Warning), [text]);
@@ -1451,7 +1451,7 @@ fn an_oversized_send_or_paste_is_refused_and_the_text_is_kept() {
         update(&mut a, key(KeyCode::Enter)).is_empty(),
         "nothing runs"
     );
-    assert!(!a.busy);
+    assert!(!a.busy());
     assert_eq!(a.composer.text(), typed, "the text stays in the input");
     let errs = notices(&a, NoticeKind::Error);
     assert_eq!(errs.len(), 2);

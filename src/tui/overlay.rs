@@ -1,0 +1,269 @@
+//! The layers over the chat screen (the help page, the transcript browser)
+//! as a stack, and the one rule that decides who gets an input event: the
+//! top layer first; a layer that does not handle it passes it on to the one
+//! below, and the chat screen gets what no overlay handled. A layer answers
+//! [`Handled`] and the effects it asks of the app ([`OverlayEffect`]); it
+//! never changes the app itself, so [`super::app::update`] applies every
+//! change.
+//!
+//! Keys arrive already resolved to an [`Action`] in the keymap contexts of
+//! the top layer ([`Overlay::contexts`]), so no layer matches key codes.
+
+use crossterm::event::KeyEvent;
+
+use super::browser::{Browser, BrowserEffect};
+use super::help::Help;
+use super::keymap::{Action, Context, typed_char};
+
+/// Lines (or rows) a mouse-wheel notch scrolls.
+pub const WHEEL_LINES: usize = 3;
+
+/// One layer over the chat screen.
+#[derive(Clone, Debug)]
+pub enum Overlay {
+    Help(Help),
+    Browser(Box<Browser>),
+}
+
+/// An input event on its way down the stack.
+#[derive(Clone, Copy, Debug)]
+pub enum Input<'a> {
+    /// A key, with the action it is bound to in the top layer's contexts.
+    Key {
+        action: Option<Action>,
+        key: &'a KeyEvent,
+    },
+    /// A mouse-wheel notch.
+    Wheel {
+        up: bool,
+    },
+    Paste(&'a str),
+}
+
+/// Whether a layer took an event or passes it to the layer below.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handled {
+    Yes,
+    No,
+}
+
+/// What a layer asks the app to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OverlayEffect {
+    /// Close this layer.
+    Close,
+    /// Replace every layer with a fresh transcript browser.
+    OpenBrowser,
+    /// What the browser asked for (its own closing arrives as `Close`).
+    Browser(BrowserEffect),
+}
+
+/// A layer's answer to one event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    pub handled: Handled,
+    pub effects: Vec<OverlayEffect>,
+}
+
+impl Outcome {
+    fn handled(effects: Vec<OverlayEffect>) -> Self {
+        Outcome {
+            handled: Handled::Yes,
+            effects,
+        }
+    }
+
+    fn passed() -> Self {
+        Outcome {
+            handled: Handled::No,
+            effects: Vec::new(),
+        }
+    }
+}
+
+impl Overlay {
+    /// The keymap contexts a key is looked up in while this layer is on top,
+    /// most specific first.
+    pub fn contexts(&self) -> &'static [Context] {
+        match self {
+            // The search line takes every key: the browser's and the global
+            // bindings wait until it closes.
+            Overlay::Browser(b) if b.search.editing => &[Context::Search],
+            _ => &[Context::List, Context::Global],
+        }
+    }
+
+    /// This layer's answer to `input`.
+    pub fn handle(&mut self, input: Input<'_>) -> Outcome {
+        match self {
+            Overlay::Help(h) => help_input(h, input),
+            Overlay::Browser(b) => browser_input(b, input),
+        }
+    }
+}
+
+/// The help page scrolls and closes; quitting, interrupting and redrawing
+/// pass through to the chat screen; a paste passes through too (the chat
+/// screen closes the page to take it).
+fn help_input(help: &mut Help, input: Input<'_>) -> Outcome {
+    let action = match input {
+        Input::Key { action, .. } => action,
+        Input::Wheel { up } => {
+            help.scroll = if up {
+                help.scroll.saturating_sub(WHEEL_LINES)
+            } else {
+                help.scroll + WHEEL_LINES
+            };
+            return Outcome::handled(vec![]);
+        }
+        Input::Paste(_) => return Outcome::passed(),
+    };
+    match action {
+        Some(Action::Up) => help.scroll = help.scroll.saturating_sub(1),
+        Some(Action::Down) => help.scroll += 1,
+        Some(Action::PageUp) => help.scroll = help.scroll.saturating_sub(10),
+        Some(Action::PageDown) => help.scroll += 10,
+        Some(Action::Top) => help.scroll = 0,
+        Some(Action::Back | Action::Help) => return Outcome::handled(vec![OverlayEffect::Close]),
+        Some(Action::Transcripts) => return Outcome::handled(vec![OverlayEffect::OpenBrowser]),
+        Some(Action::Interrupt | Action::Quit | Action::Redraw) => return Outcome::passed(),
+        _ => {}
+    }
+    Outcome::handled(vec![])
+}
+
+/// The browser takes everything but the global actions it leaves to the
+/// chat screen; while its search line is open, that line takes every key.
+fn browser_input(browser: &mut Browser, input: Input<'_>) -> Outcome {
+    let (action, key) = match input {
+        Input::Key { action, key } => (action, key),
+        Input::Wheel { up } => {
+            for _ in 0..WHEEL_LINES {
+                browser.handle(if up { Action::Up } else { Action::Down });
+            }
+            return Outcome::handled(vec![]);
+        }
+        Input::Paste(text) => {
+            // Outside the search line a paste has nowhere to go: dropped.
+            browser.search_paste(text);
+            return Outcome::handled(vec![]);
+        }
+    };
+    if browser.search.editing {
+        match action {
+            Some(Action::SearchCancel) => browser.search_cancel(),
+            Some(Action::SearchConfirm) => browser.search_confirm(),
+            Some(Action::SearchDelete) => browser.search_delete(),
+            _ => {
+                if let Some(c) = typed_char(key) {
+                    browser.search_type(c);
+                }
+            }
+        }
+        return Outcome::handled(vec![]);
+    }
+    match action {
+        Some(Action::Interrupt | Action::Quit | Action::Redraw | Action::Help) => Outcome::passed(),
+        Some(Action::Transcripts) => Outcome::handled(vec![OverlayEffect::Close]),
+        Some(a) => Outcome::handled(
+            browser
+                .handle(a)
+                .into_iter()
+                .map(|e| match e {
+                    BrowserEffect::Close => OverlayEffect::Close,
+                    other => OverlayEffect::Browser(other),
+                })
+                .collect(),
+        ),
+        None => Outcome::handled(vec![]),
+    }
+}
+
+/// The layers over the chat screen, bottom first.
+#[derive(Clone, Debug, Default)]
+pub struct Overlays {
+    stack: Vec<Overlay>,
+}
+
+impl Overlays {
+    pub fn is_empty(&self) -> bool {
+        self.stack.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.stack.len()
+    }
+
+    pub fn top(&self) -> Option<&Overlay> {
+        self.stack.last()
+    }
+
+    pub fn top_mut(&mut self) -> Option<&mut Overlay> {
+        self.stack.last_mut()
+    }
+
+    pub fn get_mut(&mut self, layer: usize) -> Option<&mut Overlay> {
+        self.stack.get_mut(layer)
+    }
+
+    pub fn push(&mut self, overlay: Overlay) {
+        self.stack.push(overlay);
+    }
+
+    /// Removes the layer at `layer` (a layer closing itself).
+    pub fn remove(&mut self, layer: usize) {
+        if layer < self.stack.len() {
+            self.stack.remove(layer);
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.stack.clear();
+    }
+
+    pub fn help(&self) -> Option<&Help> {
+        self.stack.iter().rev().find_map(|o| match o {
+            Overlay::Help(h) => Some(h),
+            Overlay::Browser(_) => None,
+        })
+    }
+
+    pub fn browser(&self) -> Option<&Browser> {
+        self.stack.iter().rev().find_map(|o| match o {
+            Overlay::Browser(b) => Some(b.as_ref()),
+            Overlay::Help(_) => None,
+        })
+    }
+
+    pub fn browser_mut(&mut self) -> Option<&mut Browser> {
+        self.stack.iter_mut().rev().find_map(|o| match o {
+            Overlay::Browser(b) => Some(b.as_mut()),
+            Overlay::Help(_) => None,
+        })
+    }
+
+    /// Closes the browser, wherever it is in the stack.
+    pub fn close_browser(&mut self) {
+        self.stack.retain(|o| !matches!(o, Overlay::Browser(_)));
+    }
+
+    /// Opens the help page on top, at its start (a help page already open
+    /// elsewhere in the stack goes).
+    pub fn open_help(&mut self) {
+        self.close_help();
+        self.stack.push(Overlay::Help(Help::default()));
+    }
+
+    pub fn close_help(&mut self) {
+        self.stack.retain(|o| !matches!(o, Overlay::Help(_)));
+    }
+
+    /// The help key: closes an open help page, or opens one on top.
+    pub fn toggle_help(&mut self) {
+        if self.help().is_some() {
+            self.close_help();
+        } else {
+            self.open_help();
+        }
+    }
+}
