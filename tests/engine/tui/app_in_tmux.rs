@@ -215,6 +215,12 @@ async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
     t.keys(&["Tab"]);
     t.wait("the trace tab", |s| s.contains("tool_call")).await;
     t.keys(&["Escape"]);
+    // Two Escapes in one read reach the app as one (crossterm): the second
+    // goes only once the first has taken the browser back to its list.
+    t.wait("the session list again", |s| {
+        s.contains("session(s) on disk") && !s.contains("tool_call")
+    })
+    .await;
     t.keys(&["Escape"]);
     t.wait("the chat again", |s| s.contains("✓ success · 3 iterations"))
         .await;
