@@ -90,10 +90,8 @@ fn python_baseline(msgs: &[Message]) -> Option<serde_json::Value> {
     let dir = tempfile::tempdir().ok()?;
     let path = dir.path().join("transcript.jsonl");
     std::fs::write(&path, jsonl(msgs)).ok()?;
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("benches/baseline/compaction_original.py");
-    let out = std::process::Command::new("python3")
-        .arg(script)
+    let out = Command::new("python3")
+        .arg(BASELINE)
         .arg(&path)
         .output()
         .ok()?;
