@@ -13,6 +13,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use nix::sys::mman::{MmapAdvise, madvise};
 use serde_json::{Map, Value};
 
 use super::canonical::{CanonicalLine, ContentSpan, char_count, scan_line};
@@ -275,6 +276,7 @@ pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
         std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
     };
     let mut buf = vec![0u8; len];
+    prefer_huge_pages(&mut buf);
     let share = len.div_ceil(threads).max(1);
     std::thread::scope(|scope| {
         let handles: Vec<_> = buf
@@ -295,6 +297,25 @@ pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
     file.seek(SeekFrom::Start(len as u64))?;
     file.read_to_end(&mut buf)?;
     Ok(buf)
+}
+
+/// Asks the kernel to back the (not yet touched) pages of `buf` with 2 MB
+/// pages where it can: filling 25 MB then takes a dozen page faults instead
+/// of 6,000, which were a third of reading it.
+fn prefer_huge_pages(buf: &mut [u8]) {
+    const HUGE: usize = 2 << 20;
+    let start = buf.as_mut_ptr() as usize;
+    let first = start.next_multiple_of(HUGE);
+    let end = (start + buf.len()) / HUGE * HUGE;
+    if end <= first {
+        return;
+    }
+    if let Some(ptr) = std::ptr::NonNull::new(first as *mut std::ffi::c_void) {
+        // SAFETY: `first..end` lies inside `buf`, borrowed mutably here, and
+        // MADV_HUGEPAGE only changes how its pages are backed, never what
+        // they hold. Declined advice (no THP) changes nothing.
+        let _ = unsafe { madvise(ptr, end - first, MmapAdvise::MADV_HUGEPAGE) };
+    }
 }
 
 /// Why a file could not be read in place: the ordinary reader says exactly
@@ -601,6 +622,19 @@ mod tests {
         assert_eq!(kinds, vec![true, false, false, true]);
         same_as_maps(text);
         assert_eq!(read_lines(b"{\"a\": 1}\n\xff\n").err(), Some(NotReadable));
+    }
+
+    /// A file is read whole, in parts on several threads when it is large.
+    #[test]
+    fn files_are_read_whole() {
+        let d = tempfile::tempdir().unwrap();
+        for len in [0, 10, PARALLEL_BYTES + 4_099, 5 << 20] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            let p = d.path().join(format!("{len}.bin"));
+            std::fs::write(&p, &bytes).unwrap();
+            assert!(read_file(&p).unwrap() == bytes, "{len} bytes");
+        }
+        assert!(read_file(&d.path().join("missing")).is_err());
     }
 
     /// A file large enough to be read on several threads keeps its order.
