@@ -1,7 +1,10 @@
 //! Compaction and token counting on a 10,000-message transcript (~28 MB):
-//! the L1 + L2 + pair-repair pass, chars4 and BPE counts (MB/s on one
-//! core), and how far chars4 is from the BPE count for English, Chinese and
-//! JSON-heavy histories.
+//! the whole `vibedesk compact` process against the original's Python
+//! pipeline (read, the three layers, write), the L1 + L2 + pair-repair pass,
+//! chars4 and BPE counts (MB/s on one core), how far chars4 is from the BPE
+//! count for English, Chinese and JSON-heavy histories, and how soon
+//! `vibedesk run --session` on a 10,000-message session shows its first
+//! event.
 //!
 //! `cargo bench --bench compaction`. Set `VIBEDESK_BENCH_DUMP=/path.jsonl`
 //! to also write the transcript (one message per line) for timing other
@@ -12,6 +15,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use vibedesk::agent::compaction::collapse::{CollapseParams, collapse};
@@ -19,6 +25,8 @@ use vibedesk::agent::compaction::microcompact::microcompact;
 use vibedesk::agent::compaction::pairs::fix_tool_pairs;
 use vibedesk::llm::tokens::{BpeCounter, Encoding, estimate_chars4, python_json_string};
 use vibedesk::model::{Message, ToolCall};
+use vibedesk::store::StoredMessage;
+use vibedesk::store::messages::{MESSAGES_FILE, now_rfc3339};
 
 const EN: &str = "The fund's drawdown deepened after the 2008 crash; we compare AAPL, MSFT and IBM on a 20/50 SMA crossover with 10 bp fees. ";
 const ZH: &str = "苹果公司在二零零八年金融危机后回撤加深，我们用二十日与五十日均线交叉策略比较三只股票，手续费万分之十。";
@@ -82,10 +90,8 @@ fn python_baseline(msgs: &[Message]) -> Option<serde_json::Value> {
     let dir = tempfile::tempdir().ok()?;
     let path = dir.path().join("transcript.jsonl");
     std::fs::write(&path, jsonl(msgs)).ok()?;
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("benches/baseline/compaction_original.py");
-    let out = std::process::Command::new("python3")
-        .arg(script)
+    let out = Command::new("python3")
+        .arg(BASELINE)
         .arg(&path)
         .output()
         .ok()?;
@@ -116,6 +122,151 @@ fn bytes_of(msgs: &[Message]) -> usize {
         .sum()
 }
 
+const BASELINE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/benches/baseline/compaction_original.py"
+);
+
+/// The release binary with a clean environment and its home in `home`.
+fn vibedesk(home: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_vibedesk"));
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("VIBEDESK_HOME", home);
+    c
+}
+
+/// Wall seconds of one process, from spawn to exit.
+fn wall(mut c: Command) -> f64 {
+    let t = Instant::now();
+    let out = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let s = t.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "{c:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s
+}
+
+/// The whole process both ways on the same file: `vibedesk compact` and
+/// the Python pipeline, runs interleaved so that load from elsewhere falls
+/// on both alike; both outputs must be the same bytes.
+fn whole_process(msgs: &[Message], python: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("transcript.jsonl");
+    std::fs::write(&input, jsonl(msgs)).unwrap();
+    let (ours_out, py_out) = (dir.path().join("ours.jsonl"), dir.path().join("py.jsonl"));
+    let ours = || {
+        let mut c = vibedesk(dir.path());
+        c.arg("compact")
+            .arg("--in")
+            .arg(&input)
+            .args([
+                "--layer",
+                "micro,collapse,pairs",
+                "--estimator",
+                "chars4",
+                "--out",
+            ])
+            .arg(&ours_out);
+        c
+    };
+    let theirs = || {
+        let mut c = Command::new("python3");
+        c.arg(BASELINE).arg("--whole").arg(&input).arg(&py_out);
+        c
+    };
+    let (mut ours_s, mut py_s) = (Vec::new(), Vec::new());
+    for _ in 0..11 {
+        ours_s.push(wall(ours()));
+        if python {
+            py_s.push(wall(theirs()));
+        }
+    }
+    let ours_med = median(ours_s);
+    println!(
+        "whole process, vibedesk compact --layer micro,collapse,pairs --estimator chars4 --out: {:.1} ms (median of 11)",
+        ours_med * 1e3
+    );
+    if !python {
+        return;
+    }
+    let py_med = median(py_s);
+    let same = std::fs::read(&ours_out).unwrap() == std::fs::read(&py_out).unwrap();
+    assert!(
+        same,
+        "vibedesk and the Python pipeline wrote different files"
+    );
+    // The Python pipeline alone, without the interpreter's start.
+    let out = theirs().output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    println!(
+        "whole process, python3 compaction_original.py --whole (json.loads, 3 layers, json.dumps): {:.1} ms (median of 11; {:.1} ms of it after the interpreter started)",
+        py_med * 1e3,
+        v["in_script"].as_f64().unwrap() * 1e3
+    );
+    println!(
+        "  ratio {:.1}x (outputs identical, {} bytes)",
+        py_med / ours_med,
+        std::fs::metadata(&ours_out).unwrap().len()
+    );
+}
+
+/// `vibedesk run --session ID --json -p hi` on a session holding `msgs`
+/// (offline provider, no key): seconds from spawn to the first JSON event
+/// line, median of 7 runs (each adds its own turn to the session).
+fn session_startup(msgs: &[Message]) {
+    let home = tempfile::tempdir().unwrap();
+    let sdir = home.path().join("data/sessions/bench10k");
+    std::fs::create_dir_all(&sdir).unwrap();
+    let ts = now_rfc3339();
+    let log: String = msgs
+        .iter()
+        .map(|m| {
+            let s = StoredMessage {
+                message: m.clone(),
+                ts: ts.clone(),
+                run_id: None,
+                status: None,
+            };
+            serde_json::to_string(&s).unwrap() + "\n"
+        })
+        .collect();
+    std::fs::write(sdir.join(MESSAGES_FILE), &log).unwrap();
+    let mut firsts = Vec::new();
+    let mut totals = Vec::new();
+    for _ in 0..7 {
+        let t = Instant::now();
+        let mut child = vibedesk(home.path())
+            .args(["run", "--session", "bench10k", "--json", "-p", "hi"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).unwrap();
+        firsts.push(t.elapsed().as_secs_f64());
+        let event: serde_json::Value = serde_json::from_str(&first).unwrap();
+        assert!(event["type"].is_string(), "{first}");
+        stdout.read_to_string(&mut String::new()).unwrap();
+        assert!(child.wait().unwrap().success());
+        totals.push(t.elapsed().as_secs_f64());
+    }
+    println!(
+        "vibedesk run --session (10,000 messages, {:.1} MB log) --json -p hi: first event after {:.1} ms, whole turn {:.1} ms (medians of 7)",
+        log.len() as f64 / 1e6,
+        median(firsts) * 1e3,
+        median(totals) * 1e3
+    );
+}
+
 fn main() {
     let msgs = transcript(10_000, "mixed");
     let dump = python_json_string(&msgs);
@@ -128,6 +279,14 @@ fn main() {
         std::fs::write(&path, jsonl(&msgs)).unwrap();
         println!("wrote {path}");
     }
+
+    let python = std::env::var_os("VIBEDESK_BENCH_NO_PYTHON").is_none()
+        && Command::new("python3")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    whole_process(&msgs, python);
+    session_startup(&msgs);
 
     let pass = median(
         (0..7)

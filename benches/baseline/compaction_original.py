@@ -10,6 +10,14 @@ token estimate. Not the original's source; it archives nothing.
 Usage: python3 compaction_original.py TRANSCRIPT.jsonl
 Prints one JSON object: median seconds of each step over 7 runs, and the
 estimate before and after the pass (the bench checks both equal ours).
+
+Usage: python3 compaction_original.py --whole TRANSCRIPT.jsonl OUT.jsonl
+The whole process as the original runs it, once: read the transcript with
+json.loads per line, the three layers in place, write each message back
+with json.dumps(m, ensure_ascii=False) per line. The bench times this as a
+subprocess, interpreter start included, against `vibedesk compact`; the
+seconds from the first read to the last write (without the interpreter's
+start) go to stdout.
 """
 
 import json
@@ -33,7 +41,23 @@ def median(xs):
     return xs[len(xs) // 2]
 
 
+def whole(transcript, out):
+    t0 = time.perf_counter()
+    with open(transcript, encoding="utf-8") as f:
+        msgs = [json.loads(line) for line in f if line.strip()]
+    microcompact(msgs)
+    collapse(msgs)
+    fix_tool_pairs(msgs)
+    with open(out, "w", encoding="utf-8") as f:
+        for m in msgs:
+            f.write(json.dumps(m, ensure_ascii=False) + "\n")
+    print(json.dumps({"in_script": time.perf_counter() - t0}))
+
+
 def main():
+    if sys.argv[1] == "--whole":
+        whole(sys.argv[2], sys.argv[3])
+        return
     with open(sys.argv[1], encoding="utf-8") as f:
         original = [json.loads(line) for line in f if line.strip()]
     steps = {"l1": [], "l2": [], "pairs": [], "pass": [], "estimate": []}

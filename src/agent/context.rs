@@ -197,8 +197,10 @@ static RUN_DIR_LINE: LazyLock<Option<Regex>> =
 /// with text, newest kept first within `budget` characters; tool messages and
 /// engine steering are never replayed.
 pub fn history_from_stored(stored: &[StoredMessage], budget: usize) -> Vec<Message> {
-    let candidates: Vec<Message> = stored
+    // Walked from the newest: a long session only converts what fits.
+    let candidates = stored
         .iter()
+        .rev()
         .map(|s| &s.message)
         .filter(|m| matches!(m.role, Role::User | Role::Assistant))
         .filter(|m| !m.content.trim().is_empty() && !m.content.starts_with("<system>"))
@@ -219,11 +221,10 @@ pub fn history_from_stored(stored: &[StoredMessage], budget: usize) -> Vec<Messa
                 reasoning_content: None,
                 ..Message::plain_with_role(m.role, content)
             }
-        })
-        .collect();
+        });
     let mut kept: Vec<Message> = Vec::new();
     let mut used = 0usize;
-    for m in candidates.iter().rev() {
+    for m in candidates {
         let len = m.content.chars().count();
         if used + len > budget {
             if kept.is_empty() {
@@ -233,7 +234,7 @@ pub fn history_from_stored(stored: &[StoredMessage], budget: usize) -> Vec<Messa
             break;
         }
         used += len;
-        kept.push(m.clone());
+        kept.push(m);
     }
     kept.reverse();
     kept

@@ -15,6 +15,7 @@ use crate::agent::compaction::archive::TranscriptArchive;
 use crate::agent::compaction::auto::{AutoParams, auto_compact};
 use crate::agent::compaction::chunks::summary_chunks;
 use crate::agent::compaction::collapse::collapse;
+use crate::agent::compaction::inplace::{LineMessage, read_file, read_lines};
 use crate::agent::compaction::message::ChatMessage;
 use crate::agent::compaction::microcompact::microcompact;
 use crate::agent::compaction::pairs::fix_tool_pairs;
@@ -88,6 +89,8 @@ fn parse_layers(spec: &str) -> Result<Vec<Layer>, String> {
     Ok(out)
 }
 
+/// The ordinary reader: every line parsed into a map. Used where the file
+/// cannot be read in place, and to word the error of one that is unreadable.
 fn read_messages(path: &PathBuf) -> Result<Vec<Map<String, Value>>, String> {
     let file =
         std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
@@ -112,18 +115,46 @@ fn read_messages(path: &PathBuf) -> Result<Vec<Map<String, Value>>, String> {
     Ok(out)
 }
 
-fn count(estimator: &Estimator, msgs: &[Map<String, Value>]) -> u64 {
+fn count(estimator: &Estimator, msgs: &[LineMessage]) -> u64 {
     match estimator {
-        // Exactly the original's len(json.dumps(list)) // 4, on the raw objects.
-        Estimator::Chars4 => crate::llm::tokens::python_json_chars(msgs) as u64 / 4,
+        // Exactly the original's len(json.dumps(list)) // 4: each message's
+        // length is known from reading it, plus brackets and separators.
+        Estimator::Chars4 => {
+            let items: usize = msgs.iter().map(ChatMessage::python_len).sum();
+            (2 + items + 2 * msgs.len().saturating_sub(1)) as u64 / 4
+        }
         Estimator::Bpe(_) => {
             let typed: Vec<Message> = msgs
                 .iter()
-                .filter_map(|m| serde_json::from_value(Value::Object(m.clone())).ok())
+                .filter_map(|m| serde_json::from_value(Value::Object(m.to_map())).ok())
                 .collect();
             estimator.count(&typed)
         }
     }
+}
+
+/// The messages one per line, or the chunks as one JSON list, through a
+/// buffer of its own (messages read in place are copied once, from the
+/// input's bytes into it).
+fn write_body(
+    out: impl Write,
+    msgs: &[LineMessage],
+    chunks: Option<&[String]>,
+) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
+    match chunks {
+        Some(c) => {
+            out.write_all(crate::llm::tokens::python_json_string(c).as_bytes())?;
+            out.write_all(b"\n")?;
+        }
+        None => {
+            for m in msgs {
+                m.write_python_json(&mut out)?;
+                out.write_all(b"\n")?;
+            }
+        }
+    }
+    out.flush()
 }
 
 pub async fn compact(args: CompactArgs) -> u8 {
@@ -141,12 +172,18 @@ pub async fn compact(args: CompactArgs) -> u8 {
         );
         return exit::USAGE;
     };
-    let mut msgs = match read_messages(&args.input) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
+    // Lines written the way this command writes them are kept as read, and
+    // written back as their own bytes; the rest are parsed into maps.
+    let bytes = read_file(&args.input).ok();
+    let mut msgs: Vec<LineMessage> = match bytes.as_deref().map(read_lines) {
+        Some(Ok(m)) => m,
+        _ => match read_messages(&args.input) {
+            Ok(maps) => maps.into_iter().map(LineMessage::Parsed).collect(),
+            Err(e) => {
+                eprintln!("vibedesk: {e}");
+                return exit::USAGE;
+            }
+        },
     };
     let settings = CompactionSettings::default();
     let before = count(&estimator, &msgs);
@@ -179,25 +216,25 @@ pub async fn compact(args: CompactArgs) -> u8 {
                     return exit::USAGE;
                 }
             },
-            Layer::Auto => match run_auto(&mut msgs, &args, estimator).await {
-                Ok(line) => report.push(line),
-                Err(e) => {
-                    eprintln!("vibedesk: {e}");
-                    return exit::FAILED;
+            Layer::Auto => {
+                let mut maps: Vec<Map<String, Value>> =
+                    msgs.iter().map(LineMessage::to_map).collect();
+                match run_auto(&mut maps, &args, estimator).await {
+                    Ok(line) => report.push(line),
+                    Err(e) => {
+                        eprintln!("vibedesk: {e}");
+                        return exit::FAILED;
+                    }
                 }
-            },
+                msgs = maps.into_iter().map(LineMessage::Parsed).collect();
+            }
         }
     }
-    let body = match &chunks {
-        Some(c) => crate::llm::tokens::python_json_string(c) + "\n",
-        None => msgs.iter().map(|m| m.python_json() + "\n").collect(),
-    };
     let written = match &args.out {
-        Some(path) => {
-            std::fs::write(path, body).map_err(|e| format!("cannot write {}: {e}", path.display()))
-        }
-        None => std::io::stdout()
-            .write_all(body.as_bytes())
+        Some(path) => std::fs::File::create(path)
+            .and_then(|f| write_body(f, &msgs, chunks.as_deref()))
+            .map_err(|e| format!("cannot write {}: {e}", path.display())),
+        None => write_body(std::io::stdout().lock(), &msgs, chunks.as_deref())
             .map_err(|e| e.to_string()),
     };
     if let Err(e) = written {

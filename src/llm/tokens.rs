@@ -60,7 +60,7 @@ pub fn prefetch(bytes: &[u8]) {
 /// quotes, `\"` and `\\`, short escapes for `\b \f \n \r \t`, `\u00XX`
 /// for other controls, everything else as is. Written as two counting
 /// passes the compiler vectorises, instead of serialising.
-fn json_str_len(s: &str) -> usize {
+pub(crate) fn json_str_len(s: &str) -> usize {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, checked just above (std caches the check).

@@ -107,18 +107,7 @@ impl MessageLog {
             }
             Err(e) => return Err(StoreError::io("read", p, e)),
         };
-        let mut out = MessagesRead::default();
-        // Split bytes, not a String: one line of invalid UTF-8 must only cost
-        // that line, not the whole session.
-        for (n, raw) in bytes.split(|b| *b == b'\n').enumerate() {
-            if raw.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match serde_json::from_slice::<StoredMessage>(raw) {
-                Ok(m) => out.messages.push(m),
-                Err(_) => out.skipped_lines.push(n + 1),
-            }
-        }
+        let out = parse_lines(&bytes);
         if !out.skipped_lines.is_empty() {
             tracing::warn!(
                 path = %p.display(),
@@ -129,6 +118,69 @@ impl MessageLog {
         }
         Ok(out)
     }
+}
+
+/// Below this size one thread parses the whole log.
+const PARALLEL_BYTES: usize = 1 << 20;
+
+/// Every readable line of a log, parsed on all cores for a long session:
+/// the parts are cut after a line end and joined back in order.
+fn parse_lines(bytes: &[u8]) -> MessagesRead {
+    let threads = if bytes.len() < PARALLEL_BYTES {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+    };
+    let mut parts = Vec::with_capacity(threads);
+    let mut start = 0;
+    for k in 1..threads {
+        let at = (bytes.len() * k / threads).max(start);
+        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
+        parts.push(&bytes[start..end]);
+        start = end;
+    }
+    parts.push(&bytes[start..]);
+    let read: Vec<(MessagesRead, usize)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = parts
+            .iter()
+            .map(|part| scope.spawn(move || parse_part(part)))
+            .collect();
+        // A thread only parses; if one died, parse its part here instead.
+        handles
+            .into_iter()
+            .zip(&parts)
+            .map(|(h, part)| h.join().unwrap_or_else(|_| parse_part(part)))
+            .collect()
+    });
+    let mut out = MessagesRead::default();
+    let mut lines_before = 0;
+    for (part, lines) in read {
+        out.messages.extend(part.messages);
+        out.skipped_lines
+            .extend(part.skipped_lines.iter().map(|n| n + lines_before));
+        lines_before += lines;
+    }
+    out
+}
+
+/// One part's messages and skipped line numbers (from 1 in the part), and
+/// how many line ends it holds.
+fn parse_part(part: &[u8]) -> (MessagesRead, usize) {
+    let mut out = MessagesRead::default();
+    let mut lines = 0;
+    // Split bytes, not a String: one line of invalid UTF-8 must only cost
+    // that line, not the whole session.
+    for (n, raw) in part.split(|b| *b == b'\n').enumerate() {
+        lines = n;
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<StoredMessage>(raw) {
+            Ok(m) => out.messages.push(m),
+            Err(_) => out.skipped_lines.push(n + 1),
+        }
+    }
+    (out, lines)
 }
 
 /// The current UTC time as RFC 3339 with millisecond precision and a `Z`
@@ -215,6 +267,38 @@ mod tests {
         let r = MessageLog::read(d.path()).unwrap();
         assert_eq!(r.messages.len(), 2);
         assert_eq!(r.skipped_lines, vec![1, 4, 5]);
+    }
+
+    /// A log long enough to be parsed on several threads keeps its order
+    /// and numbers skipped lines as a single pass would.
+    #[test]
+    fn long_logs_keep_order_and_line_numbers() {
+        let d = tempfile::tempdir().unwrap();
+        let mut bytes = Vec::new();
+        let mut bad = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..12_000 {
+            match i % 997 {
+                5 => {
+                    bytes.extend_from_slice(b"{\"torn\n");
+                    bad.push(i + 1);
+                }
+                6 => bytes.extend_from_slice(b"\n"),
+                _ => {
+                    let m = msg(&format!("message {i} {}", "x".repeat(i % 200)));
+                    bytes.extend_from_slice(serde_json::to_string(&m).unwrap().as_bytes());
+                    bytes.push(b'\n');
+                    want.push(m);
+                }
+            }
+        }
+        assert!(bytes.len() > PARALLEL_BYTES);
+        std::fs::write(d.path().join(MESSAGES_FILE), &bytes).unwrap();
+        let r = MessageLog::read(d.path()).unwrap();
+        assert_eq!(r.skipped_lines, bad);
+        assert_eq!(r.messages, want);
+        // The same as one thread reading it all.
+        assert_eq!(parse_part(&bytes).0, r);
     }
 
     #[test]

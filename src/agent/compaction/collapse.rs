@@ -118,13 +118,20 @@ fn byte_of_char_from_end(bytes: &[u8], n: usize) -> usize {
     0
 }
 
-pub fn collapse<M: ChatMessage>(messages: &mut [M], p: CollapseParams) -> Vec<Touched> {
+pub fn collapse<M: ChatMessage>(
+    messages: &mut [M],
+    p: CollapseParams,
+) -> Vec<Touched<M::Replaced>> {
     if messages.len() <= p.preserve_recent + 1 {
         return Vec::new();
     }
     let end = messages.len() - p.preserve_recent;
     let mut touched = Vec::new();
     for (i, m) in messages.iter_mut().enumerate().take(end).skip(1) {
+        // Short texts read in place are passed over without unescaping them.
+        if m.known_text_chars().is_some_and(|n| n <= p.min_chars) {
+            continue;
+        }
         let Some(text) = m.text() else { continue };
         if text == CLEARED || text.len() <= p.min_chars {
             continue;

@@ -9,13 +9,24 @@ use crate::llm::tokens::{python_json_chars, python_json_string};
 use crate::model::{Message, Role};
 
 pub trait ChatMessage: Clone {
+    /// A text taken out by [`ChatMessage::replace_text`]: owned where the
+    /// message owned it, left where it was where the message was read in
+    /// place (the `compact` command does not keep originals).
+    type Replaced;
+
     fn role(&self) -> &str;
     /// The content when it is a string; layers 1 and 2 touch nothing else.
     fn text(&self) -> Option<&str>;
+    /// Characters of a string content when known without reading the text
+    /// (a message read in place counts them once while it is read); `None`
+    /// means ask [`ChatMessage::text`].
+    fn known_text_chars(&self) -> Option<usize> {
+        None
+    }
     fn set_text(&mut self, text: String);
     /// Puts `text` in place of a string content and returns the old one
     /// (moved, not copied: layers keep originals for the archive).
-    fn replace_text(&mut self, text: String) -> Option<String>;
+    fn replace_text(&mut self, text: String) -> Option<Self::Replaced>;
     /// `(id, function name)` of each tool call, borrowed.
     fn tool_call_refs(&self) -> impl Iterator<Item = (&str, &str)>;
     /// `tool_call_id` of a tool result (empty counts as absent).
@@ -30,6 +41,8 @@ pub trait ChatMessage: Clone {
 }
 
 impl ChatMessage for Message {
+    type Replaced = String;
+
     fn role(&self) -> &str {
         self.role.as_str()
     }
@@ -74,6 +87,8 @@ impl ChatMessage for Message {
 }
 
 impl ChatMessage for Map<String, Value> {
+    type Replaced = String;
+
     fn role(&self) -> &str {
         self.get("role").and_then(Value::as_str).unwrap_or("")
     }

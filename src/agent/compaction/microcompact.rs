@@ -12,12 +12,15 @@ pub const SHORT_RESULT_CHARS: usize = 100;
 /// A message a layer changed, with its text before the change (moved out,
 /// not copied; the archive rebuilds the whole original message from it).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Touched {
+pub struct Touched<T = String> {
     pub index: usize,
-    pub original_text: String,
+    pub original_text: T,
 }
 
-pub fn microcompact<M: ChatMessage>(messages: &mut [M], keep_recent: usize) -> Vec<Touched> {
+pub fn microcompact<M: ChatMessage>(
+    messages: &mut [M],
+    keep_recent: usize,
+) -> Vec<Touched<M::Replaced>> {
     let tools: Vec<usize> = messages
         .iter()
         .enumerate()
@@ -34,10 +37,13 @@ pub fn microcompact<M: ChatMessage>(messages: &mut [M], keep_recent: usize) -> V
         };
         // A character is at most 4 bytes, so only a result of 101 to 400
         // bytes is read; `nth` stops after 101 characters.
-        let long = m.text().is_some_and(|t| {
-            t.len() > 4 * SHORT_RESULT_CHARS
-                || (t.len() > SHORT_RESULT_CHARS && t.chars().nth(SHORT_RESULT_CHARS).is_some())
-        });
+        let long = match m.known_text_chars() {
+            Some(chars) => chars > SHORT_RESULT_CHARS,
+            None => m.text().is_some_and(|t| {
+                t.len() > 4 * SHORT_RESULT_CHARS
+                    || (t.len() > SHORT_RESULT_CHARS && t.chars().nth(SHORT_RESULT_CHARS).is_some())
+            }),
+        };
         if long && let Some(old) = m.replace_text(CLEARED.to_string()) {
             touched.push(Touched {
                 index: i,

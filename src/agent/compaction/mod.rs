@@ -17,8 +17,10 @@
 
 pub mod archive;
 pub mod auto;
+pub mod canonical;
 pub mod chunks;
 pub mod collapse;
+pub mod inplace;
 pub mod ledger;
 pub mod message;
 pub mod microcompact;
