@@ -1,6 +1,8 @@
-//! The ReAct loop (spec §1). One [`Loop::run`] is one user turn: set-up,
-//! up to `max_iterations` model calls with tools in between, and a terminal
-//! status with a reason on every path.
+//! The ReAct loop (spec §1). One [`Loop::run`] is one user turn: set-up
+//! (`start`, which makes a `Turn`), one `step` per iteration, each returning
+//! whether the run goes on or why it ends, up to `max_iterations` model calls
+//! with tools in between, and `finish`, which gives a terminal status with a
+//! reason on every path.
 //!
 //! Cancellation checkpoints (spec §1.11): A at the top of every iteration, B
 //! inside the stream (partial reply returned), C right after the stream (the
@@ -159,6 +161,24 @@ struct TurnState {
     step: u32,
 }
 
+impl TurnState {
+    fn new(messages: Vec<Message>) -> Self {
+        TurnState {
+            messages,
+            final_text: String::new(),
+            degraded_reasons: Vec::new(),
+            empty_total_at: None,
+            consecutive_empty: 0,
+            filtered_total: 0,
+            filtered_consecutive: 0,
+            validations: 0,
+            written: Vec::new(),
+            reported_model: None,
+            step: 0,
+        }
+    }
+}
+
 /// A run in progress: what set-up made, and what its steps change.
 struct Turn {
     req: RunRequest,
@@ -286,20 +306,7 @@ impl Loop {
         );
         let messages = self.first_messages(&run, &req);
         self.record_start(&trace, &mut log, &req, &run.id);
-        events.emit(AgentEvent::RunStarted {
-            run_id: run.id.clone(),
-            session_id: req.session_id.clone(),
-            run_dir: run.path.display().to_string(),
-            provider: provider.name().to_string(),
-            model: provider.model().to_string(),
-            max_iterations: max,
-        });
-        for message in &req.notices {
-            events.emit(AgentEvent::Notice {
-                level: NoticeLevel::Warning,
-                message: message.clone(),
-            });
-        }
+        self.announce(&events, &req, &run, max);
 
         let activity = Activity::new();
         let watchdog_done = CancellationToken::new();
@@ -340,19 +347,7 @@ impl Loop {
             scheduler,
             tool_base,
             compactor,
-            st: TurnState {
-                messages,
-                final_text: String::new(),
-                degraded_reasons: Vec::new(),
-                empty_total_at: None,
-                consecutive_empty: 0,
-                filtered_total: 0,
-                filtered_consecutive: 0,
-                validations: 0,
-                written: Vec::new(),
-                reported_model: None,
-                step: 0,
-            },
+            st: TurnState::new(messages),
         })
     }
 
@@ -407,6 +402,25 @@ impl Loop {
         } else {
             trace_record(trace, start);
             trace_record(trace, user);
+        }
+    }
+
+    /// `run_started`, then the warnings about what the session could not read.
+    fn announce(&self, events: &EventSink, req: &RunRequest, run: &RunDir, max: u32) {
+        let provider = &self.deps.provider;
+        events.emit(AgentEvent::RunStarted {
+            run_id: run.id.clone(),
+            session_id: req.session_id.clone(),
+            run_dir: run.path.display().to_string(),
+            provider: provider.name().to_string(),
+            model: provider.model().to_string(),
+            max_iterations: max,
+        });
+        for message in &req.notices {
+            events.emit(AgentEvent::Notice {
+                level: NoticeLevel::Warning,
+                message: message.clone(),
+            });
         }
     }
 
@@ -916,109 +930,142 @@ impl Loop {
     /// The final-answer flow of spec §1.5: an empty reply, tool-call markup
     /// as text, the answer check, then the answer.
     fn final_answer_step(&self, t: &mut Turn, response: Response, iter: u64) -> AnswerStep {
-        let (step, max) = (t.st.step, t.max);
-        let check = &*self.deps.answer_check;
-        let mut draft = response.content;
+        let draft = response.content;
         if draft.trim().is_empty() {
-            t.st.empty_total_at = Some(step);
-            t.st.consecutive_empty += 1;
-            let empty = AgentEvent::EmptyResponse {
-                iter,
-                consecutive: t.st.consecutive_empty,
-            };
-            emit_traced(&t.trace, &t.events, empty);
-            if t.st.consecutive_empty > self.deps.config.max_empty_skips {
-                return AnswerStep::EmptyLimit;
-            }
-            t.st.messages.push(Message::steering(
-                "[SYSTEM] Your last reply was empty. Either call a tool or answer the user in plain text.",
-            ));
-            return AnswerStep::Continue;
+            return self.empty_reply(t, iter);
         }
         t.st.consecutive_empty = 0;
-
-        if contains_tool_markup(&draft) {
-            trace_record(&t.trace, TraceRecord::ToolCallSyntaxInAnswer { iter });
-            t.events.emit(AgentEvent::AnswerRejected {
-                iter,
-                issues: vec!["tool_call_markup_in_answer".into()],
-                revision: t.st.validations,
-            });
-            t.st.messages.push(Message::assistant(draft));
-            t.st.messages.push(Message::steering(
-                "[SYSTEM] Your reply contained tool-call markup as plain text. Call tools through the tool interface, or answer in plain text without markup.",
-            ));
-            if step < max {
-                return AnswerStep::Continue;
-            }
-            draft = "I could not deliver a clean answer in the iterations available (the model kept emitting tool-call markup). Ask me to continue and I will pick up from here.".to_string();
-            t.st.degraded_reasons
-                .push("tool-call markup was withheld on the forced-text iteration".into());
-            t.events.emit(AgentEvent::TextDelta {
-                iter,
-                delta: draft.clone(),
-            });
+        let screened = match t.markup_in_answer(draft, iter) {
+            ControlFlow::Continue(draft) => self.check_draft(t, draft, iter),
+            stop => stop,
+        };
+        match screened {
+            ControlFlow::Continue(draft) => t.deliver(draft, iter),
+            ControlFlow::Break(step) => step,
         }
+    }
 
+    /// An empty reply is nudged until too many come in a row.
+    fn empty_reply(&self, t: &mut Turn, iter: u64) -> AnswerStep {
+        t.st.empty_total_at = Some(t.st.step);
+        t.st.consecutive_empty += 1;
+        let empty = AgentEvent::EmptyResponse {
+            iter,
+            consecutive: t.st.consecutive_empty,
+        };
+        emit_traced(&t.trace, &t.events, empty);
+        if t.st.consecutive_empty > self.deps.config.max_empty_skips {
+            return AnswerStep::EmptyLimit;
+        }
+        t.st.messages.push(Message::steering(
+            "[SYSTEM] Your last reply was empty. Either call a tool or answer the user in plain text.",
+        ));
+        AnswerStep::Continue
+    }
+
+    /// The answer check: a rejected draft is sent back for revision a
+    /// bounded number of times, then replaced by the check's fallback.
+    fn check_draft(
+        &self,
+        t: &mut Turn,
+        draft: String,
+        iter: u64,
+    ) -> ControlFlow<AnswerStep, String> {
+        let (step, max) = (t.st.step, t.max);
+        let check = &*self.deps.answer_check;
         let ctx = answer_context(&t.req, &t.run, t.started_at, &t.st.written);
         let issues = check.validate(&draft, &ctx);
-        if !issues.is_empty() {
-            t.st.validations += 1;
-            trace_record(
-                &t.trace,
-                TraceRecord::AnswerRejected {
-                    iter,
-                    issues: issues.clone(),
-                    content: draft.clone(),
-                },
-            );
-            t.events.emit(AgentEvent::AnswerRejected {
+        if issues.is_empty() {
+            return ControlFlow::Continue(draft);
+        }
+        t.st.validations += 1;
+        trace_record(
+            &t.trace,
+            TraceRecord::AnswerRejected {
                 iter,
                 issues: issues.clone(),
-                revision: t.st.validations,
-            });
-            t.st.messages.push(Message::assistant(draft.clone()));
-            let cap = if max - step >= 3 { 4 } else { 3 };
-            if step < max && t.st.validations < cap {
-                t.st.messages
-                    .push(Message::steering(&check.correction(&issues, &ctx)));
-                return AnswerStep::Continue;
-            }
-            let fb = check.fallback(&draft, &issues, &ctx);
-            if fb.content != draft {
-                t.events.emit(AgentEvent::TextDelta {
-                    iter,
-                    delta: fb.content.clone(),
-                });
-            }
-            draft = fb.content;
-            t.st.degraded_reasons.push(fb.reason);
+                content: draft.clone(),
+            },
+        );
+        t.events.emit(AgentEvent::AnswerRejected {
+            iter,
+            issues: issues.clone(),
+            revision: t.st.validations,
+        });
+        t.st.messages.push(Message::assistant(draft.clone()));
+        let cap = if max - step >= 3 { 4 } else { 3 };
+        if step < max && t.st.validations < cap {
+            t.st.messages
+                .push(Message::steering(&check.correction(&issues, &ctx)));
+            return ControlFlow::Break(AnswerStep::Continue);
         }
+        let fb = check.fallback(&draft, &issues, &ctx);
+        if fb.content != draft {
+            t.events.emit(AgentEvent::TextDelta {
+                iter,
+                delta: fb.content.clone(),
+            });
+        }
+        t.st.degraded_reasons.push(fb.reason);
+        ControlFlow::Continue(fb.content)
+    }
+}
 
+impl Turn {
+    /// Tool-call markup written as text is sent back; on the last
+    /// iteration it is replaced by a note that asks the user to continue.
+    fn markup_in_answer(&mut self, draft: String, iter: u64) -> ControlFlow<AnswerStep, String> {
+        if !contains_tool_markup(&draft) {
+            return ControlFlow::Continue(draft);
+        }
+        trace_record(&self.trace, TraceRecord::ToolCallSyntaxInAnswer { iter });
+        self.events.emit(AgentEvent::AnswerRejected {
+            iter,
+            issues: vec!["tool_call_markup_in_answer".into()],
+            revision: self.st.validations,
+        });
+        self.st.messages.push(Message::assistant(draft));
+        self.st.messages.push(Message::steering(
+            "[SYSTEM] Your reply contained tool-call markup as plain text. Call tools through the tool interface, or answer in plain text without markup.",
+        ));
+        if self.st.step < self.max {
+            return ControlFlow::Break(AnswerStep::Continue);
+        }
+        let draft = "I could not deliver a clean answer in the iterations available (the model kept emitting tool-call markup). Ask me to continue and I will pick up from here.".to_string();
+        self.st
+            .degraded_reasons
+            .push("tool-call markup was withheld on the forced-text iteration".into());
+        self.events.emit(AgentEvent::TextDelta {
+            iter,
+            delta: draft.clone(),
+        });
+        ControlFlow::Continue(draft)
+    }
+
+    /// The answer: its record and message in the trace, then the event.
+    fn deliver(&mut self, draft: String, iter: u64) -> AnswerStep {
         let answer = AgentEvent::Answer {
             iter,
             content: draft.clone(),
-            degraded: !t.st.degraded_reasons.is_empty(),
+            degraded: !self.st.degraded_reasons.is_empty(),
         };
         if let Some(record) = record_of(&answer) {
-            trace_record(&t.trace, record);
+            trace_record(&self.trace, record);
         }
         trace_record(
-            &t.trace,
+            &self.trace,
             TraceRecord::Message {
                 iter,
                 role: Role::Assistant,
                 content: draft.clone(),
             },
         );
-        t.st.messages.push(Message::assistant(draft.clone()));
-        t.st.final_text = draft;
-        t.events.emit(answer);
+        self.st.messages.push(Message::assistant(draft.clone()));
+        self.st.final_text = draft;
+        self.events.emit(answer);
         AnswerStep::Answered
     }
-}
 
-impl Turn {
     /// Content filter (spec §1.3 step 11): `true` when the reply was blocked
     /// and the iteration is skipped; the breaker ends the run.
     fn content_filtered(&mut self, iter: u64, response: &Response) -> ControlFlow<Exit, bool> {

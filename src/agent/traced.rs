@@ -107,11 +107,26 @@ mod tests {
                 "answer",
             ]
         );
-        let untraced = AgentEvent::IterationStarted {
+        assert_eq!(record_of(&untraced_event()), None);
+    }
+
+    fn untraced_event() -> AgentEvent {
+        AgentEvent::IterationStarted {
             iter: 1,
             step: 1,
             max_iterations: 3,
-        };
-        assert_eq!(record_of(&untraced), None);
+        }
+    }
+
+    /// `tool_result.outcome` is the call's event status, by the same name.
+    #[test]
+    fn tool_call_status_names_match_their_serde_names() {
+        use crate::tools::events::ToolCallStatus::*;
+        for status in [Ok, Error, Timeout, Cancelled, Skipped, Denied] {
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                Value::from(status.as_str())
+            );
+        }
     }
 }
