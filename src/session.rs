@@ -15,9 +15,10 @@ use crate::agent::run_loop::{MESSAGE_TOO_LARGE, PARTIAL_FILE};
 use crate::agent::{EventSink, Loop, LoopDeps, RunOutcome, RunRequest, context};
 use crate::model::Message;
 use crate::store::messages::now_rfc3339;
-use crate::store::run_state::Reconciled;
+use crate::store::run_state::{Reconciled, Status};
+use crate::store::trace_record::EndRecord;
 use crate::store::{
-    MessageLog, Paths, RunStateStore, StoredMessage, TraceWriter, atomic_write_json,
+    MessageLog, Paths, RunStateStore, StoredMessage, TraceRecord, TraceWriter, atomic_write_json,
 };
 use crate::tools::BackgroundQueue;
 
@@ -410,10 +411,16 @@ pub fn reconcile_interrupted(paths: &Paths) -> Vec<Reconciled> {
         }
         let iter = TraceWriter::max_iter(&sdir);
         if let Ok(mut t) = TraceWriter::open(&sdir, Default::default()) {
-            let _ = t.write(serde_json::json!({
-                "type": "end", "iter": iter, "status": "interrupted", "reason": r.reason, "run_id": r.run_id,
-                "iterations": 0,
-            }));
+            let end = TraceRecord::End(EndRecord {
+                iter,
+                status: Status::Interrupted,
+                iterations: 0,
+                reason: r.reason.clone(),
+                degraded: false,
+                stalled: false,
+                run_id: Some(r.run_id.clone()),
+            });
+            let _ = t.write(end.into());
         }
         if let Some(mut meta) = read_meta(&sdir) {
             meta.last_status = Some("interrupted".into());

@@ -1,11 +1,14 @@
-//! The ReAct loop (spec §1). One [`Loop::run`] is one user turn: set-up,
-//! up to `max_iterations` model calls with tools in between, and a terminal
-//! status with a reason on every path.
+//! The ReAct loop (spec §1). One [`Loop::run`] is one user turn: set-up
+//! (`start`, which makes a `Turn`), one `step` per iteration, each returning
+//! whether the run goes on or why it ends, up to `max_iterations` model calls
+//! with tools in between, and `finish`, which gives a terminal status with a
+//! reason on every path.
 //!
 //! Cancellation checkpoints (spec §1.11): A at the top of every iteration, B
 //! inside the stream (partial reply returned), C right after the stream (the
 //! reply's tool calls are discarded), D/E before each tool batch.
 
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -16,28 +19,30 @@ use tokio_util::sync::CancellationToken;
 
 use super::compaction::archive::TranscriptArchive;
 use super::compaction::{
-    COMPACT_TOOL, CompactionRequest, Compactor, CompactorDeps, ProviderSummarizer,
+    COMPACT_TOOL, CompactionRequest, Compactor, CompactorDeps, ProviderSummarizer, Trigger,
 };
 use super::config::LoopConfig;
 use super::context::{self, PromptInputs, RecallHook, SkillLine};
 use super::events::{AgentEvent, EventSink, NoticeLevel, RunStatus, ToolEvent};
 use super::grounding::{AnswerCheck, AnswerContext, PendingWriteCheck};
 use super::input;
+use super::traced::record_of;
 use super::usage::UsageLedger;
 use super::watchdog::{self, Activity};
 use crate::llm::assemble::{LiveDelta, contains_tool_markup};
 use crate::llm::tokens::Estimator;
 use crate::llm::{CallOptions, ChatRequest, LlmError, Provider, Response, stream_response};
-use crate::model::{Message, Usage};
+use crate::model::{Message, Role, Usage};
 use crate::store::run_state::{RunState, Status, current_process_identity};
-use crate::store::trace::{LARGE_TEXT_BYTES, refer_to_message_log};
+use crate::store::trace::LARGE_TEXT_BYTES;
+use crate::store::trace_record::EndRecord;
 use crate::store::{
-    MessageLog, RunDir, RunStateStore, SharedTrace, StoredMessage, TraceWriter, atomic_write_json,
-    trace_record,
+    MessageLog, RunDir, RunStateStore, SharedTrace, StoredMessage, TraceRecord, TraceWriter,
+    atomic_write_json, trace_record, trace_record_in_log,
 };
 use crate::tools::events::ToolCallStatus;
 use crate::tools::events::ToolEventSink;
-use crate::tools::{Authorizer, BackgroundQueue, Registry, Scheduler, ToolContext};
+use crate::tools::{Authorizer, BackgroundQueue, CallOutcome, Registry, Scheduler, ToolContext};
 
 /// Everything a loop needs that outlives one run.
 #[derive(Clone)]
@@ -156,6 +161,51 @@ struct TurnState {
     step: u32,
 }
 
+impl TurnState {
+    fn new(messages: Vec<Message>) -> Self {
+        TurnState {
+            messages,
+            final_text: String::new(),
+            degraded_reasons: Vec::new(),
+            empty_total_at: None,
+            consecutive_empty: 0,
+            filtered_total: 0,
+            filtered_consecutive: 0,
+            validations: 0,
+            written: Vec::new(),
+            reported_model: None,
+            step: 0,
+        }
+    }
+}
+
+/// A run in progress: what set-up made, and what its steps change.
+struct Turn {
+    req: RunRequest,
+    events: EventSink,
+    /// The caller's token; `run_cancel` is its child, which the watchdog
+    /// cancels too.
+    cancel: CancellationToken,
+    run_cancel: CancellationToken,
+    cfg: LoopConfig,
+    max: u32,
+    started_at: SystemTime,
+    store: RunStateStore,
+    run: RunDir,
+    trace: SharedTrace,
+    log: Option<MessageLog>,
+    usage: UsageLedger,
+    activity: Activity,
+    watchdog_done: CancellationToken,
+    scheduler: Scheduler,
+    tool_base: ToolContext,
+    compactor: Compactor,
+    st: TurnState,
+}
+
+/// What one iteration did: go on to the next, or end the run for a reason.
+type StepOutcome = ControlFlow<Exit>;
+
 impl Loop {
     pub fn new(deps: LoopDeps) -> Self {
         Loop {
@@ -193,14 +243,37 @@ impl Loop {
         outcome
     }
 
-    /// Runs one turn. `cancel` may already be cancelled (a cancel that arrived
-    /// while queued): the run then ends before any model call (spec §1.2).
+    /// Runs one turn: set-up, one [`step`](Self::step) per iteration until
+    /// one ends the run, and the terminal status. `cancel` may already be
+    /// cancelled (a cancel that arrived while queued): the run then ends
+    /// before any model call (spec §1.2).
     pub async fn run(
         &mut self,
         req: RunRequest,
         events: EventSink,
         cancel: CancellationToken,
     ) -> RunOutcome {
+        let mut turn = match self.start(req, events, cancel) {
+            Ok(t) => t,
+            Err(refused) => return *refused,
+        };
+        let exit = loop {
+            if let ControlFlow::Break(exit) = self.step(&mut turn).await {
+                break exit;
+            }
+        };
+        self.finish(turn, exit)
+    }
+
+    /// Set-up: the run directory, trace and message log, the first
+    /// messages, `run_started`, the watchdog, the scheduler and the
+    /// compactor. A refused or failed set-up is the run's outcome.
+    fn start(
+        &mut self,
+        req: RunRequest,
+        events: EventSink,
+        cancel: CancellationToken,
+    ) -> Result<Turn, Box<RunOutcome>> {
         let cfg = self.deps.config.clone();
         let max = cfg.max_iterations.max(1);
         let provider = self.deps.provider.clone();
@@ -212,24 +285,74 @@ impl Loop {
         if let Err(e) = input::check_message_size(req.prompt.len(), cfg.max_message_bytes, &|| {
             req.workspace.display().to_string()
         }) {
-            return self.refuse(e.to_string(), MESSAGE_TOO_LARGE, &events);
+            return Err(Box::new(self.refuse(
+                e.to_string(),
+                MESSAGE_TOO_LARGE,
+                &events,
+            )));
         }
         // Set-up failures end the run immediately, with a reason.
         let (run, trace, mut log) = match self.set_up(&store, &req, &cfg) {
             Ok(x) => x,
-            Err(reason) => return self.refuse(reason, "agent_loop_error", &events),
+            Err(reason) => return Err(Box::new(self.refuse(reason, "agent_loop_error", &events))),
         };
         if self.iter == 0 {
             self.iter = TraceWriter::max_iter(&req.session_dir);
         }
-        let run_id = run.id.clone();
-        let mut usage = UsageLedger::new(
+        let usage = UsageLedger::new(
             run.path.join("llm_usage.json"),
             provider.name(),
             provider.model(),
         );
+        let messages = self.first_messages(&run, &req);
+        self.record_start(&trace, &mut log, &req, &run.id);
+        self.announce(&events, &req, &run, max);
 
-        // Messages: [system, *history, user(with recalled memories)].
+        let activity = Activity::new();
+        let watchdog_done = CancellationToken::new();
+        if let Some(t) = cfg.stall_timeout {
+            tokio::spawn(watchdog::watch(
+                t,
+                activity.clone(),
+                events.clone(),
+                run_cancel.clone(),
+                watchdog_done.clone(),
+            ));
+        }
+        let scheduler = self.scheduler(&cfg, &events, &activity, &trace);
+        let tool_base = ToolContext {
+            call_id: String::new(),
+            session_id: req.session_id.clone(),
+            run_dir: run.path.clone(),
+            workspace: req.workspace.clone(),
+            cancel: run_cancel.clone(),
+            background: req.background.clone(),
+        };
+        let compactor = self.compactor(&cfg, &req, &run, &trace, &events, &run_cancel);
+        Ok(Turn {
+            req,
+            events,
+            cancel,
+            run_cancel,
+            cfg,
+            max,
+            started_at,
+            store,
+            run,
+            trace,
+            log,
+            usage,
+            activity,
+            watchdog_done,
+            scheduler,
+            tool_base,
+            compactor,
+            st: TurnState::new(messages),
+        })
+    }
+
+    /// `[system, *history, user (with recalled memories)]`.
+    fn first_messages(&self, run: &RunDir, req: &RunRequest) -> Vec<Message> {
         let state_summary =
             context::workspace_summary(Some(&run.path), Some(&req.workspace), &self.counters);
         let system = context::system_prompt(&PromptInputs {
@@ -248,29 +371,45 @@ impl Loop {
         let mut messages = vec![Message::system(system)];
         messages.extend(req.history.iter().cloned());
         messages.push(Message::user(context::with_recall(&req.prompt, &recalled)));
+        messages
+    }
 
-        // The message log first: a large prompt's trace records refer to it.
-        let logged = log.is_some() && persist(&mut log, Message::user(req.prompt.clone()), &run_id);
+    /// The user's message in the message log, then the `start` and user
+    /// `message` records; a large prompt's records refer to the log entry.
+    fn record_start(
+        &self,
+        trace: &SharedTrace,
+        log: &mut Option<MessageLog>,
+        req: &RunRequest,
+        run_id: &str,
+    ) {
+        let logged = log.is_some() && persist(log, Message::user(req.prompt.clone()), run_id);
         let once = logged && req.prompt.len() > LARGE_TEXT_BYTES;
-        let preview_chars = match trace.lock() {
-            Ok(t) => t.options().preview_chars,
-            Err(poisoned) => poisoned.into_inner().options().preview_chars,
+        let iter = self.iter + 1;
+        let start = TraceRecord::Start {
+            iter,
+            run_id: run_id.to_string(),
+            prompt: req.prompt.clone(),
         };
-        let mut start = json!({"type": "start", "iter": self.iter + 1, "run_id": run_id});
-        let mut user = json!({"type": "message", "iter": self.iter + 1, "role": "user"});
-        for (record, field) in [(&mut start, "prompt"), (&mut user, "content")] {
-            if let Some(obj) = record.as_object_mut() {
-                if once {
-                    refer_to_message_log(obj, field, &req.prompt, preview_chars);
-                } else {
-                    obj.insert(field.into(), json!(req.prompt));
-                }
-            }
+        let user = TraceRecord::Message {
+            iter,
+            role: Role::User,
+            content: req.prompt.clone(),
+        };
+        if once {
+            trace_record_in_log(trace, start, "prompt");
+            trace_record_in_log(trace, user, "content");
+        } else {
+            trace_record(trace, start);
+            trace_record(trace, user);
         }
-        trace_record(&trace, start);
-        trace_record(&trace, user);
+    }
+
+    /// `run_started`, then the warnings about what the session could not read.
+    fn announce(&self, events: &EventSink, req: &RunRequest, run: &RunDir, max: u32) {
+        let provider = &self.deps.provider;
         events.emit(AgentEvent::RunStarted {
-            run_id: run_id.clone(),
+            run_id: run.id.clone(),
             session_id: req.session_id.clone(),
             run_dir: run.path.display().to_string(),
             provider: provider.name().to_string(),
@@ -283,20 +422,17 @@ impl Loop {
                 message: message.clone(),
             });
         }
+    }
 
-        let activity = Activity::new();
-        let watchdog_done = CancellationToken::new();
-        if let Some(t) = cfg.stall_timeout {
-            tokio::spawn(watchdog::watch(
-                t,
-                activity.clone(),
-                events.clone(),
-                run_cancel.clone(),
-                watchdog_done.clone(),
-            ));
-        }
-
-        // Tool events flow through unchanged; a finished call is progress.
+    /// The run's tool scheduler: tool events flow through unchanged, and a
+    /// finished call counts as progress for the watchdog.
+    fn scheduler(
+        &self,
+        cfg: &LoopConfig,
+        events: &EventSink,
+        activity: &Activity,
+        trace: &SharedTrace,
+    ) -> Scheduler {
         let tool_sink: ToolEventSink = {
             let events = events.clone();
             let activity = activity.clone();
@@ -307,24 +443,29 @@ impl Loop {
                 events.emit(AgentEvent::Tool(e));
             })
         };
-        let mut scheduler =
+        let scheduler =
             Scheduler::new(self.deps.registry.clone(), cfg.scheduler.clone(), tool_sink)
                 .with_trace(trace.clone());
-        if let Some(a) = &self.deps.authorizer {
-            scheduler = scheduler.with_authorizer(a.clone());
+        match &self.deps.authorizer {
+            Some(a) => scheduler.with_authorizer(a.clone()),
+            None => scheduler,
         }
-        let tool_base = ToolContext {
-            call_id: String::new(),
-            session_id: req.session_id.clone(),
-            run_dir: run.path.clone(),
-            workspace: req.workspace.clone(),
-            cancel: run_cancel.clone(),
-            background: req.background.clone(),
-        };
+    }
 
+    /// The run's compactor, summarising with the run's own provider.
+    fn compactor(
+        &self,
+        cfg: &LoopConfig,
+        req: &RunRequest,
+        run: &RunDir,
+        trace: &SharedTrace,
+        events: &EventSink,
+        run_cancel: &CancellationToken,
+    ) -> Compactor {
+        let provider = &self.deps.provider;
         let estimator = Estimator::from_name(&cfg.compaction.estimator, provider.model())
             .unwrap_or_else(|| Estimator::for_model(provider.model()));
-        let mut compactor = Compactor::new(CompactorDeps {
+        Compactor::new(CompactorDeps {
             settings: cfg.compaction.clone(),
             estimator,
             threshold: cfg.token_threshold,
@@ -336,336 +477,293 @@ impl Loop {
                 },
                 cancel: run_cancel.clone(),
             }),
-            archive: TranscriptArchive::new(&req.session_dir, &run_id),
+            archive: TranscriptArchive::new(&req.session_dir, &run.id),
             trace: Some(trace.clone()),
             events: events.clone(),
-        });
-        let mut st = TurnState {
-            messages,
-            final_text: String::new(),
-            degraded_reasons: Vec::new(),
-            empty_total_at: None,
-            consecutive_empty: 0,
-            filtered_total: 0,
-            filtered_consecutive: 0,
-            validations: 0,
-            written: Vec::new(),
-            reported_model: None,
-            step: 0,
-        };
-        let answer_check = self.deps.answer_check.clone();
-        let wrap_up_at = cfg.wrap_up_at();
+        })
+    }
 
-        let exit = 'iterations: loop {
-            if st.step >= max {
-                break Exit::Exhausted;
-            }
-            // Checkpoint A.
-            if run_cancel.is_cancelled() {
-                trace_record(&trace, json!({"type": "cancelled", "iter": self.iter}));
-                break Exit::Cancelled;
-            }
-            st.step += 1;
-            self.iter += 1;
-            let iter = self.iter;
-            let step = st.step;
-            let last = step == max;
-            events.emit(AgentEvent::IterationStarted {
-                iter,
-                step,
-                max_iterations: max,
-            });
-
-            // Finished background work of *this* session (spec §12.22).
-            let notices = req.background.drain();
-            if !notices.is_empty() {
-                st.messages
-                    .push(Message::user(BackgroundQueue::render(&notices)));
-                events.emit(AgentEvent::BackgroundResults {
-                    iter,
-                    count: notices.len(),
-                });
-            }
-
-            let state_now = self.state_summary(&run.path, &req.workspace, scheduler.counters());
-            compactor
-                .on_iteration(iter, &mut st.messages, &state_now)
-                .await;
-            if let Some(focus) = req.compaction.take() {
-                compactor
-                    .auto(iter, &mut st.messages, "user", &focus, &state_now)
-                    .await;
-            }
-
-            let answer_ctx = AnswerContext {
-                user_message: &req.prompt,
-                written: &st.written,
-                run_started: started_at,
-                workspace: &req.workspace,
-                run_dir: &run.path,
-            };
-            if step == wrap_up_at && 1 < step && step < max {
-                let remaining = max - step;
-                let mut text = format!(
-                    "[SYSTEM] {remaining} of {max} iterations remain. Finish any outstanding file writes now while tools are still available, do not start new analysis, then answer in plain text (say where any written file is)."
-                );
-                if let Some(d) = answer_check.directive(&answer_ctx) {
-                    trace_record(
-                        &trace,
-                        json!({"type": "pending_write_directive", "iter": iter}),
-                    );
-                    text.push(' ');
-                    text.push_str(&d);
-                }
-                st.messages.push(Message::steering(&text));
-                trace_record(
-                    &trace,
-                    json!({"type": "wrap_up", "iter": iter, "remaining": remaining}),
-                );
-                events.emit(AgentEvent::WrapUp {
-                    iter,
-                    remaining,
-                    max_iterations: max,
-                });
-            }
-            // Penultimate safety net, as a user steering message rather than
-            // the original's mid-conversation system message (spec §12.1).
-            if max > 1
-                && step == max - 1
-                && let Some(d) = answer_check.directive(&answer_ctx)
-            {
-                trace_record(
-                    &trace,
-                    json!({"type": "pending_write_directive", "iter": iter}),
-                );
-                st.messages.push(Message::steering(&d));
-            }
-            if last {
-                trace_record(&trace, json!({"type": "forced_text_only", "iter": iter}));
-                events.emit(AgentEvent::ForcedTextOnly { iter });
-            }
-
-            let request = ChatRequest {
-                messages: st.messages.clone(),
-                tools: if last {
-                    Vec::new()
-                } else {
-                    self.deps.registry.specs()
-                },
-                temperature: None,
-                max_tokens: None,
-                user_request: Some(req.prompt.clone()),
-            };
-            let response = match self
-                .call_model(request, iter, &cfg, &events, &run_cancel, &run, &trace)
-                .await
-            {
-                Ok(r) => r,
-                Err(e) => break Exit::ProviderError(e),
-            };
-            // Checkpoint C: a reply that arrived after cancel is discarded.
-            if response.cancelled || run_cancel.is_cancelled() {
-                trace_record(&trace, json!({"type": "cancelled", "iter": iter}));
-                break Exit::Cancelled;
-            }
-            activity.mark();
-            if let Some(m) = &response.model {
-                st.reported_model = Some(m.clone());
-                usage.set_model(m);
-            }
-            if let Some(u) = &response.usage {
-                if let Err(e) = usage.record(iter, u) {
-                    tracing::warn!("cannot write llm_usage.json: {e}");
-                }
-                events.emit(AgentEvent::LlmUsage {
-                    iter,
-                    input_tokens: u.input_tokens,
-                    output_tokens: u.output_tokens,
-                    total_tokens: u.total_tokens,
-                });
-            }
-            if !response.content.is_empty() {
-                trace_record(
-                    &trace,
-                    json!({"type": "thinking", "iter": iter, "content": response.content}),
-                );
-                events.emit(AgentEvent::ThinkingDone {
-                    iter,
-                    content: crate::tools::finalize::preview(&response.content, 500),
-                });
-            }
-
-            // Content filter (spec §1.3 step 11).
-            if response.content_filtered {
-                st.filtered_total += 1;
-                st.filtered_consecutive += 1;
-                if st.filtered_consecutive >= cfg.max_content_filter_skips {
-                    trace_record(
-                        &trace,
-                        json!({"type": "content_filter_circuit_breaker", "iter": iter, "count": st.filtered_consecutive}),
-                    );
-                    break Exit::ContentFilterBreaker(st.filtered_consecutive);
-                }
-                trace_record(
-                    &trace,
-                    json!({"type": "content_filter_skipped", "iter": iter}),
-                );
-                events.emit(AgentEvent::ContentFiltered {
-                    iter,
-                    consecutive: st.filtered_consecutive,
-                    total: st.filtered_total,
-                    limit: cfg.max_content_filter_skips,
-                });
-                st.messages.push(Message::steering(
-                    "Your previous response was blocked by the provider's content moderation. Skip that item and move on to the rest of the task.",
-                ));
-                continue;
-            }
-            st.filtered_consecutive = 0;
-
-            if response.tool_calls.is_empty() {
-                match self.final_answer_step(
-                    &mut st,
-                    response,
-                    iter,
-                    max,
-                    &answer_ctx_owned(&req, &run.path, started_at),
-                    &*answer_check,
-                    &events,
-                    &trace,
-                ) {
-                    Step::Continue => continue,
-                    Step::Answered => {
-                        persist(&mut log, Message::assistant(st.final_text.clone()), &run_id);
-                        break Exit::Answered;
-                    }
-                    Step::EmptyLimit => break Exit::EmptyReplies,
-                }
-            }
-
-            // The model called tools on the iteration that offered none.
-            // The original executes them (spec §12.19); we never run tools
-            // that were not offered, and use any text as the answer.
-            if last {
-                if !response.content.trim().is_empty() && !contains_tool_markup(&response.content) {
-                    let content = response.content.clone();
-                    st.degraded_reasons
-                        .push("the model requested tools on the final, tools-withheld iteration; its text was kept as the answer".into());
-                    let mut text_only = response;
-                    text_only.tool_calls.clear();
-                    text_only.content = content;
-                    match self.final_answer_step(
-                        &mut st,
-                        text_only,
-                        iter,
-                        max,
-                        &answer_ctx_owned(&req, &run.path, started_at),
-                        &*answer_check,
-                        &events,
-                        &trace,
-                    ) {
-                        Step::Answered => {
-                            persist(&mut log, Message::assistant(st.final_text.clone()), &run_id);
-                            break Exit::Answered;
-                        }
-                        _ => break Exit::ToolsOnForcedTurn,
-                    }
-                }
-                break Exit::ToolsOnForcedTurn;
-            }
-
-            let reasoning = (!response.reasoning.is_empty()).then(|| response.reasoning.clone());
-            let assistant = Message::assistant_tool_calls(
-                response.content.clone(),
-                response.tool_calls.clone(),
-                reasoning,
-            );
-            st.messages.push(assistant.clone());
-            if !persist(&mut log, assistant, &run_id) {
-                break Exit::StoreError("cannot append to the session's messages.jsonl".into());
-            }
-            let outcomes = scheduler.run(iter, &response.tool_calls, &tool_base).await;
-            for o in &outcomes {
-                if o.succeeded()
-                    && matches!(o.call.name(), "write_file" | "edit_file")
-                    && let Some(p) = o.args.get("path").and_then(|v| v.as_str())
-                {
-                    let full = if std::path::Path::new(p).is_absolute() {
-                        PathBuf::from(p)
-                    } else {
-                        req.workspace.join(p)
-                    };
-                    st.written.push(full);
-                }
-                let msg =
-                    Message::tool_result(o.call.id.clone(), o.call.name(), o.model_content.clone());
-                st.messages.push(msg.clone());
-                if !persist(&mut log, msg, &run_id) {
-                    break 'iterations Exit::StoreError(
-                        "cannot append to the session's messages.jsonl".into(),
-                    );
-                }
-            }
-            if outcomes
-                .iter()
-                .any(|o| o.status == ToolCallStatus::Cancelled)
-                && run_cancel.is_cancelled()
-            {
-                trace_record(&trace, json!({"type": "cancelled", "iter": iter}));
-                break Exit::Cancelled;
-            }
-            // L4: the model asked for a compaction; it runs after the
-            // iteration's other tools, with the last requested focus.
-            let requested = outcomes
-                .iter()
-                .rev()
-                .filter(|o| o.succeeded() && o.call.name() == COMPACT_TOOL)
-                .map(|o| {
-                    o.args
-                        .get("focus_topic")
-                        .and_then(|f| f.as_str())
-                        .unwrap_or("")
-                        .to_string()
-                })
-                .next();
-            if let Some(focus) = requested {
-                trace_record(
-                    &trace,
-                    json!({"type": "compact_requested", "iter": iter, "focus_topic": focus}),
-                );
-                let state_now = self.state_summary(&run.path, &req.workspace, scheduler.counters());
-                compactor
-                    .auto(iter, &mut st.messages, "tool", &focus, &state_now)
-                    .await;
-            }
-        };
-        watchdog_done.cancel();
-        for (name, n) in scheduler.counters() {
-            match self.counters.iter_mut().find(|(k, _)| k == name) {
-                Some((_, k)) => *k += n,
-                None => self.counters.push((name.clone(), *n)),
-            }
+    /// One iteration (spec §1.3): checkpoint A, compaction, steering, the
+    /// model call and checkpoint C, the content filter, then either the
+    /// final-answer check or the reply's tools (checkpoints D/E) and a
+    /// compaction the model asked for.
+    async fn step(&mut self, t: &mut Turn) -> StepOutcome {
+        let (iter, step) = self.begin_iteration(t)?;
+        let last = step == t.max;
+        self.compact_context(t, iter).await;
+        self.steer(t, iter, step);
+        let response = self.ask_model(t, iter, last).await?;
+        if t.content_filtered(iter, &response)? {
+            return ControlFlow::Continue(());
         }
+        if response.tool_calls.is_empty() {
+            return match self.final_answer_step(t, response, iter) {
+                AnswerStep::Continue => ControlFlow::Continue(()),
+                AnswerStep::Answered => {
+                    persist(
+                        &mut t.log,
+                        Message::assistant(t.st.final_text.clone()),
+                        &t.run.id,
+                    );
+                    ControlFlow::Break(Exit::Answered)
+                }
+                AnswerStep::EmptyLimit => ControlFlow::Break(Exit::EmptyReplies),
+            };
+        }
+        if last {
+            return ControlFlow::Break(self.tools_on_forced_turn(t, response, iter));
+        }
+        let outcomes = t.run_tools(iter, &response).await?;
+        self.requested_compaction(t, iter, &outcomes).await;
+        ControlFlow::Continue(())
+    }
 
-        // Terminal status, in the order of spec §1.4.
-        let stall = activity.stall_reason();
-        let mut error_code = None;
-        let (status, reason) = if let Some(r) = stall {
-            (RunStatus::Failed, r)
-        } else if matches!(exit, Exit::Cancelled)
-            || (cancel.is_cancelled() && !matches!(exit, Exit::Answered))
+    /// Checkpoint A, then the iteration's numbers `(iter, step)` and the
+    /// background results that arrived since the last one.
+    fn begin_iteration(&mut self, t: &mut Turn) -> ControlFlow<Exit, (u64, u32)> {
+        if t.st.step >= t.max {
+            return ControlFlow::Break(Exit::Exhausted);
+        }
+        // Checkpoint A.
+        if t.run_cancel.is_cancelled() {
+            trace_record(&t.trace, TraceRecord::Cancelled { iter: self.iter });
+            return ControlFlow::Break(Exit::Cancelled);
+        }
+        t.st.step += 1;
+        self.iter += 1;
+        let (iter, step) = (self.iter, t.st.step);
+        t.events.emit(AgentEvent::IterationStarted {
+            iter,
+            step,
+            max_iterations: t.max,
+        });
+
+        // Finished background work of *this* session (spec §12.22).
+        let notices = t.req.background.drain();
+        if !notices.is_empty() {
+            t.st.messages
+                .push(Message::user(BackgroundQueue::render(&notices)));
+            t.events.emit(AgentEvent::BackgroundResults {
+                iter,
+                count: notices.len(),
+            });
+        }
+        ControlFlow::Continue((iter, step))
+    }
+
+    /// The gated layers, then a pending `/compact`.
+    async fn compact_context(&self, t: &mut Turn, iter: u64) {
+        let state_now = self.state_summary(&t.run.path, &t.req.workspace, t.scheduler.counters());
+        t.compactor
+            .on_iteration(iter, &mut t.st.messages, &state_now)
+            .await;
+        if let Some(focus) = t.req.compaction.take() {
+            t.compactor
+                .auto(iter, &mut t.st.messages, Trigger::User, &focus, &state_now)
+                .await;
+        }
+    }
+
+    /// The wrap-up nudge, the penultimate pending-write directive and the
+    /// notice that the last iteration offers no tools (spec §1.3).
+    fn steer(&self, t: &mut Turn, iter: u64, step: u32) {
+        let max = t.max;
+        let check = &*self.deps.answer_check;
+        let ctx = answer_context(&t.req, &t.run, t.started_at, &t.st.written);
+        if step == t.cfg.wrap_up_at() && 1 < step && step < max {
+            let remaining = max - step;
+            let mut text = format!(
+                "[SYSTEM] {remaining} of {max} iterations remain. Finish any outstanding file writes now while tools are still available, do not start new analysis, then answer in plain text (say where any written file is)."
+            );
+            if let Some(d) = check.directive(&ctx) {
+                trace_record(&t.trace, TraceRecord::PendingWriteDirective { iter });
+                text.push(' ');
+                text.push_str(&d);
+            }
+            t.st.messages.push(Message::steering(&text));
+            let wrap_up = AgentEvent::WrapUp {
+                iter,
+                remaining,
+                max_iterations: max,
+            };
+            emit_traced(&t.trace, &t.events, wrap_up);
+        }
+        // Penultimate safety net, as a user steering message rather than
+        // the original's mid-conversation system message (spec §12.1).
+        if max > 1
+            && step == max - 1
+            && let Some(d) = check.directive(&ctx)
         {
-            (RunStatus::Cancelled, "cancelled by user".to_string())
+            trace_record(&t.trace, TraceRecord::PendingWriteDirective { iter });
+            t.st.messages.push(Message::steering(&d));
+        }
+        if step == max {
+            emit_traced(&t.trace, &t.events, AgentEvent::ForcedTextOnly { iter });
+        }
+    }
+
+    /// The model call (no tools offered on the last iteration), checkpoint
+    /// C, and what the reply reports besides its tool calls.
+    async fn ask_model(&self, t: &mut Turn, iter: u64, last: bool) -> ControlFlow<Exit, Response> {
+        let request = ChatRequest {
+            messages: t.st.messages.clone(),
+            tools: if last {
+                Vec::new()
+            } else {
+                self.deps.registry.specs()
+            },
+            temperature: None,
+            max_tokens: None,
+            user_request: Some(t.req.prompt.clone()),
+        };
+        let response = match self.call_model(t, request, iter).await {
+            Ok(r) => r,
+            Err(e) => return ControlFlow::Break(Exit::ProviderError(e)),
+        };
+        // Checkpoint C: a reply that arrived after cancel is discarded.
+        if response.cancelled || t.run_cancel.is_cancelled() {
+            trace_record(&t.trace, TraceRecord::Cancelled { iter });
+            return ControlFlow::Break(Exit::Cancelled);
+        }
+        t.note_reply(iter, &response);
+        ControlFlow::Continue(response)
+    }
+
+    /// The model called tools on the iteration that offered none. The
+    /// original executes them (spec §12.19); we never run tools that were
+    /// not offered, and use any text as the answer.
+    fn tools_on_forced_turn(&self, t: &mut Turn, response: Response, iter: u64) -> Exit {
+        if response.content.trim().is_empty() || contains_tool_markup(&response.content) {
+            return Exit::ToolsOnForcedTurn;
+        }
+        t.st.degraded_reasons
+            .push("the model requested tools on the final, tools-withheld iteration; its text was kept as the answer".into());
+        let mut text_only = response;
+        text_only.tool_calls.clear();
+        match self.final_answer_step(t, text_only, iter) {
+            AnswerStep::Answered => {
+                persist(
+                    &mut t.log,
+                    Message::assistant(t.st.final_text.clone()),
+                    &t.run.id,
+                );
+                Exit::Answered
+            }
+            _ => Exit::ToolsOnForcedTurn,
+        }
+    }
+
+    /// L4: the model asked for a compaction; it runs after the iteration's
+    /// other tools, with the last requested focus.
+    async fn requested_compaction(&self, t: &mut Turn, iter: u64, outcomes: &[CallOutcome]) {
+        let requested = outcomes
+            .iter()
+            .rev()
+            .filter(|o| o.succeeded() && o.call.name() == COMPACT_TOOL)
+            .map(|o| {
+                o.args
+                    .get("focus_topic")
+                    .and_then(|f| f.as_str())
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .next();
+        if let Some(focus) = requested {
+            trace_record(
+                &t.trace,
+                TraceRecord::CompactRequested {
+                    iter,
+                    focus_topic: focus.clone(),
+                },
+            );
+            let state_now =
+                self.state_summary(&t.run.path, &t.req.workspace, t.scheduler.counters());
+            t.compactor
+                .auto(iter, &mut t.st.messages, Trigger::Tool, &focus, &state_now)
+                .await;
+        }
+    }
+
+    /// The end of a run: the terminal status, the `end` record, the final
+    /// `state.json` and `run_finished`.
+    fn finish(&mut self, mut t: Turn, exit: Exit) -> RunOutcome {
+        t.watchdog_done.cancel();
+        merge_counters(&mut self.counters, t.scheduler.counters());
+        let (status, reason, error_code) = self.terminal_status(&t, &exit);
+        let provider = &self.deps.provider;
+        let degraded = status == RunStatus::Success && !t.st.degraded_reasons.is_empty();
+        let iterations = t.st.step;
+        let content_filter_warning = t.content_filter_warning();
+        if let Some(w) = &content_filter_warning {
+            t.events.emit(AgentEvent::Notice {
+                level: NoticeLevel::Warning,
+                message: w.clone(),
+            });
+        }
+        let model =
+            t.st.reported_model
+                .clone()
+                .unwrap_or_else(|| provider.model().to_string());
+        let outcome = RunOutcome {
+            status,
+            reason,
+            error_code,
+            content: if status == RunStatus::Success {
+                std::mem::take(&mut t.st.final_text)
+            } else {
+                String::new()
+            },
+            run_id: t.run.id.clone(),
+            run_dir: t.run.path.clone(),
+            iterations,
+            max_iterations: t.max,
+            degraded,
+            usage: t.usage.totals(),
+            provider: provider.name().to_string(),
+            configured_model: provider.model().to_string(),
+            model,
+            content_filter_warning,
+        };
+
+        let stalled = t.activity.stall_reason().is_some();
+        trace_record(&t.trace, end_record(&outcome, self.iter, stalled));
+        let (pid, pid_start) = current_process_identity();
+        let final_state = RunState {
+            status: state_status(status),
+            reason: (status != RunStatus::Success || degraded).then(|| outcome.reason.clone()),
+            degraded,
+            session_id: Some(t.req.session_id.clone()),
+            pid: Some(pid),
+            pid_start,
+            started_at: Some(rfc3339(t.started_at)),
+            finished_at: Some(rfc3339(SystemTime::now())),
+        };
+        if let Err(e) = t.store.write_state(&t.run, &final_state) {
+            tracing::error!("cannot write state.json of {}: {e}", t.run.id);
+        }
+        let _ = std::fs::remove_file(t.run.path.join(PARTIAL_FILE));
+        t.events.emit(run_finished(&outcome));
+        outcome
+    }
+
+    /// Status, reason and error code, in the order of spec §1.4.
+    fn terminal_status(&self, t: &Turn, exit: &Exit) -> (RunStatus, String, Option<String>) {
+        let provider = &self.deps.provider;
+        let st = &t.st;
+        let max = t.max;
+        let failed = |reason: String| (RunStatus::Failed, reason, None);
+        if let Some(r) = t.activity.stall_reason() {
+            failed(r)
+        } else if matches!(exit, Exit::Cancelled)
+            || (t.cancel.is_cancelled() && !matches!(exit, Exit::Answered))
+        {
+            (RunStatus::Cancelled, "cancelled by user".to_string(), None)
         } else if let Exit::ContentFilterBreaker(n) = exit {
-            (
-                RunStatus::Failed,
-                format!(
-                    "the provider's content filter blocked {n} consecutive replies (limit {}); try rephrasing or a less aggressive provider",
-                    cfg.max_content_filter_skips
-                ),
-            )
-        } else if let Exit::ProviderError(e) = &exit {
-            error_code = Some("provider_stream_error".to_string());
+            failed(format!(
+                "the provider's content filter blocked {n} consecutive replies (limit {}); try rephrasing or a less aggressive provider",
+                t.cfg.max_content_filter_skips
+            ))
+        } else if let Exit::ProviderError(e) = exit {
             (
                 RunStatus::Failed,
                 format!(
@@ -673,116 +771,43 @@ impl Loop {
                     provider.name(),
                     provider.model()
                 ),
+                Some("provider_stream_error".to_string()),
             )
-        } else if let Exit::StoreError(e) = &exit {
-            error_code = Some("agent_loop_error".to_string());
-            (RunStatus::Failed, e.clone())
+        } else if let Exit::StoreError(e) = exit {
+            (
+                RunStatus::Failed,
+                e.clone(),
+                Some("agent_loop_error".to_string()),
+            )
         } else if !st.final_text.trim().is_empty() {
             if st.degraded_reasons.is_empty() {
-                (RunStatus::Success, "final answer delivered".to_string())
+                (
+                    RunStatus::Success,
+                    "final answer delivered".to_string(),
+                    None,
+                )
             } else {
-                (RunStatus::Success, st.degraded_reasons.join("; "))
+                (RunStatus::Success, st.degraded_reasons.join("; "), None)
             }
         } else if let Some(n) = st.empty_total_at {
-            (
-                RunStatus::Failed,
-                format!(
-                    "empty_model_response: provider={} model={} iteration {n} returned no text and no tool calls",
-                    provider.name(),
-                    if provider.model().is_empty() {
-                        "(unset)"
-                    } else {
-                        provider.model()
-                    }
-                ),
-            )
+            failed(format!(
+                "empty_model_response: provider={} model={} iteration {n} returned no text and no tool calls",
+                provider.name(),
+                if provider.model().is_empty() {
+                    "(unset)"
+                } else {
+                    provider.model()
+                }
+            ))
         } else if matches!(exit, Exit::ToolsOnForcedTurn) {
-            (
-                RunStatus::Failed,
-                format!(
-                    "reached max iterations ({max}) without final answer: the model still requested tools on the last, tools-withheld iteration"
-                ),
-            )
+            failed(format!(
+                "reached max iterations ({max}) without final answer: the model still requested tools on the last, tools-withheld iteration"
+            ))
         } else {
-            (
-                RunStatus::Failed,
-                format!("reached max iterations ({max}) without final answer"),
-            )
-        };
-        let degraded = status == RunStatus::Success && !st.degraded_reasons.is_empty();
-        let iterations = st.step;
-        let content_filter_warning = (st.filtered_total > 0
-            && st.filtered_total as f64 / iterations.max(1) as f64 > cfg.content_filter_warning_ratio)
-            .then(|| {
-                format!(
-                    "{} of {} iterations ({:.0}%) were blocked by the provider's content filter; consider a less aggressive provider",
-                    st.filtered_total,
-                    iterations.max(1),
-                    100.0 * st.filtered_total as f64 / iterations.max(1) as f64
-                )
-            });
-        if let Some(w) = &content_filter_warning {
-            events.emit(AgentEvent::Notice {
-                level: NoticeLevel::Warning,
-                message: w.clone(),
-            });
+            failed(format!(
+                "reached max iterations ({max}) without final answer"
+            ))
         }
-
-        let mut end = json!({"type": "end", "iter": self.iter, "status": status.as_str(), "iterations": iterations, "reason": reason});
-        if degraded {
-            end["degraded"] = json!(true);
-        }
-        if activity.stall_reason().is_some() {
-            end["stalled"] = json!(true);
-        }
-        trace_record(&trace, end);
-        let (pid, pid_start) = current_process_identity();
-        let final_state = RunState {
-            status: match status {
-                RunStatus::Success => Status::Success,
-                RunStatus::Failed => Status::Failed,
-                RunStatus::Cancelled => Status::Cancelled,
-                RunStatus::Interrupted => Status::Interrupted,
-            },
-            reason: (status != RunStatus::Success || degraded).then(|| reason.clone()),
-            degraded,
-            session_id: Some(req.session_id.clone()),
-            pid: Some(pid),
-            pid_start,
-            started_at: Some(rfc3339(started_at)),
-            finished_at: Some(rfc3339(SystemTime::now())),
-        };
-        if let Err(e) = store.write_state(&run, &final_state) {
-            tracing::error!("cannot write state.json of {}: {e}", run.id);
-        }
-        let _ = std::fs::remove_file(run.path.join(PARTIAL_FILE));
-
-        let model = st
-            .reported_model
-            .clone()
-            .unwrap_or_else(|| provider.model().to_string());
-        let outcome = RunOutcome {
-            status,
-            reason,
-            error_code,
-            content: if status == RunStatus::Success {
-                st.final_text
-            } else {
-                String::new()
-            },
-            run_id,
-            run_dir: run.path.clone(),
-            iterations,
-            max_iterations: max,
-            degraded,
-            usage: usage.totals(),
-            provider: provider.name().to_string(),
-            configured_model: provider.model().to_string(),
-            model,
-            content_filter_warning,
-        };
-        events.emit(run_finished(&outcome));
-        outcome
     }
 
     /// The workspace summary (spec §4.5): this run's dir and workspace and
@@ -794,12 +819,7 @@ impl Loop {
         now: &[(String, u32)],
     ) -> String {
         let mut counters = self.counters.clone();
-        for (name, n) in now {
-            match counters.iter_mut().find(|(k, _)| k == name) {
-                Some((_, k)) => *k += n,
-                None => counters.push((name.clone(), *n)),
-            }
-        }
+        merge_counters(&mut counters, now);
         context::workspace_summary(Some(run_dir), Some(workspace), &counters)
     }
 
@@ -845,17 +865,13 @@ impl Loop {
     }
 
     /// One model call with the single stream retry (spec §1.3 step 7).
-    #[allow(clippy::too_many_arguments)]
     async fn call_model(
         &self,
+        t: &Turn,
         request: ChatRequest,
         iter: u64,
-        cfg: &LoopConfig,
-        events: &EventSink,
-        cancel: &CancellationToken,
-        run: &RunDir,
-        trace: &SharedTrace,
     ) -> Result<Response, LlmError> {
+        let (cfg, cancel) = (&t.cfg, &t.run_cancel);
         let provider = self.deps.provider.clone();
         let options = CallOptions {
             idle_timeout: cfg.idle_timeout,
@@ -866,9 +882,9 @@ impl Loop {
             attempt += 1;
             let mut live = LiveState::new(
                 iter,
-                events.clone(),
+                t.events.clone(),
                 cfg.reasoning_throttle,
-                run.path.join(PARTIAL_FILE),
+                t.run.path.join(PARTIAL_FILE),
                 cfg.partial_checkpoint_interval,
             );
             let result = {
@@ -891,19 +907,16 @@ impl Loop {
                         .map(|d| d.min(cfg.max_retry_after))
                         .unwrap_or_default()
                         .max(cfg.stream_retry_delay);
-                    trace_record(
-                        trace,
-                        json!({"type": "stream_reset", "iter": iter, "reason": "provider_stream_retry", "error": e.to_string()}),
-                    );
-                    events.emit(AgentEvent::StreamReset {
+                    let reset = AgentEvent::StreamReset {
                         iter,
                         reason: "provider_stream_retry".into(),
                         provider: provider.name().to_string(),
                         model: provider.model().to_string(),
                         error: e.to_string(),
                         retry_in_ms: wait.as_millis() as u64,
-                    });
-                    let _ = std::fs::remove_file(run.path.join(PARTIAL_FILE));
+                    };
+                    emit_traced(&t.trace, &t.events, reset);
+                    let _ = std::fs::remove_file(t.run.path.join(PARTIAL_FILE));
                     tokio::select! {
                         _ = cancel.cancelled() => return Ok(Response { cancelled: true, ..Response::default() }),
                         _ = tokio::time::sleep(wait) => {}
@@ -914,152 +927,336 @@ impl Loop {
         }
     }
 
-    /// The final-answer flow of spec §1.5.
-    #[allow(clippy::too_many_arguments)]
-    fn final_answer_step(
-        &self,
-        st: &mut TurnState,
-        response: Response,
-        iter: u64,
-        max: u32,
-        actx: &OwnedAnswerContext,
-        check: &dyn AnswerCheck,
-        events: &EventSink,
-        trace: &SharedTrace,
-    ) -> Step {
-        let step = st.step;
-        let mut draft = response.content;
+    /// The final-answer flow of spec §1.5: an empty reply, tool-call markup
+    /// as text, the answer check, then the answer.
+    fn final_answer_step(&self, t: &mut Turn, response: Response, iter: u64) -> AnswerStep {
+        let draft = response.content;
         if draft.trim().is_empty() {
-            trace_record(trace, json!({"type": "empty_model_response", "iter": iter}));
-            st.empty_total_at = Some(step);
-            st.consecutive_empty += 1;
-            events.emit(AgentEvent::EmptyResponse {
-                iter,
-                consecutive: st.consecutive_empty,
-            });
-            if st.consecutive_empty > self.deps.config.max_empty_skips {
-                return Step::EmptyLimit;
-            }
-            st.messages.push(Message::steering(
-                "[SYSTEM] Your last reply was empty. Either call a tool or answer the user in plain text.",
-            ));
-            return Step::Continue;
+            return self.empty_reply(t, iter);
         }
-        st.consecutive_empty = 0;
-
-        if contains_tool_markup(&draft) {
-            trace_record(
-                trace,
-                json!({"type": "tool_call_syntax_in_answer", "iter": iter}),
-            );
-            events.emit(AgentEvent::AnswerRejected {
-                iter,
-                issues: vec!["tool_call_markup_in_answer".into()],
-                revision: st.validations,
-            });
-            st.messages.push(Message::assistant(draft));
-            st.messages.push(Message::steering(
-                "[SYSTEM] Your reply contained tool-call markup as plain text. Call tools through the tool interface, or answer in plain text without markup.",
-            ));
-            if step < max {
-                return Step::Continue;
-            }
-            draft = "I could not deliver a clean answer in the iterations available (the model kept emitting tool-call markup). Ask me to continue and I will pick up from here.".to_string();
-            st.degraded_reasons
-                .push("tool-call markup was withheld on the forced-text iteration".into());
-            events.emit(AgentEvent::TextDelta {
-                iter,
-                delta: draft.clone(),
-            });
+        t.st.consecutive_empty = 0;
+        let screened = match t.markup_in_answer(draft, iter) {
+            ControlFlow::Continue(draft) => self.check_draft(t, draft, iter),
+            stop => stop,
+        };
+        match screened {
+            ControlFlow::Continue(draft) => t.deliver(draft, iter),
+            ControlFlow::Break(step) => step,
         }
+    }
 
-        let ctx = actx.borrow(&st.written);
+    /// An empty reply is nudged until too many come in a row.
+    fn empty_reply(&self, t: &mut Turn, iter: u64) -> AnswerStep {
+        t.st.empty_total_at = Some(t.st.step);
+        t.st.consecutive_empty += 1;
+        let empty = AgentEvent::EmptyResponse {
+            iter,
+            consecutive: t.st.consecutive_empty,
+        };
+        emit_traced(&t.trace, &t.events, empty);
+        if t.st.consecutive_empty > self.deps.config.max_empty_skips {
+            return AnswerStep::EmptyLimit;
+        }
+        t.st.messages.push(Message::steering(
+            "[SYSTEM] Your last reply was empty. Either call a tool or answer the user in plain text.",
+        ));
+        AnswerStep::Continue
+    }
+
+    /// The answer check: a rejected draft is sent back for revision a
+    /// bounded number of times, then replaced by the check's fallback.
+    fn check_draft(
+        &self,
+        t: &mut Turn,
+        draft: String,
+        iter: u64,
+    ) -> ControlFlow<AnswerStep, String> {
+        let (step, max) = (t.st.step, t.max);
+        let check = &*self.deps.answer_check;
+        let ctx = answer_context(&t.req, &t.run, t.started_at, &t.st.written);
         let issues = check.validate(&draft, &ctx);
-        if !issues.is_empty() {
-            st.validations += 1;
-            trace_record(
-                trace,
-                json!({"type": "answer_rejected", "iter": iter, "issues": issues, "content": draft}),
-            );
-            events.emit(AgentEvent::AnswerRejected {
+        if issues.is_empty() {
+            return ControlFlow::Continue(draft);
+        }
+        t.st.validations += 1;
+        trace_record(
+            &t.trace,
+            TraceRecord::AnswerRejected {
                 iter,
                 issues: issues.clone(),
-                revision: st.validations,
-            });
-            st.messages.push(Message::assistant(draft.clone()));
-            let cap = if max - step >= 3 { 4 } else { 3 };
-            if step < max && st.validations < cap {
-                st.messages
-                    .push(Message::steering(&check.correction(&issues, &ctx)));
-                return Step::Continue;
-            }
-            let fb = check.fallback(&draft, &issues, &ctx);
-            if fb.content != draft {
-                events.emit(AgentEvent::TextDelta {
-                    iter,
-                    delta: fb.content.clone(),
-                });
-            }
-            draft = fb.content;
-            st.degraded_reasons.push(fb.reason);
-        }
-
-        trace_record(
-            trace,
-            json!({"type": "answer", "iter": iter, "content": draft}),
+                content: draft.clone(),
+            },
         );
-        trace_record(
-            trace,
-            json!({"type": "message", "iter": iter, "role": "assistant", "content": draft}),
-        );
-        st.messages.push(Message::assistant(draft.clone()));
-        st.final_text = draft.clone();
-        events.emit(AgentEvent::Answer {
+        t.events.emit(AgentEvent::AnswerRejected {
             iter,
-            content: draft,
-            degraded: !st.degraded_reasons.is_empty(),
+            issues: issues.clone(),
+            revision: t.st.validations,
         });
-        Step::Answered
+        t.st.messages.push(Message::assistant(draft.clone()));
+        let cap = if max - step >= 3 { 4 } else { 3 };
+        if step < max && t.st.validations < cap {
+            t.st.messages
+                .push(Message::steering(&check.correction(&issues, &ctx)));
+            return ControlFlow::Break(AnswerStep::Continue);
+        }
+        let fb = check.fallback(&draft, &issues, &ctx);
+        if fb.content != draft {
+            t.events.emit(AgentEvent::TextDelta {
+                iter,
+                delta: fb.content.clone(),
+            });
+        }
+        t.st.degraded_reasons.push(fb.reason);
+        ControlFlow::Continue(fb.content)
     }
 }
 
-enum Step {
+impl Turn {
+    /// Tool-call markup written as text is sent back; on the last
+    /// iteration it is replaced by a note that asks the user to continue.
+    fn markup_in_answer(&mut self, draft: String, iter: u64) -> ControlFlow<AnswerStep, String> {
+        if !contains_tool_markup(&draft) {
+            return ControlFlow::Continue(draft);
+        }
+        trace_record(&self.trace, TraceRecord::ToolCallSyntaxInAnswer { iter });
+        self.events.emit(AgentEvent::AnswerRejected {
+            iter,
+            issues: vec!["tool_call_markup_in_answer".into()],
+            revision: self.st.validations,
+        });
+        self.st.messages.push(Message::assistant(draft));
+        self.st.messages.push(Message::steering(
+            "[SYSTEM] Your reply contained tool-call markup as plain text. Call tools through the tool interface, or answer in plain text without markup.",
+        ));
+        if self.st.step < self.max {
+            return ControlFlow::Break(AnswerStep::Continue);
+        }
+        let draft = "I could not deliver a clean answer in the iterations available (the model kept emitting tool-call markup). Ask me to continue and I will pick up from here.".to_string();
+        self.st
+            .degraded_reasons
+            .push("tool-call markup was withheld on the forced-text iteration".into());
+        self.events.emit(AgentEvent::TextDelta {
+            iter,
+            delta: draft.clone(),
+        });
+        ControlFlow::Continue(draft)
+    }
+
+    /// The answer: its record and message in the trace, then the event.
+    fn deliver(&mut self, draft: String, iter: u64) -> AnswerStep {
+        let answer = AgentEvent::Answer {
+            iter,
+            content: draft.clone(),
+            degraded: !self.st.degraded_reasons.is_empty(),
+        };
+        if let Some(record) = record_of(&answer) {
+            trace_record(&self.trace, record);
+        }
+        trace_record(
+            &self.trace,
+            TraceRecord::Message {
+                iter,
+                role: Role::Assistant,
+                content: draft.clone(),
+            },
+        );
+        self.st.messages.push(Message::assistant(draft.clone()));
+        self.st.final_text = draft;
+        self.events.emit(answer);
+        AnswerStep::Answered
+    }
+
+    /// Content filter (spec §1.3 step 11): `true` when the reply was blocked
+    /// and the iteration is skipped; the breaker ends the run.
+    fn content_filtered(&mut self, iter: u64, response: &Response) -> ControlFlow<Exit, bool> {
+        let st = &mut self.st;
+        if !response.content_filtered {
+            st.filtered_consecutive = 0;
+            return ControlFlow::Continue(false);
+        }
+        st.filtered_total += 1;
+        st.filtered_consecutive += 1;
+        if st.filtered_consecutive >= self.cfg.max_content_filter_skips {
+            let count = st.filtered_consecutive;
+            trace_record(
+                &self.trace,
+                TraceRecord::ContentFilterCircuitBreaker { iter, count },
+            );
+            return ControlFlow::Break(Exit::ContentFilterBreaker(count));
+        }
+        let filtered = AgentEvent::ContentFiltered {
+            iter,
+            consecutive: st.filtered_consecutive,
+            total: st.filtered_total,
+            limit: self.cfg.max_content_filter_skips,
+        };
+        emit_traced(&self.trace, &self.events, filtered);
+        st.messages.push(Message::steering(
+            "Your previous response was blocked by the provider's content moderation. Skip that item and move on to the rest of the task.",
+        ));
+        ControlFlow::Continue(true)
+    }
+
+    /// A reply is progress; its model, usage and streamed text are recorded.
+    fn note_reply(&mut self, iter: u64, response: &Response) {
+        self.activity.mark();
+        if let Some(m) = &response.model {
+            self.st.reported_model = Some(m.clone());
+            self.usage.set_model(m);
+        }
+        if let Some(u) = &response.usage {
+            if let Err(e) = self.usage.record(iter, u) {
+                tracing::warn!("cannot write llm_usage.json: {e}");
+            }
+            self.events.emit(AgentEvent::LlmUsage {
+                iter,
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+                total_tokens: u.total_tokens,
+            });
+        }
+        if !response.content.is_empty() {
+            trace_record(
+                &self.trace,
+                TraceRecord::Thinking {
+                    iter,
+                    content: response.content.clone(),
+                },
+            );
+            self.events.emit(AgentEvent::ThinkingDone {
+                iter,
+                content: crate::tools::finalize::preview(&response.content, 500),
+            });
+        }
+    }
+
+    /// The reply's tool calls: the assistant message first, the batch, the
+    /// results in call order, then checkpoint E (a batch cut short by cancel).
+    async fn run_tools(
+        &mut self,
+        iter: u64,
+        response: &Response,
+    ) -> ControlFlow<Exit, Vec<CallOutcome>> {
+        let store_error =
+            || Exit::StoreError("cannot append to the session's messages.jsonl".into());
+        let reasoning = (!response.reasoning.is_empty()).then(|| response.reasoning.clone());
+        let assistant = Message::assistant_tool_calls(
+            response.content.clone(),
+            response.tool_calls.clone(),
+            reasoning,
+        );
+        self.st.messages.push(assistant.clone());
+        if !persist(&mut self.log, assistant, &self.run.id) {
+            return ControlFlow::Break(store_error());
+        }
+        let outcomes = self
+            .scheduler
+            .run(iter, &response.tool_calls, &self.tool_base)
+            .await;
+        for o in &outcomes {
+            if o.succeeded()
+                && matches!(o.call.name(), "write_file" | "edit_file")
+                && let Some(p) = o.args.get("path").and_then(|v| v.as_str())
+            {
+                let full = if std::path::Path::new(p).is_absolute() {
+                    PathBuf::from(p)
+                } else {
+                    self.req.workspace.join(p)
+                };
+                self.st.written.push(full);
+            }
+            let msg =
+                Message::tool_result(o.call.id.clone(), o.call.name(), o.model_content.clone());
+            self.st.messages.push(msg.clone());
+            if !persist(&mut self.log, msg, &self.run.id) {
+                return ControlFlow::Break(store_error());
+            }
+        }
+        if outcomes
+            .iter()
+            .any(|o| o.status == ToolCallStatus::Cancelled)
+            && self.run_cancel.is_cancelled()
+        {
+            trace_record(&self.trace, TraceRecord::Cancelled { iter });
+            return ControlFlow::Break(Exit::Cancelled);
+        }
+        ControlFlow::Continue(outcomes)
+    }
+
+    /// A warning when more than the configured share of the run's
+    /// iterations was blocked by the content filter.
+    fn content_filter_warning(&self) -> Option<String> {
+        let (filtered, iterations) = (self.st.filtered_total, self.st.step.max(1));
+        (filtered > 0 && filtered as f64 / iterations as f64 > self.cfg.content_filter_warning_ratio)
+            .then(|| {
+                format!(
+                    "{filtered} of {iterations} iterations ({:.0}%) were blocked by the provider's content filter; consider a less aggressive provider",
+                    100.0 * filtered as f64 / iterations as f64
+                )
+            })
+    }
+}
+
+enum AnswerStep {
     Continue,
     Answered,
     EmptyLimit,
 }
 
-/// The parts of [`AnswerContext`] that do not change during a run.
-struct OwnedAnswerContext {
-    user_message: String,
+/// What the answer check reads of the run.
+fn answer_context<'a>(
+    req: &'a RunRequest,
+    run: &'a RunDir,
     run_started: SystemTime,
-    workspace: PathBuf,
-    run_dir: PathBuf,
+    written: &'a [PathBuf],
+) -> AnswerContext<'a> {
+    AnswerContext {
+        user_message: &req.prompt,
+        written,
+        run_started,
+        workspace: &req.workspace,
+        run_dir: &run.path,
+    }
 }
 
-impl OwnedAnswerContext {
-    fn borrow<'a>(&'a self, written: &'a [PathBuf]) -> AnswerContext<'a> {
-        AnswerContext {
-            user_message: &self.user_message,
-            written,
-            run_started: self.run_started,
-            workspace: &self.workspace,
-            run_dir: &self.run_dir,
+/// Writes the record `event` leaves in the trace, then emits the event.
+fn emit_traced(trace: &SharedTrace, events: &EventSink, event: AgentEvent) {
+    if let Some(record) = record_of(&event) {
+        trace_record(trace, record);
+    }
+    events.emit(event);
+}
+
+/// Adds the tool counts of `now` to `counters`.
+fn merge_counters(counters: &mut Vec<(String, u32)>, now: &[(String, u32)]) {
+    for (name, n) in now {
+        match counters.iter_mut().find(|(k, _)| k == name) {
+            Some((_, k)) => *k += n,
+            None => counters.push((name.clone(), *n)),
         }
     }
 }
 
-fn answer_ctx_owned(
-    req: &RunRequest,
-    run_dir: &std::path::Path,
-    started: SystemTime,
-) -> OwnedAnswerContext {
-    OwnedAnswerContext {
-        user_message: req.prompt.clone(),
-        run_started: started,
-        workspace: req.workspace.clone(),
-        run_dir: run_dir.to_path_buf(),
+fn state_status(status: RunStatus) -> Status {
+    match status {
+        RunStatus::Success => Status::Success,
+        RunStatus::Failed => Status::Failed,
+        RunStatus::Cancelled => Status::Cancelled,
+        RunStatus::Interrupted => Status::Interrupted,
     }
+}
+
+/// The run's `end` record, from the outcome `run_finished` reports too.
+fn end_record(o: &RunOutcome, iter: u64, stalled: bool) -> TraceRecord {
+    TraceRecord::End(EndRecord {
+        iter,
+        status: state_status(o.status),
+        iterations: o.iterations,
+        reason: o.reason.clone(),
+        degraded: o.degraded,
+        stalled,
+        run_id: None,
+    })
 }
 
 /// Streamed text checkpoint for crash recovery (spec §5.2).

@@ -27,6 +27,20 @@ pub enum ToolCallStatus {
     Denied,
 }
 
+impl ToolCallStatus {
+    /// The serialised name (`ok`, `timeout`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolCallStatus::Ok => "ok",
+            ToolCallStatus::Error => "error",
+            ToolCallStatus::Timeout => "timeout",
+            ToolCallStatus::Cancelled => "cancelled",
+            ToolCallStatus::Skipped => "skipped",
+            ToolCallStatus::Denied => "denied",
+        }
+    }
+}
+
 /// One call as announced with its batch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BatchCall {

@@ -23,7 +23,8 @@ use super::redact::{Sink, redact_tool_result, redact_value};
 use super::registry::{Registry, check_arguments};
 use super::{Tool, ToolContext};
 use crate::model::ToolCall;
-use crate::store::{SharedTrace, trace_record};
+use crate::store::trace_record::ToolResultStatus;
+use crate::store::{SharedTrace, TraceRecord, trace_record};
 
 #[derive(Clone, Debug)]
 pub struct SchedulerConfig {
@@ -254,7 +255,11 @@ impl Scheduler {
             if let Some(t) = &self.trace {
                 trace_record(
                     t,
-                    json!({"type": "tool_skipped", "iter": iter, "tool": name, "call_id": call.id}),
+                    TraceRecord::ToolSkipped {
+                        iter,
+                        tool: name.to_string(),
+                        call_id: call.id.clone(),
+                    },
                 );
             }
             let reason = format!(
@@ -310,8 +315,13 @@ impl Scheduler {
             for (c, (k, _, args)) in announced.iter().zip(batch) {
                 trace_record(
                     t,
-                    json!({"type": "tool_call", "iter": iter, "tool": c.tool, "call_id": calls[*k].id,
-                           "args": redact_value(args, Sink::Arguments), "batch": batch_no}),
+                    TraceRecord::ToolCall {
+                        iter,
+                        tool: c.tool.clone(),
+                        call_id: calls[*k].id.clone(),
+                        args: redact_value(args, Sink::Arguments),
+                        batch: batch_no,
+                    },
                 );
             }
         }
@@ -373,19 +383,21 @@ impl Scheduler {
         }
         if let Some(t) = &self.trace {
             let status = if o.succeeded() || o.status == ToolCallStatus::Skipped {
-                "ok"
+                ToolResultStatus::Ok
             } else {
-                "error"
+                ToolResultStatus::Error
             };
-            let mut rec = json!({
-                "type": "tool_result", "iter": iter, "tool": name, "call_id": o.call.id,
-                "status": status, "outcome": o.status, "elapsed_ms": o.elapsed.as_millis() as u64,
-                "result": redact_tool_result(&o.raw),
-            });
-            if o.status == ToolCallStatus::Denied {
-                rec["blocked"] = Value::Bool(true);
-            }
-            trace_record(t, rec);
+            let record = TraceRecord::ToolResult {
+                iter,
+                tool: name.to_string(),
+                call_id: o.call.id.clone(),
+                status,
+                outcome: o.status.as_str().to_string(),
+                elapsed_ms: o.elapsed.as_millis() as u64,
+                result: redact_tool_result(&o.raw),
+                blocked: o.status == ToolCallStatus::Denied,
+            };
+            trace_record(t, record);
         }
     }
 }

@@ -27,6 +27,7 @@ pub mod microcompact;
 pub mod pairs;
 #[cfg(test)]
 mod props;
+pub mod report;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -40,16 +41,14 @@ use self::auto::{AutoParams, CompactError, Summarizer, auto_compact};
 use self::collapse::{CollapseParams, collapse};
 use self::microcompact::{Touched, microcompact};
 use self::pairs::fix_tool_pairs;
+pub use self::report::{Layer, LayerReport, Trigger};
 use super::events::{AgentEvent, EventSink, NoticeLevel};
 use crate::llm::tokens::{Estimator, message_python_len};
 use crate::llm::{CallOptions, ChatRequest, Provider, stream_response};
 use crate::model::Message;
+use crate::store::trace_record::CompactOutcome;
 use crate::store::{SharedTrace, trace_record};
 use crate::tools::{Tool, ToolContext, ToolResult};
-
-pub const LAYER_MICRO: &str = "microcompact";
-pub const LAYER_COLLAPSE: &str = "collapse";
-pub const LAYER_AUTO: &str = "auto_compact";
 
 /// The compaction constants (spec §1.1), all settable in `[compaction]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -249,15 +248,15 @@ impl Compactor {
             estimator: self.deps.estimator.name().to_string(),
             messages: messages.len(),
         });
-        if tokens > gates[0] && self.may_retry(0, tokens) {
-            tokens = self.layer_in_place(iter, messages, 0, tokens, "threshold");
+        if tokens > gates[0] && self.may_retry(Layer::Micro, tokens) {
+            tokens = self.layer_in_place(iter, messages, Layer::Micro, tokens);
         }
-        if tokens > gates[1] && self.may_retry(1, tokens) {
-            tokens = self.layer_in_place(iter, messages, 1, tokens, "threshold");
+        if tokens > gates[1] && self.may_retry(Layer::Collapse, tokens) {
+            tokens = self.layer_in_place(iter, messages, Layer::Collapse, tokens);
         }
-        if tokens > gates[2] && self.may_retry(2, tokens) {
+        if tokens > gates[2] && self.may_retry(Layer::Auto, tokens) {
             tokens = self
-                .auto(iter, messages, "threshold", "", state_summary)
+                .auto(iter, messages, Trigger::Threshold, "", state_summary)
                 .await;
         }
         tokens
@@ -265,8 +264,8 @@ impl Compactor {
 
     /// A layer that was ineffective is retried only once the context has
     /// grown by the minimum gain again (so it never loops on itself).
-    fn may_retry(&self, layer: usize, tokens: u64) -> bool {
-        match self.ineffective_at[layer] {
+    fn may_retry(&self, layer: Layer, tokens: u64) -> bool {
+        match self.ineffective_at[layer.index()] {
             Some(at) => tokens as f64 > at as f64 * (1.0 + self.deps.settings.min_gain),
             None => true,
         }
@@ -276,28 +275,23 @@ impl Compactor {
         &mut self,
         iter: u64,
         messages: &mut [Message],
-        layer: usize,
+        layer: Layer,
         before: u64,
-        trigger: &str,
     ) -> u64 {
-        let name = if layer == 0 {
-            LAYER_MICRO
-        } else {
-            LAYER_COLLAPSE
-        };
-        let touched: Vec<Touched> = if layer == 0 {
+        let name = layer.as_str();
+        let touched: Vec<Touched> = if layer == Layer::Micro {
             microcompact(messages, self.deps.settings.keep_recent)
         } else {
             collapse(messages, self.deps.settings.collapse)
         };
         if touched.is_empty() {
-            self.ineffective_at[layer] = Some(before);
+            self.ineffective_at[layer.index()] = Some(before);
             return before;
         }
         self.deps.events.emit(AgentEvent::CompactionStarted {
             iter,
             layer: name.into(),
-            trigger: trigger.into(),
+            trigger: Trigger::Threshold.as_str().into(),
             tokens_before: before,
         });
         // Archive before lossy: if the originals cannot be saved, undo.
@@ -322,18 +316,17 @@ impl Compactor {
         };
         let touched_n = if archive.is_some() { touched.len() } else { 0 };
         let after = self.count(messages);
-        self.finish(
+        self.finish(LayerReport {
             iter,
             layer,
-            name,
-            trigger,
-            before,
-            after,
-            touched_n,
-            archive.map(|p| p.display().to_string()),
-            false,
-            json!({}),
-        );
+            trigger: Trigger::Threshold,
+            tokens_before: before,
+            tokens_after: after,
+            messages_touched: touched_n,
+            archive_path: archive.map(|p| p.display().to_string()),
+            degraded: false,
+            summary: None,
+        });
         after
     }
 
@@ -342,15 +335,15 @@ impl Compactor {
         &mut self,
         iter: u64,
         messages: &mut Vec<Message>,
-        trigger: &str,
+        trigger: Trigger,
         focus: &str,
         state_summary: &str,
     ) -> u64 {
         let before = self.count(messages);
         self.deps.events.emit(AgentEvent::CompactionStarted {
             iter,
-            layer: LAYER_AUTO.into(),
-            trigger: trigger.into(),
+            layer: Layer::Auto.as_str().into(),
+            trigger: trigger.as_str().into(),
             tokens_before: before,
         });
         let estimator = self.deps.estimator;
@@ -374,46 +367,34 @@ impl Compactor {
         .await;
         self.counts.invalidate();
         let after = self.count(messages);
+        let mut report = LayerReport {
+            iter,
+            layer: Layer::Auto,
+            trigger,
+            tokens_before: before,
+            tokens_after: after,
+            messages_touched: 0,
+            archive_path: None,
+            degraded: false,
+            summary: None,
+        };
         match result {
-            Ok(out) if out.nothing_to_compress => {
-                self.finish(
-                    iter,
-                    2,
-                    LAYER_AUTO,
-                    trigger,
-                    before,
-                    after,
-                    0,
-                    None,
-                    false,
-                    json!({"nothing_to_compress": true}),
-                );
-            }
+            Ok(out) if out.nothing_to_compress => {}
             Ok(out) => {
                 self.previous_summary = out.summary.clone();
-                let extra = json!({
-                    "focus_topic": if focus.is_empty() { "(none)" } else { focus },
-                    "summary_chunks": out.chunks,
-                    "summary": out.summary,
-                    "head": out.head_len,
-                    "tail": out.tail_len,
-                    "pairs_removed": out.repair.removed,
-                    "pairs_stubbed": out.repair.stubbed,
-                    "iterative": self.runs > 0,
+                report.summary = Some(CompactOutcome::Summarized {
+                    focus_topic: if focus.is_empty() { "(none)" } else { focus }.into(),
+                    summary_chunks: out.chunks,
+                    summary: out.summary,
+                    head: out.head_len,
+                    tail: out.tail_len,
+                    pairs_removed: out.repair.removed,
+                    pairs_stubbed: out.repair.stubbed,
+                    iterative: self.runs > 0,
                 });
-                let path = out.transcript.map(|p| p.display().to_string());
-                self.finish(
-                    iter,
-                    2,
-                    LAYER_AUTO,
-                    trigger,
-                    before,
-                    after,
-                    out.head_len,
-                    path,
-                    out.degraded,
-                    extra,
-                );
+                report.messages_touched = out.head_len;
+                report.archive_path = out.transcript.map(|p| p.display().to_string());
+                report.degraded = out.degraded;
             }
             Err(e) => {
                 let message = match &e {
@@ -424,24 +405,16 @@ impl Compactor {
                     level: NoticeLevel::Warning,
                     message,
                 });
-                self.finish(
-                    iter,
-                    2,
-                    LAYER_AUTO,
-                    trigger,
-                    before,
-                    after,
-                    0,
-                    None,
-                    false,
-                    json!({"error": e.to_string()}),
-                );
+                report.summary = Some(CompactOutcome::Failed {
+                    error: e.to_string(),
+                });
             }
         }
+        self.finish(report);
         // Still above the gate (a huge tail message, say): do not summarise
         // again until the context has grown.
         if after > self.deps.threshold {
-            self.ineffective_at[2] = Some(after);
+            self.ineffective_at[Layer::Auto.index()] = Some(after);
         }
         // Never hand the provider a list that ends with an assistant turn.
         if messages
@@ -453,64 +426,34 @@ impl Compactor {
         after
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn finish(
-        &mut self,
-        iter: u64,
-        layer: usize,
-        name: &str,
-        trigger: &str,
-        before: u64,
-        after: u64,
-        touched: usize,
-        archive_path: Option<String>,
-        degraded: bool,
-        extra: Value,
-    ) {
+    /// Records a layer's run: the ineffective mark, the count of
+    /// compactions, the trace record, a notice if it freed too little, and
+    /// the `compaction_finished` event.
+    fn finish(&mut self, report: LayerReport) {
+        let (before, after) = (report.tokens_before, report.tokens_after);
         let freed = before.saturating_sub(after) as f64 / before.max(1) as f64;
         let ineffective = freed < self.deps.settings.min_gain;
-        self.ineffective_at[layer] = ineffective.then_some(after);
-        if touched > 0 {
+        self.ineffective_at[report.layer.index()] = ineffective.then_some(after);
+        if report.messages_touched > 0 {
             self.runs += 1;
         }
         if let Some(t) = &self.deps.trace {
-            let kind = match layer {
-                0 => "microcompact",
-                1 => "collapse",
-                _ => "compact",
-            };
-            let mut rec = json!({
-                "type": kind, "iter": iter, "trigger": trigger, "tokens_before": before, "tokens_after": after,
-                "messages_touched": touched, "estimator": self.deps.estimator.name(), "ineffective": ineffective,
-            });
-            if let Some(p) = &archive_path {
-                rec["archive_path"] = json!(p);
-            }
-            if let (Some(o), Value::Object(x)) = (rec.as_object_mut(), extra) {
-                o.extend(x);
-            }
-            trace_record(t, rec);
+            trace_record(
+                t,
+                report.trace_record(self.deps.estimator.name(), ineffective),
+            );
         }
-        if ineffective && touched > 0 {
+        if ineffective && report.messages_touched > 0 {
             self.deps.events.emit(AgentEvent::Notice {
                 level: NoticeLevel::Info,
                 message: format!(
-                    "{name} freed only {:.1}% of the context ({before} → {after} tokens); it will not run again until the context grows",
+                    "{} freed only {:.1}% of the context ({before} → {after} tokens); it will not run again until the context grows",
+                    report.layer.as_str(),
                     freed * 100.0
                 ),
             });
         }
-        self.deps.events.emit(AgentEvent::CompactionFinished {
-            iter,
-            layer: name.into(),
-            trigger: trigger.into(),
-            tokens_before: before,
-            tokens_after: after,
-            messages_touched: touched,
-            archive_path,
-            ineffective,
-            degraded,
-        });
+        self.deps.events.emit(report.event(ineffective));
     }
 }
 
