@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod fsio;
 pub mod llm;
 pub mod memory;
 pub mod model;

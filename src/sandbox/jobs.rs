@@ -10,7 +10,7 @@
 //! never acted on.
 //!
 //! A record is one small JSON file, `<jobs dir>/<pgid>-<start>.json`,
-//! written (tmp + rename) right after the spawn and removed once the job is
+//! written atomically right after the spawn and removed once the job is
 //! reaped. It is not fsynced: a crash of the process keeps the page cache,
 //! and a power loss leaves no process to kill.
 
@@ -21,6 +21,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
+use crate::fsio::{self, Durability};
 use crate::process::{current_process_identity, process_is_alive, stat_of};
 
 /// One running job.
@@ -60,18 +61,16 @@ impl JobFile {
     /// Writes `rec` into `dir`. Failure is logged, never fatal: the job
     /// runs, only without its crash-time safety net.
     pub fn write(dir: &Path, rec: &JobRecord) -> JobFile {
-        let name = format!("{}-{}.json", rec.pgid, rec.start.unwrap_or(0));
-        let path = dir.join(&name);
-        let tmp = dir.join(format!(".{name}.tmp"));
+        let path = dir.join(format!("{}-{}.json", rec.pgid, rec.start.unwrap_or(0)));
         let result = std::fs::create_dir_all(dir)
             .and_then(|()| serde_json::to_vec(rec).map_err(std::io::Error::other))
-            .and_then(|bytes| std::fs::write(&tmp, bytes))
-            .and_then(|()| std::fs::rename(&tmp, &path));
+            .and_then(|bytes| {
+                fsio::write_atomic(&path, &bytes, Durability::ProcessCrash).map_err(|e| e.source)
+            });
         match result {
             Ok(()) => JobFile(Some(path)),
             Err(e) => {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot record a sandbox job");
-                let _ = std::fs::remove_file(&tmp);
                 JobFile(None)
             }
         }

@@ -10,40 +10,14 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::StoreError;
-
-/// How many random temp names [`atomic_write`] tries before giving up; a clash
-/// needs the same pid and the same 64 random bits, so one retry is already rare.
-const TEMP_NAME_ATTEMPTS: usize = 8;
-/// Action of the error raised when the temp file cannot be created.
-const CREATE_TEMP: &str = "create temp file";
+use crate::fsio::{self, Durability, parent_dir};
 
 /// Writes `bytes` to `path` atomically: temp file `.<file name>.<pid>.<random
 /// hex>.tmp` in the same directory, write all, fsync, rename over the target,
 /// fsync the directory. On failure the temp file is removed.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let (dir, file_name) = split_target(path)?;
-    for _ in 0..TEMP_NAME_ATTEMPTS {
-        let tmp = dir.join(format!(
-            ".{file_name}.{}.{:016x}.tmp",
-            std::process::id(),
-            rand::random::<u64>()
-        ));
-        match write_via_temp(path, &tmp, bytes, TempMode::CreateNew, None) {
-            // Another writer owns this exact temp name: pick a fresh one. Only
-            // the temp's creation is retried; a failed rename is reported.
-            Err(StoreError::Io {
-                action: CREATE_TEMP,
-                source,
-                ..
-            }) if source.kind() == ErrorKind::AlreadyExists => continue,
-            other => return other,
-        }
-    }
-    Err(StoreError::io(
-        "create a temp file for",
-        path,
-        std::io::Error::new(ErrorKind::AlreadyExists, "every random temp name was taken"),
-    ))
+    split_target(path)?;
+    Ok(fsio::write_atomic(path, bytes, Durability::Synced)?)
 }
 
 /// Like [`atomic_write`] but with a caller-chosen temp path (same directory as
@@ -64,7 +38,7 @@ pub fn atomic_write_with_temp(
             path.display()
         )));
     }
-    write_via_temp(path, tmp, bytes, TempMode::Truncate, mode)
+    Ok(fsio::write_atomic_via(path, tmp, bytes, mode)?)
 }
 
 /// Pretty JSON (2-space indent, non-ASCII kept) plus a trailing newline,
@@ -82,23 +56,7 @@ pub fn atomic_write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Resul
 /// Filesystems that cannot fsync a directory report EINVAL/ENOTSUP; the entry
 /// change itself already happened, so that is not treated as an error.
 pub fn fsync_dir(dir: &Path) -> Result<(), StoreError> {
-    #[cfg(unix)]
-    {
-        let d = File::open(dir).map_err(|e| StoreError::io("open directory", dir, e))?;
-        match d.sync_all() {
-            Ok(()) => Ok(()),
-            Err(e) if matches!(e.kind(), ErrorKind::InvalidInput | ErrorKind::Unsupported) => {
-                Ok(())
-            }
-            Err(e) => Err(StoreError::io("fsync directory", dir, e)),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        // Windows has no directory fsync; NTFS journals renames itself.
-        let _ = dir;
-        Ok(())
-    }
+    Ok(fsio::fsync_dir(dir)?)
 }
 
 /// Appends one whole record and fsyncs it, so an acknowledged record survives
@@ -162,71 +120,6 @@ fn ends_with_newline(file: &mut File, path: &Path) -> Result<bool, StoreError> {
     file.read_exact(&mut last)
         .map_err(|e| StoreError::io("read", path, e))?;
     Ok(last[0] == b'\n')
-}
-
-#[derive(Clone, Copy)]
-enum TempMode {
-    CreateNew,
-    Truncate,
-}
-
-fn write_via_temp(
-    path: &Path,
-    tmp: &Path,
-    bytes: &[u8],
-    temp_mode: TempMode,
-    mode: Option<u32>,
-) -> Result<(), StoreError> {
-    let mut opts = OpenOptions::new();
-    opts.write(true);
-    match temp_mode {
-        TempMode::CreateNew => opts.create_new(true),
-        TempMode::Truncate => opts.create(true).truncate(true),
-    };
-    #[cfg(unix)]
-    if let Some(m) = mode {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(m);
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-
-    let mut file = opts
-        .open(tmp)
-        .map_err(|e| StoreError::io(CREATE_TEMP, tmp, e))?;
-    // `mode` only applies at creation; a truncated stale temp keeps its old
-    // bits, so set them explicitly (sidecars must be 0600, spec §5.3).
-    #[cfg(unix)]
-    if let (Some(m), TempMode::Truncate) = (mode, temp_mode) {
-        use std::os::unix::fs::PermissionsExt;
-        if let Err(e) = file.set_permissions(std::fs::Permissions::from_mode(m)) {
-            drop(file);
-            let _ = std::fs::remove_file(tmp);
-            return Err(StoreError::io("set permissions of", tmp, e));
-        }
-    }
-    let written = file
-        .write_all(bytes)
-        .map_err(|e| StoreError::io("write", tmp, e))
-        .and_then(|()| file.sync_all().map_err(|e| StoreError::io("fsync", tmp, e)));
-    drop(file);
-    let renamed = written.and_then(|()| {
-        std::fs::rename(tmp, path).map_err(|e| StoreError::io("rename temp file onto", path, e))
-    });
-    if let Err(e) = renamed {
-        // Best effort: the original error is what matters to the caller.
-        let _ = std::fs::remove_file(tmp);
-        return Err(e);
-    }
-    fsync_dir(&parent_dir(path))
-}
-
-/// The directory holding `path`; `.` for a bare file name.
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
 }
 
 fn split_target(path: &Path) -> Result<(PathBuf, String), StoreError> {

@@ -40,6 +40,16 @@ pub enum StoreError {
     Invalid(String),
 }
 
+impl From<crate::fsio::IoError> for StoreError {
+    fn from(e: crate::fsio::IoError) -> Self {
+        StoreError::Io {
+            action: e.action,
+            path: e.path,
+            source: e.source,
+        }
+    }
+}
+
 impl StoreError {
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         StoreError::Io {
