@@ -2,6 +2,8 @@
 //! specs and token usage, serialised in the OpenAI chat shape so that
 //! `messages.jsonl`, transcripts and provider requests all read the same.
 
+pub mod contract;
+
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 

@@ -28,8 +28,9 @@ use futures_util::future::BoxFuture;
 use regex::Regex;
 use serde_json::{Value, json};
 
+use crate::model::contract::BashArgs;
 use crate::sandbox::{RunResult, RunSpec, Runner, RunnerConfig};
-use crate::tools::{Tool, ToolContext, ToolError, ToolResult};
+use crate::tools::{ToolContext, ToolError, TypedTool};
 
 /// Spec §2.6: the command deadline.
 const DEFAULT_TIMEOUT_S: u64 = 120;
@@ -69,20 +70,17 @@ fn shell() -> (&'static str, &'static [&'static str]) {
     }
 }
 
-impl Tool for Bash {
+impl TypedTool for Bash {
+    type Args = BashArgs;
+    /// Its result's fields depend on how the command ended.
+    type Output = Value;
+
     fn name(&self) -> &str {
         "bash"
     }
 
     fn description(&self) -> &str {
         "Run a shell command in the current run directory (sandboxed). No API keys in its environment, a throwaway HOME, memory/process/file-size limits, and writes allowed only in the run directory, the session workspace ($VIBEDESK_WORKSPACE) and $TMPDIR. Default timeout 120 s (timeout_seconds, at most 600); at the deadline the whole process group is killed and the partial output returned. stdout and stderr are each capped at 50,000 characters (head and tail kept). Do not kill Python processes broadly by name (pkill python); target a script (pkill -f my_script.py)."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "command": {"type": "string", "description": "The shell command (bash syntax when bash is installed, else POSIX sh)"},
-            "timeout_seconds": {"type": "integer", "description": "Deadline in seconds, 1-600 (default 120)"}
-        }, "required": ["command"]})
     }
 
     fn readonly(&self) -> bool {
@@ -99,20 +97,21 @@ impl Tool for Bash {
         Some(Duration::from_secs(MAX_TIMEOUT_S) + self.runner.config().drain_timeout * 2)
     }
 
-    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: BashArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
-            let command = args
-                .get("command")
-                .and_then(Value::as_str)
-                .map(str::trim)
+            let command = Some(args.command.trim())
                 .filter(|c| !c.is_empty())
                 .ok_or_else(|| {
                     ToolError::InvalidArguments("'command' must be a non-empty string".into())
                 })?;
-            let timeout_s = match args.get("timeout_seconds") {
-                None | Some(Value::Null) => DEFAULT_TIMEOUT_S,
-                Some(v) => v
-                    .as_u64()
+            let timeout_s = match args.timeout_seconds {
+                None => DEFAULT_TIMEOUT_S,
+                Some(n) => u64::try_from(n)
+                    .ok()
                     .filter(|n| (1..=MAX_TIMEOUT_S).contains(n))
                     .ok_or_else(|| {
                         ToolError::InvalidArguments(format!(
@@ -144,7 +143,7 @@ impl Tool for Bash {
                 .run(spec, &ctx.cancel)
                 .await
                 .map_err(|e| ToolError::failed("sandbox_error", e.to_string()))?;
-            Ok(result_json(&result, ctx, timeout_s).to_string())
+            Ok(result_json(&result, ctx, timeout_s))
         })
     }
 }
