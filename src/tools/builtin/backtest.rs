@@ -33,6 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -849,13 +850,34 @@ pub fn run_card_summary(run_dir: &Path) -> Result<Value, String> {
     }))
 }
 
+/// `read_artifact`'s answer: a page of lines, or the run card's summary.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum ArtifactOutput {
+    Page(ArtifactPage),
+    Summary(Value),
+}
+
+/// A page of an artifact's lines.
+#[derive(Serialize)]
+pub struct ArtifactPage {
+    status: &'static str,
+    name: String,
+    path: String,
+    total_lines: usize,
+    offset: usize,
+    returned: usize,
+    /// Null on the last page.
+    next_offset: Option<usize>,
+    content: String,
+}
+
 /// Reads a backtest artifact by name (or relative path), paged by lines.
 pub struct ReadArtifact;
 
 impl TypedTool for ReadArtifact {
     type Args = ReadArtifactArgs;
-    /// A page of the artifact, or the run card's summary.
-    type Output = Value;
+    type Output = ArtifactOutput;
 
     fn name(&self) -> &str {
         "read_artifact"
@@ -875,7 +897,7 @@ impl TypedTool for ReadArtifact {
         &'a self,
         args: ReadArtifactArgs,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+    ) -> BoxFuture<'a, Result<ArtifactOutput, ToolError>> {
         Box::pin(async move {
             let name = args::nonempty(&args.name, "name")?;
             let run_dir = resolve_run_dir(ctx, args.run_dir.as_deref())?;
@@ -886,7 +908,7 @@ impl TypedTool for ReadArtifact {
             if name == "summary" {
                 let dir = run_dir.clone();
                 return match tokio::task::spawn_blocking(move || run_card_summary(&dir)).await {
-                    Ok(Ok(v)) => Ok(v),
+                    Ok(Ok(v)) => Ok(ArtifactOutput::Summary(v)),
                     Ok(Err(e)) => Err(ToolError::failed("artifact_missing", e)),
                     Err(e) => Err(ToolError::failed("internal_error", e.to_string())),
                 };
@@ -970,12 +992,16 @@ impl TypedTool for ReadArtifact {
                 returned += 1;
             }
             let next = offset + returned;
-            Ok(
-                json!({"status": "ok", "name": name, "path": real.display().to_string(), "total_lines": total,
-                      "offset": offset, "returned": returned,
-                      "next_offset": if next < total { json!(next) } else { Value::Null },
-                      "content": out}),
-            )
+            Ok(ArtifactOutput::Page(ArtifactPage {
+                status: "ok",
+                name: name.to_string(),
+                path: real.display().to_string(),
+                total_lines: total,
+                offset,
+                returned,
+                next_offset: (next < total).then_some(next),
+                content: out,
+            }))
         })
     }
 }

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use regex::Regex;
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::model::contract::BashArgs;
 use crate::sandbox::{RunResult, RunSpec, Runner, RunnerConfig};
@@ -72,8 +72,7 @@ fn shell() -> (&'static str, &'static [&'static str]) {
 
 impl TypedTool for Bash {
     type Args = BashArgs;
-    /// Its result's fields depend on how the command ended.
-    type Output = Value;
+    type Output = BashOutput;
 
     fn name(&self) -> &str {
         "bash"
@@ -101,7 +100,7 @@ impl TypedTool for Bash {
         &'a self,
         args: BashArgs,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+    ) -> BoxFuture<'a, Result<BashOutput, ToolError>> {
         Box::pin(async move {
             let command = Some(args.command.trim())
                 .filter(|c| !c.is_empty())
@@ -143,15 +142,44 @@ impl TypedTool for Bash {
                 .run(spec, &ctx.cancel)
                 .await
                 .map_err(|e| ToolError::failed("sandbox_error", e.to_string()))?;
-            Ok(result_json(&result, ctx, timeout_s))
+            Ok(bash_output(&result, ctx, timeout_s))
         })
     }
 }
 
-/// The tool result: `{"status": "ok"|"error"|"timed_out"|"cancelled", ...}`.
+/// Where the full output was logged, relative to the run dir.
+#[derive(Serialize)]
+pub struct BashLogs {
+    stdout: String,
+    stderr: String,
+}
+
+/// The tool result: `status` "ok", "error", "timed_out" or "cancelled".
 /// `ok` is false for all but success, so the scheduler (§2.5) counts a
 /// timeout as the failure it is.
-fn result_json(r: &RunResult, ctx: &ToolContext, timeout_s: u64) -> Value {
+#[derive(Serialize)]
+pub struct BashOutput {
+    status: &'static str,
+    ok: bool,
+    /// Null when a signal ended the command.
+    exit_code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    timed_out: bool,
+    truncated: bool,
+    stdout_bytes: u64,
+    stderr_bytes: u64,
+    elapsed_ms: u64,
+    logs: BashLogs,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signal: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_code: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+}
+
+fn bash_output(r: &RunResult, ctx: &ToolContext, timeout_s: u64) -> BashOutput {
     let (stdout, cut_out) = cap_chars(&r.stdout, OUTPUT_CHARS);
     let (stderr, cut_err) = cap_chars(&r.stderr, OUTPUT_CHARS);
     let truncated = cut_out || cut_err || r.stdout_dropped > 0 || r.stderr_dropped > 0;
@@ -173,23 +201,7 @@ fn result_json(r: &RunResult, ctx: &ToolContext, timeout_s: u64) -> Value {
             .map(|x| x.display().to_string())
             .unwrap_or_else(|_| p.display().to_string())
     };
-    let mut out = json!({
-        "status": status,
-        "ok": status == "ok",
-        "exit_code": r.exit_code,
-        "stdout": stdout,
-        "stderr": stderr,
-        "timed_out": r.timed_out,
-        "truncated": truncated,
-        "stdout_bytes": r.stdout_bytes,
-        "stderr_bytes": r.stderr_bytes,
-        "elapsed_ms": r.elapsed_ms,
-        "logs": {"stdout": rel(&r.stdout_log), "stderr": rel(&r.stderr_log)},
-    });
-    if let Some(sig) = r.signal {
-        out["signal"] = json!(sig);
-    }
-    let (code, message) = match status {
+    let (error_code, message) = match status {
         "timed_out" => (
             Some("command_timeout"),
             Some(format!(
@@ -203,13 +215,25 @@ fn result_json(r: &RunResult, ctx: &ToolContext, timeout_s: u64) -> Value {
         "error" => (Some("exit_nonzero"), None),
         _ => (None, None),
     };
-    if let Some(c) = code {
-        out["error_code"] = json!(c);
+    BashOutput {
+        status,
+        ok: status == "ok",
+        exit_code: r.exit_code,
+        stdout,
+        stderr,
+        timed_out: r.timed_out,
+        truncated,
+        stdout_bytes: r.stdout_bytes,
+        stderr_bytes: r.stderr_bytes,
+        elapsed_ms: r.elapsed_ms,
+        logs: BashLogs {
+            stdout: rel(&r.stdout_log),
+            stderr: rel(&r.stderr_log),
+        },
+        signal: r.signal,
+        error_code,
+        message,
     }
-    if let Some(m) = message {
-        out["message"] = json!(m);
-    }
-    out
 }
 
 /// Keeps at most `limit` characters: a head and a tail around a marker.
