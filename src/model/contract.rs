@@ -706,3 +706,29 @@ pub struct MemoryOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memories: Option<Vec<RecalledMemory>>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A headline metric that is not a number stays where the engine put
+    /// it, once, and reads back as absent.
+    #[test]
+    fn metrics_that_are_not_numbers_stay_as_written() {
+        let all = json!({"sharpe": null, "total_return": "0.5", "trade_count": 3, "calmar": 1.5});
+        let m = BacktestMetrics::from_map(all.as_object().unwrap().clone());
+        assert_eq!((m.sharpe, m.total_return), (None, None));
+        assert_eq!(m.trade_count, Some(Number::from(3)));
+        let text = serde_json::to_string(&m).unwrap();
+        assert_eq!(text.matches("sharpe").count(), 1, "{text}");
+        assert!(text.contains(r#""trade_count":3"#), "{text}");
+        let back: BacktestMetrics = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            back.total_return,
+            Some(0.5),
+            "numeric text reads as a number"
+        );
+        assert_eq!(back.other["calmar"], json!(1.5));
+    }
+}
