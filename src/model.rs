@@ -1,6 +1,9 @@
 //! The conversation protocol shared by every room: messages, tool calls, tool
 //! specs and token usage, serialised in the OpenAI chat shape so that
 //! `messages.jsonl`, transcripts and provider requests all read the same.
+//! [`contract`] holds the built-in tools' argument and output types.
+
+pub mod contract;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;

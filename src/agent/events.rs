@@ -235,6 +235,7 @@ mod tests {
             elapsed_ms: 0,
             preview: String::new(),
             error_code: None,
+            output: None,
         });
         assert_eq!(serde_json::to_value(&f).unwrap()["status"], "denied");
         assert_eq!(f.kind(), "tool_call_finished");

@@ -4,7 +4,10 @@
 //! — are mapped onto the real tools, and the answer is written from their
 //! results. Anything else gets a short, honest reply naming how to connect a
 //! model. It speaks the same chunk stream as a model, so the loop, the
-//! scheduler, the trace and the UI treat it like any other provider.
+//! scheduler, the trace and the UI treat it like any other provider. Calls
+//! are built from the tools' argument types and answers read from their
+//! output types ([`crate::model::contract`]), so a renamed field is a
+//! compile error here rather than an "n/a" in the answer.
 
 use std::sync::LazyLock;
 
@@ -12,9 +15,16 @@ use chrono::NaiveDate;
 use futures_util::future::BoxFuture;
 use futures_util::stream;
 use regex::Regex;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
 
 use super::{ChatRequest, ChunkStream, LlmError, Provider, StreamChunk};
+use crate::model::contract::{
+    BacktestArgs, BacktestOutput, DataSource, Extremes, IndicatorArgs, IndicatorOutput,
+    MarketDataArgs, MarketDataOutput, MemoryAction, MemoryKind, MemoryOutput, PriceRow,
+    ProvenanceBrief, RememberArgs,
+};
 use crate::model::{HANDOFF_PREFIX, Message, Role};
 
 pub const OFFLINE: &str = "offline";
@@ -38,6 +48,16 @@ impl OfflineProvider {
 pub struct PlannedCall {
     pub name: String,
     pub args: Value,
+}
+
+impl PlannedCall {
+    /// A call of `name` with typed arguments.
+    fn typed(name: &str, args: impl Serialize) -> Self {
+        PlannedCall {
+            name: name.to_string(),
+            args: serde_json::to_value(args).unwrap_or_else(|_| json!({})),
+        }
+    }
 }
 
 /// What the planner decided for the current turn.
@@ -293,11 +313,11 @@ fn date_range(text: &str) -> (Option<String>, Option<String>) {
     }
 }
 
-fn source_for(sym: &str) -> &'static str {
+fn source_for(sym: &str) -> DataSource {
     if EMBEDDED.contains(&sym) {
-        "embedded"
+        DataSource::Embedded
     } else {
-        "auto"
+        DataSource::Auto
     }
 }
 
@@ -348,16 +368,26 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             .take(8)
             .collect::<Vec<_>>()
             .join(" ");
-        return Some(PlannedCall {
-            name: "remember".into(),
-            args: json!({"action": "save", "title": title, "content": rest, "memory_type": "user"}),
-        });
+        return Some(PlannedCall::typed(
+            "remember",
+            RememberArgs {
+                action: Some(MemoryAction::Save.as_str().into()),
+                title: Some(title),
+                content: Some(rest),
+                memory_type: Some(MemoryKind::User.as_str().into()),
+                ..Default::default()
+            },
+        ));
     }
     if let Some(query) = recall_query(&lower) {
-        return Some(PlannedCall {
-            name: "remember".into(),
-            args: json!({"action": "recall", "query": query}),
-        });
+        return Some(PlannedCall::typed(
+            "remember",
+            RememberArgs {
+                action: Some(MemoryAction::Recall.as_str().into()),
+                query: Some(query),
+                ..Default::default()
+            },
+        ));
     }
     let sym = symbol(text)?;
     let (start, end) = date_range(text);
@@ -365,36 +395,39 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
         || has(text, &STRATEGY_WORDS)
         || has(text, &BUY_AND_HOLD)
     {
-        return Some(PlannedCall {
-            name: "backtest".into(),
-            args: json!({"config": backtest_config(text, &symbols(text), start, end)}),
-        });
+        return Some(PlannedCall::typed(
+            "backtest",
+            BacktestArgs {
+                run_dir: None,
+                config: Some(backtest_config(text, &symbols(text), start, end)),
+            },
+        ));
     }
     if let Some(indicator) = indicator_name(&lower) {
-        let mut args =
-            json!({"symbol": sym, "indicator": indicator, "source": source_for(&sym), "tail": 10});
-        if let Some(w) = WINDOW
+        let window = WINDOW
             .as_ref()
             .and_then(|re| re.captures(text))
-            .and_then(|c| c.get(1)?.as_str().parse::<u32>().ok())
-        {
+            .and_then(|c| c.get(1)?.as_str().parse::<u32>().ok());
+        let params = window.map(|w| {
             let key = if matches!(indicator, "rsi" | "atr") {
                 "period"
             } else {
                 "window"
             };
-            args["params"] = json!({ key: w });
-        }
-        if let Some(s) = start {
-            args["start"] = json!(s);
-        }
-        if let Some(e) = end {
-            args["end"] = json!(e);
-        }
-        return Some(PlannedCall {
-            name: "technical_indicator".into(),
-            args,
+            Map::from_iter([(key.to_string(), json!(w))])
         });
+        return Some(PlannedCall::typed(
+            "technical_indicator",
+            IndicatorArgs {
+                source: Some(source_for(&sym).as_str().into()),
+                symbol: sym,
+                indicator: indicator.into(),
+                params,
+                start,
+                end,
+                tail: Some(10),
+            },
+        ));
     }
     if has(
         text,
@@ -402,34 +435,29 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             "show", "price", "prices", "data", "ohlc", "quote", "bars", "close", "last",
         ],
     ) {
-        let mut args = json!({"symbol": sym, "source": source_for(&sym)});
         let last_n = LAST_N
             .as_ref()
             .and_then(|re| re.captures(text))
             .and_then(|c| c.get(1)?.as_str().parse::<i64>().ok());
-        match (start, end, last_n) {
-            (_, Some(e), Some(n)) => {
-                // Enough calendar days for n trading days, then the answer keeps the last n.
-                let end_date = NaiveDate::parse_from_str(&e, "%Y-%m-%d").ok();
-                if let Some(d) = end_date {
-                    let from = d - chrono::Duration::days(n * 3 / 2 + 10);
-                    args["start"] = json!(from.format("%Y-%m-%d").to_string());
-                }
-                args["end"] = json!(e);
-            }
-            (s, e, _) => {
-                if let Some(s) = s {
-                    args["start"] = json!(s);
-                }
-                if let Some(e) = e {
-                    args["end"] = json!(e);
-                }
-            }
-        }
-        return Some(PlannedCall {
-            name: "get_market_data".into(),
-            args,
-        });
+        let start = match (&end, last_n) {
+            // Enough calendar days for n trading days, then the answer keeps the last n.
+            (Some(e), Some(n)) => NaiveDate::parse_from_str(e, "%Y-%m-%d").ok().map(|d| {
+                (d - chrono::Duration::days(n * 3 / 2 + 10))
+                    .format("%Y-%m-%d")
+                    .to_string()
+            }),
+            _ => start,
+        };
+        return Some(PlannedCall::typed(
+            "get_market_data",
+            MarketDataArgs {
+                source: Some(source_for(&sym).as_str().into()),
+                symbol: sym,
+                start,
+                end,
+                ..Default::default()
+            },
+        ));
     }
     None
 }
@@ -497,7 +525,7 @@ fn backtest_config(
     codes: &[String],
     start: Option<String>,
     end: Option<String>,
-) -> Value {
+) -> Map<String, Value> {
     let lower = text.to_lowercase();
     let pair = PAIR
         .as_ref()
@@ -544,7 +572,10 @@ fn backtest_config(
     if let Some(s) = slippage {
         cfg["slippage"] = json!(s);
     }
-    cfg
+    match cfg {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
 }
 
 fn num(v: &Value) -> Option<f64> {
@@ -563,28 +594,16 @@ fn fixed(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |x| format!("{x:.2}"))
 }
 
-fn provenance_line(v: &Value) -> String {
-    let p = &v["provenance"];
-    if p.is_null() {
+fn provenance_line(p: &ProvenanceBrief) -> String {
+    if p.source.is_empty() {
         return String::new();
     }
-    let source = p["source"].as_str().unwrap_or("?");
-    let rows = p["rows"]
-        .as_u64()
-        .map(|r| format!(", {r} rows"))
-        .unwrap_or_default();
-    let adj = p["adjustments"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join("; ")
-        })
+    let rows = p.rows.map(|r| format!(", {r} rows")).unwrap_or_default();
+    let adj = Some(p.adjustments.join("; "))
         .filter(|s| !s.is_empty())
         .map(|s| format!(", {s}"))
         .unwrap_or_default();
-    format!("\n\nData: {source}{rows}{adj}.")
+    format!("\n\nData: {}{rows}{adj}.", p.source)
 }
 
 fn is_error(v: &Value) -> Option<String> {
@@ -609,77 +628,90 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
             "The `{tool}` tool reported an error, so I have no figures to give:\n\n> {err}\n"
         );
     }
-    match tool {
-        "backtest" => backtest_answer(v),
-        "get_market_data" => prices_answer(request, v),
-        "technical_indicator" => indicator_answer(v),
-        "remember" => remember_answer(v),
-        "compact" => {
+    let written = match tool {
+        "backtest" => typed(v).map(|o| backtest_answer(&o)),
+        "get_market_data" => typed(v).map(|o| prices_answer(request, &o)),
+        "technical_indicator" => typed(v).map(|o| indicator_answer(&o)),
+        "remember" => typed(v).map(|o| remember_answer(&o)),
+        "compact" => Some(
             "Done: the conversation will be compacted into a summary now (watch the gauge).\n"
-                .into()
-        }
-        _ => format!(
+                .into(),
+        ),
+        _ => None,
+    };
+    written.unwrap_or_else(|| {
+        format!(
             "`{tool}` returned:\n\n```\n{}\n```\n",
             crate::text::preview(&v.to_string(), 2000)
-        ),
-    }
+        )
+    })
 }
 
-fn backtest_answer(v: &Value) -> String {
-    let m = &v["metrics"];
-    let get = |k: &str| m.get(k).and_then(num);
+/// A result as the tool's output type; `None` when it is not one (then
+/// the answer shows it as it came).
+fn typed<T: DeserializeOwned>(v: &Value) -> Option<T> {
+    T::deserialize(v).ok()
+}
+
+fn backtest_answer(v: &BacktestOutput) -> String {
+    let empty = Default::default();
+    let m = v.metrics.as_ref().unwrap_or(&empty);
     let mut out = String::from("## Backtest result\n\n");
-    if let Some(summary) = v["summary"].as_str() {
+    if let Some(summary) = &v.summary {
         out.push_str(summary);
         out.push_str("\n\n");
     }
     out.push_str("| metric | value |\n|---|---|\n");
     let rows: [(&str, String); 8] = [
-        ("total return", pct(get("total_return"))),
-        ("annual return", pct(get("annual_return"))),
-        ("Sharpe", fixed(get("sharpe"))),
-        ("max drawdown", pct(get("max_drawdown"))),
-        ("win rate", pct(get("win_rate"))),
+        ("total return", pct(m.total_return)),
+        ("annual return", pct(m.annual_return)),
+        ("Sharpe", fixed(m.sharpe)),
+        ("max drawdown", pct(m.max_drawdown)),
+        ("win rate", pct(m.win_rate)),
         (
             "trades",
-            get("trade_count").map_or("n/a".into(), |t| format!("{t:.0}")),
+            m.trade_count
+                .as_ref()
+                .and_then(|n| n.as_f64())
+                .map_or("n/a".into(), |t| format!("{t:.0}")),
         ),
         (
             "final value",
-            get("final_value").map_or("n/a".into(), |t| format!("{t:.2}")),
+            m.final_value.map_or("n/a".into(), |t| format!("{t:.2}")),
         ),
-        ("benchmark return", pct(get("benchmark_return"))),
+        ("benchmark return", pct(m.benchmark_return)),
     ];
     for (k, val) in rows {
         if val != "n/a" || k != "benchmark return" {
             out.push_str(&format!("| {k} | {val} |\n"));
         }
     }
-    if let Some(dir) = v["run_dir"].as_str() {
+    if !v.run_dir.is_empty() {
         out.push_str(&format!(
-            "\nArtifacts (equity curve, trades, metrics, run card) are in `{dir}`."
+            "\nArtifacts (equity curve, trades, metrics, run card) are in `{}`.",
+            v.run_dir
         ));
     }
-    if let Some(svg) = v["chart"]["svg"].as_str().or_else(|| v["chart"].as_str()) {
+    if let Some(svg) = v.chart.as_ref().and_then(|c| c.svg.as_ref()) {
         out.push_str(&format!(" Chart: `{svg}`."));
     }
     out.push_str("\n\nFigures come from the backtest tool's run on the data named in the run card; they are analysis, not advice.\n");
     out
 }
 
-fn prices_answer(request: &str, v: &Value) -> String {
-    let sym = v["symbol"].as_str().unwrap_or("?");
-    let rows = v["rows"].as_array().cloned().unwrap_or_default();
+fn prices_answer(request: &str, v: &MarketDataOutput) -> String {
+    let sym = if v.symbol.is_empty() { "?" } else { &v.symbol };
+    let rows = &v.rows;
     let last_n = LAST_N
         .as_ref()
         .and_then(|re| re.captures(request))
         .and_then(|c| c.get(1)?.as_str().parse::<usize>().ok());
-    let shown: Vec<&Value> = match last_n {
-        Some(n) => rows.iter().skip(rows.len().saturating_sub(n)).collect(),
-        None => rows.iter().skip(rows.len().saturating_sub(30)).collect(),
-    };
+    let shown: &[PriceRow] = &rows[rows.len().saturating_sub(last_n.unwrap_or(30))..];
     if shown.is_empty() {
-        return format!("No price rows came back for {sym}.{}", provenance_line(v));
+        return format!(
+            "No price rows came back for {sym}.{}",
+            provenance_line(&v.provenance)
+        );
     }
     let mut out = format!(
         "## {sym}: {} daily bars{}\n\n| date | open | high | low | close | volume |\n|---|---|---|---|---|---|\n",
@@ -690,21 +722,20 @@ fn prices_answer(request: &str, v: &Value) -> String {
             String::new()
         }
     );
-    for r in &shown {
-        let cell = |i: usize| r.get(i).cloned().unwrap_or(Value::Null);
-        let f = |i: usize| num(&cell(i)).map_or("".into(), |x| format!("{x:.2}"));
+    let f = |x: Option<f64>| x.map_or("".into(), |x| format!("{x:.2}"));
+    for r in shown {
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} |\n",
-            cell(0).as_str().unwrap_or(""),
-            f(1),
-            f(2),
-            f(3),
-            f(4),
-            num(&cell(5)).map_or("".into(), |x| format!("{x:.0}"))
+            r.0.as_deref().unwrap_or(""),
+            f(r.1),
+            f(r.2),
+            f(r.3),
+            f(r.4),
+            r.5.map_or("".into(), |x| format!("{x:.0}"))
         ));
     }
     if let (Some(first), Some(last)) = (shown.first(), shown.last())
-        && let (Some(a), Some(b)) = (first.get(4).and_then(num), last.get(4).and_then(num))
+        && let (Some(a), Some(b)) = (first.4, last.4)
         && a > 0.0
     {
         out.push_str(&format!(
@@ -712,25 +743,29 @@ fn prices_answer(request: &str, v: &Value) -> String {
             (b / a - 1.0) * 100.0
         ));
     }
-    out.push_str(&provenance_line(v));
+    out.push_str(&provenance_line(&v.provenance));
     out.push('\n');
     out
 }
 
-fn indicator_answer(v: &Value) -> String {
-    let sym = v["symbol"].as_str().unwrap_or("?");
-    let name = v["indicator"].as_str().unwrap_or("indicator");
+fn indicator_answer(v: &IndicatorOutput) -> String {
+    let sym = if v.symbol.is_empty() { "?" } else { &v.symbol };
+    let name = if v.indicator.is_empty() {
+        "indicator"
+    } else {
+        &v.indicator
+    };
     let mut out = format!(
         "## {} of {sym}\n\nParameters: `{}`\n\n",
         name.to_uppercase(),
-        v["params"]
+        v.params
     );
-    if let Some(latest) = v["latest"].as_object() {
-        let date = latest.get("date").and_then(Value::as_str).unwrap_or("");
+    if !v.latest.is_empty() {
+        let date = v.latest.get("date").and_then(Value::as_str).unwrap_or("");
         out.push_str(&format!(
             "Latest ({date}):\n\n| series | value |\n|---|---|\n"
         ));
-        for (k, val) in latest {
+        for (k, val) in &v.latest {
             if k != "date" {
                 out.push_str(&format!(
                     "| {k} | {} |\n",
@@ -739,105 +774,99 @@ fn indicator_answer(v: &Value) -> String {
             }
         }
     }
-    if let Some(extremes) = v["extremes"].as_object()
-        && !extremes.is_empty()
-    {
-        let span = match (
-            v["provenance"]["first_date"].as_str(),
-            v["provenance"]["last_date"].as_str(),
-        ) {
-            (Some(a), Some(b)) => format!(" ({a} to {b})"),
-            _ => String::new(),
-        };
-        if name == "drawdown"
-            && let Some(deepest) = extremes.get("drawdown")
-            && let Some(x) = num(&deepest["min"])
-        {
-            out.push_str(&format!(
-                "\nDeepest drawdown{span}: {:.2} % on {}.\n",
-                x * 100.0,
-                deepest["min_date"].as_str().unwrap_or("?")
-            ));
-        }
-        out.push_str(&format!(
-            "\nRange{span}:\n\n| series | lowest | on | highest | on |\n|---|---|---|---|---|\n"
-        ));
-        for (k, e) in extremes {
-            let cell = |key: &str| num(&e[key]).map_or("n/a".to_string(), |x| format!("{x:.4}"));
-            out.push_str(&format!(
-                "| {k} | {} | {} | {} | {} |\n",
-                cell("min"),
-                e["min_date"].as_str().unwrap_or(""),
-                cell("max"),
-                e["max_date"].as_str().unwrap_or("")
-            ));
-        }
+    if !v.extremes.is_empty() {
+        out.push_str(&extremes_table(name, v));
     }
-    if let (Some(cols), Some(tail)) = (v["columns"].as_array(), v["tail"].as_array())
-        && !tail.is_empty()
-    {
-        let names: Vec<String> = cols
-            .iter()
-            .map(|c| c.as_str().unwrap_or("").to_string())
-            .collect();
-        out.push_str(&format!(
-            "\nLast {} rows:\n\n| {} |\n|{}\n",
-            tail.len(),
-            names.join(" | "),
-            "---|".repeat(names.len())
-        ));
-        for r in tail {
-            let cells: Vec<String> = match r {
-                Value::Array(a) => a
-                    .iter()
-                    .map(|c| {
-                        num(c).map_or(c.as_str().unwrap_or("").to_string(), |x| format!("{x:.4}"))
-                    })
-                    .collect(),
-                Value::Object(o) => names
-                    .iter()
-                    .map(|n| {
-                        o.get(n).map_or(String::new(), |c| {
-                            num(c)
-                                .map_or(c.as_str().unwrap_or("").to_string(), |x| format!("{x:.4}"))
-                        })
-                    })
-                    .collect(),
-                _ => vec![],
-            };
-            out.push_str(&format!("| {} |\n", cells.join(" | ")));
-        }
+    if !v.tail.is_empty() {
+        out.push_str(&tail_table(&v.columns, &v.tail));
     }
-    out.push_str(&provenance_line(v));
+    out.push_str(&provenance_line(&v.provenance));
     out.push('\n');
     out
 }
 
-fn remember_answer(v: &Value) -> String {
-    if let Some(memories) = v["memories"].as_array() {
+/// Each series' lowest and highest value over the range (and, for a
+/// drawdown, the deepest one in words).
+fn extremes_table(name: &str, v: &IndicatorOutput) -> String {
+    let p = &v.provenance;
+    let span = match (&p.first_date, &p.last_date) {
+        (Some(a), Some(b)) => format!(" ({a} to {b})"),
+        _ => String::new(),
+    };
+    let extremes: Vec<(&String, Extremes)> = v
+        .extremes
+        .iter()
+        .map(|(k, e)| (k, typed(e).unwrap_or_default()))
+        .collect();
+    let mut out = String::new();
+    if name == "drawdown"
+        && let Some((_, deepest)) = extremes.iter().find(|(k, _)| *k == "drawdown")
+        && let Some(x) = deepest.min
+    {
+        out.push_str(&format!(
+            "\nDeepest drawdown{span}: {:.2} % on {}.\n",
+            x * 100.0,
+            deepest.min_date.as_deref().unwrap_or("?")
+        ));
+    }
+    out.push_str(&format!(
+        "\nRange{span}:\n\n| series | lowest | on | highest | on |\n|---|---|---|---|---|\n"
+    ));
+    let cell = |x: Option<f64>| x.map_or("n/a".to_string(), |x| format!("{x:.4}"));
+    for (k, e) in &extremes {
+        out.push_str(&format!(
+            "| {k} | {} | {} | {} | {} |\n",
+            cell(e.min),
+            e.min_date.as_deref().unwrap_or(""),
+            cell(e.max),
+            e.max_date.as_deref().unwrap_or("")
+        ));
+    }
+    out
+}
+
+/// The last rows of the indicator's history.
+fn tail_table(columns: &[String], tail: &[Value]) -> String {
+    let mut out = format!(
+        "\nLast {} rows:\n\n| {} |\n|{}\n",
+        tail.len(),
+        columns.join(" | "),
+        "---|".repeat(columns.len())
+    );
+    let shown =
+        |c: &Value| num(c).map_or(c.as_str().unwrap_or("").to_string(), |x| format!("{x:.4}"));
+    for r in tail {
+        let cells: Vec<String> = match r {
+            Value::Array(a) => a.iter().map(shown).collect(),
+            Value::Object(o) => columns
+                .iter()
+                .map(|n| o.get(n).map_or(String::new(), shown))
+                .collect(),
+            _ => vec![],
+        };
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}
+
+fn remember_answer(v: &MemoryOutput) -> String {
+    if let Some(memories) = &v.memories {
         if memories.is_empty() {
             return "I have no memories that match.\n".into();
         }
         let mut out = format!("I remember {}:\n\n", memories.len());
         for m in memories {
-            let content: String = m["content"]
-                .as_str()
-                .unwrap_or("")
-                .chars()
-                .take(300)
-                .collect();
+            let content: String = m.content.chars().take(300).collect();
             out.push_str(&format!(
                 "- **{}** ({}): {}\n",
-                m["title"].as_str().unwrap_or(""),
-                m["type"].as_str().unwrap_or(""),
-                content
+                m.title, m.memory_type, content
             ));
         }
         return out;
     }
-    match v["status"].as_str() {
-        Some("skipped") => "I already remember that.\n".into(),
-        _ => format!("{}\n", v["message"].as_str().unwrap_or("Saved.")),
+    match v.status.as_str() {
+        "skipped" => "I already remember that.\n".into(),
+        _ => format!("{}\n", v.message.as_deref().unwrap_or("Saved.")),
     }
 }
 
@@ -845,6 +874,7 @@ fn remember_answer(v: &Value) -> String {
 mod tests {
     use super::*;
     use crate::model::ToolCall;
+    use crate::model::contract::{BacktestMetrics, ChartFiles};
 
     fn offered() -> Vec<String> {
         [
@@ -977,6 +1007,67 @@ mod tests {
         );
         assert!(
             t.contains("| drawdown | -0.6244 | 2008-11-24 | 0.0000 | 2008-01-02 |"),
+            "{t}"
+        );
+    }
+
+    /// The planner's calls parse as the tools' argument types (what the
+    /// tools themselves parse them into).
+    #[test]
+    fn planned_calls_are_the_tools_argument_types() {
+        let c = intent("20-day SMA of GOOG in 2011").unwrap();
+        let args: IndicatorArgs = serde_json::from_value(c.args).unwrap();
+        assert_eq!(args.source.as_deref(), Some("embedded"));
+        assert_eq!(args.tail, Some(10));
+        let c = intent("show MSFT's last 30 days in 2010").unwrap();
+        let args: MarketDataArgs = serde_json::from_value(c.args).unwrap();
+        assert_eq!(args.end.as_deref(), Some("2010-12-31"));
+        let c = intent("backtest a 20/50 SMA crossover on AAPL from 2005 to 2012").unwrap();
+        let args: BacktestArgs = serde_json::from_value(c.args).unwrap();
+        assert_eq!(args.run_dir, None);
+        assert_eq!(args.config.unwrap()["codes"], json!(["AAPL"]));
+        let r = intent("remember that fees are 10 bp").unwrap();
+        let args: RememberArgs = serde_json::from_value(r.args).unwrap();
+        assert_eq!(args.memory_type.as_deref(), Some("user"));
+    }
+
+    /// A backtest's answer reads the typed metrics the tool wrote.
+    #[test]
+    fn a_backtest_answer_reads_the_typed_output() {
+        let metrics = BacktestMetrics::from_map(
+            json!({"sortino": 1.1, "total_return": 0.452, "sharpe": 0.81, "trade_count": 12,
+                   "max_drawdown": -0.234, "win_rate": 0.5, "final_value": 145200.0})
+            .as_object()
+            .unwrap()
+            .clone(),
+        );
+        assert_eq!(metrics.sharpe, Some(0.81));
+        assert_eq!(metrics.other["sortino"], json!(1.1));
+        let out = BacktestOutput {
+            status: "ok".into(),
+            run_dir: "/r/bt".into(),
+            summary: Some("AAPL · sma".into()),
+            metrics: Some(metrics),
+            chart: Some(ChartFiles {
+                svg: Some("/r/bt/chart.svg".into()),
+                png: None,
+            }),
+            ..Default::default()
+        };
+        let t = answer("x", "backtest", &serde_json::to_value(&out).unwrap());
+        for row in [
+            "| total return | 45.20 % |",
+            "| Sharpe | 0.81 |",
+            "| max drawdown | -23.40 % |",
+            "| trades | 12 |",
+            "| final value | 145200.00 |",
+            "| annual return | n/a |",
+        ] {
+            assert!(t.contains(row), "{row} in {t}");
+        }
+        assert!(!t.contains("benchmark return"), "{t}");
+        assert!(
+            t.contains("`/r/bt`") && t.contains("`/r/bt/chart.svg`"),
             "{t}"
         );
     }

@@ -102,6 +102,12 @@ pub enum ToolEvent {
         preview: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error_code: Option<String>,
+        /// A typed tool's whole result as JSON, secrets masked as in the
+        /// preview: the data behind the text the model sees. Absent when
+        /// the call failed with an error or did not run, and for tools
+        /// without typed output.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<serde_json::Value>,
     },
     ToolBatchFinished {
         iter: u64,

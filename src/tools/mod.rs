@@ -3,7 +3,9 @@
 //! A [`Tool`] declares its JSON-schema parameters and whether it is read-only
 //! (read-only calls may run concurrently and are cancelled on timeout) and
 //! repeatable (non-repeatable calls with identical arguments are answered from
-//! the earlier success instead of running again).
+//! the earlier success instead of running again). The built-in tools are
+//! [`TypedTool`]s: typed arguments (their schema generated from the type)
+//! and typed output.
 
 pub mod background;
 pub mod builtin;
@@ -13,6 +15,7 @@ pub mod progress;
 pub mod redact;
 pub mod registry;
 pub mod scheduler;
+pub mod typed;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -24,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 pub use background::{BackgroundNotice, BackgroundQueue};
 pub use registry::Registry;
 pub use scheduler::{Authorizer, CallOutcome, Denial, Scheduler, SchedulerConfig};
+pub use typed::TypedTool;
 
 /// Everything a call may need besides its arguments.
 #[derive(Clone, Debug)]
@@ -42,6 +46,14 @@ pub struct ToolContext {
 }
 
 pub type ToolResult = Result<String, ToolError>;
+
+/// What a call answered: the text the model sees and, for a typed tool
+/// ([`TypedTool`]), the same result as structured data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolReply {
+    pub text: String,
+    pub output: Option<Value>,
+}
 
 /// A tool. Results are strings (usually JSON) handed to the model as-is, up
 /// to the truncation limit.
@@ -65,6 +77,19 @@ pub trait Tool: Send + Sync {
         None
     }
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
+    /// [`Tool::call`] with the structured output, which the scheduler puts
+    /// on `tool_call_finished`; a tool without one answers with text only.
+    fn call_with_output<'a>(
+        &'a self,
+        args: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolReply, ToolError>> {
+        Box::pin(async move {
+            self.call(args, ctx)
+                .await
+                .map(|text| ToolReply { text, output: None })
+        })
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -75,6 +75,8 @@ pub struct CallOutcome {
     pub status: ToolCallStatus,
     /// The full, unredacted result.
     pub raw: String,
+    /// A typed tool's result as data (unredacted), when it ran and answered.
+    pub output: Option<Value>,
     /// What the model sees: the raw result, truncated (spec §2.5 step 7).
     pub model_content: String,
     pub elapsed: Duration,
@@ -89,9 +91,14 @@ impl CallOutcome {
     }
 }
 
+/// A call answered without running (boxed: an outcome is large).
+fn done(outcome: CallOutcome) -> Plan {
+    Plan::Done(Box::new(outcome))
+}
+
 enum Plan {
     Run { tool: Arc<dyn Tool>, args: Value },
-    Done(CallOutcome),
+    Done(Box<CallOutcome>),
 }
 
 /// Per-run tool scheduling state: the dedupe set and the workspace counters.
@@ -156,7 +163,7 @@ impl Scheduler {
             if base.cancel.is_cancelled() {
                 for (plan, call) in plans[i..].iter().zip(&calls[i..]) {
                     let o = match plan {
-                        Plan::Done(o) => o.clone(),
+                        Plan::Done(o) => (**o).clone(),
                         Plan::Run { args, .. } => cancelled_before_start(call, args.clone()),
                     };
                     emit_finished(&self.sink, iter, &o);
@@ -167,10 +174,10 @@ impl Scheduler {
             let batch_end = match &plans[i] {
                 Plan::Done(_) => {
                     if let Plan::Done(o) =
-                        std::mem::replace(&mut plans[i], Plan::Done(placeholder()))
+                        std::mem::replace(&mut plans[i], Plan::Done(Box::new(placeholder())))
                     {
                         emit_finished(&self.sink, iter, &o);
-                        outcomes.push(Some(o));
+                        outcomes.push(Some(*o));
                     }
                     i += 1;
                     continue;
@@ -216,7 +223,7 @@ impl Scheduler {
         let args = match args {
             Ok(a) => a,
             Err(e) => {
-                return Plan::Done(not_run(
+                return done(not_run(
                     call,
                     Value::Null,
                     ToolCallStatus::Error,
@@ -230,7 +237,7 @@ impl Scheduler {
         };
         let Some(tool) = self.registry.get(name).cloned() else {
             let available = self.registry.names().join(", ");
-            return Plan::Done(not_run(
+            return done(not_run(
                 call,
                 args,
                 ToolCallStatus::Error,
@@ -242,7 +249,7 @@ impl Scheduler {
             ));
         };
         if let Err(problem) = check_arguments(&tool.parameters(), &args) {
-            return Plan::Done(not_run(
+            return done(not_run(
                 call,
                 args,
                 ToolCallStatus::Error,
@@ -265,7 +272,7 @@ impl Scheduler {
             let reason = format!(
                 "'{name}' already succeeded with these same arguments earlier in this run; reuse that result instead of calling it again"
             );
-            return Plan::Done(not_run(
+            return done(not_run(
                 call,
                 args,
                 ToolCallStatus::Skipped,
@@ -275,7 +282,7 @@ impl Scheduler {
         if let Some(auth) = &self.authorizer
             && let Err(denial) = auth.authorize(name, &args)
         {
-            return Plan::Done(not_run(
+            return done(not_run(
                 call,
                 args,
                 ToolCallStatus::Denied,
@@ -432,7 +439,7 @@ impl CallRun<'_> {
         let call_cancel = ctx.cancel.clone();
         let fut = progress
             .clone()
-            .scope(self.tool.call(self.args.clone(), &ctx));
+            .scope(self.tool.call_with_output(self.args.clone(), &ctx));
         tokio::pin!(fut);
 
         let period = self
@@ -445,12 +452,17 @@ impl CallRun<'_> {
         let mut grace_until: Option<Instant> = None;
         let far = started + Duration::from_secs(86_400 * 365);
 
+        let mut output = None;
         let (status, raw) = loop {
             tokio::select! {
                 biased;
                 result = &mut fut => {
                     break match result {
-                        Ok(text) => (if is_success(&text) { ToolCallStatus::Ok } else { ToolCallStatus::Error }, text),
+                        Ok(reply) => {
+                            output = reply.output;
+                            let text = reply.text;
+                            (if is_success(&text) { ToolCallStatus::Ok } else { ToolCallStatus::Error }, text)
+                        }
                         Err(e) => (ToolCallStatus::Error, e.to_result_json(&name)),
                     };
                 }
@@ -517,6 +529,7 @@ impl CallRun<'_> {
             args: self.args,
             status,
             raw,
+            output,
             elapsed: started.elapsed(),
             executed: true,
         };
@@ -534,6 +547,7 @@ fn emit_finished(sink: &ToolEventSink, iter: u64, o: &CallOutcome) {
         elapsed_ms: o.elapsed.as_millis() as u64,
         preview: preview(&redact_tool_result(&o.raw), 200),
         error_code: o.error_code.clone(),
+        output: o.output.as_ref().map(|v| redact_value(v, Sink::Result)),
     });
 }
 
@@ -563,6 +577,7 @@ fn not_run(call: &ToolCall, args: Value, status: ToolCallStatus, raw: String) ->
         args,
         status,
         raw,
+        output: None,
         elapsed: Duration::ZERO,
         executed: false,
     }

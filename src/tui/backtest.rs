@@ -8,8 +8,11 @@
 //! `update` asks for it with an `Effect::LoadBacktest`, the runtime calls
 //! [`load`] on a blocking thread and sends the parsed series back as
 //! `Msg::BacktestLoaded`; the renderers only ever see parsed values. The live
-//! chat learns of the call from a 200-character preview, so there the
-//! summary and metrics are read from the run's files in the same load.
+//! chat learns of the call from `tool_call_finished`, whose structured
+//! output is the typed [`BacktestOutput`] (run dir, summary, metrics); an
+//! event without one (an older producer) has only a 200-character preview,
+//! and then the summary and metrics are read from the run's files in the
+//! same load.
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -21,11 +24,13 @@ use ratatui::style::{Color, Style};
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Widget};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::format::{one_line, width as text_width};
 use super::theme::Theme;
 use super::wrap::{wrap_hard, wrap_spans};
+use crate::model::contract::BacktestOutput;
 use crate::research::backtest::chart::{sparkline, terminal_points};
 
 /// The tool whose results get this cell.
@@ -258,6 +263,26 @@ pub fn locate_run_dir(result: &str, args: &Value, current_run: Option<&Path>) ->
         Some(a) => current_run.map(|r| r.join(a)),
         None => current_run.map(Path::to_path_buf),
     }
+}
+
+/// A cell for a successful backtest from the structured output of its
+/// `tool_call_finished` event: the run directory and the key numbers come
+/// typed, with no text to dig through. `None` when it is not a backtest's
+/// output or names no usable run directory.
+pub fn cell_for_output(
+    call_id: &str,
+    output: &Value,
+    args: &Value,
+    current_run: Option<&Path>,
+) -> Option<BacktestCell> {
+    let out = BacktestOutput::deserialize(output).ok()?;
+    let named = Some(PathBuf::from(&out.run_dir)).filter(|p| p.is_absolute());
+    let run_dir = named.or_else(|| locate_run_dir("", args, current_run))?;
+    Some(BacktestCell::new(
+        call_id,
+        run_dir,
+        BacktestInfo::from_result(output),
+    ))
 }
 
 /// A cell for a successful backtest result: `result` is the whole result or

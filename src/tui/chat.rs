@@ -400,6 +400,7 @@ impl Chat {
                 elapsed_ms,
                 preview,
                 error_code,
+                output,
                 ..
             } => {
                 let mut args = serde_json::Value::Null;
@@ -410,11 +411,15 @@ impl Chat {
                     t.error_code = error_code.clone();
                     args = t.args.clone();
                 }
-                // The event has only a preview: the load reads the rest.
+                // The structured output names the run dir; an event with
+                // only a preview leaves the rest to the load.
+                let run = self.run_dir.as_deref();
                 if tool == backtest::TOOL
                     && *status == ToolCallStatus::Ok
-                    && let Some(cell) =
-                        backtest::cell_for_result(call_id, preview, &args, self.run_dir.as_deref())
+                    && let Some(cell) = match output {
+                        Some(out) => backtest::cell_for_output(call_id, out, &args, run),
+                        None => backtest::cell_for_result(call_id, preview, &args, run),
+                    }
                 {
                     self.push_backtest(cell);
                 }

@@ -288,6 +288,66 @@ async fn the_offline_planner_backtests_on_the_embedded_data() {
     assert!(card.to_string().contains("config_hash"));
 }
 
+/// `tool_call_finished` carries the tool's typed output next to the
+/// preview: the backtest's run directory and its metrics as data, the same
+/// result the preview's text begins.
+#[tokio::test]
+async fn tool_call_finished_carries_the_structured_output() {
+    let home = tempfile::tempdir().unwrap();
+    let out = vibedesk(home.path())
+        .args([
+            "run",
+            "--json",
+            "-p",
+            "backtest a 10/30 SMA crossover on MSFT in 2010",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let evs = events(&out.stdout);
+    let finished = evs
+        .iter()
+        .find(|e| e["type"] == "tool_call_finished")
+        .expect("the backtest ran");
+    assert_eq!(finished["status"], "ok", "{finished}");
+    let output = &finished["output"];
+    assert_eq!(output["status"], "ok", "{finished}");
+    let run_dir = PathBuf::from(output["run_dir"].as_str().expect("a run_dir"));
+    assert!(run_dir.is_absolute() && run_dir.join("config.json").is_file());
+    assert!(
+        run_dir.starts_with(run_dir_of(&evs)),
+        "{}",
+        run_dir.display()
+    );
+    assert!(output["metrics"]["sharpe"].is_number(), "{output}");
+    assert!(output["metrics"]["trade_count"].is_number(), "{output}");
+    // The preview is the head of the same result, as text.
+    let preview = finished["preview"].as_str().unwrap();
+    let text = output.to_string();
+    assert!(
+        !preview.is_empty() && text.starts_with(preview),
+        "{preview}\n{text}"
+    );
+    // A call that failed before answering has no output.
+    let out = vibedesk(home.path())
+        .args(["run", "--json", "-p", "show the prices of ZZZZ"])
+        .output()
+        .await
+        .unwrap();
+    let evs = events(&out.stdout);
+    let failed = evs
+        .iter()
+        .find(|e| e["type"] == "tool_call_finished")
+        .expect("the data tool ran");
+    assert_eq!(failed["status"], "error", "{failed}");
+    assert!(failed.get("output").is_none(), "{failed}");
+}
+
 /// Memory across sessions with no model: saved in one run, recalled by the
 /// tool in another, and recalled into the next turn's context.
 #[tokio::test]

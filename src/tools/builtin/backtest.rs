@@ -33,16 +33,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::args;
+use crate::model::contract::{
+    BacktestArgs, BacktestMetrics, BacktestOutput, ChartFiles, ConfigIssue, ReadArtifactArgs,
+};
 use crate::research::backtest::{self, BacktestError, RunOptions, StrategySpec};
 use crate::research::data::cache::{Cache, is_cacheable};
-use crate::sandbox::{BACKTEST_ARTIFACTS, RunSpec, Runner, RunnerConfig};
+use crate::sandbox::{BACKTEST_ARTIFACTS, RunResult, RunSpec, Runner, RunnerConfig};
 use crate::store::atomic_write;
 use crate::tools::registry::DuplicateTool;
-use crate::tools::{Registry, Tool, ToolContext, ToolError, ToolResult, progress};
+use crate::tools::{Registry, ToolContext, ToolError, TypedTool, progress};
 
 /// Spec §6.2: the backtest subprocess deadline.
 pub const ENGINE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -160,21 +164,25 @@ fn tail(s: &str, n: usize) -> String {
     }
 }
 
-fn error_json(code: &str, message: impl Into<String>, run_dir: &Path) -> Value {
-    json!({"status": "error", "error_code": code, "error": message.into(), "run_dir": run_dir.display().to_string()})
+fn error_output(code: &str, message: impl Into<String>, run_dir: &Path) -> BacktestOutput {
+    BacktestOutput::error(code, message, &run_dir.display().to_string())
 }
 
-fn config_error_json(e: &BacktestError, run_dir: &Path) -> Value {
-    let mut v = error_json(e.code(), e.to_string(), run_dir);
+fn config_error_output(e: &BacktestError, run_dir: &Path) -> BacktestOutput {
+    let mut out = error_output(e.code(), e.to_string(), run_dir);
     if let BacktestError::Config(c) = e {
-        v["issues"] = Value::Array(
+        out.issues = Some(
             c.issues
                 .iter()
-                .map(|i| json!({"key": i.key, "code": i.code, "message": i.message}))
+                .map(|i| ConfigIssue {
+                    key: i.key.clone(),
+                    code: i.code.to_string(),
+                    message: i.message.clone(),
+                })
                 .collect(),
         );
     }
-    v
+    out
 }
 
 /// The scalar metrics from `metrics.json`, else `metrics.csv` (cells that
@@ -205,32 +213,31 @@ pub fn read_metrics(run_dir: &Path) -> Option<Map<String, Value>> {
     )
 }
 
-fn pct(v: Option<&Value>) -> String {
-    v.and_then(Value::as_f64)
-        .map_or("n/a".into(), |x| format!("{:.2}%", x * 100.0))
+fn pct(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |x| format!("{:.2}%", x * 100.0))
 }
 
-fn num2(v: Option<&Value>) -> String {
-    v.and_then(Value::as_f64)
-        .map_or("n/a".into(), |x| format!("{x:.2}"))
+fn num2(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |x| format!("{x:.2}"))
 }
 
 /// One sentence with the key numbers, for the chat (§12.12).
-pub fn summary_line(codes: &[String], strategy: &str, m: &Map<String, Value>) -> String {
+pub fn summary_line(codes: &[String], strategy: &str, m: &BacktestMetrics) -> String {
     format!(
         "{} · {}: total return {}, annual {}, Sharpe {}, max drawdown {}, {} trades, win rate {}; benchmark {} (excess {}); final value {}",
         codes.join(", "),
         strategy,
-        pct(m.get("total_return")),
-        pct(m.get("annual_return")),
-        num2(m.get("sharpe")),
-        pct(m.get("max_drawdown")),
-        m.get("trade_count")
+        pct(m.total_return),
+        pct(m.annual_return),
+        num2(m.sharpe),
+        pct(m.max_drawdown),
+        m.trade_count
+            .as_ref()
             .map_or("n/a".to_string(), ToString::to_string),
-        pct(m.get("win_rate")),
-        pct(m.get("benchmark_return")),
-        pct(m.get("excess_return")),
-        num2(m.get("final_value")),
+        pct(m.win_rate),
+        pct(m.benchmark_return),
+        pct(m.excess_return),
+        num2(m.final_value),
     )
 }
 
@@ -258,26 +265,100 @@ fn validation_brief(v: &Value) -> Value {
 
 /// Runs the backtest in `run_dir` through the sandbox: validation first,
 /// then `<engine> engine <run_dir>`, then the artifacts. Never errors: the
-/// result JSON says what happened. Shared by the tool and `vibedesk
-/// backtest`.
+/// result says what happened. Shared by the tool and `vibedesk backtest`.
 pub async fn run_backtest(
     cfg: &BacktestToolConfig,
     run_dir: &Path,
     local_dirs: &[PathBuf],
     cancel: &CancellationToken,
 ) -> Value {
+    let out = backtest_output(cfg, run_dir, local_dirs, cancel).await;
+    serde_json::to_value(out).unwrap_or(Value::Null)
+}
+
+/// [`run_backtest`], typed.
+pub async fn backtest_output(
+    cfg: &BacktestToolConfig,
+    run_dir: &Path,
+    local_dirs: &[PathBuf],
+    cancel: &CancellationToken,
+) -> BacktestOutput {
+    match run_steps(cfg, run_dir, local_dirs, cancel).await {
+        Ok(out) | Err(out) => out,
+    }
+}
+
+/// The steps of a run; `Err` is a failure that ends it early.
+async fn run_steps(
+    cfg: &BacktestToolConfig,
+    run_dir: &Path,
+    local_dirs: &[PathBuf],
+    cancel: &CancellationToken,
+) -> Result<BacktestOutput, BacktestOutput> {
+    let (config, python) = check_config(cfg, run_dir).await?;
+    let run_cache = if !cfg.offline && backtest::may_use_online(&config) {
+        prefetch_for_engine(cfg, &config, run_dir, local_dirs, cancel).await?
+    } else {
+        None
+    };
+    progress::emit(
+        "simulate",
+        None,
+        None,
+        &format!("running the engine on {} symbol(s)", config.codes.len()),
+    );
+    let spec = engine_spec(
+        cfg,
+        run_dir,
+        local_dirs,
+        run_cache.as_ref(),
+        python.as_ref(),
+    );
+    let runner = Runner::new(cfg.runner.clone());
+    let result = runner.run(spec, cancel).await.map_err(|e| {
+        error_output(
+            "sandbox_error",
+            format!("{e}; the engine could not be started"),
+            run_dir,
+        )
+    })?;
+    progress::emit("finalize", None, None, "reading the artifacts");
+    let base = BacktestOutput {
+        status: "error".into(),
+        run_dir: run_dir.display().to_string(),
+        exit_code: Some(result.exit_code),
+        elapsed_ms: Some(result.elapsed_ms),
+        stdout: Some(tail(&result.stdout, TAIL_CHARS)),
+        stderr: Some(tail(&result.stderr, TAIL_CHARS)),
+        ..Default::default()
+    };
+    if let Some((code, message)) = run_failure(cfg, &result) {
+        return Err(BacktestOutput {
+            error_code: Some(code),
+            error: Some(message),
+            ..base
+        });
+    }
+    Ok(finished_run(&config, run_dir, &result, base).await)
+}
+
+/// Loads and checks `config.json`, and for a Python strategy finds an
+/// interpreter with pandas.
+async fn check_config(
+    cfg: &BacktestToolConfig,
+    run_dir: &Path,
+) -> Result<(backtest::config::BacktestConfig, Option<PathBuf>), BacktestOutput> {
     progress::emit("validate", None, None, "checking config.json");
     let dir = run_dir.to_path_buf();
-    let loaded = tokio::task::spawn_blocking(move || backtest::load_config(&dir)).await;
-    let config = match loaded {
+    let config = match tokio::task::spawn_blocking(move || backtest::load_config(&dir)).await {
         Ok(Ok((c, _))) => c,
-        Ok(Err(e)) => return config_error_json(&e, run_dir),
+        Ok(Err(e)) => return Err(config_error_output(&e, run_dir)),
         Err(e) => {
-            return error_json(
+            return Err(error_output(
                 "internal_error",
                 format!("config check failed: {e}"),
                 run_dir,
-            );
+            ));
         }
     };
     let mut python = cfg.python.clone();
@@ -291,61 +372,71 @@ pub async fn run_backtest(
         let given = python.clone();
         match tokio::task::spawn_blocking(move || backtest::python::probe(given.as_deref())).await {
             Ok(Ok(exe)) => python = Some(exe),
-            Ok(Err(e)) => return error_json(e.code, e.message, run_dir),
+            Ok(Err(e)) => return Err(error_output(e.code, e.message, run_dir)),
             Err(e) => {
-                return error_json(
+                return Err(error_output(
                     "internal_error",
                     format!("python probe failed: {e}"),
                     run_dir,
-                );
+                ));
             }
         }
     }
+    Ok((config, python))
+}
 
-    let run_cache = if !cfg.offline && backtest::may_use_online(&config) {
-        progress::emit("fetch", None, None, "fetching market data");
-        // The fetch's future is not `Send` for every lifetime its borrows
-        // could have (a buffered stream of borrowing closures), which this
-        // tool's boxed future must be: it runs on a blocking thread of its
-        // own instead, with owned inputs.
-        let (cfg, config, dir, local, stop) = (
-            cfg.clone(),
-            config.clone(),
-            run_dir.to_path_buf(),
-            local_dirs.to_vec(),
-            cancel.clone(),
-        );
-        let handle = tokio::runtime::Handle::current();
-        let fetched = tokio::task::spawn_blocking(move || {
-            handle.block_on(async {
-                tokio::select! {
-                    r = prefetch_online(&cfg, &config, &dir, &local) => r,
-                    _ = stop.cancelled() => None,
-                }
-            })
-        })
-        .await
-        .unwrap_or(None);
-        if cancel.is_cancelled() {
-            return error_json(
-                "cancelled",
-                "the run was cancelled while fetching market data; the engine was not started",
-                run_dir,
-            );
-        }
-        fetched
-    } else {
-        None
-    };
-
-    progress::emit(
-        "simulate",
-        None,
-        None,
-        &format!("running the engine on {} symbol(s)", config.codes.len()),
+/// Fetches online data before the sandbox starts (see the module doc);
+/// the folder of the run's market cache when anything was stored.
+async fn prefetch_for_engine(
+    cfg: &BacktestToolConfig,
+    config: &backtest::config::BacktestConfig,
+    run_dir: &Path,
+    local_dirs: &[PathBuf],
+    cancel: &CancellationToken,
+) -> Result<Option<PathBuf>, BacktestOutput> {
+    progress::emit("fetch", None, None, "fetching market data");
+    // The fetch's future is not `Send` for every lifetime its borrows
+    // could have (a buffered stream of borrowing closures), which this
+    // tool's boxed future must be: it runs on a blocking thread of its
+    // own instead, with owned inputs.
+    let (cfg, config, dir, local, stop) = (
+        cfg.clone(),
+        config.clone(),
+        run_dir.to_path_buf(),
+        local_dirs.to_vec(),
+        cancel.clone(),
     );
+    let handle = tokio::runtime::Handle::current();
+    let fetched = tokio::task::spawn_blocking(move || {
+        handle.block_on(async {
+            tokio::select! {
+                r = prefetch_online(&cfg, &config, &dir, &local) => r,
+                _ = stop.cancelled() => None,
+            }
+        })
+    })
+    .await
+    .unwrap_or(None);
+    if cancel.is_cancelled() {
+        return Err(error_output(
+            "cancelled",
+            "the run was cancelled while fetching market data; the engine was not started",
+            run_dir,
+        ));
+    }
+    Ok(fetched)
+}
+
+/// `<engine> engine <run_dir> [flags]` under the sandbox's limits.
+fn engine_spec(
+    cfg: &BacktestToolConfig,
+    run_dir: &Path,
+    local_dirs: &[PathBuf],
+    run_cache: Option<&PathBuf>,
+    python: Option<&PathBuf>,
+) -> RunSpec {
     let mut args: Vec<std::ffi::OsString> = vec!["engine".into(), run_dir.as_os_str().to_owned()];
-    if let Some(c) = run_cache.as_ref().or(cfg.cache_dir.as_ref()) {
+    if let Some(c) = run_cache.or(cfg.cache_dir.as_ref()) {
         args.push("--cache-dir".into());
         args.push(c.as_os_str().to_owned());
     }
@@ -362,7 +453,7 @@ pub async fn run_backtest(
         args.push("--data-dir".into());
         args.push(d.as_os_str().to_owned());
     }
-    if let Some(p) = &python {
+    if let Some(p) = python {
         args.push("--python".into());
         args.push(p.as_os_str().to_owned());
     }
@@ -374,82 +465,70 @@ pub async fn run_backtest(
         .log_name("backtest")
         .timeout(cfg.timeout)
         .artifacts(BACKTEST_ARTIFACTS);
-    if let Some(p) = &python {
+    if let Some(p) = python {
         spec = spec.executable(p);
     }
-    let runner = Runner::new(cfg.runner.clone());
-    let result = match runner.run(spec, cancel).await {
-        Ok(r) => r,
-        Err(e) => {
-            return error_json(
-                "sandbox_error",
-                format!("{e}; the engine could not be started"),
-                run_dir,
-            );
-        }
-    };
-    progress::emit("finalize", None, None, "reading the artifacts");
-    let stdout_tail = tail(&result.stdout, TAIL_CHARS);
-    let stderr_tail = tail(&result.stderr, TAIL_CHARS);
-    let base = |status: &str| {
-        json!({"status": status, "run_dir": run_dir.display().to_string(), "exit_code": result.exit_code,
-               "elapsed_ms": result.elapsed_ms, "stdout": stdout_tail, "stderr": stderr_tail})
-    };
-    if result.timed_out || result.cancelled {
-        let mut v = base("error");
-        let (code, msg) = if result.timed_out {
-            (
-                "timeout",
-                format!(
-                    "the backtest did not finish within {}s; its whole process group was killed (partial logs in logs/backtest_*.txt). Narrow the dates or the codes, or simplify the strategy.",
-                    cfg.timeout.as_secs()
-                ),
-            )
-        } else {
-            (
-                "cancelled",
-                "the run was cancelled; the engine's process group was killed".to_string(),
-            )
-        };
-        v["error_code"] = json!(code);
-        v["error"] = json!(msg);
-        return v;
-    }
-    if !result.success {
-        // The engine prints {"error", "error_code"} as its last stdout line.
-        let last: Option<Value> = result
-            .stdout
-            .lines()
-            .rev()
-            .find_map(|l| serde_json::from_str::<Value>(l.trim()).ok());
-        let mut v = base("error");
-        let (code, msg) = match last {
-            Some(e) if e.get("error").is_some() => (
-                e["error_code"]
-                    .as_str()
-                    .unwrap_or("engine_error")
-                    .to_string(),
-                e["error"]
-                    .as_str()
-                    .unwrap_or("the engine failed")
-                    .to_string(),
+    spec
+}
+
+/// Why a finished engine run failed (`error_code`, `error`), if it did.
+fn run_failure(cfg: &BacktestToolConfig, result: &RunResult) -> Option<(String, String)> {
+    if result.timed_out {
+        return Some((
+            "timeout".into(),
+            format!(
+                "the backtest did not finish within {}s; its whole process group was killed (partial logs in logs/backtest_*.txt). Narrow the dates or the codes, or simplify the strategy.",
+                cfg.timeout.as_secs()
             ),
-            _ => (
-                "engine_error".to_string(),
-                format!(
-                    "the engine exited with {:?}{}; see stderr",
-                    result.exit_code,
-                    result
-                        .signal
-                        .map(|s| format!(" (signal {s})"))
-                        .unwrap_or_default()
-                ),
-            ),
-        };
-        v["error_code"] = json!(code);
-        v["error"] = json!(msg);
-        return v;
+        ));
     }
+    if result.cancelled {
+        return Some((
+            "cancelled".into(),
+            "the run was cancelled; the engine's process group was killed".into(),
+        ));
+    }
+    if result.success {
+        return None;
+    }
+    // The engine prints {"error", "error_code"} as its last stdout line.
+    let last: Option<Value> = result
+        .stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Value>(l.trim()).ok());
+    Some(match last {
+        Some(e) if e.get("error").is_some() => (
+            e["error_code"]
+                .as_str()
+                .unwrap_or("engine_error")
+                .to_string(),
+            e["error"]
+                .as_str()
+                .unwrap_or("the engine failed")
+                .to_string(),
+        ),
+        _ => (
+            "engine_error".to_string(),
+            format!(
+                "the engine exited with {:?}{}; see stderr",
+                result.exit_code,
+                result
+                    .signal
+                    .map(|s| format!(" (signal {s})"))
+                    .unwrap_or_default()
+            ),
+        ),
+    })
+}
+
+/// A successful run's result: metrics, warnings, validation, artifacts.
+async fn finished_run(
+    config: &backtest::config::BacktestConfig,
+    run_dir: &Path,
+    result: &RunResult,
+    base: BacktestOutput,
+) -> BacktestOutput {
     let dir = run_dir.to_path_buf();
     let metrics = tokio::task::spawn_blocking(move || read_metrics(&dir))
         .await
@@ -469,12 +548,39 @@ pub async fn run_backtest(
             }
         }
     }
+    let strategy = scalars
+        .get("strategy")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| config.strategy.describe());
+    let metrics = BacktestMetrics::from_map(scalars);
+    let art = run_dir.join("artifacts");
+    let (svg, png) = (art.join("equity_chart.svg"), art.join("equity_chart.png"));
+    let shown = |p: &Path| p.is_file().then(|| p.display().to_string());
+    BacktestOutput {
+        status: "ok".into(),
+        summary: Some(summary_line(&config.codes, &strategy, &metrics)),
+        metrics: Some(metrics),
+        warnings: Some(warnings),
+        validation,
+        artifacts: Some(artifact_paths(result, &art, config.codes.len())),
+        chart: Some(ChartFiles {
+            svg: shown(&svg),
+            png: shown(&png),
+        }),
+        missing_artifacts: (!result.missing_required.is_empty())
+            .then(|| result.missing_required.clone()),
+        ..base
+    }
+}
+
+/// Artifact name → path: what the runner collected, and the optional files.
+fn artifact_paths(result: &RunResult, art: &Path, codes: usize) -> Map<String, Value> {
     let mut artifacts: Map<String, Value> = result
         .artifacts
         .iter()
         .map(|(k, p)| (k.clone(), json!(p.display().to_string())))
         .collect();
-    let art = run_dir.join("artifacts");
     for (name, file) in [
         ("fills", "fills.jsonl"),
         ("metrics_json", "metrics.json"),
@@ -490,30 +596,11 @@ pub async fn run_backtest(
     artifacts.insert(
         "ohlcv".into(),
         json!(format!(
-            "{}/ohlcv_<code>.csv ({} files)",
-            art.display(),
-            config.codes.len()
+            "{}/ohlcv_<code>.csv ({codes} files)",
+            art.display()
         )),
     );
-    let (svg, png) = (art.join("equity_chart.svg"), art.join("equity_chart.png"));
-    let strategy = scalars
-        .get("strategy")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| config.strategy.describe());
-    let mut v = base("ok");
-    v["summary"] = json!(summary_line(&config.codes, &strategy, &scalars));
-    v["metrics"] = Value::Object(scalars);
-    v["warnings"] = warnings;
-    if let Some(val) = validation {
-        v["validation"] = val;
-    }
-    v["artifacts"] = Value::Object(artifacts);
-    v["chart"] = json!({"svg": svg.is_file().then(|| svg.display().to_string()), "png": png.is_file().then(|| png.display().to_string())});
-    if !result.missing_required.is_empty() {
-        v["missing_artifacts"] = json!(result.missing_required);
-    }
-    v
+    artifacts
 }
 
 /// Removes `.` and applies `..` lexically; `None` if it climbs above `/`.
@@ -607,20 +694,16 @@ impl Backtest {
     }
 }
 
-impl Tool for Backtest {
+impl TypedTool for Backtest {
+    type Args = BacktestArgs;
+    type Output = BacktestOutput;
+
     fn name(&self) -> &str {
         "backtest"
     }
 
     fn description(&self) -> &str {
         "Run a daily backtest in a sandbox and return its key metrics (total/annual return, Sharpe, Sortino, max drawdown, win rate, trades, benchmark), artifact paths and an equity/drawdown chart. Give `config` (written to <run_dir>/config.json) or prepare config.json yourself. Config keys: codes (list), start_date, end_date (YYYY-MM-DD), source (auto|embedded|local|yahoo|stooq), initial_cash, commission_rate, slippage, min_commission, stamp_tax, position_adjustment (hold|rebalance), rebalance_tolerance, allow_short, lot_size, benchmark (ticker), validation {monte_carlo, bootstrap, walk_forward}, and strategy: a built-in {\"name\": \"sma_crossover\"|\"ema_crossover\"|\"buy_and_hold\"|\"rsi_mean_reversion\"|\"momentum\"|\"breakout\"|\"bollinger_reversion\", \"params\": {...}} or rules {\"rules\": {\"entry\": \"sma(close, 20) > sma(close, 50)\", \"exit\": \"crosses_below(sma(close, 20), sma(close, 50))\"}} (functions: sma ema rsi std highest lowest lag roc bb_upper bb_lower macd macd_signal macd_hist atr abs min max crosses_above crosses_below; columns open high low close volume). Without a strategy, code/signal_engine.py (class SignalEngine, generate(data_map) -> {code: pandas Series of weights in [-1,1]}) runs with Python+pandas. Signals execute at the next bar's open."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "run_dir": {"type": "string", "description": "Run directory (default: the current run dir; relative paths resolve there; must stay inside the run dir or the workspace)"},
-            "config": {"type": "object", "description": "config.json content to write before running (validated first)"}
-        }, "required": []})
     }
 
     fn readonly(&self) -> bool {
@@ -636,56 +719,58 @@ impl Tool for Backtest {
         Some(self.config.timeout + self.config.runner.drain_timeout * 2 + Duration::from_secs(30))
     }
 
-    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: BacktestArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<BacktestOutput, ToolError>> {
         Box::pin(async move {
-            let raw = match args.get("run_dir") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.as_str()),
-                Some(_) => {
-                    return Err(ToolError::InvalidArguments(
-                        "'run_dir' must be a string path".into(),
-                    ));
-                }
-            };
-            let run_dir = resolve_run_dir(ctx, raw)?;
-            match args.get("config") {
-                None | Some(Value::Null) => {
+            let run_dir = resolve_run_dir(ctx, args.run_dir.as_deref())?;
+            match args.config {
+                None => {
                     if !run_dir.is_dir() {
-                        return Ok(error_json("run_dir_missing", format!("{} does not exist; give `config` to create it with a config.json, or name an existing run directory", run_dir.display()), &run_dir).to_string());
+                        return Ok(error_output(
+                            "run_dir_missing",
+                            format!(
+                                "{} does not exist; give `config` to create it with a config.json, or name an existing run directory",
+                                run_dir.display()
+                            ),
+                            &run_dir,
+                        ));
                     }
                 }
-                Some(cfg @ Value::Object(_)) => {
-                    let has_code = run_dir.join(backtest::SIGNAL_ENGINE_FILE).is_file();
-                    if let Err(e) = backtest::BacktestConfig::from_value(cfg, has_code) {
-                        let mut v = config_error_json(&BacktestError::Config(e), &run_dir);
-                        v["config_written"] = json!(false);
-                        return Ok(v.to_string());
+                Some(cfg) => {
+                    if let Some(refused) = write_config(&run_dir, Value::Object(cfg)).await? {
+                        return Ok(refused);
                     }
-                    let text = serde_json::to_string_pretty(cfg).unwrap_or_default() + "\n";
-                    let path = run_dir.join(backtest::CONFIG_FILE);
-                    let dir = run_dir.clone();
-                    tokio::task::spawn_blocking(move || {
-                        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-                        atomic_write(&path, text.as_bytes()).map_err(|e| e.to_string())
-                    })
-                    .await
-                    .map_err(|e| ToolError::failed("internal_error", e.to_string()))?
-                    .map_err(|e| {
-                        ToolError::failed("io_error", format!("cannot write config.json: {e}"))
-                    })?;
-                }
-                Some(other) => {
-                    return Err(ToolError::InvalidArguments(format!(
-                        "'config' must be a JSON object (the content of config.json), got {other}"
-                    )));
                 }
             }
             let local = vec![ctx.workspace.join("data"), ctx.workspace.clone()];
-            Ok(run_backtest(&self.config, &run_dir, &local, &ctx.cancel)
-                .await
-                .to_string())
+            Ok(backtest_output(&self.config, &run_dir, &local, &ctx.cancel).await)
         })
     }
+}
+
+/// Validates an inline `config` and writes it to `<run_dir>/config.json`
+/// atomically; a refused one comes back as the result to give.
+async fn write_config(run_dir: &Path, cfg: Value) -> Result<Option<BacktestOutput>, ToolError> {
+    let has_code = run_dir.join(backtest::SIGNAL_ENGINE_FILE).is_file();
+    if let Err(e) = backtest::BacktestConfig::from_value(&cfg, has_code) {
+        let mut out = config_error_output(&BacktestError::Config(e), run_dir);
+        out.config_written = Some(false);
+        return Ok(Some(out));
+    }
+    let text = serde_json::to_string_pretty(&cfg).unwrap_or_default() + "\n";
+    let path = run_dir.join(backtest::CONFIG_FILE);
+    let dir = run_dir.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        atomic_write(&path, text.as_bytes()).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| ToolError::failed("internal_error", e.to_string()))?
+    .map_err(|e| ToolError::failed("io_error", format!("cannot write config.json: {e}")))?;
+    Ok(None)
 }
 
 /// Artifact names `read_artifact` knows, with their files.
@@ -741,6 +826,7 @@ pub fn run_card_summary(run_dir: &Path) -> Result<Value, String> {
         .iter()
         .filter_map(|k| m.get(*k).map(|v| (k.to_string(), v.clone())))
         .collect();
+    let typed = BacktestMetrics::from_map(metrics.clone());
     let codes: Vec<String> = card["backtest"]["codes"]
         .as_array()
         .map(|a| {
@@ -755,7 +841,7 @@ pub fn run_card_summary(run_dir: &Path) -> Result<Value, String> {
         .to_string();
     Ok(json!({
         "status": "ok",
-        "summary": summary_line(&codes, &strategy, &metrics),
+        "summary": summary_line(&codes, &strategy, &typed),
         "backtest": card["backtest"].as_object().map(|b| b.iter().filter(|(k, _)| *k != "symbol_rules").map(|(k, v)| (k.clone(), v.clone())).collect::<Map<String, Value>>()),
         "metrics": metrics,
         "reproducibility": card["reproducibility"],
@@ -764,10 +850,35 @@ pub fn run_card_summary(run_dir: &Path) -> Result<Value, String> {
     }))
 }
 
+/// `read_artifact`'s answer: a page of lines, or the run card's summary.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum ArtifactOutput {
+    Page(ArtifactPage),
+    Summary(Value),
+}
+
+/// A page of an artifact's lines.
+#[derive(Serialize)]
+pub struct ArtifactPage {
+    status: &'static str,
+    name: String,
+    path: String,
+    total_lines: usize,
+    offset: usize,
+    returned: usize,
+    /// Null on the last page.
+    next_offset: Option<usize>,
+    content: String,
+}
+
 /// Reads a backtest artifact by name (or relative path), paged by lines.
 pub struct ReadArtifact;
 
-impl Tool for ReadArtifact {
+impl TypedTool for ReadArtifact {
+    type Args = ReadArtifactArgs;
+    type Output = ArtifactOutput;
+
     fn name(&self) -> &str {
         "read_artifact"
     }
@@ -776,33 +887,28 @@ impl Tool for ReadArtifact {
         "Read a backtest artifact of a run directory, paged by lines. name: summary (the run card: what ran, key metrics, files), metrics, equity, trades, positions, target_positions, fills, validation, rebalance_notes, risk_xray, run_card, run_card_json, config, engine_stdout, engine_stderr, ohlcv_<CODE>, or a relative path inside the run directory."
     }
 
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "name": {"type": "string", "description": "Artifact name (see the description) or a relative path such as artifacts/trades.csv"},
-            "run_dir": {"type": "string", "description": "Run directory (default: the current run dir)"},
-            "offset": {"type": "integer", "description": "First line, 0-based (default 0)"},
-            "limit": {"type": "integer", "description": "Most lines (default: as many as fit)"}
-        }, "required": ["name"]})
-    }
-
     /// Artifacts change when a backtest reruns: never answer from an
     /// earlier call.
     fn repeatable(&self) -> bool {
         true
     }
 
-    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: ReadArtifactArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ArtifactOutput, ToolError>> {
         Box::pin(async move {
-            let name = args::nonempty(&args, "name")?;
-            let run_dir = resolve_run_dir(ctx, args.get("run_dir").and_then(Value::as_str))?;
-            let offset = args::opt_usize(&args, "offset")?.unwrap_or(0);
-            let limit = args::opt_usize(&args, "limit")?
+            let name = args::nonempty(&args.name, "name")?;
+            let run_dir = resolve_run_dir(ctx, args.run_dir.as_deref())?;
+            let offset = args::opt_usize(args.offset, "offset")?.unwrap_or(0);
+            let limit = args::opt_usize(args.limit, "limit")?
                 .unwrap_or(usize::MAX)
                 .max(1);
             if name == "summary" {
                 let dir = run_dir.clone();
                 return match tokio::task::spawn_blocking(move || run_card_summary(&dir)).await {
-                    Ok(Ok(v)) => Ok(v.to_string()),
+                    Ok(Ok(v)) => Ok(ArtifactOutput::Summary(v)),
                     Ok(Err(e)) => Err(ToolError::failed("artifact_missing", e)),
                     Err(e) => Err(ToolError::failed("internal_error", e.to_string())),
                 };
@@ -886,11 +992,16 @@ impl Tool for ReadArtifact {
                 returned += 1;
             }
             let next = offset + returned;
-            Ok(json!({"status": "ok", "name": name, "path": real.display().to_string(), "total_lines": total,
-                      "offset": offset, "returned": returned,
-                      "next_offset": if next < total { json!(next) } else { Value::Null },
-                      "content": out})
-            .to_string())
+            Ok(ArtifactOutput::Page(ArtifactPage {
+                status: "ok",
+                name: name.to_string(),
+                path: real.display().to_string(),
+                total_lines: total,
+                offset,
+                returned,
+                next_offset: (next < total).then_some(next),
+                content: out,
+            }))
         })
     }
 }

@@ -8,11 +8,12 @@
 use std::path::{Component, Path, PathBuf};
 
 use futures_util::future::BoxFuture;
-use serde_json::{Value, json};
+use serde::Serialize;
 
-use super::args::{opt_usize, string as str_arg};
+use super::args::opt_usize;
+use crate::model::contract::{EditFileArgs, ListDirArgs, ReadFileArgs, WriteFileArgs};
 use crate::store::atomic_write;
-use crate::tools::{Tool, ToolContext, ToolError, ToolResult};
+use crate::tools::{ToolContext, ToolError, TypedTool};
 
 /// Largest file `read_file`/`edit_file` will load.
 const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
@@ -182,29 +183,44 @@ async fn store_file(path: &Path, bytes: Vec<u8>, append: bool, raw: &str) -> Res
 
 pub struct ReadFile;
 
-impl Tool for ReadFile {
+/// `read_file`'s page.
+#[derive(Serialize)]
+pub struct ReadFileOutput {
+    status: &'static str,
+    path: String,
+    content: String,
+    offset: usize,
+    returned_lines: usize,
+    total_lines: usize,
+    next_offset: Option<usize>,
+    complete: bool,
+}
+
+impl TypedTool for ReadFile {
+    type Args = ReadFileArgs;
+    type Output = ReadFileOutput;
+
     fn name(&self) -> &str {
         "read_file"
     }
     fn description(&self) -> &str {
         "Read a text file from the session workspace, a page of lines at a time (offset is the 1-based first line)."
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "File path, relative to the session workspace"},
-            "offset": {"type": "integer", "description": "First line to return, 1-based (default 1)"},
-            "limit": {"type": "integer", "description": "Most lines to return (default 2000)"}
-        }, "required": ["path"]})
-    }
     fn repeatable(&self) -> bool {
         true
     }
-    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: ReadFileArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ReadFileOutput, ToolError>> {
         Box::pin(async move {
-            let raw = str_arg(&args, "path")?;
+            let raw = args.path.as_str();
             let path = resolve_path(ctx, raw)?;
-            let offset = opt_usize(&args, "offset")?.unwrap_or(1).max(1);
-            let limit = opt_usize(&args, "limit")?.unwrap_or(DEFAULT_LINES).max(1);
+            let offset = opt_usize(args.offset, "offset")?.unwrap_or(1).max(1);
+            let limit = opt_usize(args.limit, "limit")?
+                .unwrap_or(DEFAULT_LINES)
+                .max(1);
             let text = read_text(&path, raw).await?;
             let lines: Vec<&str> = text.split_inclusive('\n').collect();
             let total = lines.len();
@@ -223,42 +239,61 @@ impl Tool for ReadFile {
                 returned += 1;
             }
             let next = offset - 1 + returned;
-            Ok(json!({
-                "status": "ok", "path": display(ctx, &path), "content": content,
-                "offset": offset, "returned_lines": returned, "total_lines": total,
-                "next_offset": if next < total { Value::from(next + 1) } else { Value::Null },
-                "complete": next >= total,
+            Ok(ReadFileOutput {
+                status: "ok",
+                path: display(ctx, &path),
+                content,
+                offset,
+                returned_lines: returned,
+                total_lines: total,
+                next_offset: (next < total).then_some(next + 1),
+                complete: next >= total,
             })
-            .to_string())
         })
     }
 }
 
 pub struct ListDir;
 
-impl Tool for ListDir {
+/// One `list_dir` entry; `size` is null for folders.
+#[derive(Serialize)]
+pub struct DirEntry {
+    name: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    size: Option<u64>,
+}
+
+/// `list_dir`'s listing.
+#[derive(Serialize)]
+pub struct ListDirOutput {
+    status: &'static str,
+    path: String,
+    entries: Vec<DirEntry>,
+    truncated: bool,
+}
+
+impl TypedTool for ListDir {
+    type Args = ListDirArgs;
+    type Output = ListDirOutput;
+
     fn name(&self) -> &str {
         "list_dir"
     }
     fn description(&self) -> &str {
         "List files and folders in the session workspace (or a folder inside it), with sizes."
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "Folder, relative to the workspace (default: the workspace)"},
-            "recursive": {"type": "boolean", "description": "Also list sub-folders, up to 4 levels (default false)"}
-        }, "required": []})
-    }
     fn repeatable(&self) -> bool {
         true
     }
-    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: ListDirArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ListDirOutput, ToolError>> {
         Box::pin(async move {
-            let raw = args.get("path").and_then(Value::as_str).unwrap_or(".");
-            let recursive = args
-                .get("recursive")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
+            let raw = args.path.as_deref().unwrap_or(".");
+            let recursive = args.recursive.unwrap_or(false);
             let root = resolve_path(ctx, raw)?;
             let mut entries = Vec::new();
             let mut truncated = false;
@@ -284,36 +319,46 @@ impl Tool for ListDir {
                         .strip_prefix(&root)
                         .map(Path::to_path_buf)
                         .unwrap_or_else(|_| e.path());
-                    entries.push(json!({
-                        "name": rel.display().to_string(),
-                        "type": if is_dir { "dir" } else { "file" },
-                        "size": if is_dir { Value::Null } else { meta.map(|m| m.len()).into() },
-                    }));
+                    entries.push(DirEntry {
+                        name: rel.display().to_string(),
+                        kind: if is_dir { "dir" } else { "file" },
+                        size: if is_dir { None } else { meta.map(|m| m.len()) },
+                    });
                     if recursive && is_dir && depth < 3 {
                         stack.push((e.path(), depth + 1));
                     }
                 }
             }
-            Ok(json!({"status": "ok", "path": display(ctx, &root), "entries": entries, "truncated": truncated}).to_string())
+            Ok(ListDirOutput {
+                status: "ok",
+                path: display(ctx, &root),
+                entries,
+                truncated,
+            })
         })
     }
 }
 
 pub struct WriteFile;
 
-impl Tool for WriteFile {
+/// What `write_file` wrote.
+#[derive(Serialize)]
+pub struct WriteFileOutput {
+    status: &'static str,
+    path: String,
+    bytes: usize,
+    appended: bool,
+}
+
+impl TypedTool for WriteFile {
+    type Args = WriteFileArgs;
+    type Output = WriteFileOutput;
+
     fn name(&self) -> &str {
         "write_file"
     }
     fn description(&self) -> &str {
         "Write a text file in the session workspace (creates folders; replaces the file atomically, or appends)."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "File path, relative to the session workspace"},
-            "content": {"type": "string", "description": "The full text to write"},
-            "append": {"type": "boolean", "description": "Append instead of replacing (default false)"}
-        }, "required": ["path", "content"]})
     }
     fn readonly(&self) -> bool {
         false
@@ -321,11 +366,14 @@ impl Tool for WriteFile {
     fn repeatable(&self) -> bool {
         true
     }
-    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: WriteFileArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<WriteFileOutput, ToolError>> {
         Box::pin(async move {
-            let raw = str_arg(&args, "path")?;
-            let content = str_arg(&args, "content")?;
-            let append = args.get("append").and_then(Value::as_bool).unwrap_or(false);
+            let raw = args.path.as_str();
+            let append = args.append.unwrap_or(false);
             let path = resolve_path(ctx, raw)?;
             if path.is_dir() {
                 return Err(ToolError::failed(
@@ -338,29 +386,37 @@ impl Tool for WriteFile {
                     .await
                     .map_err(io_err("create folder for", raw))?;
             }
-            let written = content.len();
-            store_file(&path, content.as_bytes().to_vec(), append, raw).await?;
-            Ok(json!({"status": "ok", "path": display(ctx, &path), "bytes": written, "appended": append}).to_string())
+            let written = args.content.len();
+            store_file(&path, args.content.into_bytes(), append, raw).await?;
+            Ok(WriteFileOutput {
+                status: "ok",
+                path: display(ctx, &path),
+                bytes: written,
+                appended: append,
+            })
         })
     }
 }
 
 pub struct EditFile;
 
-impl Tool for EditFile {
+/// How many replacements `edit_file` made.
+#[derive(Serialize)]
+pub struct EditFileOutput {
+    status: &'static str,
+    path: String,
+    replacements: usize,
+}
+
+impl TypedTool for EditFile {
+    type Args = EditFileArgs;
+    type Output = EditFileOutput;
+
     fn name(&self) -> &str {
         "edit_file"
     }
     fn description(&self) -> &str {
         "Replace an exact piece of text in a workspace file (must match once unless replace_all)."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "File path, relative to the session workspace"},
-            "old_string": {"type": "string", "description": "Exact text to replace"},
-            "new_string": {"type": "string", "description": "Replacement text"},
-            "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
-        }, "required": ["path", "old_string", "new_string"]})
     }
     fn readonly(&self) -> bool {
         false
@@ -368,15 +424,15 @@ impl Tool for EditFile {
     fn repeatable(&self) -> bool {
         true
     }
-    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: EditFileArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<EditFileOutput, ToolError>> {
         Box::pin(async move {
-            let raw = str_arg(&args, "path")?;
-            let old = str_arg(&args, "old_string")?;
-            let new = str_arg(&args, "new_string")?;
-            let all = args
-                .get("replace_all")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
+            let raw = args.path.as_str();
+            let (old, new) = (args.old_string.as_str(), args.new_string.as_str());
+            let all = args.replace_all.unwrap_or(false);
             if old.is_empty() {
                 return Err(ToolError::InvalidArguments(
                     "'old_string' must not be empty".into(),
@@ -407,7 +463,11 @@ impl Tool for EditFile {
                 text.replacen(old, new, 1)
             };
             store_file(&path, updated.into_bytes(), false, raw).await?;
-            Ok(json!({"status": "ok", "path": display(ctx, &path), "replacements": if all { count } else { 1 }}).to_string())
+            Ok(EditFileOutput {
+                status: "ok",
+                path: display(ctx, &path),
+                replacements: if all { count } else { 1 },
+            })
         })
     }
 }
@@ -415,7 +475,8 @@ impl Tool for EditFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::BackgroundQueue;
+    use crate::tools::{BackgroundQueue, Tool};
+    use serde_json::{Value, json};
     use tokio_util::sync::CancellationToken;
 
     fn ctx(root: &Path) -> ToolContext {

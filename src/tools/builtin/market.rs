@@ -13,13 +13,18 @@ use chrono::NaiveDate;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::args::{nonempty as str_arg, opt_usize};
+use super::args::{nonempty, opt_usize};
+use crate::model::contract::{
+    Extremes, IndicatorArgs, IndicatorOutput, MarketDataArgs, MarketDataOutput, PriceRow,
+    PriceSummary,
+};
 use crate::research::data::{
-    self, Bars, DataConfig, DataError, DataRequest, MarketData, PriceSeries, SourceChoice,
+    self, Bars, DataConfig, DataError, DataRequest, MarketData, PriceSeries, Provenance,
+    SourceChoice,
 };
 use crate::research::indicators::{IndicatorError, IndicatorSpec};
 use crate::tools::registry::DuplicateTool;
-use crate::tools::{Registry, Tool, ToolContext, ToolError, ToolResult};
+use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
 
 /// Characters of row JSON one `get_market_data` page holds (as `read_file`).
 const PAGE_CHARS: usize = 9_000;
@@ -55,21 +60,20 @@ pub fn register_market_tools_with(
     Ok(())
 }
 
-fn opt_date(args: &Value, key: &'static str) -> Result<Option<NaiveDate>, ToolError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-        Some(Value::String(s)) => data::parse_date(key, s)
+/// An optional date argument; blank is absent.
+fn opt_date(value: Option<&str>, key: &'static str) -> Result<Option<NaiveDate>, ToolError> {
+    match value {
+        None => Ok(None),
+        Some(s) if s.trim().is_empty() => Ok(None),
+        Some(s) => data::parse_date(key, s)
             .map(Some)
             .map_err(|e| ToolError::InvalidArguments(e.to_string())),
-        Some(v) => Err(ToolError::InvalidArguments(format!(
-            "'{key}' must be a date string YYYY-MM-DD, got {v}"
-        ))),
     }
 }
 
-fn source_arg(args: &Value) -> Result<SourceChoice, ToolError> {
-    match args.get("source").and_then(Value::as_str) {
+/// The `source` argument, aliases included (`yfinance`, `csv`, …).
+fn source_arg(value: Option<&str>) -> Result<SourceChoice, ToolError> {
+    match value {
         None => Ok(SourceChoice::Auto),
         Some(s) => s
             .parse::<SourceChoice>()
@@ -103,12 +107,12 @@ async fn fetch(
 }
 
 /// Rounds to `digits` decimals, and NaN / ±∞ to null, to keep pages short.
-fn num(x: f64, digits: i32) -> Value {
+fn num(x: f64, digits: i32) -> Option<f64> {
     if !x.is_finite() {
-        return Value::Null;
+        return None;
     }
     let scale = 10f64.powi(digits);
-    json!((x * scale).round() / scale)
+    Some((x * scale).round() / scale)
 }
 
 /// Rounds to 8 significant digits (indicators span 1e-4 to 1e3).
@@ -124,21 +128,21 @@ fn sig(x: f64) -> Value {
     json!((x * scale).round() / scale)
 }
 
-fn row(b: &Bars, i: usize) -> Value {
+fn row(b: &Bars, i: usize) -> PriceRow {
     let at = |col: &[f64]| col.get(i).copied().unwrap_or(f64::NAN);
-    json!([
+    PriceRow(
         b.dates.get(i).map(ToString::to_string),
         num(at(&b.open), 6),
         num(at(&b.high), 6),
         num(at(&b.low), 6),
         num(at(&b.close), 6),
         num(at(&b.volume), 0),
-    ])
+    )
 }
 
-fn summary(b: &Bars) -> Value {
+fn summary(b: &Bars) -> Option<PriceSummary> {
     if b.is_empty() {
-        return Value::Null;
+        return None;
     }
     let n = b.len() - 1;
     let (min, max) = b
@@ -147,11 +151,14 @@ fn summary(b: &Bars) -> Value {
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), c| {
             (lo.min(*c), hi.max(*c))
         });
-    json!({
-        "first_date": b.dates[0].to_string(), "last_date": b.dates[n].to_string(),
-        "first_close": num(b.close[0], 6), "last_close": num(b.close[n], 6),
-        "min_close": num(min, 6), "max_close": num(max, 6),
-        "total_return_pct": num((b.close[n] / b.close[0] - 1.0) * 100.0, 4),
+    Some(PriceSummary {
+        first_date: b.dates[0].to_string(),
+        last_date: b.dates[n].to_string(),
+        first_close: num(b.close[0], 6),
+        last_close: num(b.close[n], 6),
+        min_close: num(min, 6),
+        max_close: num(max, 6),
+        total_return_pct: num((b.close[n] / b.close[0] - 1.0) * 100.0, 4),
     })
 }
 
@@ -159,31 +166,31 @@ pub struct GetMarketData {
     data: Arc<MarketData>,
 }
 
-impl Tool for GetMarketData {
+impl TypedTool for GetMarketData {
+    type Args = MarketDataArgs;
+    type Output = MarketDataOutput<Provenance>;
+
     fn name(&self) -> &str {
         "get_market_data"
     }
     fn description(&self) -> &str {
         "Daily OHLCV bars for a symbol (split-adjusted), paged, with provenance. Sources: embedded real data (AAPL, MSFT, IBM 2000-2013, GOOG 2004-2013, FB 2012-2013), CSV or Parquet files in the workspace, Yahoo, Stooq; 'auto' picks by symbol and falls back."
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "symbol": {"type": "string", "description": "Ticker, e.g. AAPL, MSFT.US, 0700.HK, BTC-USD; or a CSV or Parquet file name in the workspace with source 'local'"},
-            "start": {"type": "string", "description": "First date, YYYY-MM-DD (default: start of history)"},
-            "end": {"type": "string", "description": "Last date, YYYY-MM-DD (default: today)"},
-            "source": {"type": "string", "enum": ["auto", "embedded", "local", "yahoo", "stooq"], "description": "Data source (default auto)"},
-            "limit": {"type": "integer", "description": "Most rows in this page (default: as many as fit)"},
-            "offset": {"type": "integer", "description": "First row to return, 0-based (use next_offset to page on)"}
-        }, "required": ["symbol"]})
-    }
-    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: MarketDataArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
         Box::pin(async move {
-            let symbol = str_arg(&args, "symbol")?;
+            let symbol = nonempty(&args.symbol, "symbol")?;
             let req = DataRequest::new(symbol)
-                .range(opt_date(&args, "start")?, opt_date(&args, "end")?)
-                .source(source_arg(&args)?);
-            let limit = opt_usize(&args, "limit")?.unwrap_or(usize::MAX).max(1);
-            let offset = opt_usize(&args, "offset")?.unwrap_or(0);
+                .range(
+                    opt_date(args.start.as_deref(), "start")?,
+                    opt_date(args.end.as_deref(), "end")?,
+                )
+                .source(source_arg(args.source.as_deref())?);
+            let limit = opt_usize(args.limit, "limit")?.unwrap_or(usize::MAX).max(1);
+            let offset = opt_usize(args.offset, "offset")?.unwrap_or(0);
             let series = fetch(&self.data, ctx, req).await?;
             let b = &series.bars;
             let total = b.len();
@@ -200,7 +207,7 @@ impl Tool for GetMarketData {
                     break;
                 }
                 let r = row(b, i);
-                let len = r.to_string().len() + 1;
+                let len = serde_json::to_string(&r).map_or(0, |t| t.len()) + 1;
                 if !rows.is_empty() && chars + len > PAGE_CHARS {
                     break;
                 }
@@ -209,18 +216,21 @@ impl Tool for GetMarketData {
             }
             let returned = rows.len();
             let next = offset + returned;
-            Ok(json!({
-                "status": "ok",
-                "symbol": series.symbol,
-                "columns": ["date", "open", "high", "low", "close", "volume"],
-                "rows": rows,
-                "total": total, "offset": offset, "returned": returned,
-                "next_offset": if next < total { Value::from(next) } else { Value::Null },
-                "complete": next >= total,
-                "summary": summary(b),
-                "provenance": series.provenance,
+            Ok(MarketDataOutput {
+                status: "ok".into(),
+                symbol: series.symbol.clone(),
+                columns: ["date", "open", "high", "low", "close", "volume"]
+                    .map(String::from)
+                    .to_vec(),
+                rows,
+                total,
+                offset,
+                returned,
+                next_offset: (next < total).then_some(next),
+                complete: next >= total,
+                summary: summary(b),
+                provenance: series.provenance,
             })
-            .to_string())
         })
     }
 }
@@ -229,33 +239,32 @@ pub struct TechnicalIndicator {
     data: Arc<MarketData>,
 }
 
-impl Tool for TechnicalIndicator {
+impl TypedTool for TechnicalIndicator {
+    type Args = IndicatorArgs;
+    type Output = IndicatorOutput<Provenance>;
+
     fn name(&self) -> &str {
         "technical_indicator"
     }
     fn description(&self) -> &str {
         "Compute a technical indicator on a symbol's daily closes (sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation); returns the latest values, each series' lowest and highest value with its date, a short history and provenance."
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "symbol": {"type": "string", "description": "Ticker, e.g. AAPL"},
-            "indicator": {"type": "string", "enum": ["sma", "ema", "rsi", "macd", "bollinger", "atr", "volatility", "returns", "log_returns", "drawdown", "correlation"]},
-            "params": {"type": "object", "description": "e.g. {\"window\": 20}; rsi/atr {\"period\": 14}; macd {\"fast\": 12, \"slow\": 26, \"signal\": 9}; bollinger {\"window\": 20, \"k\": 2}; volatility {\"window\": 20}; correlation {\"with\": \"MSFT\", \"window\": 20}"},
-            "start": {"type": "string", "description": "First date, YYYY-MM-DD"},
-            "end": {"type": "string", "description": "Last date, YYYY-MM-DD"},
-            "source": {"type": "string", "enum": ["auto", "embedded", "local", "yahoo", "stooq"]},
-            "tail": {"type": "integer", "description": "Rows of history to return (default 10, at most 60)"}
-        }, "required": ["symbol", "indicator"]})
-    }
-    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: IndicatorArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
         Box::pin(async move {
-            let symbol = str_arg(&args, "symbol")?;
-            let name = str_arg(&args, "indicator")?;
-            let params = args.get("params").cloned().unwrap_or(Value::Null);
+            let symbol = nonempty(&args.symbol, "symbol")?;
+            let name = nonempty(&args.indicator, "indicator")?;
+            let params = args.params.clone().map_or(Value::Null, Value::Object);
             let spec = IndicatorSpec::parse(name, &params).map_err(indicator_error)?;
-            let (start, end) = (opt_date(&args, "start")?, opt_date(&args, "end")?);
-            let source = source_arg(&args)?;
-            let tail = opt_usize(&args, "tail")?
+            let (start, end) = (
+                opt_date(args.start.as_deref(), "start")?,
+                opt_date(args.end.as_deref(), "end")?,
+            );
+            let source = source_arg(args.source.as_deref())?;
+            let tail = opt_usize(args.tail, "tail")?
                 .unwrap_or(DEFAULT_TAIL)
                 .clamp(1, MAX_TAIL);
             let series = fetch(
@@ -281,8 +290,8 @@ impl Tool for TechnicalIndicator {
                 .compute(&b.high, &b.low, &b.close, aligned.as_deref())
                 .map_err(indicator_error)?;
             let n = b.len();
-            let mut columns = vec![Value::from("date")];
-            columns.extend(cols.iter().map(|c| Value::from(c.name.clone())));
+            let mut columns = vec!["date".to_string()];
+            columns.extend(cols.iter().map(|c| c.name.clone()));
             let tail_rows: Vec<Value> = (n.saturating_sub(tail)..n)
                 .map(|i| {
                     let mut r = vec![Value::from(b.dates[i].to_string())];
@@ -316,34 +325,35 @@ impl Tool for TechnicalIndicator {
                     }
                 }
                 if let (Some((li, l)), Some((hi_i, h))) = (lo, hi) {
+                    let e = Extremes {
+                        min: sig(l).as_f64(),
+                        min_date: b.dates.get(li).map(ToString::to_string),
+                        max: sig(h).as_f64(),
+                        max_date: b.dates.get(hi_i).map(ToString::to_string),
+                    };
                     extremes.insert(
                         c.name.clone(),
-                        json!({"min": sig(l), "min_date": b.dates.get(li).map(ToString::to_string),
-                               "max": sig(h), "max_date": b.dates.get(hi_i).map(ToString::to_string)}),
+                        serde_json::to_value(e).unwrap_or(Value::Null),
                     );
                 }
             }
             let warmup = cols
                 .first()
                 .map_or(0, |c| c.values.iter().take_while(|v| v.is_nan()).count());
-            let mut out = json!({
-                "status": "ok",
-                "symbol": series.symbol,
-                "indicator": spec.name(),
-                "params": spec.params_json(),
-                "latest": latest,
-                "extremes": extremes,
-                "columns": columns,
-                "tail": tail_rows,
-                "rows": n,
-                "warmup_nan_rows": warmup,
-                "provenance": series.provenance,
-            });
-            if let Some(o) = other {
-                out["other_provenance"] =
-                    serde_json::to_value(&o.provenance).unwrap_or(Value::Null);
-            }
-            Ok(out.to_string())
+            Ok(IndicatorOutput {
+                status: "ok".into(),
+                symbol: series.symbol.clone(),
+                indicator: spec.name().to_string(),
+                params: spec.params_json(),
+                latest,
+                extremes,
+                columns,
+                tail: tail_rows,
+                rows: n,
+                warmup_nan_rows: warmup,
+                provenance: series.provenance,
+                other_provenance: other.map(|o| o.provenance),
+            })
         })
     }
 }

@@ -15,8 +15,12 @@ use crate::memory::links::Link;
 use crate::memory::skills::load_skill_page;
 use crate::memory::store::{AddOutcome, Reinforce, ReinforceEvent};
 use crate::memory::{Entry, MemoryError, MemoryStore, MemoryType, NewEntry, SkillSet};
+use crate::model::contract::{
+    LoadSkillArgs, MemoryOutput, RecallArgs, RecalledMemory, RelatedMemory, RememberArgs,
+    SessionSearchArgs,
+};
 use crate::tools::registry::DuplicateTool;
-use crate::tools::{Registry, Tool, ToolContext, ToolError, ToolResult};
+use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
 
 /// Characters of each memory body a recall returns (spec §8.9).
 const RECALL_CONTENT_CHARS: usize = 2_000;
@@ -64,28 +68,25 @@ async fn blocking<T: Send + 'static>(
         .map_err(memory_error)
 }
 
-fn opt_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
-    args.get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
+/// A string argument, trimmed; blank is absent.
+fn opt_str(value: Option<&String>) -> Option<&str> {
+    value.map(|s| s.trim()).filter(|s| !s.is_empty())
 }
 
-fn need_str<'a>(args: &'a Value, key: &str, action: &str) -> Result<&'a str, ToolError> {
-    opt_str(args, key).ok_or_else(|| {
+fn need_str<'a>(value: Option<&'a String>, key: &str, action: &str) -> Result<&'a str, ToolError> {
+    opt_str(value).ok_or_else(|| {
         ToolError::InvalidArguments(format!("'{key}' is required for action '{action}'"))
     })
 }
 
-fn max_arg(args: &Value, default: usize, max: usize) -> Result<usize, ToolError> {
-    match args.get("max_results") {
-        None | Some(Value::Null) => Ok(default),
-        Some(v) => v
-            .as_u64()
+fn max_arg(value: Option<i64>, default: usize, max: usize) -> Result<usize, ToolError> {
+    match value {
+        None => Ok(default),
+        Some(n) => u64::try_from(n)
             .map(|n| (n as usize).clamp(1, max))
-            .ok_or_else(|| {
+            .map_err(|_| {
                 ToolError::InvalidArguments(format!(
-                    "'max_results' must be a positive integer, got {v}"
+                    "'max_results' must be a positive integer, got {n}"
                 ))
             }),
     }
@@ -96,25 +97,40 @@ const RECALL_RELATED: usize = 3;
 
 /// One recalled memory; `related` (its best links, scores to 2 decimals)
 /// only when it has any, as in the original.
-fn memory_json(e: &Entry, links: &[Link]) -> Value {
-    let mut v = json!({
-        "title": e.title,
-        "type": e.memory_type,
-        "content": cut_chars(&e.body, RECALL_CONTENT_CHARS),
-        "level": e.level.as_str(),
-    });
-    if !links.is_empty() {
-        v["related"] = links
-            .iter()
-            .take(RECALL_RELATED)
-            .map(|l| json!({"target": l.target, "score": (l.score * 100.0).round() / 100.0}))
-            .collect();
+fn recalled(e: &Entry, links: &[Link]) -> RecalledMemory {
+    RecalledMemory {
+        title: e.title.clone(),
+        memory_type: e.memory_type.clone(),
+        content: cut_chars(&e.body, RECALL_CONTENT_CHARS).to_string(),
+        level: e.level.as_str().to_string(),
+        related: (!links.is_empty()).then(|| {
+            links
+                .iter()
+                .take(RECALL_RELATED)
+                .map(|l| RelatedMemory {
+                    target: l.target.clone(),
+                    score: (l.score * 100.0).round() / 100.0,
+                })
+                .collect()
+        }),
     }
-    v
+}
+
+/// A `{status, message}` answer.
+fn said(status: &str, message: impl Into<String>) -> MemoryOutput {
+    MemoryOutput {
+        status: status.to_string(),
+        message: Some(message.into()),
+        ..Default::default()
+    }
 }
 
 /// Recalls for the model and counts each hit as an access (spec §8.5).
-async fn recall_json(store: Arc<MemoryStore>, query: String, max: usize) -> ToolResult {
+async fn recall_output(
+    store: Arc<MemoryStore>,
+    query: String,
+    max: usize,
+) -> Result<MemoryOutput, ToolError> {
     let (found, links) = blocking(move || {
         let now = Utc::now();
         let found = store.find_relevant(&query, max, now)?;
@@ -127,16 +143,18 @@ async fn recall_json(store: Arc<MemoryStore>, query: String, max: usize) -> Tool
         Ok((found, links))
     })
     .await?;
-    Ok(json!({
-        "status": "ok",
-        "count": found.len(),
-        "memories": found
-            .iter()
-            .zip(&links)
-            .map(|(e, l)| memory_json(e, l))
-            .collect::<Vec<_>>(),
+    Ok(MemoryOutput {
+        status: "ok".into(),
+        count: Some(found.len()),
+        memories: Some(
+            found
+                .iter()
+                .zip(&links)
+                .map(|(e, l)| recalled(e, l))
+                .collect(),
+        ),
+        ..Default::default()
     })
-    .to_string())
 }
 
 /// `remember`: save, recall, forget or reinforce persistent memories.
@@ -144,25 +162,15 @@ pub struct Remember {
     store: Arc<MemoryStore>,
 }
 
-impl Tool for Remember {
+impl TypedTool for Remember {
+    type Args = RememberArgs;
+    type Output = MemoryOutput;
+
     fn name(&self) -> &str {
         "remember"
     }
     fn description(&self) -> &str {
         "Persistent memory across sessions: save a finding or preference (action save: title, content, memory_type, optional description/keywords), recall by query, forget by title, or reinforce a memory that helped or misled."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "action": {"type": "string", "enum": ["save", "recall", "forget", "reinforce"], "description": "Default save"},
-            "title": {"type": "string", "description": "Memory title (save, forget, reinforce); saving the same title again replaces it"},
-            "content": {"type": "string", "description": "The memory text (save)"},
-            "memory_type": {"type": "string", "enum": ["user", "feedback", "project", "reference"], "description": "user = preferences, feedback = how to work, project = findings, reference = pointers (default project)"},
-            "description": {"type": "string", "description": "One line used for retrieval (default: the title)"},
-            "keywords": {"type": "array", "items": {"type": "string"}, "description": "Up to 5 keywords (save)"},
-            "query": {"type": "string", "description": "What to look for (recall)"},
-            "event": {"type": "string", "enum": ["task_success", "task_failure", "user_confirm", "user_reject"], "description": "What happened (reinforce)"},
-            "source": {"type": "string", "enum": ["user", "system"], "description": "Who judged it (reinforce, default system)"}
-        }, "required": []})
     }
     fn readonly(&self) -> bool {
         false
@@ -170,100 +178,30 @@ impl Tool for Remember {
     fn repeatable(&self) -> bool {
         true
     }
-    fn call<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: RememberArgs,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<MemoryOutput, ToolError>> {
         Box::pin(async move {
-            let action = opt_str(&args, "action").unwrap_or("save").to_string();
             let store = self.store.clone();
-            match action.as_str() {
-                "save" => {
-                    let title = need_str(&args, "title", "save")?.to_string();
-                    let content = args
-                        .get("content")
-                        .and_then(Value::as_str)
-                        .filter(|c| !c.trim().is_empty())
-                        .ok_or_else(|| {
-                            ToolError::InvalidArguments(
-                                "'content' is required for action 'save'".into(),
-                            )
-                        })?
-                        .to_string();
-                    let memory_type = match opt_str(&args, "memory_type") {
-                        None => MemoryType::Project,
-                        Some(t) => MemoryType::parse(t).ok_or_else(|| {
-                            ToolError::InvalidArguments(format!(
-                                "memory_type '{t}' is not one of user, feedback, project, reference"
-                            ))
-                        })?,
-                    };
-                    let keywords: Vec<String> = args
-                        .get("keywords")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_str)
-                                .map(str::to_string)
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    let mut new = NewEntry::new(title.clone(), content, memory_type);
-                    new.description = opt_str(&args, "description").unwrap_or("").to_string();
-                    new.keywords = keywords;
-                    let outcome = blocking(move || store.add(new, Utc::now())).await?;
-                    Ok(match outcome {
-                        AddOutcome::Saved { path, .. } => json!({
-                            "status": "ok", "message": format!("Saved: {title}"), "path": path.display().to_string(),
-                        }),
-                        AddOutcome::Duplicate => json!({
-                            "status": "skipped",
-                            "message": format!("Skipped: an identical memory '{title}' was saved less than 30 s ago"),
-                        }),
-                    }
-                    .to_string())
-                }
+            match opt_str(args.action.as_ref()).unwrap_or("save") {
+                "save" => save(store, &args).await,
                 "recall" => {
-                    let query = need_str(&args, "query", "recall")?.to_string();
-                    recall_json(store, query, RECALL_DEFAULT).await
+                    let query = need_str(args.query.as_ref(), "query", "recall")?.to_string();
+                    recall_output(store, query, RECALL_DEFAULT).await
                 }
                 "forget" => {
-                    let title = need_str(&args, "title", "forget")?.to_string();
+                    let title = need_str(args.title.as_ref(), "title", "forget")?.to_string();
                     let t = title.clone();
                     let removed = blocking(move || store.remove(&t)).await?;
                     Ok(if removed {
-                        json!({"status": "ok", "message": format!("Removed: {title}")})
+                        said("ok", format!("Removed: {title}"))
                     } else {
-                        json!({"status": "not_found", "message": format!("Not found: {title}")})
-                    }
-                    .to_string())
+                        said("not_found", format!("Not found: {title}"))
+                    })
                 }
-                "reinforce" => {
-                    let title = need_str(&args, "title", "reinforce")?.to_string();
-                    let event_name = need_str(&args, "event", "reinforce")?;
-                    let event = ReinforceEvent::parse(event_name)
-                        .filter(|e| *e != ReinforceEvent::PassiveDecay)
-                        .ok_or_else(|| {
-                            ToolError::InvalidArguments(format!(
-                                "event '{event_name}' is not one of task_success, task_failure, user_confirm, user_reject"
-                            ))
-                        })?;
-                    // Default and unknown sources count as the system (spec §8.9).
-                    let source = match opt_str(&args, "source") {
-                        Some("user") => "user",
-                        _ => "system",
-                    };
-                    let t = title.clone();
-                    let outcome =
-                        blocking(move || store.reinforce(&t, event, source, Utc::now())).await?;
-                    Ok(match outcome {
-                        Reinforce::Applied { old, new } => json!({
-                            "status": "ok",
-                            "message": format!("Reinforced: {title} (quality {old:.2} → {new:.2})"),
-                        }),
-                        Reinforce::Disabled => json!({"status": "skipped", "message": "Memory quality scoring is off (VIBEDESK_MEMORY_QUALITY)"}),
-                        Reinforce::NotFound => json!({"status": "skipped", "message": format!("Not found: {title}")}),
-                        Reinforce::CapReached => json!({"status": "skipped", "message": format!("Skipped: '{title}' was already reinforced by ±0.5 in this session")}),
-                    }
-                    .to_string())
-                }
+                "reinforce" => reinforce(store, &args).await,
                 other => Err(ToolError::InvalidArguments(format!(
                     "action '{other}' is not one of save, recall, forget, reinforce"
                 ))),
@@ -272,32 +210,113 @@ impl Tool for Remember {
     }
 }
 
+/// `remember` with action `save`.
+async fn save(store: Arc<MemoryStore>, args: &RememberArgs) -> Result<MemoryOutput, ToolError> {
+    let title = need_str(args.title.as_ref(), "title", "save")?.to_string();
+    let content = args
+        .content
+        .clone()
+        .filter(|c| !c.trim().is_empty())
+        .ok_or_else(|| {
+            ToolError::InvalidArguments("'content' is required for action 'save'".into())
+        })?;
+    let memory_type = match opt_str(args.memory_type.as_ref()) {
+        None => MemoryType::Project,
+        Some(t) => MemoryType::parse(t).ok_or_else(|| {
+            ToolError::InvalidArguments(format!(
+                "memory_type '{t}' is not one of user, feedback, project, reference"
+            ))
+        })?,
+    };
+    // Keywords that are not strings are dropped, as they always were.
+    let keywords: Vec<String> = args
+        .keywords
+        .iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    let mut new = NewEntry::new(title.clone(), content, memory_type);
+    new.description = opt_str(args.description.as_ref()).unwrap_or("").to_string();
+    new.keywords = keywords;
+    let outcome = blocking(move || store.add(new, Utc::now())).await?;
+    Ok(match outcome {
+        AddOutcome::Saved { path, .. } => MemoryOutput {
+            path: Some(path.display().to_string()),
+            ..said("ok", format!("Saved: {title}"))
+        },
+        AddOutcome::Duplicate => said(
+            "skipped",
+            format!("Skipped: an identical memory '{title}' was saved less than 30 s ago"),
+        ),
+    })
+}
+
+/// `remember` with action `reinforce`.
+async fn reinforce(
+    store: Arc<MemoryStore>,
+    args: &RememberArgs,
+) -> Result<MemoryOutput, ToolError> {
+    let title = need_str(args.title.as_ref(), "title", "reinforce")?.to_string();
+    let event_name = need_str(args.event.as_ref(), "event", "reinforce")?;
+    let event = ReinforceEvent::parse(event_name)
+        .filter(|e| *e != ReinforceEvent::PassiveDecay)
+        .ok_or_else(|| {
+            ToolError::InvalidArguments(format!(
+                "event '{event_name}' is not one of task_success, task_failure, user_confirm, user_reject"
+            ))
+        })?;
+    // Default and unknown sources count as the system (spec §8.9).
+    let source = match opt_str(args.source.as_ref()) {
+        Some("user") => "user",
+        _ => "system",
+    };
+    let t = title.clone();
+    let outcome = blocking(move || store.reinforce(&t, event, source, Utc::now())).await?;
+    Ok(match outcome {
+        Reinforce::Applied { old, new } => said(
+            "ok",
+            format!("Reinforced: {title} (quality {old:.2} → {new:.2})"),
+        ),
+        Reinforce::Disabled => said(
+            "skipped",
+            "Memory quality scoring is off (VIBEDESK_MEMORY_QUALITY)",
+        ),
+        Reinforce::NotFound => said("skipped", format!("Not found: {title}")),
+        Reinforce::CapReached => said(
+            "skipped",
+            format!("Skipped: '{title}' was already reinforced by ±0.5 in this session"),
+        ),
+    })
+}
+
 /// `recall`: search persistent memories.
 pub struct Recall {
     store: Arc<MemoryStore>,
 }
 
-impl Tool for Recall {
+impl TypedTool for Recall {
+    type Args = RecallArgs;
+    type Output = MemoryOutput;
+
     fn name(&self) -> &str {
         "recall"
     }
     fn description(&self) -> &str {
         "Search persistent memories (findings, preferences, references saved in earlier sessions) by keywords; tickers like BRK.B and CJK text work. Verify any number in a memory with a data tool before reporting it."
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "query": {"type": "string", "description": "Keywords to look for"},
-            "max_results": {"type": "integer", "description": "Most memories to return (default 5, at most 20)"}
-        }, "required": ["query"]})
-    }
     fn repeatable(&self) -> bool {
         true
     }
-    fn call<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: RecallArgs,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<MemoryOutput, ToolError>> {
         Box::pin(async move {
-            let query = need_str(&args, "query", "recall")?.to_string();
-            let max = max_arg(&args, RECALL_DEFAULT, RECALL_MAX)?;
-            recall_json(self.store.clone(), query, max).await
+            let query = need_str(Some(&args.query), "query", "recall")?.to_string();
+            let max = max_arg(args.max_results, RECALL_DEFAULT, RECALL_MAX)?;
+            recall_output(self.store.clone(), query, max).await
         })
     }
 }
@@ -308,26 +327,28 @@ pub struct SessionSearch {
     sessions_dir: PathBuf,
 }
 
-impl Tool for SessionSearch {
+impl TypedTool for SessionSearch {
+    type Args = SessionSearchArgs;
+    /// The matching sessions as the store reports them.
+    type Output = Value;
+
     fn name(&self) -> &str {
         "session_search"
     }
     fn description(&self) -> &str {
         "Search past conversation sessions by keyword. Returns matching sessions with context snippets. Use when the user refers to earlier work, strategies or conversations."
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "query": {"type": "string", "description": "Keywords or a phrase"},
-            "max_results": {"type": "integer", "description": "Most sessions to return (default 3, at most 10)"}
-        }, "required": ["query"]})
-    }
     fn repeatable(&self) -> bool {
         true
     }
-    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: SessionSearchArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
-            let query = need_str(&args, "query", "search")?.to_string();
-            let max = max_arg(&args, SESSIONS_DEFAULT, SESSIONS_MAX)?;
+            let query = need_str(Some(&args.query), "query", "search")?.to_string();
+            let max = max_arg(args.max_results, SESSIONS_DEFAULT, SESSIONS_MAX)?;
             let store = self.store.clone();
             let dir = self.sessions_dir.clone();
             let current = ctx.session_id.clone();
@@ -338,10 +359,9 @@ impl Tool for SessionSearch {
             if results.is_empty() {
                 return Ok(json!({
                     "status": "ok", "message": format!("No past sessions matching '{query}'"), "results": [],
-                })
-                .to_string());
+                }));
             }
-            Ok(json!({"status": "ok", "query": query, "results": results}).to_string())
+            Ok(json!({"status": "ok", "query": query, "results": results}))
         })
     }
 }
@@ -358,9 +378,9 @@ impl LoadSkill {
 }
 
 /// The original accepts anything `int()` takes; negative offsets are 0.
-fn offset_arg(args: &Value) -> Result<Option<usize>, ToolError> {
+fn offset_arg(value: Option<&Value>) -> Result<Option<usize>, ToolError> {
     let bad = || ToolError::failed("invalid_offset", "Error: offset must be an integer");
-    match args.get("offset") {
+    match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => {
             if let Some(i) = n.as_i64() {
@@ -383,42 +403,45 @@ fn offset_arg(args: &Value) -> Result<Option<usize>, ToolError> {
     }
 }
 
-impl Tool for LoadSkill {
+impl TypedTool for LoadSkill {
+    type Args = LoadSkillArgs;
+    /// The skill store's JSON envelope (`mode`, `offset`, `next_offset`, …).
+    type Output = Value;
+
     fn name(&self) -> &str {
         "load_skill"
     }
     fn description(&self) -> &str {
         "Load documentation for a named skill before starting unfamiliar work. A skill that fits comes back complete; a long one comes back as an outline plus its opening text: call again with section=\"<title from the outline>\" for one section, or offset=next_offset to read on."
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "name": {"type": "string", "description": "Skill name, e.g. 'backtest-design'"},
-            "section": {"type": "string", "description": "A section label from a previous outline, copied verbatim (a repeated title as its \"Parent > Child\" path)"},
-            "offset": {"type": ["integer", "string"], "description": "Character offset to read from (default 0); pass next_offset to continue. With section, relative to the section."}
-        }, "required": ["name"]})
-    }
     fn repeatable(&self) -> bool {
         true
     }
-    fn call<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: LoadSkillArgs,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
-            let name = args
-                .get("name")
-                .and_then(Value::as_str)
-                .map(str::trim)
+            let name = Some(args.name.trim())
                 .filter(|n| !n.is_empty())
                 .ok_or_else(|| ToolError::InvalidArguments("'name' must be a skill name".into()))?;
-            let offset = offset_arg(&args)?;
-            let section = args.get("section").and_then(Value::as_str);
-            load_skill_page(&self.skills, name, section, offset).map_err(|message| {
-                let code = if message.contains("Unknown skill") {
-                    "unknown_skill"
-                } else if message.contains("offset") {
-                    "invalid_offset"
-                } else {
-                    "unknown_section"
-                };
-                ToolError::failed(code, message)
+            let offset = offset_arg(args.offset.as_ref())?;
+            let page = load_skill_page(&self.skills, name, args.section.as_deref(), offset)
+                .map_err(|message| {
+                    let code = if message.contains("Unknown skill") {
+                        "unknown_skill"
+                    } else if message.contains("offset") {
+                        "invalid_offset"
+                    } else {
+                        "unknown_section"
+                    };
+                    ToolError::failed(code, message)
+                })?;
+            // The page is compact JSON written by serde_json, so parsing and
+            // writing it again gives the same text.
+            serde_json::from_str(&page).map_err(|e| {
+                ToolError::failed("internal_error", format!("skill page is not JSON: {e}"))
             })
         })
     }

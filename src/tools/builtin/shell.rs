@@ -26,10 +26,11 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use regex::Regex;
-use serde_json::{Value, json};
+use serde::Serialize;
 
+use crate::model::contract::BashArgs;
 use crate::sandbox::{RunResult, RunSpec, Runner, RunnerConfig};
-use crate::tools::{Tool, ToolContext, ToolError, ToolResult};
+use crate::tools::{ToolContext, ToolError, TypedTool};
 
 /// Spec §2.6: the command deadline.
 const DEFAULT_TIMEOUT_S: u64 = 120;
@@ -69,20 +70,16 @@ fn shell() -> (&'static str, &'static [&'static str]) {
     }
 }
 
-impl Tool for Bash {
+impl TypedTool for Bash {
+    type Args = BashArgs;
+    type Output = BashOutput;
+
     fn name(&self) -> &str {
         "bash"
     }
 
     fn description(&self) -> &str {
         "Run a shell command in the current run directory (sandboxed). No API keys in its environment, a throwaway HOME, memory/process/file-size limits, and writes allowed only in the run directory, the session workspace ($VIBEDESK_WORKSPACE) and $TMPDIR. Default timeout 120 s (timeout_seconds, at most 600); at the deadline the whole process group is killed and the partial output returned. stdout and stderr are each capped at 50,000 characters (head and tail kept). Do not kill Python processes broadly by name (pkill python); target a script (pkill -f my_script.py)."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "command": {"type": "string", "description": "The shell command (bash syntax when bash is installed, else POSIX sh)"},
-            "timeout_seconds": {"type": "integer", "description": "Deadline in seconds, 1-600 (default 120)"}
-        }, "required": ["command"]})
     }
 
     fn readonly(&self) -> bool {
@@ -99,20 +96,21 @@ impl Tool for Bash {
         Some(Duration::from_secs(MAX_TIMEOUT_S) + self.runner.config().drain_timeout * 2)
     }
 
-    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        args: BashArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<BashOutput, ToolError>> {
         Box::pin(async move {
-            let command = args
-                .get("command")
-                .and_then(Value::as_str)
-                .map(str::trim)
+            let command = Some(args.command.trim())
                 .filter(|c| !c.is_empty())
                 .ok_or_else(|| {
                     ToolError::InvalidArguments("'command' must be a non-empty string".into())
                 })?;
-            let timeout_s = match args.get("timeout_seconds") {
-                None | Some(Value::Null) => DEFAULT_TIMEOUT_S,
-                Some(v) => v
-                    .as_u64()
+            let timeout_s = match args.timeout_seconds {
+                None => DEFAULT_TIMEOUT_S,
+                Some(n) => u64::try_from(n)
+                    .ok()
                     .filter(|n| (1..=MAX_TIMEOUT_S).contains(n))
                     .ok_or_else(|| {
                         ToolError::InvalidArguments(format!(
@@ -144,15 +142,44 @@ impl Tool for Bash {
                 .run(spec, &ctx.cancel)
                 .await
                 .map_err(|e| ToolError::failed("sandbox_error", e.to_string()))?;
-            Ok(result_json(&result, ctx, timeout_s).to_string())
+            Ok(bash_output(&result, ctx, timeout_s))
         })
     }
 }
 
-/// The tool result: `{"status": "ok"|"error"|"timed_out"|"cancelled", ...}`.
+/// Where the full output was logged, relative to the run dir.
+#[derive(Serialize)]
+pub struct BashLogs {
+    stdout: String,
+    stderr: String,
+}
+
+/// The tool result: `status` "ok", "error", "timed_out" or "cancelled".
 /// `ok` is false for all but success, so the scheduler (§2.5) counts a
 /// timeout as the failure it is.
-fn result_json(r: &RunResult, ctx: &ToolContext, timeout_s: u64) -> Value {
+#[derive(Serialize)]
+pub struct BashOutput {
+    status: &'static str,
+    ok: bool,
+    /// Null when a signal ended the command.
+    exit_code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    timed_out: bool,
+    truncated: bool,
+    stdout_bytes: u64,
+    stderr_bytes: u64,
+    elapsed_ms: u64,
+    logs: BashLogs,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signal: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_code: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+}
+
+fn bash_output(r: &RunResult, ctx: &ToolContext, timeout_s: u64) -> BashOutput {
     let (stdout, cut_out) = cap_chars(&r.stdout, OUTPUT_CHARS);
     let (stderr, cut_err) = cap_chars(&r.stderr, OUTPUT_CHARS);
     let truncated = cut_out || cut_err || r.stdout_dropped > 0 || r.stderr_dropped > 0;
@@ -174,23 +201,7 @@ fn result_json(r: &RunResult, ctx: &ToolContext, timeout_s: u64) -> Value {
             .map(|x| x.display().to_string())
             .unwrap_or_else(|_| p.display().to_string())
     };
-    let mut out = json!({
-        "status": status,
-        "ok": status == "ok",
-        "exit_code": r.exit_code,
-        "stdout": stdout,
-        "stderr": stderr,
-        "timed_out": r.timed_out,
-        "truncated": truncated,
-        "stdout_bytes": r.stdout_bytes,
-        "stderr_bytes": r.stderr_bytes,
-        "elapsed_ms": r.elapsed_ms,
-        "logs": {"stdout": rel(&r.stdout_log), "stderr": rel(&r.stderr_log)},
-    });
-    if let Some(sig) = r.signal {
-        out["signal"] = json!(sig);
-    }
-    let (code, message) = match status {
+    let (error_code, message) = match status {
         "timed_out" => (
             Some("command_timeout"),
             Some(format!(
@@ -204,13 +215,25 @@ fn result_json(r: &RunResult, ctx: &ToolContext, timeout_s: u64) -> Value {
         "error" => (Some("exit_nonzero"), None),
         _ => (None, None),
     };
-    if let Some(c) = code {
-        out["error_code"] = json!(c);
+    BashOutput {
+        status,
+        ok: status == "ok",
+        exit_code: r.exit_code,
+        stdout,
+        stderr,
+        timed_out: r.timed_out,
+        truncated,
+        stdout_bytes: r.stdout_bytes,
+        stderr_bytes: r.stderr_bytes,
+        elapsed_ms: r.elapsed_ms,
+        logs: BashLogs {
+            stdout: rel(&r.stdout_log),
+            stderr: rel(&r.stderr_log),
+        },
+        signal: r.signal,
+        error_code,
+        message,
     }
-    if let Some(m) = message {
-        out["message"] = json!(m);
-    }
-    out
 }
 
 /// Keeps at most `limit` characters: a head and a tail around a marker.

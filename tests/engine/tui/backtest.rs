@@ -14,6 +14,7 @@ use vibedesk::agent::events::{AgentEvent, BatchMode, RunStatus, ToolCallStatus};
 use vibedesk::model::{Message, ToolCall};
 use vibedesk::session::SessionMeta;
 use vibedesk::store::StoredMessage;
+use vibedesk::tools::events::ToolEvent;
 use vibedesk::tui::App;
 use vibedesk::tui::app::{Effect, Msg, update};
 use vibedesk::tui::backtest::{
@@ -184,6 +185,56 @@ fn a_finished_backtest_asks_for_its_series_and_the_answer_fills_the_cell() {
     assert_eq!(i.summary.as_deref(), Some(SUMMARY));
     assert_eq!(i.metrics.trades, Some(12));
     assert_eq!(i.metrics.max_drawdown, Some(-0.234));
+}
+
+/// The live event carries the tool's structured output: the cell takes the
+/// run directory and the numbers from it, not from the preview (here cut
+/// before the run directory) nor the run's own directory.
+#[test]
+fn the_run_dir_comes_from_the_structured_output_of_the_event() {
+    let mut a = app();
+    let t = Instant::now();
+    type_text(&mut a, "backtest a 20/50 SMA crossover on AAPL");
+    update(&mut a, key(KeyCode::Enter));
+    feed(
+        &mut a,
+        &[
+            run_started(),
+            batch(1, 0, BatchMode::Serial, &[("c1", "backtest", json!({}))]),
+            started(1, "c1", "backtest", false, Some(360.0)),
+        ],
+        t,
+    );
+    let fx = feed(
+        &mut a,
+        &[tool(ToolEvent::ToolCallFinished {
+            iter: 1,
+            call_id: "c1".into(),
+            tool: "backtest".into(),
+            status: ToolCallStatus::Ok,
+            elapsed_ms: 812,
+            preview: r#"{"status":"ok","#.into(),
+            error_code: None,
+            output: Some(result_json(RUN)),
+        })],
+        t + Duration::from_millis(812),
+    );
+    let cells = backtest_cells(&a);
+    assert_eq!(cells.len(), 1);
+    assert_eq!(cells[0].run_dir, PathBuf::from(RUN));
+    assert_eq!(
+        cells[0].info,
+        Some(info()),
+        "the numbers came with the event"
+    );
+    assert_eq!(
+        fx,
+        vec![Effect::LoadBacktest(LoadRequest {
+            id: cells[0].id,
+            run_dir: PathBuf::from(RUN),
+            info: false,
+        })]
+    );
 }
 
 #[test]

@@ -134,6 +134,7 @@ pub fn finished(
         elapsed_ms: ms,
         preview: preview.into(),
         error_code: None,
+        output: None,
     })
 }
 

@@ -1,0 +1,734 @@
+//! The built-in tools' contract: the arguments each tool takes and the
+//! results the planner reads, as types. A tool's JSON schema (what the model
+//! is offered) is generated from its `*Args` type, so the schema and the
+//! parsing cannot drift; the offline planner builds the same types and reads
+//! [`BacktestOutput`] instead of looking metrics up by string key.
+//!
+//! It lives in `model` (the conversation protocol) because both `tools`, which
+//! implements it, and `llm`, whose offline planner speaks it, may use `model`
+//! and not each other.
+//!
+//! Argument fields carry the wire types the model sends (strings, integers,
+//! objects); range checks, aliases (`source: "yfinance"`) and the wording of
+//! their errors stay with each tool, which is why enum-valued fields are
+//! strings whose schema lists the values of a typed enum.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
+
+/// Generates the JSON schema the model is offered for `T`: an object with
+/// `properties` and `required`, every subschema inlined, and none of the
+/// keywords some providers refuse (`$schema`, `$defs`, `title`, `format`,
+/// null types for optional fields: absent means default).
+pub fn parameters_schema<T: JsonSchema>() -> Value {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
+    settings.meta_schema = None;
+    settings.inline_subschemas = true;
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut v = schema.to_value();
+    if let Value::Object(root) = &mut v {
+        root.remove("title");
+        root.remove("description");
+        root.entry("required")
+            .or_insert_with(|| Value::Array(Vec::new()));
+    }
+    tidy(&mut v);
+    v
+}
+
+/// Drops `format`, `title`, `additionalProperties: true` (the default),
+/// and `null` from `type` lists and `enum`s.
+fn tidy(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.remove("format");
+            if map.get("additionalProperties") == Some(&Value::Bool(true)) {
+                map.remove("additionalProperties");
+            }
+            if let Some(Value::Array(types)) = map.get_mut("type") {
+                types.retain(|t| t != "null");
+                if types.len() == 1 {
+                    let only = types.remove(0);
+                    map.insert("type".into(), only);
+                }
+            }
+            if let Some(Value::Array(values)) = map.get_mut("enum") {
+                values.retain(|x| !x.is_null());
+            }
+            if let Some(Value::Object(props)) = map.get_mut("properties") {
+                for p in props.values_mut() {
+                    if let Value::Object(pm) = p {
+                        pm.remove("title");
+                    }
+                    tidy(p);
+                }
+            }
+            if let Some(items) = map.get_mut("items") {
+                tidy(items);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(tidy),
+        _ => {}
+    }
+}
+
+/// The schema of a value given as an integer or a numeric string.
+fn integer_or_string(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["integer", "string"]})
+}
+
+// Where market data comes from (aliases such as `yfinance` are accepted
+// too; only these are offered). Plain comments on these enums: a doc
+// comment would become the description of every field that uses them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DataSource {
+    Auto,
+    Embedded,
+    Local,
+    Yahoo,
+    Stooq,
+}
+
+impl DataSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DataSource::Auto => "auto",
+            DataSource::Embedded => "embedded",
+            DataSource::Local => "local",
+            DataSource::Yahoo => "yahoo",
+            DataSource::Stooq => "stooq",
+        }
+    }
+}
+
+// The indicators `technical_indicator` computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IndicatorName {
+    Sma,
+    Ema,
+    Rsi,
+    Macd,
+    Bollinger,
+    Atr,
+    Volatility,
+    Returns,
+    LogReturns,
+    Drawdown,
+    Correlation,
+}
+
+impl IndicatorName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IndicatorName::Sma => "sma",
+            IndicatorName::Ema => "ema",
+            IndicatorName::Rsi => "rsi",
+            IndicatorName::Macd => "macd",
+            IndicatorName::Bollinger => "bollinger",
+            IndicatorName::Atr => "atr",
+            IndicatorName::Volatility => "volatility",
+            IndicatorName::Returns => "returns",
+            IndicatorName::LogReturns => "log_returns",
+            IndicatorName::Drawdown => "drawdown",
+            IndicatorName::Correlation => "correlation",
+        }
+    }
+}
+
+// What `remember` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryAction {
+    Save,
+    Recall,
+    Forget,
+    Reinforce,
+}
+
+impl MemoryAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryAction::Save => "save",
+            MemoryAction::Recall => "recall",
+            MemoryAction::Forget => "forget",
+            MemoryAction::Reinforce => "reinforce",
+        }
+    }
+}
+
+// The kinds of memory `remember` saves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    User,
+    Feedback,
+    Project,
+    Reference,
+}
+
+impl MemoryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::User => "user",
+            MemoryKind::Feedback => "feedback",
+            MemoryKind::Project => "project",
+            MemoryKind::Reference => "reference",
+        }
+    }
+}
+
+// What happened to a memory that `remember` reinforces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReinforceOutcome {
+    TaskSuccess,
+    TaskFailure,
+    UserConfirm,
+    UserReject,
+}
+
+// Who judged a reinforced memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Judge {
+    User,
+    System,
+}
+
+/// `read_file`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReadFileArgs {
+    /// File path, relative to the session workspace
+    pub path: String,
+    /// First line to return, 1-based (default 1)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<i64>,
+    /// Most lines to return (default 2000)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+}
+
+/// `list_dir`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ListDirArgs {
+    /// Folder, relative to the workspace (default: the workspace)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Also list sub-folders, up to 4 levels (default false)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recursive: Option<bool>,
+}
+
+/// `write_file`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WriteFileArgs {
+    /// File path, relative to the session workspace
+    pub path: String,
+    /// The full text to write
+    pub content: String,
+    /// Append instead of replacing (default false)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub append: Option<bool>,
+}
+
+/// `edit_file`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EditFileArgs {
+    /// File path, relative to the session workspace
+    pub path: String,
+    /// Exact text to replace
+    pub old_string: String,
+    /// Replacement text
+    pub new_string: String,
+    /// Replace every occurrence (default false)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace_all: Option<bool>,
+}
+
+/// `bash`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BashArgs {
+    /// The shell command (bash syntax when bash is installed, else POSIX sh)
+    pub command: String,
+    /// Deadline in seconds, 1-600 (default 120)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 600))]
+    pub timeout_seconds: Option<i64>,
+}
+
+/// `get_market_data`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MarketDataArgs {
+    /// Ticker, e.g. AAPL, MSFT.US, 0700.HK, BTC-USD; or a CSV or Parquet file name in the workspace with source 'local'
+    pub symbol: String,
+    /// First date, YYYY-MM-DD (default: start of history)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// Last date, YYYY-MM-DD (default: today)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    /// Data source (default auto)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<DataSource>")]
+    pub source: Option<String>,
+    /// Most rows in this page (default: as many as fit)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+    /// First row to return, 0-based (use next_offset to page on)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<i64>,
+}
+
+/// `technical_indicator`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IndicatorArgs {
+    /// Ticker, e.g. AAPL
+    pub symbol: String,
+    #[schemars(with = "IndicatorName")]
+    pub indicator: String,
+    /// e.g. {"window": 20}; rsi/atr {"period": 14}; macd {"fast": 12, "slow": 26, "signal": 9}; bollinger {"window": 20, "k": 2}; volatility {"window": 20}; correlation {"with": "MSFT", "window": 20}
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Map<String, Value>>,
+    /// First date, YYYY-MM-DD
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// Last date, YYYY-MM-DD
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<DataSource>")]
+    pub source: Option<String>,
+    /// Rows of history to return (default 10, at most 60)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<i64>,
+}
+
+/// `remember`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RememberArgs {
+    /// Default save
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<MemoryAction>")]
+    pub action: Option<String>,
+    /// Memory title (save, forget, reinforce); saving the same title again replaces it
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The memory text (save)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// user = preferences, feedback = how to work, project = findings, reference = pointers (default project)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<MemoryKind>")]
+    pub memory_type: Option<String>,
+    /// One line used for retrieval (default: the title)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Up to 5 keywords (save)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub keywords: Option<Vec<Value>>,
+    /// What to look for (recall)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// What happened (reinforce)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<ReinforceOutcome>")]
+    pub event: Option<String>,
+    /// Who judged it (reinforce, default system)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Judge>")]
+    pub source: Option<String>,
+}
+
+/// `recall`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecallArgs {
+    /// Keywords to look for
+    pub query: String,
+    /// Most memories to return (default 5, at most 20)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_results: Option<i64>,
+}
+
+/// `session_search`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionSearchArgs {
+    /// Keywords or a phrase
+    pub query: String,
+    /// Most sessions to return (default 3, at most 10)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_results: Option<i64>,
+}
+
+/// `load_skill`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LoadSkillArgs {
+    /// Skill name, e.g. 'backtest-design'
+    pub name: String,
+    /// A section label from a previous outline, copied verbatim (a repeated title as its "Parent > Child" path)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
+    /// Character offset to read from (default 0); pass next_offset to continue. With section, relative to the section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "integer_or_string")]
+    pub offset: Option<Value>,
+}
+
+/// `backtest`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BacktestArgs {
+    /// Run directory (default: the current run dir; relative paths resolve there; must stay inside the run dir or the workspace)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_dir: Option<String>,
+    /// config.json content to write before running (validated first)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<Map<String, Value>>,
+}
+
+/// `read_artifact`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReadArtifactArgs {
+    /// Artifact name (see the description) or a relative path such as artifacts/trades.csv
+    pub name: String,
+    /// Run directory (default: the current run dir)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_dir: Option<String>,
+    /// First line, 0-based (default 0)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<i64>,
+    /// Most lines (default: as many as fit)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+}
+
+/// A backtest's headline metrics, typed, with every other metric the engine
+/// wrote kept in `other`. A headline metric that is not a number (null for
+/// NaN, text from `metrics.csv`) stays in `other` as written.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BacktestMetrics {
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_f64"
+    )]
+    pub final_value: Option<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_f64"
+    )]
+    pub total_return: Option<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_f64"
+    )]
+    pub annual_return: Option<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_f64"
+    )]
+    pub max_drawdown: Option<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_f64"
+    )]
+    pub sharpe: Option<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_f64"
+    )]
+    pub win_rate: Option<f64>,
+    /// A count as the engine wrote it (`3`, or `3.0` from `metrics.csv`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trade_count: Option<Number>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_f64"
+    )]
+    pub benchmark_return: Option<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_f64"
+    )]
+    pub excess_return: Option<f64>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl BacktestMetrics {
+    /// Splits the engine's scalar metrics into the typed headline and the rest.
+    pub fn from_map(mut all: Map<String, Value>) -> Self {
+        let mut f = |key: &str| match all.get(key).and_then(Value::as_f64) {
+            Some(x) => {
+                all.remove(key);
+                Some(x)
+            }
+            None => None,
+        };
+        let mut m = BacktestMetrics {
+            final_value: f("final_value"),
+            total_return: f("total_return"),
+            annual_return: f("annual_return"),
+            max_drawdown: f("max_drawdown"),
+            sharpe: f("sharpe"),
+            win_rate: f("win_rate"),
+            trade_count: None,
+            benchmark_return: f("benchmark_return"),
+            excess_return: f("excess_return"),
+            other: Map::new(),
+        };
+        if let Some(Value::Number(n)) = all.get("trade_count") {
+            m.trade_count = Some(n.clone());
+            all.remove("trade_count");
+        }
+        m.other = all;
+        m
+    }
+}
+
+/// A number, or a numeric string; anything else reads as absent.
+fn lenient_f64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    })
+}
+
+/// A `config` problem the backtest found before starting.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfigIssue {
+    pub key: String,
+    pub code: String,
+    pub message: String,
+}
+
+/// The equity chart's files, when they were drawn.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChartFiles {
+    pub svg: Option<String>,
+    pub png: Option<String>,
+}
+
+/// `backtest`'s result: `status` "ok" with the metrics and files, or
+/// "error" with `error_code` and `error` (and what is known of the run).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BacktestOutput {
+    pub status: String,
+    pub run_dir: String,
+    /// Present (maybe null: killed by a signal) once the engine ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<Option<i32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Config problems, each naming its key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issues: Option<Vec<ConfigIssue>>,
+    /// `false` when an inline `config` was refused and not written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_written: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<BacktestMetrics>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<Value>,
+    /// Artifact name → absolute path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<ChartFiles>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing_artifacts: Option<Vec<String>>,
+}
+
+impl BacktestOutput {
+    /// A failure before or around the engine run.
+    pub fn error(code: &str, message: impl Into<String>, run_dir: &str) -> Self {
+        BacktestOutput {
+            status: "error".into(),
+            run_dir: run_dir.to_string(),
+            error_code: Some(code.to_string()),
+            error: Some(message.into()),
+            ..Default::default()
+        }
+    }
+
+    pub fn is_ok(&self) -> bool {
+        self.status == "ok"
+    }
+}
+
+/// What the planner reads of a series' provenance (the tools write the
+/// whole record, which has more).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProvenanceBrief {
+    pub symbol: String,
+    pub source: String,
+    pub rows: Option<u64>,
+    pub first_date: Option<String>,
+    pub last_date: Option<String>,
+    pub adjustments: Vec<String>,
+}
+
+/// One daily bar: date, open, high, low, close, volume (null where not a
+/// finite number).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PriceRow(
+    pub Option<String>,
+    pub Option<f64>,
+    pub Option<f64>,
+    pub Option<f64>,
+    pub Option<f64>,
+    pub Option<f64>,
+);
+
+/// The range a `get_market_data` answer covers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PriceSummary {
+    pub first_date: String,
+    pub last_date: String,
+    pub first_close: Option<f64>,
+    pub last_close: Option<f64>,
+    pub min_close: Option<f64>,
+    pub max_close: Option<f64>,
+    pub total_return_pct: Option<f64>,
+}
+
+/// `get_market_data`'s page; `P` is the provenance record (the tool writes
+/// the whole one, the planner reads a [`ProvenanceBrief`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MarketDataOutput<P = ProvenanceBrief> {
+    pub status: String,
+    pub symbol: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<PriceRow>,
+    pub total: usize,
+    pub offset: usize,
+    pub returned: usize,
+    pub next_offset: Option<usize>,
+    pub complete: bool,
+    /// Null when there are no rows.
+    pub summary: Option<PriceSummary>,
+    pub provenance: P,
+}
+
+/// A series' lowest and highest value over the range, with their dates.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Extremes {
+    pub min: Option<f64>,
+    pub min_date: Option<String>,
+    pub max: Option<f64>,
+    pub max_date: Option<String>,
+}
+
+/// `technical_indicator`'s answer; `P` as for [`MarketDataOutput`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IndicatorOutput<P = ProvenanceBrief> {
+    pub status: String,
+    pub symbol: String,
+    pub indicator: String,
+    pub params: Value,
+    /// `date` and each series' latest value.
+    pub latest: Map<String, Value>,
+    /// Series name → its extremes.
+    pub extremes: Map<String, Value>,
+    pub columns: Vec<String>,
+    /// The last rows: `[date, value…]` in `columns` order.
+    pub tail: Vec<Value>,
+    pub rows: usize,
+    pub warmup_nan_rows: usize,
+    pub provenance: P,
+    /// The second series' provenance (`correlation`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_provenance: Option<P>,
+}
+
+/// A link from a recalled memory to a related one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RelatedMemory {
+    pub target: String,
+    pub score: f64,
+}
+
+/// One memory as `recall` returns it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RecalledMemory {
+    pub title: String,
+    #[serde(rename = "type")]
+    pub memory_type: String,
+    pub content: String,
+    pub level: String,
+    /// Its best links, only when it has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub related: Option<Vec<RelatedMemory>>,
+}
+
+/// `remember`'s and `recall`'s answer: a `message` for save, forget and
+/// reinforce (with the saved file's `path`), the `memories` for a recall.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemoryOutput {
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memories: Option<Vec<RecalledMemory>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A headline metric that is not a number stays where the engine put
+    /// it, once, and reads back as absent.
+    #[test]
+    fn metrics_that_are_not_numbers_stay_as_written() {
+        let all = json!({"sharpe": null, "total_return": "0.5", "trade_count": 3, "calmar": 1.5});
+        let m = BacktestMetrics::from_map(all.as_object().unwrap().clone());
+        assert_eq!((m.sharpe, m.total_return), (None, None));
+        assert_eq!(m.trade_count, Some(Number::from(3)));
+        let text = serde_json::to_string(&m).unwrap();
+        assert_eq!(text.matches("sharpe").count(), 1, "{text}");
+        assert!(text.contains(r#""trade_count":3"#), "{text}");
+        let back: BacktestMetrics = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            back.total_return,
+            Some(0.5),
+            "numeric text reads as a number"
+        );
+        assert_eq!(back.other["calmar"], json!(1.5));
+    }
+}

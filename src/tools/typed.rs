@@ -1,0 +1,428 @@
+//! Typed tools: a [`TypedTool`] names its argument and output types, and the
+//! blanket [`Tool`] impl derives the rest: the JSON schema the model is
+//! offered comes from `Args` ([`parameters_schema`]), arguments are checked
+//! against it with the scheduler's wording and parsed into `Args`, and the
+//! output is serialised once into the text the model sees and the
+//! structured output `tool_call_finished` carries.
+
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::registry::check_arguments;
+use super::{Tool, ToolContext, ToolError, ToolReply, ToolResult};
+use crate::model::contract::parameters_schema;
+
+/// A tool with typed arguments and output.
+pub trait TypedTool: Send + Sync {
+    /// The arguments; their schema is what the model is offered.
+    type Args: DeserializeOwned + JsonSchema + Send;
+    /// The result, serialised (as JSON) for the model and the events.
+    type Output: Serialize + Send;
+
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// See [`Tool::readonly`].
+    fn readonly(&self) -> bool {
+        true
+    }
+    /// See [`Tool::repeatable`].
+    fn repeatable(&self) -> bool {
+        false
+    }
+    /// See [`Tool::timeout`].
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+    fn run<'a>(
+        &'a self,
+        args: Self::Args,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Self::Output, ToolError>>;
+}
+
+/// Checks `args` against the schema of `A` (an object, required keys,
+/// declared types: the scheduler's messages), then parses it.
+pub fn parse_args<A: DeserializeOwned + JsonSchema>(args: Value) -> Result<A, ToolError> {
+    check_arguments(&parameters_schema::<A>(), &args).map_err(ToolError::InvalidArguments)?;
+    serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments(e.to_string()))
+}
+
+/// Runs a typed tool: arguments parsed, output serialised once.
+async fn reply<T: TypedTool + ?Sized>(
+    tool: &T,
+    args: Value,
+    ctx: &ToolContext,
+) -> Result<ToolReply, ToolError> {
+    let args = parse_args::<T::Args>(args)?;
+    let output = tool.run(args, ctx).await?;
+    let value = serde_json::to_value(&output).map_err(|e| {
+        ToolError::failed(
+            "internal_error",
+            format!("the result does not serialise: {e}"),
+        )
+    })?;
+    Ok(ToolReply {
+        text: value.to_string(),
+        output: Some(value),
+    })
+}
+
+impl<T: TypedTool> Tool for T {
+    fn name(&self) -> &str {
+        TypedTool::name(self)
+    }
+    fn description(&self) -> &str {
+        TypedTool::description(self)
+    }
+    fn parameters(&self) -> Value {
+        parameters_schema::<T::Args>()
+    }
+    fn readonly(&self) -> bool {
+        TypedTool::readonly(self)
+    }
+    fn repeatable(&self) -> bool {
+        TypedTool::repeatable(self)
+    }
+    fn timeout(&self) -> Option<Duration> {
+        TypedTool::timeout(self)
+    }
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move { reply(self, args, ctx).await.map(|r| r.text) })
+    }
+    fn call_with_output<'a>(
+        &'a self,
+        args: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolReply, ToolError>> {
+        Box::pin(reply(self, args, ctx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::memory::{MemoryFlags, MemoryStore};
+    use crate::model::contract::*;
+    use crate::research::data::DataConfig;
+    use crate::tools::builtin::{fs, memory, shell};
+    use crate::tools::{BackgroundQueue, Registry};
+
+    /// Every built-in tool's schema, beside the one it had when it was
+    /// written by hand (the bash limits are new: the type says them).
+    fn schemas() -> Vec<(Value, Value)> {
+        vec![
+            (
+                parameters_schema::<ReadFileArgs>(),
+                json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "File path, relative to the session workspace"},
+            "offset": {"type": "integer", "description": "First line to return, 1-based (default 1)"},
+            "limit": {"type": "integer", "description": "Most lines to return (default 2000)"}
+            }, "required": ["path"]}),
+            ),
+            (
+                parameters_schema::<ListDirArgs>(),
+                json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "Folder, relative to the workspace (default: the workspace)"},
+            "recursive": {"type": "boolean", "description": "Also list sub-folders, up to 4 levels (default false)"}
+            }, "required": []}),
+            ),
+            (
+                parameters_schema::<WriteFileArgs>(),
+                json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "File path, relative to the session workspace"},
+            "content": {"type": "string", "description": "The full text to write"},
+            "append": {"type": "boolean", "description": "Append instead of replacing (default false)"}
+            }, "required": ["path", "content"]}),
+            ),
+            (
+                parameters_schema::<EditFileArgs>(),
+                json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "File path, relative to the session workspace"},
+            "old_string": {"type": "string", "description": "Exact text to replace"},
+            "new_string": {"type": "string", "description": "Replacement text"},
+            "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
+            }, "required": ["path", "old_string", "new_string"]}),
+            ),
+            (
+                parameters_schema::<BashArgs>(),
+                json!({"type": "object", "properties": {
+            "command": {"type": "string", "description": "The shell command (bash syntax when bash is installed, else POSIX sh)"},
+            "timeout_seconds": {"type": "integer", "description": "Deadline in seconds, 1-600 (default 120)", "minimum": 1, "maximum": 600}
+            }, "required": ["command"]}),
+            ),
+            (
+                parameters_schema::<MarketDataArgs>(),
+                json!({"type": "object", "properties": {
+            "symbol": {"type": "string", "description": "Ticker, e.g. AAPL, MSFT.US, 0700.HK, BTC-USD; or a CSV or Parquet file name in the workspace with source 'local'"},
+            "start": {"type": "string", "description": "First date, YYYY-MM-DD (default: start of history)"},
+            "end": {"type": "string", "description": "Last date, YYYY-MM-DD (default: today)"},
+            "source": {"type": "string", "enum": ["auto", "embedded", "local", "yahoo", "stooq"], "description": "Data source (default auto)"},
+            "limit": {"type": "integer", "description": "Most rows in this page (default: as many as fit)"},
+            "offset": {"type": "integer", "description": "First row to return, 0-based (use next_offset to page on)"}
+            }, "required": ["symbol"]}),
+            ),
+            (
+                parameters_schema::<IndicatorArgs>(),
+                json!({"type": "object", "properties": {
+            "symbol": {"type": "string", "description": "Ticker, e.g. AAPL"},
+            "indicator": {"type": "string", "enum": ["sma", "ema", "rsi", "macd", "bollinger", "atr", "volatility", "returns", "log_returns", "drawdown", "correlation"]},
+            "params": {"type": "object", "description": "e.g. {\"window\": 20}; rsi/atr {\"period\": 14}; macd {\"fast\": 12, \"slow\": 26, \"signal\": 9}; bollinger {\"window\": 20, \"k\": 2}; volatility {\"window\": 20}; correlation {\"with\": \"MSFT\", \"window\": 20}"},
+            "start": {"type": "string", "description": "First date, YYYY-MM-DD"},
+            "end": {"type": "string", "description": "Last date, YYYY-MM-DD"},
+            "source": {"type": "string", "enum": ["auto", "embedded", "local", "yahoo", "stooq"]},
+            "tail": {"type": "integer", "description": "Rows of history to return (default 10, at most 60)"}
+            }, "required": ["symbol", "indicator"]}),
+            ),
+            (
+                parameters_schema::<RememberArgs>(),
+                json!({"type": "object", "properties": {
+            "action": {"type": "string", "enum": ["save", "recall", "forget", "reinforce"], "description": "Default save"},
+            "title": {"type": "string", "description": "Memory title (save, forget, reinforce); saving the same title again replaces it"},
+            "content": {"type": "string", "description": "The memory text (save)"},
+            "memory_type": {"type": "string", "enum": ["user", "feedback", "project", "reference"], "description": "user = preferences, feedback = how to work, project = findings, reference = pointers (default project)"},
+            "description": {"type": "string", "description": "One line used for retrieval (default: the title)"},
+            "keywords": {"type": "array", "items": {"type": "string"}, "description": "Up to 5 keywords (save)"},
+            "query": {"type": "string", "description": "What to look for (recall)"},
+            "event": {"type": "string", "enum": ["task_success", "task_failure", "user_confirm", "user_reject"], "description": "What happened (reinforce)"},
+            "source": {"type": "string", "enum": ["user", "system"], "description": "Who judged it (reinforce, default system)"}
+            }, "required": []}),
+            ),
+            (
+                parameters_schema::<RecallArgs>(),
+                json!({"type": "object", "properties": {
+            "query": {"type": "string", "description": "Keywords to look for"},
+            "max_results": {"type": "integer", "description": "Most memories to return (default 5, at most 20)"}
+            }, "required": ["query"]}),
+            ),
+            (
+                parameters_schema::<SessionSearchArgs>(),
+                json!({"type": "object", "properties": {
+            "query": {"type": "string", "description": "Keywords or a phrase"},
+            "max_results": {"type": "integer", "description": "Most sessions to return (default 3, at most 10)"}
+            }, "required": ["query"]}),
+            ),
+            (
+                parameters_schema::<LoadSkillArgs>(),
+                json!({"type": "object", "properties": {
+            "name": {"type": "string", "description": "Skill name, e.g. 'backtest-design'"},
+            "section": {"type": "string", "description": "A section label from a previous outline, copied verbatim (a repeated title as its \"Parent > Child\" path)"},
+            "offset": {"type": ["integer", "string"], "description": "Character offset to read from (default 0); pass next_offset to continue. With section, relative to the section."}
+            }, "required": ["name"]}),
+            ),
+            (
+                parameters_schema::<BacktestArgs>(),
+                json!({"type": "object", "properties": {
+            "run_dir": {"type": "string", "description": "Run directory (default: the current run dir; relative paths resolve there; must stay inside the run dir or the workspace)"},
+            "config": {"type": "object", "description": "config.json content to write before running (validated first)"}
+            }, "required": []}),
+            ),
+            (
+                parameters_schema::<ReadArtifactArgs>(),
+                json!({"type": "object", "properties": {
+            "name": {"type": "string", "description": "Artifact name (see the description) or a relative path such as artifacts/trades.csv"},
+            "run_dir": {"type": "string", "description": "Run directory (default: the current run dir)"},
+            "offset": {"type": "integer", "description": "First line, 0-based (default 0)"},
+            "limit": {"type": "integer", "description": "Most lines (default: as many as fit)"}
+            }, "required": ["name"]}),
+            ),
+        ]
+    }
+
+    #[test]
+    fn generated_schemas_match_the_hand_written_ones() {
+        for (generated, by_hand) in schemas() {
+            assert_eq!(generated, by_hand, "{generated:#}");
+        }
+        // The tool offers exactly its argument type's schema.
+        assert_eq!(
+            Tool::parameters(&fs::ReadFile),
+            parameters_schema::<ReadFileArgs>()
+        );
+    }
+
+    /// Keywords the function-calling formats of some providers refuse.
+    fn refused_keywords(v: &Value, at: &str, found: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                // Keys of `properties` are argument names, not keywords.
+                let names = at.ends_with("/properties");
+                for (k, child) in m {
+                    let null_type =
+                        k == "type" && child.as_array().is_some_and(|t| t.contains(&json!("null")));
+                    let refused = ["$schema", "$defs", "definitions", "$ref", "title", "format"]
+                        .contains(&k.as_str())
+                        || null_type;
+                    if refused && !names {
+                        found.push(format!("{at}/{k}"));
+                    }
+                    refused_keywords(child, &format!("{at}/{k}"), found);
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| refused_keywords(x, at, found)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn schemas_are_plain_objects_providers_accept() {
+        for (schema, _) in schemas() {
+            assert_eq!(schema["type"], "object");
+            assert!(schema["properties"].is_object(), "{schema}");
+            assert!(schema["required"].is_array(), "{schema}");
+            let mut found = Vec::new();
+            refused_keywords(&schema, "", &mut found);
+            assert!(found.is_empty(), "{found:?} in {schema}");
+        }
+        let remember = parameters_schema::<RememberArgs>();
+        assert_eq!(
+            remember["properties"]["memory_type"]["enum"],
+            json!(["user", "feedback", "project", "reference"])
+        );
+        assert_eq!(remember["required"], json!([]));
+        let indicator = parameters_schema::<IndicatorArgs>();
+        assert_eq!(indicator["required"], json!(["symbol", "indicator"]));
+        assert_eq!(
+            indicator["properties"]["tail"]["description"],
+            "Rows of history to return (default 10, at most 60)"
+        );
+    }
+
+    fn ctx(root: &Path) -> ToolContext {
+        let ws = root.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        ToolContext {
+            call_id: "c".into(),
+            session_id: "s".into(),
+            run_dir: root.to_path_buf(),
+            workspace: ws,
+            cancel: CancellationToken::new(),
+            background: BackgroundQueue::default(),
+        }
+    }
+
+    async fn error_of(tool: &dyn Tool, args: Value, c: &ToolContext) -> String {
+        tool.call(args, c).await.unwrap_err().to_string()
+    }
+
+    /// Each kind of argument error keeps the words it had before the
+    /// arguments were typed.
+    #[tokio::test]
+    async fn argument_errors_keep_their_messages() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let mut r = Registry::new();
+        crate::tools::builtin::market::register_market_tools_with(&mut r, DataConfig::offline())
+            .unwrap();
+        let store =
+            Arc::new(MemoryStore::open(dir.path().join("mem"), MemoryFlags::default()).unwrap());
+        memory::register_memory_tools(
+            &mut r,
+            store,
+            Arc::new(crate::memory::SkillSet::load(None)),
+            dir.path().join("sessions"),
+        )
+        .unwrap();
+        let market = r.get("get_market_data").unwrap().as_ref();
+        let remember = r.get("remember").unwrap().as_ref();
+        let recall = r.get("recall").unwrap().as_ref();
+        let bash = shell::Bash::default();
+
+        // A required field missing, and a field of the wrong type: the
+        // scheduler's schema check, which the typed parse runs too.
+        assert_eq!(
+            error_of(market, json!({"source": "embedded"}), &c).await,
+            "invalid arguments: missing required argument(s): symbol"
+        );
+        assert_eq!(
+            error_of(market, json!({"symbol": "AAPL", "limit": "5"}), &c).await,
+            "invalid arguments: argument 'limit' must be of type \"integer\", got string"
+        );
+        assert_eq!(
+            error_of(&fs::ReadFile, json!([1]), &c).await,
+            "invalid arguments: arguments must be a JSON object, got array"
+        );
+        // A value outside an enum.
+        assert_eq!(
+            error_of(
+                remember,
+                json!({"title": "t", "content": "x", "memory_type": "bogus"}),
+                &c
+            )
+            .await,
+            "invalid arguments: memory_type 'bogus' is not one of user, feedback, project, reference"
+        );
+        assert_eq!(
+            error_of(remember, json!({"action": "shout"}), &c).await,
+            "invalid arguments: action 'shout' is not one of save, recall, forget, reinforce"
+        );
+        assert_eq!(
+            error_of(
+                remember,
+                json!({"action": "reinforce", "title": "t", "event": "nap"}),
+                &c
+            )
+            .await,
+            "invalid arguments: event 'nap' is not one of task_success, task_failure, user_confirm, user_reject"
+        );
+        let e = error_of(market, json!({"symbol": "AAPL", "source": "tushare"}), &c).await;
+        assert!(e.contains("valid sources"), "{e}");
+        // Aliases the enum does not list are still accepted.
+        let ok = market
+            .call(
+                json!({"symbol": "AAPL", "source": "builtin", "limit": 1}),
+                &c,
+            )
+            .await
+            .unwrap();
+        assert!(ok.contains("\"source\":\"embedded\""), "{ok}");
+        // Out of range.
+        assert_eq!(
+            error_of(
+                &bash,
+                json!({"command": "true", "timeout_seconds": 601}),
+                &c
+            )
+            .await,
+            "invalid arguments: 'timeout_seconds' must be an integer from 1 to 600"
+        );
+        assert_eq!(
+            error_of(market, json!({"symbol": "AAPL", "offset": -1}), &c).await,
+            "invalid arguments: 'offset' must be a non-negative integer"
+        );
+        assert_eq!(
+            error_of(recall, json!({"query": "fees", "max_results": -2}), &c).await,
+            "invalid arguments: 'max_results' must be a positive integer, got -2"
+        );
+        // Required for one action only.
+        assert_eq!(
+            error_of(remember, json!({"action": "recall"}), &c).await,
+            "invalid arguments: 'query' is required for action 'recall'"
+        );
+    }
+
+    #[tokio::test]
+    async fn typed_tools_answer_with_text_and_the_same_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let args = json!({"path": "a.txt", "content": "hello"});
+        let reply = fs::WriteFile.call_with_output(args, &c).await.unwrap();
+        let output = reply.output.unwrap();
+        assert_eq!(output["bytes"], 5);
+        assert_eq!(reply.text, output.to_string());
+        assert_eq!(
+            reply.text,
+            r#"{"status":"ok","path":"a.txt","bytes":5,"appended":false}"#
+        );
+    }
+}
