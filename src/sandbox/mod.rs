@@ -45,7 +45,7 @@ use std::path::PathBuf;
 pub use artifacts::{ArtifactSpec, BACKTEST_ARTIFACTS};
 pub use limits::Limits;
 pub use protections::Protections;
-pub use runner::{RunResult, RunSpec, Runner, RunnerConfig};
+pub use runner::{Progress, RunResult, RunSpec, Runner, RunnerConfig};
 pub use user::UserPolicy;
 
 /// Why a child could not be set up or started. Timeouts and cancellation

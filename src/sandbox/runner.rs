@@ -24,7 +24,6 @@ use super::pidns::{pid_namespace_available, spawn_in_new_namespace};
 use super::protections::Protections;
 use super::scratch::Scratch;
 use super::user::{DropTarget, check_reachable, count_processes_of, decide, hand_over};
-use crate::tools::progress;
 
 /// One child to run.
 #[derive(Clone, Debug)]
@@ -52,6 +51,19 @@ pub struct RunSpec {
     /// Python strategy): like `program`, the sandbox user must be able to
     /// reach them, or the child runs without the privilege drop.
     pub executables: Vec<PathBuf>,
+    /// Where progress lines go (`running`, `killing`, `artifacts`): the
+    /// calling tool's progress stream. The sandbox knows no tool code.
+    pub progress: Option<Progress>,
+}
+
+/// A progress sink: `(stage, count, message)`.
+#[derive(Clone)]
+pub struct Progress(pub std::sync::Arc<dyn Fn(&str, Option<f64>, &str) + Send + Sync>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
 }
 
 impl RunSpec {
@@ -68,6 +80,19 @@ impl RunSpec {
             timeout: None,
             artifacts: &[],
             executables: Vec::new(),
+            progress: None,
+        }
+    }
+
+    pub fn progress(mut self, sink: Progress) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
+    /// A progress line for [`RunSpec::progress`], if any.
+    fn report(&self, stage: &str, count: Option<f64>, message: &str) {
+        if let Some(p) = &self.progress {
+            (p.0)(stage, count, message);
         }
     }
 
@@ -282,7 +307,7 @@ impl Runner {
             )),
             _ => None,
         };
-        report(
+        spec.report(
             "running",
             None,
             &format!("sandboxed pid {pid}: {}", spec.program_name()),
@@ -319,7 +344,7 @@ impl Runner {
         .await
         .unwrap_or_default();
         if !collected.artifacts.is_empty() {
-            report(
+            spec.report(
                 "artifacts",
                 Some(collected.artifacts.len() as f64),
                 "collected run artifacts",
@@ -477,7 +502,7 @@ impl Runner {
         } else {
             "cancelled: killing the process group".to_string()
         };
-        report("killing", None, &why);
+        spec.report("killing", None, &why);
         if !self.config.kill_grace.is_zero() {
             // With a namespace, its init (the job's first process) ignores
             // SIGTERM unless it handles it; the rest of its group gets it,
@@ -541,11 +566,6 @@ impl Runner {
         }
         (out, err)
     }
-}
-
-/// A progress line for the calling tool's stream (a no-op outside a call).
-fn report(stage: &str, count: Option<f64>, message: &str) {
-    progress::emit(stage, count, None, message);
 }
 
 /// Directories, ownership, scratch and log files (blocking).

@@ -94,6 +94,14 @@ pub fn emit(stage: &str, current: Option<f64>, total: Option<f64>, message: &str
     let _ = CURRENT.try_with(|h| h.emit(stage, current, total, message));
 }
 
+/// A sandbox progress sink that emits into the current call's stream: the
+/// runner is awaited inside the call, where the handle is in scope.
+pub fn sandbox_sink() -> crate::sandbox::Progress {
+    crate::sandbox::Progress(std::sync::Arc::new(|stage, count, message| {
+        emit(stage, count, None, message)
+    }))
+}
+
 pub fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }

@@ -464,7 +464,8 @@ fn engine_spec(
         .args(args)
         .log_name("backtest")
         .timeout(cfg.timeout)
-        .artifacts(BACKTEST_ARTIFACTS);
+        .artifacts(BACKTEST_ARTIFACTS)
+        .progress(progress::sandbox_sink());
     if let Some(p) = python {
         spec = spec.executable(p);
     }

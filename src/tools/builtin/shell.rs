@@ -136,7 +136,8 @@ impl TypedTool for Bash {
                     ctx.workspace.to_string_lossy().into_owned(),
                 )
                 .log_name(log_name)
-                .timeout(Duration::from_secs(timeout_s));
+                .timeout(Duration::from_secs(timeout_s))
+                .progress(crate::tools::progress::sandbox_sink());
             let result = self
                 .runner
                 .run(spec, &ctx.cancel)
