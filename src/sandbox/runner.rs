@@ -56,9 +56,12 @@ pub struct RunSpec {
     pub progress: Option<Progress>,
 }
 
-/// A progress sink: `(stage, count, message)`.
+/// `(stage, count, message)`.
+pub type ProgressFn = dyn Fn(&str, Option<f64>, &str) + Send + Sync;
+
+/// A progress sink.
 #[derive(Clone)]
-pub struct Progress(pub std::sync::Arc<dyn Fn(&str, Option<f64>, &str) + Send + Sync>);
+pub struct Progress(pub std::sync::Arc<ProgressFn>);
 
 impl std::fmt::Debug for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
