@@ -44,13 +44,8 @@ fn is_loopback(url: &Url) -> bool {
     })
 }
 
-/// Checks a base URL and builds a client for it (no proxy for loopback, so
-/// a local server keeps working with `HTTP_PROXY` set).
-pub fn client_for(
-    loader: Source,
-    base: &str,
-    timeout: Duration,
-) -> Result<(Client, Url), DataError> {
+/// Checks a loader's base URL: it parses and is http or https.
+pub fn base_url(loader: Source, base: &str) -> Result<Url, DataError> {
     let url = Url::parse(base.trim()).map_err(|e| DataError::Unavailable {
         loader,
         reason: format!("base URL '{base}' does not parse: {e}"),
@@ -61,6 +56,17 @@ pub fn client_for(
             reason: format!("base URL '{base}' must be http or https"),
         });
     }
+    Ok(url)
+}
+
+/// Checks a base URL and builds a client for it (no proxy for loopback, so
+/// a local server keeps working with `HTTP_PROXY` set).
+pub fn client_for(
+    loader: Source,
+    base: &str,
+    timeout: Duration,
+) -> Result<(Client, Url), DataError> {
+    let url = base_url(loader, base)?;
     let mut b = reqwest::Client::builder()
         .user_agent(USER_AGENT)
         .connect_timeout(Duration::from_secs(10).min(timeout));

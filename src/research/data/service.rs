@@ -11,6 +11,7 @@
 //! chain instead of being hidden by a fallback.
 
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use chrono::{NaiveDate, Utc};
@@ -135,38 +136,74 @@ pub struct Universe {
 #[derive(Clone, Debug)]
 pub struct MarketData {
     config: DataConfig,
-    yahoo: Result<(Client, Url), String>,
-    stooq: Result<(Client, Url), String>,
+    yahoo: OnlineLoader,
+    stooq: OnlineLoader,
     cache: Option<Cache>,
     today: Option<NaiveDate>,
 }
 
-fn online_client(
-    online: bool,
+/// An online loader whose HTTP client is built on first use: building one
+/// loads the system's root certificates (milliseconds), which a run that
+/// stays on the embedded data never needs.
+#[derive(Clone, Debug)]
+struct OnlineLoader {
     loader: Source,
-    base: &str,
+    base: String,
     timeout: Duration,
-) -> Result<(Client, Url), String> {
-    if !online {
-        return Err("online sources are switched off".into());
-    }
-    online::client_for(loader, base, timeout).map_err(|e| match e {
+    /// Why the loader cannot be used at all (switched off, a bad base URL).
+    refused: Option<String>,
+    client: Arc<OnceLock<Result<(Client, Url), String>>>,
+}
+
+fn reason_of(e: DataError) -> String {
+    match e {
         DataError::Unavailable { reason, .. } => reason,
         other => other.to_string(),
-    })
+    }
+}
+
+impl OnlineLoader {
+    fn new(online: bool, loader: Source, base: &str, timeout: Duration) -> Self {
+        let refused = if online {
+            online::base_url(loader, base).err().map(reason_of)
+        } else {
+            Some("online sources are switched off".into())
+        };
+        OnlineLoader {
+            loader,
+            base: base.to_string(),
+            timeout,
+            refused,
+            client: Arc::new(OnceLock::new()),
+        }
+    }
+
+    fn availability(&self) -> Result<(), String> {
+        self.refused.clone().map_or(Ok(()), Err)
+    }
+
+    fn client(&self) -> Result<&(Client, Url), String> {
+        self.availability()?;
+        self.client
+            .get_or_init(|| {
+                online::client_for(self.loader, &self.base, self.timeout).map_err(reason_of)
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
 }
 
 impl MarketData {
     /// Sets up the loaders; one that cannot be set up (a bad base URL) is
     /// merely unavailable, as in the spec.
     pub fn new(config: DataConfig) -> Self {
-        let yahoo = online_client(
+        let yahoo = OnlineLoader::new(
             config.online,
             Source::Yahoo,
             &config.yahoo_base_url,
             config.timeout,
         );
-        let stooq = online_client(
+        let stooq = OnlineLoader::new(
             config.online,
             Source::Stooq,
             &config.stooq_base_url,
@@ -221,8 +258,8 @@ impl MarketData {
                 Err("no local data folder is configured".into())
             }
             Source::Local => Ok(()),
-            Source::Yahoo => self.yahoo.as_ref().map(|_| ()).map_err(Clone::clone),
-            Source::Stooq => self.stooq.as_ref().map(|_| ()).map_err(Clone::clone),
+            Source::Yahoo => self.yahoo.availability(),
+            Source::Stooq => self.stooq.availability(),
         }
     }
 
@@ -521,13 +558,13 @@ impl MarketData {
         {
             return Ok(hit);
         }
-        let client = match source {
+        let loader = match source {
             Source::Yahoo => &self.yahoo,
             _ => &self.stooq,
         };
-        let (client, base) = client.as_ref().map_err(|reason| DataError::Unavailable {
+        let (client, base) = loader.client().map_err(|reason| DataError::Unavailable {
             loader: source,
-            reason: reason.clone(),
+            reason,
         })?;
         let series = match source {
             Source::Yahoo => online::fetch_yahoo(client, base, symbol, market, start, end).await?,
