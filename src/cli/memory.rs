@@ -7,9 +7,9 @@
 //! default settings its output equals the original's `compression.py`.
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use clap::Subcommand;
 use serde_json::json;
 
@@ -253,6 +253,8 @@ fn print_gc(report: &GcReport) {
     }
 }
 
+/// Opens the store once (after the flag warnings) and hands it to the
+/// subcommand; each subcommand prints its own output and returns the exit code.
 fn with_store(command: MemoryCommand) -> u8 {
     let flags = MemoryFlags::from_env();
     for w in flags.warnings() {
@@ -264,263 +266,257 @@ fn with_store(command: MemoryCommand) -> u8 {
     };
     let now = Utc::now();
     match command {
-        MemoryCommand::List { json } => {
-            let entries = match store.list() {
-                Ok(e) => e,
-                Err(e) => {
-                    eprintln!("vibedesk: {e}");
-                    return exit::FAILED;
-                }
-            };
-            warn_problems(&entries, &store);
-            if json {
-                let rows: Vec<_> = entries
-                    .iter()
-                    .map(|e| {
-                        json!({
-                            "title": e.title, "type": e.memory_type, "file": e.file,
-                            "level": e.level.as_str(), "importance": e.importance(now, flags.decay),
-                            "quality": e.quality, "access_count": e.access_count,
-                            "created_at": format_ts(e.created_at), "last_accessed": format_ts(e.last_accessed),
-                            "description": e.description,
-                        })
-                    })
-                    .collect();
-                return print_json(&rows);
-            }
-            if entries.is_empty() {
-                println!("no memories in {}", store.entries_dir().display());
-            }
-            for e in &entries {
-                println!(
-                    "{:<9} {:<6} {:>5.2}  {}  {}  ({})",
-                    e.memory_type,
-                    e.level.as_str(),
-                    e.importance(now, flags.decay),
-                    e.last_accessed.format("%Y-%m-%d"),
-                    sanitize_body(&e.title),
-                    e.file
-                );
-            }
-            exit::OK
-        }
-        MemoryCommand::Show { name } => match store.get(&name) {
-            Ok(Some(e)) => match std::fs::read_to_string(&e.path) {
-                // Control characters could drive the terminal (the original's #108).
-                Ok(text) => {
-                    warn_problems(std::slice::from_ref(&e), &store);
-                    print!("{}", sanitize_body(&text));
-                    if !text.ends_with('\n') {
-                        println!();
-                    }
-                    exit::OK
-                }
-                Err(err) => {
-                    eprintln!("vibedesk: cannot read {}: {err}", e.path.display());
-                    exit::FAILED
-                }
-            },
-            Ok(None) => {
-                eprintln!("vibedesk: no memory named {name:?}");
-                exit::FAILED
-            }
-            Err(e) => {
-                eprintln!("vibedesk: {e}");
-                exit::FAILED
-            }
-        },
+        MemoryCommand::List { json } => list(&store, &flags, now, json),
+        MemoryCommand::Show { name } => show(&store, &name),
         MemoryCommand::Add {
             title,
             memory_type,
             description,
             keywords,
             content,
-        } => {
-            let Some(memory_type) = MemoryType::parse(&memory_type) else {
-                eprintln!("vibedesk: --type must be user, feedback, project or reference");
-                return exit::USAGE;
-            };
-            let body = match content {
-                Some(c) => c,
-                None => {
-                    let mut s = String::new();
-                    if let Err(e) = std::io::stdin().read_to_string(&mut s) {
-                        eprintln!("vibedesk: cannot read the body from stdin: {e}");
-                        return exit::USAGE;
-                    }
-                    s
-                }
-            };
-            let mut new = NewEntry::new(title, body, memory_type);
-            new.description = description.unwrap_or_default();
-            new.keywords = clean_keywords(&keywords);
-            match store.add(new, now) {
-                Ok(crate::memory::AddOutcome::Saved { path, .. }) => {
-                    println!("saved {}", path.display());
-                    exit::OK
-                }
-                Ok(crate::memory::AddOutcome::Duplicate) => {
-                    println!("skipped: identical to a memory saved less than 30 s ago");
-                    exit::OK
-                }
-                Err(crate::memory::MemoryError::Invalid(m)) => {
-                    eprintln!("vibedesk: {m}");
-                    exit::USAGE
-                }
-                Err(e) => {
-                    eprintln!("vibedesk: {e}");
-                    exit::FAILED
-                }
-            }
-        }
-        MemoryCommand::Forget { title } => match store.remove(&title) {
-            Ok(true) => {
-                println!("removed {title}");
-                exit::OK
-            }
-            Ok(false) => {
-                eprintln!("vibedesk: no memory titled {title:?}");
-                exit::FAILED
-            }
-            Err(e) => {
-                eprintln!("vibedesk: {e}");
-                exit::FAILED
-            }
-        },
+        } => add(
+            &store,
+            now,
+            AddRequest {
+                title,
+                memory_type,
+                description,
+                keywords,
+                content,
+            },
+        ),
+        MemoryCommand::Forget { title } => forget(&store, &title),
         MemoryCommand::Search {
             query,
             max,
             sessions,
             json,
-        } => {
-            if sessions {
-                let Some(paths) = Paths::from_env() else {
-                    return exit::USAGE;
-                };
-                return match store.search_sessions(&paths.sessions_dir(), &query, max.max(1), None)
-                {
-                    Ok(results) if json => print_json(&results),
-                    Ok(results) => {
-                        if results.is_empty() {
-                            println!("no sessions match");
-                        }
-                        for r in results {
-                            println!("{}  {}", r.session_id, sanitize_body(&r.title));
-                            for m in r.matches {
-                                println!("  [{}] {}", m.role, sanitize_body(&m.snippet));
-                            }
-                        }
-                        exit::OK
-                    }
-                    Err(e) => {
-                        eprintln!("vibedesk: {e}");
-                        exit::FAILED
-                    }
-                };
-            }
-            let found = store.find_relevant(&query, max.max(1), now);
-            if let Ok(found) = &found {
-                warn_problems(found, &store);
-            }
-            match found {
-                Ok(found) if json => {
-                    let rows: Vec<_> = found
-                        .iter()
-                        .map(|e| json!({"title": e.title, "type": e.memory_type, "file": e.file, "content": cut_chars(&e.body, 2_000)}))
-                        .collect();
-                    print_json(&rows)
-                }
-                Ok(found) => {
-                    if found.is_empty() {
-                        println!("no memories match");
-                    }
-                    for e in found {
-                        let preview = cut_chars(&e.body, 120).replace('\n', " ");
-                        println!(
-                            "{} ({}, {}): {}",
-                            sanitize_body(&e.title),
-                            e.memory_type,
-                            e.file,
-                            sanitize_body(&preview)
-                        );
-                    }
-                    exit::OK
-                }
-                Err(e) => {
-                    eprintln!("vibedesk: {e}");
-                    exit::FAILED
-                }
-            }
+        } if sessions => search_sessions(&store, &query, max, json),
+        MemoryCommand::Search {
+            query, max, json, ..
+        } => search_memories(&store, now, &query, max, json),
+        MemoryCommand::Compress(args) => compress(&store, now, &args),
+        MemoryCommand::Gc { dry_run, json } => gc(&store, &flags, now, dry_run, json),
+        MemoryCommand::Import { dir, dry_run } => import(&store, &dir, dry_run),
+        MemoryCommand::Reindex => reindex(&store),
+    }
+}
+
+/// `memory list`: one line per memory, or every field with `--json`.
+fn list(store: &MemoryStore, flags: &MemoryFlags, now: DateTime<Utc>, json: bool) -> u8 {
+    let entries = match store.list() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::FAILED;
         }
-        MemoryCommand::Compress(args) => {
-            if let Some(name) = &args.name {
-                let level = match parse_level(args.level.as_deref()) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        eprintln!("vibedesk: {e}");
-                        return exit::USAGE;
-                    }
-                };
-                return match store.compress_entry(name, level, now) {
-                    Ok(rec) => {
-                        print_gc(&GcReport {
-                            enabled: true,
-                            compressions: vec![rec],
-                            ..GcReport::default()
-                        });
-                        exit::OK
-                    }
-                    Err(e) => {
-                        eprintln!("vibedesk: {e}");
-                        exit::FAILED
-                    }
-                };
-            }
-            match store.compress_due(args.dry_run, now) {
-                Ok(report) if args.json => print_json(&report),
-                Ok(report) => {
-                    print_gc(&report);
-                    if report.errors.is_empty() {
-                        exit::OK
-                    } else {
-                        exit::FAILED
-                    }
+    };
+    warn_problems(&entries, store);
+    if json {
+        let rows: Vec<_> = entries
+            .iter()
+            .map(|e| {
+                json!({
+                    "title": e.title, "type": e.memory_type, "file": e.file,
+                    "level": e.level.as_str(), "importance": e.importance(now, flags.decay),
+                    "quality": e.quality, "access_count": e.access_count,
+                    "created_at": format_ts(e.created_at), "last_accessed": format_ts(e.last_accessed),
+                    "description": e.description,
+                })
+            })
+            .collect();
+        return print_json(&rows);
+    }
+    if entries.is_empty() {
+        println!("no memories in {}", store.entries_dir().display());
+    }
+    for e in &entries {
+        println!(
+            "{:<9} {:<6} {:>5.2}  {}  {}  ({})",
+            e.memory_type,
+            e.level.as_str(),
+            e.importance(now, flags.decay),
+            e.last_accessed.format("%Y-%m-%d"),
+            sanitize_body(&e.title),
+            e.file
+        );
+    }
+    exit::OK
+}
+
+/// `memory show NAME`: the file as written, control characters removed.
+fn show(store: &MemoryStore, name: &str) -> u8 {
+    match store.get(name) {
+        Ok(Some(e)) => match std::fs::read_to_string(&e.path) {
+            // Control characters could drive the terminal (the original's #108).
+            Ok(text) => {
+                warn_problems(std::slice::from_ref(&e), store);
+                print!("{}", sanitize_body(&text));
+                if !text.ends_with('\n') {
+                    println!();
                 }
-                Err(e) => {
-                    eprintln!("vibedesk: {e}");
-                    exit::FAILED
-                }
+                exit::OK
             }
+            Err(err) => {
+                eprintln!("vibedesk: cannot read {}: {err}", e.path.display());
+                exit::FAILED
+            }
+        },
+        Ok(None) => {
+            eprintln!("vibedesk: no memory named {name:?}");
+            exit::FAILED
         }
-        MemoryCommand::Gc { dry_run, json } => {
-            let report = if dry_run {
-                match store.run_gc_with(&flags, true, now) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        eprintln!("vibedesk: {e}");
-                        return exit::FAILED;
-                    }
-                }
-            } else {
-                let m = maintenance::run_now(&store, now, &flags);
-                if let Some(e) = &m.error {
-                    eprintln!("vibedesk: {e}");
-                    return exit::FAILED;
-                }
-                if let Some(s) = &m.skipped {
-                    eprintln!("vibedesk: {s}");
-                }
-                m.gc.unwrap_or_default()
-            };
-            if json {
-                return print_json(&report);
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+/// The arguments of `memory add`, as typed.
+struct AddRequest {
+    title: String,
+    memory_type: String,
+    description: Option<String>,
+    keywords: Vec<String>,
+    content: Option<String>,
+}
+
+/// `memory add`: the body from `--content` or stdin.
+fn add(store: &MemoryStore, now: DateTime<Utc>, request: AddRequest) -> u8 {
+    let Some(memory_type) = MemoryType::parse(&request.memory_type) else {
+        eprintln!("vibedesk: --type must be user, feedback, project or reference");
+        return exit::USAGE;
+    };
+    let body = match request.content {
+        Some(c) => c,
+        None => {
+            let mut s = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut s) {
+                eprintln!("vibedesk: cannot read the body from stdin: {e}");
+                return exit::USAGE;
             }
-            if !report.enabled {
-                eprintln!(
-                    "vibedesk: memory GC is off (set VIBEDESK_MEMORY_GC=on or VIBEDESK_MEMORY=on|full)"
+            s
+        }
+    };
+    let mut new = NewEntry::new(request.title, body, memory_type);
+    new.description = request.description.unwrap_or_default();
+    new.keywords = clean_keywords(&request.keywords);
+    match store.add(new, now) {
+        Ok(crate::memory::AddOutcome::Saved { path, .. }) => {
+            println!("saved {}", path.display());
+            exit::OK
+        }
+        Ok(crate::memory::AddOutcome::Duplicate) => {
+            println!("skipped: identical to a memory saved less than 30 s ago");
+            exit::OK
+        }
+        Err(crate::memory::MemoryError::Invalid(m)) => {
+            eprintln!("vibedesk: {m}");
+            exit::USAGE
+        }
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+/// `memory forget TITLE`.
+fn forget(store: &MemoryStore, title: &str) -> u8 {
+    match store.remove(title) {
+        Ok(true) => {
+            println!("removed {title}");
+            exit::OK
+        }
+        Ok(false) => {
+            eprintln!("vibedesk: no memory titled {title:?}");
+            exit::FAILED
+        }
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+/// `memory search --sessions`: past sessions, not memories.
+fn search_sessions(store: &MemoryStore, query: &str, max: usize, json: bool) -> u8 {
+    let Some(paths) = Paths::from_env() else {
+        return exit::USAGE;
+    };
+    match store.search_sessions(&paths.sessions_dir(), query, max.max(1), None) {
+        Ok(results) if json => print_json(&results),
+        Ok(results) => {
+            if results.is_empty() {
+                println!("no sessions match");
+            }
+            for r in results {
+                println!("{}  {}", r.session_id, sanitize_body(&r.title));
+                for m in r.matches {
+                    println!("  [{}] {}", m.role, sanitize_body(&m.snippet));
+                }
+            }
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+/// `memory search QUERY`: the most relevant memories with a preview.
+fn search_memories(
+    store: &MemoryStore,
+    now: DateTime<Utc>,
+    query: &str,
+    max: usize,
+    json: bool,
+) -> u8 {
+    let found = store.find_relevant(query, max.max(1), now);
+    if let Ok(found) = &found {
+        warn_problems(found, store);
+    }
+    match found {
+        Ok(found) if json => {
+            let rows: Vec<_> = found
+                .iter()
+                .map(|e| json!({"title": e.title, "type": e.memory_type, "file": e.file, "content": cut_chars(&e.body, 2_000)}))
+                .collect();
+            print_json(&rows)
+        }
+        Ok(found) => {
+            if found.is_empty() {
+                println!("no memories match");
+            }
+            for e in found {
+                let preview = cut_chars(&e.body, 120).replace('\n', " ");
+                println!(
+                    "{} ({}, {}): {}",
+                    sanitize_body(&e.title),
+                    e.memory_type,
+                    e.file,
+                    sanitize_body(&preview)
                 );
-                return exit::OK;
             }
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+/// `memory compress [NAME]`: one memory now, or every due one.
+fn compress(store: &MemoryStore, now: DateTime<Utc>, args: &CompressArgs) -> u8 {
+    if let Some(name) = &args.name {
+        return compress_one(store, now, name, args.level.as_deref());
+    }
+    match store.compress_due(args.dry_run, now) {
+        Ok(report) if args.json => print_json(&report),
+        Ok(report) => {
             print_gc(&report);
             if report.errors.is_empty() {
                 exit::OK
@@ -528,40 +524,122 @@ fn with_store(command: MemoryCommand) -> u8 {
                 exit::FAILED
             }
         }
-        MemoryCommand::Import { dir, dry_run } => match store.import_dir(&dir, dry_run) {
-            Ok(report) => {
-                let verb = if dry_run { "would import" } else { "imported" };
-                for (src, file, title) in &report.imported {
-                    println!(
-                        "{verb}: {} → {file} ({})",
-                        src.display(),
-                        sanitize_body(title)
-                    );
-                }
-                for (src, reason) in &report.skipped {
-                    println!("skipped: {} ({reason})", src.display());
-                }
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+/// `memory compress NAME --level L`.
+fn compress_one(store: &MemoryStore, now: DateTime<Utc>, name: &str, level: Option<&str>) -> u8 {
+    let level = match parse_level(level) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+    match store.compress_entry(name, level, now) {
+        Ok(rec) => {
+            print_gc(&GcReport {
+                enabled: true,
+                compressions: vec![rec],
+                ..GcReport::default()
+            });
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+/// `memory gc [--dry-run]`: a dry run asks the store; a real one runs
+/// maintenance now, which records the run.
+fn gc(
+    store: &MemoryStore,
+    flags: &MemoryFlags,
+    now: DateTime<Utc>,
+    dry_run: bool,
+    json: bool,
+) -> u8 {
+    let report = if dry_run {
+        match store.run_gc_with(flags, true, now) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("vibedesk: {e}");
+                return exit::FAILED;
+            }
+        }
+    } else {
+        let m = maintenance::run_now(store, now, flags);
+        if let Some(e) = &m.error {
+            eprintln!("vibedesk: {e}");
+            return exit::FAILED;
+        }
+        if let Some(s) = &m.skipped {
+            eprintln!("vibedesk: {s}");
+        }
+        m.gc.unwrap_or_default()
+    };
+    if json {
+        return print_json(&report);
+    }
+    if !report.enabled {
+        eprintln!(
+            "vibedesk: memory GC is off (set VIBEDESK_MEMORY_GC=on or VIBEDESK_MEMORY=on|full)"
+        );
+        return exit::OK;
+    }
+    print_gc(&report);
+    if report.errors.is_empty() {
+        exit::OK
+    } else {
+        exit::FAILED
+    }
+}
+
+/// `memory import DIR [--dry-run]`: one line per file, then the counts.
+fn import(store: &MemoryStore, dir: &Path, dry_run: bool) -> u8 {
+    match store.import_dir(dir, dry_run) {
+        Ok(report) => {
+            let verb = if dry_run { "would import" } else { "imported" };
+            for (src, file, title) in &report.imported {
                 println!(
-                    "{} {verb}, {} skipped",
-                    report.imported.len(),
-                    report.skipped.len()
+                    "{verb}: {} → {file} ({})",
+                    src.display(),
+                    sanitize_body(title)
                 );
-                exit::OK
             }
-            Err(e) => {
-                eprintln!("vibedesk: {e}");
-                exit::FAILED
+            for (src, reason) in &report.skipped {
+                println!("skipped: {} ({reason})", src.display());
             }
-        },
-        MemoryCommand::Reindex => match store.rebuild_index() {
-            Ok(n) => {
-                println!("indexed {n} memories into {}", store.index_path().display());
-                exit::OK
-            }
-            Err(e) => {
-                eprintln!("vibedesk: {e}");
-                exit::FAILED
-            }
-        },
+            println!(
+                "{} {verb}, {} skipped",
+                report.imported.len(),
+                report.skipped.len()
+            );
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+/// `memory reindex`.
+fn reindex(store: &MemoryStore) -> u8 {
+    match store.rebuild_index() {
+        Ok(n) => {
+            println!("indexed {n} memories into {}", store.index_path().display());
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            exit::FAILED
+        }
     }
 }

@@ -499,6 +499,203 @@ fn parse_strategy(
     }
 }
 
+/// Refuses the original's keys this engine does not implement and unknown
+/// keys that look like typos; other unknown keys become warnings.
+fn check_keys(obj: &Map<String, Value>, r: &mut Reader<'_>, warnings: &mut Vec<String>) {
+    for (key, why) in UNSUPPORTED_KEYS {
+        if obj.get(*key).is_some_and(|v| !v.is_null()) {
+            r.issue(
+                key,
+                "unsupported_key",
+                format!("{why}; remove the key to run"),
+            );
+        }
+    }
+    for key in obj.keys() {
+        if SUPPORTED_KEYS.contains(&key.as_str()) || UNSUPPORTED_KEYS.iter().any(|(k, _)| k == key)
+        {
+            continue;
+        }
+        match suggest(key, SUPPORTED_KEYS) {
+            Some(s) => r.issue(
+                key,
+                "unknown_key",
+                format!("unknown key; did you mean '{s}'?"),
+            ),
+            None => warnings.push(format!("unknown key '{key}' was ignored")),
+        }
+    }
+}
+
+/// `start_date` and `end_date`, in order.
+fn parse_dates(r: &mut Reader<'_>) -> (Option<NaiveDate>, Option<NaiveDate>) {
+    let start = parse_day(r, "start_date");
+    let end = parse_day(r, "end_date");
+    if let (Some(s), Some(e)) = (start, end)
+        && s > e
+    {
+        r.issue(
+            "start_date",
+            "invalid_range",
+            format!("start_date {s} is after end_date {e}; swap them"),
+        );
+    }
+    (start, end)
+}
+
+/// `source`: `auto` when absent (see the module doc).
+fn parse_source(obj: &Map<String, Value>, r: &mut Reader<'_>) -> SourceChoice {
+    match obj.get("source").filter(|v| !v.is_null()) {
+        None => SourceChoice::Auto,
+        Some(Value::String(s)) => match s.parse::<SourceChoice>() {
+            Ok(c) => c,
+            Err(e) => {
+                r.issue("source", "unknown_source", e.to_string());
+                SourceChoice::Auto
+            }
+        },
+        Some(other) => {
+            r.issue(
+                "source",
+                "unknown_source",
+                format!(
+                    "must be a string, one of {}; got {}",
+                    data::VALID_SOURCES,
+                    kind(other)
+                ),
+            );
+            SourceChoice::Auto
+        }
+    }
+}
+
+/// `interval`: the spec's values parse, only `1D` runs.
+fn parse_interval(r: &mut Reader<'_>) -> Interval {
+    match r.string("interval") {
+        None => Interval::D1,
+        Some(s) => match s.parse::<Interval>() {
+            Ok(Interval::D1) => Interval::D1,
+            Ok(other) => {
+                r.issue(
+                    "interval",
+                    "unsupported_interval",
+                    format!(
+                        "'{}' is not supported: the loaders and the engine are daily only; use \"1D\"",
+                        other.as_str()
+                    ),
+                );
+                Interval::D1
+            }
+            Err(_) => {
+                r.issue(
+                    "interval",
+                    "unsupported_interval",
+                    format!(
+                        "'{s}' is not an interval (the spec's are 1m, 5m, 15m, 30m, 1H, 4H, 1D); only \"1D\" runs here"
+                    ),
+                );
+                Interval::D1
+            }
+        },
+    }
+}
+
+/// `engine`: only `daily` runs.
+fn check_engine(r: &mut Reader<'_>) {
+    match r.string("engine") {
+        None | Some("daily") => {}
+        Some("options") => r.issue(
+            "engine",
+            "unsupported_engine",
+            "the options engine is not implemented; use \"daily\" (or remove the key)",
+        ),
+        Some(other) => r.issue(
+            "engine",
+            "unsupported_engine",
+            format!("unknown engine '{other}'; the only engine is \"daily\""),
+        ),
+    }
+}
+
+/// `position_adjustment`: `hold` (the default) or `rebalance`.
+fn parse_adjustment(r: &mut Reader<'_>) -> Adjustment {
+    match r.string("position_adjustment") {
+        None => Adjustment::Hold,
+        Some(s) => match s.to_ascii_lowercase().as_str() {
+            "hold" => Adjustment::Hold,
+            "rebalance" => Adjustment::Rebalance,
+            _ => {
+                r.issue(
+                    "position_adjustment",
+                    "invalid_value",
+                    format!("'{s}' is not a mode; use \"hold\" or \"rebalance\""),
+                );
+                Adjustment::Hold
+            }
+        },
+    }
+}
+
+/// The cost keys that override the market's defaults.
+fn parse_costs(r: &mut Reader<'_>) -> CostOverrides {
+    let rate = |r: &mut Reader<'_>, k: &str| r.number(k, 0.0, false, 0.5);
+    CostOverrides {
+        commission_rate: rate(r, "commission_rate"),
+        min_commission: r.number("min_commission", 0.0, false, 1e9),
+        stamp_tax: rate(r, "stamp_tax"),
+        transfer_fee: rate(r, "transfer_fee"),
+        slippage: rate(r, "slippage"),
+        maker_rate: rate(r, "maker_rate"),
+        taker_rate: rate(r, "taker_rate"),
+        funding_rate: r.number("funding_rate", -0.1, false, 0.1),
+        allow_short: r.boolean("allow_short"),
+        lot_size: r.number("lot_size", 0.0, false, 1e9),
+    }
+}
+
+/// `leverage` other than 1 and `allow_nonpositive_prices: true` would
+/// change the result and are not implemented: refused, never ignored.
+fn refuse_leverage_and_nonpositive_prices(r: &mut Reader<'_>) {
+    if let Some(l) = r.number("leverage", 0.0, true, 1000.0)
+        && (l - 1.0).abs() > 1e-12
+    {
+        r.issue(
+            "leverage",
+            "unsupported_key",
+            format!(
+                "leverage {l} is not supported: positions are fully funded (leverage 1); remove the key or set it to 1"
+            ),
+        );
+    }
+    if r.boolean("allow_nonpositive_prices") == Some(true) {
+        r.issue(
+            "allow_nonpositive_prices",
+            "unsupported_key",
+            "non-positive prices are always dropped by the sanity filter; remove the key",
+        );
+    }
+}
+
+/// `benchmark`: a ticker, or `None` for `auto` (equal weight of the codes).
+fn parse_benchmark(obj: &Map<String, Value>, r: &mut Reader<'_>) -> Option<String> {
+    match obj.get("benchmark") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.trim().is_empty() || s.eq_ignore_ascii_case("auto") => None,
+        Some(Value::String(s)) => Some(s.trim().to_string()),
+        Some(other) => {
+            r.issue(
+                "benchmark",
+                "invalid_value",
+                format!(
+                    "must be a ticker string or \"auto\" (equal weight of the codes), got {}",
+                    kind(other)
+                ),
+            );
+            None
+        }
+    }
+}
+
 impl BacktestConfig {
     /// Validates a parsed `config.json`. `has_python_code` says whether
     /// `code/signal_engine.py` exists (it is the strategy when the config
@@ -516,179 +713,22 @@ impl BacktestConfig {
         };
         let mut r = Reader::new(obj, "");
         let mut warnings = Vec::new();
-
-        for (key, why) in UNSUPPORTED_KEYS {
-            if obj.get(*key).is_some_and(|v| !v.is_null()) {
-                r.issue(
-                    key,
-                    "unsupported_key",
-                    format!("{why}; remove the key to run"),
-                );
-            }
-        }
-        for key in obj.keys() {
-            if SUPPORTED_KEYS.contains(&key.as_str())
-                || UNSUPPORTED_KEYS.iter().any(|(k, _)| k == key)
-            {
-                continue;
-            }
-            match suggest(key, SUPPORTED_KEYS) {
-                Some(s) => r.issue(
-                    key,
-                    "unknown_key",
-                    format!("unknown key; did you mean '{s}'?"),
-                ),
-                None => warnings.push(format!("unknown key '{key}' was ignored")),
-            }
-        }
-
+        check_keys(obj, &mut r, &mut warnings);
         let codes = parse_codes(&mut r);
-        let start = parse_day(&mut r, "start_date");
-        let end = parse_day(&mut r, "end_date");
-        if let (Some(s), Some(e)) = (start, end)
-            && s > e
-        {
-            r.issue(
-                "start_date",
-                "invalid_range",
-                format!("start_date {s} is after end_date {e}; swap them"),
-            );
-        }
-
-        let source = match obj.get("source").filter(|v| !v.is_null()) {
-            None => SourceChoice::Auto,
-            Some(Value::String(s)) => match s.parse::<SourceChoice>() {
-                Ok(c) => c,
-                Err(e) => {
-                    r.issue("source", "unknown_source", e.to_string());
-                    SourceChoice::Auto
-                }
-            },
-            Some(other) => {
-                r.issue(
-                    "source",
-                    "unknown_source",
-                    format!(
-                        "must be a string, one of {}; got {}",
-                        data::VALID_SOURCES,
-                        kind(other)
-                    ),
-                );
-                SourceChoice::Auto
-            }
-        };
-
-        let interval = match r.string("interval") {
-            None => Interval::D1,
-            Some(s) => match s.parse::<Interval>() {
-                Ok(Interval::D1) => Interval::D1,
-                Ok(other) => {
-                    r.issue(
-                        "interval",
-                        "unsupported_interval",
-                        format!(
-                            "'{}' is not supported: the loaders and the engine are daily only; use \"1D\"",
-                            other.as_str()
-                        ),
-                    );
-                    Interval::D1
-                }
-                Err(_) => {
-                    r.issue(
-                        "interval",
-                        "unsupported_interval",
-                        format!(
-                            "'{s}' is not an interval (the spec's are 1m, 5m, 15m, 30m, 1H, 4H, 1D); only \"1D\" runs here"
-                        ),
-                    );
-                    Interval::D1
-                }
-            },
-        };
-
-        match r.string("engine") {
-            None | Some("daily") => {}
-            Some("options") => r.issue(
-                "engine",
-                "unsupported_engine",
-                "the options engine is not implemented; use \"daily\" (or remove the key)",
-            ),
-            Some(other) => r.issue(
-                "engine",
-                "unsupported_engine",
-                format!("unknown engine '{other}'; the only engine is \"daily\""),
-            ),
-        }
-
-        let position_adjustment = match r.string("position_adjustment") {
-            None => Adjustment::Hold,
-            Some(s) => match s.to_ascii_lowercase().as_str() {
-                "hold" => Adjustment::Hold,
-                "rebalance" => Adjustment::Rebalance,
-                _ => {
-                    r.issue(
-                        "position_adjustment",
-                        "invalid_value",
-                        format!("'{s}' is not a mode; use \"hold\" or \"rebalance\""),
-                    );
-                    Adjustment::Hold
-                }
-            },
-        };
+        let (start, end) = parse_dates(&mut r);
+        let source = parse_source(obj, &mut r);
+        let interval = parse_interval(&mut r);
+        check_engine(&mut r);
+        let position_adjustment = parse_adjustment(&mut r);
         let rebalance_tolerance = r
             .number("rebalance_tolerance", 0.0, false, f64::INFINITY)
             .unwrap_or(0.0);
         let initial_cash = r
             .number("initial_cash", 0.0, true, 1e15)
             .unwrap_or(DEFAULT_INITIAL_CASH);
-
-        let rate = |r: &mut Reader<'_>, k: &str| r.number(k, 0.0, false, 0.5);
-        let costs = CostOverrides {
-            commission_rate: rate(&mut r, "commission_rate"),
-            min_commission: r.number("min_commission", 0.0, false, 1e9),
-            stamp_tax: rate(&mut r, "stamp_tax"),
-            transfer_fee: rate(&mut r, "transfer_fee"),
-            slippage: rate(&mut r, "slippage"),
-            maker_rate: rate(&mut r, "maker_rate"),
-            taker_rate: rate(&mut r, "taker_rate"),
-            funding_rate: r.number("funding_rate", -0.1, false, 0.1),
-            allow_short: r.boolean("allow_short"),
-            lot_size: r.number("lot_size", 0.0, false, 1e9),
-        };
-        if let Some(l) = r.number("leverage", 0.0, true, 1000.0)
-            && (l - 1.0).abs() > 1e-12
-        {
-            r.issue(
-                "leverage",
-                "unsupported_key",
-                format!(
-                    "leverage {l} is not supported: positions are fully funded (leverage 1); remove the key or set it to 1"
-                ),
-            );
-        }
-        if r.boolean("allow_nonpositive_prices") == Some(true) {
-            r.issue(
-                "allow_nonpositive_prices",
-                "unsupported_key",
-                "non-positive prices are always dropped by the sanity filter; remove the key",
-            );
-        }
-        let benchmark = match obj.get("benchmark") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) if s.trim().is_empty() || s.eq_ignore_ascii_case("auto") => None,
-            Some(Value::String(s)) => Some(s.trim().to_string()),
-            Some(other) => {
-                r.issue(
-                    "benchmark",
-                    "invalid_value",
-                    format!(
-                        "must be a ticker string or \"auto\" (equal weight of the codes), got {}",
-                        kind(other)
-                    ),
-                );
-                None
-            }
-        };
+        let costs = parse_costs(&mut r);
+        refuse_leverage_and_nonpositive_prices(&mut r);
+        let benchmark = parse_benchmark(obj, &mut r);
         for k in ["name", "description", "notes"] {
             if let Some(v) = obj.get(k).filter(|v| !v.is_null() && !v.is_string()) {
                 r.issue(k, "invalid_value", format!("must be text, got {}", kind(v)));

@@ -832,11 +832,50 @@ fn trade_bar(
     let row = t * k;
     let op = &panel.open[row..row + k];
     let mk = &panel.mark[row..row + k];
+    let e_open = equity_at_open(book, op, mk);
+    make_orders(book, orders, op, tg, e_open, p);
+    // Price limits (A-shares): judged on the open against the last close.
+    if t > 0 && book.rules.iter().any(|r| r.price_limit > 0.0) {
+        let prev = &panel.mark[row - k..row];
+        drop_limit_blocked(book, orders, t, tg, op, prev);
+    }
+    for &(s, amount, reason) in &orders.closes {
+        book.close(t, s, amount, op[s], reason);
+    }
+    if orders.opens.is_empty() {
+        return;
+    }
+    let (scale, direct) = open_scale(book, &orders.opens, op);
+    for i in 0..orders.opens.len() {
+        let (s, q, reason) = orders.opens[i];
+        let q = direct.unwrap_or_else(|| book.rules[s].round_lot(q * scale));
+        book.open(t, s, q, op[s], reason);
+    }
+}
+
+/// The book's value at today's open (the last mark where a symbol has no
+/// open).
+#[inline]
+fn equity_at_open(book: &Book<'_>, op: &[f64], mk: &[f64]) -> f64 {
     let mut e_open = book.base();
-    for s in 0..k {
+    for s in 0..book.k {
         let px = if op[s].is_finite() { op[s] } else { mk[s] };
         e_open += book.qty[s] * px;
     }
+    e_open
+}
+
+/// Fills `orders.closes` and `orders.opens` for the symbols in
+/// `orders.todo`: direction changes, and resizes when rebalancing.
+#[inline]
+fn make_orders(
+    book: &Book<'_>,
+    orders: &mut Orders,
+    op: &[f64],
+    tg: &[f64],
+    e_open: f64,
+    p: &SimParams<'_>,
+) {
     orders.closes.clear();
     orders.opens.clear();
     let rebalance = p.adjustment == Adjustment::Rebalance;
@@ -882,77 +921,87 @@ fn trade_bar(
             }
         }
     }
-    // Price limits (A-shares): judged on the open against the last close.
-    if t > 0 && book.rules.iter().any(|r| r.price_limit > 0.0) {
-        let prev = &panel.mark[row - k..row];
-        let blocked = |s: usize, buy: bool, rules: &[SymbolRules]| {
-            let lim = rules[s].price_limit;
-            let (o, pc) = (op[s], prev[s]);
-            lim > 0.0
-                && pc > 0.0
-                && if buy {
-                    o >= pc * (1.0 + lim) * (1.0 - 1e-9)
-                } else {
-                    o <= pc * (1.0 - lim) * (1.0 + 1e-9)
-                }
-        };
-        let mut i = 0;
-        while i < orders.closes.len() {
-            let (s, _, _) = orders.closes[i];
-            // Closing a long sells; closing a short buys.
-            if blocked(s, book.qty[s] < 0.0, book.rules) {
-                orders.closes.swap_remove(i);
-                orders.opens.retain(|o| o.0 != s);
-                book.log_dropped(Dropped {
-                    bar: t,
-                    symbol: s,
-                    why: "price_limit",
-                    target_weight: tg[s],
-                    held_quantity: book.qty[s],
-                });
+}
+
+/// Drops (and logs) the orders a price limit blocks: a buy at or above
+/// the up limit, a sell at or below the down limit, from the last close
+/// `prev`. A blocked close takes that symbol's opens with it.
+fn drop_limit_blocked(
+    book: &mut Book<'_>,
+    orders: &mut Orders,
+    t: usize,
+    tg: &[f64],
+    op: &[f64],
+    prev: &[f64],
+) {
+    let blocked = |s: usize, buy: bool, rules: &[SymbolRules]| {
+        let lim = rules[s].price_limit;
+        let (o, pc) = (op[s], prev[s]);
+        lim > 0.0
+            && pc > 0.0
+            && if buy {
+                o >= pc * (1.0 + lim) * (1.0 - 1e-9)
             } else {
-                i += 1;
+                o <= pc * (1.0 - lim) * (1.0 + 1e-9)
             }
-        }
-        let mut i = 0;
-        while i < orders.opens.len() {
-            let (s, q, _) = orders.opens[i];
-            if blocked(s, q > 0.0, book.rules) {
-                orders.opens.swap_remove(i);
-                book.log_dropped(Dropped {
-                    bar: t,
-                    symbol: s,
-                    why: "price_limit",
-                    target_weight: tg[s],
-                    held_quantity: book.qty[s],
-                });
-            } else {
-                i += 1;
-            }
+    };
+    let mut i = 0;
+    while i < orders.closes.len() {
+        let (s, _, _) = orders.closes[i];
+        // Closing a long sells; closing a short buys.
+        if blocked(s, book.qty[s] < 0.0, book.rules) {
+            orders.closes.swap_remove(i);
+            orders.opens.retain(|o| o.0 != s);
+            book.log_dropped(Dropped {
+                bar: t,
+                symbol: s,
+                why: "price_limit",
+                target_weight: tg[s],
+                held_quantity: book.qty[s],
+            });
+        } else {
+            i += 1;
         }
     }
-    for &(s, amount, reason) in &orders.closes {
-        book.close(t, s, amount, op[s], reason);
+    let mut i = 0;
+    while i < orders.opens.len() {
+        let (s, q, _) = orders.opens[i];
+        if blocked(s, q > 0.0, book.rules) {
+            orders.opens.swap_remove(i);
+            book.log_dropped(Dropped {
+                bar: t,
+                symbol: s,
+                why: "price_limit",
+                target_weight: tg[s],
+                held_quantity: book.qty[s],
+            });
+        } else {
+            i += 1;
+        }
     }
-    if orders.opens.is_empty() {
-        return;
-    }
-    // Opens are priced together; when short of cash, one common scale.
+}
+
+/// How much of today's opens the cash buys. Opens are priced together;
+/// when short of cash, one common scale of every quantity (found by
+/// bisection), or for one open in whole lots the quantity itself
+/// (`Some`, see [`single_open_quantity`]). Counts a scaled bar.
+#[inline]
+fn open_scale(
+    book: &mut Book<'_>,
+    opens: &[(usize, f64, Reason)],
+    op: &[f64],
+) -> (f64, Option<f64>) {
     let need = |book: &Book<'_>, scale: f64| -> f64 {
-        orders
-            .opens
+        opens
             .iter()
             .map(|&(s, q, _)| book.open_cost(s, book.rules[s].round_lot(q * scale), op[s]))
             .sum()
     };
-    let mut scale = 1.0;
-    let mut direct = None;
     if need(book, 1.0) > book.cash {
         book.out.scaled_count += 1;
         // Not even one lot of any open fits: nothing to search for (a
         // starved target retries every bar, so this path must be cheap).
-        let one_lot = orders
-            .opens
+        let one_lot = opens
             .iter()
             .map(|&(s, q, _)| {
                 let lot = book.rules[s].lot;
@@ -964,27 +1013,23 @@ fn trade_bar(
             })
             .fold(f64::INFINITY, f64::min);
         if book.cash <= 0.0 || one_lot > book.cash {
-            scale = 0.0;
-        } else if let Some(q) = single_open_quantity(book, &orders.opens, op) {
-            direct = Some(q);
-        } else {
-            let (mut lo, mut hi) = (0.0f64, 1.0f64);
-            for _ in 0..50 {
-                let mid = 0.5 * (lo + hi);
-                if need(book, mid) <= book.cash {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
-            }
-            scale = lo;
+            return (0.0, None);
         }
+        if let Some(q) = single_open_quantity(book, opens, op) {
+            return (1.0, Some(q));
+        }
+        let (mut lo, mut hi) = (0.0f64, 1.0f64);
+        for _ in 0..50 {
+            let mid = 0.5 * (lo + hi);
+            if need(book, mid) <= book.cash {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        return (lo, None);
     }
-    for i in 0..orders.opens.len() {
-        let (s, q, reason) = orders.opens[i];
-        let q = direct.unwrap_or_else(|| book.rules[s].round_lot(q * scale));
-        book.open(t, s, q, op[s], reason);
-    }
+    (1.0, None)
 }
 
 /// The bisection's result without bisecting, for the common case of one

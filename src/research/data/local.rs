@@ -11,6 +11,7 @@
 //! Parquet files (by extension or their `PAR1` magic) go to
 //! [`super::parquet_file`], which finds the same columns.
 
+use std::cell::Cell;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
@@ -231,7 +232,7 @@ struct RowTrack {
 impl RowTrack {
     /// A row [`standard_line`] read at `at`, `used` bytes long with its
     /// line end: exact by construction, if it follows the previous row.
-    fn one_pass(&mut self, exact: &std::cell::Cell<bool>, at: usize, used: usize) {
+    fn one_pass(&mut self, exact: &Cell<bool>, at: usize, used: usize) {
         if exact.get() {
             if self.next_row_at.is_none_or(|r| r == at) {
                 self.starts.push(at);
@@ -248,7 +249,7 @@ impl RowTrack {
     /// themselves are judged as they are parsed).
     fn general(
         &mut self,
-        exact: &std::cell::Cell<bool>,
+        exact: &Cell<bool>,
         at: usize,
         next: usize,
         raw_line: &str,
@@ -317,40 +318,83 @@ fn parse_csv_with(
     let text_offset = bytes.len().saturating_sub(text.len());
     let delim = sniff_delimiter(text);
     let plain = plain_body(text).filter(|_| split_plain);
-    // A plain header is split here; building a csv reader costs more than
-    // reading a short file's rows, so only files that need one get it.
-    let mut rdr = None;
-    let headers: Vec<String> = match plain {
-        Some((_, past_header)) => {
-            let head = text.get(..past_header).unwrap_or("");
-            let head = head.strip_suffix('\n').unwrap_or(head);
-            let head = head.strip_suffix('\r').unwrap_or(head);
-            let line = head.rsplit('\n').next().unwrap_or("");
-            line.split(char::from(delim))
-                .map(|c| c.trim().to_string())
-                .collect()
-        }
-        None => {
-            let mut r = csv::ReaderBuilder::new()
-                .delimiter(delim)
-                .comment(Some(b'#'))
-                .flexible(true)
-                .trim(csv::Trim::All)
-                .from_reader(text.as_bytes());
-            let h = r
-                .headers()
-                .map_err(|e| DataError::CsvFormat {
-                    path: origin.to_string(),
-                    line: Some(1),
-                    detail: format!("cannot read the header line: {e}"),
-                })?
-                .iter()
-                .map(str::to_string)
-                .collect();
-            rdr = Some(r);
-            h
-        }
+    let (headers, rdr) = read_header(text, plain, delim, origin)?;
+    check_header(&headers, origin)?;
+    let cols = Columns::find(headers.iter().map(String::as_str), origin)?;
+    let mut out = sized_output(text, &cols);
+    let standard = is_standard(delim, &headers, &cols);
+    let mut reader = RowReader {
+        cols: &cols,
+        headers: &headers,
+        origin,
+        symbol,
+        exact: Cell::new(verbatim_ok && standard),
+        tickers_seen: Vec::new(),
     };
+    match (plain, rdr) {
+        // No quoting and plain line ends: read the lines directly (the csv
+        // reader's per-record allocation and UTF-8 checks cost most of a
+        // 100-file backtest's load time).
+        (Some(body_start), _) => {
+            let lines = PlainLines::new(text, body_start, delim, headers.len());
+            // Row offsets in `bytes`.
+            let base = text_offset + body_start.1;
+            read_plain(lines, base, standard, &mut reader, &mut out)?;
+        }
+        (None, Some(rdr)) => read_records(rdr, origin, &mut reader, &mut out)?,
+        (None, None) => {}
+    }
+    if cols.ticker.is_some() {
+        check_tickers(&reader.tickers_seen, out.bars.is_empty(), symbol, origin)?;
+    }
+    Ok(out)
+}
+
+/// The header's cells, and the csv reader past them when the file needs one.
+type Header<'t> = (Vec<String>, Option<csv::Reader<&'t [u8]>>);
+
+/// The header's cells and, for a file that is not plain, the csv reader
+/// past them. A plain header is split here: building a csv reader costs
+/// more than reading a short file's rows, so only files that need one get
+/// it.
+fn read_header<'t>(
+    text: &'t str,
+    plain: Option<(u64, usize)>,
+    delim: u8,
+    origin: &str,
+) -> Result<Header<'t>, DataError> {
+    if let Some((_, past_header)) = plain {
+        let head = text.get(..past_header).unwrap_or("");
+        let head = head.strip_suffix('\n').unwrap_or(head);
+        let head = head.strip_suffix('\r').unwrap_or(head);
+        let line = head.rsplit('\n').next().unwrap_or("");
+        let headers = line
+            .split(char::from(delim))
+            .map(|c| c.trim().to_string())
+            .collect();
+        return Ok((headers, None));
+    }
+    let mut r = csv::ReaderBuilder::new()
+        .delimiter(delim)
+        .comment(Some(b'#'))
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let headers = r
+        .headers()
+        .map_err(|e| DataError::CsvFormat {
+            path: origin.to_string(),
+            line: Some(1),
+            detail: format!("cannot read the header line: {e}"),
+        })?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    Ok((headers, Some(r)))
+}
+
+/// Refuses an empty file and one whose first line is data.
+fn check_header(headers: &[String], origin: &str) -> Result<(), DataError> {
     if headers.iter().all(|h| h.is_empty()) {
         return Err(DataError::CsvFormat {
             path: origin.to_string(),
@@ -365,22 +409,26 @@ fn parse_csv_with(
             detail: "the first line looks like data, not a header; add a header line such as date,open,high,low,close,volume".into(),
         });
     }
-    let cols = Columns::find(headers.iter().map(String::as_str), origin)?;
-    let name_of = |i: usize| headers.get(i).cloned().unwrap_or_default();
+    Ok(())
+}
 
-    // Sized once from the line count: six columns grown by doubling cost
-    // more copying than parsing.
+/// An empty parse, sized once from the line count: six columns grown by
+/// doubling cost more copying than parsing.
+fn sized_output(text: &str, cols: &Columns) -> ParsedCsv {
     let lines = memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1;
-    let mut out = ParsedCsv {
+    ParsedCsv {
         bars: Bars::with_capacity(lines),
         adj_close: cols.adj_close.map(|_| Vec::with_capacity(lines)),
         has_volume: cols.volume.is_some(),
         row_starts: None,
         quick: false,
-    };
-    // The layout the OHLCV artifact has: its rows can be copied, and a
-    // line of plain cells is read in one pass.
-    let standard = delim == b','
+    }
+}
+
+/// The layout the OHLCV artifact has: its rows can be copied, and a line
+/// of plain cells is read in one pass.
+fn is_standard(delim: u8, headers: &[String], cols: &Columns) -> bool {
+    delim == b','
         && headers.len() == 6
         && (
             cols.date,
@@ -389,188 +437,277 @@ fn parse_csv_with(
             cols.low,
             cols.close,
             cols.volume,
-        ) == (0, 1, 2, 3, 4, Some(5));
-    // Cleared by the first cell not read exactly as written.
-    let exact = std::cell::Cell::new(verbatim_ok && standard);
-    let mut tickers_seen: Vec<String> = Vec::new();
-    // One row, from either driver below: its trimmed fields.
-    let mut row = |out: &mut ParsedCsv, line: u64, cells: &[&str]| -> Result<(), DataError> {
+        ) == (0, 1, 2, 3, 4, Some(5))
+}
+
+/// One row's trimmed cells into bars, for either driver: only the rows of
+/// the requested symbol, and the tickers seen on the way.
+struct RowReader<'a> {
+    cols: &'a Columns,
+    headers: &'a [String],
+    origin: &'a str,
+    symbol: Option<&'a str>,
+    /// Cleared by the first cell not read exactly as written.
+    exact: Cell<bool>,
+    tickers_seen: Vec<String>,
+}
+
+impl RowReader<'_> {
+    /// Reads one row (file line `line`, counted from 1) into `out`.
+    #[inline]
+    fn row(&mut self, out: &mut ParsedCsv, line: u64, cells: &[&str]) -> Result<(), DataError> {
         let cell = |i: usize| cells.get(i).copied().unwrap_or("");
-        if let Some(ti) = cols.ticker {
+        if let Some(ti) = self.cols.ticker {
             let t = cell(ti);
-            if !tickers_seen.iter().any(|s| s == t) {
-                tickers_seen.push(t.to_string());
+            if !self.tickers_seen.iter().any(|s| s == t) {
+                self.tickers_seen.push(t.to_string());
             }
-            match symbol {
+            match self.symbol {
                 Some(sym) if !matches_symbol(t, sym) => return Ok(()),
                 _ => {}
             }
         }
-        let date_raw = cell(cols.date);
-        let date = iso_date(date_raw)
+        let date = self.date(cell(self.cols.date), line)?;
+        out.push_row(self.cols, date, |i| self.number(cell(i), i, line))?;
+        Ok(())
+    }
+
+    /// The date cell: `YYYY-MM-DD` first, then the other spellings.
+    #[inline]
+    fn date(&self, raw: &str, line: u64) -> Result<NaiveDate, DataError> {
+        iso_date(raw)
             .or_else(|| {
-                exact.set(false);
-                parse_bar_date(date_raw)
+                self.exact.set(false);
+                parse_bar_date(raw)
             })
             .ok_or_else(|| DataError::CsvValue {
-                path: origin.to_string(),
+                path: self.origin.to_string(),
                 line,
-                column: name_of(cols.date),
+                column: self.column_name(self.cols.date),
                 detail: format!(
-                    "'{date_raw}' is not a date (expected YYYY-MM-DD, YYYYMMDD, an ISO date-time or Unix seconds)"
+                    "'{raw}' is not a date (expected YYYY-MM-DD, YYYYMMDD, an ISO date-time or Unix seconds)"
                 ),
-            })?;
-        let num = |i: usize| -> Result<f64, DataError> {
-            let raw = cell(i);
-            // The plain number first: the null-like spellings and the
-            // error only when it fails (same result, a fraction of the work).
-            if let Some(x) = plain_decimal(raw) {
-                return Ok(x);
+            })
+    }
+
+    /// The number in column `column`; NaN for a null-like cell.
+    #[inline]
+    fn number(&self, raw: &str, column: usize, line: u64) -> Result<f64, DataError> {
+        // The plain number first: the null-like spellings and the
+        // error only when it fails (same result, a fraction of the work).
+        if let Some(x) = plain_decimal(raw) {
+            return Ok(x);
+        }
+        if let Ok(x) = raw.parse::<f64>() {
+            // A long plain decimal still reads back the same anywhere
+            // (parsing is correctly rounded); other spellings are not
+            // copied.
+            if !plain_shaped(raw) {
+                self.exact.set(false);
             }
-            if let Ok(x) = raw.parse::<f64>() {
-                // A long plain decimal still reads back the same anywhere
-                // (parsing is correctly rounded); other spellings are not
-                // copied.
-                if !plain_shaped(raw) {
-                    exact.set(false);
+            return Ok(x);
+        }
+        self.exact.set(false);
+        parse_number(raw)
+            .map(|v| v.unwrap_or(f64::NAN))
+            .map_err(|()| DataError::CsvValue {
+                path: self.origin.to_string(),
+                line,
+                column: self.column_name(column),
+                detail: format!("'{raw}' is not a number"),
+            })
+    }
+
+    fn column_name(&self, i: usize) -> String {
+        self.headers.get(i).cloned().unwrap_or_default()
+    }
+}
+
+/// A plain file's body (see [`plain_body`]) as it is read line by line:
+/// where the next line starts, how many lines are read, the cells of the
+/// line at hand.
+struct PlainLines<'a> {
+    body: &'a str,
+    delim: u8,
+    /// The header's 0-based line index: line numbers count from it.
+    header_line: u64,
+    line_start: usize,
+    n: u64,
+    cells: Vec<&'a str>,
+}
+
+impl<'a> PlainLines<'a> {
+    fn new(
+        text: &'a str,
+        (header_line, past_header): (u64, usize),
+        delim: u8,
+        width: usize,
+    ) -> Self {
+        PlainLines {
+            body: text.get(past_header..).unwrap_or(""),
+            delim,
+            header_line,
+            line_start: 0,
+            n: 0,
+            cells: Vec::with_capacity(width),
+        }
+    }
+
+    /// Standard lines in one pass ([`standard_line`]); a line it cannot
+    /// take is split and read the general way. `Ok(true)` once the body is
+    /// read; `Ok(false)` when given up after a run of lines it cannot take
+    /// (a file of full-precision doubles, say), the rest left to
+    /// [`Self::split_rest`], as before the one-pass reading existed.
+    #[inline]
+    fn one_pass(
+        &mut self,
+        reader: &mut RowReader<'_>,
+        rows: &mut RowTrack,
+        out: &mut ParsedCsv,
+    ) -> Result<bool, DataError> {
+        let body = self.body;
+        let bytes = body.as_bytes();
+        let mut misses = 0u32;
+        loop {
+            let rest = bytes.get(self.line_start..).unwrap_or_default();
+            // The usual line in one pass; it holds exactly the cells the
+            // general reading accepts without a fallback, so both give the
+            // same bar.
+            let Some((date, [o, h, l, c, v], used)) = standard_line(rest) else {
+                misses += 1;
+                if misses >= 8 {
+                    return Ok(false);
                 }
-                return Ok(x);
-            }
-            exact.set(false);
-            parse_number(raw)
-                .map(|v| v.unwrap_or(f64::NAN))
-                .map_err(|()| DataError::CsvValue {
-                    path: origin.to_string(),
-                    line,
-                    column: name_of(i),
-                    detail: format!("'{raw}' is not a number"),
-                })
-        };
-        out.push_row(&cols, date, num)?;
-        Ok(())
-    };
-    match (plain, rdr.as_mut()) {
-        // No quoting and plain line ends: read the lines directly (the csv
-        // reader's per-record allocation and UTF-8 checks cost most of a
-        // 100-file backtest's load time).
-        (Some(body_start), _) => {
-            let body = text.get(body_start.1..).unwrap_or("");
-            let bytes = body.as_bytes();
-            let mut cells: Vec<&str> = Vec::with_capacity(headers.len());
-            let (mut line_start, mut n) = (0usize, 0u64);
-            let mut rows = RowTrack {
-                starts: Vec::new(),
-                next_row_at: None,
-                quick: standard,
+                let end = memchr::memchr(b'\n', rest).map_or(bytes.len(), |e| self.line_start + e);
+                let raw_line = body.get(self.line_start..end).unwrap_or("");
+                split_line(raw_line, self.delim, &mut self.cells);
+                self.finish_line(end, raw_line, reader, rows, out)?;
+                if end >= bytes.len() {
+                    return Ok(true);
+                }
+                self.line_start = end + 1;
+                continue;
             };
-            // The one-pass reading is given up after a run of lines it
-            // cannot take (a file of full-precision doubles, say): the
-            // rest is split in one SIMD pass, as before it existed.
-            let mut one_pass = standard;
-            let mut misses = 0u32;
-            let base = text_offset + body_start.1;
-            while one_pass {
-                let rest = bytes.get(line_start..).unwrap_or_default();
-                // The usual line in one pass; it holds exactly the cells
-                // the general reading accepts without a fallback, so both
-                // give the same bar.
-                let Some((date, [o, h, l, c, v], used)) = standard_line(rest) else {
-                    misses += 1;
-                    one_pass = misses < 8;
-                    // This line (and, once given up, the rest) below.
-                    if one_pass {
-                        let end =
-                            memchr::memchr(b'\n', rest).map_or(bytes.len(), |e| line_start + e);
-                        let line = body_start.0 + n + 2;
-                        n += 1;
-                        let raw_line = body.get(line_start..end).unwrap_or("");
-                        split_line(raw_line, delim, &mut cells);
-                        if is_row(raw_line, &cells) {
-                            row(&mut out, line, &cells)?;
-                            let next = (end + 1).min(bytes.len());
-                            rows.general(&exact, line_start, next, raw_line, &cells);
-                        }
-                        cells.clear();
-                        if end >= bytes.len() {
-                            break;
-                        }
-                        line_start = end + 1;
-                    }
-                    continue;
-                };
-                n += 1;
-                misses = 0;
-                out.bars.push(date, o, h, l, c, v);
-                rows.one_pass(&exact, line_start, used);
-                line_start += used;
-                if line_start >= bytes.len() {
-                    break;
-                }
-            }
-            if !one_pass {
-                // One SIMD pass finds every delimiter and line end left; a
-                // cell is the text between two of them (ASCII, so every
-                // slice falls on a character boundary).
-                let rest = bytes.get(line_start..).unwrap_or_default();
-                let mut cell_start = line_start;
-                let offset = line_start;
-                let ends = memchr::memchr2_iter(delim, b'\n', rest)
-                    .map(move |p| offset + p)
-                    .chain(std::iter::once(bytes.len()));
-                for pos in ends {
-                    let line_end = pos == bytes.len() || bytes[pos] == b'\n';
-                    cells.push(body.get(cell_start..pos).unwrap_or(""));
-                    cell_start = pos + 1;
-                    if !line_end {
-                        continue;
-                    }
-                    let line = body_start.0 + n + 2;
-                    n += 1;
-                    let raw_line = body.get(line_start..pos).unwrap_or("");
-                    // The last cell without its carriage return; every
-                    // cell trimmed.
-                    if let Some(last) = cells.last_mut() {
-                        *last = last.strip_suffix('\r').unwrap_or(last);
-                    }
-                    for c in cells.iter_mut() {
-                        *c = trim_cell(c);
-                    }
-                    if is_row(raw_line, &cells) {
-                        row(&mut out, line, &cells)?;
-                        let next = (pos + 1).min(bytes.len());
-                        rows.general(&exact, line_start, next, raw_line, &cells);
-                    }
-                    cells.clear();
-                    line_start = pos + 1;
-                }
-            }
-            if let (true, Some(end)) = (exact.get(), rows.next_row_at) {
-                let mut starts = rows.starts;
-                starts.push(end);
-                out.row_starts = Some(starts.into_iter().map(|o| base + o).collect());
-            }
-            out.quick = rows.quick;
-        }
-        (None, Some(rdr)) => {
-            for rec in rdr.records() {
-                let rec = rec.map_err(|e| DataError::CsvFormat {
-                    path: origin.to_string(),
-                    line: e.position().map(|p| p.line()),
-                    detail: e.to_string(),
-                })?;
-                let line = rec.position().map_or(0, |p| p.line());
-                if rec.iter().all(str::is_empty) {
-                    continue;
-                }
-                row(&mut out, line, &rec.iter().collect::<Vec<_>>())?;
+            self.n += 1;
+            misses = 0;
+            out.bars.push(date, o, h, l, c, v);
+            rows.one_pass(&reader.exact, self.line_start, used);
+            self.line_start += used;
+            if self.line_start >= bytes.len() {
+                return Ok(true);
             }
         }
-        (None, None) => {}
     }
-    if cols.ticker.is_some() {
-        check_tickers(&tickers_seen, out.bars.is_empty(), symbol, origin)?;
+
+    /// The rest of the body in one SIMD pass that finds every delimiter
+    /// and line end; a cell is the text between two of them (ASCII, so
+    /// every slice falls on a character boundary).
+    fn split_rest(
+        &mut self,
+        reader: &mut RowReader<'_>,
+        rows: &mut RowTrack,
+        out: &mut ParsedCsv,
+    ) -> Result<(), DataError> {
+        let body = self.body;
+        let bytes = body.as_bytes();
+        let rest = bytes.get(self.line_start..).unwrap_or_default();
+        let mut cell_start = self.line_start;
+        let offset = self.line_start;
+        let ends = memchr::memchr2_iter(self.delim, b'\n', rest)
+            .map(move |p| offset + p)
+            .chain(std::iter::once(bytes.len()));
+        for pos in ends {
+            let line_end = pos == bytes.len() || bytes[pos] == b'\n';
+            self.cells.push(body.get(cell_start..pos).unwrap_or(""));
+            cell_start = pos + 1;
+            if !line_end {
+                continue;
+            }
+            let raw_line = body.get(self.line_start..pos).unwrap_or("");
+            // The last cell without its carriage return; every cell
+            // trimmed.
+            if let Some(last) = self.cells.last_mut() {
+                *last = last.strip_suffix('\r').unwrap_or(last);
+            }
+            for c in self.cells.iter_mut() {
+                *c = trim_cell(c);
+            }
+            self.finish_line(pos, raw_line, reader, rows, out)?;
+            self.line_start = pos + 1;
+        }
+        Ok(())
     }
-    Ok(out)
+
+    /// The line at hand, ending at `end`, its cells split: read when it
+    /// holds a row (and tracked), then its cells cleared.
+    #[inline]
+    fn finish_line(
+        &mut self,
+        end: usize,
+        raw_line: &str,
+        reader: &mut RowReader<'_>,
+        rows: &mut RowTrack,
+        out: &mut ParsedCsv,
+    ) -> Result<(), DataError> {
+        let line = self.header_line + self.n + 2;
+        self.n += 1;
+        if is_row(raw_line, &self.cells) {
+            reader.row(out, line, &self.cells)?;
+            let next = (end + 1).min(self.body.len());
+            rows.general(&reader.exact, self.line_start, next, raw_line, &self.cells);
+        }
+        self.cells.clear();
+        Ok(())
+    }
+}
+
+/// The rows of a plain file, with where they are (from `base`) while they
+/// can be copied as written.
+fn read_plain(
+    mut lines: PlainLines<'_>,
+    base: usize,
+    standard: bool,
+    reader: &mut RowReader<'_>,
+    out: &mut ParsedCsv,
+) -> Result<(), DataError> {
+    let mut rows = RowTrack {
+        starts: Vec::new(),
+        next_row_at: None,
+        quick: standard,
+    };
+    let read_all = standard && lines.one_pass(reader, &mut rows, out)?;
+    if !read_all {
+        lines.split_rest(reader, &mut rows, out)?;
+    }
+    if let (true, Some(end)) = (reader.exact.get(), rows.next_row_at) {
+        let mut starts = rows.starts;
+        starts.push(end);
+        out.row_starts = Some(starts.into_iter().map(|o| base + o).collect());
+    }
+    out.quick = rows.quick;
+    Ok(())
+}
+
+/// The rows of a file the csv reader reads (quotes, bare carriage returns).
+fn read_records(
+    mut rdr: csv::Reader<&[u8]>,
+    origin: &str,
+    reader: &mut RowReader<'_>,
+    out: &mut ParsedCsv,
+) -> Result<(), DataError> {
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| DataError::CsvFormat {
+            path: origin.to_string(),
+            line: e.position().map(|p| p.line()),
+            detail: e.to_string(),
+        })?;
+        let line = rec.position().map_or(0, |p| p.line());
+        if rec.iter().all(str::is_empty) {
+            continue;
+        }
+        reader.row(out, line, &rec.iter().collect::<Vec<_>>())?;
+    }
+    Ok(())
 }
 
 fn is_parquet(path: &Path) -> bool {
