@@ -37,7 +37,7 @@ pub enum ConfigError {
     UnknownProvider(String),
 }
 
-/// A provider preset (spec §2.11 lists the original's catalog).
+/// A provider preset (docs §2.11 lists the original's catalog).
 #[derive(Clone, Copy, Debug)]
 pub struct Preset {
     pub name: &'static str,
@@ -226,7 +226,7 @@ pub struct AgentSection {
     pub write_cancel_grace_seconds: Option<f64>,
 }
 
-/// `[compaction]`: the context-management constants (spec §1.1, §3).
+/// `[compaction]`: the context-management constants (docs §1.1, §3).
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompactionSection {
@@ -521,7 +521,7 @@ fn agent_config(
         env_num(env, "VIBEDESK_LLM_TIMEOUT_SECONDS", secs_expected)?.or(section.llm_timeout_seconds)
     {
         c.llm_timeout = secs(v);
-        // The original uses the LLM timeout as the idle timeout too (spec §1.1).
+        // The original uses the LLM timeout as the idle timeout too (docs §1.1).
         c.idle_timeout = secs(v);
     }
     if let Some(v) = section.idle_timeout_seconds {
@@ -540,7 +540,7 @@ fn agent_config(
     if let Some(v) = env_num(env, "VIBEDESK_HEARTBEAT_INTERVAL_SECONDS", secs_expected)?
         .or(section.heartbeat_interval_seconds)
     {
-        // Clamped to ≥ 0.5 s (spec §2.4).
+        // Clamped to ≥ 0.5 s (docs §2.4).
         c.scheduler.heartbeat_interval = Duration::from_secs_f64(v.max(0.5));
     }
     if let Some(v) = section.stream_retry_delay_seconds {

@@ -1,6 +1,9 @@
 //! vibedesk: a terminal research workstation with an embedded LLM research
 //! agent. The engine (this library) knows nothing of the terminal; UIs consume
 //! [`agent::events::AgentEvent`] and drive [`session::Session`].
+//!
+//! Comments cite `docs §N.M`: the numbered sections of the behaviour
+//! contract in `docs/` (the index is `docs/README.md`).
 
 pub mod agent;
 pub mod cli;

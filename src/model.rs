@@ -76,7 +76,7 @@ impl Message {
         Self::plain_with_role(Role::Assistant, content)
     }
 
-    /// An assistant turn that requests tools (spec §4.5).
+    /// An assistant turn that requests tools (docs §4.5).
     pub fn assistant_tool_calls(
         content: impl Into<String>,
         tool_calls: Vec<ToolCall>,
@@ -104,7 +104,7 @@ impl Message {
 
     /// A steering instruction from the engine. Always a *user* message with an
     /// inline `<system>` tag: providers such as Anthropic reject system messages
-    /// after index 0, and the original mixes both forms (spec §12.1).
+    /// after index 0, and the original mixes both forms (docs §12.1).
     pub fn steering(text: &str) -> Self {
         Self::user(format!("<system>{}</system>", text.trim()))
     }
@@ -179,7 +179,7 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
-    /// `{type:"function", function:{name, description, parameters}}` (spec §2.1).
+    /// `{type:"function", function:{name, description, parameters}}` (docs §2.1).
     pub fn to_openai(&self) -> Value {
         let parameters = if self.parameters.is_object() {
             self.parameters.clone()
@@ -197,7 +197,7 @@ impl ToolSpec {
     }
 }
 
-/// Token usage of one model call, normalised (spec §1.3 step 9).
+/// Token usage of one model call, normalised (docs §1.3 step 9).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,

@@ -1,6 +1,6 @@
 //! One conversation: its directory, history, workspace and the loop that
 //! runs its turns. A session is locked while open, so two processes never
-//! append to the same logs (spec §5.4: one in-flight run per session).
+//! append to the same logs (docs §5.4: one in-flight run per session).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -367,7 +367,7 @@ fn stale_runs_notice(reconciled: &[Reconciled]) -> Option<String> {
 
 /// Finds runs a crash left `running`, marks them `interrupted`, and records
 /// that in their session: an `end` trace record and an assistant message
-/// holding whatever text had streamed before the crash (spec §5.4).
+/// holding whatever text had streamed before the crash (docs §5.4).
 pub fn reconcile_interrupted(paths: &Paths) -> Vec<Reconciled> {
     let store = RunStateStore::new(paths.runs_dir());
     let reconciled = match store.reconcile_interrupted() {

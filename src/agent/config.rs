@@ -1,4 +1,4 @@
-//! The loop's constants (spec §1.1), all settable from `config.toml`
+//! The loop's constants (docs §1.1), all settable from `config.toml`
 //! (`[agent]`) and the environment. Defaults equal the original's.
 
 use std::time::Duration;
@@ -22,7 +22,7 @@ pub const MIN_MAX_MESSAGE_BYTES: usize = 1024;
 #[derive(Clone, Debug)]
 pub struct LoopConfig {
     pub max_iterations: u32,
-    /// Wrap-up nudge at `max(1, floor(max * ratio))` (spec §1.1: 0.8).
+    /// Wrap-up nudge at `max(1, floor(max * ratio))` (docs §1.1: 0.8).
     pub wrap_up_ratio: f64,
     /// T, the compaction threshold in estimated tokens.
     pub token_threshold: u64,
@@ -34,7 +34,7 @@ pub struct LoopConfig {
     /// `Retry-After` wins when longer, capped at `max_retry_after`.
     pub stream_retry_delay: Duration,
     pub max_retry_after: Duration,
-    /// Run stall watchdog; `None` disables (spec §1.7: 1 800 s).
+    /// Run stall watchdog; `None` disables (docs §1.7: 1 800 s).
     pub stall_timeout: Option<Duration>,
     /// At most one `reasoning_delta` event per interval (spec: 1 s).
     pub reasoning_throttle: Duration,
@@ -44,7 +44,7 @@ pub struct LoopConfig {
     pub max_content_filter_skips: u32,
     /// Warn when filtered / iterations exceeds this (spec: 0.05).
     pub content_filter_warning_ratio: f64,
-    /// History replayed into a new run, in characters (spec §4.1: 12 000).
+    /// History replayed into a new run, in characters (docs §4.1: 12 000).
     pub history_chars: usize,
     /// Largest user message accepted, in bytes of UTF-8 (not in the
     /// original, which takes any size). See [`DEFAULT_MAX_MESSAGE_BYTES`].
@@ -52,7 +52,7 @@ pub struct LoopConfig {
     pub scheduler: SchedulerConfig,
     pub compaction: CompactionSettings,
     pub trace: TraceOptions,
-    /// How often the streamed text is checkpointed for crash recovery (spec §5.2).
+    /// How often the streamed text is checkpointed for crash recovery (docs §5.2).
     pub partial_checkpoint_interval: Duration,
 }
 
@@ -82,7 +82,7 @@ impl Default for LoopConfig {
 }
 
 impl LoopConfig {
-    /// The iteration that gets the wrap-up nudge (spec §1.1).
+    /// The iteration that gets the wrap-up nudge (docs §1.1).
     pub fn wrap_up_at(&self) -> u32 {
         ((self.max_iterations as f64 * self.wrap_up_ratio) as u32).max(1)
     }

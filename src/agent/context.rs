@@ -1,8 +1,8 @@
-//! What the model is sent (spec §4): the system prompt, replayed history, and
+//! What the model is sent (docs §4): the system prompt, replayed history, and
 //! the user message with recalled memories.
 //!
 //! The system prompt is built once at run set-up and never rebuilt during the
-//! run (the frozen-snapshot rule of spec §4.4): anything injected into it —
+//! run (the frozen-snapshot rule of docs §4.4): anything injected into it —
 //! tool list, skills, memory snapshot, state — is what it was when the run
 //! began, which also keeps the prefix stable for provider prompt caching.
 
@@ -36,7 +36,7 @@ pub struct Recalled {
     pub body: String,
 }
 
-/// Per-message recall (spec §4.2): given the text sent to the model, return
+/// Per-message recall (docs §4.2): given the text sent to the model, return
 /// the most relevant memories. Recall here never updates access statistics.
 pub trait RecallHook: Send + Sync {
     fn recall(&self, query: &str, max_results: usize) -> Vec<Recalled>;
@@ -45,7 +45,7 @@ pub trait RecallHook: Send + Sync {
 pub struct PromptInputs<'a> {
     pub registry: &'a Registry,
     pub skills: &'a [SkillLine],
-    /// The workspace summary (spec §4.5).
+    /// The workspace summary (docs §4.5).
     pub state: &'a str,
     /// The persistent-memory snapshot taken at session start; empty = none.
     pub memory_snapshot: &'a str,
@@ -115,7 +115,7 @@ pub fn system_prompt(inputs: &PromptInputs<'_>) -> String {
 }
 
 /// Skills grouped by category in the original's order, then the rest
-/// alphabetically (spec §4.5).
+/// alphabetically (docs §4.5).
 pub fn skill_descriptions(skills: &[SkillLine]) -> String {
     if skills.is_empty() {
         return "(no skills)".to_string();
@@ -148,7 +148,7 @@ pub fn skill_descriptions(skills: &[SkillLine]) -> String {
 }
 
 /// `- run_dir: …`, `- workspace: …`, `- counters: a=1, b=2`; `(empty state)`
-/// when there is nothing to say (spec §4.5).
+/// when there is nothing to say (docs §4.5).
 pub fn workspace_summary(
     run_dir: Option<&Path>,
     workspace: Option<&Path>,
@@ -172,7 +172,7 @@ pub fn workspace_summary(
     }
 }
 
-/// The user message with recalled memories in front (spec §4.2).
+/// The user message with recalled memories in front (docs §4.2).
 pub fn with_recall(text: &str, recalled: &[Recalled]) -> String {
     if recalled.is_empty() {
         return text.to_string();
@@ -193,7 +193,7 @@ pub fn with_recall(text: &str, recalled: &[Recalled]) -> String {
 static RUN_DIR_LINE: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"Run directory: (\S+)").ok());
 
-/// History replayed into a new run (spec §4.1): earlier user/assistant turns
+/// History replayed into a new run (docs §4.1): earlier user/assistant turns
 /// with text, newest kept first within `budget` characters; tool messages and
 /// engine steering are never replayed.
 pub fn history_from_stored(stored: &[StoredMessage], budget: usize) -> Vec<Message> {

@@ -39,7 +39,7 @@ pub enum AgentEvent {
         model: String,
         max_iterations: u32,
     },
-    /// `iter` is session-monotonic (spec §1.2 step 8); `step` counts 1..=max in this run.
+    /// `iter` is session-monotonic (docs §1.2 step 8); `step` counts 1..=max in this run.
     IterationStarted {
         iter: u64,
         step: u32,

@@ -1,4 +1,4 @@
-//! The final-answer check (spec §1.5 step 5, §1.8). A check looks at a draft
+//! The final-answer check (docs §1.5 step 5, §1.8). A check looks at a draft
 //! answer and lists its issues; the loop then asks for a revision (bounded)
 //! and, when revisions run out, uses the check's fallback.
 //!
@@ -38,7 +38,7 @@ pub trait AnswerCheck: Send + Sync {
     /// What to deliver when the model did not fix the issues in time.
     fn fallback(&self, draft: &str, issues: &[String], ctx: &AnswerContext<'_>) -> Fallback;
     /// Extra text for the wrap-up nudge and the penultimate safety net
-    /// (spec §1.3 steps 5–6), if there is unfinished work to insist on.
+    /// (docs §1.3 steps 5–6), if there is unfinished work to insist on.
     fn directive(&self, _ctx: &AnswerContext<'_>) -> Option<String> {
         None
     }
@@ -71,7 +71,7 @@ static MD_PATH: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r#"(?i)(?:[a-z]:\\[^\s"'`<>|]*?|/[^\s"'`<>|]*?|[\w.\-/\\]+?)\.md\b"#).ok()
 });
 
-/// The pending-write rule of spec §1.8.
+/// The pending-write rule of docs §1.8.
 pub struct PendingWriteCheck;
 
 impl PendingWriteCheck {

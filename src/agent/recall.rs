@@ -1,6 +1,6 @@
 //! The agent's side of persistent memory: per-message recall through
-//! [`RecallHook`] (spec §4.2), the system-prompt snapshot (spec §4.4) and the
-//! skill lines of the prompt (spec §4.5). The memory room cannot depend on
+//! [`RecallHook`] (docs §4.2), the system-prompt snapshot (docs §4.4) and the
+//! skill lines of the prompt (docs §4.5). The memory room cannot depend on
 //! the agent room, so the adapters live here.
 
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use crate::memory::{MemoryStore, SkillSet};
 
 /// Recall from a [`MemoryStore`]: the most relevant entries for the text
 /// sent to the model. Errors are logged at debug level and yield nothing,
-/// and recall here never counts as an access (spec §4.2).
+/// and recall here never counts as an access (docs §4.2).
 #[derive(Clone, Debug)]
 pub struct MemoryRecall {
     store: Arc<MemoryStore>,

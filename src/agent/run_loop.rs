@@ -1,10 +1,10 @@
-//! The ReAct loop (spec §1). One [`Loop::run`] is one user turn: set-up
+//! The ReAct loop (docs §1). One [`Loop::run`] is one user turn: set-up
 //! (`start`, which makes a `Turn`), one `step` per iteration, each returning
 //! whether the run goes on or why it ends, up to `max_iterations` model calls
 //! with tools in between, and `finish`, which gives a terminal status with a
 //! reason on every path.
 //!
-//! Cancellation checkpoints (spec §1.11): A at the top of every iteration, B
+//! Cancellation checkpoints (docs §1.11): A at the top of every iteration, B
 //! inside the stream (partial reply returned), C right after the stream (the
 //! reply's tool calls are discarded), D/E before each tool batch.
 
@@ -126,7 +126,7 @@ pub struct RunOutcome {
 }
 
 /// A loop instance; reusable across the runs of one session so that
-/// iteration numbers stay monotonic (spec §1.2 step 8).
+/// iteration numbers stay monotonic (docs §1.2 step 8).
 pub struct Loop {
     deps: LoopDeps,
     iter: u64,
@@ -246,7 +246,7 @@ impl Loop {
     /// Runs one turn: set-up, one [`step`](Self::step) per iteration until
     /// one ends the run, and the terminal status. `cancel` may already be
     /// cancelled (a cancel that arrived while queued): the run then ends
-    /// before any model call (spec §1.2).
+    /// before any model call (docs §1.2).
     pub async fn run(
         &mut self,
         req: RunRequest,
@@ -483,7 +483,7 @@ impl Loop {
         })
     }
 
-    /// One iteration (spec §1.3): checkpoint A, compaction, steering, the
+    /// One iteration (docs §1.3): checkpoint A, compaction, steering, the
     /// model call and checkpoint C, the content filter, then either the
     /// final-answer check or the reply's tools (checkpoints D/E) and a
     /// compaction the model asked for.
@@ -538,7 +538,7 @@ impl Loop {
             max_iterations: t.max,
         });
 
-        // Finished background work of *this* session (spec §12.22).
+        // Finished background work of *this* session (docs §12.22).
         let notices = t.req.background.drain();
         if !notices.is_empty() {
             t.st.messages
@@ -565,7 +565,7 @@ impl Loop {
     }
 
     /// The wrap-up nudge, the penultimate pending-write directive and the
-    /// notice that the last iteration offers no tools (spec §1.3).
+    /// notice that the last iteration offers no tools (docs §1.3).
     fn steer(&self, t: &mut Turn, iter: u64, step: u32) {
         let max = t.max;
         let check = &*self.deps.answer_check;
@@ -589,7 +589,7 @@ impl Loop {
             emit_traced(&t.trace, &t.events, wrap_up);
         }
         // Penultimate safety net, as a user steering message rather than
-        // the original's mid-conversation system message (spec §12.1).
+        // the original's mid-conversation system message (docs §12.1).
         if max > 1
             && step == max - 1
             && let Some(d) = check.directive(&ctx)
@@ -630,7 +630,7 @@ impl Loop {
     }
 
     /// The model called tools on the iteration that offered none. The
-    /// original executes them (spec §12.19); we never run tools that were
+    /// original executes them (docs §12.19); we never run tools that were
     /// not offered, and use any text as the answer.
     fn tools_on_forced_turn(&self, t: &mut Turn, response: Response, iter: u64) -> Exit {
         if response.content.trim().is_empty() || contains_tool_markup(&response.content) {
@@ -746,7 +746,7 @@ impl Loop {
         outcome
     }
 
-    /// Status, reason and error code, in the order of spec §1.4.
+    /// Status, reason and error code, in the order of docs §1.4.
     fn terminal_status(&self, t: &Turn, exit: &Exit) -> (RunStatus, String, Option<String>) {
         let provider = &self.deps.provider;
         let st = &t.st;
@@ -810,7 +810,7 @@ impl Loop {
         }
     }
 
-    /// The workspace summary (spec §4.5): this run's dir and workspace and
+    /// The workspace summary (docs §4.5): this run's dir and workspace and
     /// the tool counters of earlier runs plus this one.
     fn state_summary(
         &self,
@@ -864,7 +864,7 @@ impl Loop {
         Ok((run, Arc::new(Mutex::new(trace)), Some(log)))
     }
 
-    /// One model call with the single stream retry (spec §1.3 step 7).
+    /// One model call with the single stream retry (docs §1.3 step 7).
     async fn call_model(
         &self,
         t: &Turn,
@@ -927,7 +927,7 @@ impl Loop {
         }
     }
 
-    /// The final-answer flow of spec §1.5: an empty reply, tool-call markup
+    /// The final-answer flow of docs §1.5: an empty reply, tool-call markup
     /// as text, the answer check, then the answer.
     fn final_answer_step(&self, t: &mut Turn, response: Response, iter: u64) -> AnswerStep {
         let draft = response.content;
@@ -1066,7 +1066,7 @@ impl Turn {
         AnswerStep::Answered
     }
 
-    /// Content filter (spec §1.3 step 11): `true` when the reply was blocked
+    /// Content filter (docs §1.3 step 11): `true` when the reply was blocked
     /// and the iteration is skipped; the breaker ends the run.
     fn content_filtered(&mut self, iter: u64, response: &Response) -> ControlFlow<Exit, bool> {
         let st = &mut self.st;
@@ -1259,7 +1259,7 @@ fn end_record(o: &RunOutcome, iter: u64, stalled: bool) -> TraceRecord {
     })
 }
 
-/// Streamed text checkpoint for crash recovery (spec §5.2).
+/// Streamed text checkpoint for crash recovery (docs §5.2).
 pub const PARTIAL_FILE: &str = "partial_response.json";
 
 /// Live output of one model call: text deltas as they come, reasoning
@@ -1317,7 +1317,7 @@ impl LiveState {
             }
             LiveDelta::Reasoning(r) => {
                 self.reasoning.push_str(r);
-                // First chunk of the iteration at once, then throttled (spec §1.3).
+                // First chunk of the iteration at once, then throttled (docs §1.3).
                 if self
                     .last_reasoning_emit
                     .is_none_or(|t| t.elapsed() >= self.throttle)

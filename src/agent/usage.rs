@@ -1,4 +1,4 @@
-//! `llm_usage.json` in the run dir (spec §1.3 step 9): totals and one entry
+//! `llm_usage.json` in the run dir (docs §1.3 step 9): totals and one entry
 //! per iteration, rewritten atomically after every call.
 
 use std::path::PathBuf;

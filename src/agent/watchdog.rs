@@ -1,4 +1,4 @@
-//! The stall watchdog (spec §1.7): if neither a model reply nor a tool result
+//! The stall watchdog (docs §1.7): if neither a model reply nor a tool result
 //! arrives for the stall timeout, warn once; if it is still stalled at the
 //! next check, fail the run and cancel it. Heartbeats are not progress.
 

@@ -1,6 +1,6 @@
 //! `vibedesk data SYMBOL [--from D] [--to D]`: daily bars as CSV on stdout
 //! (or JSON with `--json`), with the provenance on stderr. The same data
-//! service as the tools and the engine (spec §7.3): embedded set, local
+//! service as the tools and the engine (docs §7.3): embedded set, local
 //! CSV folders, Yahoo and Stooq with the on-disk cache.
 
 use std::path::PathBuf;

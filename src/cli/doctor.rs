@@ -52,7 +52,7 @@ pub async fn doctor(args: DoctorArgs) -> u8 {
         secs(a.stall_timeout),
         a.scheduler.heartbeat_interval.as_secs_f64()
     );
-    // Which sandbox protections a child would get here (issue 5, spec §6).
+    // Which sandbox protections a child would get here (issue 5, docs §6).
     let sandbox = crate::sandbox::Runner::new(crate::sandbox::RunnerConfig::from_env());
     let guard = sandbox.probe(Some(&p.runs_dir()));
     println!(

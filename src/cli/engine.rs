@@ -2,10 +2,10 @@
 //! `backtest` tool and `vibedesk backtest` start inside the sandbox.
 //!
 //! It reads `<run_dir>/config.json`, fetches data, runs the strategy and
-//! writes the artifacts and run card (spec §7). On success it prints the
+//! writes the artifacts and run card (docs §7). On success it prints the
 //! scalar metrics as one JSON line on stdout (non-finite numbers as null)
 //! and exits 0; on any failure it prints `{"error": ..., "error_code": ...}`
-//! on stdout and exits 1 (spec §7.1 "Entry script flow"). Unlike the
+//! on stdout and exits 1 (docs §7.1 "Entry script flow"). Unlike the
 //! original it never loads a `.env` file (§12.13): everything it needs
 //! comes as arguments.
 

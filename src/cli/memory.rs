@@ -98,7 +98,7 @@ pub struct CompressArgs {
     #[arg(long)]
     pub json: bool,
     /// Score with the smoothed IDF that fixes the original's negative-IDF
-    /// inversion (spec §12.7); default: the original's scoring.
+    /// inversion (docs §12.7); default: the original's scoring.
     #[arg(long)]
     pub corrected_idf: bool,
     /// Show what would be compressed; change nothing.

@@ -219,7 +219,7 @@ impl AgentSetup {
     /// and indicators (embedded dataset first, online sources as fallback),
     /// `backtest`/`read_artifact` (the engine in the sandbox), and the memory
     /// and skill tools. Memory is opened once here, so its snapshot is
-    /// frozen for the session (spec §4.4).
+    /// frozen for the session (docs §4.4).
     pub fn new(config: &Config) -> Self {
         use crate::tools::builtin::{backtest, market};
         let data = &config.paths.data_dir;
@@ -291,7 +291,7 @@ impl AgentSetup {
         deps
     }
 
-    /// Memory GC and compression, at most once a day (spec §8.6–§8.7): the
+    /// Memory GC and compression, at most once a day (docs §8.6–§8.7): the
     /// original never runs them. Returns a line to show when something ran.
     pub async fn maintain(&self) -> Option<String> {
         let store = self.memory.clone()?;

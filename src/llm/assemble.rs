@@ -1,7 +1,7 @@
 //! Consumes a provider's chunk stream into one [`Response`]: idle and
-//! whole-call deadlines, cancellation (checkpoint B, spec §1.11), tool-call
+//! whole-call deadlines, cancellation (checkpoint B, docs §1.11), tool-call
 //! assembly by index, finish-reason normalisation, and DSML markup that some
-//! relays return as plain text instead of native tool calls (spec §2.11).
+//! relays return as plain text instead of native tool calls (docs §2.11).
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -264,7 +264,7 @@ impl Assembler {
 }
 
 /// Relays that concatenate the same reason (`stopstop`) are de-duplicated and
-/// Anthropic's `tool_use` reads as `tool_calls` (spec §2.11).
+/// Anthropic's `tool_use` reads as `tool_calls` (docs §2.11).
 pub fn normalise_finish_reason(raw: &str) -> String {
     let raw = raw.trim();
     let mut reason = raw.to_string();
@@ -354,7 +354,7 @@ static DSML_PARAM: LazyLock<Option<Regex>> = LazyLock::new(|| {
     )).ok()
 });
 
-/// Markup leak check for final answers (spec §1.5 step 4): regex A catches
+/// Markup leak check for final answers (docs §1.5 step 4): regex A catches
 /// `<invoke`, `</parameter`, `<tool_calls`, `<dsml` words; regex B catches
 /// two bars followed by `dsml|tool_calls|invoke`.
 static MARKUP_A: LazyLock<Option<Regex>> =
@@ -371,7 +371,7 @@ pub fn contains_tool_markup(text: &str) -> bool {
 
 /// A reply that is *only* a DSML block (whitespace around it allowed) becomes
 /// tool calls with ids `dsml_call_<n>`; text outside the block means it is
-/// not treated as calls (spec §2.11).
+/// not treated as calls (docs §2.11).
 pub fn parse_pure_dsml(text: &str) -> Option<Vec<ToolCall>> {
     let block = DSML_BLOCK.as_ref()?.captures(text)?;
     let whole = block.get(0)?;

@@ -22,7 +22,7 @@ use crate::model::{Message, ToolSpec, Usage};
 pub use assemble::{CallOptions, Response, stream_response};
 
 /// One model call. `tools` empty means "no tools offered" (the forced
-/// text-only last iteration withholds them, spec §1.3 step 7).
+/// text-only last iteration withholds them, docs §1.3 step 7).
 #[derive(Clone, Debug, Default)]
 pub struct ChatRequest {
     pub messages: Vec<Message>,
@@ -59,7 +59,7 @@ pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<StreamChunk, LlmError>> 
 
 /// A chat model that streams. Implementations do no timeout or retry work of
 /// their own: [`stream_response`] applies the idle and whole-call deadlines
-/// and the agent loop owns the retry policy (spec §1.3 step 7).
+/// and the agent loop owns the retry policy (docs §1.3 step 7).
 pub trait Provider: Send + Sync {
     /// Provider name for events, errors and `llm_usage.json` (`openai`, `scripted`, …).
     fn name(&self) -> &str;
@@ -71,7 +71,7 @@ pub trait Provider: Send + Sync {
 }
 
 /// Why a model call failed. [`LlmError::retryable`] decides whether the loop
-/// spends its single stream retry on it (spec §2.11: transport failures,
+/// spends its single stream retry on it (docs §2.11: transport failures,
 /// timeouts, 408, 429 and 5xx are worth another try; other 4xx are not).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LlmError {

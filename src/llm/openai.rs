@@ -1,4 +1,4 @@
-//! The OpenAI-compatible Chat Completions provider (spec §2.11): one streamed
+//! The OpenAI-compatible Chat Completions provider (docs §2.11): one streamed
 //! POST to `<base>/chat/completions`, Server-Sent Events decoded into
 //! [`StreamChunk`]s. Deadlines, cancellation, tool-call assembly and
 //! finish-reason normalisation are *not* done here: [`super::stream_response`]
@@ -38,7 +38,7 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// rather than buffered without bound.
 const JSON_BODY_LIMIT: usize = 32 * 1024 * 1024;
 /// A `Retry-After` longer than this is not honoured as-is; the agent loop
-/// would otherwise sit silent for hours (spec §2.11 retry policy).
+/// would otherwise sit silent for hours (docs §2.11 retry policy).
 const RETRY_AFTER_CAP: Duration = Duration::from_secs(600);
 /// `list_models` runs outside the assembler, so it needs its own deadline.
 const LIST_MODELS_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,5 +1,5 @@
 //! An incremental Server-Sent-Events decoder (the WHATWG "event stream"
-//! format) for streamed model replies (spec §2.11). Bytes arrive in arbitrary
+//! format) for streamed model replies (docs §2.11). Bytes arrive in arbitrary
 //! pieces from the network, so lines, `\r\n` pairs and UTF-8 characters may
 //! all be split across [`SseDecoder::push`] calls.
 

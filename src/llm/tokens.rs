@@ -1,4 +1,4 @@
-//! Token counts. `chars4` is the original's estimate (spec §3.1): the
+//! Token counts. `chars4` is the original's estimate (docs §3.1): the
 //! character count of the message list as Python's `json.dumps(...,
 //! ensure_ascii=False)` writes it (with `", "` and `": "` separators), floor
 //! divided by 4, computed without building the string. The default is a real

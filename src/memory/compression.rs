@@ -1,10 +1,10 @@
-//! Raw → daily → digest compression (spec §8.6). Pure functions: the store
+//! Raw → daily → digest compression (docs §8.6). Pure functions: the store
 //! archives and writes, this only computes text.
 //!
 //! With the default [`Scoring::Original`] the output equals the original's
 //! `compression.py` byte for byte, including its quirks: IDF is
 //! `ln(N / (1 + df))`, so terms in most sentences score zero or less and a
-//! single sentence inverts every weight (spec §12.7). [`Scoring::Corrected`]
+//! single sentence inverts every weight (docs §12.7). [`Scoring::Corrected`]
 //! uses a smoothed, always-positive IDF instead; it is opt-in so that the
 //! default output stays the original's.
 
@@ -67,7 +67,7 @@ pub enum Scoring {
     Original,
     /// A smoothed IDF, `ln((1 + N) / (1 + df)) + 1`, positive for every term,
     /// so frequent shared terms no longer rank below absent ones and a single
-    /// sentence keeps its ordering (fixes the inversion of spec §12.7).
+    /// sentence keeps its ordering (fixes the inversion of docs §12.7).
     Corrected,
 }
 
@@ -529,7 +529,7 @@ fn idf_value(n: usize, df: usize, scoring: Scoring) -> f64 {
     }
 }
 
-/// IDF of every term over `documents` (spec §8.6 `compute_tfidf`); `{}` for
+/// IDF of every term over `documents` (docs §8.6 `compute_tfidf`); `{}` for
 /// no documents.
 pub fn compute_idf(documents: &[&str], scoring: Scoring) -> HashMap<String, f64> {
     if documents.is_empty() {
@@ -668,7 +668,7 @@ pub fn compress(content: &str, level: Level, keywords: &[String], opts: Compress
 }
 
 /// Jaccard overlap of the compression-token sets: 1.0 when both are empty,
-/// 0.0 when only one is (spec §8.6).
+/// 0.0 when only one is (docs §8.6).
 pub fn estimate_retention(original: &str, compressed: &str) -> f64 {
     // A `Terms`' names are its distinct tokens, i.e. the token set.
     let a = Terms::of(&[original]);

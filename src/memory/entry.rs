@@ -1,5 +1,5 @@
-//! One memory entry: its markdown-with-frontmatter format (spec §8.3), file
-//! names, read rules, importance (spec §8.4) and the dedup key (spec §8.5).
+//! One memory entry: its markdown-with-frontmatter format (docs §8.3), file
+//! names, read rules, importance (docs §8.4) and the dedup key (docs §8.5).
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use super::compression::Level;
 use super::frontmatter::{self, FmValue, Meta};
 
-/// The default body limit, marker included (spec §8.3).
+/// The default body limit, marker included (docs §8.3).
 pub const MAX_ENTRY_CHARS: usize = 8_000;
 /// Longest slug, in characters, before the hash suffix.
 const SLUG_CHARS: usize = 60;
@@ -87,7 +87,7 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// Importance now (spec §8.4 `compute_importance`).
+    /// Importance now (docs §8.4 `compute_importance`).
     pub fn importance(&self, now: DateTime<Utc>, decay: bool) -> f64 {
         compute_importance(
             self.quality,
@@ -137,7 +137,7 @@ pub fn cut_chars(s: &str, n: usize) -> &str {
     }
 }
 
-/// Removes C0/C1 control characters except tab, LF and CR (spec §8.3).
+/// Removes C0/C1 control characters except tab, LF and CR (docs §8.3).
 pub fn sanitize_body(content: &str) -> String {
     content
         .chars()
@@ -149,7 +149,7 @@ pub fn sanitize_body(content: &str) -> String {
 }
 
 /// Cuts `content` to at most `limit` characters *including* a visible
-/// marker `\n\n[truncated at <limit> chars]\n` (spec §8.3).
+/// marker `\n\n[truncated at <limit> chars]\n` (docs §8.3).
 pub fn truncate_body(content: &str, limit: usize) -> String {
     if content.chars().count() <= limit {
         return content.to_string();
@@ -182,14 +182,14 @@ pub fn clean_keywords(keywords: &[String]) -> Vec<String> {
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ`: UTC with an explicit zone (the original wrote no
-/// zone and read the value back as local time, spec §12.9).
+/// zone and read the value back as local time, docs §12.9).
 pub fn format_ts(ts: DateTime<Utc>) -> String {
     ts.format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// Parses a timestamp as written: RFC 3339 / ISO 8601 with a zone, or a
 /// naive value, which is UTC (what the original meant when it wrote it;
-/// reading it as local time was its bug, spec §12.9).
+/// reading it as local time was its bug, docs §12.9).
 pub fn parse_ts(s: &str) -> Option<DateTime<Utc>> {
     let s = s.trim();
     if s.is_empty() {
@@ -233,7 +233,7 @@ pub fn short_id(seed: &str) -> String {
     sha256_hex(seed)[..6].to_string()
 }
 
-/// The dedup key (spec §8.5): first 12 hex of SHA-256 of
+/// The dedup key (docs §8.5): first 12 hex of SHA-256 of
 /// `lower(strip(name)) | lower(strip(desc)) | lower(strip(content))`.
 pub fn content_hash(name: &str, description: &str, content: &str) -> String {
     let key = format!(
@@ -272,7 +272,7 @@ fn slug_keeps(c: char) -> bool {
 /// The original kept only a few non-Latin ranges and cut at 60 characters,
 /// so two titles could still share a file and overwrite each other (Persian
 /// letters outside its Arabic range, kana, Hangul, punctuation variants, long
-/// titles with a common prefix; spec §11.1 item 9). Here a slug is lossless
+/// titles with a common prefix; docs §11.1 item 9). Here a slug is lossless
 /// — the lower-cased title itself — only when every character is kept as is
 /// and nothing is cut; otherwise `_<sha256(title)[:6]>` is appended, so two
 /// different titles never share a slug except by a hash collision, which
@@ -362,7 +362,7 @@ pub struct Stamp {
     pub related: Vec<String>,
 }
 
-/// Renders an entry in the format of spec §8.3 (timestamps with a zone).
+/// Renders an entry in the format of docs §8.3 (timestamps with a zone).
 /// `title`, `description` and `body` must already be cleaned.
 pub fn render(
     title: &str,
@@ -409,7 +409,7 @@ fn text_or(meta: &Meta, key: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_string())
 }
 
-/// What in `meta` the read rules of spec §8.3 could not use, field by field:
+/// What in `meta` the read rules of docs §8.3 could not use, field by field:
 /// a value present but unreadable (an unknown `type` or `compression_level`,
 /// a timestamp, score or count that does not parse, `keywords` that are not
 /// a list, an `id` that is not 6 characters) and lines that are not
@@ -494,7 +494,7 @@ pub fn entries_notice(entries: &[Entry], entries_dir: &Path) -> Option<String> {
     problems_notice(&pairs, entries_dir)
 }
 
-/// Parses an entry file by the read rules of spec §8.3: fields coerced and
+/// Parses an entry file by the read rules of docs §8.3: fields coerced and
 /// clamped, missing ones defaulted, timestamps falling back to the file's
 /// modification time, naive timestamps read as UTC.
 pub fn parse_entry(path: &Path, text: &str, modified: DateTime<Utc>, size: u64) -> Entry {

@@ -1,8 +1,8 @@
-//! Memory feature flags (spec §8.1).
+//! Memory feature flags (docs §8.1).
 //!
 //! A preset, `VIBEDESK_MEMORY=off|on|full`, sets every flag; an individual
 //! variable that is present (even `false`) overrides it. The original
-//! defaults to `off`, which leaves GC and compression dead code (spec §12.5);
+//! defaults to `off`, which leaves GC and compression dead code (docs §12.5);
 //! vibedesk defaults to `full` so they actually run. The flags keep the
 //! original's meaning otherwise, including "`on` does not enable
 //! compression" and the warning when compression is on but GC is off.
@@ -21,12 +21,12 @@ pub struct MemoryFlags {
     pub gc: bool,
     /// Importance decay (14-day half-life).
     pub decay: bool,
-    /// Category sub-directories (spec §8.2): new entries go to
+    /// Category sub-directories (docs §8.2): new entries go to
     /// `entries/<type>/<slug>.md` instead of `entries/<type>_<slug>.md`, and
     /// `entries/.hierarchy.yaml` summarises the categories. Both layouts are
     /// always read (see [`super::hierarchy`]).
     pub hierarchy: bool,
-    /// BM25 semantic links (spec §8.8): each save writes the entry's best
+    /// BM25 semantic links (docs §8.8): each save writes the entry's best
     /// matches to a `<stem>.relations.json` sidecar, and recall appends
     /// linked entries to its results (see `links.rs`).
     pub links: bool,
@@ -35,7 +35,7 @@ pub struct MemoryFlags {
     /// Rank recall with the SQLite full-text index; off = the original's scan
     /// scoring. The index itself is always kept (session search uses it).
     pub fts_index: bool,
-    /// Use the smoothed IDF in compression (spec §12.7); off = the original's.
+    /// Use the smoothed IDF in compression (docs §12.7); off = the original's.
     pub corrected_idf: bool,
     /// Problems met while reading the variables (unknown preset, values that
     /// are not booleans); shown with [`MemoryFlags::warnings`].
@@ -140,7 +140,7 @@ impl MemoryFlags {
         f
     }
 
-    /// What the user should be told about this configuration (spec §8.1):
+    /// What the user should be told about this configuration (docs §8.1):
     /// compression without GC never runs, plus any unreadable variable.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = self.problems.clone();

@@ -1,5 +1,5 @@
-//! The frontmatter mini-parser shared by memory entries and skills (spec §9.1),
-//! and the textual field updates memory writes use (spec §8.5).
+//! The frontmatter mini-parser shared by memory entries and skills (docs §9.1),
+//! and the textual field updates memory writes use (docs §8.5).
 //!
 //! A document has frontmatter only when its first line is `---` (trailing
 //! spaces/tabs allowed, LF or CRLF) and a later line is a closing `---`; the
@@ -93,7 +93,7 @@ fn is_fence(line: &str) -> bool {
         .is_some_and(|rest| rest.chars().all(|c| c == ' ' || c == '\t'))
 }
 
-/// Splits `text` into (metadata, stripped body) per spec §9.1. Without valid
+/// Splits `text` into (metadata, stripped body) per docs §9.1. Without valid
 /// frontmatter the metadata is empty and the body is the stripped text.
 pub fn parse(text: &str) -> (Meta, String) {
     match split(text) {
@@ -175,7 +175,7 @@ fn fence_lines(text: &str) -> Option<(Vec<&str>, usize)> {
 
 /// Sets `field: value` in the frontmatter, replacing the first line that
 /// starts with `field:` or inserting one just before the closing fence
-/// (spec §8.5). `None` when the text has no frontmatter.
+/// (docs §8.5). `None` when the text has no frontmatter.
 pub fn set_field(text: &str, field: &str, value: &str) -> Option<String> {
     set_fields(text, &[(field, value)])
 }
@@ -200,7 +200,7 @@ pub fn set_fields(text: &str, fields: &[(&str, &str)]) -> Option<String> {
 
 /// Replaces the body: the frontmatter (with `fields` set as by
 /// [`set_fields`]) then a blank line and `body`, the layout the original's
-/// compression write-back produces (spec §8.6).
+/// compression write-back produces (docs §8.6).
 pub fn replace_body(text: &str, fields: &[(&str, &str)], body: &str) -> Option<String> {
     let updated = set_fields(text, fields)?;
     let (lines, end) = fence_lines(&updated)?;

@@ -1,4 +1,4 @@
-//! Category folders for memory entries (the `hierarchy` flag, spec §8.2–§8.3).
+//! Category folders for memory entries (the `hierarchy` flag, docs §8.2–§8.3).
 //!
 //! With the flag on, new entries go to `entries/<type>/<slug>.md` (`user/`,
 //! `feedback/`, `project/`, `reference/`); with it off, to the flat
@@ -12,7 +12,7 @@
 //!
 //! `.hierarchy.yaml` (in the entries folder) summarises the categories. The
 //! original wrote it only from a helper nothing called, so it was always
-//! stale or missing (spec §12.5); the store refreshes it after every add,
+//! stale or missing (docs §12.5); the store refreshes it after every add,
 //! remove and GC archive while the flag is on.
 
 use std::collections::{BTreeMap, HashSet};

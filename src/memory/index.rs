@@ -1,4 +1,4 @@
-//! The SQLite full-text index (spec §8.8) of memory entries and of every
+//! The SQLite full-text index (docs §8.8) of memory entries and of every
 //! session's messages: `<data>/memory/index.sqlite`.
 //!
 //! The files are the truth; the index is a cache of them. The store updates
@@ -24,11 +24,11 @@ use super::tokenize::index_text;
 
 /// Schema version in `PRAGMA user_version`; another value means rebuild.
 const SCHEMA_VERSION: i64 = 2;
-/// Longest body indexed per entry or message (spec §8.8: 50,000).
+/// Longest body indexed per entry or message (docs §8.8: 50,000).
 const MAX_INDEXED_CHARS: usize = 50_000;
 /// Characters of each message kept for snippets.
 const MAX_STORED_MESSAGE_CHARS: usize = 4_000;
-/// Session log name (spec §5.2), as `store::messages` writes it.
+/// Session log name (docs §5.2), as `store::messages` writes it.
 const MESSAGES_FILE: &str = "messages.jsonl";
 
 const SCHEMA: &str = r#"
@@ -247,7 +247,7 @@ impl Index {
 
     /// Entries matching any of `terms` (already [`super::tokenize::index_term`]s),
     /// best first: BM25 with title, description and keywords weighted 2 and
-    /// the body 1 (the scan's metadata weighting, spec §8.4), ties newest first.
+    /// the body 1 (the scan's metadata weighting, docs §8.4), ties newest first.
     pub fn search_entries(
         &self,
         match_expr: &str,

@@ -1,15 +1,15 @@
-//! BM25 semantic links between memory entries (spec §8.8, flag `links`).
+//! BM25 semantic links between memory entries (docs §8.8, flag `links`).
 //!
 //! When an entry is saved, its title, description and body are scored as a
 //! BM25 query against every other entry; the best matches (score ≥ 0.3, at
 //! most `min(top_k, 10)`) go to a sidecar `<stem>.relations.json` beside the
-//! entry file. Recall appends linked entries to its results (spec §8.4).
+//! entry file. Recall appends linked entries to its results (docs §8.4).
 //!
 //! A link's `target` is the entry's path relative to the entries folder
 //! (`project_x.md`, or `project/x.md` in the category layout): the
 //! original's file name, made unambiguous across folders.
 //!
-//! Tokens are the compression tokenizer's (spec §8.6): 3+ character ASCII
+//! Tokens are the compression tokenizer's (docs §8.6): 3+ character ASCII
 //! runs and single non-Latin characters, duplicates kept, so term frequency
 //! counts.
 
@@ -445,7 +445,7 @@ impl MemoryStore {
             .collect()
     }
 
-    /// Link expansion (spec §8.4): appends the entries `found` links to,
+    /// Link expansion (docs §8.4): appends the entries `found` links to,
     /// in result order then score order, until `max`. Then, which the
     /// original never did, entries named by id in a result's
     /// `related_memories` or as `[[abcdef]]` wikilinks in its body.

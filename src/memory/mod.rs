@@ -1,8 +1,8 @@
-//! Persistent memory (spec §8): entries as markdown files with frontmatter
+//! Persistent memory (docs §8): entries as markdown files with frontmatter
 //! under `<data>/memory/entries/`, recall, raw → daily → digest compression
 //! with an archive of every original, importance decay and GC, a scheduled
 //! maintenance pass, the SQLite full-text index (memories and session
-//! messages), and the skills loader (spec §4.6, §9).
+//! messages), and the skills loader (docs §4.6, §9).
 //!
 //! This room uses no other room of the crate (ARCHITECTURE): it writes its
 //! files with its own atomic-write helper and reads session logs as plain
@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! <data>/memory/MEMORY.md            index lines, the system-prompt snapshot
-//! <data>/memory/entries/*.md         one entry per file (spec §8.3)
+//! <data>/memory/entries/*.md         one entry per file (docs §8.3)
 //! <data>/memory/entries/<type>/*.md  the same with the `hierarchy` flag on
 //! <data>/memory/entries/**/<stem>.relations.json  BM25 links of each entry (`links`)
 //! <data>/memory/archive/             originals before each lossy step, GC'd entries
@@ -59,7 +59,7 @@ pub enum MemoryError {
     #[error("{0}")]
     Invalid(String),
     /// The original could not be archived, so the lossy step was not taken
-    /// (spec §8.6): the entry is unchanged.
+    /// (docs §8.6): the entry is unchanged.
     #[error(
         "cannot archive {entry} before compressing it ({reason}); compression aborted, the entry is unchanged"
     )]

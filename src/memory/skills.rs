@@ -1,4 +1,4 @@
-//! Skills (spec §4.6, §9.1–§9.2): markdown guides the agent loads on demand.
+//! Skills (docs §4.6, §9.1–§9.2): markdown guides the agent loads on demand.
 //!
 //! A skill is a directory with a `SKILL.md` (frontmatter `name`,
 //! `description`, `category`, then a markdown body). User skills live in
@@ -128,7 +128,7 @@ fn scan_dir(dir: &Path) -> Vec<Skill> {
     dirs.iter().filter_map(|d| load_skill_dir(d)).collect()
 }
 
-/// The skills of one run (re-read per run, spec §4.1).
+/// The skills of one run (re-read per run, docs §4.1).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SkillSet {
     skills: Vec<Skill>,
@@ -190,7 +190,7 @@ impl SkillSet {
     }
 
     /// A skill by name; a user skill created after loading is found on disk
-    /// (`<user_dir>/<name>/SKILL.md`, spec §4.6).
+    /// (`<user_dir>/<name>/SKILL.md`, docs §4.6).
     pub fn get(&self, name: &str) -> Option<Skill> {
         if let Some(s) = self.skills.iter().find(|s| s.name == name) {
             return Some(s.clone());
@@ -243,7 +243,7 @@ const SUMMARY_CHARS: usize = 110;
 
 /// ATX headings outside fenced blocks; a section runs to the next heading of
 /// the same or a shallower level; its summary is the first prose line under
-/// the deepest just-opened heading (spec §9.2).
+/// the deepest just-opened heading (docs §9.2).
 pub fn split_sections(document: &str) -> Vec<Section> {
     let (Some(heading_re), Some(fence_re)) = (HEADING.as_ref(), FENCE.as_ref()) else {
         return Vec::new();
@@ -475,7 +475,7 @@ fn render_outline(name: &str, sections: &[Section], total: usize) -> String {
     format!("{}\n… outline truncated.", cut.trim_end())
 }
 
-/// The `load_skill` tool's answer (spec §4.6): a JSON envelope with `mode`
+/// The `load_skill` tool's answer (docs §4.6): a JSON envelope with `mode`
 /// `document`, `outline` or `section`, always with `offset`, `next_offset`
 /// and `complete`, at most [`TOOL_RESULT_LIMIT`] characters. `offset` is in
 /// characters, `None` when the caller gave none. Errors are the messages

@@ -1,9 +1,9 @@
-//! The memory store: entries, recall, dedup and reinforcement (spec §8.3–§8.5),
+//! The memory store: entries, recall, dedup and reinforcement (docs §8.3–§8.5),
 //! compression with archive (§8.6), GC (§8.7), import, and the index.
 //!
 //! Writes are atomic (temp file, fsync, rename, fsync of the directory) and
 //! serialised by an in-process mutex plus an exclusive `flock` on
-//! `<memory>/.lock` (5 s timeout, 0.1 s poll; spec §8.2), so the workstation
+//! `<memory>/.lock` (5 s timeout, 0.1 s poll; docs §8.2), so the workstation
 //! and a `vibedesk memory` command can share the folder. Every write, GC move
 //! and compression updates the index in the same call.
 
@@ -32,19 +32,19 @@ use super::hierarchy::{self, read_entry};
 use super::index::{Index, MemoryHit, MessageHit, remove_db_files};
 use super::tokenize::{match_expression, query_terms, recall_token_set, recall_tokens};
 
-/// Lines of `MEMORY.md` in the system-prompt snapshot (spec §4.4).
+/// Lines of `MEMORY.md` in the system-prompt snapshot (docs §4.4).
 pub const SNAPSHOT_LINES: usize = 200;
-/// Dedup window (spec §8.5): an identical add within this is skipped.
+/// Dedup window (docs §8.5): an identical add within this is skipped.
 pub const DEDUP_WINDOW_SECS: i64 = 30;
 /// Per-memory cap on the sum of reinforcement deltas in one store instance.
 pub const MAX_SESSION_DELTA: f64 = 0.5;
-/// GC thresholds (spec §8.7).
+/// GC thresholds (docs §8.7).
 pub const ARCHIVE_THRESHOLD: f64 = 0.15;
 pub const DELETE_THRESHOLD: f64 = 0.05;
 pub const MIN_AGE_DAYS: f64 = 7.0;
-/// Deletion stays off (spec §8.7): GC only ever archives.
+/// Deletion stays off (docs §8.7): GC only ever archives.
 pub const ENABLE_DELETE: bool = false;
-/// Lock wait (spec §8.2).
+/// Lock wait (docs §8.2).
 const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 const LOCK_POLL: Duration = Duration::from_millis(100);
 
@@ -61,7 +61,7 @@ pub enum AddOutcome {
     Duplicate,
 }
 
-/// Reinforcement events and their quality deltas (spec §8.5).
+/// Reinforcement events and their quality deltas (docs §8.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReinforceEvent {
     TaskSuccess,
@@ -114,7 +114,7 @@ impl Reinforce {
     }
 }
 
-/// One GC decision (spec §8.7).
+/// One GC decision (docs §8.7).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct GcAction {
     pub title: String,
@@ -461,7 +461,7 @@ impl MemoryStore {
 
     // ----- snapshot and MEMORY.md -------------------------------------------
 
-    /// The snapshot frozen when this store was opened (spec §4.4): later
+    /// The snapshot frozen when this store was opened (docs §4.4): later
     /// adds and removes do not change it.
     pub fn snapshot(&self) -> &str {
         &self.snapshot
@@ -469,7 +469,7 @@ impl MemoryStore {
 
     /// The snapshot as `MEMORY.md` reads now: its newest 200 lines. The
     /// original cut the file itself to its first 200 lines, so new memories
-    /// past 200 silently never reached the prompt (spec §11.1 item 9); here
+    /// past 200 silently never reached the prompt (docs §11.1 item 9); here
     /// the file keeps every line and the snapshot says how many are left out.
     pub fn read_snapshot(&self) -> String {
         let Ok(text) = std::fs::read_to_string(self.memory_md_path()) else {
@@ -707,7 +707,7 @@ impl MemoryStore {
 
     // ----- writing ---------------------------------------------------------
 
-    /// Saves an entry (spec §8.3): cleaned, truncated, atomically written,
+    /// Saves an entry (docs §8.3): cleaned, truncated, atomically written,
     /// `MEMORY.md` and the index updated. The same title always maps to the
     /// same entry: saving it again replaces the body and keeps its id,
     /// creation time and statistics (also when the type changed).
@@ -836,7 +836,7 @@ impl MemoryStore {
         )))
     }
 
-    /// Deletes the entry with this title (spec §8.9 forget); `false` when
+    /// Deletes the entry with this title (docs §8.9 forget); `false` when
     /// there is none.
     pub fn remove(&self, title: &str) -> Result<bool, MemoryError> {
         let title = title.trim();
@@ -891,7 +891,7 @@ impl MemoryStore {
     }
 
     /// Counts an explicit recall of `entry` (quality flag): `access_count + 1`,
-    /// `last_accessed = now` (spec §8.5). Auto-recall never calls this.
+    /// `last_accessed = now` (docs §8.5). Auto-recall never calls this.
     pub fn track_access(&self, entry: &Entry, now: DateTime<Utc>) -> Result<(), MemoryError> {
         if !self.flags.quality {
             return Ok(());
@@ -908,7 +908,7 @@ impl MemoryStore {
         )
     }
 
-    /// Adjusts an entry's quality score (spec §8.5). `source` `user` counts
+    /// Adjusts an entry's quality score (docs §8.5). `source` `user` counts
     /// fully, anything else (`system`) at 0.7×.
     pub fn reinforce(
         &self,
@@ -952,7 +952,7 @@ impl MemoryStore {
 
     // ----- recall ----------------------------------------------------------
 
-    /// The entries most relevant to `query` (spec §8.4), at most `max`.
+    /// The entries most relevant to `query` (docs §8.4), at most `max`.
     /// With the `fts_index` flag the index ranks them (BM25, metadata
     /// weighted; with decay re-sorted by `score × (0.5 + 0.5 × importance)`);
     /// otherwise, or when the index is unavailable, the original's scan
@@ -989,7 +989,7 @@ impl MemoryStore {
             self.with_index(|ix| Ok((ix.entry_count()?, ix.term_doc_counts(&terms)?)))?;
         if total == 0 && self.has_entry_files() {
             // The index lost its rows while the files are there: rebuild
-            // from disk once (spec §8.4). A query that merely matches
+            // from disk once (docs §8.4). A query that merely matches
             // nothing never triggers it (reconciling at open keeps the
             // index in step), so it costs no latency.
             let first_time = {
@@ -1041,7 +1041,7 @@ impl MemoryStore {
         Some(out)
     }
 
-    /// The original's scan (spec §8.4): score = 2·|Q∩(title+description)| +
+    /// The original's scan (docs §8.4): score = 2·|Q∩(title+description)| +
     /// 2·|Q∩keywords| + |Q∩body| over token sets, × (0.5 + 0.5 × importance)
     /// with decay; best first, newer files first on ties. Reads every entry.
     pub fn scan_relevant(
@@ -1087,7 +1087,7 @@ impl MemoryStore {
     /// Copies `bytes` into the archive under `<stem>.<tag>.<UTC time>[-n].md`,
     /// a name that never replaces an earlier archive (the original used
     /// `archive/<filename>` for every level and for GC, so a daily→digest
-    /// step overwrote the raw original, spec §12.6). The copy is fsynced
+    /// step overwrote the raw original, docs §12.6). The copy is fsynced
     /// before this returns.
     fn archive_bytes(
         &self,
@@ -1147,7 +1147,7 @@ impl MemoryStore {
         Err("no free archive name".into())
     }
 
-    /// Compresses one entry to `target` (spec §8.6): archive the current file
+    /// Compresses one entry to `target` (docs §8.6): archive the current file
     /// first (abort, entry unchanged, if that fails), compress the body,
     /// rewrite it with `compression_level`, `updated_at` and the retention
     /// estimate, re-index. Caller holds the write lock.
@@ -1239,7 +1239,7 @@ impl MemoryStore {
         self.compress_locked(&e.file, target, &flags, now)
     }
 
-    /// The compression pass of spec §8.7 over `entries`: each entry that
+    /// The compression pass of docs §8.7 over `entries`: each entry that
     /// [`compression::should_compress`] says is due moves one level. Dry runs
     /// compute the result (and its retention) but write nothing.
     fn compress_due_entries(
@@ -1307,13 +1307,13 @@ impl MemoryStore {
 
     // ----- GC ----------------------------------------------------------------
 
-    /// GC with the store's flags (spec §8.7).
+    /// GC with the store's flags (docs §8.7).
     pub fn run_gc(&self, dry_run: bool, now: DateTime<Utc>) -> Result<GcReport, MemoryError> {
         let flags = self.flags.clone();
         self.run_gc_with(&flags, dry_run, now)
     }
 
-    /// GC (spec §8.7): entries at least 7 days old whose importance is below
+    /// GC (docs §8.7): entries at least 7 days old whose importance is below
     /// 0.15 are archived (deletion stays off); every decision goes to
     /// `gc.log`; then, when not a dry run and compression is on, the
     /// compression pass. With GC off nothing happens and the report carries

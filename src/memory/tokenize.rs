@@ -1,19 +1,19 @@
 //! The memory room's tokenisers.
 //!
-//! Two exist on purpose (spec §12.8):
+//! Two exist on purpose (docs §12.8):
 //! - [`compression_tokens`]: the compression pipeline's, byte-for-byte the
 //!   original's `[a-zA-Z0-9]{3,}|<non-Latin char>` on lower-cased text, so
-//!   compressed output equals the original's (spec §8.6).
+//!   compressed output equals the original's (docs §8.6).
 //! - [`recall_tokens`]: retrieval's. The original used `[a-zA-Z0-9]{2,}`, which
 //!   split tickers such as `BRK.B` or `600519.SH` and snake_case names apart
-//!   (spec §11.1 item 9). Ours keeps 2-character words and also emits each
+//!   (docs §11.1 item 9). Ours keeps 2-character words and also emits each
 //!   `.`/`_`-joined run whole, alongside its parts, so both `brk.b` and `brk`
 //!   are found.
 //!
-//! Both treat each character of the non-Latin ranges of spec §8.3 (CJK, Thai,
+//! Both treat each character of the non-Latin ranges of docs §8.3 (CJK, Thai,
 //! Arabic letters, Hebrew letters, Cyrillic) as a token of its own.
 
-/// The non-Latin ranges tokenised one character at a time (spec §8.3).
+/// The non-Latin ranges tokenised one character at a time (docs §8.3).
 pub fn is_non_latin(c: char) -> bool {
     matches!(c,
         '\u{4E00}'..='\u{9FFF}'
@@ -48,7 +48,7 @@ pub enum Scanned {
     Char(char, usize, usize),
 }
 
-/// The compression token scan (spec §8.6) in one byte pass, shared by the
+/// The compression token scan (docs §8.6) in one byte pass, shared by the
 /// plain tokenizer and the fused one in `compression`.
 pub fn scan_compression_tokens(text: &str, mut found: impl FnMut(Scanned)) {
     let bytes = text.as_bytes();
@@ -89,7 +89,7 @@ pub fn compression_tokens_into<'a>(lower: &'a str, out: &mut Vec<&'a str>) {
     });
 }
 
-/// The compression tokenizer (spec §8.6): a list, duplicates kept.
+/// The compression tokenizer (docs §8.6): a list, duplicates kept.
 pub fn compression_tokens(text: &str) -> Vec<String> {
     let lower = text.to_lowercase();
     let mut out = Vec::new();
@@ -106,8 +106,8 @@ fn is_word_byte(b: u8) -> bool {
 /// - runs of ASCII letters/digits joined by `.` or `_` are trimmed of outer
 ///   `.`/`_`; every part of 2+ characters is a token, and a run that still
 ///   contains `.` or `_` is a token as well (`brk.b` → `brk.b`, `brk`);
-///   this keeps tickers and short words findable (spec §11.1 item 9);
-/// - each non-Latin char (spec §8.3 ranges) is a token.
+///   this keeps tickers and short words findable (docs §11.1 item 9);
+/// - each non-Latin char (docs §8.3 ranges) is a token.
 pub fn recall_tokens(text: &str) -> Vec<String> {
     let lower = text.to_lowercase();
     let bytes = lower.as_bytes();
@@ -149,7 +149,7 @@ pub fn recall_tokens(text: &str) -> Vec<String> {
 
 /// Bigrams of adjacent CJK characters, which the full-text index stores next
 /// to the unigrams so a multi-character query ranks phrase matches first
-/// (spec §8.8).
+/// (docs §8.8).
 pub fn cjk_bigrams(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut prev: Option<char> = None;

@@ -1,5 +1,5 @@
 //! The research room: market data ([`data`]), technical indicators
-//! ([`indicators`]) and the backtest engine ([`backtest`], spec §7), which
+//! ([`indicators`]) and the backtest engine ([`backtest`], docs §7), which
 //! builds on both.
 //!
 //! Everything here is plain columns (`Vec<NaiveDate>`, `Vec<f64>`): a daily

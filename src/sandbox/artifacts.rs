@@ -1,4 +1,4 @@
-//! Artifact collection after a run (spec §6.3).
+//! Artifact collection after a run (docs §6.3).
 //!
 //! The map holds the entries of the spec table whose file exists. Unlike the
 //! original, where "required" is computed and then ignored, the missing
@@ -20,7 +20,7 @@ pub struct ArtifactSpec {
     pub columns: &'static [&'static str],
 }
 
-/// The backtest artifact table of spec §6.3.
+/// The backtest artifact table of docs §6.3.
 pub const BACKTEST_ARTIFACTS: &[ArtifactSpec] = &[
     ArtifactSpec {
         name: "equity",

@@ -15,13 +15,13 @@ pub const PID_NAMESPACE_ENV: &str = "VIBEDESK_SANDBOX_PIDNS";
 /// How the runner treats every child.
 #[derive(Clone, Debug)]
 pub struct RunnerConfig {
-    /// Deadline when the spec names none (spec §2.6: 300 s for the runner).
+    /// Deadline when the spec names none (docs §2.6: 300 s for the runner).
     pub timeout: Duration,
     pub limits: Limits,
     /// Bytes kept per stream, in memory and on disk (head + tail).
     pub output_cap: usize,
     /// After the child ends or is killed, how long its pipes may take to
-    /// close (spec §2.6: at most 5 s). A process that escaped the group and
+    /// close (docs §2.6: at most 5 s). A process that escaped the group and
     /// holds them open is not waited for beyond this.
     pub drain_timeout: Duration,
     /// Between SIGTERM and SIGKILL at the deadline; zero kills at once (the

@@ -1,4 +1,4 @@
-//! The child's environment: an allow-list, never a deny-list (spec §6.1).
+//! The child's environment: an allow-list, never a deny-list (docs §6.1).
 //!
 //! Everything the parent has is dropped unless it is named here. On top of
 //! that, some names are refused even when a caller asks for them explicitly
@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Passed through unchanged when the parent has them (spec §6.1, POSIX part).
+/// Passed through unchanged when the parent has them (docs §6.1, POSIX part).
 const ALLOWED: &[&str] = &[
     "PATH",
     "LANG",
@@ -177,7 +177,7 @@ pub struct EnvPlan<'a> {
     pub extra: &'a [(String, String)],
 }
 
-/// Builds the child's complete environment from `parent` (spec §6.1).
+/// Builds the child's complete environment from `parent` (docs §6.1).
 pub fn build_env(
     parent: &BTreeMap<String, String>,
     plan: &EnvPlan<'_>,

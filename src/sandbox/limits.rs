@@ -1,4 +1,4 @@
-//! Resource limits applied in the child before `exec` (spec §6.2).
+//! Resource limits applied in the child before `exec` (docs §6.2).
 //!
 //! The original sets only `RLIMIT_AS` and `RLIMIT_NOFILE`; we add processes,
 //! CPU time, file size and core dumps, and lower the *hard* limit as well as
@@ -16,9 +16,9 @@ pub const AS_ENV: &str = "VIBEDESK_SANDBOX_RLIMIT_AS_MB";
 /// What a sandboxed child may use. `0` leaves that resource alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Limits {
-    /// `RLIMIT_AS`, MiB (spec §6.2: 4 096). Stops memory bombs: allocation fails.
+    /// `RLIMIT_AS`, MiB (docs §6.2: 4 096). Stops memory bombs: allocation fails.
     pub address_space_mb: u64,
-    /// `RLIMIT_NOFILE` (spec §6.2: 512).
+    /// `RLIMIT_NOFILE` (docs §6.2: 512).
     pub open_files: u64,
     /// `RLIMIT_NPROC`: processes of the child's real user, all of them. The
     /// kernel ignores it for root, so it only holds after a privilege drop

@@ -1,5 +1,5 @@
 //! The sandbox room: runs one child process under a set of protections
-//! (spec §6.1–§6.3), for the `bash` tool and, later, the backtest engine.
+//! (docs §6.1–§6.3), for the `bash` tool and, later, the backtest engine.
 //!
 //! What a child gets, in order of setup:
 //! - an allow-listed environment; provider, cloud and broker secrets are

@@ -1,4 +1,4 @@
-//! The runner: one sandboxed child, from spawn to artifacts (spec §6).
+//! The runner: one sandboxed child, from spawn to artifacts (docs §6).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -160,7 +160,7 @@ impl RunSpec {
     }
 }
 
-/// What happened (spec §6.3, extended). Timeouts and cancellation are
+/// What happened (docs §6.3, extended). Timeouts and cancellation are
 /// results, not errors: the partial output is here and in `logs/` (§12.14).
 #[derive(Clone, Debug, Serialize)]
 pub struct RunResult {

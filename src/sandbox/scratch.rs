@@ -1,4 +1,4 @@
-//! The throwaway HOME and private TMPDIR of one child (spec §6.2).
+//! The throwaway HOME and private TMPDIR of one child (docs §6.2).
 //!
 //! One directory per run, `<temp>/vibedesk-sandbox-<unique>/` with `home/`
 //! and `tmp/` inside, mode 0700 and owned by the child's user. Removed after

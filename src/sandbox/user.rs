@@ -1,4 +1,4 @@
-//! Optional privilege drop (spec §6.2, extended).
+//! Optional privilege drop (docs §6.2, extended).
 //!
 //! The original drops to `vibe-sandbox` when that user exists. Here: a
 //! dedicated `vibedesk-sandbox` user when it exists, else, when the engine
@@ -11,7 +11,7 @@
 //! - the user must be able to *reach* its writable roots (every ancestor
 //!   searchable). A run dir under `/root` (mode 0700) is unreachable; the
 //!   drop is then skipped for that run, with a warning and a note in the
-//!   result's [`super::Protections`] (spec §6.2: "re-run without the drop").
+//!   result's [`super::Protections`] (docs §6.2: "re-run without the drop").
 //!   Put the data dir somewhere traversable (`VIBEDESK_HOME`) to keep it;
 //! - the user must be able to *write* them: the runner hands the writable
 //!   roots over (`chown`, recursively) to that user. The engine, as root,

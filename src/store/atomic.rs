@@ -1,4 +1,4 @@
-//! Crash-safe file writes (spec §5.1, §5.3). Whole-file writes go through a
+//! Crash-safe file writes (docs §5.1, §5.3). Whole-file writes go through a
 //! temp file in the same directory, fsync, rename and fsync of the directory,
 //! so a reader sees either the old or the new content, never a mix. Append-only
 //! logs are opened with [`open_append_repairing`] and written with
@@ -23,7 +23,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
 /// Like [`atomic_write`] but with a caller-chosen temp path (same directory as
 /// `path`) and optional Unix permission bits for the new file. The temp file is
 /// truncated if it exists: a stale one can only be left by a crashed writer
-/// with the same pid (spec §5.3 sidecars use `.<name>.<pid>.tmp`, mode 0600).
+/// with the same pid (docs §5.3 sidecars use `.<name>.<pid>.tmp`, mode 0600).
 pub fn atomic_write_with_temp(
     path: &Path,
     tmp: &Path,
@@ -42,7 +42,7 @@ pub fn atomic_write_with_temp(
 }
 
 /// Pretty JSON (2-space indent, non-ASCII kept) plus a trailing newline,
-/// written with [`atomic_write`] (spec §5.1 `req.json`, `state.json`).
+/// written with [`atomic_write`] (docs §5.1 `req.json`, `state.json`).
 pub fn atomic_write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), StoreError> {
     let mut text = serde_json::to_string_pretty(value).map_err(|source| StoreError::Json {
         what: std::any::type_name::<T>(),
@@ -60,7 +60,7 @@ pub fn fsync_dir(dir: &Path) -> Result<(), StoreError> {
 }
 
 /// Appends one whole record and fsyncs it, so an acknowledged record survives
-/// power loss (spec §5.3: each write is flushed and fsynced).
+/// power loss (docs §5.3: each write is flushed and fsynced).
 pub fn append_synced(file: &mut File, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     file.write_all(bytes)
         .map_err(|e| StoreError::io("append to", path, e))?;
@@ -70,7 +70,7 @@ pub fn append_synced(file: &mut File, path: &Path, bytes: &[u8]) -> Result<(), S
 
 /// Opens an append-only log, creating its parent directories and the file.
 /// Returns the file and whether it was newly created (its directory is then
-/// fsynced, spec §5.3). If an existing file does not end with `\n` (a record
+/// fsynced, docs §5.3). If an existing file does not end with `\n` (a record
 /// torn by a crash) a `\n` is appended first, so the next record starts on a
 /// line of its own instead of being glued to the torn one.
 pub fn open_append_repairing(path: &Path) -> Result<(File, bool), StoreError> {

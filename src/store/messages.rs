@@ -1,4 +1,4 @@
-//! The session message log `<session>/messages.jsonl` (spec §5.2): one JSON
+//! The session message log `<session>/messages.jsonl` (docs §5.2): one JSON
 //! message per line, appended and fsynced per message. Reading is forgiving:
 //! a line torn by a crash or other garbage is skipped and reported, never fatal.
 use std::path::{Path, PathBuf};

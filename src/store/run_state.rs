@@ -1,7 +1,7 @@
-//! Run directories and their `state.json` (spec §5.1). Unlike the original,
+//! Run directories and their `state.json` (docs §5.1). Unlike the original,
 //! `state.json` is written while running too (with the owner's pid and start
 //! time), so a run left `running` by a crash can be found and marked
-//! `interrupted` on the next start (spec §5.4 restart semantics).
+//! `interrupted` on the next start (docs §5.4 restart semantics).
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
@@ -109,7 +109,7 @@ impl RunStateStore {
     }
 
     /// Creates `<runs root>/<YYYYmmdd_HHMMSS>_<6 hex>/` with `code/`, `logs/`
-    /// and `artifacts/`. The time is UTC (not local as in spec §5.1): names then
+    /// and `artifacts/`. The time is UTC (not local as in docs §5.1): names then
     /// sort chronologically and never repeat or jump when DST changes.
     /// `create_dir` (not `create_dir_all`) makes a name clash visible, and a
     /// clash is retried with a fresh random suffix.
@@ -145,7 +145,7 @@ impl RunStateStore {
         ))
     }
 
-    /// `req.json` = `{"prompt": …, "context": {"session_id": …}}` (spec §5.1).
+    /// `req.json` = `{"prompt": …, "context": {"session_id": …}}` (docs §5.1).
     /// A prompt over [`LARGE_TEXT_BYTES`] is kept whole only in the session's
     /// message log: here `prompt` is its first 4 KiB and `prompt_ref` says
     /// where the rest is (unlike the original, which copies it whole).
@@ -167,7 +167,7 @@ impl RunStateStore {
         atomic_write_json(&run.request_path(), &request)
     }
 
-    /// Atomic and fsynced (spec §10.7 ST-1): a crash leaves the old or the
+    /// Atomic and fsynced (docs §10.7 ST-1): a crash leaves the old or the
     /// new state, never a truncated file.
     pub fn write_state(&self, run: &RunDir, state: &RunState) -> Result<(), StoreError> {
         atomic_write_json(&run.state_path(), state)
@@ -188,7 +188,7 @@ impl RunStateStore {
     }
 
     /// Marks every run still `running` whose owning process is gone as
-    /// `interrupted` (spec §5.4: unfinished work is finalized on startup).
+    /// `interrupted` (docs §5.4: unfinished work is finalized on startup).
     /// One corrupt or unwritable run is logged and skipped, never fatal.
     pub fn reconcile_interrupted(&self) -> Result<Vec<Reconciled>, StoreError> {
         let entries = match std::fs::read_dir(&self.runs_root) {

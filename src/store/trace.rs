@@ -1,4 +1,4 @@
-//! The append-only `trace.jsonl` of a session or run (spec §5.3): one JSON
+//! The append-only `trace.jsonl` of a session or run (docs §5.3): one JSON
 //! object per line, fsynced per record, with large text moved to hashed
 //! sidecar files (`trace-blobs/`, `tool-results/`) that are durable before
 //! the record referring to them is written. A large user message is not
@@ -16,9 +16,9 @@ use super::atomic::{atomic_write_with_temp, fsync_dir, open_append_repairing};
 
 /// File name of the trace inside its directory.
 pub const TRACE_FILE: &str = "trace.jsonl";
-/// Sidecar directory for large text fields (spec §5.3).
+/// Sidecar directory for large text fields (docs §5.3).
 pub const BLOBS_DIR: &str = "trace-blobs";
-/// Sidecar directory for large tool results (spec §5.3).
+/// Sidecar directory for large tool results (docs §5.3).
 pub const TOOL_RESULTS_DIR: &str = "tool-results";
 
 /// A user message longer than this (in bytes) is stored once, in the
@@ -32,7 +32,7 @@ pub const LARGE_TEXT_BYTES: usize = 64 * 1024;
 /// plus `<field>_preview` and `<field>_size` (chars) as a sidecar has. The
 /// log entry must be durable before the record is written. `read_trace`
 /// resolves the reference like a sidecar path. Not in the original, which
-/// copies the text into a sidecar (spec §5.3).
+/// copies the text into a sidecar (docs §5.3).
 pub fn refer_to_message_log(
     obj: &mut Map<String, Value>,
     field: &str,
@@ -94,7 +94,7 @@ impl Default for TraceOptions {
 
 impl TraceOptions {
     /// Zero limits fall back to the defaults, as non-positive values do in
-    /// spec §5.3 (a zero limit would offload every string, even "").
+    /// docs §5.3 (a zero limit would offload every string, even "").
     fn normalized(self) -> Self {
         let d = TraceOptions::default();
         let or = |v: usize, dv: usize| if v == 0 { dv } else { v };
@@ -112,7 +112,7 @@ pub struct TraceWriter {
     path: PathBuf,
     file: File,
     options: TraceOptions,
-    /// Cleared after the first fsync failure: spec §5.3 says warn once, then
+    /// Cleared after the first fsync failure: docs §5.3 says warn once, then
     /// keep writing flush-only rather than failing the run.
     fsync_enabled: bool,
     /// Set when a line write failed part-way, so the next record starts with
@@ -122,7 +122,7 @@ pub struct TraceWriter {
 
 impl TraceWriter {
     /// Creates `dir` and opens `dir/trace.jsonl` for append; a new trace
-    /// fsyncs its directory and a torn last line is terminated (spec §5.3).
+    /// fsyncs its directory and a torn last line is terminated (docs §5.3).
     pub fn open(dir: &Path, options: TraceOptions) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create", dir, e))?;
         let path = dir.join(TRACE_FILE);
@@ -188,7 +188,7 @@ impl TraceWriter {
     }
 
     /// fsync after each record; on the first failure warn once and continue
-    /// flush-only (spec §5.3, §10.7 TR-1). `File` is unbuffered, so the bytes
+    /// flush-only (docs §5.3, §10.7 TR-1). `File` is unbuffered, so the bytes
     /// are already in the kernel.
     fn sync(&mut self) {
         if !self.fsync_enabled {
@@ -204,7 +204,7 @@ impl TraceWriter {
         }
     }
 
-    /// Moves oversized fields of `obj` to sidecars, by record type (spec §5.3).
+    /// Moves oversized fields of `obj` to sidecars, by record type (docs §5.3).
     fn offload(&self, kind: &str, obj: &mut Map<String, Value>) -> Result<(), StoreError> {
         let iter = obj
             .get("iter")
@@ -286,7 +286,7 @@ impl TraceWriter {
         Ok(())
     }
 
-    /// Durable before the record that points at it (spec §5.3): temp
+    /// Durable before the record that points at it (docs §5.3): temp
     /// `.<name>.<pid>.tmp` mode 0600, fsync, rename, fsync of the directory.
     fn write_sidecar(&self, sub: &str, name: &str, value: &str) -> Result<(), StoreError> {
         let sub_dir = self.dir.join(sub);
@@ -310,7 +310,7 @@ impl TraceWriter {
     }
 
     /// The largest integer `iter` in the trace of `dir` (0 if none), so
-    /// iteration numbers continue across turns (spec §5.4).
+    /// iteration numbers continue across turns (docs §5.4).
     pub fn max_iter(dir: &Path) -> u64 {
         match read_trace(dir, None) {
             Ok(t) => t
@@ -379,7 +379,7 @@ pub struct TraceRead {
 /// Reads `dir/trace.jsonl` (a missing trace is empty). With
 /// `resolve_fields = Some(fields)`, each listed field `F` whose `F_path` is
 /// present and `F` absent is read back from its sidecar, but only if the path
-/// resolves inside `dir` (spec §5.3, §10.7 TR-1); otherwise it stays a path.
+/// resolves inside `dir` (docs §5.3, §10.7 TR-1); otherwise it stays a path.
 pub fn read_trace(dir: &Path, resolve_fields: Option<&[&str]>) -> Result<TraceRead, StoreError> {
     let p = dir.join(TRACE_FILE);
     let bytes = match std::fs::read(&p) {
@@ -507,7 +507,7 @@ fn sidecar_inside(root: &Path, rel: &str) -> Option<PathBuf> {
 }
 
 /// The directory holding the trace for `id`: the session's if it has a
-/// `trace.jsonl`, else the run's, else none (spec §5.3). An id that is not
+/// `trace.jsonl`, else the run's, else none (docs §5.3). An id that is not
 /// a single plain path component is never looked up.
 pub fn find_trace_dir(paths_sessions: &Path, paths_runs: &Path, id: &str) -> Option<PathBuf> {
     let mut comps = Path::new(id).components();

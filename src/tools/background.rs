@@ -1,7 +1,7 @@
 //! Notifications from background work, drained at the top of each iteration
-//! (spec §1.3 step 3). One queue per session: the original's queue is a
+//! (docs §1.3 step 3). One queue per session: the original's queue is a
 //! process-wide singleton, so one session's task could be reported into
-//! another session's conversation (spec §12.22).
+//! another session's conversation (docs §12.22).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,5 @@
 //! Turning a raw tool result into what the model, the trace and the UI see
-//! (spec §2.5, §2.7).
+//! (docs §2.5, §2.7).
 
 use serde_json::Value;
 
@@ -62,7 +62,7 @@ pub fn truncate_for_model(raw: &str, limit: usize) -> String {
     body + &truncation_notice(body_len, total)
 }
 
-/// Arguments for events: every string value cut to 200 characters (spec §1.9).
+/// Arguments for events: every string value cut to 200 characters (docs §1.9).
 pub fn preview_args(args: &Value) -> Value {
     match args {
         Value::String(s) => Value::String(preview(s, 200)),
@@ -97,7 +97,7 @@ mod tests {
         );
     }
 
-    // TP-1 (spec §10.7): exact truncation figures.
+    // TP-1 (docs §10.7): exact truncation figures.
     #[test]
     fn truncation_matches_the_original() {
         let out = truncate_for_model(&"x".repeat(20_000), 10_000);

@@ -1,4 +1,4 @@
-//! Tools the agent can call, and the scheduler that runs them (spec §2).
+//! Tools the agent can call, and the scheduler that runs them (docs §2).
 //!
 //! A [`Tool`] declares its JSON-schema parameters and whether it is read-only
 //! (read-only calls may run concurrently and are cancelled on timeout) and
@@ -34,7 +34,7 @@ pub use typed::TypedTool;
 pub struct ToolContext {
     pub call_id: String,
     pub session_id: String,
-    /// The current run's directory; relative paths resolve here (spec §2.3).
+    /// The current run's directory; relative paths resolve here (docs §2.3).
     pub run_dir: PathBuf,
     /// The session's persistent workspace, shared by all its runs.
     pub workspace: PathBuf,
@@ -63,12 +63,12 @@ pub trait Tool: Send + Sync {
     /// JSON schema of the arguments object.
     fn parameters(&self) -> Value;
     /// Read-only tools run in parallel batches and are cancelled on timeout;
-    /// others run alone and are never killed by the loop (spec §2.4).
+    /// others run alone and are never killed by the loop (docs §2.4).
     fn readonly(&self) -> bool {
         true
     }
     /// A non-repeatable tool that already succeeded with the same arguments in
-    /// this run is not run again (spec §2.2, keyed on arguments: §12.2).
+    /// this run is not run again (docs §2.2, keyed on arguments: §12.2).
     fn repeatable(&self) -> bool {
         false
     }

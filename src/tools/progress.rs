@@ -1,7 +1,7 @@
 //! Progress reporting from inside a tool without changing its signature
-//! (spec §2.9): the scheduler installs a task-local handle around each call,
+//! (docs §2.9): the scheduler installs a task-local handle around each call,
 //! and [`emit`] finds it. Outside a tool call it is a silent no-op. Unlike the
-//! original, `elapsed_s` is filled in (spec §12.18).
+//! original, `elapsed_s` is filled in (docs §12.18).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,5 @@
 //! Redaction of secrets and PII before tool traffic reaches events, traces and
-//! previews (spec §2.8). The model itself always sees the raw result; only
+//! previews (docs §2.8). The model itself always sees the raw result; only
 //! what is recorded or displayed passes through here.
 //!
 //! Two audiences get two sinks for the same arguments: the trace on disk

@@ -72,7 +72,7 @@ impl Registry {
     }
 
     /// One `- <name>: <desc>` line per tool for the system prompt, the
-    /// description flattened to one line and cut to 80 chars + `…` (spec §4.5).
+    /// description flattened to one line and cut to 80 chars + `…` (docs §4.5).
     pub fn prompt_lines(&self) -> String {
         self.tools
             .iter()

@@ -1,4 +1,4 @@
-//! Runs one assistant turn's tool calls (spec §2.2–§2.5).
+//! Runs one assistant turn's tool calls (docs §2.2–§2.5).
 //!
 //! Calls are checked in order (arguments, unknown tools, dedupe, the
 //! authorization hook); the runnable ones are grouped so that consecutive
@@ -28,16 +28,16 @@ use crate::store::{SharedTrace, TraceRecord, trace_record};
 
 #[derive(Clone, Debug)]
 pub struct SchedulerConfig {
-    /// Deadline for a call whose tool names none; `None` disables (spec §2.6: 1 800 s).
+    /// Deadline for a call whose tool names none; `None` disables (docs §2.6: 1 800 s).
     pub default_timeout: Option<Duration>,
-    /// Heartbeat period, floored at 0.5 s (spec §2.4: 3 s).
+    /// Heartbeat period, floored at 0.5 s (docs §2.4: 3 s).
     pub heartbeat_interval: Duration,
-    /// Concurrent read-only calls per batch (spec §2.3: 8).
+    /// Concurrent read-only calls per batch (docs §2.3: 8).
     pub max_parallel: usize,
-    /// Characters of a result the model sees (spec §2.7: 10 000).
+    /// Characters of a result the model sees (docs §2.7: 10 000).
     pub result_limit: usize,
     /// After the user cancels, how long a running write tool may take to
-    /// notice before it is abandoned. The original waits forever (spec §12.20).
+    /// notice before it is abandoned. The original waits forever (docs §12.20).
     pub write_cancel_grace: Duration,
 }
 
@@ -61,7 +61,7 @@ pub struct Denial {
 }
 
 /// Decides, before a call runs, whether it may run. Judged per batch against
-/// state frozen before the batch (spec §2.2), so implementations get `&self`.
+/// state frozen before the batch (docs §2.2), so implementations get `&self`.
 pub trait Authorizer: Send + Sync {
     fn authorize(&self, tool: &str, args: &Value) -> Result<(), Denial>;
 }
@@ -77,7 +77,7 @@ pub struct CallOutcome {
     pub raw: String,
     /// A typed tool's result as data (unredacted), when it ran and answered.
     pub output: Option<Value>,
-    /// What the model sees: the raw result, truncated (spec §2.5 step 7).
+    /// What the model sees: the raw result, truncated (docs §2.5 step 7).
     pub model_content: String,
     pub elapsed: Duration,
     pub error_code: Option<String>,
@@ -141,7 +141,7 @@ impl Scheduler {
         &self.registry
     }
 
-    /// Calls per tool name in first-use order (spec §4.5 workspace state).
+    /// Calls per tool name in first-use order (docs §4.5 workspace state).
     pub fn counters(&self) -> &[(String, u32)] {
         &self.counters
     }
@@ -159,7 +159,7 @@ impl Scheduler {
         let mut outcomes: Vec<Option<CallOutcome>> = Vec::with_capacity(calls.len());
         let mut i = 0;
         while i < plans.len() {
-            // Checkpoint D/E (spec §1.11): no new batch starts after a cancel.
+            // Checkpoint D/E (docs §1.11): no new batch starts after a cancel.
             if base.cancel.is_cancelled() {
                 for (plan, call) in plans[i..].iter().zip(&calls[i..]) {
                     let o = match plan {
@@ -211,7 +211,7 @@ impl Scheduler {
         outcomes
     }
 
-    /// Checks one call before anything runs (spec §2.2).
+    /// Checks one call before anything runs (docs §2.2).
     fn plan(&mut self, iter: u64, call: &ToolCall) -> Plan {
         let name = call.name();
         let raw_args = call.function.arguments.trim();
@@ -257,7 +257,7 @@ impl Scheduler {
             ));
         }
         // Dedupe on name *and* arguments: the original keys on the name only,
-        // which blocked legitimate re-fetches with new arguments (spec §12.2).
+        // which blocked legitimate re-fetches with new arguments (docs §12.2).
         if !tool.repeatable() && self.succeeded.contains(&dedupe_key(name, &args)) {
             if let Some(t) = &self.trace {
                 trace_record(
@@ -372,7 +372,7 @@ impl Scheduler {
         outcomes
     }
 
-    /// Bookkeeping after a call (spec §2.5): counters, the dedupe set, the
+    /// Bookkeeping after a call (docs §2.5): counters, the dedupe set, the
     /// trace record, in call order.
     fn finalize(&mut self, iter: u64, o: &CallOutcome) {
         let name = o.call.name();
@@ -421,7 +421,7 @@ struct CallRun<'a> {
 }
 
 impl CallRun<'_> {
-    /// Runs the tool with heartbeats, its deadline and cancellation (spec §2.4).
+    /// Runs the tool with heartbeats, its deadline and cancellation (docs §2.4).
     async fn execute(self, call: ToolCall, ctx: ToolContext) -> CallOutcome {
         let name = self.tool.name().to_string();
         let readonly = self.tool.readonly();
@@ -551,7 +551,7 @@ fn emit_finished(sink: &ToolEventSink, iter: u64, o: &CallOutcome) {
     });
 }
 
-/// `<1 s` → two decimals, else whole seconds (spec §2.4).
+/// `<1 s` → two decimals, else whole seconds (docs §2.4).
 fn timeout_label(seconds: f64) -> String {
     if seconds < 1.0 {
         format!("{seconds:.2}s")

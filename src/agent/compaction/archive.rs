@@ -1,7 +1,7 @@
 //! The session's transcript archive: originals of every message a lossy
 //! layer changes, and the full message list before every auto-compact. The
 //! original keeps neither for L1/L2 and overwrites transcripts written in
-//! the same second (spec §12.3, §12.15); here names carry microseconds and a
+//! the same second (docs §12.3, §12.15); here names carry microseconds and a
 //! sequence number, and originals are appended (fsynced) before the change
 //! is kept.
 

@@ -1,4 +1,4 @@
-//! Layer 3, auto-compact (spec §3.4), which also serves the `compact` tool
+//! Layer 3, auto-compact (docs §3.4), which also serves the `compact` tool
 //! (L4) and iterative summary updates within a run (L5): the older messages
 //! are summarised by the model into a structured handoff, a token-budget
 //! tail is kept verbatim, and the list becomes `[system, user(handoff),
@@ -290,7 +290,7 @@ mod tests {
         .unwrap()
     }
 
-    // CL-8 (spec §10.3): chunked summaries, the update template, empty replies.
+    // CL-8 (docs §10.3): chunked summaries, the update template, empty replies.
     #[tokio::test]
     async fn chunked_summary_folds_each_chunk_once() {
         let mut msgs = vec![Message::system("sys")];

@@ -1,4 +1,4 @@
-//! Splitting the compacted head into summary chunks (spec §3.6). Whole
+//! Splitting the compacted head into summary chunks (docs §3.6). Whole
 //! messages are packed as JSON arrays of at most `limit` characters; a
 //! message too large for one chunk is cut into labelled raw fragments whose
 //! bodies concatenate back to its exact JSON.
@@ -93,7 +93,7 @@ mod tests {
     use super::*;
     use crate::model::Message;
 
-    // CL-7 (spec §10.3), exact figures.
+    // CL-7 (docs §10.3), exact figures.
     #[test]
     fn exact_packing_figures() {
         let msgs: Vec<Message> = (0..3).map(|_| Message::user("a".repeat(50))).collect();

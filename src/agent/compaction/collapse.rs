@@ -1,4 +1,4 @@
-//! Layer 2, context collapse (spec §3.3): long messages outside the system
+//! Layer 2, context collapse (docs §3.3): long messages outside the system
 //! prompt and the last `preserve_recent` keep a head and a tail around a
 //! marker. A collapsed message is ~1,430 characters, so it is never
 //! collapsed twice. Originals are archived by the caller first.
@@ -154,7 +154,7 @@ mod tests {
     use super::*;
     use crate::model::Message;
 
-    // CL-3 (spec §10.3).
+    // CL-3 (docs §10.3).
     #[test]
     fn collapses_long_messages_outside_the_recent_window() {
         let mut msgs = vec![Message::system("s".repeat(5000))];

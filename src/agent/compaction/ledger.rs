@@ -1,4 +1,4 @@
-//! The verification ledger (spec §3.7): results of verified calculations in
+//! The verification ledger (docs §3.7): results of verified calculations in
 //! the compacted head, listed in the handoff so the model does not re-run
 //! them after a compaction.
 

@@ -1,7 +1,7 @@
-//! Layer 1, microcompact (spec §3.2): every tool result except the last
+//! Layer 1, microcompact (docs §3.2): every tool result except the last
 //! `keep_recent` that is longer than 100 characters becomes `[cleared]`.
 //! The caller archives the originals first, so nothing is lost (the original
-//! drops them for good, spec §12.3).
+//! drops them for good, docs §12.3).
 
 use super::message::ChatMessage;
 
@@ -59,7 +59,7 @@ mod tests {
     use super::*;
     use crate::model::Message;
 
-    // CL-2 (spec §10.3).
+    // CL-2 (docs §10.3).
     #[test]
     fn clears_all_but_the_last_three_long_results() {
         let mut msgs = vec![Message::system("s"), Message::user("u".repeat(500))];

@@ -1,4 +1,4 @@
-//! Five-layer context compaction (spec §3). At the top of every iteration
+//! Five-layer context compaction (docs §3). At the top of every iteration
 //! the loop asks the run's [`Compactor`] to count the context (the
 //! `watermark` event) and apply the gates, strict `>` and re-counted after
 //! each layer:
@@ -50,7 +50,7 @@ use crate::store::trace_record::CompactOutcome;
 use crate::store::{SharedTrace, trace_record};
 use crate::tools::{Tool, ToolContext, ToolResult};
 
-/// The compaction constants (spec §1.1), all settable in `[compaction]`.
+/// The compaction constants (docs §1.1), all settable in `[compaction]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompactionSettings {
     /// `bpe` (by model), `o200k_base`, `cl100k_base` or `chars4`.
@@ -98,7 +98,7 @@ impl CompactionRequest {
 }
 
 /// Summaries from the run's own provider: one non-streaming-style call per
-/// chunk, no tools, bounded by the LLM timeout (spec §3.4 step 8).
+/// chunk, no tools, bounded by the LLM timeout (docs §3.4 step 8).
 pub struct ProviderSummarizer {
     pub provider: Arc<dyn Provider>,
     pub options: CallOptions,
@@ -464,7 +464,7 @@ pub fn repair_pairs(messages: &mut Vec<Message>) -> pairs::PairRepair {
 
 /// The `compact` tool (L4): the model asks for a compaction, optionally with
 /// a focus topic. It answers at once; the loop compacts after the
-/// iteration's other tools (spec §2.2 step 1).
+/// iteration's other tools (docs §2.2 step 1).
 pub struct CompactTool;
 
 pub const COMPACT_TOOL: &str = "compact";

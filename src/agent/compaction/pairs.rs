@@ -1,4 +1,4 @@
-//! Tool-call pair repair (spec §3.5): orphan results are dropped and calls
+//! Tool-call pair repair (docs §3.5): orphan results are dropped and calls
 //! without a result get a stub, placed directly after their assistant
 //! message in call order and before that message's surviving results.
 
@@ -117,7 +117,7 @@ mod tests {
         )
     }
 
-    // CL-4 (spec §10.3): the exact ordering.
+    // CL-4 (docs §10.3): the exact ordering.
     #[test]
     fn stubs_go_after_the_assistant_in_call_order() {
         let mut id_less = Message::tool_result("", "x", "no id");

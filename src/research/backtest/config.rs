@@ -1,4 +1,4 @@
-//! The `config.json` contract (spec §7.1), validated up front with errors
+//! The `config.json` contract (docs §7.1), validated up front with errors
 //! that name the key, say what is wrong and how to fix it.
 //!
 //! Every problem is collected (not just the first), so one round trip fixes
@@ -61,7 +61,7 @@ impl fmt::Display for ConfigError {
     }
 }
 
-/// How held positions follow their targets (spec §7.4).
+/// How held positions follow their targets (docs §7.4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Adjustment {
     /// Act only on direction flips and zero targets; resizes are logged
@@ -82,7 +82,7 @@ impl Adjustment {
     }
 }
 
-/// Cost keys as given (spec §7.1 "market fee keys", §7.4); `None` takes the
+/// Cost keys as given (docs §7.1 "market fee keys", §7.4); `None` takes the
 /// market's default ([`super::engine::SymbolRules::for_market`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CostOverrides {
@@ -103,7 +103,7 @@ pub struct CostOverrides {
 pub enum StrategySpec {
     Builtin(Builtin),
     Rules(Box<RuleSet>),
-    /// `code/signal_engine.py` (spec §7.2), run with Python and pandas.
+    /// `code/signal_engine.py` (docs §7.2), run with Python and pandas.
     Python,
 }
 
@@ -144,7 +144,7 @@ pub struct WalkForwardConfig {
     pub n_windows: usize,
 }
 
-/// `config.validation` (spec §7.5); each part optional.
+/// `config.validation` (docs §7.5); each part optional.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ValidationConfig {
     pub monte_carlo: Option<MonteCarloConfig>,

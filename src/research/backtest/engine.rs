@@ -1,4 +1,4 @@
-//! The execution model (spec §7.4) for daily equities and crypto: a pure,
+//! The execution model (docs §7.4) for daily equities and crypto: a pure,
 //! single-pass simulation over plain row-major columns that allocates
 //! nothing per bar (its outputs are sized once up front; fills and round
 //! trips are pushed only on bars that trade).
@@ -39,7 +39,7 @@ use serde::Serialize;
 use super::config::{Adjustment, CostOverrides};
 use crate::research::data::{Bars, Market, detect_market};
 
-/// Costs and market rules for one symbol (spec §7.4 default cost keys).
+/// Costs and market rules for one symbol (docs §7.4 default cost keys).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct SymbolRules {
     /// Commission as a fraction of the fill's notional.
@@ -68,7 +68,7 @@ impl SymbolRules {
     /// The market's defaults with the config's overrides; notes say what
     /// was forced (e.g. no shorts on A-shares).
     ///
-    /// Defaults (spec §7.4): US/CA equities slippage 0.0005, no
+    /// Defaults (docs §7.4): US/CA equities slippage 0.0005, no
     /// commission, whole shares, shorts allowed; HK slippage 0.001 and
     /// stamp 0.001 (charged on sells here); A-shares commission 0.00025
     /// (min 5), stamp 0.0005 on sells, transfer 0.00001, slippage 0.001,
@@ -200,7 +200,7 @@ pub struct Panel {
     /// The valuation price: the last close, carried without limit; 0
     /// before the symbol's first bar (it cannot be held then).
     pub mark: Vec<f64>,
-    /// The close forward-filled up to the limit (spec §7.4), NaN beyond:
+    /// The close forward-filled up to the limit (docs §7.4), NaN beyond:
     /// the benchmark's input.
     pub close: Vec<f64>,
 }
@@ -272,7 +272,7 @@ impl Panel {
         }
     }
 
-    /// Equal-weight mean of the symbols' close-to-close returns (spec §7.5
+    /// Equal-weight mean of the symbols' close-to-close returns (docs §7.5
     /// default benchmark): symbols without both closes are left out of a
     /// bar's mean; a bar with none is 0; the first bar is 0.
     pub fn benchmark_returns(&self) -> Vec<f64> {
@@ -296,7 +296,7 @@ impl Panel {
 }
 
 /// Target weights (row-major) from each symbol's own-calendar signals
-/// (spec §7.4 `_align`), see the module docs. `signals[s]` is as long as
+/// (docs §7.4 `_align`), see the module docs. `signals[s]` is as long as
 /// symbol `s`'s bars (shorter is padded with 0).
 pub fn align_targets(
     panel: &Panel,
@@ -376,7 +376,7 @@ impl Reason {
     }
 }
 
-/// One execution (spec §7.6 `fills.jsonl`).
+/// One execution (docs §7.6 `fills.jsonl`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Fill {
     pub symbol: usize,
@@ -423,7 +423,7 @@ impl RoundTrip {
     }
 }
 
-/// A target the engine did not follow (spec §7.5 `dropped_target_adjustments`).
+/// A target the engine did not follow (docs §7.5 `dropped_target_adjustments`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Dropped {
     pub bar: usize,
@@ -450,7 +450,7 @@ pub struct Simulation {
     pub equity: Vec<f64>,
     /// Executed weights at each close, row-major (qty × mark / equity).
     pub weights: Vec<f64>,
-    /// Σ fill notional / (2·|equity|) per bar (spec §7.5 turnover).
+    /// Σ fill notional / (2·|equity|) per bar (docs §7.5 turnover).
     pub turnover: Vec<f64>,
     pub fills: Vec<Fill>,
     pub trades: Vec<RoundTrip>,

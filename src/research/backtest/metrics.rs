@@ -1,4 +1,4 @@
-//! Metrics with the exact definitions of spec §7.5 (`calc_metrics`).
+//! Metrics with the exact definitions of docs §7.5 (`calc_metrics`).
 //!
 //! Notation: E the equity series (n bars), C the initial cash, B bars per
 //! year, r_t = E_t / E_{t−1} − 1 with r_0 = 0 (pandas `pct_change` with the
@@ -319,7 +319,7 @@ pub fn compute(
     }
 }
 
-/// A number for JSON: non-finite becomes null (spec §7.6 stdout).
+/// A number for JSON: non-finite becomes null (docs §7.6 stdout).
 pub fn num(x: f64) -> Value {
     if x.is_finite() { json!(x) } else { Value::Null }
 }

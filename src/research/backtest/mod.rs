@@ -1,4 +1,4 @@
-//! The backtest engine (spec §7): `config.json` in a run directory →
+//! The backtest engine (docs §7): `config.json` in a run directory →
 //! market data → signals → execution → metrics, validation, artifacts, a
 //! chart and the run card.
 //!
@@ -550,7 +550,7 @@ fn nested_results(
     nested
 }
 
-/// Concentration and exposure (spec §7.5 `risk_xray_*`): HHI = mean over
+/// Concentration and exposure (docs §7.5 `risk_xray_*`): HHI = mean over
 /// invested bars of Σ (|w_s| / Σ|w|)², effective N = 1 / HHI, annualised
 /// volatility = std(r)·√B, the max drawdown, and the mean gross exposure
 /// Σ|w| over all bars.

@@ -1,4 +1,4 @@
-//! The original's strategy contract (spec §7.2, issue 5c): `class
+//! The original's strategy contract (docs §7.2, issue 5c): `class
 //! SignalEngine` in `code/signal_engine.py` with `generate(self, data_map)
 //! -> Dict[str, pandas.Series]`, run with Python and pandas.
 //!
@@ -46,7 +46,7 @@ impl PythonError {
     }
 }
 
-/// How long the interpreter probe may take (spec §2.6: 20 s).
+/// How long the interpreter probe may take (docs §2.6: 20 s).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
 const PROBE: &str = "import sys, pandas, numpy; print(sys.executable)";
@@ -250,7 +250,7 @@ pub fn signals(
     Ok(result)
 }
 
-/// The helper run with `python -c`: static checks (spec §7.2), import,
+/// The helper run with `python -c`: static checks (docs §7.2), import,
 /// `generate`, validation of the result, JSON out. Exit 3 with
 /// `{"code", "error"}` in the error file on any refusal.
 pub const RUNNER: &str = r#"
@@ -280,7 +280,7 @@ def fail(code, msg):
 
 def reject(node, msg):
     line = getattr(node, "lineno", "?")
-    fail("strategy_rejected", "code/signal_engine.py line %s: %s (spec §7.2 static checks)" % (line, msg))
+    fail("strategy_rejected", "code/signal_engine.py line %s: %s (docs §7.2 static checks)" % (line, msg))
 
 def forbidden_module(name):
     if not name:

@@ -1,4 +1,4 @@
-//! The run card (spec §7.6): `run_card.json` (schema 0.1) and `run_card.md`
+//! The run card (docs §7.6): `run_card.json` (schema 0.1) and `run_card.md`
 //! in the run dir — what was run, on which data, with which result, and
 //! the hashes to reproduce it.
 //!

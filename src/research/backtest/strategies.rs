@@ -2,7 +2,7 @@
 //! bars into a target-weight series in [-1, 1] on that symbol's own
 //! calendar, computed from information up to and including each bar's close;
 //! the engine clips, shifts by one bar and executes at the next open
-//! (spec §7.4), so no strategy here may look ahead.
+//! (docs §7.4), so no strategy here may look ahead.
 //!
 //! Indicators come from [`crate::research::indicators`] (checked against
 //! pandas); warm-up rows (NaN) mean "no position".

@@ -1,4 +1,4 @@
-//! The validation suite (spec §7.5 `config.validation`): Monte Carlo trade
+//! The validation suite (docs §7.5 `config.validation`): Monte Carlo trade
 //! permutation, bootstrap of returns, walk-forward windows.
 //!
 //! Randomness is a SplitMix64 stream from the configured seed (default 42):

@@ -1,4 +1,4 @@
-//! The on-disk cache of online answers (spec §7.3; layout under the cache
+//! The on-disk cache of online answers (docs §7.3; layout under the cache
 //! dir): `<cache>/market/<source>/<SYMBOL>_<start>_<end>.csv` holds the
 //! cleaned, adjusted bars and a `.json` beside it the provenance.
 //!

@@ -1,4 +1,4 @@
-//! Price adjustment and the OHLC sanity filter (spec §7.1 step 3).
+//! Price adjustment and the OHLC sanity filter (docs §7.1 step 3).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! The `local` loader: the user's own CSV files (spec §7.3, `local`).
+//! The `local` loader: the user's own CSV files (docs §7.3, `local`).
 //!
 //! Header detection is flexible: the date column may be called `date`,
 //! `Date`, `timestamp`, `datetime` or `time` (ISO dates, `YYYYMMDD`,

@@ -1,5 +1,5 @@
 //! Market detection by symbol shape, the fallback chains, and how each
-//! source spells a symbol (spec §7.3).
+//! source spells a symbol (docs §7.3).
 //!
 //! The patterns are the spec's, first match wins, default `a_share`; they are
 //! matched by hand (no regex to compile at run time). Two additions, marked

@@ -1,4 +1,4 @@
-//! Market data for research and backtests (spec §7.3).
+//! Market data for research and backtests (docs §7.3).
 //!
 //! Sources: the embedded real dataset ([`embedded`], always available, five US
 //! equities 2000–2013), the user's own CSV files ([`local`], parsed into a
@@ -9,7 +9,7 @@
 //! filter ([`clean`]), and carries its [`Provenance`].
 //!
 //! Series are plain columns ([`Bars`]); the backtest aligns them on a union
-//! calendar and forward-fills (spec §7.4), so loaders never fill gaps.
+//! calendar and forward-fills (docs §7.4), so loaders never fill gaps.
 
 pub mod bars_cache;
 pub mod cache;
@@ -219,7 +219,7 @@ pub enum SourceChoice {
 /// The names [`SourceChoice::from_str`] accepts, for error messages.
 pub const VALID_SOURCES: &str = "auto, embedded, local, yahoo (alias yfinance), stooq";
 
-/// Sources of the original engine (spec §7.3) that vibedesk does not have;
+/// Sources of the original engine (docs §7.3) that vibedesk does not have;
 /// named in the refusal so a ported config fails with a useful message.
 const FOREIGN_SOURCES: [&str; 21] = [
     "tushare",
@@ -289,7 +289,7 @@ impl FromStr for SourceChoice {
     }
 }
 
-/// Bar interval (spec §7.1 `interval`). Every loader here is daily; the
+/// Bar interval (docs §7.1 `interval`). Every loader here is daily; the
 /// others parse so a config can be validated, and are refused at fetch time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Interval {

@@ -1,5 +1,5 @@
 //! Online loaders: Yahoo's chart API (JSON) and Stooq's CSV download
-//! (spec §7.3 `yahoo`, `stooq`). Base URLs are configurable so tests serve
+//! (docs §7.3 `yahoo`, `stooq`). Base URLs are configurable so tests serve
 //! recorded answers from 127.0.0.1; nothing here caches (see [`super::cache`]).
 //!
 //! - Yahoo: `GET {base}/v8/finance/chart/{SYM}?period1=..&period2=..&interval=1d`.

@@ -1,4 +1,4 @@
-//! Choosing a source and falling back (spec §7.3 "Rules").
+//! Choosing a source and falling back (docs §7.3 "Rules").
 //!
 //! `auto`: the symbol's market gives the chain ([`Market::chain`]); the first
 //! available loader that serves rows wins, the others are tried in order
@@ -127,7 +127,7 @@ impl DataRequest {
 #[derive(Clone, Debug)]
 pub struct Universe {
     pub series: Vec<PriceSeries>,
-    /// The loaders that actually served rows, sorted (spec §7.3).
+    /// The loaders that actually served rows, sorted (docs §7.3).
     pub effective_sources: Vec<Source>,
 }
 

@@ -1,4 +1,4 @@
-//! The `backtest` and `read_artifact` tools (spec §6.4, issue 6).
+//! The `backtest` and `read_artifact` tools (docs §6.4, issue 6).
 //!
 //! `backtest` validates the run dir's `config.json` (or writes the one
 //! given inline, atomically, after validating it), then runs `<vibedesk>

@@ -1,9 +1,9 @@
 //! Market data tools: `get_market_data` and `technical_indicator`.
 //!
 //! Both are read-only and not repeatable (the default): the same call twice
-//! in a run is answered from the first result (spec §2.2). Data comes from
+//! in a run is answered from the first result (docs §2.2). Data comes from
 //! [`crate::research::data::MarketData`] (embedded set, the session
-//! workspace's CSV and Parquet files, Yahoo / Stooq with a cache, spec §7.3); every
+//! workspace's CSV and Parquet files, Yahoo / Stooq with a cache, docs §7.3); every
 //! answer carries the series' provenance so the model can cite it.
 
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
-//! Memory and skill tools: `remember` (spec §8.9), `recall`, `session_search`
-//! and `load_skill` (spec §4.6).
+//! Memory and skill tools: `remember` (docs §8.9), `recall`, `session_search`
+//! and `load_skill` (docs §4.6).
 //!
 //! Store calls touch files and SQLite, so they run on the blocking pool.
 
@@ -22,7 +22,7 @@ use crate::model::contract::{
 use crate::tools::registry::DuplicateTool;
 use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
 
-/// Characters of each memory body a recall returns (spec §8.9).
+/// Characters of each memory body a recall returns (docs §8.9).
 const RECALL_CONTENT_CHARS: usize = 2_000;
 const RECALL_DEFAULT: usize = 5;
 const RECALL_MAX: usize = 20;
@@ -92,7 +92,7 @@ fn max_arg(value: Option<i64>, default: usize, max: usize) -> Result<usize, Tool
     }
 }
 
-/// Links shown per recalled memory (spec §8.9).
+/// Links shown per recalled memory (docs §8.9).
 const RECALL_RELATED: usize = 3;
 
 /// One recalled memory; `related` (its best links, scores to 2 decimals)
@@ -125,7 +125,7 @@ fn said(status: &str, message: impl Into<String>) -> MemoryOutput {
     }
 }
 
-/// Recalls for the model and counts each hit as an access (spec §8.5).
+/// Recalls for the model and counts each hit as an access (docs §8.5).
 async fn recall_output(
     store: Arc<MemoryStore>,
     query: String,
@@ -266,7 +266,7 @@ async fn reinforce(
                 "event '{event_name}' is not one of task_success, task_failure, user_confirm, user_reject"
             ))
         })?;
-    // Default and unknown sources count as the system (spec §8.9).
+    // Default and unknown sources count as the system (docs §8.9).
     let source = match opt_str(args.source.as_ref()) {
         Some("user") => "user",
         _ => "system",

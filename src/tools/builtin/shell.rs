@@ -1,4 +1,4 @@
-//! The `bash` tool (spec §2.6, §2.10): one shell command in the sandbox.
+//! The `bash` tool (docs §2.6, §2.10): one shell command in the sandbox.
 //!
 //! The command runs through [`crate::sandbox::Runner`] with cwd = the run
 //! dir, the session workspace writable and named in `VIBEDESK_WORKSPACE`, a
