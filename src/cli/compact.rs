@@ -15,7 +15,7 @@ use crate::agent::compaction::archive::TranscriptArchive;
 use crate::agent::compaction::auto::{AutoParams, auto_compact};
 use crate::agent::compaction::chunks::summary_chunks;
 use crate::agent::compaction::collapse::collapse;
-use crate::agent::compaction::inplace::{LineMessage, read_file, read_lines};
+use crate::agent::compaction::inplace::{LineMessage, MappedFile, read_file, read_lines};
 use crate::agent::compaction::message::ChatMessage;
 use crate::agent::compaction::microcompact::microcompact;
 use crate::agent::compaction::pairs::fix_tool_pairs;
@@ -174,8 +174,13 @@ pub async fn compact(args: CompactArgs) -> u8 {
     };
     // Lines written the way this command writes them are kept as read, and
     // written back as their own bytes; the rest are parsed into maps.
-    let bytes = read_file(&args.input).ok();
-    let mut msgs: Vec<LineMessage> = match bytes.as_deref().map(read_lines) {
+    let mapped = MappedFile::open(&args.input);
+    let read = match mapped {
+        Some(_) => None,
+        None => read_file(&args.input).ok(),
+    };
+    let bytes: Option<&[u8]> = mapped.as_deref().or(read.as_deref());
+    let mut msgs: Vec<LineMessage> = match bytes.map(read_lines) {
         Some(Ok(m)) => m,
         _ => match read_messages(&args.input) {
             Ok(maps) => maps.into_iter().map(LineMessage::Parsed).collect(),

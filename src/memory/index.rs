@@ -364,7 +364,7 @@ impl Index {
         let tx = self.conn.transaction()?;
         let mut added = 0usize;
         let mut line_no = lines_before;
-        for raw in complete[..last_nl].split(|b| *b == b'\n') {
+        for raw in crate::text::lines(&complete[..last_nl]) {
             line_no += 1;
             let Ok(v) = serde_json::from_slice::<serde_json::Value>(raw) else {
                 continue;

@@ -170,7 +170,7 @@ fn parse_part(part: &[u8]) -> (MessagesRead, usize) {
     let mut lines = 0;
     // Split bytes, not a String: one line of invalid UTF-8 must only cost
     // that line, not the whole session.
-    for (n, raw) in part.split(|b| *b == b'\n').enumerate() {
+    for (n, raw) in crate::text::lines(part).enumerate() {
         lines = n;
         if raw.iter().all(u8::is_ascii_whitespace) {
             continue;

@@ -388,7 +388,7 @@ pub fn read_trace(dir: &Path, resolve_fields: Option<&[&str]>) -> Result<TraceRe
         Err(e) => return Err(StoreError::io("read", p, e)),
     };
     let mut out = TraceRead::default();
-    for raw in bytes.split(|b| *b == b'\n') {
+    for raw in crate::text::lines(&bytes) {
         if raw.iter().all(u8::is_ascii_whitespace) {
             continue;
         }

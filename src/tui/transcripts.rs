@@ -149,7 +149,7 @@ pub fn read_archive(session_dir: &Path) -> (Vec<ArchiveEntry>, usize) {
     };
     let mut out = Vec::new();
     let mut skipped = 0;
-    for line in bytes.split(|b| *b == b'\n') {
+    for line in crate::text::lines(&bytes) {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -197,7 +197,7 @@ pub fn read_transcript(path: &Path) -> Result<(Vec<Message>, usize), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut out = Vec::new();
     let mut skipped = 0;
-    for line in bytes.split(|b| *b == b'\n') {
+    for line in crate::text::lines(&bytes) {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
