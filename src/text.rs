@@ -27,6 +27,27 @@ pub fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
         })
 }
 
+/// `bytes` cut into one part per core (at most 8), each ending at a line
+/// end, for parsing a large log in parallel; one part below `min_parallel`
+/// bytes. Joined in order, the parts are `bytes`.
+pub fn line_parts(bytes: &[u8], min_parallel: usize) -> Vec<&[u8]> {
+    let threads = if bytes.len() < min_parallel {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+    };
+    let mut parts = Vec::with_capacity(threads);
+    let mut start = 0;
+    for k in 1..threads {
+        let at = (bytes.len() * k / threads).max(start);
+        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
+        parts.push(&bytes[start..end]);
+        start = end;
+    }
+    parts.push(&bytes[start..]);
+    parts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -45,5 +66,17 @@ mod tests {
             let std: Vec<&[u8]> = text.as_bytes().split(|b| *b == b'\n').collect();
             assert_eq!(ours, std, "{text:?}");
         }
+    }
+
+    #[test]
+    fn line_parts_cut_at_line_ends_and_join_back() {
+        let text: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+        let parts = line_parts(text.as_bytes(), 1);
+        assert!(!parts.is_empty());
+        assert_eq!(parts.concat(), text.as_bytes());
+        for p in &parts[..parts.len() - 1] {
+            assert_eq!(p.last(), Some(&b'\n'));
+        }
+        assert_eq!(line_parts(text.as_bytes(), usize::MAX).len(), 1);
     }
 }

@@ -126,20 +126,7 @@ const PARALLEL_BYTES: usize = 1 << 20;
 /// Every readable line of a log, parsed on all cores for a long session:
 /// the parts are cut after a line end and joined back in order.
 fn parse_lines(bytes: &[u8]) -> MessagesRead {
-    let threads = if bytes.len() < PARALLEL_BYTES {
-        1
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
-    };
-    let mut parts = Vec::with_capacity(threads);
-    let mut start = 0;
-    for k in 1..threads {
-        let at = (bytes.len() * k / threads).max(start);
-        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
-        parts.push(&bytes[start..end]);
-        start = end;
-    }
-    parts.push(&bytes[start..]);
+    let parts = crate::text::line_parts(bytes, PARALLEL_BYTES);
     let read: Vec<(MessagesRead, usize)> = std::thread::scope(|scope| {
         let handles: Vec<_> = parts
             .iter()

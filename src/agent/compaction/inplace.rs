@@ -391,21 +391,7 @@ pub struct NotReadable;
 /// Every non-blank line of `bytes` as a message, lines split over the cores.
 /// Fails on a line that is not UTF-8 or not a JSON object.
 pub fn read_lines(bytes: &[u8]) -> Result<Vec<LineMessage<'_>>, NotReadable> {
-    let threads = if bytes.len() < PARALLEL_BYTES {
-        1
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
-    };
-    // Cut at the first line end after each share of the bytes.
-    let mut parts = Vec::with_capacity(threads);
-    let mut start = 0;
-    for k in 1..threads {
-        let at = (bytes.len() * k / threads).max(start);
-        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
-        parts.push(&bytes[start..end]);
-        start = end;
-    }
-    parts.push(&bytes[start..]);
+    let parts = crate::text::line_parts(bytes, PARALLEL_BYTES);
     let (first, rest) = parts.split_first().ok_or(NotReadable)?;
     std::thread::scope(|scope| {
         let handles: Vec<_> = rest
