@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::model::{Message, Role};
 use crate::session::{SessionMeta, list_sessions, list_sessions_reporting};
@@ -63,18 +62,12 @@ pub struct SessionDetail {
     pub skipped: usize,
 }
 
-/// First 16 hex chars of SHA-256 over role, NUL, content: the key under
-/// which a collapsed message's original is archived.
+/// The key under which a collapsed message's original is archived: the
+/// archive's own [`archive::fingerprint`], so the format is defined once.
+///
+/// [`archive::fingerprint`]: crate::agent::compaction::archive::fingerprint
 pub fn fingerprint(role: Role, content: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(role.as_str().as_bytes());
-    h.update([0u8]);
-    h.update(content.as_bytes());
-    h.finalize()
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::agent::compaction::archive::fingerprint(role.as_str(), content)
 }
 
 /// Sessions newest first, each with its message count (lines of its log).
