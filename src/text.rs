@@ -6,9 +6,24 @@
 /// The first `chars` characters of `text`, cut on a character boundary, for
 /// previews.
 pub fn preview(text: &str, chars: usize) -> String {
-    match text.char_indices().nth(chars) {
-        Some((i, _)) => text[..i].to_string(),
-        None => text.to_string(),
+    prefix_chars(text, chars).to_string()
+}
+
+/// `&text[..n characters]`, borrowed.
+pub fn prefix_chars(text: &str, n: usize) -> &str {
+    match text.char_indices().nth(n) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}
+
+/// One line of at most `max` characters: whitespace runs collapsed to one
+/// space, and `…` where it was cut.
+pub fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
     }
 }
 

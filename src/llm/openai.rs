@@ -866,11 +866,7 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// One line of at most `max` characters, whitespace runs collapsed.
 fn preview(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None => flat,
-    }
+    crate::text::one_line(text, max)
 }
 
 #[cfg(test)]

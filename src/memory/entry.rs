@@ -131,10 +131,7 @@ pub fn compute_importance(
 
 /// `&s[..n chars]`.
 pub fn cut_chars(s: &str, n: usize) -> &str {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
+    crate::text::prefix_chars(s, n)
 }
 
 /// Removes C0/C1 control characters except tab, LF and CR (docs §8.3).

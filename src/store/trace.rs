@@ -360,7 +360,7 @@ pub fn sidecar_name(offload_kind: &str, value: &str) -> String {
 }
 
 fn preview(s: &str, chars: usize) -> String {
-    s.chars().take(chars).collect()
+    crate::text::preview(s, chars)
 }
 
 /// `s.chars().count() > limit` without counting past the limit.
