@@ -32,13 +32,8 @@ pub enum SessionError {
         "session {0} is open in another vibedesk process; close it there or start a new session"
     )]
     Busy(String),
-    #[error("{action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::fsio::IoError),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
 }
@@ -100,10 +95,8 @@ impl Session {
         if existing && !dir.is_dir() {
             return Err(SessionError::NotFound(id));
         }
-        std::fs::create_dir_all(&dir).map_err(|source| SessionError::Io {
-            action: "create",
-            path: dir.clone(),
-            source,
+        std::fs::create_dir_all(&dir).map_err(|source| {
+            SessionError::Io(crate::fsio::IoError::new("create", &dir, source))
         })?;
         let lock_path = dir.join(".lock");
         let lock = File::options()
@@ -111,18 +104,14 @@ impl Session {
             .truncate(false)
             .write(true)
             .open(&lock_path)
-            .map_err(|source| SessionError::Io {
-                action: "open",
-                path: lock_path.clone(),
-                source,
+            .map_err(|source| {
+                SessionError::Io(crate::fsio::IoError::new("open", &lock_path, source))
             })?;
         lock.try_lock()
             .map_err(|_| SessionError::Busy(id.clone()))?;
         let workspace = dir.join("workspace");
-        std::fs::create_dir_all(&workspace).map_err(|source| SessionError::Io {
-            action: "create",
-            path: workspace.clone(),
-            source,
+        std::fs::create_dir_all(&workspace).map_err(|source| {
+            SessionError::Io(crate::fsio::IoError::new("create", &workspace, source))
         })?;
         let meta = match read_meta(&dir) {
             Some(m) => m,

@@ -49,13 +49,8 @@ pub use store::{
 /// Why a memory operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {
-    #[error("{action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::fsio::IoError),
     #[error("{0}")]
     Invalid(String),
     /// The original could not be archived, so the lossy step was not taken
@@ -76,11 +71,7 @@ pub enum MemoryError {
 
 impl MemoryError {
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        MemoryError::Io {
-            action,
-            path: path.into(),
-            source,
-        }
+        MemoryError::Io(crate::fsio::IoError::new(action, path, source))
     }
 }
 

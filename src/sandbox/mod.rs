@@ -40,8 +40,6 @@ pub mod runner;
 pub mod scratch;
 pub mod user;
 
-use std::path::PathBuf;
-
 pub use artifacts::{ArtifactSpec, BACKTEST_ARTIFACTS};
 pub use limits::Limits;
 pub use protections::Protections;
@@ -52,13 +50,8 @@ pub use user::UserPolicy;
 /// are not errors: they are [`RunResult`]s.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    #[error("sandbox: cannot {action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("sandbox: cannot {0}")]
+    Io(#[source] crate::fsio::IoError),
     #[error("sandbox: cannot start {program}: {source}")]
     Spawn {
         program: String,

@@ -244,11 +244,7 @@ fn io_err<'a>(
     action: &'static str,
     path: &'a Path,
 ) -> impl FnOnce(std::io::Error) -> SandboxError + 'a {
-    move |source| SandboxError::Io {
-        action,
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| SandboxError::Io(crate::fsio::IoError::new(action, path, source))
 }
 
 /// A log name safe as a file name.

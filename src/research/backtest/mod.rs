@@ -49,13 +49,8 @@ pub enum BacktestError {
     Data(#[from] DataError),
     #[error("{0}")]
     Python(#[from] python::PythonError),
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("cannot {0}")]
+    Io(#[source] crate::fsio::IoError),
     #[error("{0}")]
     NoData(String),
     #[error("chart: {0}")]
@@ -69,7 +64,7 @@ impl BacktestError {
             BacktestError::Config(e) => e.code(),
             BacktestError::Data(e) => e.code(),
             BacktestError::Python(e) => e.code,
-            BacktestError::Io { .. } => "io_error",
+            BacktestError::Io(_) => "io_error",
             BacktestError::NoData(_) => "no_data",
             BacktestError::Chart(_) => "chart_failed",
         }
@@ -79,11 +74,7 @@ impl BacktestError {
         action: &'static str,
         path: &'a Path,
     ) -> impl FnOnce(std::io::Error) -> BacktestError + 'a {
-        move |source| BacktestError::Io {
-            action,
-            path: path.to_path_buf(),
-            source,
-        }
+        move |source| BacktestError::Io(crate::fsio::IoError::new(action, path, source))
     }
 }
 
