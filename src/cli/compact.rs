@@ -15,7 +15,7 @@ use crate::agent::compaction::archive::TranscriptArchive;
 use crate::agent::compaction::auto::{AutoParams, auto_compact};
 use crate::agent::compaction::chunks::summary_chunks;
 use crate::agent::compaction::collapse::collapse;
-use crate::agent::compaction::inplace::{LineMessage, MappedFile, read_file, read_lines};
+use crate::agent::compaction::inplace::{LineMessage, MappedFile, read_lines};
 use crate::agent::compaction::message::ChatMessage;
 use crate::agent::compaction::microcompact::microcompact;
 use crate::agent::compaction::pairs::fix_tool_pairs;
@@ -177,7 +177,7 @@ pub async fn compact(args: CompactArgs) -> u8 {
     let mapped = MappedFile::open(&args.input);
     let read = match mapped {
         Some(_) => None,
-        None => read_file(&args.input).ok(),
+        None => std::fs::read(&args.input).ok(),
     };
     let bytes: Option<&[u8]> = mapped.as_deref().or(read.as_deref());
     let mut msgs: Vec<LineMessage> = match bytes.map(read_lines) {

@@ -9,11 +9,9 @@
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::FileExt;
+use std::io::Write;
 use std::path::Path;
 
-use nix::sys::mman::{MmapAdvise, madvise};
 use serde_json::{Map, Value};
 
 use super::canonical::{CanonicalLine, ContentSpan, char_count, scan_line};
@@ -265,40 +263,6 @@ impl<'a> ChatMessage for LineMessage<'a> {
     }
 }
 
-/// The whole file, its halves (or more parts) read on all cores: reading a
-/// large file is mostly the kernel filling fresh pages, which parallelises.
-pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    let file = File::open(path)?;
-    let len = usize::try_from(file.metadata()?.len()).unwrap_or(usize::MAX);
-    let threads = if len < PARALLEL_BYTES {
-        1
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
-    };
-    let mut buf = vec![0u8; len];
-    prefer_huge_pages(&mut buf);
-    let share = len.div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = buf
-            .chunks_mut(share)
-            .enumerate()
-            .map(|(k, part)| {
-                let file = &file;
-                scope.spawn(move || file.read_exact_at(part, (k * share) as u64))
-            })
-            .collect();
-        handles.into_iter().try_for_each(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("reader thread failed")))
-        })
-    })?;
-    // A file that grew since it was measured: read the rest as well.
-    let mut file = file;
-    file.seek(SeekFrom::Start(len as u64))?;
-    file.read_to_end(&mut buf)?;
-    Ok(buf)
-}
-
 /// A file mapped read-only, for `vibedesk compact`'s input. Reading a large
 /// transcript into fresh memory is most of that command's time: the kernel
 /// zeroes every new page and then copies the file into it. A mapping shares
@@ -361,25 +325,6 @@ impl Drop for MappedFile {
         // SAFETY: the mapping made in `open`, unmapped once; no slice of it
         // outlives `self` (they borrow it).
         let _ = unsafe { nix::sys::mman::munmap(self.ptr, self.len) };
-    }
-}
-
-/// Asks the kernel to back the (not yet touched) pages of `buf` with 2 MB
-/// pages where it can: filling 25 MB then takes a dozen page faults instead
-/// of 6,000, which were a third of reading it.
-fn prefer_huge_pages(buf: &mut [u8]) {
-    const HUGE: usize = 2 << 20;
-    let start = buf.as_mut_ptr() as usize;
-    let first = start.next_multiple_of(HUGE);
-    let end = (start + buf.len()) / HUGE * HUGE;
-    if end <= first {
-        return;
-    }
-    if let Some(ptr) = std::ptr::NonNull::new(first as *mut std::ffi::c_void) {
-        // SAFETY: `first..end` lies inside `buf`, borrowed mutably here, and
-        // MADV_HUGEPAGE only changes how its pages are backed, never what
-        // they hold. Declined advice (no THP) changes nothing.
-        let _ = unsafe { madvise(ptr, end - first, MmapAdvise::MADV_HUGEPAGE) };
     }
 }
 
@@ -677,15 +622,19 @@ mod tests {
 
     /// A file is read whole, in parts on several threads when it is large.
     #[test]
-    fn files_are_read_whole() {
+    fn files_are_mapped_whole() {
         let d = tempfile::tempdir().unwrap();
-        for len in [0, 10, PARALLEL_BYTES + 4_099, 5 << 20] {
+        for len in [10, PARALLEL_BYTES + 4_099, 5 << 20] {
             let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
             let p = d.path().join(format!("{len}.bin"));
             std::fs::write(&p, &bytes).unwrap();
-            assert!(read_file(&p).unwrap() == bytes, "{len} bytes");
+            let mapped = MappedFile::open(&p).unwrap();
+            assert!(*mapped == bytes[..], "{len} bytes");
         }
-        assert!(read_file(&d.path().join("missing")).is_err());
+        // Nothing to map: the caller reads (and reports) instead.
+        std::fs::write(d.path().join("empty"), b"").unwrap();
+        assert!(MappedFile::open(&d.path().join("empty")).is_none());
+        assert!(MappedFile::open(&d.path().join("missing")).is_none());
     }
 
     /// A file large enough to be read on several threads keeps its order.
