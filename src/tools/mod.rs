@@ -45,6 +45,22 @@ pub struct ToolContext {
     pub background: BackgroundQueue,
 }
 
+/// A context for unit tests: the run dir and workspace made, nothing else.
+#[cfg(test)]
+pub(crate) fn test_context(run_dir: PathBuf, workspace: PathBuf) -> ToolContext {
+    for d in [&run_dir, &workspace] {
+        std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+    }
+    ToolContext {
+        call_id: "c".into(),
+        session_id: "s".into(),
+        run_dir,
+        workspace,
+        cancel: CancellationToken::new(),
+        background: BackgroundQueue::default(),
+    }
+}
+
 pub type ToolResult = Result<String, ToolError>;
 
 /// What a call answered: the text the model sees and, for a typed tool

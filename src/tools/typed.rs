@@ -109,14 +109,13 @@ mod tests {
     use std::sync::Arc;
 
     use serde_json::json;
-    use tokio_util::sync::CancellationToken;
 
     use super::*;
     use crate::memory::{MemoryFlags, MemoryStore};
     use crate::model::contract::*;
     use crate::research::data::DataConfig;
+    use crate::tools::Registry;
     use crate::tools::builtin::{fs, memory, shell};
-    use crate::tools::{BackgroundQueue, Registry};
 
     /// Every built-in tool's schema, beside the one it had when it was
     /// written by hand (the bash limits are new: the type says them).
@@ -299,16 +298,7 @@ mod tests {
     }
 
     fn ctx(root: &Path) -> ToolContext {
-        let ws = root.join("ws");
-        std::fs::create_dir_all(&ws).unwrap();
-        ToolContext {
-            call_id: "c".into(),
-            session_id: "s".into(),
-            run_dir: root.to_path_buf(),
-            workspace: ws,
-            cancel: CancellationToken::new(),
-            background: BackgroundQueue::default(),
-        }
+        crate::tools::test_context(root.to_path_buf(), root.join("ws"))
     }
 
     async fn error_of(tool: &dyn Tool, args: Value, c: &ToolContext) -> String {

@@ -41,14 +41,24 @@ fn events(stdout: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-/// Runs `hello` offline in a new session and returns the session id.
-async fn hello_session(home: &Path) -> String {
+/// `vibedesk run --json -p PROMPT` on the offline planner, which must succeed.
+async fn offline_json_run(home: &Path, prompt: &str) -> std::process::Output {
     let out = vibedesk(home)
-        .args(["run", "--json", "-p", "hello"])
+        .args(["run", "--json", "-p", prompt])
         .output()
         .await
         .unwrap();
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs `hello` offline in a new session and returns the session id.
+async fn hello_session(home: &Path) -> String {
+    let out = offline_json_run(home, "hello").await;
     events(&out.stdout)[0]["session_id"]
         .as_str()
         .unwrap()
@@ -236,21 +246,11 @@ async fn the_offline_planner_runs_real_tools_on_the_embedded_data() {
 #[tokio::test]
 async fn the_offline_planner_backtests_on_the_embedded_data() {
     let home = tempfile::tempdir().unwrap();
-    let out = vibedesk(home.path())
-        .args([
-            "run",
-            "--json",
-            "-p",
-            "backtest a 20/50 SMA crossover on AAPL from 2005 to 2012",
-        ])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = offline_json_run(
+        home.path(),
+        "backtest a 20/50 SMA crossover on AAPL from 2005 to 2012",
+    )
+    .await;
     let evs = events(&out.stdout);
     let finished = evs
         .iter()
@@ -294,21 +294,11 @@ async fn the_offline_planner_backtests_on_the_embedded_data() {
 #[tokio::test]
 async fn tool_call_finished_carries_the_structured_output() {
     let home = tempfile::tempdir().unwrap();
-    let out = vibedesk(home.path())
-        .args([
-            "run",
-            "--json",
-            "-p",
-            "backtest a 10/30 SMA crossover on MSFT in 2010",
-        ])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = offline_json_run(
+        home.path(),
+        "backtest a 10/30 SMA crossover on MSFT in 2010",
+    )
+    .await;
     let evs = events(&out.stdout);
     let finished = evs
         .iter()

@@ -1010,21 +1010,9 @@ impl TypedTool for ReadArtifact {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::BackgroundQueue;
 
     fn ctx(root: &Path) -> ToolContext {
-        let ws = root.join("ws");
-        let run = root.join("run");
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::create_dir_all(&run).unwrap();
-        ToolContext {
-            call_id: "c".into(),
-            session_id: "s".into(),
-            run_dir: run,
-            workspace: ws,
-            cancel: CancellationToken::new(),
-            background: BackgroundQueue::default(),
-        }
+        crate::tools::test_context(root.join("run"), root.join("ws"))
     }
 
     #[test]

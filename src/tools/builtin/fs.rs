@@ -475,23 +475,11 @@ impl TypedTool for EditFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{BackgroundQueue, Tool};
+    use crate::tools::Tool;
     use serde_json::{Value, json};
-    use tokio_util::sync::CancellationToken;
 
     fn ctx(root: &Path) -> ToolContext {
-        let ws = root.join("ws");
-        let run = root.join("run");
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::create_dir_all(&run).unwrap();
-        ToolContext {
-            call_id: "c".into(),
-            session_id: "s".into(),
-            run_dir: run,
-            workspace: ws,
-            cancel: CancellationToken::new(),
-            background: BackgroundQueue::default(),
-        }
+        crate::tools::test_context(root.join("run"), root.join("ws"))
     }
 
     async fn call(tool: &dyn Tool, args: Value, ctx: &ToolContext) -> Result<Value, ToolError> {

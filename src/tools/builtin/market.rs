@@ -361,20 +361,9 @@ impl TypedTool for TechnicalIndicator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::BackgroundQueue;
-    use tokio_util::sync::CancellationToken;
 
     fn ctx(root: &std::path::Path) -> ToolContext {
-        let ws = root.join("ws");
-        std::fs::create_dir_all(&ws).unwrap();
-        ToolContext {
-            call_id: "c".into(),
-            session_id: "s".into(),
-            run_dir: root.to_path_buf(),
-            workspace: ws,
-            cancel: CancellationToken::new(),
-            background: BackgroundQueue::default(),
-        }
+        crate::tools::test_context(root.to_path_buf(), root.join("ws"))
     }
 
     fn registry() -> Registry {

@@ -120,6 +120,20 @@ fn tmux_available() -> bool {
 /// in one read, and crossterm reads two Escapes in one read as one.
 static ONE_TERMINAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// The one real terminal, or `None` (said on stderr) where tmux is
+/// missing; where CI requires tmux its absence fails the test instead.
+async fn terminal() -> Option<tokio::sync::MutexGuard<'static, ()>> {
+    if !tmux_available() {
+        assert!(
+            std::env::var_os("VIBEDESK_REQUIRE_TMUX").is_none(),
+            "tmux is required here (VIBEDESK_REQUIRE_TMUX is set); .ci/run installs it"
+        );
+        eprintln!("skipped: tmux is not installed (CI installs it)");
+        return None;
+    }
+    Some(ONE_TERMINAL.lock().await)
+}
+
 /// The token count the gauge shows (`1.2k / 40k tokens`), if any.
 fn gauge_tokens(screen: &str) -> Option<String> {
     screen
@@ -134,15 +148,9 @@ fn gauge_tokens(screen: &str) -> Option<String> {
 
 #[tokio::test]
 async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
-    if !tmux_available() {
-        assert!(
-            std::env::var_os("VIBEDESK_REQUIRE_TMUX").is_none(),
-            "tmux is required here (VIBEDESK_REQUIRE_TMUX is set); .ci/run installs it"
-        );
-        eprintln!("skipped: tmux is not installed (CI installs it)");
+    let Some(_one) = terminal().await else {
         return;
-    }
-    let _one = ONE_TERMINAL.lock().await;
+    };
     let home = tempfile::tempdir().unwrap();
     let t = Tmux::start(home.path(), 120, 36);
     t.wait("the shell prompt", |s| !s.trim().is_empty()).await;
@@ -275,15 +283,9 @@ async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
 /// browser's search line takes typing through its own keymap context.
 #[tokio::test]
 async fn the_workstation_resumes_a_session_and_searches_in_a_real_terminal() {
-    if !tmux_available() {
-        assert!(
-            std::env::var_os("VIBEDESK_REQUIRE_TMUX").is_none(),
-            "tmux is required here (VIBEDESK_REQUIRE_TMUX is set); .ci/run installs it"
-        );
-        eprintln!("skipped: tmux is not installed (CI installs it)");
+    let Some(_one) = terminal().await else {
         return;
-    }
-    let _one = ONE_TERMINAL.lock().await;
+    };
     let home = tempfile::tempdir().unwrap();
     // A stored session, made by the real binary.
     let out = Command::new(BIN)

@@ -882,21 +882,28 @@ async fn browsing_a_real_session_finds_archived_originals() {
     );
 }
 
+/// The default tools on a scripted provider, runs under `paths`.
+fn scripted_deps(paths: &Paths, script: serde_json::Value, config: LoopConfig) -> LoopDeps {
+    LoopDeps::new(
+        crate::support::harness::scripted(script),
+        Arc::new(default_registry()),
+        config,
+        paths.runs_dir(),
+    )
+}
+
 /// Runs the real engine on a script and returns every event it emitted.
 async fn engine_events(script: serde_json::Value, threshold: u64) -> Vec<AgentEvent> {
     let home = tempfile::tempdir().unwrap();
     let paths = Paths::under(home.path());
-    let deps = LoopDeps::new(
-        Arc::new(ScriptedProvider::new(
-            Script::from_json(&script.to_string()).unwrap(),
-        )),
-        Arc::new(default_registry()),
+    let deps = scripted_deps(
+        &paths,
+        script,
         LoopConfig {
             stall_timeout: None,
             token_threshold: threshold,
             ..LoopConfig::default()
         },
-        paths.runs_dir(),
     );
     let mut session = Session::open(&paths, None, deps).unwrap();
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -932,16 +939,13 @@ async fn a_tool_cell_shows_the_calls_words_and_masks_its_secrets() {
         }}]},
         {"text": "Noted."}
     ]);
-    let deps = LoopDeps::new(
-        Arc::new(ScriptedProvider::new(
-            Script::from_json(&script.to_string()).unwrap(),
-        )),
-        Arc::new(default_registry()),
+    let deps = scripted_deps(
+        &paths,
+        script,
         LoopConfig {
             stall_timeout: None,
             ..LoopConfig::default()
         },
-        paths.runs_dir(),
     );
     let mut session = Session::open(&paths, None, deps).unwrap();
     let (tx, mut rx) = mpsc::unbounded_channel();
