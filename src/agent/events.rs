@@ -164,11 +164,110 @@ pub enum AgentEvent {
         run_dir: String,
         usage: Usage,
     },
+    /// An MCP server's state changed (docs §13.2): `ready` with its tool
+    /// count, `failed` (did not start in time, or refused the handshake) or
+    /// `exited` (died after it was ready), with the reason.
+    McpServerStatus {
+        server: String,
+        state: McpServerState,
+        #[serde(default)]
+        tools: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A research team's run begins (docs §14.4): its tasks, and their
+    /// topological layers (a task's dependencies are all in earlier layers).
+    SwarmStarted {
+        run_id: String,
+        preset: String,
+        title: String,
+        run_dir: String,
+        layers: Vec<Vec<String>>,
+        tasks: Vec<SwarmTaskInfo>,
+    },
+    /// One attempt of a task starts: a fresh agent loop with its own run dir.
+    SwarmTaskStarted {
+        task: String,
+        agent: String,
+        attempt: u32,
+        run_dir: String,
+    },
+    /// An attempt failed and the task will run again with a fresh loop.
+    SwarmTaskRetry {
+        task: String,
+        attempt: u32,
+        reason: String,
+    },
+    SwarmTaskFinished {
+        task: String,
+        status: SwarmTaskStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        seconds: f64,
+        tokens: u64,
+    },
+    SwarmFinished {
+        run_id: String,
+        status: RunStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        seconds: f64,
+        /// Path of `report.md`.
+        report: String,
+    },
+    /// One of a team member's own events, wrapped with its task id.
+    SwarmWorker {
+        task: String,
+        event: Box<AgentEvent>,
+    },
     /// Tool-batch events, produced by the scheduler (`tool_batch_started`,
     /// `tool_call_started`, `tool_heartbeat`, `tool_progress`,
     /// `tool_timeout_warning`, `tool_call_finished`, `tool_batch_finished`).
     #[serde(untagged)]
     Tool(ToolEvent),
+}
+
+/// One task of a team, as announced in `swarm_started`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SwarmTaskInfo {
+    pub id: String,
+    pub agent: String,
+    pub role: String,
+    pub depends_on: Vec<String>,
+}
+
+/// How a team's task ended (docs §14.3). A task whose upstream failed is
+/// `failed` with a reason that names that upstream task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SwarmTaskStatus {
+    Success,
+    Failed,
+    TimedOut,
+    Cancelled,
+    Interrupted,
+}
+
+impl SwarmTaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SwarmTaskStatus::Success => "success",
+            SwarmTaskStatus::Failed => "failed",
+            SwarmTaskStatus::TimedOut => "timed_out",
+            SwarmTaskStatus::Cancelled => "cancelled",
+            SwarmTaskStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// An MCP server's lifecycle state (docs §13.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpServerState {
+    Starting,
+    Ready,
+    Failed,
+    Exited,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

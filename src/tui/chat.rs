@@ -219,6 +219,14 @@ impl Chat {
             AgentEvent::Watermark { .. }
             | AgentEvent::CompactionStarted { .. }
             | AgentEvent::LlmUsage { .. } => {}
+            // Team and MCP events belong to their own views (docs §13, §14).
+            AgentEvent::McpServerStatus { .. }
+            | AgentEvent::SwarmStarted { .. }
+            | AgentEvent::SwarmTaskStarted { .. }
+            | AgentEvent::SwarmTaskRetry { .. }
+            | AgentEvent::SwarmTaskFinished { .. }
+            | AgentEvent::SwarmFinished { .. }
+            | AgentEvent::SwarmWorker { .. } => {}
         }
     }
 

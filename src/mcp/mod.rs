@@ -1,0 +1,4 @@
+//! The Model Context Protocol both ways (docs §13), through the official
+//! Rust SDK `rmcp`: the client, whose configured servers' tools join the
+//! agent's registry like built-ins, and the server (`vibedesk mcp serve`),
+//! which offers vibedesk's research and memory tools to other agents.
