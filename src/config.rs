@@ -188,6 +188,10 @@ pub struct FileConfig {
     /// workstation itself (`tui::settings`).
     #[serde(default)]
     pub tui: Option<toml::Table>,
+    /// `[mcp_servers.NAME]`: MCP servers whose tools join the agent's, read
+    /// and validated by the `mcp` room (`mcp::config`, docs §13.1).
+    #[serde(default)]
+    pub mcp_servers: Option<toml::Table>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

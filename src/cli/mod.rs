@@ -214,6 +214,23 @@ pub struct AgentSetup {
     pub notes: Vec<String>,
 }
 
+/// A server's state as the public `mcp_server_status` event (docs §13.2).
+pub fn mcp_status_event(s: &crate::mcp::ServerStatus) -> crate::agent::AgentEvent {
+    use crate::agent::events::McpServerState;
+    use crate::mcp::ServerState;
+    crate::agent::AgentEvent::McpServerStatus {
+        server: s.name.clone(),
+        state: match s.state {
+            ServerState::Starting => McpServerState::Starting,
+            ServerState::Ready => McpServerState::Ready,
+            ServerState::Failed => McpServerState::Failed,
+            ServerState::Exited => McpServerState::Exited,
+        },
+        tools: s.tools.len(),
+        reason: s.reason.clone(),
+    }
+}
+
 impl AgentSetup {
     /// The tools: file tools and `bash`, the agent's `compact`, market data
     /// and indicators (embedded dataset first, online sources as fallback),
@@ -276,6 +293,27 @@ impl AgentSetup {
             skills: skill_lines,
             notes,
         }
+    }
+
+    /// Starts the MCP servers of `config.toml` (docs §13.2), all at once, and
+    /// adds their tools to the registry; statuses go to `sink`. One function
+    /// for `run` and the workstation: call it before [`AgentSetup::deps`].
+    /// The returned clients must live as long as the session.
+    pub async fn start_mcp(
+        &mut self,
+        config: &Config,
+        sink: &crate::agent::EventSink,
+    ) -> Result<crate::mcp::McpClients, crate::mcp::McpConfigError> {
+        let servers = crate::mcp::config::load(&config.config_file)?;
+        if servers.is_empty() {
+            return Ok(crate::mcp::McpClients::default());
+        }
+        let sink = sink.clone();
+        let statuses: crate::mcp::StatusSink =
+            Arc::new(move |s: &crate::mcp::ServerStatus| sink.emit(mcp_status_event(s)));
+        let clients = crate::mcp::McpClients::start(&servers, &statuses).await;
+        clients.register(Arc::make_mut(&mut self.registry));
+        Ok(clients)
     }
 
     pub fn deps(&self, provider: Arc<dyn Provider>, config: &Config) -> crate::agent::LoopDeps {

@@ -14,7 +14,7 @@ use super::{
     provider_or_offline,
 };
 use crate::agent::EventSink;
-use crate::agent::events::{AgentEvent, RunStatus, ToolCallStatus, ToolEvent};
+use crate::agent::events::{AgentEvent, McpServerState, RunStatus, ToolCallStatus, ToolEvent};
 use crate::agent::input::{ReadMessageError, check_message_size, read_message};
 use crate::config::Overrides;
 use crate::llm::Provider;
@@ -125,7 +125,7 @@ pub async fn run(args: RunArgs) -> u8 {
         eprintln!("vibedesk: {notice}");
     }
 
-    let setup = AgentSetup::new(&config);
+    let mut setup = AgentSetup::new(&config);
     if !args.json {
         for note in &setup.notes {
             eprintln!("vibedesk: {note}");
@@ -136,6 +136,17 @@ pub async fn run(args: RunArgs) -> u8 {
     {
         eprintln!("vibedesk: memory maintenance: {done}");
     }
+    let (tx, rx) = mpsc::unbounded_channel();
+    let printer = tokio::spawn(print_events(rx, args.json));
+    // MCP statuses share the run's event stream (docs §13.2).
+    let mcp_sink = EventSink::new(tx.clone());
+    let mcp = match setup.start_mcp(&config, &mcp_sink).await {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
     let deps = setup.deps(provider, &config);
     let mut session = match Session::open(&config.paths, args.session.as_deref(), deps) {
         Ok(s) => s,
@@ -144,9 +155,6 @@ pub async fn run(args: RunArgs) -> u8 {
             return exit::USAGE;
         }
     };
-
-    let (tx, rx) = mpsc::unbounded_channel();
-    let printer = tokio::spawn(print_events(rx, args.json));
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
     let json = args.json;
@@ -163,6 +171,10 @@ pub async fn run(args: RunArgs) -> u8 {
     });
 
     let outcome = session.send(&prompt, EventSink::new(tx), cancel).await;
+    // The servers end before the printer drains: their monitors hold the
+    // last senders of the event stream.
+    mcp.shutdown().await;
+    drop(mcp_sink);
     let _ = printer.await;
 
     match outcome.status {
@@ -310,6 +322,24 @@ async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
                 eprintln!(
                     "  ⚠ reply blocked by the provider's content filter ({consecutive}/{limit})"
                 );
+            }
+            AgentEvent::McpServerStatus {
+                server,
+                state,
+                tools,
+                reason,
+            } => {
+                let reason = reason.as_deref().unwrap_or("");
+                match state {
+                    McpServerState::Ready => {
+                        eprintln!("  MCP server {server} ready ({tools} tool(s))")
+                    }
+                    McpServerState::Starting => {}
+                    McpServerState::Failed => {
+                        eprintln!("  ⚠ MCP server {server} failed to start: {reason}")
+                    }
+                    McpServerState::Exited => eprintln!("  ⚠ MCP server {server} exited: {reason}"),
+                }
             }
             AgentEvent::StallWarning { idle_s, .. } => {
                 eprintln!("  ⚠ no progress for {idle_s:.0}s")

@@ -126,8 +126,22 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
         sessions_dir: config.paths.sessions_dir(),
     };
     // The same tools, memory and skills as `vibedesk run`.
-    let setup = AgentSetup::new(&config);
+    let mut setup = AgentSetup::new(&config);
     notices.extend(setup.notes.iter().map(|n| (NoticeKind::Warning, n.clone())));
+    // MCP servers start before the screen opens, so their tools are in the
+    // registry of every turn; their statuses, later exits included, reach
+    // the chat through `mcp_events` (docs §13.2).
+    let (mcp_tx, mcp_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mcp = match setup
+        .start_mcp(&config, &crate::agent::EventSink::new(mcp_tx))
+        .await
+    {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
     if let Some(done) = setup.maintain().await {
         notices.push((NoticeKind::Info, format!("memory maintenance: {done}")));
     }
@@ -142,9 +156,11 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
         resume: args.session.clone(),
         switch_model,
         notices,
+        mcp_events: Some(mcp_rx),
     };
     let result = crate::tui::run(ws).await;
     maintenance.abort();
+    mcp.shutdown().await;
     match result {
         Ok(()) => exit::OK,
         Err(e) => {

@@ -2,3 +2,11 @@
 //! Rust SDK `rmcp`: the client, whose configured servers' tools join the
 //! agent's registry like built-ins, and the server (`vibedesk mcp serve`),
 //! which offers vibedesk's research and memory tools to other agents.
+
+pub mod client;
+pub mod client_link;
+pub mod config;
+pub mod tool;
+
+pub use client::{McpClients, ServerState, ServerStatus, StatusSink};
+pub use config::{McpConfigError, McpServerConfig};

@@ -11,7 +11,9 @@ use ratatui::text::Line;
 use super::backtest::{self, BacktestCell, BacktestInfo, EquitySeries, LoadRequest};
 use super::cells::{Cell, CellKind, NoticeKind, Toggles, ToolCell, ToolCellState};
 use super::theme::Theme;
-use crate::agent::events::{AgentEvent, NoticeLevel, RunStatus, ToolCallStatus, ToolEvent};
+use crate::agent::events::{
+    AgentEvent, McpServerState, NoticeLevel, RunStatus, ToolCallStatus, ToolEvent,
+};
 use crate::model::Role;
 use crate::store::StoredMessage;
 use crate::tools::redact::{Sink, redact_tool_result, redact_value};
@@ -211,7 +213,8 @@ impl Chat {
             | AgentEvent::BackgroundResults { .. }
             | AgentEvent::StallWarning { .. }
             | AgentEvent::Stalled { .. }
-            | AgentEvent::Notice { .. } => {
+            | AgentEvent::Notice { .. }
+            | AgentEvent::McpServerStatus { .. } => {
                 if let Some((kind, text)) = event_notice(event) {
                     self.notice(kind, text);
                 }
@@ -219,9 +222,8 @@ impl Chat {
             AgentEvent::Watermark { .. }
             | AgentEvent::CompactionStarted { .. }
             | AgentEvent::LlmUsage { .. } => {}
-            // Team and MCP events belong to their own views (docs §13, §14).
-            AgentEvent::McpServerStatus { .. }
-            | AgentEvent::SwarmStarted { .. }
+            // Team events belong to their own view (docs §14).
+            AgentEvent::SwarmStarted { .. }
             | AgentEvent::SwarmTaskStarted { .. }
             | AgentEvent::SwarmTaskRetry { .. }
             | AgentEvent::SwarmTaskFinished { .. }
@@ -782,6 +784,29 @@ fn event_notice(event: &AgentEvent) -> Option<(NoticeKind, String)> {
             format!("no progress for {idle_s:.0}s (the run stops at {timeout_s:.0}s)"),
         ),
         AgentEvent::Stalled { reason } => (NoticeKind::Error, reason.clone()),
+        AgentEvent::McpServerStatus {
+            server,
+            state,
+            tools,
+            reason,
+        } => {
+            let reason = reason.as_deref().unwrap_or("no reason given");
+            match state {
+                McpServerState::Starting => return None,
+                McpServerState::Ready => (
+                    NoticeKind::Info,
+                    format!("MCP server {server} ready: {tools} tool(s)"),
+                ),
+                McpServerState::Failed => (
+                    NoticeKind::Warning,
+                    format!("MCP server {server} failed to start: {reason}"),
+                ),
+                McpServerState::Exited => (
+                    NoticeKind::Warning,
+                    format!("MCP server {server} exited: {reason}; its tools are unavailable"),
+                ),
+            }
+        }
         AgentEvent::Notice { level, message } => {
             let kind = match level {
                 NoticeLevel::Info => NoticeKind::Info,

@@ -62,6 +62,8 @@ pub struct Workstation {
     pub switch_model: Option<ModelSwitch>,
     /// Shown in the chat at start (e.g. runs marked interrupted).
     pub notices: Vec<(NoticeKind, String)>,
+    /// Engine events from outside a turn: the MCP servers' statuses.
+    pub mcp_events: Option<UnboundedReceiver<AgentEvent>>,
 }
 
 /// `/compact [focus]`: asks the session's loop to compact. The handle is
@@ -275,6 +277,7 @@ async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiErr
     let mut input = EventStream::new();
     let mut sigterm = signal(SignalKind::terminate()).ok();
     let mut sighup = signal(SignalKind::hangup()).ok();
+    let mut mcp_events = ws.mcp_events;
 
     loop {
         let deadline = frames.deadline();
@@ -304,6 +307,9 @@ async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiErr
                 None => break,
             },
             Some(event) = agent_rx.recv() => msgs.push(Msg::Agent { event, at: Instant::now() }),
+            Some(event) = async { match mcp_events.as_mut() { Some(rx) => rx.recv().await, None => None } } => {
+                msgs.push(Msg::Agent { event, at: Instant::now() })
+            }
             Some(m) = bus_rx.recv() => {
                 if matches!(m, Msg::TurnDone { .. }) {
                     // Every event of the finished turn is already queued:
