@@ -65,6 +65,16 @@ pub async fn doctor(args: DoctorArgs) -> u8 {
             .map(|n| format!("; {n}"))
             .collect::<String>()
     );
+    // The MCP servers, each started as a session would (docs §13.2).
+    match crate::mcp::client_cli::probe(&config.config_file).await {
+        Ok(servers) if servers.is_empty() => println!("mcp servers   (none configured)"),
+        Ok(servers) => print!(
+            "mcp servers   {} configured\n{}",
+            servers.len(),
+            crate::mcp::client_cli::render_list(&servers, "  ")
+        ),
+        Err(e) => println!("mcp servers   FAIL: {e}"),
+    }
     let Some(prov) = &config.provider else {
         println!("provider      (none)");
         println!("\n{NO_MODEL_HELP}\n\nA commented config.toml to start from:\n{EXAMPLE_CONFIG}");

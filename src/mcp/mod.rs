@@ -4,6 +4,7 @@
 //! which offers vibedesk's research and memory tools to other agents.
 
 pub mod client;
+pub mod client_cli;
 pub mod client_link;
 pub mod config;
 pub mod tool;

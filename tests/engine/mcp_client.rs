@@ -518,3 +518,102 @@ async fn the_agent_calls_the_time_server_and_reads_the_answer() {
         "{answer}"
     );
 }
+
+fn vibedesk(home: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("VIBEDESK_HOME", home)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    c
+}
+
+#[tokio::test]
+async fn mcp_list_tools_and_doctor_report_each_server() {
+    if !peers_available() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let file = home_with_time_server(home.path());
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("[mcp_servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n");
+    std::fs::write(&file, text).unwrap();
+
+    let out = vibedesk(home.path())
+        .args(["mcp", "list"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "one server failed: {stdout}");
+    let line = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no line for {name}: {stdout}"))
+            .to_string()
+    };
+    assert!(
+        line("time").contains("ready") && line("time").contains("2 tool(s)"),
+        "{stdout}"
+    );
+    assert!(
+        line("broken").contains("failed") && line("broken").contains("0 tool(s)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("cannot start `/nonexistent/mcp-server`"),
+        "{stdout}"
+    );
+
+    let out = vibedesk(home.path())
+        .args(["mcp", "tools", "time"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("mcp__time__get_current_time  [read-only]"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("mcp__time__convert_time"), "{stdout}");
+    assert!(!stdout.contains("broken"), "{stdout}");
+
+    let out = vibedesk(home.path())
+        .args(["doctor", "--offline"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("mcp servers   2 configured"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("time") && l.contains("ready")),
+        "{stdout}"
+    );
+}
+
+#[tokio::test]
+async fn a_bad_mcp_entry_stops_the_run_with_its_name_and_problem() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("config");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        "[mcp_servers.both]\ncommand = \"x\"\nurl = \"http://127.0.0.1:1/mcp\"\n",
+    )
+    .unwrap();
+    for args in [&["run", "-p", "hello"][..], &["mcp", "list"][..]] {
+        let out = vibedesk(home.path()).args(args).output().await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("[mcp_servers.both]") && stderr.contains("not both"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
