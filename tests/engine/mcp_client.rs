@@ -617,3 +617,82 @@ async fn a_bad_mcp_entry_stops_the_run_with_its_name_and_problem() {
         );
     }
 }
+
+#[test]
+fn the_workstation_chat_shows_server_states_as_notices() {
+    use vibedesk::agent::events::{AgentEvent, McpServerState};
+    use vibedesk::tui::cells::{CellKind, NoticeKind};
+    let mut chat = vibedesk::tui::chat::Chat::default();
+    let status = |state, tools, reason: Option<&str>| AgentEvent::McpServerStatus {
+        server: "time".into(),
+        state,
+        tools,
+        reason: reason.map(String::from),
+    };
+    chat.apply(&status(McpServerState::Starting, 0, None));
+    chat.apply(&status(McpServerState::Ready, 2, None));
+    chat.apply(&status(McpServerState::Exited, 2, Some("it crashed")));
+    let notices: Vec<(NoticeKind, String)> = chat
+        .cells
+        .iter()
+        .filter_map(|c| match c.kind() {
+            CellKind::Notice { kind, text } => Some((*kind, text.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notices,
+        vec![
+            (
+                NoticeKind::Info,
+                "MCP server time ready: 2 tool(s)".to_string()
+            ),
+            (
+                NoticeKind::Warning,
+                "MCP server time exited: it crashed; its tools are unavailable".to_string()
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn dropping_the_clients_kills_each_servers_process_group() {
+    if !peers_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("grandchild.pid");
+    // The server leaves a grandchild behind in its group, as wrappers
+    // (npx, uvx, shell scripts) do.
+    let script = format!(
+        "sleep 300 & echo $! > '{}'; exec mcp-server-time",
+        pidfile.display()
+    );
+    let (sink, _) = status_log();
+    let clients = McpClients::start(
+        &[stdio(
+            "time",
+            "sh",
+            &["-c", &script],
+            Duration::from_secs(20),
+        )],
+        &sink,
+    )
+    .await;
+    assert_eq!(clients.statuses()[0].state, ServerState::Ready);
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(vibedesk::process::process_is_alive(pid, None));
+    drop(clients);
+    let gone = async {
+        while vibedesk::process::process_is_alive(pid, None) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), gone)
+        .await
+        .expect("the server's grandchild outlived the session");
+}
