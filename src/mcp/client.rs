@@ -65,6 +65,14 @@ impl ClientHandler for Handler {
     ) {
         self.progress.handle_notification(params).await;
     }
+
+    /// Servers see vibedesk, not the SDK, as their client.
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::default(),
+            rmcp::model::Implementation::new("vibedesk", env!("CARGO_PKG_VERSION")),
+        )
+    }
 }
 
 /// A server's lifecycle state; the `mcp_server_status` event carries it
@@ -260,8 +268,11 @@ async fn start_server(config: &McpServerConfig, sink: &StatusSink) -> Server {
     let monitor = tokio::spawn(watch_exit(
         service,
         link,
-        server.status.clone(),
-        server.stopping.clone(),
+        Watched {
+            status: server.status.clone(),
+            stopping: server.stopping.clone(),
+            pgid: server.pgid.clone(),
+        },
         sink.clone(),
     ));
     server.live = Some(Live {
@@ -272,14 +283,25 @@ async fn start_server(config: &McpServerConfig, sink: &StatusSink) -> Server {
     server
 }
 
+/// What the exit monitor updates.
+struct Watched {
+    status: Arc<Mutex<ServerStatus>>,
+    stopping: Arc<AtomicBool>,
+    pgid: Arc<Mutex<Option<i32>>>,
+}
+
 /// Waits for the connection to end; an end nobody asked for is `exited`.
 async fn watch_exit(
     service: RunningService<RoleClient, Handler>,
     link: Arc<ServerLink>,
-    status: Arc<Mutex<ServerStatus>>,
-    stopping: Arc<AtomicBool>,
+    watched: Watched,
     sink: StatusSink,
 ) {
+    let Watched {
+        status,
+        stopping,
+        pgid,
+    } = watched;
     let lost = link.lost_token();
     let quit = tokio::select! {
         quit = service.waiting() => Some(quit),
@@ -301,6 +323,9 @@ async fn watch_exit(
         Some(Ok(other)) => format!("the connection ended: {other:?}"),
     };
     tracing::warn!(server = %link.name, "MCP server gone: {reason}");
+    // What the server left in its group goes now, while the group id is
+    // still its own, rather than at the session's end.
+    kill_group(&pgid);
     link.mark_exited(&reason);
     if let Ok(mut s) = status.lock() {
         s.state = ServerState::Exited;
