@@ -696,3 +696,62 @@ async fn dropping_the_clients_kills_each_servers_process_group() {
         .await
         .expect("the server's grandchild outlived the session");
 }
+
+#[tokio::test]
+async fn a_stdio_server_dying_mid_call_ends_the_call_and_reports_exited() {
+    if !peers_available() {
+        return;
+    }
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/engine/mcp/stdio_server.py"
+    );
+    let (sink, seen) = status_log();
+    let clients = McpClients::start(
+        &[stdio(
+            "py",
+            "python3",
+            &[script, "0"],
+            Duration::from_secs(20),
+        )],
+        &sink,
+    )
+    .await;
+    assert_eq!(clients.statuses()[0].state, ServerState::Ready);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = schedule(&clients, "mcp__py__crash", json!({}), dir.path()).await;
+    assert_eq!(
+        out.error_code.as_deref(),
+        Some("mcp_server_exited"),
+        "{}",
+        out.raw
+    );
+    let exited = async {
+        loop {
+            let found = seen
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|s| s.state == ServerState::Exited)
+                .cloned();
+            if let Some(s) = found {
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let exited = tokio::time::timeout(Duration::from_secs(15), exited)
+        .await
+        .expect("no `exited` status after the crash");
+    assert_eq!(exited.name, "py");
+    // Later calls fail at once, without reaching for the dead server.
+    let (out, _) = schedule(&clients, "mcp__py__echo", json!({"text": "x"}), dir.path()).await;
+    assert_eq!(
+        out.error_code.as_deref(),
+        Some("mcp_server_exited"),
+        "{}",
+        out.raw
+    );
+    assert!(out.raw.contains("no longer running"), "{}", out.raw);
+    clients.shutdown().await;
+}

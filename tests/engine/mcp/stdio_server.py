@@ -1,9 +1,11 @@
 """A stdio MCP server (official Python SDK, `mcp` 2.x) that waits DELAY
-seconds before it serves: the slow starter of benches/mcp_start.rs.
+seconds before it serves: the slow starter of benches/mcp_start.rs, and the
+stdio server that crashes mid-call in tests/engine/mcp_client.rs.
 
 Usage: stdio_server.py DELAY
 """
 
+import os
 import sys
 import time
 
@@ -19,6 +21,12 @@ server = MCPServer("vibedesk-stdio-fixture")
 def echo(text: str) -> str:
     """Returns its input."""
     return text
+
+
+@server.tool()
+def crash() -> str:
+    """Kills the server mid-call."""
+    os._exit(4)
 
 
 server.run("stdio")
