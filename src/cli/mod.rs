@@ -1,5 +1,5 @@
 //! The command line: `vibedesk` (the workstation), `run`, `doctor`,
-//! `sessions`, `trace`, `compact`, `backtest`, `data`, `engine`, `memory`.
+//! `sessions`, `trace`, `compact`, `backtest`, `data`, `engine`, `memory`, `mcp`.
 
 mod backtest;
 mod compact;
@@ -7,6 +7,7 @@ mod data;
 mod doctor;
 mod engine;
 mod inspect;
+mod mcp;
 mod memory;
 mod run;
 mod workstation;
@@ -56,6 +57,9 @@ pub enum Command {
     Engine(engine::EngineArgs),
     /// Persistent memory: list, show, add, forget, search, compress, gc, import, reindex.
     Memory(memory::MemoryArgs),
+    /// The Model Context Protocol: `mcp serve` offers vibedesk's research tools to other agents.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 /// Provider flags shared by `run` and `doctor`.
@@ -114,6 +118,7 @@ pub fn main() -> ExitCode {
             Some(Command::Data(args)) => data::data(args).await,
             Some(Command::Engine(args)) => engine::engine(args).await,
             Some(Command::Memory(args)) => memory::memory(args),
+            Some(Command::Mcp(command)) => mcp::mcp(command).await,
         }
     });
     // Do not wait for tasks still parked on stdin or timers.

@@ -2,3 +2,6 @@
 //! Rust SDK `rmcp`: the client, whose configured servers' tools join the
 //! agent's registry like built-ins, and the server (`vibedesk mcp serve`),
 //! which offers vibedesk's research and memory tools to other agents.
+
+pub mod server;
+pub mod server_http;

@@ -8,6 +8,7 @@ mod compaction;
 mod docs;
 mod loop_http;
 mod malformed;
+mod mcp_server;
 mod memory;
 mod provider;
 mod research_data;

@@ -1,0 +1,112 @@
+//! `vibedesk mcp …` (docs §13): the clap commands and their dispatch.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use super::exit;
+use crate::config::Overrides;
+use crate::mcp::server::{Listen, ServeError, ServeOptions, VibedeskServer, serve_http};
+
+#[derive(Subcommand, Debug)]
+pub enum McpCommand {
+    /// Serve vibedesk's research tools (backtest, market data, indicators, memory, skills) to another agent over MCP: stdio, or --http.
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Streamable HTTP on this address (e.g. 127.0.0.1:8808, endpoint /mcp) instead of stdio. Loopback only unless --allow-remote.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Allow a non-loopback --http address; needs --bearer-token-env.
+    #[arg(long, requires = "http")]
+    pub allow_remote: bool,
+    /// The environment variable holding the bearer token every HTTP request must carry.
+    #[arg(long, value_name = "VAR", requires = "http")]
+    pub bearer_token_env: Option<String>,
+    /// The workspace the tools resolve local files in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+pub async fn mcp(command: McpCommand) -> u8 {
+    match command {
+        McpCommand::Serve(args) => serve(args).await,
+    }
+}
+
+/// Stdout carries only protocol: every message here goes to stderr or the log.
+async fn serve(args: ServeArgs) -> u8 {
+    // The address is checked before anything loads, so a refusal costs nothing.
+    let listen = match args.http {
+        None => None,
+        Some(addr) => {
+            let env = |var: &str| std::env::var(var).ok();
+            match Listen::check(
+                addr,
+                args.allow_remote,
+                args.bearer_token_env.as_deref(),
+                env,
+            ) {
+                Ok(listen) => Some(listen),
+                Err(e) => {
+                    eprintln!("vibedesk: {e}");
+                    return if e.is_usage() {
+                        exit::USAGE
+                    } else {
+                        exit::FAILED
+                    };
+                }
+            }
+        }
+    };
+    let config = match super::load_config(&Overrides::default()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let _log = super::init_logging(&config);
+    let workspace = match args.workspace.map_or_else(std::env::current_dir, Ok) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("vibedesk: cannot read the current directory: {e}");
+            return exit::FAILED;
+        }
+    };
+    let setup = super::AgentSetup::new(&config);
+    for note in &setup.notes {
+        tracing::warn!("mcp serve: {note}");
+    }
+    let options = ServeOptions {
+        registry: setup.registry.clone(),
+        runs_root: config.paths.data_dir.join("mcp"),
+        workspace,
+        result_limit: config.agent.scheduler.result_limit,
+    };
+    match run_server(options, listen).await {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+async fn run_server(options: ServeOptions, listen: Option<Listen>) -> Result<(), ServeError> {
+    let server = VibedeskServer::new(options)?;
+    tracing::info!("mcp serve: run dir {}", server.run_dir().display());
+    let Some(listen) = listen else {
+        return server.serve_stdio().await;
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let on_signal = cancel.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        on_signal.cancel();
+    });
+    serve_http(server, listen, cancel, |addr| {
+        eprintln!("vibedesk: serving MCP on http://{addr}/mcp");
+    })
+    .await
+}
