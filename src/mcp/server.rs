@@ -30,52 +30,41 @@ use crate::tools::{BackgroundQueue, Registry, Tool, ToolContext, ToolError, Tool
 
 pub use super::server_http::{Listen, ListenError, serve_http};
 
-/// One tool as served: its MCP name, the built-in behind it, and whether
-/// running it may destroy something (only meaningful when not read-only).
+/// One tool as served: its MCP name and the built-in behind it.
 struct Exposure {
     name: &'static str,
     builtin: &'static str,
-    destructive: bool,
 }
 
 /// The served tools (docs §13.4), in the order `tools/list` gives them.
-/// `remember` can forget or replace a memory, so it is destructive; a
-/// backtest only ever writes a fresh run dir.
 const EXPOSED: &[Exposure] = &[
     Exposure {
         name: "backtest",
         builtin: "backtest",
-        destructive: false,
     },
     Exposure {
         name: "market_data",
         builtin: "get_market_data",
-        destructive: false,
     },
     Exposure {
         name: "indicators",
         builtin: "technical_indicator",
-        destructive: false,
     },
     Exposure {
         name: "remember",
         builtin: "remember",
-        destructive: true,
     },
     Exposure {
         name: "recall",
         builtin: "recall",
-        destructive: false,
     },
     Exposure {
         name: "session_search",
         builtin: "session_search",
-        destructive: false,
     },
     Exposure {
         name: "load_skill",
         builtin: "load_skill",
-        destructive: false,
     },
 ];
 
@@ -324,7 +313,10 @@ fn tool_spec(exposure: &Exposure, tool: &dyn Tool) -> rmcp::model::Tool {
     let readonly = tool.readonly();
     let mut annotations = ToolAnnotations::new().read_only(readonly);
     if !readonly {
-        annotations = annotations.destructive(exposure.destructive);
+        // Both writing tools can overwrite: `remember` replaces or forgets
+        // an entry, and a backtest given a `run_dir` in the workspace
+        // rewrites that dir's config.json and artifacts.
+        annotations = annotations.destructive(true);
     }
     rmcp::model::Tool::new(
         exposure.name,

@@ -97,6 +97,9 @@ fn check_session(seen: &Value, home: &Path) {
     assert_eq!(names, expected);
     for (name, readonly) in SERVED {
         assert_eq!(tools[*name]["read_only"], json!(readonly), "{name}");
+        // Only the writing tools say they may overwrite something.
+        let destructive = if *readonly { Value::Null } else { json!(true) };
+        assert_eq!(tools[*name]["destructive"], destructive, "{name}");
     }
     // The generated schemas, as the agent is offered them.
     assert_eq!(

@@ -63,6 +63,7 @@ async def main(argv):
         seen["tools"] = {
             t.name: {
                 "read_only": t.annotations.read_only_hint if t.annotations else None,
+                "destructive": t.annotations.destructive_hint if t.annotations else None,
                 "required": t.input_schema.get("required"),
             }
             for t in listed.tools
