@@ -7,7 +7,8 @@ use clap::Subcommand;
 
 use super::exit;
 use crate::config::Overrides;
-use crate::mcp::server::{Listen, ServeError, ServeOptions, VibedeskServer, serve_http};
+use crate::mcp::server::{ServeOptions, VibedeskServer};
+use crate::mcp::server_http::{Listen, serve_http};
 
 #[derive(Subcommand, Debug)]
 pub enum McpCommand {
@@ -84,20 +85,20 @@ async fn serve(args: ServeArgs) -> u8 {
         workspace,
         result_limit: config.agent.scheduler.result_limit,
     };
-    match run_server(options, listen).await {
-        Ok(()) => exit::OK,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            exit::FAILED
-        }
-    }
+    run_server(options, listen).await
 }
 
-async fn run_server(options: ServeOptions, listen: Option<Listen>) -> Result<(), ServeError> {
-    let server = VibedeskServer::new(options)?;
+async fn run_server(options: ServeOptions, listen: Option<Listen>) -> u8 {
+    let server = match VibedeskServer::new(options) {
+        Ok(server) => server,
+        Err(e) => return failed(e),
+    };
     tracing::info!("mcp serve: run dir {}", server.run_dir().display());
     let Some(listen) = listen else {
-        return server.serve_stdio().await;
+        return server
+            .serve_stdio()
+            .await
+            .map_or_else(failed, |()| exit::OK);
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let on_signal = cancel.clone();
@@ -109,4 +110,10 @@ async fn run_server(options: ServeOptions, listen: Option<Listen>) -> Result<(),
         eprintln!("vibedesk: serving MCP on http://{addr}/mcp");
     })
     .await
+    .map_or_else(failed, |()| exit::OK)
+}
+
+fn failed(e: impl std::fmt::Display) -> u8 {
+    eprintln!("vibedesk: {e}");
+    exit::FAILED
 }

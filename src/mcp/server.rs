@@ -28,8 +28,6 @@ use crate::tools::finalize::{is_success, truncate_for_model};
 use crate::tools::progress::ProgressHandle;
 use crate::tools::{BackgroundQueue, Registry, Tool, ToolContext, ToolError, ToolReply};
 
-pub use super::server_http::{Listen, ListenError, serve_http};
-
 /// One tool as served: its MCP name and the built-in behind it.
 struct Exposure {
     name: &'static str,
@@ -104,8 +102,6 @@ pub enum ServeError {
     Start(#[from] Box<rmcp::service::ServerInitializeError>),
     #[error("the MCP session ended with an error: {0}")]
     Session(#[from] tokio::task::JoinError),
-    #[error(transparent)]
-    Listen(#[from] ListenError),
 }
 
 /// One served tool, resolved against the registry.

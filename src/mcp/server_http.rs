@@ -15,7 +15,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::server::{ServeError, VibedeskServer};
+use super::server::VibedeskServer;
 
 /// The HTTP path the MCP endpoint answers on.
 pub const MCP_PATH: &str = "/mcp";
@@ -116,7 +116,7 @@ pub async fn serve_http(
     listen: Listen,
     cancel: CancellationToken,
     on_ready: impl FnOnce(SocketAddr),
-) -> Result<(), ServeError> {
+) -> Result<(), ListenError> {
     let listener = TcpListener::bind(listen.addr)
         .await
         .map_err(|source| ListenError::Bind {
