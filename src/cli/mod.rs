@@ -58,7 +58,7 @@ pub enum Command {
     Engine(engine::EngineArgs),
     /// Persistent memory: list, show, add, forget, search, compress, gc, import, reindex.
     Memory(memory::MemoryArgs),
-    /// MCP servers (docs §13): `list` the configured ones, their `tools`.
+    /// MCP (docs §13): `list` the configured servers, their `tools`, and `serve` vibedesk's research tools to other agents.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
 }

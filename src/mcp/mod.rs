@@ -7,6 +7,8 @@ pub mod client;
 pub mod client_cli;
 pub mod client_link;
 pub mod config;
+pub mod server;
+pub mod server_http;
 pub mod tool;
 
 pub use client::{McpClients, ServerState, ServerStatus, StatusSink};

@@ -1,0 +1,491 @@
+//! `vibedesk mcp serve` (docs §13.4): vibedesk's research and memory tools
+//! offered to other agents over MCP, through `rmcp`'s server.
+//!
+//! Each exposed tool is the built-in the agent calls, taken from the same
+//! registry and run through [`Tool::call_with_output`] with a real
+//! [`ToolContext`], so a backtest goes through the same sandbox runner. The
+//! answer carries the text the model would see and, for typed tools, the
+//! output as `structuredContent`. A tool's failure is an `isError` result,
+//! never a protocol error; only an unknown tool name is one.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::tools::events::{ToolEvent, ToolEventSink};
+use crate::tools::finalize::{is_success, truncate_for_model};
+use crate::tools::progress::ProgressHandle;
+use crate::tools::{BackgroundQueue, Registry, Tool, ToolContext, ToolError, ToolReply};
+
+/// One tool as served: its MCP name and the built-in behind it.
+struct Exposure {
+    name: &'static str,
+    builtin: &'static str,
+}
+
+/// The served tools (docs §13.4), in the order `tools/list` gives them.
+const EXPOSED: &[Exposure] = &[
+    Exposure {
+        name: "backtest",
+        builtin: "backtest",
+    },
+    Exposure {
+        name: "market_data",
+        builtin: "get_market_data",
+    },
+    Exposure {
+        name: "indicators",
+        builtin: "technical_indicator",
+    },
+    Exposure {
+        name: "remember",
+        builtin: "remember",
+    },
+    Exposure {
+        name: "recall",
+        builtin: "recall",
+    },
+    Exposure {
+        name: "session_search",
+        builtin: "session_search",
+    },
+    Exposure {
+        name: "load_skill",
+        builtin: "load_skill",
+    },
+];
+
+/// The MCP names `vibedesk mcp serve` offers, in `tools/list` order.
+pub fn exposed_names() -> Vec<&'static str> {
+    EXPOSED.iter().map(|e| e.name).collect()
+}
+
+/// What the server needs from the caller: the agent's registry, where run
+/// dirs go, the workspace and the result limit the model has.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    pub registry: Arc<Registry>,
+    /// `<data>/mcp`: each served session gets a dated run dir under it.
+    pub runs_root: PathBuf,
+    /// The workspace tools resolve local files in (the cwd or `--workspace`).
+    pub workspace: PathBuf,
+    /// Characters of a result's text, as the model's `tool` message is cut
+    /// (docs §2.7); `structuredContent` is never cut.
+    pub result_limit: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot create the run directory {path}: {source}")]
+    RunDir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the tool registry has no '{builtin}' behind the served tool '{name}'")]
+    MissingTool {
+        name: &'static str,
+        builtin: &'static str,
+    },
+    #[error("the MCP session did not start: {0}")]
+    Start(#[from] Box<rmcp::service::ServerInitializeError>),
+    #[error("the MCP session ended with an error: {0}")]
+    Session(#[from] tokio::task::JoinError),
+}
+
+/// One served tool, resolved against the registry.
+struct Served {
+    exposure: &'static Exposure,
+    tool: Arc<dyn Tool>,
+    spec: rmcp::model::Tool,
+}
+
+/// The server state shared by every connection (HTTP makes one handler per
+/// session; stdio has one).
+struct Shared {
+    tools: Vec<Served>,
+    /// This server's run dir: read-only calls run here, each writing call
+    /// gets a fresh sub-directory so two backtests never share one.
+    run_dir: PathBuf,
+    workspace: PathBuf,
+    session_id: String,
+    result_limit: usize,
+    calls: AtomicU64,
+    background: BackgroundQueue,
+}
+
+/// The `rmcp` handler: cheap to clone, one per connection.
+#[derive(Clone)]
+pub struct VibedeskServer {
+    shared: Arc<Shared>,
+}
+
+impl VibedeskServer {
+    /// Resolves the served tools and creates this server's run dir,
+    /// `<runs_root>/<YYYYmmdd_HHMMSS>_<pid>`.
+    pub fn new(options: ServeOptions) -> Result<Self, ServeError> {
+        let tools = EXPOSED
+            .iter()
+            .map(|exposure| {
+                let tool = options.registry.get(exposure.builtin).cloned().ok_or(
+                    ServeError::MissingTool {
+                        name: exposure.name,
+                        builtin: exposure.builtin,
+                    },
+                )?;
+                let spec = tool_spec(exposure, tool.as_ref());
+                Ok(Served {
+                    exposure,
+                    tool,
+                    spec,
+                })
+            })
+            .collect::<Result<Vec<_>, ServeError>>()?;
+        let session_id = format!(
+            "{}_{}",
+            chrono::Local::now().format("%Y%m%d_%H%M%S"),
+            std::process::id()
+        );
+        let run_dir = options.runs_root.join(&session_id);
+        create_dir(&run_dir)?;
+        Ok(VibedeskServer {
+            shared: Arc::new(Shared {
+                tools,
+                run_dir,
+                workspace: options.workspace,
+                session_id: format!("mcp-{session_id}"),
+                result_limit: options.result_limit,
+                calls: AtomicU64::new(0),
+                background: BackgroundQueue::default(),
+            }),
+        })
+    }
+
+    /// This server's run dir (writing calls get sub-directories of it).
+    pub fn run_dir(&self) -> &std::path::Path {
+        &self.shared.run_dir
+    }
+
+    /// Serves one client over stdin/stdout until it disconnects. Nothing but
+    /// protocol goes to stdout.
+    pub async fn serve_stdio(self) -> Result<(), ServeError> {
+        let running = self
+            .serve(rmcp::transport::stdio_pipes())
+            .await
+            .map_err(Box::new)?;
+        running.waiting().await?;
+        Ok(())
+    }
+
+    fn served(&self, name: &str) -> Option<&Served> {
+        self.shared.tools.iter().find(|s| s.exposure.name == name)
+    }
+
+    /// The context a call runs with: writing tools get a fresh run dir.
+    fn context(
+        &self,
+        served: &Served,
+        cancel: CancellationToken,
+    ) -> Result<ToolContext, ToolError> {
+        let n = self.shared.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let run_dir = if served.tool.readonly() {
+            self.shared.run_dir.clone()
+        } else {
+            let dir = self
+                .shared
+                .run_dir
+                .join(format!("{n:04}_{}", served.exposure.name));
+            std::fs::create_dir_all(&dir).map_err(|source| ToolError::Io {
+                action: "cannot create the run directory",
+                path: dir.display().to_string(),
+                source,
+            })?;
+            dir
+        };
+        Ok(ToolContext {
+            call_id: format!("mcp_{n}"),
+            session_id: self.shared.session_id.clone(),
+            run_dir,
+            workspace: self.shared.workspace.clone(),
+            cancel,
+            background: self.shared.background.clone(),
+        })
+    }
+
+    /// Runs one call; progress goes to the client when it sent a token.
+    async fn run(
+        &self,
+        served: &Served,
+        args: Value,
+        ctx: &ToolContext,
+        progress: Option<(Peer<RoleServer>, ProgressToken)>,
+    ) -> Result<ToolReply, ToolError> {
+        let call = served.tool.call_with_output(args, ctx);
+        let Some((peer, token)) = progress else {
+            return call.await;
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let forward = tokio::spawn(forward_progress(peer, token, rx));
+        let sink: ToolEventSink = Arc::new(move |event| {
+            if let ToolEvent::ToolProgress {
+                stage,
+                current,
+                total,
+                message,
+                ..
+            } = event
+            {
+                let _ = tx.send(progress_message(&stage, current, total, &message));
+            }
+        });
+        let handle = ProgressHandle::new(sink, &ctx.call_id, served.exposure.name);
+        // The handle (and with it the channel's sender) is gone once the
+        // call returns, so the forwarder drains and ends: every progress
+        // notification is sent before the result.
+        let reply = handle.scope(call).await;
+        let _ = forward.await;
+        reply
+    }
+}
+
+/// A progress line for the client: the stage, the count when there is one.
+fn progress_message(
+    stage: &str,
+    current: Option<f64>,
+    total: Option<f64>,
+    message: &str,
+) -> String {
+    let count = match (current, total) {
+        (Some(c), Some(t)) => format!(" ({c}/{t})"),
+        (Some(c), None) => format!(" ({c})"),
+        _ => String::new(),
+    };
+    format!("{stage}{count}: {message}")
+}
+
+/// Sends each progress message as `notifications/progress`, numbered from 1:
+/// MCP wants the value to grow with each notification, which the sandbox's
+/// stage counters do not promise across stages.
+async fn forward_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    mut rx: mpsc::UnboundedReceiver<String>,
+) {
+    let mut step = 0.0;
+    while let Some(message) = rx.recv().await {
+        step += 1.0;
+        let note = ProgressNotificationParam::new(token.clone(), step).with_message(message);
+        if let Err(e) = peer.notify_progress(note).await {
+            tracing::debug!("progress notification not sent: {e}");
+        }
+    }
+}
+
+fn create_dir(dir: &std::path::Path) -> Result<(), ServeError> {
+    std::fs::create_dir_all(dir).map_err(|source| ServeError::RunDir {
+        path: dir.display().to_string(),
+        source,
+    })
+}
+
+/// The MCP tool: the served name, the built-in's description and generated
+/// argument schema, and truthful hints.
+fn tool_spec(exposure: &Exposure, tool: &dyn Tool) -> rmcp::model::Tool {
+    let schema = match tool.parameters() {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    };
+    let readonly = tool.readonly();
+    let mut annotations = ToolAnnotations::new().read_only(readonly);
+    if !readonly {
+        // Both writing tools can overwrite: `remember` replaces or forgets
+        // an entry, and a backtest given a `run_dir` in the workspace
+        // rewrites that dir's config.json and artifacts.
+        annotations = annotations.destructive(true);
+    }
+    rmcp::model::Tool::new(
+        exposure.name,
+        tool.description().to_string(),
+        Arc::new(schema),
+    )
+    .annotate(annotations)
+}
+
+/// A call's answer as an MCP result: the model's text (cut as the model's
+/// is), the typed output as `structuredContent`, `isError` when the tool
+/// failed or answered with a structured failure (docs §2.5).
+pub fn call_result(
+    tool: &str,
+    reply: Result<ToolReply, ToolError>,
+    limit: usize,
+) -> CallToolResult {
+    let (text, output, failed) = match reply {
+        Ok(reply) => {
+            let failed = !is_success(&reply.text);
+            (reply.text, reply.output, failed)
+        }
+        Err(e) => {
+            let text = e.to_result_json(tool);
+            let output = serde_json::from_str::<Value>(&text).ok();
+            (text, output, true)
+        }
+    };
+    let content = vec![ContentBlock::text(truncate_for_model(&text, limit))];
+    let mut result = if failed {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    // Structured content must be an object for peers before 2026-07-28.
+    result.structured_content = output.filter(Value::is_object);
+    result
+}
+
+impl ServerHandler for VibedeskServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("vibedesk", env!("CARGO_PKG_VERSION"))
+                    .with_title("vibedesk research tools"),
+            )
+            .with_instructions(
+                "Backtests on daily data (the embedded dataset works offline), market data, \
+                 technical indicators, and vibedesk's persistent memory and skills.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.shared.tools.iter().map(|s| s.spec.clone()).collect(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.served(name).map(|s| s.spec.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(served) = self.served(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool '{}'; this server has {}",
+                    request.name,
+                    exposed_names().join(", ")
+                ),
+                None,
+            ));
+        };
+        let name = served.exposure.name;
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let reply = match self.context(served, context.ct.child_token()) {
+            Ok(ctx) => {
+                let progress = context
+                    .meta
+                    .get_progress_token()
+                    .map(|token| (context.peer.clone(), token));
+                tracing::info!(tool = name, call = %ctx.call_id, "mcp tool call");
+                self.run(served, args, &ctx, progress).await
+            }
+            Err(e) => Err(e),
+        };
+        Ok(call_result(name, reply, self.shared.result_limit).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn results_carry_text_structure_and_the_error_flag() {
+        let ok = call_result(
+            "indicators",
+            Ok(ToolReply {
+                text: r#"{"status":"ok","rows":3}"#.into(),
+                output: Some(json!({"status": "ok", "rows": 3})),
+            }),
+            10_000,
+        );
+        assert_eq!(ok.is_error, Some(false));
+        assert_eq!(
+            ok.structured_content,
+            Some(json!({"status": "ok", "rows": 3}))
+        );
+
+        // A structured failure the tool answered with is an error result.
+        let refused = call_result(
+            "backtest",
+            Ok(ToolReply {
+                text: r#"{"status":"error","error":"bad config"}"#.into(),
+                output: Some(json!({"status": "error", "error": "bad config"})),
+            }),
+            10_000,
+        );
+        assert_eq!(refused.is_error, Some(true));
+
+        let failed = call_result(
+            "market_data",
+            Err(ToolError::InvalidArguments(
+                "missing required argument(s): symbol".into(),
+            )),
+            10_000,
+        );
+        assert_eq!(failed.is_error, Some(true));
+        let text = serde_json::to_value(&failed.content).unwrap().to_string();
+        assert!(
+            text.contains("missing required argument(s): symbol"),
+            "{text}"
+        );
+        assert_eq!(
+            failed.structured_content.unwrap()["error_code"],
+            "invalid_arguments"
+        );
+
+        // The text is cut as the model's is; the structure is whole.
+        let long = "x".repeat(500);
+        let cut = call_result(
+            "recall",
+            Ok(ToolReply {
+                text: long.clone(),
+                output: None,
+            }),
+            300,
+        );
+        let text = cut.content[0].as_text().unwrap().text.clone();
+        assert_eq!(text, truncate_for_model(&long, 300));
+        assert!(text.chars().count() <= 300, "{text}");
+        assert!(text.contains("TRUNCATED"), "{text}");
+    }
+
+    #[test]
+    fn progress_messages_name_the_stage_and_count() {
+        assert_eq!(
+            progress_message("simulate", Some(3.0), Some(10.0), "bar 3"),
+            "simulate (3/10): bar 3"
+        );
+        assert_eq!(
+            progress_message("fetch", None, None, "fetching"),
+            "fetch: fetching"
+        );
+    }
+}
