@@ -425,6 +425,37 @@ fn every_members_prompt_plans_real_tool_calls_offline() {
     }
 }
 
+/// No member's prompt asks for a tool its agent does not have (the planner
+/// would drop the angle): planned with every tool offered, each call is one
+/// of the agent's.
+#[test]
+fn every_prompt_asks_only_for_its_agents_tools() {
+    let everything: Vec<String> = ALLOWED_TOOLS.iter().map(|s| s.to_string()).collect();
+    let upstream = "## Upstream results\n\n### a (task-a, Analyst)\n| AAPL close | 69.01 | 2012-12-31 | get_market_data |\n";
+    for p in presets() {
+        for t in &p.tasks {
+            let agent = p.agents.iter().find(|a| a.id == t.agent_id).unwrap();
+            let prompt = render(&p, t, &[("target", "AAPL")], upstream);
+            let calls = match plan(&[Message::user(prompt.as_str())], &everything) {
+                Plan::Call(c) => vec![c],
+                Plan::Calls(c) => c,
+                Plan::Answer(_) => Vec::new(),
+            };
+            for c in calls {
+                assert!(
+                    agent.tools.contains(&c.name),
+                    "{}/{} asks for {} but {} has {:?}",
+                    p.name,
+                    t.id,
+                    c.name,
+                    agent.id,
+                    agent.tools
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn investment_committee_members_run_different_tools() {
     let p = preset("investment_committee");
