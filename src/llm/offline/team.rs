@@ -815,14 +815,43 @@ fn figures(body: &str) -> (Vec<String>, Vec<String>) {
 }
 
 /// A short, mechanical reading of the figures: the usual RSI lines, MACD
-/// against its signal, which backtest had the best Sharpe, and where the
-/// quoted figures come from. No model weighed them, and the text says so.
+/// against its signal, the close against its averages, the deepest
+/// decline and the best Sharpe anyone reported, and where the quoted
+/// figures come from. No model weighed them, and the text says so.
 fn reading(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> String {
-    let mut lines: Vec<String> = Vec::new();
-    for o in outcomes {
-        let Some(v) =
-            typed::<IndicatorOutput>(&o.result).filter(|_| o.tool == "technical_indicator")
-        else {
+    let mut lines = indicator_reading(outcomes);
+    lines.extend(drawdown_reading(outcomes, sections));
+    lines.extend(sharpe_reading(outcomes, sections));
+    if !sections.is_empty() {
+        let keys: Vec<String> = sections.iter().map(|s| format!("`{}`", s.key)).collect();
+        lines.push(format!(
+            "The figures quoted from {} are those members' own tool results; their run dirs hold the traces.",
+            keys.join(", ")
+        ));
+    }
+    let mut out = String::from("## Reading\n\n");
+    for l in lines {
+        out.push_str(&format!("- {l}\n"));
+    }
+    out.push_str("\nWritten by the offline planner: no language model weighed these figures, so this lists evidence and does not judge it. It is analysis, not advice.\n");
+    out
+}
+
+/// RSI against its usual lines, MACD against its signal, and the last
+/// close against each moving average of the same day.
+fn indicator_reading(outcomes: &[Outcome<'_>]) -> Vec<String> {
+    let closes: Vec<(String, String, f64)> = outcomes
+        .iter()
+        .filter(|o| o.tool == "get_market_data")
+        .filter_map(|o| {
+            let v: MarketDataOutput = typed(&o.result)?;
+            let s = v.summary?;
+            Some((v.symbol, s.last_date, s.last_close?))
+        })
+        .collect();
+    let mut lines = Vec::new();
+    for o in outcomes.iter().filter(|o| o.tool == "technical_indicator") {
+        let Some(v) = typed::<IndicatorOutput>(&o.result) else {
             continue;
         };
         let date = v.latest.get("date").and_then(Value::as_str).unwrap_or("?");
@@ -849,23 +878,55 @@ fn reading(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> String {
                     ));
                 }
             }
+            "sma" | "ema" => {
+                let average = get(&v.indicator);
+                let close = closes
+                    .iter()
+                    .find(|(sym, day, _)| *sym == v.symbol && day == date);
+                if let (Some(a), Some((_, _, c))) = (average, close) {
+                    let side = if *c >= a { "above" } else { "below" };
+                    lines.push(format!(
+                        "{} close {c:.2} on {date} is {side} its {} ({a:.2}).",
+                        v.symbol,
+                        indicator_label(&v)
+                    ));
+                }
+            }
             _ => {}
         }
     }
-    lines.extend(sharpe_reading(outcomes, sections));
-    if !sections.is_empty() {
-        let keys: Vec<String> = sections.iter().map(|s| format!("`{}`", s.key)).collect();
-        lines.push(format!(
-            "The figures quoted from {} are those members' own tool results; their run dirs hold the traces.",
-            keys.join(", ")
-        ));
+    lines
+}
+
+/// `<label with drawdown>: <number> %`, as a quoted decline reads.
+static QUOTED_DRAWDOWN: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^(.*drawdown[^:]*): (-?\d+(?:\.\d+)?) %").ok());
+
+/// The deepest decline among the member's own figures and those quoted.
+fn drawdown_reading(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> Option<String> {
+    let re = QUOTED_DRAWDOWN.as_ref()?;
+    let mut all: Vec<(String, f64)> = Vec::new();
+    let mut add = |figure: &str, source: Option<&str>| {
+        if let Some(c) = re.captures(figure)
+            && let (Some(label), Some(x)) =
+                (c.get(1), c.get(2).and_then(|x| x.as_str().parse().ok()))
+        {
+            let from = source.map(|k| format!(" (`{k}`)")).unwrap_or_default();
+            all.push((format!("{}{from}", label.as_str()), x));
+        }
+    };
+    for o in outcomes {
+        for r in key_rows(o) {
+            add(&format!("{}: {}", r.figure, r.value), None);
+        }
     }
-    let mut out = String::from("## Reading\n\n");
-    for l in lines {
-        out.push_str(&format!("- {l}\n"));
+    for s in sections {
+        for f in figures(s.body).0 {
+            add(&f, Some(s.key));
+        }
     }
-    out.push_str("\nWritten by the offline planner: no language model weighed these figures, so this lists evidence and does not judge it. It is analysis, not advice.\n");
-    out
+    let (label, x) = all.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+    (*x < 0.0).then(|| format!("The deepest decline reported here: {label}, {x:.2} %."))
 }
 
 /// `<label> Sharpe: <number>`, as a quoted backtest figure reads.
@@ -1162,6 +1223,7 @@ mod tests {
             "- RSI peaked at 88.06 on 2012-02-14.",
             "- [cut: 120 of 6120 characters omitted; the full answer is in /runs/x]",
             "Beat AAPL buy_and_hold on Sharpe (0.73): AAPL sma_crossover(20/50) (`bull_report`).",
+            "The deepest decline reported here: AAPL buy_and_hold max drawdown, -60.00 %.",
             "not advice",
         ] {
             assert!(text.contains(want), "{want} in:\n{text}");
@@ -1229,6 +1291,8 @@ mod tests {
             "| AAPL sma_crossover(20/50) total return | 242.73 % | 2008-01-01 to 2012-12-31 | backtest |",
             "| AAPL sma_crossover(20/50) Sharpe | 1.15 | 2008-01-01 to 2012-12-31 | backtest |",
             "## Backtest: AAPL sma_crossover(20/50), 2008-01-01 to 2012-12-31",
+            "AAPL close 69.01 on 2012-12-31 is below its SMA(50) (72.66).",
+            "The deepest decline reported here: AAPL sma_crossover(20/50) max drawdown, -39.30 %.",
             "no language model weighed these figures",
         ] {
             assert!(text.contains(want), "{want} in:\n{text}");
