@@ -9,7 +9,7 @@
 //! output types ([`crate::model::contract`]), so a renamed field is a
 //! compile error here rather than an "n/a" in the answer. A research
 //! team's member gets a batch of calls and an answer that cites upstream
-//! members ([`team`]).
+//! members (the `team` module).
 
 mod team;
 
