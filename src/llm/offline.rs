@@ -7,7 +7,11 @@
 //! scheduler, the trace and the UI treat it like any other provider. Calls
 //! are built from the tools' argument types and answers read from their
 //! output types ([`crate::model::contract`]), so a renamed field is a
-//! compile error here rather than an "n/a" in the answer.
+//! compile error here rather than an "n/a" in the answer. A research
+//! team's member gets a batch of calls and an answer that cites upstream
+//! members (the `team` module).
+
+mod team;
 
 use std::sync::LazyLock;
 
@@ -23,7 +27,7 @@ use super::{ChatRequest, ChunkStream, LlmError, Provider, StreamChunk};
 use crate::model::contract::{
     BacktestArgs, BacktestOutput, DataSource, Extremes, IndicatorArgs, IndicatorOutput,
     MarketDataArgs, MarketDataOutput, MemoryAction, MemoryKind, MemoryOutput, PriceRow,
-    ProvenanceBrief, RememberArgs,
+    ProvenanceBrief, RecallArgs, RememberArgs,
 };
 use crate::model::{HANDOFF_PREFIX, Message, Role};
 
@@ -64,6 +68,8 @@ impl PlannedCall {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Plan {
     Call(PlannedCall),
+    /// Several calls in one batch (a team member's angles).
+    Calls(Vec<PlannedCall>),
     Answer(String),
 }
 
@@ -89,6 +95,23 @@ impl Provider for OfflineProvider {
                 }),
                 Ok(StreamChunk::Finish("tool_calls".into())),
             ],
+            Plan::Calls(calls) => {
+                let turn = request.messages.len();
+                let mut v: Vec<Result<StreamChunk, LlmError>> = calls
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, call)| {
+                        Ok(StreamChunk::ToolCallDelta {
+                            index: i,
+                            id: Some(format!("offline_{turn}_{i}")),
+                            name: Some(call.name),
+                            arguments: call.args.to_string(),
+                        })
+                    })
+                    .collect();
+                v.push(Ok(StreamChunk::Finish("tool_calls".into())));
+                v
+            }
             Plan::Answer(text) => {
                 let mut v: Vec<Result<StreamChunk, LlmError>> = split_lines(&text)
                     .into_iter()
@@ -156,6 +179,9 @@ pub fn plan_request(messages: &[Message], offered: &[String], request: Option<&s
             "I did not find a request to work on. {CONNECT_HELP}"
         ));
     };
+    if team::is_member(&request) {
+        return team::plan(&request, &team::outcomes(&messages[at + 1..]), offered);
+    }
     let results: Vec<(&str, Value)> = messages[at + 1..]
         .iter()
         .filter(|m| m.role == Role::Tool)
@@ -632,7 +658,7 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         "backtest" => typed(v).map(|o| backtest_answer(&o)),
         "get_market_data" => typed(v).map(|o| prices_answer(request, &o)),
         "technical_indicator" => typed(v).map(|o| indicator_answer(&o)),
-        "remember" => typed(v).map(|o| remember_answer(&o)),
+        "remember" | "recall" => typed(v).map(|o| remember_answer(&o)),
         "compact" => Some(
             "Done: the conversation will be compacted into a summary now (watch the gauge).\n"
                 .into(),

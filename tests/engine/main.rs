@@ -15,4 +15,5 @@ mod provider;
 mod research_data;
 mod sandbox;
 mod support;
+mod teams;
 mod tui;
