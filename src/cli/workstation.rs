@@ -142,6 +142,8 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
         resume: args.session.clone(),
         switch_model,
         notices,
+        // The lead connects `/swarm` to the engine (src/swarm) at merge.
+        swarm: None,
     };
     let result = crate::tui::run(ws).await;
     maintenance.abort();

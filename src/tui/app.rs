@@ -25,6 +25,7 @@ use super::help::Help;
 use super::keymap::{Action, Context, Keymap, typed_char};
 use super::memories::{MemoryDetail, MemoryListing};
 use super::overlay::{Handled, Input, Overlay, OverlayEffect, Overlays, WHEEL_LINES};
+use super::swarm::{BoardSettings, SWARM_USAGE, TeamBoard, TeamPhase, parse_swarm_args};
 use super::theme::Theme;
 use super::tool_panel::ToolPanel;
 use super::transcripts::{SessionDetail, SessionRow};
@@ -85,6 +86,12 @@ pub enum Msg {
         series: Result<EquitySeries, String>,
         info: Option<BacktestInfo>,
     },
+    /// The team run's launcher returned (its events are all folded): with
+    /// the error when it refused or failed.
+    SwarmDone {
+        error: Option<String>,
+        at: Instant,
+    },
 }
 
 /// What `update` asks the runtime to do.
@@ -116,6 +123,14 @@ pub enum Effect {
     LoadBacktest(LoadRequest),
     /// Repaint everything (Ctrl-L).
     ClearTerminal,
+    /// `/swarm NAME k=v …`: run the research team `preset` with these
+    /// variables, in the order given.
+    StartSwarm {
+        preset: String,
+        vars: Vec<(String, String)>,
+    },
+    /// Cancel the team run.
+    CancelSwarm,
 }
 
 /// Where the session worker is, as far as the app knows: the one place
@@ -227,6 +242,9 @@ pub struct App {
     pub status: Option<(NoticeKind, String)>,
     /// Tokens the provider reported for this session (this process).
     pub usage: Usage,
+    /// The research team's run (the last one started), folded from its
+    /// events whether or not its view is open.
+    pub swarm: Option<TeamBoard>,
     /// Something changed since the last frame.
     pub dirty: bool,
 }
@@ -254,6 +272,7 @@ impl App {
             should_quit: false,
             status: None,
             usage: Usage::default(),
+            swarm: None,
             dirty: true,
             options,
         };
@@ -290,6 +309,12 @@ impl App {
         }
         if let Some(a) = &self.gauge.active {
             consider(a.started_at);
+        }
+        if let Some(b) = &self.swarm {
+            let visible = matches!(self.overlays.top(), Some(Overlay::Swarm));
+            if let Some(t) = b.next_tick(now, visible) {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
         }
         next
     }
@@ -393,6 +418,7 @@ impl App {
                 OverlayEffect::Close => self.overlays.remove(layer),
                 OverlayEffect::OpenBrowser => out.extend(self.open_browser()),
                 OverlayEffect::Browser(b) => out.extend(self.browser_effects(vec![b])),
+                OverlayEffect::Swarm(a) => out.extend(self.swarm_action(layer, a)),
             }
         }
         out
@@ -541,6 +567,7 @@ impl App {
                 );
                 vec![Effect::NewSession]
             }
+            "/swarm" => self.swarm_command(arg),
             "/compact" => vec![Effect::Compact {
                 focus: arg.map(String::from),
             }],
@@ -581,11 +608,192 @@ impl App {
 
     fn quit(&mut self) -> Vec<Effect> {
         self.should_quit = true;
+        let mut out = Vec::new();
         if self.busy() {
-            vec![Effect::Cancel, Effect::Quit]
-        } else {
-            vec![Effect::Quit]
+            out.push(Effect::Cancel);
         }
+        if self.swarm.as_ref().is_some_and(TeamBoard::is_active) {
+            out.push(Effect::CancelSwarm);
+        }
+        out.push(Effect::Quit);
+        out
+    }
+
+    /// `/swarm NAME k=v …` starts a team run and shows its view; `/swarm`
+    /// alone shows the view of the last one.
+    fn swarm_command(&mut self, arg: Option<&str>) -> Vec<Effect> {
+        let Some(arg) = arg else {
+            if self.swarm.is_some() {
+                self.overlays.open_swarm();
+            } else {
+                self.chat.notice(
+                    NoticeKind::Info,
+                    format!("no team run yet; start one with {SWARM_USAGE}"),
+                );
+            }
+            return vec![];
+        };
+        let (preset, vars) = match parse_swarm_args(arg) {
+            Ok(p) => p,
+            Err(e) => {
+                self.chat.notice(
+                    NoticeKind::Error,
+                    format!("/swarm: {e}. Usage: {SWARM_USAGE}"),
+                );
+                self.chat.follow_bottom();
+                return vec![];
+            }
+        };
+        if self.swarm.as_ref().is_some_and(TeamBoard::is_active) {
+            self.set_status(
+                NoticeKind::Warning,
+                "a team run is running: Ctrl-C in its view (Ctrl-G) cancels it first",
+            );
+            return vec![];
+        }
+        let settings = BoardSettings {
+            heartbeat: self.options.heartbeat,
+            threshold: self.options.threshold,
+            gates: self.options.gates,
+        };
+        self.swarm = Some(TeamBoard::new(preset.clone(), vars.clone(), settings));
+        self.overlays.open_swarm();
+        vec![Effect::StartSwarm { preset, vars }]
+    }
+
+    /// Cancels the team run if one can be.
+    fn cancel_swarm(&mut self) -> Vec<Effect> {
+        match &mut self.swarm {
+            Some(b) if b.cancellable() => {
+                b.cancel();
+                self.set_status(
+                    NoticeKind::Warning,
+                    "cancelling the team run… (each worker stops at its next checkpoint)",
+                );
+                vec![Effect::CancelSwarm]
+            }
+            _ => vec![],
+        }
+    }
+
+    fn swarm_cancellable(&self) -> bool {
+        self.swarm.as_ref().is_some_and(TeamBoard::cancellable)
+    }
+
+    /// An action the team view (at `layer`) took.
+    fn swarm_action(&mut self, layer: usize, action: Action) -> Vec<Effect> {
+        if action == Action::Interrupt {
+            // Ctrl-C in the team view cancels the team; with none running
+            // it does what it does anywhere.
+            return if self.swarm_cancellable() {
+                self.cancel_swarm()
+            } else {
+                self.global(action)
+            };
+        }
+        let theme = &self.theme;
+        let Some(b) = &mut self.swarm else {
+            if action == Action::Back {
+                self.overlays.remove(layer);
+            }
+            return vec![];
+        };
+        match action {
+            // Back from a worker to the team; from the team, the view closes.
+            Action::Back => {
+                if !b.back() {
+                    self.overlays.remove(layer);
+                }
+                return vec![];
+            }
+            Action::NextTab | Action::PrevTab => {
+                b.next_worker(action == Action::NextTab);
+                return vec![];
+            }
+            _ => {}
+        }
+        let worker = b
+            .detail
+            .and_then(|i| b.tasks.get_mut(i))
+            .map(|t| &mut t.worker);
+        match (action, worker) {
+            (Action::Up, Some(w)) => w.chat.scroll_up(1, theme),
+            (Action::Down, Some(w)) => w.chat.scroll_down(1, theme),
+            (Action::PageUp, Some(w)) => w.chat.scroll_up(w.chat.page(), theme),
+            (Action::PageDown, Some(w)) => w.chat.scroll_down(w.chat.page(), theme),
+            (Action::Top, Some(w)) => w.chat.scroll_top(),
+            (Action::Bottom, Some(w)) => w.chat.follow_bottom(),
+            (Action::Up, None) => b.move_cursor(-1),
+            (Action::Down, None) => b.move_cursor(1),
+            (Action::PageUp, None) => b.move_cursor(-10),
+            (Action::PageDown, None) => b.move_cursor(10),
+            (Action::Top, None) => b.cursor_to(false),
+            (Action::Bottom, None) => b.cursor_to(true),
+            (Action::Open, None) => b.open(),
+            _ => {}
+        }
+        vec![]
+    }
+
+    /// One of the team's events: folded into the board, and the run's
+    /// start and end said in the chat too.
+    fn on_swarm_event(&mut self, event: &AgentEvent, at: Instant) -> Vec<Effect> {
+        let settings = BoardSettings {
+            heartbeat: self.options.heartbeat,
+            threshold: self.options.threshold,
+            gates: self.options.gates,
+        };
+        let board = self
+            .swarm
+            .get_or_insert_with(|| TeamBoard::new(String::new(), Vec::new(), settings));
+        board.apply(event, at);
+        match event {
+            AgentEvent::SwarmStarted {
+                run_id,
+                title,
+                layers,
+                tasks,
+                ..
+            } => {
+                let key = self.keymap.hint(Action::SwarmView);
+                self.chat.notice(
+                    NoticeKind::Info,
+                    format!(
+                        "team {title} started ({run_id}): {} tasks in {} layers; {key} shows it",
+                        tasks.len(),
+                        layers.len()
+                    ),
+                );
+            }
+            AgentEvent::SwarmFinished {
+                status,
+                reason,
+                seconds,
+                report,
+                ..
+            } => {
+                let kind = if *status == RunStatus::Success {
+                    NoticeKind::Info
+                } else {
+                    NoticeKind::Warning
+                };
+                let why = reason
+                    .as_deref()
+                    .filter(|r| !r.is_empty())
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default();
+                self.chat.notice(
+                    kind,
+                    format!(
+                        "team run {}{why} in {:.0}s; report: {report}",
+                        status.as_str(),
+                        seconds
+                    ),
+                );
+            }
+            _ => {}
+        }
+        board_loads(self.swarm.as_mut())
     }
 
     fn reset_session_view(&mut self) {
@@ -725,6 +933,8 @@ impl App {
             Action::CancelRun => {
                 if self.busy() {
                     self.cancel_run()
+                } else if self.swarm_cancellable() {
+                    self.cancel_swarm()
                 } else {
                     if self.focus == Focus::Chat {
                         self.focus = Focus::Input;
@@ -784,9 +994,22 @@ impl App {
             }
             Action::Transcripts => self.open_browser(),
             Action::Redraw => vec![Effect::ClearTerminal],
+            Action::SwarmView => {
+                if self.overlays.has_swarm() {
+                    self.overlays.close_swarm();
+                } else if self.swarm.is_some() {
+                    self.overlays.open_swarm();
+                } else {
+                    self.set_status(NoticeKind::Info, format!("no team run yet: {SWARM_USAGE}"));
+                }
+                vec![]
+            }
             Action::Interrupt => {
                 if self.busy() {
                     return self.cancel_run();
+                }
+                if self.swarm_cancellable() {
+                    return self.cancel_swarm();
                 }
                 if self.overlays.is_empty() && !self.composer.is_empty() {
                     self.composer.clear();
@@ -863,6 +1086,17 @@ impl App {
     }
 
     fn on_agent(&mut self, event: AgentEvent, at: Instant) -> Vec<Effect> {
+        if matches!(
+            event,
+            AgentEvent::SwarmStarted { .. }
+                | AgentEvent::SwarmTaskStarted { .. }
+                | AgentEvent::SwarmTaskRetry { .. }
+                | AgentEvent::SwarmTaskFinished { .. }
+                | AgentEvent::SwarmFinished { .. }
+                | AgentEvent::SwarmWorker { .. }
+        ) {
+            return self.on_swarm_event(&event, at);
+        }
         self.chat.apply(&event);
         self.gauge.apply(&event, at);
         match &event {
@@ -916,6 +1150,18 @@ impl App {
             .map(Effect::LoadBacktest)
             .collect()
     }
+}
+
+/// Backtest loads the team's workers asked for, as effects.
+fn board_loads(board: Option<&mut TeamBoard>) -> Vec<Effect> {
+    board
+        .map(|b| {
+            b.take_loads()
+                .into_iter()
+                .map(Effect::LoadBacktest)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The transition function: folds `msg` into `app` and returns the side
@@ -1026,6 +1272,24 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 app.chat.backtest_loaded(id, series, info);
             } else if let Some(b) = app.overlays.browser_mut() {
                 b.backtest_loaded(id, series, info);
+            } else if let Some(board) = &mut app.swarm {
+                board.backtest_loaded(id, series, info);
+            }
+            vec![]
+        }
+        Msg::SwarmDone { error, at } => {
+            if let Some(e) = &error {
+                app.chat.notice(NoticeKind::Error, format!("team run: {e}"));
+            }
+            if app
+                .swarm
+                .as_ref()
+                .is_some_and(|b| b.phase == TeamPhase::Cancelling)
+            {
+                app.status = None;
+            }
+            if let Some(b) = &mut app.swarm {
+                b.launcher_done(error, at);
             }
             vec![]
         }

@@ -7,7 +7,8 @@
 //! - panels: [`chat`] (over [`cells`], [`markdown`] and [`backtest`]), [`tool_panel`],
 //!   [`gauge`], [`browser`] (over [`transcripts`], and [`memory_view`] over
 //!   [`memories`]), [`help`]; the last two are [`overlay`]s, stacked over
-//!   the chat screen with one rule for who gets a key.
+//!   the chat screen with one rule for who gets a key; the team view
+//!   ([`swarm_view`] over [`swarm`]) is one too.
 //! - settings: [`keymap`] (named actions), [`theme`], [`settings`].
 
 pub mod app;
@@ -27,6 +28,8 @@ pub mod memory_view;
 pub mod overlay;
 pub mod runtime;
 pub mod settings;
+pub mod swarm;
+pub mod swarm_view;
 pub mod terminal;
 pub mod theme;
 pub mod tool_panel;

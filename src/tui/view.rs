@@ -14,9 +14,14 @@ use tokio::time::Instant;
 
 use super::app::{App, Focus};
 use super::cells::NoticeKind;
+use super::chat::Chat;
 use super::format::{clock, one_line, thousands, truncate, width as text_width};
-use super::keymap::Action;
+use super::gauge::Gauge;
+use super::keymap::{Action, Keymap};
 use super::overlay::Overlay;
+use super::swarm_view;
+use super::theme::Theme;
+use super::tool_panel::ToolPanel;
 
 /// Below this width the side panel folds under the chat.
 pub const WIDE: u16 = 110;
@@ -38,7 +43,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &mut App, now: Instant) {
     Clear.render(area, buf);
     buf.set_style(area, app.theme.text);
     // The top overlay covers what is below it: the browser the whole
-    // screen, the help page all but the status bar.
+    // screen, the help page and the team view all but the status bar.
     if let Some(Overlay::Browser(b)) = app.overlays.top_mut() {
         b.render(area, buf, &app.theme);
         return;
@@ -50,53 +55,37 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &mut App, now: Instant) {
         return;
     }
 
+    if matches!(app.overlays.top(), Some(Overlay::Swarm)) {
+        swarm_view::render(
+            body,
+            buf,
+            app.swarm.as_mut(),
+            &app.theme,
+            &app.keymap,
+            app.sidebar,
+            now,
+        );
+        return;
+    }
+
     let footer_y = body.y + body.height - 1;
     let input_h = input_height(app, body.width);
     let queued_h = app.queued.len().min(3) as u16;
-    let wide = body.width >= WIDE && app.sidebar;
-    let mut bottom = footer_y - input_h - queued_h;
-    let (chat_area, side) = if wide {
-        let side_w = (body.width as f32 * 0.34).clamp(40.0, 60.0) as u16;
-        let chat_w = body.width - side_w;
-        let h = bottom - body.y;
-        (
-            Rect::new(body.x, body.y, chat_w, h),
-            Some(Rect::new(body.x + chat_w, body.y, side_w, h)),
-        )
-    } else {
-        // Narrow: gauge line and (when there are batches) a tool strip.
-        let mut gauge_y = None;
-        let mut strip = None;
-        if app.sidebar {
-            bottom -= 1;
-            gauge_y = Some(bottom);
-            if !app.tools.batches.is_empty() {
-                let avail = bottom.saturating_sub(body.y);
-                let want = (app.tools.batches.back().map_or(0, |b| b.calls.len()) + 3) as u16;
-                let h = want.min(avail / 3).max(3.min(avail));
-                bottom -= h;
-                strip = Some(Rect::new(body.x, bottom, body.width, h));
-            }
-        }
-        if let Some(y) = gauge_y {
-            let line = app.gauge.compact_line(body.width as usize, &app.theme);
-            buf.set_line(body.x, y, &line, body.width);
-        }
-        if let Some(s) = strip {
-            section_rule(Rect::new(s.x, s.y, s.width, 1), buf, "Tools", app, false);
-            app.tools.render(
-                Rect::new(s.x + 1, s.y + 1, s.width.saturating_sub(2), s.height - 1),
-                buf,
-                &app.theme,
-                now,
-            );
-        }
-        (Rect::new(body.x, body.y, body.width, bottom - body.y), None)
-    };
-    draw_chat(chat_area, buf, app);
-    if let Some(side) = side {
-        draw_side(side, buf, app, now);
-    }
+    let bottom = footer_y - input_h - queued_h;
+    panes(
+        Rect::new(body.x, body.y, body.width, bottom - body.y),
+        buf,
+        Panes {
+            chat: &mut app.chat,
+            tools: &app.tools,
+            gauge: &app.gauge,
+            theme: &app.theme,
+            keymap: &app.keymap,
+            sidebar: app.sidebar,
+            selecting: app.focus == Focus::Chat,
+        },
+        now,
+    );
     // Queued messages sit right above the input.
     for (i, q) in app.queued.iter().take(3).enumerate() {
         let text = format!("↳ queued {}: {}", i + 1, one_line(q, body.width as usize));
@@ -163,7 +152,12 @@ fn status_bar(area: Rect, buf: &mut Buffer, app: &App, now: Instant) {
     } else {
         String::new()
     };
-    let right = format!("{state}{tokens} ");
+    let team = app
+        .swarm
+        .as_ref()
+        .map(|b| format!("{} · ", swarm_view::status(b, now)))
+        .unwrap_or_default();
+    let right = format!("{team}{state}{tokens} ");
     let w = area.width as usize;
     let right_w = text_width(&right);
     let left = truncate(&left, w.saturating_sub(right_w + 1));
@@ -181,25 +175,90 @@ fn status_bar(area: Rect, buf: &mut Buffer, app: &App, now: Instant) {
     buf.set_line(area.x, area.y, &line, area.width);
 }
 
-fn draw_chat(area: Rect, buf: &mut Buffer, app: &mut App) {
+/// The panels one conversation is shown in: the main session's, or a
+/// team worker's (the same widgets, fed by that worker's events).
+pub struct Panes<'a> {
+    pub chat: &'a mut Chat,
+    pub tools: &'a ToolPanel,
+    pub gauge: &'a Gauge,
+    pub theme: &'a Theme,
+    pub keymap: &'a Keymap,
+    /// The tool panel and gauge are shown (Ctrl-B).
+    pub sidebar: bool,
+    /// Chat cells are being selected: the selected one is marked.
+    pub selecting: bool,
+}
+
+/// The chat with its side panel (gauge over tool batches) when `area` is
+/// wide, or with a tool strip and a one-line gauge under it when narrow.
+pub fn panes(area: Rect, buf: &mut Buffer, p: Panes<'_>, now: Instant) {
+    let wide = area.width >= WIDE && p.sidebar;
+    if wide {
+        let side_w = (area.width as f32 * 0.34).clamp(40.0, 60.0) as u16;
+        let chat_w = area.width - side_w;
+        let side = Rect::new(area.x + chat_w, area.y, side_w, area.height);
+        draw_side(side, buf, p.gauge, p.tools, p.theme, now);
+        draw_chat(Rect::new(area.x, area.y, chat_w, area.height), buf, p);
+        return;
+    }
+    // Narrow: gauge line and (when there are batches) a tool strip.
+    let mut bottom = area.y + area.height;
+    if p.sidebar && area.height > 0 {
+        bottom -= 1;
+        let line = p.gauge.compact_line(area.width as usize, p.theme);
+        buf.set_line(area.x, bottom, &line, area.width);
+        if !p.tools.batches.is_empty() {
+            let avail = bottom.saturating_sub(area.y);
+            let want = (p.tools.batches.back().map_or(0, |b| b.calls.len()) + 3) as u16;
+            let h = want.min(avail / 3).max(3.min(avail));
+            bottom -= h;
+            let s = Rect::new(area.x, bottom, area.width, h);
+            section_rule(
+                Rect::new(s.x, s.y, s.width, 1),
+                buf,
+                "Tools",
+                p.theme,
+                false,
+            );
+            p.tools.render(
+                Rect::new(
+                    s.x + 1,
+                    s.y + 1,
+                    s.width.saturating_sub(2),
+                    s.height.saturating_sub(1),
+                ),
+                buf,
+                p.theme,
+                now,
+            );
+        }
+    }
+    draw_chat(
+        Rect::new(area.x, area.y, area.width, bottom - area.y),
+        buf,
+        p,
+    );
+}
+
+fn draw_chat(area: Rect, buf: &mut Buffer, p: Panes<'_>) {
     if area.height == 0 || area.width < 4 {
         return;
     }
     // One column of margin on the right keeps text off the side panel.
-    app.chat.view = (area.width.saturating_sub(1), area.height);
-    let selected = app.chat.selected;
-    let lines = app.chat.visible(&app.theme);
+    p.chat.view = (area.width.saturating_sub(1), area.height);
+    let selected = p.chat.selected;
+    let lines = p.chat.visible(p.theme);
     for (i, (cell, line)) in lines.iter().enumerate() {
         let y = area.y + i as u16;
         buf.set_line(area.x, y, line, area.width.saturating_sub(1));
-        if selected == Some(*cell) && app.focus == Focus::Chat {
-            buf.set_string(area.x, y, "▌", app.theme.accent);
+        if selected == Some(*cell) && p.selecting {
+            buf.set_string(area.x, y, "▌", p.theme.accent);
         }
     }
-    if !app.chat.follow {
+    if !p.chat.follow {
         let hint = format!(
             " ↓ more below · {} follows ",
-            app.keymap.hint(Action::FollowBottom)
+            p.keymap.hint(Action::FollowBottom)
         );
         let w = text_width(&hint) as u16;
         if w < area.width {
@@ -207,14 +266,14 @@ fn draw_chat(area: Rect, buf: &mut Buffer, app: &mut App) {
                 area.x + area.width - w - 1,
                 area.y + area.height - 1,
                 hint,
-                app.theme.accent.add_modifier(Modifier::REVERSED),
+                p.theme.accent.add_modifier(Modifier::REVERSED),
             );
         }
     }
 }
 
-fn section_rule(area: Rect, buf: &mut Buffer, title: &str, app: &App, live: bool) {
-    let t = &app.theme;
+/// A `─ Title ────` rule, bold in the accent colour when `live`.
+pub fn section_rule(area: Rect, buf: &mut Buffer, title: &str, t: &Theme, live: bool) {
     let head = format!("─ {title} ");
     let rest = (area.width as usize).saturating_sub(text_width(&head));
     let style = if live {
@@ -229,8 +288,14 @@ fn section_rule(area: Rect, buf: &mut Buffer, title: &str, app: &App, live: bool
     buf.set_line(area.x, area.y, &line, area.width);
 }
 
-fn draw_side(area: Rect, buf: &mut Buffer, app: &App, now: Instant) {
-    let t = &app.theme;
+fn draw_side(
+    area: Rect,
+    buf: &mut Buffer,
+    gauge: &Gauge,
+    tools: &ToolPanel,
+    t: &Theme,
+    now: Instant,
+) {
     for y in area.y..area.y + area.height {
         buf.set_string(area.x, y, "│", t.border);
     }
@@ -240,14 +305,14 @@ fn draw_side(area: Rect, buf: &mut Buffer, app: &App, now: Instant) {
         area.width.saturating_sub(3),
         area.height,
     );
-    let gauge_lines = app.gauge.lines(inner.width as usize, t, now);
+    let gauge_lines = gauge.lines(inner.width as usize, t, now);
     let gauge_h = (gauge_lines.len() as u16).min(inner.height.saturating_sub(1));
     section_rule(
         Rect::new(inner.x, inner.y, inner.width, 1),
         buf,
         "Context",
-        app,
-        app.gauge.active.is_some(),
+        t,
+        gauge.active.is_some(),
     );
     for (i, l) in gauge_lines.iter().take(gauge_h as usize).enumerate() {
         buf.set_line(inner.x, inner.y + 1 + i as u16, l, inner.width);
@@ -258,12 +323,11 @@ fn draw_side(area: Rect, buf: &mut Buffer, app: &App, now: Instant) {
             Rect::new(inner.x, tools_y, inner.width, 1),
             buf,
             "Tools",
-            app,
-            app.tools.is_live(),
+            t,
+            tools.is_live(),
         );
         let h = inner.y + inner.height - tools_y - 1;
-        app.tools
-            .render(Rect::new(inner.x, tools_y + 1, inner.width, h), buf, t, now);
+        tools.render(Rect::new(inner.x, tools_y + 1, inner.width, h), buf, t, now);
     }
 }
 
@@ -324,6 +388,11 @@ fn footer(area: Rect, buf: &mut Buffer, app: &App) {
                 (k(Action::Interrupt), "quit"),
             ]
         };
+        let mut pairs = pairs;
+        if app.swarm.is_some() {
+            // The team's view is one key away while it exists.
+            pairs.insert(1, (k(Action::SwarmView), "team"));
+        }
         let mut spans = Vec::new();
         let mut used = 0;
         for (key, what) in pairs {
