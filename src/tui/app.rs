@@ -743,6 +743,13 @@ impl App {
             threshold: self.options.threshold,
             gates: self.options.gates,
         };
+        // A run that starts while no run is active gets a fresh board (one
+        // that `/swarm` made is still active and is kept).
+        if matches!(event, AgentEvent::SwarmStarted { .. })
+            && !self.swarm.as_ref().is_some_and(TeamBoard::is_active)
+        {
+            self.swarm = None;
+        }
         let board = self
             .swarm
             .get_or_insert_with(|| TeamBoard::new(String::new(), Vec::new(), settings));

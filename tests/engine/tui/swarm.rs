@@ -679,3 +679,40 @@ fn snapshot_a_workers_detail() {
         );
     }
 }
+
+#[test]
+fn a_new_run_after_a_finished_one_starts_a_fresh_board() {
+    let t0 = Instant::now();
+    let mut a = mid_team(t0);
+    feed(
+        &mut a,
+        &[AgentEvent::SwarmFinished {
+            run_id: "swarm-20261204-173000-1a2b3c4d".into(),
+            status: RunStatus::Success,
+            reason: None,
+            seconds: 30.0,
+            report: "/data/report.md".into(),
+        }],
+        t0,
+    );
+    update(
+        &mut a,
+        Msg::SwarmDone {
+            error: None,
+            at: t0,
+        },
+    );
+    feed(&mut a, &[committee()], t0 + Duration::from_secs(40));
+    let board = a.swarm.as_ref().unwrap();
+    assert_eq!(board.phase, TeamPhase::Running);
+    assert_eq!(board.progress(), (0, 4), "no state carried over");
+    assert!(
+        board
+            .task("task-bear")
+            .unwrap()
+            .worker
+            .chat
+            .cells
+            .is_empty()
+    );
+}
