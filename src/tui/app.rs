@@ -26,6 +26,7 @@ use super::keymap::{Action, Context, Keymap, typed_char};
 use super::memories::{MemoryDetail, MemoryListing};
 use super::overlay::{Handled, Input, Overlay, OverlayEffect, Overlays, WHEEL_LINES};
 use super::swarm::{BoardSettings, SWARM_USAGE, TeamBoard, TeamPhase, parse_swarm_args};
+use super::team_runs::TeamRunRow;
 use super::theme::Theme;
 use super::tool_panel::ToolPanel;
 use super::transcripts::{SessionDetail, SessionRow};
@@ -67,6 +68,8 @@ pub enum Msg {
     },
     /// The memory entries were listed (for the browser's memory view).
     Memory(Result<MemoryListing, String>),
+    /// The research teams' runs on disk were listed.
+    Teams(Vec<TeamRunRow>),
     /// One memory entry and its archived originals were read.
     MemoryEntry {
         file: String,
@@ -117,6 +120,8 @@ pub enum Effect {
     LoadMemory,
     /// Read one memory entry (a file name in `entries/`) and its archives.
     LoadMemoryEntry(String),
+    /// List the research teams' runs on disk (for the browser).
+    LoadTeams,
     SwitchModel(String),
     /// Read a finished backtest's equity curve (and maybe its result) from
     /// its run directory.
@@ -436,6 +441,7 @@ impl App {
                 BrowserEffect::LoadBacktest(r) => out.push(Effect::LoadBacktest(r)),
                 BrowserEffect::LoadMemory => out.push(Effect::LoadMemory),
                 BrowserEffect::LoadMemoryEntry(f) => out.push(Effect::LoadMemoryEntry(f)),
+                BrowserEffect::LoadTeams => out.push(Effect::LoadTeams),
                 BrowserEffect::Resume(id) => {
                     if self.busy() {
                         if let Some(b) = self.overlays.browser_mut() {
@@ -1251,6 +1257,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::Memory(r) => {
             if let Some(b) = app.overlays.browser_mut() {
                 b.set_memory(r);
+            }
+            vec![]
+        }
+        Msg::Teams(rows) => {
+            if let Some(b) = app.overlays.browser_mut() {
+                b.set_teams(rows);
             }
             vec![]
         }

@@ -5,8 +5,8 @@
 //! - [`view`]: drawing, a function of the state and the time.
 //! - [`runtime`]: the terminal, the event loop and the session worker.
 //! - panels: [`chat`] (over [`cells`], [`markdown`] and [`backtest`]), [`tool_panel`],
-//!   [`gauge`], [`browser`] (over [`transcripts`], and [`memory_view`] over
-//!   [`memories`]), [`help`]; the last two are [`overlay`]s, stacked over
+//!   [`gauge`], [`browser`] (over [`transcripts`], [`memory_view`] over
+//!   [`memories`], and [`team_runs`]), [`help`]; the last two are [`overlay`]s, stacked over
 //!   the chat screen with one rule for who gets a key; the team view
 //!   ([`swarm_view`] over [`swarm`]) is one too.
 //! - settings: [`keymap`] (named actions), [`theme`], [`settings`].
@@ -30,6 +30,7 @@ pub mod runtime;
 pub mod settings;
 pub mod swarm;
 pub mod swarm_view;
+pub mod team_runs;
 pub mod terminal;
 pub mod theme;
 pub mod tool_panel;

@@ -26,6 +26,7 @@ use super::cells::NoticeKind;
 use super::frame::FrameScheduler;
 use super::keymap::Keymap;
 use super::memories;
+use super::team_runs;
 use super::terminal::{self, Term};
 use super::theme::Theme;
 use super::transcripts;
@@ -536,6 +537,12 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
                 let decay = crate::memory::MemoryFlags::from_env().decay;
                 let r = memories::list(&dir, chrono::Utc::now(), decay);
                 let _ = bus.send(Msg::Memory(r));
+            });
+        }
+        Effect::LoadTeams => {
+            let (data, bus) = (ctx.paths.data_dir.clone(), ctx.bus.clone());
+            tokio::task::spawn_blocking(move || {
+                let _ = bus.send(Msg::Teams(team_runs::list(&data)));
             });
         }
         Effect::LoadMemoryEntry(file) => {

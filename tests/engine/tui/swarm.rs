@@ -716,3 +716,87 @@ fn a_new_run_after_a_finished_one_starts_a_fresh_board() {
             .is_empty()
     );
 }
+
+/// Two runs on disk as the engine records them (docs §14.4), one with a
+/// worker's run dir.
+fn runs_on_disk() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let data = vibedesk::store::Paths::under(home.path()).data_dir;
+    let write = |id: &str, body: serde_json::Value| {
+        let dir = vibedesk::tui::team_runs::dir(&data).join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("run.json"), body.to_string()).unwrap();
+    };
+    write(
+        "swarm-20261204-100000-aaaaaaaa",
+        json!({
+            "run_id": "swarm-20261204-100000-aaaaaaaa",
+            "preset": "investment_committee",
+            "status": "success",
+            "started_at": "2026-12-04T10:00:00Z",
+            "tasks": [
+                {"id": "task-bull", "state": "success", "run_dir": "/data/runs/bull-1"},
+                {"id": "task-bear", "state": "success", "run_dir": "/data/runs/bear-1"},
+                {"id": "task-risk", "state": "success", "run_dir": "/data/runs/risk-1"},
+                {"id": "task-pm", "state": "success", "run_dir": "/data/runs/pm-1"}
+            ]
+        }),
+    );
+    write(
+        "swarm-20261204-110000-bbbbbbbb",
+        json!({
+            "run_id": "swarm-20261204-110000-bbbbbbbb",
+            "preset": "risk_committee",
+            "status": "interrupted",
+            "started_at": "2026-12-04T11:00:00Z",
+            "tasks": [{"id": "task-var", "state": "interrupted"}]
+        }),
+    );
+    home
+}
+
+#[test]
+fn the_browser_lists_team_runs_and_their_workers() {
+    let home = runs_on_disk();
+    let data = vibedesk::store::Paths::under(home.path()).data_dir;
+    let mut a = app();
+    assert_eq!(update(&mut a, ctrl('t')), vec![Effect::LoadSessions]);
+    update(&mut a, Msg::Sessions(vec![]));
+    // `t`, next to the sessions and the memory.
+    assert_eq!(
+        update(&mut a, key(KeyCode::Char('t'))),
+        vec![Effect::LoadTeams]
+    );
+    update(&mut a, Msg::Teams(vibedesk::tui::team_runs::list(&data)));
+    let now = Instant::now();
+    for (w, h) in SIZES {
+        insta::assert_snapshot!(format!("browser_teams_{w}x{h}"), screen(&mut a, w, h, now));
+    }
+    let s = screen(&mut a, 160, 48, now);
+    let newest = s.find("swarm-20261204-110000-bbbbbbbb").unwrap();
+    let older = s.find("swarm-20261204-100000-aaaaaaaa").unwrap();
+    assert!(newest < older, "newest first:\n{s}");
+    assert!(s.contains("Teams · 2 run(s) on disk"), "{s}");
+
+    update(&mut a, key(KeyCode::Down));
+    update(&mut a, key(KeyCode::Enter));
+    let s = screen(&mut a, 160, 48, now);
+    assert!(
+        s.contains("Team run swarm-20261204-100000-aaaaaaaa · investment_committee · success"),
+        "{s}"
+    );
+    for (task, dir) in [
+        ("task-bull", "/data/runs/bull-1"),
+        ("task-pm", "/data/runs/pm-1"),
+    ] {
+        assert!(
+            s.lines().any(|l| l.contains(task) && l.contains(dir)),
+            "{task} with its run dir:\n{s}"
+        );
+    }
+    update(&mut a, key(KeyCode::Esc));
+    assert!(screen(&mut a, 160, 48, now).contains("Teams · 2 run(s) on disk"));
+    // Tab goes to the sessions.
+    assert!(update(&mut a, key(KeyCode::Tab)).is_empty());
+    assert!(screen(&mut a, 160, 48, now).contains("Transcripts · 0 session(s) on disk"));
+}
