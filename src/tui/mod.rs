@@ -1,8 +1,10 @@
 //! The full-screen workstation (issue 4). Consumes only `AgentEvent`s and
 //! session commands.
 //!
-//! - [`app`]: the state and the pure `update(state, msg) -> effects`.
-//! - [`view`]: drawing, a function of the state and the time.
+//! - [`app`]: the state and the pure `update(state, msg) -> effects` (its
+//!   research-team part in `app_swarm`).
+//! - [`view`]: drawing, a function of the state and the time; [`panes`]
+//!   draws one conversation's chat, tool panel and gauge.
 //! - [`runtime`]: the terminal, the event loop and the session worker.
 //! - panels: [`chat`] (over [`cells`], [`markdown`] and [`backtest`]), [`tool_panel`],
 //!   [`gauge`], [`browser`] (over [`transcripts`], [`memory_view`] over
@@ -12,6 +14,7 @@
 //! - settings: [`keymap`] (named actions), [`theme`], [`settings`].
 
 pub mod app;
+mod app_swarm;
 pub mod backtest;
 pub mod browser;
 pub mod cells;
@@ -26,6 +29,7 @@ pub mod markdown;
 pub mod memories;
 pub mod memory_view;
 pub mod overlay;
+pub mod panes;
 pub mod runtime;
 pub mod settings;
 pub mod swarm;

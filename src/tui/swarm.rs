@@ -321,14 +321,7 @@ impl TeamBoard {
     /// Folds one of the team's events (`swarm_*`, a wrapped worker event).
     pub fn apply(&mut self, event: &AgentEvent, at: Instant) {
         match event {
-            AgentEvent::SwarmStarted {
-                run_id,
-                preset,
-                title,
-                run_dir,
-                layers,
-                tasks,
-            } => self.started(run_id, preset, title, run_dir, layers, tasks, at),
+            AgentEvent::SwarmStarted { .. } => self.started(event, at),
             AgentEvent::SwarmTaskStarted {
                 task,
                 attempt,
@@ -398,17 +391,19 @@ impl TeamBoard {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn started(
-        &mut self,
-        run_id: &str,
-        preset: &str,
-        title: &str,
-        run_dir: &str,
-        layers: &[Vec<String>],
-        tasks: &[SwarmTaskInfo],
-        at: Instant,
-    ) {
+    /// `swarm_started`: the run's tasks and layers replace what was known.
+    fn started(&mut self, event: &AgentEvent, at: Instant) {
+        let AgentEvent::SwarmStarted {
+            run_id,
+            preset,
+            title,
+            run_dir,
+            layers,
+            tasks,
+        } = event
+        else {
+            return;
+        };
         self.run_id = Some(run_id.to_string());
         self.preset = preset.to_string();
         self.title = if title.is_empty() {

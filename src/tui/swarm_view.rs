@@ -12,9 +12,9 @@ use tokio::time::Instant;
 use super::chat::Chat;
 use super::format::{clock, tokens, truncate, width as text_width};
 use super::keymap::{Action, Keymap};
+use super::panes::{Panes, WIDE, panes, section_rule};
 use super::swarm::{SWARM_USAGE, TaskState, TeamBoard, TeamPhase, TeamTask};
 use super::theme::Theme;
-use super::view::{Panes, WIDE, panes, section_rule};
 use crate::agent::events::RunStatus;
 
 /// The team's state in a few words, for the status bar.
@@ -58,9 +58,7 @@ pub fn render(
         return;
     };
     match board.detail {
-        Some(i) if i < board.tasks.len() => {
-            detail(area, buf, board, i, theme, keymap, sidebar, now)
-        }
+        Some(i) if i < board.tasks.len() => detail(area, buf, board, theme, keymap, sidebar, now),
         _ => layers(area, buf, board, theme, keymap, now),
     }
 }
@@ -449,12 +447,11 @@ fn task_row(
     Line::from(spans)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The open worker's panes (the board's `detail`, checked by the caller).
 fn detail(
     area: Rect,
     buf: &mut Buffer,
     b: &mut TeamBoard,
-    i: usize,
     theme: &Theme,
     keymap: &Keymap,
     sidebar: bool,
@@ -463,7 +460,9 @@ fn detail(
     let w = area.width as usize;
     let cancellable = b.cancellable();
     let team = b.title.clone();
-    let t = &mut b.tasks[i];
+    let Some(t) = b.detail.and_then(|i| b.tasks.get_mut(i)) else {
+        return;
+    };
     let (mark, _) = state_mark(t.state, theme);
     let mut head = format!("{mark} {}", t.id);
     if !t.role.is_empty() {
