@@ -157,6 +157,8 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
         switch_model,
         notices,
         mcp_events: Some(mcp_rx),
+        // The lead connects `/swarm` to the engine (src/swarm) at merge.
+        swarm: None,
     };
     let result = crate::tui::run(ws).await;
     maintenance.abort();

@@ -25,6 +25,8 @@ use super::help::Help;
 use super::keymap::{Action, Context, Keymap, typed_char};
 use super::memories::{MemoryDetail, MemoryListing};
 use super::overlay::{Handled, Input, Overlay, OverlayEffect, Overlays, WHEEL_LINES};
+use super::swarm::{SWARM_USAGE, TeamBoard, TeamPhase};
+use super::team_runs::TeamRunRow;
 use super::theme::Theme;
 use super::tool_panel::ToolPanel;
 use super::transcripts::{SessionDetail, SessionRow};
@@ -66,6 +68,8 @@ pub enum Msg {
     },
     /// The memory entries were listed (for the browser's memory view).
     Memory(Result<MemoryListing, String>),
+    /// The research teams' runs on disk were listed.
+    Teams(Vec<TeamRunRow>),
     /// One memory entry and its archived originals were read.
     MemoryEntry {
         file: String,
@@ -84,6 +88,12 @@ pub enum Msg {
         id: u64,
         series: Result<EquitySeries, String>,
         info: Option<BacktestInfo>,
+    },
+    /// The team run's launcher returned (its events are all folded): with
+    /// the error when it refused or failed.
+    SwarmDone {
+        error: Option<String>,
+        at: Instant,
     },
 }
 
@@ -110,12 +120,22 @@ pub enum Effect {
     LoadMemory,
     /// Read one memory entry (a file name in `entries/`) and its archives.
     LoadMemoryEntry(String),
+    /// List the research teams' runs on disk (for the browser).
+    LoadTeams,
     SwitchModel(String),
     /// Read a finished backtest's equity curve (and maybe its result) from
     /// its run directory.
     LoadBacktest(LoadRequest),
     /// Repaint everything (Ctrl-L).
     ClearTerminal,
+    /// `/swarm NAME k=v …`: run the research team `preset` with these
+    /// variables, in the order given.
+    StartSwarm {
+        preset: String,
+        vars: Vec<(String, String)>,
+    },
+    /// Cancel the team run.
+    CancelSwarm,
 }
 
 /// Where the session worker is, as far as the app knows: the one place
@@ -227,6 +247,9 @@ pub struct App {
     pub status: Option<(NoticeKind, String)>,
     /// Tokens the provider reported for this session (this process).
     pub usage: Usage,
+    /// The research team's run (the last one started), folded from its
+    /// events whether or not its view is open.
+    pub swarm: Option<TeamBoard>,
     /// Something changed since the last frame.
     pub dirty: bool,
 }
@@ -254,6 +277,7 @@ impl App {
             should_quit: false,
             status: None,
             usage: Usage::default(),
+            swarm: None,
             dirty: true,
             options,
         };
@@ -291,6 +315,12 @@ impl App {
         if let Some(a) = &self.gauge.active {
             consider(a.started_at);
         }
+        if let Some(b) = &self.swarm {
+            let visible = matches!(self.overlays.top(), Some(Overlay::Swarm));
+            if let Some(t) = b.next_tick(now, visible) {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        }
         next
     }
 
@@ -318,7 +348,7 @@ impl App {
         self.overlays.browser()
     }
 
-    fn set_status(&mut self, kind: NoticeKind, text: impl Into<String>) {
+    pub(super) fn set_status(&mut self, kind: NoticeKind, text: impl Into<String>) {
         self.status = Some((kind, text.into()));
     }
 
@@ -393,6 +423,7 @@ impl App {
                 OverlayEffect::Close => self.overlays.remove(layer),
                 OverlayEffect::OpenBrowser => out.extend(self.open_browser()),
                 OverlayEffect::Browser(b) => out.extend(self.browser_effects(vec![b])),
+                OverlayEffect::Swarm(a) => out.extend(self.swarm_action(layer, a)),
             }
         }
         out
@@ -410,6 +441,7 @@ impl App {
                 BrowserEffect::LoadBacktest(r) => out.push(Effect::LoadBacktest(r)),
                 BrowserEffect::LoadMemory => out.push(Effect::LoadMemory),
                 BrowserEffect::LoadMemoryEntry(f) => out.push(Effect::LoadMemoryEntry(f)),
+                BrowserEffect::LoadTeams => out.push(Effect::LoadTeams),
                 BrowserEffect::Resume(id) => {
                     if self.busy() {
                         if let Some(b) = self.overlays.browser_mut() {
@@ -541,6 +573,7 @@ impl App {
                 );
                 vec![Effect::NewSession]
             }
+            "/swarm" => self.swarm_command(arg),
             "/compact" => vec![Effect::Compact {
                 focus: arg.map(String::from),
             }],
@@ -581,11 +614,15 @@ impl App {
 
     fn quit(&mut self) -> Vec<Effect> {
         self.should_quit = true;
+        let mut out = Vec::new();
         if self.busy() {
-            vec![Effect::Cancel, Effect::Quit]
-        } else {
-            vec![Effect::Quit]
+            out.push(Effect::Cancel);
         }
+        if self.swarm.as_ref().is_some_and(TeamBoard::is_active) {
+            out.push(Effect::CancelSwarm);
+        }
+        out.push(Effect::Quit);
+        out
     }
 
     fn reset_session_view(&mut self) {
@@ -725,6 +762,8 @@ impl App {
             Action::CancelRun => {
                 if self.busy() {
                     self.cancel_run()
+                } else if self.swarm_cancellable() {
+                    self.cancel_swarm()
                 } else {
                     if self.focus == Focus::Chat {
                         self.focus = Focus::Input;
@@ -775,7 +814,7 @@ impl App {
         }
     }
 
-    fn global(&mut self, action: Action) -> Vec<Effect> {
+    pub(super) fn global(&mut self, action: Action) -> Vec<Effect> {
         match action {
             Action::Quit => self.quit(),
             Action::Help => {
@@ -784,9 +823,22 @@ impl App {
             }
             Action::Transcripts => self.open_browser(),
             Action::Redraw => vec![Effect::ClearTerminal],
+            Action::SwarmView => {
+                if self.overlays.has_swarm() {
+                    self.overlays.close_swarm();
+                } else if self.swarm.is_some() {
+                    self.overlays.open_swarm();
+                } else {
+                    self.set_status(NoticeKind::Info, format!("no team run yet: {SWARM_USAGE}"));
+                }
+                vec![]
+            }
             Action::Interrupt => {
                 if self.busy() {
                     return self.cancel_run();
+                }
+                if self.swarm_cancellable() {
+                    return self.cancel_swarm();
                 }
                 if self.overlays.is_empty() && !self.composer.is_empty() {
                     self.composer.clear();
@@ -863,6 +915,17 @@ impl App {
     }
 
     fn on_agent(&mut self, event: AgentEvent, at: Instant) -> Vec<Effect> {
+        if matches!(
+            event,
+            AgentEvent::SwarmStarted { .. }
+                | AgentEvent::SwarmTaskStarted { .. }
+                | AgentEvent::SwarmTaskRetry { .. }
+                | AgentEvent::SwarmTaskFinished { .. }
+                | AgentEvent::SwarmFinished { .. }
+                | AgentEvent::SwarmWorker { .. }
+        ) {
+            return self.on_swarm_event(&event, at);
+        }
         self.chat.apply(&event);
         self.gauge.apply(&event, at);
         match &event {
@@ -1001,6 +1064,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             }
             vec![]
         }
+        Msg::Teams(rows) => {
+            if let Some(b) = app.overlays.browser_mut() {
+                b.set_teams(rows);
+            }
+            vec![]
+        }
         Msg::MemoryEntry { file, result } => {
             if let Some(b) = app.overlays.browser_mut() {
                 b.set_memory_entry(&file, result);
@@ -1026,6 +1095,24 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 app.chat.backtest_loaded(id, series, info);
             } else if let Some(b) = app.overlays.browser_mut() {
                 b.backtest_loaded(id, series, info);
+            } else if let Some(board) = &mut app.swarm {
+                board.backtest_loaded(id, series, info);
+            }
+            vec![]
+        }
+        Msg::SwarmDone { error, at } => {
+            if let Some(e) = &error {
+                app.chat.notice(NoticeKind::Error, format!("team run: {e}"));
+            }
+            if app
+                .swarm
+                .as_ref()
+                .is_some_and(|b| b.phase == TeamPhase::Cancelling)
+            {
+                app.status = None;
+            }
+            if let Some(b) = &mut app.swarm {
+                b.launcher_done(error, at);
             }
             vec![]
         }

@@ -7,7 +7,8 @@
 //! `/` searches the current view; `r` resumes a session in the chat.
 //! Next to the sessions (Tab, or `m` from anywhere in the browser) is the
 //! memory view ([`super::memory_view`]): the memory entries, and one entry's
-//! current text beside its archived originals.
+//! current text beside its archived originals; and (`t`) the Teams view:
+//! the research teams' runs ([`super::team_runs`]) and each one's workers.
 //! Rows are built only for the visible window, so a 10,000-message session
 //! scrolls as fast as a short one.
 
@@ -26,6 +27,7 @@ use super::format::{one_line, timestamp, truncate, width as text_width};
 use super::keymap::Action;
 use super::memories::{MemoryDetail, MemoryListing};
 use super::memory_view::{self, EntryFrame, EntryView, Pane};
+use super::team_runs::{TeamRunRow, TeamWorkerRow};
 use super::theme::Theme;
 use super::transcripts::{ArchiveEntry, SessionDetail, SessionRow, find_original, looks_compacted};
 use super::wrap::{line_text, wrap_hard};
@@ -57,6 +59,12 @@ pub enum View {
     Memory,
     /// One memory entry beside its archived originals.
     MemoryEntry(EntryView),
+    /// The research teams' runs (the third root).
+    Teams,
+    /// One team run's workers.
+    TeamRun {
+        id: String,
+    },
     Session {
         tab: Tab,
     },
@@ -94,6 +102,8 @@ pub enum BrowserEffect {
     LoadBacktest(LoadRequest),
     LoadMemory,
     LoadMemoryEntry(String),
+    /// List the team runs on disk.
+    LoadTeams,
     Resume(String),
     Close,
 }
@@ -113,6 +123,8 @@ pub struct Browser {
     pub memory: Option<MemoryListing>,
     /// The entry the open memory entry view shows (matched by file).
     pub memory_entry: Option<MemoryDetail>,
+    /// The team runs on disk, newest first.
+    pub teams: Option<Vec<TeamRunRow>>,
     pub search: Search,
     pub error: Option<String>,
     pub message: Option<String>,
@@ -139,6 +151,7 @@ impl Browser {
             detail: None,
             memory: None,
             memory_entry: None,
+            teams: None,
             search: Search::default(),
             error: None,
             message: None,
@@ -194,6 +207,19 @@ impl Browser {
         }
     }
 
+    /// The team runs were listed.
+    pub fn set_teams(&mut self, rows: Vec<TeamRunRow>) {
+        self.teams = Some(rows);
+    }
+
+    /// The team run the open `TeamRun` view shows.
+    fn team_run(&self) -> Option<&TeamRunRow> {
+        let View::TeamRun { id } = self.view() else {
+            return None;
+        };
+        self.teams.as_ref()?.iter().find(|r| &r.id == id)
+    }
+
     /// One entry arrived for the entry view of `file`; a late answer for an
     /// entry no longer open is dropped.
     pub fn set_memory_entry(&mut self, file: &str, r: Result<MemoryDetail, String>) {
@@ -213,6 +239,8 @@ impl Browser {
         let load = match view {
             // Always re-read: entries change under maintenance and tools.
             View::Memory => Some(BrowserEffect::LoadMemory),
+            // And runs change while a team works.
+            View::Teams => Some(BrowserEffect::LoadTeams),
             _ if self.sessions.is_none() => Some(BrowserEffect::LoadSessions),
             _ => None,
         };
@@ -315,6 +343,8 @@ impl Browser {
             View::Result { .. } => self.result_len,
             View::Memory => self.memory.as_ref().map_or(0, |m| m.rows.len()),
             View::MemoryEntry(_) => self.entry_lines(&Theme::default()).len(),
+            View::Teams => self.teams.as_ref().map_or(0, Vec::len),
+            View::TeamRun { .. } => self.team_run().map_or(0, |r| r.workers.len()),
         }
     }
 
@@ -361,6 +391,7 @@ impl Browser {
             }
             Action::Open => self.open(),
             Action::Memory => self.set_root(View::Memory),
+            Action::TeamRuns => self.set_root(View::Teams),
             Action::TogglePane => {
                 if let Some(l) = self.level_mut()
                     && let View::MemoryEntry(v) = &mut l.view
@@ -371,9 +402,11 @@ impl Browser {
             }
             Action::NextTab | Action::PrevTab => {
                 let next = action == Action::NextTab;
+                // Tab switches sessions and memory; from the teams (`t`)
+                // it goes back to the sessions.
                 match self.view() {
                     View::Sessions => return self.set_root(View::Memory),
-                    View::Memory => return self.set_root(View::Sessions),
+                    View::Memory | View::Teams => return self.set_root(View::Sessions),
                     _ => {}
                 }
                 let n = self.memory_entry.as_ref().map_or(0, |d| d.archives.len());
@@ -424,7 +457,9 @@ impl Browser {
                         .as_ref()
                         .and_then(|s| s.get(self.selected()))
                         .map(|r| r.meta.id.clone()),
-                    View::Memory | View::MemoryEntry(_) => None,
+                    View::Memory | View::MemoryEntry(_) | View::Teams | View::TeamRun { .. } => {
+                        None
+                    }
                     _ => self.detail.as_ref().map(|d| d.id.clone()),
                 };
                 match id {
@@ -653,7 +688,17 @@ impl Browser {
                 self.push(View::MemoryEntry(EntryView::new(file.clone())));
                 vec![BrowserEffect::LoadMemoryEntry(file)]
             }
-            View::Pager { .. } | View::Result { .. } | View::MemoryEntry(_) => vec![],
+            View::Teams => {
+                if let Some(r) = self.teams.as_ref().and_then(|t| t.get(sel)) {
+                    let id = r.id.clone();
+                    self.push(View::TeamRun { id });
+                }
+                vec![]
+            }
+            View::Pager { .. }
+            | View::Result { .. }
+            | View::MemoryEntry(_)
+            | View::TeamRun { .. } => vec![],
         }
     }
 
@@ -796,6 +841,17 @@ impl Browser {
                 .into_iter()
                 .nth(i)
                 .unwrap_or_default(),
+            View::Teams => self
+                .teams
+                .as_ref()
+                .and_then(|t| t.get(i))
+                .map(|r| team_row(r, width, theme, self.offset))
+                .unwrap_or_default(),
+            View::TeamRun { .. } => self
+                .team_run()
+                .and_then(|r| r.workers.get(i))
+                .map(|w| worker_row(w, width, theme))
+                .unwrap_or_default(),
         }
     }
 
@@ -833,17 +889,29 @@ impl Browser {
                 }
                 _ => format!("Memory · {}", v.file),
             },
+            View::Teams => format!(
+                "Teams · {} run(s) on disk",
+                self.teams.as_ref().map_or(0, Vec::len)
+            ),
+            View::TeamRun { id } => match self.team_run() {
+                Some(r) => format!("Team run {id} · {} · {}", r.preset, r.status),
+                None => format!("Team run {id}"),
+            },
         }
     }
 
     fn hints(&self) -> &'static str {
         match self.view() {
             View::Sessions => {
-                "↑↓ move · Enter open · r resume · / search · Tab memory · Esc back to chat"
+                "↑↓ move · Enter open · r resume · / search · Tab memory · t teams · Esc back"
             }
             View::Memory => {
-                "↑↓ move · Enter open · / search · ⊕ originals · Tab sessions · Esc back to chat"
+                "↑↓ move · Enter open · / search · ⊕ originals · Tab sessions · t teams · Esc"
             }
+            View::Teams => {
+                "↑↓ move · Enter its workers · / search · Tab sessions · Esc back to chat"
+            }
+            View::TeamRun { .. } => "↑↓ move · / search · Esc back",
             View::MemoryEntry(_) if self.width >= memory_view::SPLIT_MIN as usize => {
                 "Tab next original · v other pane · ↑↓ PgUp PgDn scroll · / search · Esc back"
             }
@@ -901,10 +969,10 @@ impl Browser {
             buf.set_line(area.x, top, &self.session_tabs(*tab, theme), area.width);
             top += 1;
         }
-        // The two roots, side by side as tabs.
-        if matches!(self.view(), View::Sessions | View::Memory) {
+        // The three roots, side by side as tabs.
+        if matches!(self.view(), View::Sessions | View::Memory | View::Teams) {
             let memory = matches!(self.view(), View::Memory);
-            buf.set_line(area.x, top, &self.root_tabs(memory, theme), area.width);
+            buf.set_line(area.x, top, &self.root_tabs(theme), area.width);
             top += 1;
             if memory && self.memory.as_ref().is_some_and(|m| !m.rows.is_empty()) {
                 buf.set_line(area.x, top, &memory_view::header(width, theme), area.width);
@@ -942,8 +1010,9 @@ impl Browser {
         Line::from(spans)
     }
 
-    /// Sessions and Memory as tabs, the open one highlighted.
-    fn root_tabs(&self, memory: bool, theme: &Theme) -> Line<'static> {
+    /// Sessions, Memory and Teams as tabs, the open one highlighted.
+    fn root_tabs(&self, theme: &Theme) -> Line<'static> {
+        let view = self.view();
         let count = |n: Option<usize>| n.map_or(String::new(), |c| format!("({c}) "));
         let tab = |on: bool| {
             if on {
@@ -957,7 +1026,7 @@ impl Browser {
         Line::from(vec![
             Span::styled(
                 format!(" Sessions {}", count(self.sessions.as_ref().map(Vec::len))),
-                tab(!memory),
+                tab(matches!(view, View::Sessions)),
             ),
             Span::raw(" "),
             Span::styled(
@@ -965,7 +1034,12 @@ impl Browser {
                     " Memory {}",
                     count(self.memory.as_ref().map(|m| m.rows.len()))
                 ),
-                tab(memory),
+                tab(matches!(view, View::Memory)),
+            ),
+            Span::raw(" "),
+            Span::styled(
+                format!(" Teams {}", count(self.teams.as_ref().map(Vec::len))),
+                tab(matches!(view, View::Teams)),
             ),
         ])
     }
@@ -1002,6 +1076,8 @@ impl Browser {
             View::Session { .. } => self.detail.is_none(),
             View::Transcript { messages, .. } => messages.is_none(),
             View::Memory => self.memory.is_none(),
+            View::Teams => self.teams.is_none(),
+            View::TeamRun { .. } => false,
             // Drawn above once its entry is here.
             View::MemoryEntry(_) => true,
             View::Pager { .. } | View::Result { .. } => false,
@@ -1024,6 +1100,14 @@ impl Browser {
                     "no memories yet in {} (the agent saves them with `remember`; `vibedesk memory add` adds one)",
                     m.dir.display()
                 ),
+                (View::Teams, _) => {
+                    "no team runs yet (/swarm NAME key=value … or `vibedesk swarm run NAME` starts one)"
+                        .into()
+                }
+                (View::TeamRun { .. }, _) => match self.team_run().and_then(|r| r.error.clone()) {
+                    Some(e) => format!("its record cannot be read: {e}"),
+                    None => "no workers recorded".into(),
+                },
                 _ => "nothing here yet".into(),
             };
             first_line(buf, &empty, theme.muted);
@@ -1253,6 +1337,67 @@ fn message_lines(m: &Message, archive: &[ArchiveEntry], mut out: Vec<String>) ->
         out.push("── no archived original found for this compacted message ──".into());
     }
     out
+}
+
+fn status_style(status: &str, theme: &Theme) -> Style {
+    match status {
+        "success" => theme.ok,
+        "failed" | "timed_out" | "timed out" | "unreadable" => theme.error,
+        "cancelled" | "interrupted" => theme.warn,
+        "running" => theme.accent,
+        _ => theme.muted,
+    }
+}
+
+/// A team run: id, start, status, team and worker count.
+fn team_row(r: &TeamRunRow, width: usize, theme: &Theme, offset: FixedOffset) -> Line<'static> {
+    // Narrow screens leave the start out: the id names the time already.
+    let started = match (width >= 100, r.started.is_empty()) {
+        (false, _) => String::new(),
+        (true, true) => format!("{:<18}", "?"),
+        (true, false) => format!("{:<18}", timestamp(&r.started, offset)),
+    };
+    let head = format!("  {:<30}  {started}", r.id);
+    let tail = format!(
+        "  {} worker{}",
+        r.workers.len(),
+        if r.workers.len() == 1 { "" } else { "s" }
+    );
+    let status = format!("{:<12}", r.status);
+    let used = text_width(&head) + text_width(&status) + text_width(&tail);
+    let preset = truncate(&r.preset, width.saturating_sub(used));
+    let line = Line::from(vec![
+        Span::styled(head, theme.text),
+        Span::styled(status, status_style(&r.status, theme)),
+        Span::styled(preset, theme.accent),
+        Span::styled(tail, theme.muted),
+    ]);
+    fit(line, width)
+}
+
+/// A team run's worker: task id, state and run directory.
+fn worker_row(w: &TeamWorkerRow, width: usize, theme: &Theme) -> Line<'static> {
+    let id = format!("  {:<24}  ", w.id);
+    let state = format!("{:<12}", w.state);
+    let used = text_width(&id) + text_width(&state);
+    let dir = truncate(
+        w.run_dir.as_deref().unwrap_or("(no run dir recorded)"),
+        width.saturating_sub(used),
+    );
+    Line::from(vec![
+        Span::styled(id, theme.text),
+        Span::styled(state, status_style(&w.state, theme)),
+        Span::styled(dir, theme.muted),
+    ])
+}
+
+/// `line` cut to `width` columns.
+fn fit(line: Line<'static>, width: usize) -> Line<'static> {
+    if line.width() <= width {
+        return line;
+    }
+    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+    Line::from(truncate(&text, width))
 }
 
 fn role_style(role: Role, theme: &Theme) -> Style {

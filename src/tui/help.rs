@@ -29,6 +29,10 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
         "/model [NAME]",
         "Show the model; with a name, switch the configured provider to it",
     ),
+    (
+        "/swarm NAME [k=v …]",
+        "Run a research team (a preset) and show its view; /swarm alone shows it",
+    ),
     ("/help", "This page"),
     ("/quit", "Quit (a running turn is cancelled first)"),
 ];

@@ -19,7 +19,8 @@ pub enum Context {
     Input,
     /// The chat screen with a chat cell selected.
     Chat,
-    /// Full-screen lists: the transcript browser and the help page.
+    /// Full-screen lists: the transcript browser, the team view and the
+    /// help page.
     List,
     /// The browser's search line (after `/`): it takes every key, and keys
     /// bound to nothing here type into it.
@@ -33,7 +34,7 @@ impl Context {
             Context::Main => "Chat screen",
             Context::Input => "Input",
             Context::Chat => "Chat cells (Tab to enter)",
-            Context::List => "Transcript browser and help",
+            Context::List => "Transcript browser, team view and help",
             Context::Search => "Search line (after / in the browser; other keys type)",
         }
     }
@@ -78,6 +79,7 @@ actions! {
     Transcripts => "transcripts", Global, "Open the transcript browser (sessions, messages, trace, archive)", ["ctrl-t"];
     Interrupt => "interrupt", Global, "Cancel the run; on an idle prompt clear it, then press again to quit", ["ctrl-c"];
     Redraw => "redraw", Global, "Redraw the whole screen", ["ctrl-l"];
+    SwarmView => "team_view", Global, "Show or hide the research team's view (/swarm starts a team)", ["ctrl-g"];
 
     Submit => "submit", Input, "Send the message (queued while a run is busy)", ["enter"];
     Newline => "newline", Input, "New line in the message", ["shift-enter", "alt-enter", "ctrl-j"];
@@ -115,6 +117,7 @@ actions! {
     PrevTab => "prev_tab", List, "Previous tab", ["backtab"];
     Resume => "resume", List, "Resume the selected session in the chat", ["r"];
     Memory => "memory", List, "Show the memory entries: level, last access, importance, retention, archived originals", ["m"];
+    TeamRuns => "team_runs", List, "Show the research teams' runs and their workers", ["t"];
     TogglePane => "toggle_pane", List, "In a memory entry: switch between its current text and the archived original", ["v"];
 
     SearchConfirm => "search_confirm", Search, "Close the search line and go to the first match", ["enter", "shift-enter", "alt-enter", "ctrl-enter"];

@@ -1,16 +1,20 @@
 //! The full-screen workstation (issue 4). Consumes only `AgentEvent`s and
 //! session commands.
 //!
-//! - [`app`]: the state and the pure `update(state, msg) -> effects`.
-//! - [`view`]: drawing, a function of the state and the time.
+//! - [`app`]: the state and the pure `update(state, msg) -> effects` (its
+//!   research-team part in `app_swarm`).
+//! - [`view`]: drawing, a function of the state and the time; [`panes`]
+//!   draws one conversation's chat, tool panel and gauge.
 //! - [`runtime`]: the terminal, the event loop and the session worker.
 //! - panels: [`chat`] (over [`cells`], [`markdown`] and [`backtest`]), [`tool_panel`],
-//!   [`gauge`], [`browser`] (over [`transcripts`], and [`memory_view`] over
-//!   [`memories`]), [`help`]; the last two are [`overlay`]s, stacked over
-//!   the chat screen with one rule for who gets a key.
+//!   [`gauge`], [`browser`] (over [`transcripts`], [`memory_view`] over
+//!   [`memories`], and [`team_runs`]), [`help`]; the last two are [`overlay`]s, stacked over
+//!   the chat screen with one rule for who gets a key; the team view
+//!   ([`swarm_view`] over [`swarm`]) is one too.
 //! - settings: [`keymap`] (named actions), [`theme`], [`settings`].
 
 pub mod app;
+mod app_swarm;
 pub mod backtest;
 pub mod browser;
 pub mod cells;
@@ -25,8 +29,12 @@ pub mod markdown;
 pub mod memories;
 pub mod memory_view;
 pub mod overlay;
+pub mod panes;
 pub mod runtime;
 pub mod settings;
+pub mod swarm;
+pub mod swarm_view;
+pub mod team_runs;
 pub mod terminal;
 pub mod theme;
 pub mod tool_panel;

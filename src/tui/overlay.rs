@@ -1,5 +1,5 @@
-//! The layers over the chat screen (the help page, the transcript browser)
-//! as a stack, and the one rule that decides who gets an input event: the
+//! The layers over the chat screen (the help page, the transcript browser,
+//! the team view) as a stack, and the one rule that decides who gets an input event: the
 //! top layer first; a layer that does not handle it passes it on to the one
 //! below, and the chat screen gets what no overlay handled. A layer answers
 //! [`Handled`] and the effects it asks of the app ([`OverlayEffect`]); it
@@ -23,6 +23,10 @@ pub const WHEEL_LINES: usize = 3;
 pub enum Overlay {
     Help(Help),
     Browser(Box<Browser>),
+    /// The research team's view. Its state (the run, the cursor, the open
+    /// worker) lives in the app's board, which folds events whether or not
+    /// the view is shown; the layer only routes keys to it.
+    Swarm,
 }
 
 /// An input event on its way down the stack.
@@ -56,6 +60,8 @@ pub enum OverlayEffect {
     OpenBrowser,
     /// What the browser asked for (its own closing arrives as `Close`).
     Browser(BrowserEffect),
+    /// An action for the team view, applied by the app to its board.
+    Swarm(Action),
 }
 
 /// A layer's answer to one event.
@@ -98,6 +104,7 @@ impl Overlay {
         match self {
             Overlay::Help(h) => help_input(h, input),
             Overlay::Browser(b) => browser_input(b, input),
+            Overlay::Swarm => swarm_input(input),
         }
     }
 }
@@ -126,7 +133,9 @@ fn help_input(help: &mut Help, input: Input<'_>) -> Outcome {
         Some(Action::Top) => help.scroll = 0,
         Some(Action::Back | Action::Help) => return Outcome::handled(vec![OverlayEffect::Close]),
         Some(Action::Transcripts) => return Outcome::handled(vec![OverlayEffect::OpenBrowser]),
-        Some(Action::Interrupt | Action::Quit | Action::Redraw) => return Outcome::passed(),
+        Some(Action::Interrupt | Action::Quit | Action::Redraw | Action::SwarmView) => {
+            return Outcome::passed();
+        }
         _ => {}
     }
     Outcome::handled(vec![])
@@ -163,7 +172,9 @@ fn browser_input(browser: &mut Browser, input: Input<'_>) -> Outcome {
         return Outcome::handled(vec![]);
     }
     match action {
-        Some(Action::Interrupt | Action::Quit | Action::Redraw | Action::Help) => Outcome::passed(),
+        Some(
+            Action::Interrupt | Action::Quit | Action::Redraw | Action::Help | Action::SwarmView,
+        ) => Outcome::passed(),
         Some(Action::Transcripts) => Outcome::handled(vec![OverlayEffect::Close]),
         Some(a) => Outcome::handled(
             browser
@@ -176,6 +187,28 @@ fn browser_input(browser: &mut Browser, input: Input<'_>) -> Outcome {
                 .collect(),
         ),
         None => Outcome::handled(vec![]),
+    }
+}
+
+/// The team view takes its navigation keys (the app applies them to the
+/// board) and Ctrl-C (the app cancels the team, or treats it as anywhere
+/// else when no team runs); quitting, redrawing, help, the browser and
+/// pastes pass through to the chat screen.
+fn swarm_input(input: Input<'_>) -> Outcome {
+    match input {
+        Input::Wheel { up } => {
+            let a = if up { Action::Up } else { Action::Down };
+            Outcome::handled(vec![OverlayEffect::Swarm(a); WHEEL_LINES])
+        }
+        Input::Paste(_) => Outcome::passed(),
+        Input::Key { action, .. } => match action {
+            Some(Action::Quit | Action::Redraw | Action::Help | Action::Transcripts) => {
+                Outcome::passed()
+            }
+            Some(Action::SwarmView) => Outcome::handled(vec![OverlayEffect::Close]),
+            Some(a) => Outcome::handled(vec![OverlayEffect::Swarm(a)]),
+            None => Outcome::handled(vec![]),
+        },
     }
 }
 
@@ -224,21 +257,21 @@ impl Overlays {
     pub fn help(&self) -> Option<&Help> {
         self.stack.iter().rev().find_map(|o| match o {
             Overlay::Help(h) => Some(h),
-            Overlay::Browser(_) => None,
+            Overlay::Browser(_) | Overlay::Swarm => None,
         })
     }
 
     pub fn browser(&self) -> Option<&Browser> {
         self.stack.iter().rev().find_map(|o| match o {
             Overlay::Browser(b) => Some(b.as_ref()),
-            Overlay::Help(_) => None,
+            Overlay::Help(_) | Overlay::Swarm => None,
         })
     }
 
     pub fn browser_mut(&mut self) -> Option<&mut Browser> {
         self.stack.iter_mut().rev().find_map(|o| match o {
             Overlay::Browser(b) => Some(b.as_mut()),
-            Overlay::Help(_) => None,
+            Overlay::Help(_) | Overlay::Swarm => None,
         })
     }
 
@@ -252,6 +285,21 @@ impl Overlays {
     pub fn open_help(&mut self) {
         self.close_help();
         self.stack.push(Overlay::Help(Help::default()));
+    }
+
+    /// Whether the team view is open (anywhere in the stack).
+    pub fn has_swarm(&self) -> bool {
+        self.stack.iter().any(|o| matches!(o, Overlay::Swarm))
+    }
+
+    /// Opens the team view alone over the chat screen.
+    pub fn open_swarm(&mut self) {
+        self.stack.clear();
+        self.stack.push(Overlay::Swarm);
+    }
+
+    pub fn close_swarm(&mut self) {
+        self.stack.retain(|o| !matches!(o, Overlay::Swarm));
     }
 
     pub fn close_help(&mut self) {

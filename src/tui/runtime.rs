@@ -5,6 +5,8 @@
 //!
 //! A session worker task owns the [`Session`] (its `send` needs `&mut`) and
 //! runs one turn at a time; the UI task only holds the run's cancel token.
+//! A research team (`/swarm`) runs through the [`SwarmLauncher`] the CLI
+//! passes in, on a runtime of its own; its events join the session's.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,6 +14,7 @@ use std::time::Duration;
 
 use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -23,6 +26,7 @@ use super::cells::NoticeKind;
 use super::frame::FrameScheduler;
 use super::keymap::Keymap;
 use super::memories;
+use super::team_runs;
 use super::terminal::{self, Term};
 use super::theme::Theme;
 use super::transcripts;
@@ -42,6 +46,37 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 pub enum TuiError {
     #[error("terminal: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// Why a team run could not start or failed outside its own events.
+#[derive(Debug, thiserror::Error)]
+pub enum SwarmLaunchError {
+    #[error(
+        "team runs are unavailable in this workstation (use `vibedesk swarm run NAME --var k=v` in a shell)"
+    )]
+    Unavailable,
+    #[error("cannot start the team's runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The engine refused the run (unknown team, a missing variable, …) or
+    /// failed; its own error, shown as it words it.
+    #[error(transparent)]
+    Engine(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Starts research-team runs for `/swarm` (docs §14). The engine lives
+/// outside the workstation; the CLI passes an implementation in (or none).
+/// `launch` runs the team `preset` with `vars` (in the order typed),
+/// sending every `swarm_*` event (workers' own events wrapped) to
+/// `events`, until the run ends or `cancel` fires; it resolves when the
+/// run's records are written.
+pub trait SwarmLauncher: Send + Sync {
+    fn launch(
+        &self,
+        preset: String,
+        vars: Vec<(String, String)>,
+        events: EventSink,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<(), SwarmLaunchError>>;
 }
 
 /// Switches the model of the configured provider: returns the new provider
@@ -64,6 +99,8 @@ pub struct Workstation {
     pub notices: Vec<(NoticeKind, String)>,
     /// Engine events from outside a turn: the MCP servers' statuses.
     pub mcp_events: Option<UnboundedReceiver<AgentEvent>>,
+    /// Runs `/swarm`; `None`: the command says team runs are unavailable.
+    pub swarm: Option<Arc<dyn SwarmLauncher>>,
 }
 
 /// `/compact [focus]`: asks the session's loop to compact. The handle is
@@ -199,12 +236,22 @@ pub async fn run(ws: Workstation) -> Result<(), TuiError> {
     let mut guard = terminal::enter()?;
     let result = event_loop(&mut guard.terminal, ws).await;
     drop(guard);
-    let (worker, cancel) = result?;
-    if let Some(c) = cancel {
+    let (worker, mut running) = result?;
+    for c in [running.turn.take(), running.team.take()]
+        .into_iter()
+        .flatten()
+    {
         c.cancel();
     }
-    // Let a cancelled turn record its end (state.json, trace) before exit.
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, worker).await;
+    // Let a cancelled turn (and team) record its end (state.json, trace,
+    // run.json) before exit.
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        let _ = worker.await;
+        if let Some(team) = running.team_task.take() {
+            let _ = team.await;
+        }
+    })
+    .await;
     Ok(())
 }
 
@@ -217,12 +264,22 @@ async fn next_signal(sig: &mut Option<tokio::signal::unix::Signal>) {
     }
 }
 
-type LoopExit = (JoinHandle<()>, Option<CancellationToken>);
+type LoopExit = (JoinHandle<()>, Running);
+
+/// What runs besides the UI: the turn's and the team's cancel tokens, and
+/// the team's task.
+#[derive(Default)]
+struct Running {
+    turn: Option<CancellationToken>,
+    team: Option<CancellationToken>,
+    team_task: Option<JoinHandle<()>>,
+}
 
 async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiError> {
     use tokio::signal::unix::{SignalKind, signal};
 
     let (agent_tx, mut agent_rx) = unbounded_channel::<AgentEvent>();
+    let team_events = agent_tx.clone();
     let (bus_tx, mut bus_rx) = unbounded_channel::<Msg>();
     let (cmd_tx, cmd_rx) = unbounded_channel::<WorkerCmd>();
     let compaction = CompactionRequest::default();
@@ -259,8 +316,10 @@ async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiErr
         cmd: cmd_tx,
         bus: bus_tx,
         switch_model: ws.switch_model,
+        swarm: ws.swarm,
+        events: team_events,
     };
-    let mut cancel: Option<CancellationToken> = None;
+    let mut running = Running::default();
     let mut start: Vec<Msg> = ws
         .notices
         .into_iter()
@@ -269,7 +328,7 @@ async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiErr
     start.extend(ws.resume.map(Msg::OpenSession));
     for msg in start {
         for effect in update(&mut app, msg) {
-            perform(effect, &ctx, &mut cancel);
+            perform(effect, &ctx, &mut running);
         }
     }
     let mut frames = FrameScheduler::default();
@@ -311,13 +370,17 @@ async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiErr
                 msgs.push(Msg::Agent { event, at: Instant::now() })
             }
             Some(m) = bus_rx.recv() => {
-                if matches!(m, Msg::TurnDone { .. }) {
-                    // Every event of the finished turn is already queued:
-                    // fold them in before the turn counts as done.
+                if matches!(m, Msg::TurnDone { .. } | Msg::SwarmDone { .. }) {
+                    // Every event of the finished turn (or team) is already
+                    // queued: fold them in before it counts as done.
                     while let Ok(event) = agent_rx.try_recv() {
                         msgs.push(Msg::Agent { event, at: Instant::now() });
                     }
-                    cancel = None;
+                    if matches!(m, Msg::TurnDone { .. }) {
+                        running.turn = None;
+                    } else {
+                        running.team = None;
+                    }
                 }
                 msgs.push(m);
             }
@@ -330,7 +393,7 @@ async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiErr
                     Effect::ClearTerminal => {
                         term.clear()?;
                     }
-                    other => perform(other, &ctx, &mut cancel),
+                    other => perform(other, &ctx, &mut running),
                 }
             }
         }
@@ -341,7 +404,7 @@ async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiErr
             frames.request(Instant::now());
         }
     }
-    Ok((worker, cancel))
+    Ok((worker, running))
 }
 
 struct Ctx {
@@ -350,20 +413,78 @@ struct Ctx {
     cmd: UnboundedSender<WorkerCmd>,
     bus: UnboundedSender<Msg>,
     switch_model: Option<ModelSwitch>,
+    swarm: Option<Arc<dyn SwarmLauncher>>,
+    /// Where the team's events go (the session's stream).
+    events: UnboundedSender<AgentEvent>,
 }
 
-fn perform(effect: Effect, ctx: &Ctx, cancel: &mut Option<CancellationToken>) {
+/// Runs a team through `launcher` on a runtime of its own (a dedicated
+/// thread, so the workers' CPU work never delays a frame), its events sent
+/// to `events`; [`Msg::SwarmDone`] goes to `bus` when it returns. Returns
+/// the run's cancel token and its task.
+pub fn spawn_team(
+    launcher: Arc<dyn SwarmLauncher>,
+    preset: String,
+    vars: Vec<(String, String)>,
+    events: UnboundedSender<AgentEvent>,
+    bus: UnboundedSender<Msg>,
+) -> (CancellationToken, JoinHandle<()>) {
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let result = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("vibedesk-team")
+            .enable_all()
+            .build()
+            .map_err(SwarmLaunchError::Runtime)
+            .and_then(|rt| {
+                rt.block_on(launcher.launch(preset, vars, EventSink::new(events), cancel))
+            });
+        let _ = bus.send(Msg::SwarmDone {
+            error: result.err().map(|e| e.to_string()),
+            at: Instant::now(),
+        });
+    });
+    (token, task)
+}
+
+fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
     match effect {
         Effect::Send { prompt } => {
             let token = CancellationToken::new();
-            *cancel = Some(token.clone());
+            running.turn = Some(token.clone());
             let _ = ctx.cmd.send(WorkerCmd::Send {
                 prompt,
                 cancel: token,
             });
         }
         Effect::Cancel => {
-            if let Some(c) = cancel {
+            if let Some(c) = &running.turn {
+                c.cancel();
+            }
+        }
+        Effect::StartSwarm { preset, vars } => match &ctx.swarm {
+            Some(launcher) => {
+                let (token, task) = spawn_team(
+                    launcher.clone(),
+                    preset,
+                    vars,
+                    ctx.events.clone(),
+                    ctx.bus.clone(),
+                );
+                running.team = Some(token);
+                running.team_task = Some(task);
+            }
+            None => {
+                let _ = ctx.bus.send(Msg::SwarmDone {
+                    error: Some(SwarmLaunchError::Unavailable.to_string()),
+                    at: Instant::now(),
+                });
+            }
+        },
+        Effect::CancelSwarm => {
+            if let Some(c) = &running.team {
                 c.cancel();
             }
         }
@@ -422,6 +543,12 @@ fn perform(effect: Effect, ctx: &Ctx, cancel: &mut Option<CancellationToken>) {
                 let decay = crate::memory::MemoryFlags::from_env().decay;
                 let r = memories::list(&dir, chrono::Utc::now(), decay);
                 let _ = bus.send(Msg::Memory(r));
+            });
+        }
+        Effect::LoadTeams => {
+            let (data, bus) = (ctx.paths.data_dir.clone(), ctx.bus.clone());
+            tokio::task::spawn_blocking(move || {
+                let _ = bus.send(Msg::Teams(team_runs::list(&data)));
             });
         }
         Effect::LoadMemoryEntry(file) => {

@@ -17,9 +17,10 @@ use super::cells::NoticeKind;
 use super::format::{clock, one_line, thousands, truncate, width as text_width};
 use super::keymap::Action;
 use super::overlay::Overlay;
+use super::panes::{Panes, panes};
+use super::swarm_view;
 
-/// Below this width the side panel folds under the chat.
-pub const WIDE: u16 = 110;
+pub use super::panes::WIDE;
 /// Rows the input may grow to (plus its border).
 const INPUT_MAX_ROWS: usize = 8;
 
@@ -38,7 +39,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &mut App, now: Instant) {
     Clear.render(area, buf);
     buf.set_style(area, app.theme.text);
     // The top overlay covers what is below it: the browser the whole
-    // screen, the help page all but the status bar.
+    // screen, the help page and the team view all but the status bar.
     if let Some(Overlay::Browser(b)) = app.overlays.top_mut() {
         b.render(area, buf, &app.theme);
         return;
@@ -50,53 +51,37 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &mut App, now: Instant) {
         return;
     }
 
+    if matches!(app.overlays.top(), Some(Overlay::Swarm)) {
+        swarm_view::render(
+            body,
+            buf,
+            app.swarm.as_mut(),
+            &app.theme,
+            &app.keymap,
+            app.sidebar,
+            now,
+        );
+        return;
+    }
+
     let footer_y = body.y + body.height - 1;
     let input_h = input_height(app, body.width);
     let queued_h = app.queued.len().min(3) as u16;
-    let wide = body.width >= WIDE && app.sidebar;
-    let mut bottom = footer_y - input_h - queued_h;
-    let (chat_area, side) = if wide {
-        let side_w = (body.width as f32 * 0.34).clamp(40.0, 60.0) as u16;
-        let chat_w = body.width - side_w;
-        let h = bottom - body.y;
-        (
-            Rect::new(body.x, body.y, chat_w, h),
-            Some(Rect::new(body.x + chat_w, body.y, side_w, h)),
-        )
-    } else {
-        // Narrow: gauge line and (when there are batches) a tool strip.
-        let mut gauge_y = None;
-        let mut strip = None;
-        if app.sidebar {
-            bottom -= 1;
-            gauge_y = Some(bottom);
-            if !app.tools.batches.is_empty() {
-                let avail = bottom.saturating_sub(body.y);
-                let want = (app.tools.batches.back().map_or(0, |b| b.calls.len()) + 3) as u16;
-                let h = want.min(avail / 3).max(3.min(avail));
-                bottom -= h;
-                strip = Some(Rect::new(body.x, bottom, body.width, h));
-            }
-        }
-        if let Some(y) = gauge_y {
-            let line = app.gauge.compact_line(body.width as usize, &app.theme);
-            buf.set_line(body.x, y, &line, body.width);
-        }
-        if let Some(s) = strip {
-            section_rule(Rect::new(s.x, s.y, s.width, 1), buf, "Tools", app, false);
-            app.tools.render(
-                Rect::new(s.x + 1, s.y + 1, s.width.saturating_sub(2), s.height - 1),
-                buf,
-                &app.theme,
-                now,
-            );
-        }
-        (Rect::new(body.x, body.y, body.width, bottom - body.y), None)
-    };
-    draw_chat(chat_area, buf, app);
-    if let Some(side) = side {
-        draw_side(side, buf, app, now);
-    }
+    let bottom = footer_y - input_h - queued_h;
+    panes(
+        Rect::new(body.x, body.y, body.width, bottom - body.y),
+        buf,
+        Panes {
+            chat: &mut app.chat,
+            tools: &app.tools,
+            gauge: &app.gauge,
+            theme: &app.theme,
+            keymap: &app.keymap,
+            sidebar: app.sidebar,
+            selecting: app.focus == Focus::Chat,
+        },
+        now,
+    );
     // Queued messages sit right above the input.
     for (i, q) in app.queued.iter().take(3).enumerate() {
         let text = format!("↳ queued {}: {}", i + 1, one_line(q, body.width as usize));
@@ -163,7 +148,12 @@ fn status_bar(area: Rect, buf: &mut Buffer, app: &App, now: Instant) {
     } else {
         String::new()
     };
-    let right = format!("{state}{tokens} ");
+    let team = app
+        .swarm
+        .as_ref()
+        .map(|b| format!("{} · ", swarm_view::status(b, now)))
+        .unwrap_or_default();
+    let right = format!("{team}{state}{tokens} ");
     let w = area.width as usize;
     let right_w = text_width(&right);
     let left = truncate(&left, w.saturating_sub(right_w + 1));
@@ -179,92 +169,6 @@ fn status_bar(area: Rect, buf: &mut Buffer, app: &App, now: Instant) {
         Span::styled(right, state_style),
     ]);
     buf.set_line(area.x, area.y, &line, area.width);
-}
-
-fn draw_chat(area: Rect, buf: &mut Buffer, app: &mut App) {
-    if area.height == 0 || area.width < 4 {
-        return;
-    }
-    // One column of margin on the right keeps text off the side panel.
-    app.chat.view = (area.width.saturating_sub(1), area.height);
-    let selected = app.chat.selected;
-    let lines = app.chat.visible(&app.theme);
-    for (i, (cell, line)) in lines.iter().enumerate() {
-        let y = area.y + i as u16;
-        buf.set_line(area.x, y, line, area.width.saturating_sub(1));
-        if selected == Some(*cell) && app.focus == Focus::Chat {
-            buf.set_string(area.x, y, "▌", app.theme.accent);
-        }
-    }
-    if !app.chat.follow {
-        let hint = format!(
-            " ↓ more below · {} follows ",
-            app.keymap.hint(Action::FollowBottom)
-        );
-        let w = text_width(&hint) as u16;
-        if w < area.width {
-            buf.set_string(
-                area.x + area.width - w - 1,
-                area.y + area.height - 1,
-                hint,
-                app.theme.accent.add_modifier(Modifier::REVERSED),
-            );
-        }
-    }
-}
-
-fn section_rule(area: Rect, buf: &mut Buffer, title: &str, app: &App, live: bool) {
-    let t = &app.theme;
-    let head = format!("─ {title} ");
-    let rest = (area.width as usize).saturating_sub(text_width(&head));
-    let style = if live {
-        t.accent.add_modifier(Modifier::BOLD)
-    } else {
-        t.border
-    };
-    let line = Line::from(vec![
-        Span::styled(head, style),
-        Span::styled("─".repeat(rest), t.border),
-    ]);
-    buf.set_line(area.x, area.y, &line, area.width);
-}
-
-fn draw_side(area: Rect, buf: &mut Buffer, app: &App, now: Instant) {
-    let t = &app.theme;
-    for y in area.y..area.y + area.height {
-        buf.set_string(area.x, y, "│", t.border);
-    }
-    let inner = Rect::new(
-        area.x + 2,
-        area.y,
-        area.width.saturating_sub(3),
-        area.height,
-    );
-    let gauge_lines = app.gauge.lines(inner.width as usize, t, now);
-    let gauge_h = (gauge_lines.len() as u16).min(inner.height.saturating_sub(1));
-    section_rule(
-        Rect::new(inner.x, inner.y, inner.width, 1),
-        buf,
-        "Context",
-        app,
-        app.gauge.active.is_some(),
-    );
-    for (i, l) in gauge_lines.iter().take(gauge_h as usize).enumerate() {
-        buf.set_line(inner.x, inner.y + 1 + i as u16, l, inner.width);
-    }
-    let tools_y = inner.y + 1 + gauge_h + 1;
-    if tools_y + 1 < inner.y + inner.height {
-        section_rule(
-            Rect::new(inner.x, tools_y, inner.width, 1),
-            buf,
-            "Tools",
-            app,
-            app.tools.is_live(),
-        );
-        let h = inner.y + inner.height - tools_y - 1;
-        app.tools
-            .render(Rect::new(inner.x, tools_y + 1, inner.width, h), buf, t, now);
-    }
 }
 
 fn draw_input(area: Rect, buf: &mut Buffer, app: &mut App) {
@@ -324,6 +228,11 @@ fn footer(area: Rect, buf: &mut Buffer, app: &App) {
                 (k(Action::Interrupt), "quit"),
             ]
         };
+        let mut pairs = pairs;
+        if app.swarm.is_some() {
+            // The team's view is one key away while it exists.
+            pairs.insert(1, (k(Action::SwarmView), "team"));
+        }
         let mut spans = Vec::new();
         let mut used = 0;
         for (key, what) in pairs {

@@ -355,3 +355,46 @@ async fn the_workstation_resumes_a_session_and_searches_in_a_real_terminal() {
         .await;
     assert!(after.lines().any(|l| l == "EXIT=0"), "{after}");
 }
+
+/// `/swarm` through the real event loop: the command becomes the runtime's
+/// effect, and with no team launcher passed in (the CLI passes none yet)
+/// the team view and the chat say team runs are unavailable; Ctrl-G
+/// toggles the view.
+#[tokio::test]
+async fn swarm_without_a_launcher_says_team_runs_are_unavailable_in_a_real_terminal() {
+    let Some(_one) = terminal().await else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let t = Tmux::start(home.path(), 100, 30);
+    t.wait("the shell prompt", |s| !s.trim().is_empty()).await;
+    t.type_literal(&format!("{BIN} --demo; echo EXIT=$?"));
+    t.keys(&["Enter"]);
+    t.wait("the workstation", |s| s.contains("Demo mode")).await;
+    t.type_literal("/swarm investment_committee target=AAPL");
+    t.keys(&["Enter"]);
+    let view = t
+        .wait("the team view with the launcher's answer", |s| {
+            s.contains("Team · investment_committee") && s.contains("team runs are unavailable")
+        })
+        .await;
+    assert!(view.contains("◆ team failed"), "the status line: {view}");
+    t.keys(&["Escape"]);
+    let chat = t.wait("the chat screen", |s| s.contains("Message")).await;
+    assert!(
+        chat.contains("team run: team runs are unavailable"),
+        "the chat says it too:\n{chat}"
+    );
+    t.keys(&["C-g"]);
+    t.wait("the team view again", |s| {
+        s.contains("Team · investment_committee")
+    })
+    .await;
+    t.keys(&["C-q"]);
+    let after = t
+        .wait("the exit status", |s| {
+            s.lines().any(|l| l.starts_with("EXIT="))
+        })
+        .await;
+    assert!(after.lines().any(|l| l == "EXIT=0"), "{after}");
+}

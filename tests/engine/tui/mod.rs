@@ -7,6 +7,7 @@ mod backtest;
 mod memory;
 mod overlays;
 mod snapshots;
+mod swarm;
 mod timers;
 mod update;
 
