@@ -1,5 +1,5 @@
 //! The command line: `vibedesk` (the workstation), `run`, `doctor`,
-//! `sessions`, `trace`, `compact`, `backtest`, `data`, `engine`, `memory`.
+//! `sessions`, `trace`, `compact`, `backtest`, `data`, `engine`, `memory`, `swarm`.
 
 mod backtest;
 mod compact;
@@ -9,6 +9,7 @@ mod engine;
 mod inspect;
 mod memory;
 mod run;
+mod swarm;
 mod workstation;
 
 use std::process::ExitCode;
@@ -56,6 +57,8 @@ pub enum Command {
     Engine(engine::EngineArgs),
     /// Persistent memory: list, show, add, forget, search, compress, gc, import, reindex.
     Memory(memory::MemoryArgs),
+    /// Research teams: list, inspect, run and show swarm presets' runs.
+    Swarm(swarm::SwarmArgs),
 }
 
 /// Provider flags shared by `run` and `doctor`.
@@ -114,6 +117,7 @@ pub fn main() -> ExitCode {
             Some(Command::Data(args)) => data::data(args).await,
             Some(Command::Engine(args)) => engine::engine(args).await,
             Some(Command::Memory(args)) => memory::memory(args),
+            Some(Command::Swarm(args)) => swarm::swarm(args).await,
         }
     });
     // Do not wait for tasks still parked on stdin or timers.
