@@ -365,8 +365,18 @@ impl Dag<'_> {
         let mut stop = Stop::Completed;
         let mut grace_at: Option<Instant> = None;
         loop {
-            self.fail_blocked();
+            // A cancel can land between two joins: notice it before
+            // anything new starts or fails.
+            if stop == Stop::Completed
+                && cancel.is_cancelled()
+                && self.results.len() < self.order.len()
+            {
+                stop = Stop::Cancelled;
+                self.shared.set_stopping(stop_text(stop));
+                grace_at = Some(Instant::now() + STOP_GRACE);
+            }
             if stop == Stop::Completed {
+                self.fail_blocked();
                 while running.len() < self.max_workers {
                     let Some(job) = self.next_job() else { break };
                     self.shared
@@ -527,16 +537,24 @@ impl Dag<'_> {
         );
     }
 
-    /// After a stop, the tasks that never started end `cancelled`; a task
-    /// whose worker was dropped ends by the stop's reason.
+    /// After a stop, the tasks without a result (never started, or whose
+    /// worker was dropped after the grace) end `cancelled` with the stop's
+    /// reason.
     fn settle_unfinished(&mut self, stop: Stop) {
-        if stop == Stop::Completed {
-            return;
-        }
-        let reason = format!("{} before the task finished", stop_text(stop));
+        let (state, reason) = match stop {
+            // Only a worker that panicked leaves a task without a result.
+            Stop::Completed => (
+                TaskState::Failed,
+                "the task's worker ended abnormally (see the log)".to_string(),
+            ),
+            _ => (
+                TaskState::Cancelled,
+                format!("{} before the task finished", stop_text(stop)),
+            ),
+        };
         for id in self.order.clone() {
             if !self.results.contains_key(&id) {
-                self.settle(&id, TaskState::Cancelled, reason.clone());
+                self.settle(&id, state, reason.clone());
             }
         }
     }

@@ -13,4 +13,5 @@ mod provider;
 mod research_data;
 mod sandbox;
 mod support;
+mod swarm;
 mod tui;
