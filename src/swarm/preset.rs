@@ -64,7 +64,7 @@ pub struct Preset {
     pub variables: Vec<VariableSpec>,
 }
 
-/// Defaults of the original (spec §9.3): 25 iterations, 300 s, 2 retries.
+/// Defaults of the original (docs §14.1): 25 iterations, 300 s, 2 retries.
 const DEFAULT_MAX_ITERATIONS: u32 = 25;
 const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
 const DEFAULT_MAX_RETRIES: u32 = 2;
@@ -103,7 +103,7 @@ fn default_max_retries() -> u32 {
 }
 
 impl AgentSpec {
-    /// The task's whole budget: every attempt shares it (spec §9.3).
+    /// The task's whole budget: every attempt shares it (docs §14.3).
     pub fn budget_seconds(&self) -> u64 {
         self.timeout_seconds
             .saturating_mul(u64::from(self.max_retries) + 1)

@@ -29,9 +29,9 @@ use crate::store::run_state::Status;
 use crate::store::{Paths, StoreError};
 use crate::tools::{BackgroundQueue, Registry};
 
-/// Default for `[swarm] max_workers` and `--max-workers` (spec §9.3).
+/// Default for `[swarm] max_workers` and `--max-workers` (docs §14.3).
 pub const DEFAULT_MAX_WORKERS: usize = 4;
-/// Default whole-run deadline (spec §9.3 `SWARM_TIMEOUT`).
+/// Default whole-run deadline (docs §14.3; the original's `SWARM_TIMEOUT`).
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(1_800);
 /// How long a stopped worker may take to reach its checkpoint before its
 /// loop is dropped.

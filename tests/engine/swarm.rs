@@ -975,3 +975,84 @@ variables:
     let report = std::fs::read_to_string(evs.last().unwrap()["report"].as_str().unwrap()).unwrap();
     assert!(report.contains("PM: hold.") && report.contains("Bull: revenue up 12%."));
 }
+
+#[tokio::test]
+async fn the_whole_run_deadline_stops_every_worker() {
+    let home = Home::new();
+    let yaml = "name: deadline
+agents:
+  - {id: a, model: a}
+  - {id: b, model: b}
+tasks:
+  - {id: ta, agent_id: a, prompt_template: wait}
+  - {id: tb, agent_id: b, prompt_template: after, depends_on: [ta]}
+";
+    let models = Models::new(&[
+        ("a", json!([{"text": "working", "hang": true}])),
+        ("b", json!([text_turn("never")])),
+    ]);
+    let team = run_team(
+        &home,
+        yaml,
+        &models,
+        Vec::new(),
+        SwarmOptions {
+            deadline: Duration::from_secs(1),
+            ..SwarmOptions::default()
+        },
+        CancellationToken::new(),
+        |_| {},
+    )
+    .await;
+    let outcome = team.ok();
+    assert_eq!(outcome.status, RunStatus::Failed);
+    assert_eq!(
+        outcome.reason.as_deref(),
+        Some("the run's deadline of 1 s passed")
+    );
+    assert_eq!(team.state("ta"), TaskState::Cancelled);
+    assert_eq!(team.reason("ta"), "the run's deadline of 1 s passed");
+    assert_eq!(team.state("tb"), TaskState::Cancelled);
+    assert_eq!(models.get("b").calls(), 0);
+}
+
+/// Every preset shipped in the binary validates against the tools and
+/// skills a real run has (the registry `vibedesk run` builds).
+#[test]
+fn every_bundled_preset_validates() {
+    let home = tempfile::tempdir().unwrap();
+    let config = vibedesk::config::Config::load_with(
+        vibedesk::store::Paths::under(home.path()),
+        &BTreeMap::<String, String>::new(),
+        &Default::default(),
+    )
+    .unwrap();
+    let setup = vibedesk::cli::AgentSetup::new(&config);
+    let catalog = vibedesk::swarm::Catalog {
+        tools: setup
+            .registry
+            .names()
+            .into_iter()
+            .map(String::from)
+            .collect(),
+        skills: setup.skills.iter().map(|s| s.name.clone()).collect(),
+    };
+    for required in [
+        "get_market_data",
+        "technical_indicator",
+        "backtest",
+        "load_skill",
+    ] {
+        assert!(catalog.tools.contains(required), "{required}");
+    }
+    for (name, text) in vibedesk::swarm::bundled::BUNDLED {
+        let preset = parse(text, name).unwrap();
+        assert_eq!(
+            &preset.name, name,
+            "a bundled preset's name is its file name"
+        );
+        let report = vibedesk::swarm::inspect(&preset, &catalog);
+        let errors: Vec<String> = report.errors().map(|i| i.to_string()).collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+    }
+}
