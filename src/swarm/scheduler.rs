@@ -33,6 +33,8 @@ use crate::tools::{BackgroundQueue, Registry};
 pub const DEFAULT_MAX_WORKERS: usize = 4;
 /// Default whole-run deadline (docs §14.3; the original's `SWARM_TIMEOUT`).
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(1_800);
+/// The upstream section of a task that has no answer to pass on.
+const NO_RESULT: &str = "(no result: the task had not succeeded when this one started)";
 /// How long a stopped worker may take to reach its checkpoint before its
 /// loop is dropped.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -160,8 +162,21 @@ impl Shared {
         self.stopping.lock().ok().and_then(|s| s.clone())
     }
 
-    fn snapshot(&self) -> Option<RunRecord> {
-        self.record.lock().ok().map(|r| r.clone())
+    /// The record as it is now (a panicked writer's last state included).
+    fn snapshot(&self) -> RunRecord {
+        self.record
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The run dir of the task's latest attempt, if one started.
+    fn last_run_dir(&self, task: &str) -> Option<String> {
+        self.snapshot()
+            .tasks
+            .into_iter()
+            .find(|t| t.id == task)
+            .and_then(|t| t.run_dirs.last().cloned())
     }
 }
 
@@ -439,7 +454,13 @@ impl Dag<'_> {
             .0
             .iter()
             .map(|(key, source)| {
-                let result = self.results.get(source.as_str());
+                // Only a finished, successful task has an answer to pass on
+                // (an `input_from` that is not upstream may have neither).
+                let answer = self
+                    .results
+                    .get(source.as_str())
+                    .filter(|r| r.state == TaskState::Success)
+                    .map_or(NO_RESULT, |r| r.answer.as_str());
                 UpstreamResult {
                     key,
                     task: source.as_str(),
@@ -448,8 +469,7 @@ impl Dag<'_> {
                         .task(source.as_str())
                         .and_then(|t| self.preset.agent(t.agent_id.as_str()))
                         .map_or("", |a| a.role.as_str()),
-                    answer: result
-                        .map_or("(no result: the task had not run)", |r| r.answer.as_str()),
+                    answer,
                     run_dir: self
                         .run_dirs
                         .get(source.as_str())
@@ -606,7 +626,6 @@ async fn run_task(
     let task_deadline = started + budget;
     let attempts = job.agent.max_retries + 1;
     let mut tokens = 0u64;
-    let mut last_dir: Option<String> = None;
     let mut attempt = 0;
     let (state, reason, answer) = loop {
         attempt += 1;
@@ -623,9 +642,6 @@ async fn run_task(
             }
         };
         tokens += outcome.usage.total_tokens;
-        if !outcome.run_dir.as_os_str().is_empty() {
-            last_dir = Some(outcome.run_dir.display().to_string());
-        }
         match outcome.status {
             RunStatus::Success => break (TaskState::Success, None, outcome.content.clone()),
             _ if timed_out => {
@@ -673,6 +689,7 @@ async fn run_task(
         seconds,
         tokens,
     };
+    let last_dir = shared.last_run_dir(&job.task);
     (job.task, result, last_dir)
 }
 
@@ -843,29 +860,7 @@ fn finish(dag: &Dag<'_>, stop: Stop, started: Instant) -> SwarmOutcome {
         dir: shared.files.dir.clone(),
         report,
         seconds,
-        record: shared.snapshot().unwrap_or_else(|| RunRecord {
-            tasks: Vec::new(),
-            ..empty_record(&shared.run_id)
-        }),
-    }
-}
-
-fn empty_record(id: &str) -> RunRecord {
-    RunRecord {
-        id: id.to_string(),
-        preset: String::new(),
-        title: String::new(),
-        status: Status::Failed,
-        reason: None,
-        vars: BTreeMap::new(),
-        started_at: String::new(),
-        finished_at: None,
-        seconds: 0.0,
-        max_workers: 0,
-        layers: Vec::new(),
-        tasks: Vec::new(),
-        pid: None,
-        pid_start: None,
+        record: shared.snapshot(),
     }
 }
 
