@@ -347,7 +347,7 @@ fn initial_record(
     .owned_by_this_process()
 }
 
-/// Why the scheduling stopped early.
+/// How the scheduling ended: every task got a result, or a stop came first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stop {
     Completed,
