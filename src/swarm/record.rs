@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::agent::events::{AgentEvent, SwarmTaskStatus};
+use crate::fsio::Durability;
 use crate::store::run_state::{RunStateStore, Status, current_process_identity, process_is_alive};
 use crate::store::{Paths, StoreError, atomic_write_json};
 
@@ -195,8 +196,23 @@ impl RunFiles {
         self.dir.join("runs")
     }
 
+    /// Atomic and synced: the run's start, each task's end, the run's end.
     pub fn write(&self, record: &RunRecord) -> Result<(), StoreError> {
         atomic_write_json(&self.run_file(), record)
+    }
+
+    /// Atomic, not synced: the steps between (a task starts, an attempt
+    /// gets its run dir). A process crash keeps them (the page cache
+    /// survives it); a power loss may lose them, and then the last synced
+    /// state, still `running`, is what reconciliation marks interrupted.
+    pub fn write_in_flight(&self, record: &RunRecord) -> Result<(), StoreError> {
+        let mut text = serde_json::to_string_pretty(record).map_err(|source| StoreError::Json {
+            what: "run.json",
+            source,
+        })?;
+        text.push('\n');
+        crate::fsio::write_atomic(&self.run_file(), text.as_bytes(), Durability::ProcessCrash)?;
+        Ok(())
     }
 }
 

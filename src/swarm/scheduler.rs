@@ -144,6 +144,20 @@ impl Shared {
         }
     }
 
+    /// A step within a task: `run.json` is rewritten atomically, without
+    /// the fsyncs (see [`RunFiles::write_in_flight`]).
+    fn note_task(&self, task: &str, change: impl FnOnce(&mut TaskRecord)) {
+        let Ok(mut record) = self.record.lock() else {
+            return;
+        };
+        if let Some(t) = record.task_mut(task) {
+            change(t);
+        }
+        if let Err(e) = self.files.write_in_flight(&record) {
+            tracing::warn!("cannot write {}: {e}", self.files.run_file().display());
+        }
+    }
+
     fn update_task(&self, task: &str, change: impl FnOnce(&mut TaskRecord)) {
         self.update(|r| {
             if let Some(t) = r.task_mut(task) {
@@ -395,7 +409,7 @@ impl Dag<'_> {
                 while running.len() < self.max_workers {
                     let Some(job) = self.next_job() else { break };
                     self.shared
-                        .update_task(&job.task, |t| t.state = TaskState::Running);
+                        .note_task(&job.task, |t| t.state = TaskState::Running);
                     let shared = self.shared.clone();
                     let token = workers_cancel.clone();
                     running.spawn(run_task(shared, job, token));
@@ -629,7 +643,7 @@ async fn run_task(
     let mut attempt = 0;
     let (state, reason, answer) = loop {
         attempt += 1;
-        shared.update_task(&job.task, |t| t.attempts = attempt);
+        shared.note_task(&job.task, |t| t.attempts = attempt);
         let ended = run_attempt(&shared, &job, attempt, task_deadline, &cancel).await;
         let (outcome, timed_out) = match ended {
             (Attempt::Done(o), timed_out) => (o, timed_out),
@@ -776,7 +790,7 @@ fn forward(shared: &Shared, job: &Job, attempt: u32, announced: &mut bool, event
         if let Some(run_dir) = run_dir {
             *announced = true;
             if !run_dir.is_empty() {
-                shared.update_task(&job.task, |t| t.run_dirs.push(run_dir.clone()));
+                shared.note_task(&job.task, |t| t.run_dirs.push(run_dir.clone()));
             }
             shared.emit(AgentEvent::SwarmTaskStarted {
                 task: job.task.clone(),
