@@ -192,6 +192,17 @@ pub struct FileConfig {
     /// and validated by the `mcp` room (`mcp::config`, docs §13.1).
     #[serde(default)]
     pub mcp_servers: Option<toml::Table>,
+    /// `[swarm]`: research teams (docs §14.3).
+    #[serde(default)]
+    pub swarm: SwarmSection,
+}
+
+/// `[swarm] max_workers = 4`, `deadline_seconds = 1800` (docs §14.3).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwarmSection {
+    pub max_workers: Option<usize>,
+    pub deadline_seconds: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -306,6 +317,7 @@ pub struct Config {
     /// `None` when no provider is configured anywhere.
     pub provider: Option<ProviderConfig>,
     pub agent: LoopConfig,
+    pub swarm: SwarmSection,
 }
 
 /// Something that looks up environment variables (tests pass a map).
@@ -353,6 +365,7 @@ impl Config {
             config_file_found: found,
             provider,
             agent,
+            swarm: file.swarm.clone(),
         })
     }
 }

@@ -58,6 +58,9 @@ pub struct LoopDeps {
     pub skills: Vec<SkillLine>,
     /// Persistent-memory snapshot for the system prompt (frozen per run).
     pub memory_snapshot: String,
+    /// Instructions appended to the system prompt under "Your role" (a
+    /// research team's member, docs §14.3); empty for a plain session.
+    pub role_instructions: String,
 }
 
 impl LoopDeps {
@@ -77,6 +80,7 @@ impl LoopDeps {
             recall: None,
             skills: Vec::new(),
             memory_snapshot: String::new(),
+            role_instructions: String::new(),
         }
     }
 }
@@ -355,13 +359,19 @@ impl Loop {
     fn first_messages(&self, run: &RunDir, req: &RunRequest) -> Vec<Message> {
         let state_summary =
             context::workspace_summary(Some(&run.path), Some(&req.workspace), &self.counters);
-        let system = context::system_prompt(&PromptInputs {
+        let mut system = context::system_prompt(&PromptInputs {
             registry: &self.deps.registry,
             skills: &self.deps.skills,
             state: &state_summary,
             memory_snapshot: &self.deps.memory_snapshot,
             now: chrono::Utc::now(),
         });
+        let role = self.deps.role_instructions.trim();
+        if !role.is_empty() {
+            system.push_str("\n\n## Your role\n");
+            system.push_str(role);
+            system.push('\n');
+        }
         let recalled = self
             .deps
             .recall

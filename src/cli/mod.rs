@@ -1,6 +1,6 @@
 //! The command line: `vibedesk` (the workstation), `run`, `doctor`,
 //! `sessions`, `trace`, `compact`, `backtest`, `data`, `engine`, `memory`,
-//! `mcp`.
+//! `mcp`, `swarm`.
 
 mod backtest;
 mod compact;
@@ -11,6 +11,7 @@ mod inspect;
 mod mcp;
 mod memory;
 mod run;
+mod swarm;
 mod workstation;
 
 use std::process::ExitCode;
@@ -61,6 +62,8 @@ pub enum Command {
     /// MCP (docs §13): `list` the configured servers, their `tools`, and `serve` vibedesk's research tools to other agents.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Research teams: list, inspect, run and show swarm presets' runs.
+    Swarm(swarm::SwarmArgs),
 }
 
 /// Provider flags shared by `run` and `doctor`.
@@ -120,6 +123,7 @@ pub fn main() -> ExitCode {
             Some(Command::Engine(args)) => engine::engine(args).await,
             Some(Command::Memory(args)) => memory::memory(args),
             Some(Command::Mcp(command)) => mcp::mcp(command).await,
+            Some(Command::Swarm(args)) => swarm::swarm(args).await,
         }
     });
     // Do not wait for tasks still parked on stdin or timers.

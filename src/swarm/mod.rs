@@ -4,3 +4,16 @@
 //! the terminal knows a team through `AgentEvent`'s `swarm_*` variants.
 
 pub mod bundled;
+pub mod preset;
+pub mod record;
+pub mod report;
+pub mod scheduler;
+pub mod template;
+pub mod validate;
+
+pub use preset::{LoadedPreset, Preset, PresetError};
+pub use record::{
+    ReconciledRun, RunRecord, RunSummary, TaskState, list_runs, load_run, reconcile_interrupted,
+};
+pub use scheduler::{SwarmError, SwarmOptions, SwarmOutcome, run};
+pub use validate::{Catalog, Inspection, inspect};

@@ -15,5 +15,6 @@ mod provider;
 mod research_data;
 mod sandbox;
 mod support;
+mod swarm;
 mod teams;
 mod tui;

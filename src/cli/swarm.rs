@@ -1,0 +1,573 @@
+//! `vibedesk swarm list | inspect NAME|FILE | run NAME | show RUN_ID`:
+//! research teams from the command line (docs §14). `run` has `run`'s
+//! provider flags, `--json` event stream and exit codes; with no model
+//! configured the offline planner answers every member.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    AgentSetup, ProviderArgs, build_provider, exit, init_logging, load_config, provider_or_offline,
+};
+use crate::agent::EventSink;
+use crate::agent::events::{AgentEvent, RunStatus};
+use crate::config::{Config, Overrides};
+use crate::llm::{LlmError, Provider};
+use crate::swarm::record::TaskState;
+use crate::swarm::scheduler::{DEFAULT_DEADLINE, DEFAULT_MAX_WORKERS, ProviderFactory};
+use crate::swarm::{Catalog, SwarmOptions, preset};
+
+#[derive(clap::Args, Debug)]
+pub struct SwarmArgs {
+    #[command(subcommand)]
+    pub command: SwarmCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum SwarmCommand {
+    /// The presets (name, title, agents, tasks), then the team runs on disk.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a preset (by name, or a YAML file) and print its layers.
+    Inspect {
+        /// A preset name or a path to a YAML file.
+        preset: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a team; stream its progress (or every event as JSON lines).
+    Run(SwarmRunArgs),
+    /// A team run's record: status, each task's state, attempts and run dirs.
+    Show {
+        run_id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SwarmRunArgs {
+    /// The preset's name (`vibedesk swarm list`), or a YAML file.
+    pub preset: String,
+    /// A template variable, `name=value` (repeatable).
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+    /// Print every event as one JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Tasks run at once (default `[swarm] max_workers`, else 4).
+    #[arg(long)]
+    pub max_workers: Option<usize>,
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+    /// Script for the scripted provider (format in README.md).
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+}
+
+pub async fn swarm(args: SwarmArgs) -> u8 {
+    match args.command {
+        SwarmCommand::List { json } => list(json),
+        SwarmCommand::Inspect { preset, json } => inspect(&preset, json),
+        SwarmCommand::Run(args) => run(args).await,
+        SwarmCommand::Show { run_id, json } => show(&run_id, json),
+    }
+}
+
+/// Loads the configuration and finishes what a crash left running: sandbox
+/// jobs and single runs (as every command that shows runs does), then team
+/// runs.
+fn config_reconciled(overrides: &Overrides, quiet: bool) -> Result<Config, u8> {
+    let config = load_config(overrides)?;
+    let notes = [
+        crate::session::reconcile_stale_runs(&config.paths),
+        reconciled_note(&config),
+    ];
+    for note in notes.into_iter().flatten() {
+        if !quiet {
+            eprintln!("vibedesk: {note}");
+        }
+    }
+    Ok(config)
+}
+
+fn reconciled_note(config: &Config) -> Option<String> {
+    let runs = crate::swarm::reconcile_interrupted(&config.paths);
+    let first = runs.first()?;
+    Some(format!(
+        "{} team run(s) left running by an earlier crash were marked interrupted (first: {})",
+        runs.len(),
+        first.id
+    ))
+}
+
+fn list(json: bool) -> u8 {
+    let config = match config_reconciled(&Overrides::default(), json) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let (presets, errors) = preset::list(&config.paths.config_dir);
+    let runs = crate::swarm::list_runs(&config.paths);
+    for e in &errors {
+        eprintln!("vibedesk: skipped a preset: {e}");
+    }
+    if json {
+        let value = serde_json::json!({
+            "presets": presets.iter().map(|p| serde_json::json!({
+                "name": p.preset.name,
+                "title": p.preset.title,
+                "agents": p.preset.agents.len(),
+                "tasks": p.preset.tasks.len(),
+                "origin": p.origin.to_string(),
+            })).collect::<Vec<_>>(),
+            "runs": runs,
+        });
+        println!("{value}");
+        return exit::OK;
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{:<28} {:>6} {:>5}  TITLE",
+        "PRESET", "AGENTS", "TASKS"
+    );
+    for p in &presets {
+        let user = if p.origin == preset::Origin::Bundled {
+            ""
+        } else {
+            " (user)"
+        };
+        let _ = writeln!(
+            out,
+            "{:<28} {:>6} {:>5}  {}{user}",
+            p.preset.name,
+            p.preset.agents.len(),
+            p.preset.tasks.len(),
+            p.preset.title
+        );
+    }
+    if presets.is_empty() {
+        let _ = writeln!(out, "(no presets)");
+    }
+    if !runs.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{:<34} {:<12} {:>7} {:>8}  PRESET",
+            "RUN", "STATUS", "TASKS", "SECONDS"
+        );
+        for r in &runs {
+            let _ = writeln!(
+                out,
+                "{:<34} {:<12} {:>3}/{:<3} {:>8.1}  {}",
+                r.id,
+                r.status.as_str(),
+                r.tasks_succeeded,
+                r.tasks,
+                r.seconds,
+                r.preset
+            );
+        }
+    }
+    exit::OK
+}
+
+/// The tools and skills a worker can have: those of the registry and skill
+/// set every run is built with.
+fn catalog(config: &Config) -> Catalog {
+    let setup = AgentSetup::new(config);
+    Catalog {
+        tools: setup
+            .registry
+            .names()
+            .into_iter()
+            .map(String::from)
+            .collect(),
+        skills: setup.skills.iter().map(|s| s.name.clone()).collect(),
+    }
+}
+
+fn inspect(arg: &str, json: bool) -> u8 {
+    let config = match load_config(&Overrides::default()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let loaded = match preset::load_name_or_file(&config.paths.config_dir, arg) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+    let report = crate::swarm::inspect(&loaded.preset, &catalog(&config));
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "name": loaded.preset.name,
+                "origin": loaded.origin.to_string(),
+                "ok": report.is_ok(),
+                "issues": report.issues,
+                "layers": report.layers,
+            })
+        );
+    } else {
+        print_inspection(&loaded, &report);
+    }
+    if report.is_ok() {
+        exit::OK
+    } else {
+        exit::FAILED
+    }
+}
+
+fn print_inspection(loaded: &preset::LoadedPreset, report: &crate::swarm::Inspection) {
+    let p = &loaded.preset;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{} — {} ({})", p.name, p.title, loaded.origin);
+    for a in &p.agents {
+        let _ = writeln!(
+            out,
+            "  agent {} ({}): tools [{}], {} iterations, {} s x {} attempt(s){}",
+            a.id,
+            a.role,
+            a.tools
+                .iter()
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            a.max_iterations,
+            a.timeout_seconds,
+            a.max_retries + 1,
+            a.model
+                .as_ref()
+                .map(|m| format!(", model {m}"))
+                .unwrap_or_default()
+        );
+    }
+    for v in &p.variables {
+        let _ = writeln!(
+            out,
+            "  variable {}{}{}",
+            v.name,
+            if v.required { " (required)" } else { "" },
+            v.default
+                .as_ref()
+                .map(|d| format!(" = {d}"))
+                .unwrap_or_default()
+        );
+    }
+    for issue in &report.issues {
+        let _ = writeln!(out, "{issue}");
+    }
+    for (i, layer) in report.layers.iter().enumerate() {
+        let _ = writeln!(out, "layer {}: {}", i + 1, layer.join(", "));
+    }
+    let errors = report.errors().count();
+    let warnings = report.warnings().count();
+    let _ = writeln!(
+        out,
+        "{}: {errors} error(s), {warnings} warning(s)",
+        if errors == 0 { "valid" } else { "invalid" }
+    );
+}
+
+/// A `--var` that is not `NAME=VALUE`.
+#[derive(Debug, thiserror::Error)]
+#[error("--var takes NAME=VALUE, not '{0}'")]
+struct BadVar(String);
+
+/// `name=value` pairs; the first `=` splits.
+fn parse_vars(raw: &[String]) -> Result<BTreeMap<String, String>, BadVar> {
+    raw.iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+            _ => Err(BadVar(kv.clone())),
+        })
+        .collect()
+}
+
+/// An agent's own `model` through the configured provider; with no model
+/// configured, every agent gets the offline planner.
+fn provider_factory(config: &Config, fallback: Arc<dyn Provider>) -> ProviderFactory {
+    let base = config.provider.clone();
+    Arc::new(move |model: &str| match &base {
+        Some(p) => {
+            let mut p = p.clone();
+            p.model = Some(model.to_string());
+            build_provider(&p).map_err(LlmError::Config)
+        }
+        None => Ok(fallback.clone()),
+    })
+}
+
+async fn run(args: SwarmRunArgs) -> u8 {
+    let overrides = Overrides {
+        script: args.script.clone(),
+        ..args.provider.overrides()
+    };
+    let config = match config_reconciled(&overrides, args.json) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let _log_guard = init_logging(&config);
+    let vars = match parse_vars(&args.vars) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+    let loaded = match preset::load_name_or_file(&config.paths.config_dir, &args.preset) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+    let provider = match provider_or_offline(&config) {
+        Ok((p, note)) => {
+            if let Some(note) = note
+                && !args.json
+            {
+                eprintln!("vibedesk: {note}");
+            }
+            p
+        }
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+    let setup = AgentSetup::new(&config);
+    if !args.json {
+        for note in &setup.notes {
+            eprintln!("vibedesk: {note}");
+        }
+    }
+    let deps = setup.deps(provider.clone(), &config);
+    let options = SwarmOptions {
+        vars,
+        max_workers: args
+            .max_workers
+            .or(config.swarm.max_workers)
+            .unwrap_or(DEFAULT_MAX_WORKERS),
+        deadline: config
+            .swarm
+            .deadline_seconds
+            .map_or(DEFAULT_DEADLINE, Duration::from_secs),
+        provider_for_model: Some(provider_factory(&config, provider)),
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    let printer = tokio::spawn(print_events(rx, args.json));
+    let cancel = CancellationToken::new();
+    spawn_ctrl_c(cancel.clone(), args.json);
+    let result = crate::swarm::run(
+        &loaded.preset,
+        options,
+        deps,
+        &config.paths,
+        EventSink::new(tx),
+        cancel,
+    )
+    .await;
+    let _ = printer.await;
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+    if !args.json {
+        if let Ok(report) = std::fs::read_to_string(&outcome.report) {
+            print!("{report}");
+        }
+        eprintln!(
+            "[team run {} · {} · {:.1} s · report {}]",
+            outcome.run_id,
+            outcome.status.as_str(),
+            outcome.seconds,
+            outcome.report.display()
+        );
+    }
+    match outcome.status {
+        RunStatus::Success => exit::OK,
+        RunStatus::Cancelled => exit::CANCELLED,
+        RunStatus::Failed | RunStatus::Interrupted => {
+            if !args.json {
+                eprintln!(
+                    "vibedesk: team run failed: {}",
+                    outcome.reason.unwrap_or_default()
+                );
+            }
+            exit::FAILED
+        }
+    }
+}
+
+/// Ctrl-C cancels every worker at its next checkpoint; a second one quits.
+fn spawn_ctrl_c(cancel: CancellationToken, json: bool) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            if !json {
+                eprintln!("\nvibedesk: cancelling the team… (Ctrl-C again to quit at once)");
+            }
+            cancel.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(i32::from(exit::CANCELLED));
+            }
+        }
+    });
+}
+
+/// JSON lines (with a `ts`) or one progress line per task event on stderr.
+async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
+    let mut out = std::io::stdout();
+    while let Some(event) = rx.recv().await {
+        if json {
+            let mut v = serde_json::to_value(&event).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert(
+                    "ts".into(),
+                    serde_json::json!(chrono::Utc::now().timestamp_millis() as f64 / 1000.0),
+                );
+            }
+            let _ = writeln!(out, "{v}");
+            let _ = out.flush();
+            continue;
+        }
+        match &event {
+            AgentEvent::SwarmStarted {
+                run_id,
+                title,
+                layers,
+                tasks,
+                ..
+            } => eprintln!(
+                "team run {run_id}: {title} — {} task(s) in {} layer(s)",
+                tasks.len(),
+                layers.len()
+            ),
+            AgentEvent::SwarmTaskStarted {
+                task,
+                agent,
+                attempt,
+                ..
+            } => {
+                eprintln!("  ▶ {task} ({agent}) attempt {attempt}")
+            }
+            AgentEvent::SwarmTaskRetry {
+                task,
+                attempt,
+                reason,
+            } => {
+                eprintln!(
+                    "  ↻ {task} attempt {attempt} failed ({reason}); retrying with a fresh loop"
+                )
+            }
+            AgentEvent::SwarmTaskFinished {
+                task,
+                status,
+                reason,
+                seconds,
+                tokens,
+            } => {
+                let mark = if TaskState::from(*status) == TaskState::Success {
+                    "✓"
+                } else {
+                    "✗"
+                };
+                let why = reason
+                    .as_ref()
+                    .map(|r| format!(" — {r}"))
+                    .unwrap_or_default();
+                eprintln!(
+                    "  {mark} {task} {} {seconds:.1} s · {tokens} tokens{why}",
+                    status.as_str()
+                );
+            }
+            AgentEvent::SwarmWorker { task, event } => {
+                if let AgentEvent::Tool(crate::agent::events::ToolEvent::ToolCallStarted {
+                    tool,
+                    ..
+                }) = event.as_ref()
+                {
+                    eprintln!("    · {task}: {tool}");
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn show(id: &str, json: bool) -> u8 {
+    let config = match config_reconciled(&Overrides::default(), json) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let (record, dir) = match crate::swarm::load_run(&config.paths, id) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("vibedesk: {e}");
+            return exit::USAGE;
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string(&record).unwrap_or_default());
+        return exit::OK;
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{} — {} ({})", record.id, record.title, record.preset);
+    let _ = writeln!(
+        out,
+        "status {}{} · {:.1} s · started {}",
+        record.status.as_str(),
+        record
+            .reason
+            .as_ref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default(),
+        record.seconds,
+        record.started_at
+    );
+    if !record.vars.is_empty() {
+        let vars: Vec<String> = record
+            .vars
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(out, "variables {}", vars.join(", "));
+    }
+    for t in &record.tasks {
+        let _ = writeln!(
+            out,
+            "  {:<24} {:<12} attempts {} · {:.1} s · {} tokens{}",
+            t.id,
+            t.state.as_str(),
+            t.attempts,
+            t.seconds,
+            t.tokens,
+            t.reason
+                .as_ref()
+                .map(|r| format!(" — {r}"))
+                .unwrap_or_default()
+        );
+        for d in &t.run_dirs {
+            let _ = writeln!(out, "      run dir {d}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "report {}",
+        dir.join(crate::swarm::record::REPORT_FILE).display()
+    );
+    exit::OK
+}

@@ -1,0 +1,102 @@
+//! `report.md` (docs §14.4): the final task's answer first, then every
+//! member's answer (or why it has none) with its run dir, so a reader can
+//! check each number at its source.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::preset::Preset;
+use super::record::TaskState;
+use crate::agent::events::RunStatus;
+
+/// One task's part of the report.
+#[derive(Clone, Debug)]
+pub struct Member {
+    pub state: TaskState,
+    pub answer: String,
+    pub reason: Option<String>,
+    pub run_dir: String,
+    pub seconds: f64,
+    pub tokens: u64,
+}
+
+/// The task whose answer opens the report: the last one in topological
+/// order (a team's decision comes after everything it reads).
+pub fn final_task(order: &[String]) -> Option<&str> {
+    order.last().map(String::as_str)
+}
+
+pub fn render(
+    preset: &Preset,
+    vars: &BTreeMap<String, String>,
+    order: &[String],
+    members: &BTreeMap<String, Member>,
+    status: RunStatus,
+) -> String {
+    let mut out = String::new();
+    let title = if preset.title.is_empty() {
+        &preset.name
+    } else {
+        &preset.title
+    };
+    let _ = writeln!(out, "# {title}\n");
+    let vars_line = vars
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(
+        out,
+        "Preset `{}` · status {} · variables: {}\n",
+        preset.name,
+        status.as_str(),
+        if vars_line.is_empty() {
+            "none"
+        } else {
+            &vars_line
+        }
+    );
+    if let Some(last) = final_task(order)
+        && let Some(m) = members.get(last)
+    {
+        let _ = writeln!(out, "## Conclusion: {last} ({})\n", role_of(preset, last));
+        out.push_str(&body(m));
+        out.push('\n');
+    }
+    let _ = writeln!(out, "## Members\n");
+    for id in order {
+        let Some(m) = members.get(id) else { continue };
+        let _ = writeln!(
+            out,
+            "### {id} ({}) · {} · {:.1} s · {} tokens\n",
+            role_of(preset, id),
+            m.state.as_str(),
+            m.seconds,
+            m.tokens
+        );
+        if !m.run_dir.is_empty() {
+            let _ = writeln!(out, "Run dir: {}\n", m.run_dir);
+        }
+        out.push_str(&body(m));
+        out.push('\n');
+    }
+    out
+}
+
+fn body(m: &Member) -> String {
+    if m.state == TaskState::Success {
+        format!("{}\n", m.answer.trim_end())
+    } else {
+        format!(
+            "_No answer: {}._\n",
+            m.reason.as_deref().unwrap_or(m.state.as_str())
+        )
+    }
+}
+
+fn role_of<'a>(preset: &'a Preset, task: &str) -> &'a str {
+    preset
+        .task(task)
+        .and_then(|t| preset.agent(t.agent_id.as_str()))
+        .map_or("", |a| a.role.as_str())
+}
