@@ -9,19 +9,21 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
     AgentSetup, ProviderArgs, build_provider, exit, init_logging, load_config, provider_or_offline,
 };
-use crate::agent::EventSink;
 use crate::agent::events::{AgentEvent, RunStatus};
+use crate::agent::{EventSink, LoopDeps};
 use crate::config::{Config, Overrides};
 use crate::llm::{LlmError, Provider};
 use crate::swarm::record::TaskState;
 use crate::swarm::scheduler::{DEFAULT_DEADLINE, DEFAULT_MAX_WORKERS, ProviderFactory};
 use crate::swarm::{Catalog, SwarmOptions, preset};
+use crate::tui::{SwarmLaunchError, SwarmLauncher};
 
 #[derive(clap::Args, Debug)]
 pub struct SwarmArgs {
@@ -99,7 +101,7 @@ fn config_reconciled(overrides: &Overrides, quiet: bool) -> Result<Config, u8> {
     Ok(config)
 }
 
-fn reconciled_note(config: &Config) -> Option<String> {
+pub(super) fn reconciled_note(config: &Config) -> Option<String> {
     let runs = crate::swarm::reconcile_interrupted(&config.paths);
     let first = runs.first()?;
     Some(format!(
@@ -294,6 +296,63 @@ fn parse_vars(raw: &[String]) -> Result<BTreeMap<String, String>, BadVar> {
         .collect()
 }
 
+/// The options of a team run: `--max-workers`, else `[swarm]`, else the
+/// defaults (docs §14.3).
+fn swarm_options(
+    config: &Config,
+    vars: BTreeMap<String, String>,
+    max_workers: Option<usize>,
+    provider: Arc<dyn Provider>,
+) -> SwarmOptions {
+    SwarmOptions {
+        vars,
+        max_workers: max_workers
+            .or(config.swarm.max_workers)
+            .unwrap_or(DEFAULT_MAX_WORKERS),
+        deadline: config
+            .swarm
+            .deadline_seconds
+            .map_or(DEFAULT_DEADLINE, Duration::from_secs),
+        provider_for_model: Some(provider_factory(config, provider)),
+    }
+}
+
+/// `/swarm NAME k=v …` in the workstation: the same engine call as `swarm
+/// run`, with the workstation's tools, memory and provider as every
+/// worker's template.
+pub(super) struct WorkstationTeams {
+    pub config: Config,
+    pub deps: LoopDeps,
+}
+
+impl SwarmLauncher for WorkstationTeams {
+    fn launch(
+        &self,
+        preset: String,
+        vars: Vec<(String, String)>,
+        events: EventSink,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<(), SwarmLaunchError>> {
+        let config = self.config.clone();
+        let deps = self.deps.clone();
+        Box::pin(async move {
+            let engine = |e: Box<dyn std::error::Error + Send + Sync>| SwarmLaunchError::Engine(e);
+            let loaded = preset::load_name_or_file(&config.paths.config_dir, &preset)
+                .map_err(|e| engine(Box::new(e)))?;
+            let options = swarm_options(
+                &config,
+                vars.into_iter().collect(),
+                None,
+                deps.provider.clone(),
+            );
+            crate::swarm::run(&loaded.preset, options, deps, &config.paths, events, cancel)
+                .await
+                .map(|_| ())
+                .map_err(|e| engine(Box::new(e)))
+        })
+    }
+}
+
 /// An agent's own `model` through the configured provider; with no model
 /// configured, every agent gets the offline planner.
 fn provider_factory(config: &Config, fallback: Arc<dyn Provider>) -> ProviderFactory {
@@ -353,18 +412,7 @@ async fn run(args: SwarmRunArgs) -> u8 {
         }
     }
     let deps = setup.deps(provider.clone(), &config);
-    let options = SwarmOptions {
-        vars,
-        max_workers: args
-            .max_workers
-            .or(config.swarm.max_workers)
-            .unwrap_or(DEFAULT_MAX_WORKERS),
-        deadline: config
-            .swarm
-            .deadline_seconds
-            .map_or(DEFAULT_DEADLINE, Duration::from_secs),
-        provider_for_model: Some(provider_factory(&config, provider)),
-    };
+    let options = swarm_options(&config, vars, args.max_workers, provider);
     let (tx, rx) = mpsc::unbounded_channel();
     let printer = tokio::spawn(print_events(rx, args.json));
     let cancel = CancellationToken::new();

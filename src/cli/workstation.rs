@@ -83,6 +83,9 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
     if let Some(notice) = reconcile_stale_runs(&config.paths) {
         notices.push((NoticeKind::Warning, notice));
     }
+    if let Some(notice) = super::swarm::reconciled_note(&config) {
+        notices.push((NoticeKind::Warning, notice));
+    }
 
     let (provider, failure): (Option<Arc<dyn Provider>>, Option<String>) = if args.demo {
         match DemoProvider::new() {
@@ -147,6 +150,13 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
     }
     let maintenance = hourly_maintenance(&setup);
     let deps = provider.map(|p| setup.deps(p, &config));
+    // `/swarm` runs teams with the same tools, memory and provider.
+    let teams = deps.clone().map(|deps| {
+        Arc::new(super::swarm::WorkstationTeams {
+            config: config.clone(),
+            deps,
+        }) as Arc<dyn crate::tui::SwarmLauncher>
+    });
     let ws = Workstation {
         paths: config.paths.clone(),
         deps,
@@ -157,8 +167,7 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
         switch_model,
         notices,
         mcp_events: Some(mcp_rx),
-        // The lead connects `/swarm` to the engine (src/swarm) at merge.
-        swarm: None,
+        swarm: teams,
     };
     let result = crate::tui::run(ws).await;
     maintenance.abort();

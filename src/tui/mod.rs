@@ -43,4 +43,4 @@ pub mod view;
 pub mod wrap;
 
 pub use app::{App, AppOptions, Effect, Msg, update};
-pub use runtime::{Workstation, run};
+pub use runtime::{SwarmLaunchError, SwarmLauncher, Workstation, run};

@@ -6,7 +6,8 @@
 //! the fields shown: the run id (`run_id` or `id`, else the directory's
 //! name), `preset`, `status`, the start (`started_at` or `started`), and
 //! `tasks`, a list of objects (or an object keyed by task id) with `id`,
-//! the state (`state` or `status`) and `run_dir`. Anything missing shows as
+//! the state (`state` or `status`) and `run_dir` (or the last of
+//! `run_dirs`, the engine's one per attempt). Anything missing shows as
 //! `?`; other fields are ignored; an unreadable file is listed with why.
 
 use std::path::{Path, PathBuf};
@@ -71,7 +72,15 @@ fn worker(v: &Value, key: Option<&str>) -> TeamWorkerRow {
             .or_else(|| key.map(String::from))
             .unwrap_or_else(|| "?".into()),
         state: text(v, &["state", "status"]).unwrap_or_else(|| "?".into()),
-        run_dir: text(v, &["run_dir"]),
+        // The engine keeps one run dir per attempt (`run_dirs`, oldest
+        // first): the last is the one that counted.
+        run_dir: text(v, &["run_dir"]).or_else(|| {
+            v.get("run_dirs")?
+                .as_array()?
+                .last()?
+                .as_str()
+                .map(String::from)
+        }),
     }
 }
 
@@ -132,7 +141,7 @@ mod tests {
             "swarm-20261204-100000-aaaaaaaa",
             r#"{"run_id":"swarm-20261204-100000-aaaaaaaa","preset":"investment_committee","status":"success",
                "started_at":"2026-12-04T10:00:00Z","extra":1,
-               "tasks":[{"id":"task-bull","state":"success","run_dir":"/d/bull"},{"id":"task-pm","status":"failed"}]}"#,
+               "tasks":[{"id":"task-bull","state":"success","run_dirs":["/d/bull-1","/d/bull"]},{"id":"task-pm","status":"failed"}]}"#,
         );
         write(
             "swarm-20261204-110000-bbbbbbbb",

@@ -747,6 +747,21 @@ async fn offline_swarm_run_ends_success_with_a_report() {
     assert!(show.status.success());
     assert!(text.contains("status success"), "{text}");
     assert!(text.contains("task-decide"));
+
+    // The workstation's Teams view reads the engine's own record.
+    let rows = vibedesk::tui::team_runs::list(&home.path().join("data"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].id, evs[0]["run_id"].as_str().unwrap());
+    assert_eq!(rows[0].status, "success");
+    assert!(!rows[0].workers.is_empty());
+    for w in &rows[0].workers {
+        assert_eq!(w.state, "success", "{w:?}");
+        let dir = w.run_dir.as_deref().expect("each worker's run dir");
+        assert!(
+            std::path::Path::new(dir).join("state.json").exists(),
+            "{dir}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -356,38 +356,47 @@ async fn the_workstation_resumes_a_session_and_searches_in_a_real_terminal() {
     assert!(after.lines().any(|l| l == "EXIT=0"), "{after}");
 }
 
-/// `/swarm` through the real event loop: the command becomes the runtime's
-/// effect, and with no team launcher passed in (the CLI passes none yet)
-/// the team view and the chat say team runs are unavailable; Ctrl-G
-/// toggles the view.
+/// `/swarm` through the real event loop and the real engine: with no model
+/// configured the team runs on the offline planner, the view shows it
+/// finish and the report is on disk; Ctrl-G toggles the view.
 #[tokio::test]
-async fn swarm_without_a_launcher_says_team_runs_are_unavailable_in_a_real_terminal() {
+async fn swarm_runs_a_real_team_offline_in_a_real_terminal() {
     let Some(_one) = terminal().await else {
         return;
     };
     let home = tempfile::tempdir().unwrap();
     let t = Tmux::start(home.path(), 100, 30);
     t.wait("the shell prompt", |s| !s.trim().is_empty()).await;
-    t.type_literal(&format!("{BIN} --demo; echo EXIT=$?"));
+    t.type_literal(&format!("{BIN}; echo EXIT=$?"));
     t.keys(&["Enter"]);
-    t.wait("the workstation", |s| s.contains("Demo mode")).await;
+    t.wait("the workstation", |s| s.contains("Message")).await;
     t.type_literal("/swarm investment_committee target=AAPL");
     t.keys(&["Enter"]);
+    // The offline planner answers every member from the real tools: the
+    // team finishes on its own, each task in the view.
     let view = t
-        .wait("the team view with the launcher's answer", |s| {
-            s.contains("Team · investment_committee") && s.contains("team runs are unavailable")
+        .wait("the team view with the run finished", |s| {
+            s.contains("(investment_committee)") && s.contains("◆ team success")
         })
         .await;
-    assert!(view.contains("◆ team failed"), "the status line: {view}");
-    t.keys(&["Escape"]);
-    let chat = t.wait("the chat screen", |s| s.contains("Message")).await;
+    for task in ["task-bull", "task-bear", "task-risk", "task-decision"] {
+        assert!(view.contains(task), "{task} in the view:\n{view}");
+    }
+    let runs: Vec<_> = std::fs::read_dir(home.path().join("data/swarm"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "one team run on disk: {runs:?}");
+    let report = std::fs::read_to_string(runs[0].join("report.md")).unwrap();
     assert!(
-        chat.contains("team run: team runs are unavailable"),
-        "the chat says it too:\n{chat}"
+        report.contains("bull_report") && report.contains("bear_report"),
+        "{report}"
     );
+    t.keys(&["Escape"]);
+    t.wait("the chat screen", |s| s.contains("Message")).await;
     t.keys(&["C-g"]);
     t.wait("the team view again", |s| {
-        s.contains("Team · investment_committee")
+        s.contains("(investment_committee)")
     })
     .await;
     t.keys(&["C-q"]);
