@@ -669,11 +669,7 @@ pub fn resolve_run_dir(ctx: &ToolContext, raw: Option<&str>) -> Result<PathBuf, 
         )
     };
     let lexical = normalise(&joined).ok_or_else(outside)?;
-    let real = canonical_prefix(&lexical).map_err(|e| ToolError::Io {
-        action: "resolve",
-        path: shown.to_string(),
-        source: e,
-    })?;
+    let real = canonical_prefix(&lexical).map_err(|e| ToolError::io("resolve", shown, e))?;
     for root in [&ctx.run_dir, &ctx.workspace] {
         let root = root.canonicalize().unwrap_or_else(|_| root.clone());
         if real.starts_with(&root) {
@@ -940,11 +936,7 @@ impl TypedTool for ReadArtifact {
                     format!("'{name}' leads outside the run directory"),
                 )
             })?;
-            let real = canonical_prefix(&lexical).map_err(|e| ToolError::Io {
-                action: "resolve",
-                path: rel.clone(),
-                source: e,
-            })?;
+            let real = canonical_prefix(&lexical).map_err(|e| ToolError::io("resolve", &rel, e))?;
             if !real.starts_with(&run_dir) {
                 return Err(ToolError::failed(
                     "run_dir_outside",
@@ -968,11 +960,7 @@ impl TypedTool for ReadArtifact {
                     ));
                 }
                 Err(e) => {
-                    return Err(ToolError::Io {
-                        action: "read",
-                        path: real.display().to_string(),
-                        source: e,
-                    });
+                    return Err(ToolError::io("read", &real, e));
                 }
             };
             let lines: Vec<&str> = text.lines().collect();

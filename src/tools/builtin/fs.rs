@@ -37,11 +37,7 @@ pub fn resolve_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> 
         ctx.workspace.join(raw)
     };
     let lexical = normalise(&joined).ok_or_else(|| outside(ctx, raw))?;
-    let real = canonical_prefix(&lexical).map_err(|e| ToolError::Io {
-        action: "resolve",
-        path: raw.to_string(),
-        source: e,
-    })?;
+    let real = canonical_prefix(&lexical).map_err(|e| ToolError::io("resolve", raw, e))?;
     let roots = [&ctx.workspace, &ctx.run_dir];
     for root in roots {
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
@@ -121,11 +117,7 @@ fn display(ctx: &ToolContext, p: &Path) -> String {
 }
 
 fn io_err<'a>(action: &'static str, raw: &'a str) -> impl FnOnce(std::io::Error) -> ToolError + 'a {
-    move |source| ToolError::Io {
-        action,
-        path: raw.to_string(),
-        source,
-    }
+    move |source| ToolError::io(action, raw, source)
 }
 
 async fn read_text(path: &Path, raw: &str) -> Result<String, ToolError> {
