@@ -4,6 +4,7 @@
 //! (temp file, fsync, rename, fsync of the directory).
 
 pub mod atomic;
+pub mod jsonl;
 pub mod messages;
 pub mod paths;
 pub mod run_state;
