@@ -31,7 +31,7 @@ use super::format::{one_line, width as text_width};
 use super::theme::Theme;
 use super::wrap::{wrap_hard, wrap_spans};
 use crate::model::contract::BacktestOutput;
-use crate::research::backtest::chart::{sparkline, terminal_points};
+use crate::research::backtest::chart::{compact, sparkline, terminal_points};
 
 /// The tool whose results get this cell.
 pub const TOOL: &str = "backtest";
@@ -45,6 +45,9 @@ const MAX_EQUITY_BYTES: u64 = 64 << 20;
 /// Columns of the y-axis labels, the same for both charts so their plot
 /// areas line up.
 const LABEL_W: usize = 7;
+/// Decimals of the y-axis labels below 100: three labels on a curve of small
+/// values must not read alike (see [`compact`]).
+const LABEL_SMALL_DECIMALS: usize = 2;
 /// Indent of everything under the cell's first line.
 const PAD: &str = "    ";
 
@@ -618,22 +621,6 @@ fn spark_line(s: &EquitySeries, width: usize, theme: &Theme) -> Line<'static> {
     Line::from(spans)
 }
 
-/// 1234567 → "1.23M", 45678 → "45.7k" (the SVG chart's labels).
-fn compact(y: f64) -> String {
-    let a = y.abs();
-    if a >= 1e9 {
-        format!("{:.2}B", y / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.2}M", y / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.1}k", y / 1e3)
-    } else if a >= 100.0 {
-        format!("{y:.0}")
-    } else {
-        format!("{y:.2}")
-    }
-}
-
 /// A drawdown label: whole percents, with a decimal for shallow ones.
 fn dd_pct(x: f64) -> String {
     let p = x * 100.0;
@@ -726,9 +713,9 @@ fn charts(s: &EquitySeries, width: usize, theme: &Theme, out: &mut Vec<Line<'sta
                 .bounds([lo, hi])
                 .style(theme.border)
                 .labels([
-                    y_label(compact(lo), theme),
-                    y_label(compact((lo + hi) / 2.0), theme),
-                    y_label(compact(hi), theme),
+                    y_label(compact(lo, LABEL_SMALL_DECIMALS), theme),
+                    y_label(compact((lo + hi) / 2.0, LABEL_SMALL_DECIMALS), theme),
+                    y_label(compact(hi, LABEL_SMALL_DECIMALS), theme),
                 ]),
         );
     let eq_h = (width / 8).clamp(8, 14);

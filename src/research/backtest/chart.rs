@@ -19,6 +19,8 @@ static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 
 pub const WIDTH: u32 = 960;
 pub const HEIGHT: u32 = 600;
+/// Decimals of the SVG chart's axis labels below 100 (see [`compact`]).
+pub const SVG_SMALL_DECIMALS: usize = 0;
 /// Points per series at most after decimation.
 const MAX_POINTS: usize = 1_600;
 
@@ -73,8 +75,12 @@ pub fn decimate(values: &[f64], max_points: usize) -> Vec<usize> {
     out
 }
 
-/// 1234567 → "1.23M", 45678 → "45.7k".
-fn compact(y: f64) -> String {
+/// An axis label: 1234567 → "1.23M", 45678 → "45.7k", 1234 → "1234";
+/// below 100 with `decimals_below_100` decimals. The SVG chart uses 0
+/// ([`SVG_SMALL_DECIMALS`]); the workstation keeps 2, since its axis has only
+/// three labels, which whole numbers would make read alike on a curve of
+/// small values (0.95 … 1.20).
+pub fn compact(y: f64, decimals_below_100: usize) -> String {
     let a = y.abs();
     if a >= 1e9 {
         format!("{:.2}B", y / 1e9)
@@ -82,8 +88,10 @@ fn compact(y: f64) -> String {
         format!("{:.2}M", y / 1e6)
     } else if a >= 1e4 {
         format!("{:.1}k", y / 1e3)
-    } else {
+    } else if a >= 100.0 {
         format!("{y:.0}")
+    } else {
+        format!("{y:.decimals_below_100$}")
     }
 }
 
@@ -135,7 +143,7 @@ fn draw<DB: DrawingBackend>(
         .x_labels(6)
         .y_labels(6)
         .x_label_formatter(&date_label)
-        .y_label_formatter(&|y| compact(*y))
+        .y_label_formatter(&|y| compact(*y, SVG_SMALL_DECIMALS))
         .light_line_style(RGBColor(246, 246, 246))
         .bold_line_style(RGBColor(222, 222, 222))
         .label_style(("sans-serif", 12))
@@ -330,6 +338,18 @@ mod tests {
         assert_eq!(p.last(), Some(&(999.0, 999.0)));
         assert_eq!(sparkline(&[1.0, 2.0, 3.0], 3), "▁▅█");
         assert!(terminal_points(&[], 10).is_empty());
+    }
+
+    #[test]
+    fn compact_labels_differ_only_below_100() {
+        for decimals in [SVG_SMALL_DECIMALS, 2] {
+            assert_eq!(compact(1_234_567.0, decimals), "1.23M");
+            assert_eq!(compact(-2.5e9, decimals), "-2.50B");
+            assert_eq!(compact(45_678.0, decimals), "45.7k");
+            assert_eq!(compact(1_234.4, decimals), "1234");
+        }
+        assert_eq!(compact(0.987, SVG_SMALL_DECIMALS), "1");
+        assert_eq!(compact(0.987, 2), "0.99");
     }
 
     #[test]
