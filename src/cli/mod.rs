@@ -6,6 +6,7 @@ mod compact;
 mod data;
 mod doctor;
 mod engine;
+mod error;
 mod inspect;
 mod memory;
 mod run;
@@ -15,6 +16,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+
+pub use self::error::CliError;
 
 use crate::config::{Config, Overrides, ProviderConfig};
 use crate::llm::Provider;
@@ -90,19 +93,27 @@ pub mod exit {
     pub const CANCELLED: u8 = 130;
 }
 
+/// Parses the command line, runs the command and turns its [`CliError`]
+/// into the stderr line and the exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    match run_command(cli) {
+        Ok(()) => ExitCode::from(exit::OK),
+        Err(e) => {
+            if let Some(line) = e.line() {
+                eprintln!("{line}");
+            }
+            ExitCode::from(e.code)
+        }
+    }
+}
+
+fn run_command(cli: Cli) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("vibedesk: cannot start the async runtime: {e}");
-            return ExitCode::from(exit::FAILED);
-        }
-    };
-    let code = runtime.block_on(async move {
+        .map_err(|e| CliError::failed(format!("cannot start the async runtime: {e}")))?;
+    let result = runtime.block_on(async move {
         match cli.command {
             None => workstation::workstation(cli.workstation).await,
             Some(Command::Run(args)) => run::run(args).await,
@@ -118,15 +129,12 @@ pub fn main() -> ExitCode {
     });
     // Do not wait for tasks still parked on stdin or timers.
     runtime.shutdown_background();
-    ExitCode::from(code)
+    result
 }
 
-/// Loads the configuration or prints why it cannot be loaded.
-pub(crate) fn load_config(overrides: &Overrides) -> Result<Config, u8> {
-    Config::load(overrides).map_err(|e| {
-        eprintln!("vibedesk: {e}");
-        exit::USAGE
-    })
+/// Loads the configuration, or says why it cannot be loaded (exit 2).
+pub(crate) fn load_config(overrides: &Overrides) -> Result<Config, CliError> {
+    Config::load(overrides).map_err(CliError::usage)
 }
 
 /// Logs go to a 0600 file in the state dir, never to the terminal.
