@@ -304,8 +304,7 @@ async fn run_auto(
         None => config.paths.cache_dir.join("compact-inspector"),
     };
     let archive = TranscriptArchive::new(&dir, "inspector");
-    let mut write =
-        |m: &[Map<String, Value>]| archive.write_transcript(m).map_err(|e| e.to_string());
+    let mut write = |m: &[Map<String, Value>]| archive.write_transcript(m);
     let params = AutoParams {
         tail_token_budget: AutoParams::default().tail_token_budget,
         chunk_chars: args.chunk_chars,

@@ -86,7 +86,7 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
                 }
                 (Some(p), None)
             }
-            Err(e) => (None, Some(e)),
+            Err(e) => (None, Some(e.to_string())),
         }
     };
     let model_label = model_label(provider.as_deref(), args.demo);
@@ -168,10 +168,13 @@ fn model_switch(config: &Config, demo: bool) -> Option<ModelSwitch> {
             Some(Arc::new(move |name: &str| {
                 let mut next = pc.clone();
                 next.model = Some(name.to_string());
-                build_provider(&next).map(|p| {
-                    let label = format!("{} · {}", p.name(), p.model());
-                    (p, label)
-                })
+                // The workstation shows the reason as text.
+                build_provider(&next)
+                    .map(|p| {
+                        let label = format!("{} · {}", p.name(), p.model());
+                        (p, label)
+                    })
+                    .map_err(|e| e.to_string())
             }))
         }
         _ => None,

@@ -38,7 +38,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use self::archive::TranscriptArchive;
-use self::auto::{AutoParams, CompactError, Summarizer, auto_compact};
+use self::auto::{AutoParams, CompactError, Summarizer, SummaryError, auto_compact};
 use self::collapse::{CollapseParams, collapse};
 use self::microcompact::{Touched, microcompact};
 use self::pairs::fix_tool_pairs;
@@ -108,7 +108,7 @@ pub struct ProviderSummarizer {
 }
 
 impl Summarizer for ProviderSummarizer {
-    fn summarize(&self, prompt: String) -> BoxFuture<'_, Result<String, String>> {
+    fn summarize(&self, prompt: String) -> BoxFuture<'_, Result<String, SummaryError>> {
         Box::pin(async move {
             let request = ChatRequest {
                 messages: vec![Message::user(prompt)],
@@ -126,12 +126,11 @@ impl Summarizer for ProviderSummarizer {
                 // A wall-clock deadline on top of the stream's own timeouts.
                 Some(t) => tokio::time::timeout(t, call)
                     .await
-                    .map_err(|_| format!("no summary within {}s", t.as_secs_f64()))?,
+                    .map_err(|_| SummaryError::Deadline(t))?,
                 None => call.await,
-            }
-            .map_err(|e| e.to_string())?;
+            }?;
             if response.cancelled {
-                return Err("cancelled".into());
+                return Err(SummaryError::Cancelled);
             }
             Ok(response.content)
         })
@@ -351,7 +350,7 @@ impl Compactor {
         let estimator = self.deps.estimator;
         let count_text = move |t: &str| estimator.count_text(t);
         let archive = &self.deps.archive;
-        let mut write = |m: &[Message]| archive.write_transcript(m).map_err(|e| e.to_string());
+        let mut write = |m: &[Message]| archive.write_transcript(m);
         // A tail larger than half the threshold could leave the context above
         // the L3 gate after every compaction, paying for a summary each turn.
         let mut params = self.deps.settings.auto;
