@@ -112,11 +112,31 @@ fn bounds(series: &[&[f64]]) -> (f64, f64) {
     (lo - pad, hi + pad)
 }
 
+/// Why a chart was not drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    #[error("the chart font (assets/fonts/DejaVuSans.ttf) cannot be loaded")]
+    NoFont,
+    /// The drawing backend's error, which is generic over the backend, as
+    /// its debug text.
+    #[error("{0}")]
+    Draw(String),
+    #[error("pixel buffer size does not match the image")]
+    BufferSize,
+    #[error("{0}")]
+    Encode(#[from] std::io::Error),
+    /// A thread writing artifacts panicked (`what` names it).
+    #[error("{0} thread panicked")]
+    Panicked(&'static str),
+}
+
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     d: &ChartData<'_>,
-) -> Result<(), String> {
-    let e = |x: plotters::drawing::DrawingAreaErrorKind<DB::ErrorType>| format!("{x:?}");
+) -> Result<(), ChartError> {
+    let e = |x: plotters::drawing::DrawingAreaErrorKind<DB::ErrorType>| {
+        ChartError::Draw(format!("{x:?}"))
+    };
     root.fill(&WHITE).map_err(e)?;
     let n = d.equity.len();
     let x_max = (n.max(2) - 1) as f64;
@@ -218,9 +238,9 @@ fn draw<DB: DrawingBackend>(
 }
 
 /// The chart as an SVG document.
-pub fn svg(d: &ChartData<'_>) -> Result<String, String> {
+pub fn svg(d: &ChartData<'_>) -> Result<String, ChartError> {
     if !font_ready() {
-        return Err("the chart font (assets/fonts/DejaVuSans.ttf) cannot be loaded".into());
+        return Err(ChartError::NoFont);
     }
     let mut out = String::new();
     {
@@ -231,9 +251,9 @@ pub fn svg(d: &ChartData<'_>) -> Result<String, String> {
 }
 
 /// The chart as a PNG file's bytes.
-pub fn png(d: &ChartData<'_>) -> Result<Vec<u8>, String> {
+pub fn png(d: &ChartData<'_>) -> Result<Vec<u8>, ChartError> {
     if !font_ready() {
-        return Err("the chart font (assets/fonts/DejaVuSans.ttf) cannot be loaded".into());
+        return Err(ChartError::NoFont);
     }
     let mut rgb = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
     {
@@ -246,21 +266,21 @@ pub fn png(d: &ChartData<'_>) -> Result<Vec<u8>, String> {
 /// A minimal PNG encoder (8-bit RGB, filter 0, zlib at the fast level):
 /// the flat colours of a chart compress well, and the fast level keeps the
 /// whole backtest within its latency budget.
-pub fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, String> {
+pub fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, ChartError> {
     use std::io::Write;
     let row = (w * 3) as usize;
     if rgb.len() != row * h as usize {
-        return Err("pixel buffer size does not match the image".into());
+        return Err(ChartError::BufferSize);
     }
     let mut z = flate2::write::ZlibEncoder::new(
         Vec::with_capacity(rgb.len() / 8),
         flate2::Compression::fast(),
     );
     for line in rgb.chunks_exact(row) {
-        z.write_all(&[0]).map_err(|e| e.to_string())?;
-        z.write_all(line).map_err(|e| e.to_string())?;
+        z.write_all(&[0])?;
+        z.write_all(line)?;
     }
-    let idat = z.finish().map_err(|e| e.to_string())?;
+    let idat = z.finish()?;
     let mut out = Vec::with_capacity(idat.len() + 64);
     out.extend_from_slice(b"\x89PNG\r\n\x1a\n");
     let mut chunk = |kind: &[u8; 4], data: &[u8]| {

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub use clean::DropReport;
 pub use market::{Market, detect_market};
-pub use service::{DataConfig, DataRequest, MarketData, PlanStep, Universe};
+pub use service::{DataConfig, DataRequest, MarketData, PlanStep, Unavailable, Universe};
 
 /// Daily OHLCV bars as parallel columns, sorted by date once cleaned.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -550,7 +550,7 @@ pub enum DataError {
     #[error(
         "the embedded dataset cannot be read ({0}); the build is broken: rebuild from a clean checkout"
     )]
-    Embedded(String),
+    Embedded(embedded::EmbeddedError),
     #[error("cannot {0}")]
     Io(#[source] crate::fsio::IoError),
     #[error("{path} (Parquet): {detail}")]
