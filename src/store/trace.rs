@@ -793,7 +793,7 @@ mod tests {
         std::fs::create_dir_all(blocked.join("inner")).unwrap();
         let err = w.write(json!({"type": "answer", "iter": 1, "content": content}));
         match &err {
-            Err(StoreError::Io { path, .. }) => assert_eq!(path, &blocked),
+            Err(StoreError::Io(e)) => assert_eq!(&e.path, &blocked),
             other => panic!("expected an Io error, got {other:?}"),
         }
         assert_eq!(std::fs::read(d.path().join(TRACE_FILE)).unwrap().len(), 0);
@@ -812,7 +812,7 @@ mod tests {
         let r = w.write(
             json!({"type": "tool_result", "tool": "t", "call_id": "c", "result": "r".repeat(99)}),
         );
-        assert!(matches!(r, Err(StoreError::Io { .. })), "{r:?}");
+        assert!(matches!(r, Err(StoreError::Io(_))), "{r:?}");
         assert_eq!(std::fs::read(d.path().join(TRACE_FILE)).unwrap().len(), 0);
     }
 
