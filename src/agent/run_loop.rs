@@ -32,6 +32,7 @@ use super::watchdog::{self, Activity};
 use crate::llm::assemble::{LiveDelta, contains_tool_markup};
 use crate::llm::tokens::Estimator;
 use crate::llm::{CallOptions, ChatRequest, LlmError, Provider, Response, stream_response};
+use crate::model::contract::CompactArgs;
 use crate::model::{Message, Role, Usage};
 use crate::store::run_state::{RunState, Status, current_process_identity};
 use crate::store::trace::LARGE_TEXT_BYTES;
@@ -671,11 +672,11 @@ impl Loop {
             .rev()
             .filter(|o| o.succeeded() && o.call.name() == COMPACT_TOOL)
             .map(|o| {
-                o.args
-                    .get("focus_topic")
-                    .and_then(|f| f.as_str())
-                    .unwrap_or("")
-                    .to_string()
+                // The call succeeded, so its arguments parsed as `CompactArgs`.
+                serde_json::from_value::<CompactArgs>(o.args.clone())
+                    .ok()
+                    .and_then(|a| a.focus_topic)
+                    .unwrap_or_default()
             })
             .next();
         if let Some(focus) = requested {

@@ -6,12 +6,13 @@
 //! Exit codes: 0 success, 1 the engine failed, 2 the config is invalid,
 //! 130 cancelled (Ctrl-C kills the engine's process group).
 
+use std::fmt::Display;
 use std::path::PathBuf;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::exit;
+use super::{CliError, exit};
 use crate::research::backtest::{BacktestConfig, CONFIG_FILE, SIGNAL_ENGINE_FILE};
 use crate::store::{Paths, atomic_write};
 use crate::tools::builtin::backtest::{BacktestToolConfig, run_backtest};
@@ -37,39 +38,30 @@ pub struct BacktestArgs {
     pub full: bool,
 }
 
-pub async fn backtest(args: BacktestArgs) -> u8 {
+pub async fn backtest(args: BacktestArgs) -> Result<(), CliError> {
+    let fail = |code: u8, message: String| CliError::new(code, message).of("backtest");
     if let Some(src) = &args.config {
-        let text = match std::fs::read_to_string(src) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("vibedesk backtest: cannot read {}: {e}", src.display());
-                return exit::USAGE;
-            }
-        };
+        let text = std::fs::read_to_string(src)
+            .map_err(|e| fail(exit::USAGE, format!("cannot read {}: {e}", src.display())))?;
         let has_code = args.run_dir.join(SIGNAL_ENGINE_FILE).is_file();
-        if let Err(e) = BacktestConfig::from_json_text(&text, has_code) {
-            eprintln!("vibedesk backtest: {e}");
-            return exit::USAGE;
-        }
+        BacktestConfig::from_json_text(&text, has_code)
+            .map_err(|e| fail(exit::USAGE, e.to_string()))?;
         let dest = args.run_dir.join(CONFIG_FILE);
-        if let Err(e) = std::fs::create_dir_all(&args.run_dir)
-            .map_err(|e| e.to_string())
-            .and_then(|()| atomic_write(&dest, text.as_bytes()).map_err(|e| e.to_string()))
-        {
-            eprintln!("vibedesk backtest: cannot write {}: {e}", dest.display());
-            return exit::FAILED;
-        }
+        let unwritten = |e: &dyn Display| {
+            fail(
+                exit::FAILED,
+                format!("cannot write {}: {e}", dest.display()),
+            )
+        };
+        std::fs::create_dir_all(&args.run_dir).map_err(|e| unwritten(&e))?;
+        atomic_write(&dest, text.as_bytes()).map_err(|e| unwritten(&e))?;
     }
-    let run_dir = match args.run_dir.canonicalize() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!(
-                "vibedesk backtest: run directory {}: {e}",
-                args.run_dir.display()
-            );
-            return exit::USAGE;
-        }
-    };
+    let run_dir = args.run_dir.canonicalize().map_err(|e| {
+        fail(
+            exit::USAGE,
+            format!("run directory {}: {e}", args.run_dir.display()),
+        )
+    })?;
     let paths = Paths::from_env();
     let mut cfg = BacktestToolConfig::new(paths.as_ref().map(|p| p.cache_dir.clone()));
     cfg.runner.jobs_dir = paths.map(|p| p.jobs_dir());
@@ -97,16 +89,15 @@ pub async fn backtest(args: BacktestArgs) -> u8 {
         if let Some(p) = result["chart"]["svg"].as_str() {
             eprintln!("chart: {p}");
         }
-        return exit::OK;
+        return Ok(());
     }
-    let code = result["error_code"].as_str().unwrap_or("");
-    eprintln!(
-        "vibedesk backtest: {}",
-        result["error"].as_str().unwrap_or("failed")
-    );
-    match code {
+    let code = match result["error_code"].as_str().unwrap_or("") {
         "cancelled" => exit::CANCELLED,
         _ if result.get("issues").is_some_and(Value::is_array) => exit::USAGE,
         _ => exit::FAILED,
-    }
+    };
+    Err(fail(
+        code,
+        result["error"].as_str().unwrap_or("failed").to_string(),
+    ))
 }

@@ -4,13 +4,13 @@
 //! and written back the way Python's `json.dumps` writes them.
 
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::{build_provider, exit, load_config};
+use super::{CliError, build_provider, load_config};
 use crate::agent::compaction::archive::TranscriptArchive;
 use crate::agent::compaction::auto::{AutoParams, auto_compact};
 use crate::agent::compaction::chunks::summary_chunks;
@@ -59,7 +59,18 @@ enum Layer {
     Chunks,
 }
 
-fn parse_layers(spec: &str) -> Result<Vec<Layer>, String> {
+/// A `--layer` list that cannot be used.
+#[derive(Debug, thiserror::Error)]
+enum LayerSpecError {
+    #[error("unknown layer '{0}': use micro, collapse, auto, pairs, chunks or all")]
+    Unknown(String),
+    #[error("no layer given")]
+    Empty,
+    #[error("chunks must be the last layer: it turns the messages into summary chunks")]
+    ChunksNotLast,
+}
+
+fn parse_layers(spec: &str) -> Result<Vec<Layer>, LayerSpecError> {
     let mut out = Vec::new();
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match part {
@@ -69,47 +80,77 @@ fn parse_layers(spec: &str) -> Result<Vec<Layer>, String> {
             "auto" => out.push(Layer::Auto),
             "pairs" => out.push(Layer::Pairs),
             "chunks" => out.push(Layer::Chunks),
-            other => {
-                return Err(format!(
-                    "unknown layer '{other}': use micro, collapse, auto, pairs, chunks or all"
-                ));
-            }
+            other => return Err(LayerSpecError::Unknown(other.to_string())),
         }
     }
     if out.is_empty() {
-        return Err("no layer given".into());
+        return Err(LayerSpecError::Empty);
     }
     if let Some(i) = out.iter().position(|l| *l == Layer::Chunks)
         && i != out.len() - 1
     {
-        return Err(
-            "chunks must be the last layer: it turns the messages into summary chunks".into(),
-        );
+        return Err(LayerSpecError::ChunksNotLast);
     }
     Ok(out)
 }
 
+/// An input file that cannot be read as one JSON message per line.
+#[derive(Debug, thiserror::Error)]
+enum InputError {
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: line {line}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        line: usize,
+        source: std::io::Error,
+    },
+    #[error("{}: line {line}: {source}", path.display())]
+    Json {
+        path: PathBuf,
+        line: usize,
+        source: serde_json::Error,
+    },
+    #[error("{}: line {line}: not a JSON object", path.display())]
+    NotObject { path: PathBuf, line: usize },
+}
+
 /// The ordinary reader: every line parsed into a map. Used where the file
 /// cannot be read in place, and to word the error of one that is unreadable.
-fn read_messages(path: &PathBuf) -> Result<Vec<Map<String, Value>>, String> {
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+fn read_messages(path: &Path) -> Result<Vec<Map<String, Value>>, InputError> {
+    let file = std::fs::File::open(path).map_err(|source| InputError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut out = Vec::new();
     for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| format!("{}: line {}: {e}", path.display(), n + 1))?;
+        let (path, line_no) = (path.to_path_buf(), n + 1);
+        let line = line.map_err(|source| InputError::Read {
+            path: path.clone(),
+            line: line_no,
+            source,
+        })?;
         if line.trim().is_empty() {
             continue;
         }
         match serde_json::from_str::<Value>(&line) {
             Ok(Value::Object(m)) => out.push(m),
             Ok(_) => {
-                return Err(format!(
-                    "{}: line {}: not a JSON object",
-                    path.display(),
-                    n + 1
-                ));
+                return Err(InputError::NotObject {
+                    path,
+                    line: line_no,
+                });
             }
-            Err(e) => return Err(format!("{}: line {}: {e}", path.display(), n + 1)),
+            Err(source) => {
+                return Err(InputError::Json {
+                    path,
+                    line: line_no,
+                    source,
+                });
+            }
         }
     }
     Ok(out)
@@ -157,20 +198,13 @@ fn write_body(
     out.flush()
 }
 
-pub async fn compact(args: CompactArgs) -> u8 {
-    let layers = match parse_layers(&args.layer) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
+pub async fn compact(args: CompactArgs) -> Result<(), CliError> {
+    let layers = parse_layers(&args.layer).map_err(CliError::usage)?;
     let Some(estimator) = Estimator::from_name(&args.estimator, "") else {
-        eprintln!(
-            "vibedesk: unknown estimator '{}': use chars4 or bpe",
+        return Err(CliError::usage(format!(
+            "unknown estimator '{}': use chars4 or bpe",
             args.estimator
-        );
-        return exit::USAGE;
+        )));
     };
     // Lines written the way this command writes them are kept as read, and
     // written back as their own bytes; the rest are parsed into maps.
@@ -182,13 +216,11 @@ pub async fn compact(args: CompactArgs) -> u8 {
     let bytes: Option<&[u8]> = mapped.as_deref().or(read.as_deref());
     let mut msgs: Vec<LineMessage> = match bytes.map(read_lines) {
         Some(Ok(m)) => m,
-        _ => match read_messages(&args.input) {
-            Ok(maps) => maps.into_iter().map(LineMessage::Parsed).collect(),
-            Err(e) => {
-                eprintln!("vibedesk: {e}");
-                return exit::USAGE;
-            }
-        },
+        _ => read_messages(&args.input)
+            .map_err(CliError::usage)?
+            .into_iter()
+            .map(LineMessage::Parsed)
+            .collect(),
     };
     let settings = CompactionSettings::default();
     let before = count(&estimator, &msgs);
@@ -211,40 +243,25 @@ pub async fn compact(args: CompactArgs) -> u8 {
                     r.removed, r.stubbed
                 ));
             }
-            Layer::Chunks => match summary_chunks(&msgs, args.chunk_chars) {
-                Ok(c) => {
-                    report.push(format!("chunks: {}", c.len()));
-                    chunks = Some(c);
-                }
-                Err(e) => {
-                    eprintln!("vibedesk: {e}");
-                    return exit::USAGE;
-                }
-            },
+            Layer::Chunks => {
+                let c = summary_chunks(&msgs, args.chunk_chars).map_err(CliError::usage)?;
+                report.push(format!("chunks: {}", c.len()));
+                chunks = Some(c);
+            }
             Layer::Auto => {
                 let mut maps: Vec<Map<String, Value>> =
                     msgs.iter().map(LineMessage::to_map).collect();
-                match run_auto(&mut maps, &args, estimator).await {
-                    Ok(line) => report.push(line),
-                    Err(e) => {
-                        eprintln!("vibedesk: {e}");
-                        return exit::FAILED;
-                    }
-                }
+                report.push(run_auto(&mut maps, &args, estimator).await?);
                 msgs = maps.into_iter().map(LineMessage::Parsed).collect();
             }
         }
     }
-    let written = match &args.out {
+    match &args.out {
         Some(path) => std::fs::File::create(path)
             .and_then(|f| write_body(f, &msgs, chunks.as_deref()))
-            .map_err(|e| format!("cannot write {}: {e}", path.display())),
+            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?,
         None => write_body(std::io::stdout().lock(), &msgs, chunks.as_deref())
-            .map_err(|e| e.to_string()),
-    };
-    if let Err(e) = written {
-        eprintln!("vibedesk: {e}");
-        return exit::FAILED;
+            .map_err(CliError::failed)?,
     }
     let after = count(&estimator, &msgs);
     eprintln!(
@@ -255,21 +272,25 @@ pub async fn compact(args: CompactArgs) -> u8 {
         100.0 * after as f64 / args.threshold.max(1) as f64,
         args.threshold
     );
-    exit::OK
+    Ok(())
 }
 
 async fn run_auto(
     msgs: &mut Vec<Map<String, Value>>,
     args: &CompactArgs,
     estimator: Estimator,
-) -> Result<String, String> {
-    let config = load_config(&Overrides::default())
-        .map_err(|_| "cannot load the configuration".to_string())?;
-    let provider_config = config.provider.as_ref().ok_or_else(|| {
-        "`--layer auto` needs a model for the summary: configure one (see `vibedesk doctor`)"
-            .to_string()
+) -> Result<String, CliError> {
+    let config = load_config(&Overrides::default()).map_err(|e| {
+        // The reason first, then what it stopped (exit 1: the layers ran).
+        eprintln!("{e}");
+        CliError::failed("cannot load the configuration")
     })?;
-    let provider = build_provider(provider_config)?;
+    let provider_config = config.provider.as_ref().ok_or_else(|| {
+        CliError::failed(
+            "`--layer auto` needs a model for the summary: configure one (see `vibedesk doctor`)",
+        )
+    })?;
+    let provider = build_provider(provider_config).map_err(CliError::failed)?;
     let summarizer = ProviderSummarizer {
         provider: Arc::clone(&provider),
         options: CallOptions {
@@ -283,8 +304,7 @@ async fn run_auto(
         None => config.paths.cache_dir.join("compact-inspector"),
     };
     let archive = TranscriptArchive::new(&dir, "inspector");
-    let mut write =
-        |m: &[Map<String, Value>]| archive.write_transcript(m).map_err(|e| e.to_string());
+    let mut write = |m: &[Map<String, Value>]| archive.write_transcript(m);
     let params = AutoParams {
         tail_token_budget: AutoParams::default().tail_token_budget,
         chunk_chars: args.chunk_chars,
@@ -301,7 +321,7 @@ async fn run_auto(
         "",
     )
     .await
-    .map_err(|e| e.to_string())?;
+    .map_err(CliError::failed)?;
     Ok(if out.nothing_to_compress {
         "auto: nothing to compress".to_string()
     } else {
@@ -328,10 +348,16 @@ mod tests {
             parse_layers("micro,pairs,chunks").unwrap(),
             vec![Layer::Micro, Layer::Pairs, Layer::Chunks]
         );
-        assert!(parse_layers("chunks,micro").unwrap_err().contains("last"));
+        assert!(
+            parse_layers("chunks,micro")
+                .unwrap_err()
+                .to_string()
+                .contains("last")
+        );
         assert!(
             parse_layers("squash")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown layer")
         );
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::exit;
+use super::{CliError, exit};
 use crate::research::backtest::artifacts::push_ohlcv_rows;
 use crate::research::data::{self, DataConfig, DataRequest, MarketData, SourceChoice};
 use crate::store::Paths;
@@ -36,22 +36,16 @@ pub struct DataArgs {
     pub offline: bool,
 }
 
-pub async fn data(args: DataArgs) -> u8 {
-    let usage = |m: String| {
-        eprintln!("vibedesk data: {m}");
-        exit::USAGE
-    };
+pub async fn data(args: DataArgs) -> Result<(), CliError> {
+    let usage = |m: String| CliError::usage(m).of("data");
     let parse = |field: &'static str, v: &Option<String>| {
-        v.as_deref().map(|s| data::parse_date(field, s)).transpose()
+        v.as_deref()
+            .map(|s| data::parse_date(field, s))
+            .transpose()
+            .map_err(|e| usage(e.to_string()))
     };
-    let (start, end) = match (parse("--from", &args.from), parse("--to", &args.to)) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return usage(e.to_string()),
-    };
-    let source: SourceChoice = match args.source.parse() {
-        Ok(s) => s,
-        Err(e) => return usage(e.to_string()),
-    };
+    let (start, end) = (parse("--from", &args.from)?, parse("--to", &args.to)?);
+    let source: SourceChoice = args.source.parse().map_err(|e| usage(format!("{e}")))?;
     let local_dirs = if args.data_dirs.is_empty() {
         vec![PathBuf::from("data"), PathBuf::from(".")]
     } else {
@@ -63,24 +57,21 @@ pub async fn data(args: DataArgs) -> u8 {
         online: !args.offline,
         ..DataConfig::default()
     });
-    let series = match md
+    let series = md
         .fetch(
             &DataRequest::new(args.symbol.clone())
                 .range(start, end)
                 .source(source),
         )
         .await
-    {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("vibedesk data: {e}");
-            return if e.is_fatal() {
+        .map_err(|e| {
+            let code = if e.is_fatal() {
                 exit::USAGE
             } else {
                 exit::FAILED
             };
-        }
-    };
+            CliError::new(code, e).of("data")
+        })?;
     let b = &series.bars;
     let p = &series.provenance;
     eprintln!(
@@ -127,8 +118,9 @@ pub async fn data(args: DataArgs) -> u8 {
         push_ohlcv_rows(&mut buf, b);
         use std::io::Write;
         if std::io::stdout().write_all(&buf).is_err() {
-            return exit::FAILED;
+            // The reader went away (a closed pipe): nothing more to say.
+            return Err(CliError::quiet(exit::FAILED));
         }
     }
-    exit::OK
+    Ok(())
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{NO_MODEL_HELP, ProviderArgs, build_provider, exit, load_config};
+use super::{CliError, NO_MODEL_HELP, ProviderArgs, build_provider, exit, load_config};
 use crate::config::EXAMPLE_CONFIG;
 use crate::llm::openai::{OpenAiConfig, OpenAiProvider};
 
@@ -21,12 +21,11 @@ fn secs(d: Option<Duration>) -> String {
         .unwrap_or_else(|| "off".into())
 }
 
-pub async fn doctor(args: DoctorArgs) -> u8 {
+/// Prints the report on stdout; a failed check ends with its exit code and
+/// nothing more on stderr (the report says why).
+pub async fn doctor(args: DoctorArgs) -> Result<(), CliError> {
     let overrides = args.provider.overrides();
-    let config = match load_config(&overrides) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let config = load_config(&overrides)?;
     let p = &config.paths;
     println!("vibedesk {}", env!("CARGO_PKG_VERSION"));
     println!(
@@ -78,7 +77,7 @@ pub async fn doctor(args: DoctorArgs) -> u8 {
     let Some(prov) = &config.provider else {
         println!("provider      (none)");
         println!("\n{NO_MODEL_HELP}\n\nA commented config.toml to start from:\n{EXAMPLE_CONFIG}");
-        return exit::USAGE;
+        return Err(CliError::quiet(exit::USAGE));
     };
     println!("provider      {}", prov.name);
     println!(
@@ -92,18 +91,18 @@ pub async fn doctor(args: DoctorArgs) -> u8 {
     println!("api key       {}", prov.masked_key());
     if let Err(e) = build_provider(prov) {
         println!("check         FAIL: {e}");
-        return exit::FAILED;
+        return Err(CliError::quiet(exit::FAILED));
     }
     if prov.is_scripted() {
         println!("check         ok: the script parses");
-        return exit::OK;
+        return Ok(());
     }
     if args.offline {
         println!("check         skipped (--offline)");
-        return exit::OK;
+        return Ok(());
     }
     let (Some(base_url), Some(model)) = (prov.base_url.clone(), prov.model.clone()) else {
-        return exit::FAILED;
+        return Err(CliError::quiet(exit::FAILED));
     };
     let client = match OpenAiProvider::new(OpenAiConfig {
         provider_name: prov.name.clone(),
@@ -118,7 +117,7 @@ pub async fn doctor(args: DoctorArgs) -> u8 {
         Ok(c) => c,
         Err(e) => {
             println!("check         FAIL: {e}");
-            return exit::FAILED;
+            return Err(CliError::quiet(exit::FAILED));
         }
     };
     match tokio::time::timeout(Duration::from_secs(20), client.list_models()).await {
@@ -133,15 +132,15 @@ pub async fn doctor(args: DoctorArgs) -> u8 {
                     format!("; note: '{model}' is not among them")
                 }
             );
-            exit::OK
+            Ok(())
         }
         Ok(Err(e)) => {
             println!("check         FAIL: {e}");
-            exit::FAILED
+            Err(CliError::quiet(exit::FAILED))
         }
         Err(_) => {
             println!("check         FAIL: no answer within 20s");
-            exit::FAILED
+            Err(CliError::quiet(exit::FAILED))
         }
     }
 }

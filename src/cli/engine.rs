@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::exit;
+use super::{CliError, exit};
 use crate::research::backtest::{RunOptions, run_in_dir};
 
 #[derive(clap::Args, Debug)]
@@ -41,10 +41,12 @@ pub struct EngineArgs {
     pub stooq_base_url: Option<String>,
 }
 
-pub async fn engine(args: EngineArgs) -> u8 {
+/// The error goes to stdout as JSON (the sandbox's caller reads it), so the
+/// exit code says nothing more on stderr.
+pub async fn engine(args: EngineArgs) -> Result<(), CliError> {
     let fail = |code: &str, message: String| {
         println!("{}", json!({"error": message, "error_code": code}));
-        exit::FAILED
+        Err(CliError::quiet(exit::FAILED))
     };
     let run_dir = match args.run_dir.canonicalize() {
         Ok(p) if p.is_dir() => p,
@@ -76,7 +78,7 @@ pub async fn engine(args: EngineArgs) -> u8 {
                 eprintln!("warning: {w}");
             }
             println!("{}", serde_json::Value::Object(summary.scalars));
-            exit::OK
+            Ok(())
         }
         Err(e) => fail(e.code(), e.to_string()),
     }

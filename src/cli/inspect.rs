@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use super::{exit, load_config};
+use super::{CliError, load_config};
 use crate::config::Overrides;
 use crate::session::{
     list_sessions_reporting, reconcile_stale_runs, unreadable_sessions_notice, valid_id,
@@ -27,11 +27,8 @@ pub struct TraceArgs {
     pub resolve: bool,
 }
 
-pub fn sessions(args: SessionsArgs) -> u8 {
-    let config = match load_config(&Overrides::default()) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+pub fn sessions(args: SessionsArgs) -> Result<(), CliError> {
+    let config = load_config(&Overrides::default())?;
     if let Some(notice) = reconcile_stale_runs(&config.paths) {
         eprintln!("vibedesk: {notice}");
     }
@@ -56,17 +53,16 @@ pub fn sessions(args: SessionsArgs) -> u8 {
             );
         }
     }
-    exit::OK
+    Ok(())
 }
 
-pub fn trace(args: TraceArgs) -> u8 {
-    let config = match load_config(&Overrides::default()) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+pub fn trace(args: TraceArgs) -> Result<(), CliError> {
+    let config = load_config(&Overrides::default())?;
     if !valid_id(&args.id) {
-        eprintln!("vibedesk: '{}' is not a valid session or run id", args.id);
-        return exit::USAGE;
+        return Err(CliError::usage(format!(
+            "'{}' is not a valid session or run id",
+            args.id
+        )));
     }
     if let Some(notice) = reconcile_stale_runs(&config.paths) {
         eprintln!("vibedesk: {notice}");
@@ -76,28 +72,20 @@ pub fn trace(args: TraceArgs) -> u8 {
         &config.paths.runs_dir(),
         &args.id,
     ) else {
-        eprintln!("vibedesk: no trace for '{}'", args.id);
-        return exit::FAILED;
+        return Err(CliError::failed(format!("no trace for '{}'", args.id)));
     };
     let fields = ["prompt", "content", "summary", "result"];
-    match read_trace(&dir, args.resolve.then_some(&fields[..])) {
-        Ok(t) => {
-            let mut out = std::io::stdout();
-            for r in &t.records {
-                let _ = writeln!(out, "{r}");
-            }
-            if t.skipped_lines > 0 {
-                eprintln!(
-                    "vibedesk: skipped {} unreadable line(s) of {}",
-                    t.skipped_lines,
-                    dir.join(crate::store::trace::TRACE_FILE).display()
-                );
-            }
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            exit::FAILED
-        }
+    let t = read_trace(&dir, args.resolve.then_some(&fields[..])).map_err(CliError::failed)?;
+    let mut out = std::io::stdout();
+    for r in &t.records {
+        let _ = writeln!(out, "{r}");
     }
+    if t.skipped_lines > 0 {
+        eprintln!(
+            "vibedesk: skipped {} unreadable line(s) of {}",
+            t.skipped_lines,
+            dir.join(crate::store::trace::TRACE_FILE).display()
+        );
+    }
+    Ok(())
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use super::{exit, init_logging, load_config};
+use super::{CliError, exit, init_logging, load_config};
 use crate::config::Overrides;
 use crate::mcp::ServerState;
 use crate::mcp::client_cli::{probe, render_list, render_tools};
@@ -42,95 +42,75 @@ pub struct ServeArgs {
     pub workspace: Option<PathBuf>,
 }
 
-pub async fn mcp(command: McpCommand) -> u8 {
+pub async fn mcp(command: McpCommand) -> Result<(), CliError> {
     match command {
         McpCommand::Serve(args) => serve(args).await,
-        other => servers(other).await,
+        McpCommand::List => servers(None, false).await,
+        McpCommand::Tools { server } => servers(server, true).await,
     }
 }
 
-/// `list` and `tools`: start each configured server once and report.
-async fn servers(command: McpCommand) -> u8 {
-    let config = match load_config(&Overrides::default()) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+/// `list` (or `tools`, with `show_tools`): start each configured server once
+/// and report; success when every server shown is ready.
+async fn servers(only: Option<String>, show_tools: bool) -> Result<(), CliError> {
+    let config = load_config(&Overrides::default())?;
     // Servers' stderr goes to the log, never the terminal.
     let _log_guard = init_logging(&config);
-    let statuses = match probe(&config.config_file).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
+    let statuses = probe(&config.config_file).await.map_err(CliError::usage)?;
     if statuses.is_empty() {
         println!(
             "no MCP servers are configured; add [mcp_servers.NAME] to {} (docs §13.1)",
             config.config_file.display()
         );
-        return exit::OK;
+        return Ok(());
     }
-    let (text, only) = match command {
-        McpCommand::List => (render_list(&statuses, ""), None),
-        McpCommand::Tools { server } => match render_tools(&statuses, server.as_deref()) {
-            Ok(t) => (t, server),
-            Err(e) => {
-                eprintln!("vibedesk: {e}");
-                return exit::USAGE;
-            }
-        },
-        McpCommand::Serve(_) => return exit::USAGE,
+    let text = if show_tools {
+        render_tools(&statuses, only.as_deref()).map_err(CliError::usage)?
+    } else {
+        render_list(&statuses, "")
     };
     print!("{text}");
-    // Success when every server shown is ready.
+    // The states are on stdout already.
     if statuses
         .iter()
         .filter(|s| only.as_ref().is_none_or(|n| *n == s.name))
         .all(|s| s.state == ServerState::Ready)
     {
-        exit::OK
+        Ok(())
     } else {
-        exit::FAILED
+        Err(CliError::quiet(exit::FAILED))
     }
 }
 
 /// Stdout carries only protocol: every message here goes to stderr or the log.
-async fn serve(args: ServeArgs) -> u8 {
+async fn serve(args: ServeArgs) -> Result<(), CliError> {
     // The address is checked before anything loads, so a refusal costs nothing.
     let listen = match args.http {
         None => None,
         Some(addr) => {
             let env = |var: &str| std::env::var(var).ok();
-            match Listen::check(
+            let checked = Listen::check(
                 addr,
                 args.allow_remote,
                 args.bearer_token_env.as_deref(),
                 env,
-            ) {
-                Ok(listen) => Some(listen),
-                Err(e) => {
-                    eprintln!("vibedesk: {e}");
-                    return if e.is_usage() {
-                        exit::USAGE
-                    } else {
-                        exit::FAILED
-                    };
-                }
-            }
+            );
+            Some(checked.map_err(|e| {
+                let code = if e.is_usage() {
+                    exit::USAGE
+                } else {
+                    exit::FAILED
+                };
+                CliError::new(code, e)
+            })?)
         }
     };
-    let config = match super::load_config(&Overrides::default()) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let _log = super::init_logging(&config);
-    let workspace = match args.workspace.map_or_else(std::env::current_dir, Ok) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("vibedesk: cannot read the current directory: {e}");
-            return exit::FAILED;
-        }
+    let config = load_config(&Overrides::default())?;
+    let _log = init_logging(&config);
+    let workspace = match args.workspace {
+        Some(w) => w,
+        None => std::env::current_dir()
+            .map_err(|e| CliError::failed(format!("cannot read the current directory: {e}")))?,
     };
     let setup = super::AgentSetup::new(&config);
     for note in &setup.notes {
@@ -145,17 +125,11 @@ async fn serve(args: ServeArgs) -> u8 {
     run_server(options, listen).await
 }
 
-async fn run_server(options: ServeOptions, listen: Option<Listen>) -> u8 {
-    let server = match VibedeskServer::new(options) {
-        Ok(server) => server,
-        Err(e) => return failed(e),
-    };
+async fn run_server(options: ServeOptions, listen: Option<Listen>) -> Result<(), CliError> {
+    let server = VibedeskServer::new(options).map_err(CliError::failed)?;
     tracing::info!("mcp serve: run dir {}", server.run_dir().display());
     let Some(listen) = listen else {
-        return server
-            .serve_stdio()
-            .await
-            .map_or_else(failed, |()| exit::OK);
+        return server.serve_stdio().await.map_err(CliError::failed);
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let on_signal = cancel.clone();
@@ -167,10 +141,5 @@ async fn run_server(options: ServeOptions, listen: Option<Listen>) -> u8 {
         eprintln!("vibedesk: serving MCP on http://{addr}/mcp");
     })
     .await
-    .map_or_else(failed, |()| exit::OK)
-}
-
-fn failed(e: impl std::fmt::Display) -> u8 {
-    eprintln!("vibedesk: {e}");
-    exit::FAILED
+    .map_err(CliError::failed)
 }

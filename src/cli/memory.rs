@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use clap::Subcommand;
 use serde_json::json;
 
-use super::exit;
+use super::{CliError, exit};
 use crate::memory::compression::{self, CompressOptions, Level, Scoring};
 use crate::memory::entry::{Entry, cut_chars, entries_notice, format_ts, sanitize_body};
 use crate::memory::store::GcReport;
@@ -108,21 +108,22 @@ pub struct CompressArgs {
     pub name: Option<String>,
 }
 
-pub fn memory(args: MemoryArgs) -> u8 {
+pub fn memory(args: MemoryArgs) -> Result<(), CliError> {
     match args.command {
         MemoryCommand::Compress(c) if c.text => compress_text(&c),
         command => with_store(command),
     }
 }
 
-fn parse_level(level: Option<&str>) -> Result<Level, String> {
+/// The `--level` of a compression: daily or digest, and required (exit 2).
+fn parse_level(level: Option<&str>) -> Result<Level, CliError> {
     match level.map(Level::parse) {
         Some(Some(l @ (Level::Daily | Level::Digest))) => Ok(l),
-        Some(_) => Err(format!(
+        Some(_) => Err(CliError::usage(format!(
             "--level must be daily or digest, got {:?}",
             level.unwrap_or_default()
-        )),
-        None => Err("--level daily|digest is required".into()),
+        ))),
+        None => Err(CliError::usage("--level daily|digest is required")),
     }
 }
 
@@ -133,23 +134,13 @@ fn clean_keywords(raw: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn compress_text(args: &CompressArgs) -> u8 {
-    let level = match parse_level(args.level.as_deref()) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
+fn compress_text(args: &CompressArgs) -> Result<(), CliError> {
+    let level = parse_level(args.level.as_deref())?;
     let mut bytes = Vec::new();
-    if let Err(e) = std::io::stdin().read_to_end(&mut bytes) {
-        eprintln!("vibedesk: cannot read stdin: {e}");
-        return exit::FAILED;
-    }
-    let Ok(body) = String::from_utf8(bytes) else {
-        eprintln!("vibedesk: stdin is not UTF-8 text");
-        return exit::USAGE;
-    };
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::failed(format!("cannot read stdin: {e}")))?;
+    let body = String::from_utf8(bytes).map_err(|_| CliError::usage("stdin is not UTF-8 text"))?;
     let opts = CompressOptions {
         scoring: if args.corrected_idf {
             Scoring::Corrected
@@ -166,24 +157,16 @@ fn compress_text(args: &CompressArgs) -> u8 {
         text
     };
     let mut stdout = std::io::stdout().lock();
-    if writeln!(stdout, "{out}")
+    writeln!(stdout, "{out}")
         .and_then(|_| stdout.flush())
-        .is_err()
-    {
-        return exit::FAILED;
-    }
-    exit::OK
+        // The reader went away (a closed pipe): nothing more to say.
+        .map_err(|_| CliError::quiet(exit::FAILED))
 }
 
-fn open_store(flags: MemoryFlags) -> Result<MemoryStore, u8> {
-    let Some(paths) = Paths::from_env() else {
-        eprintln!("vibedesk: no home directory found; set VIBEDESK_HOME");
-        return Err(exit::USAGE);
-    };
-    MemoryStore::open(memory_dir(&paths.data_dir), flags).map_err(|e| {
-        eprintln!("vibedesk: {e}");
-        exit::FAILED
-    })
+fn open_store(flags: MemoryFlags) -> Result<MemoryStore, CliError> {
+    let paths = Paths::from_env()
+        .ok_or_else(|| CliError::usage("no home directory found; set VIBEDESK_HOME"))?;
+    MemoryStore::open(memory_dir(&paths.data_dir), flags).map_err(CliError::failed)
 }
 
 /// Says on stderr, in one line, which of the entries shown had frontmatter
@@ -194,16 +177,18 @@ fn warn_problems(entries: &[Entry], store: &MemoryStore) {
     }
 }
 
-fn print_json(v: &impl serde::Serialize) -> u8 {
-    match serde_json::to_string_pretty(v) {
-        Ok(s) => {
-            println!("{s}");
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            exit::FAILED
-        }
+fn print_json(v: &impl serde::Serialize) -> Result<(), CliError> {
+    let s = serde_json::to_string_pretty(v).map_err(CliError::failed)?;
+    println!("{s}");
+    Ok(())
+}
+
+/// Exit 1 when a maintenance report holds errors (already printed).
+fn report_outcome(report: &GcReport) -> Result<(), CliError> {
+    if report.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::quiet(exit::FAILED))
     }
 }
 
@@ -254,16 +239,13 @@ fn print_gc(report: &GcReport) {
 }
 
 /// Opens the store once (after the flag warnings) and hands it to the
-/// subcommand; each subcommand prints its own output and returns the exit code.
-fn with_store(command: MemoryCommand) -> u8 {
+/// subcommand; each subcommand prints its own output.
+fn with_store(command: MemoryCommand) -> Result<(), CliError> {
     let flags = MemoryFlags::from_env();
     for w in flags.warnings() {
         eprintln!("vibedesk: warning: {w}");
     }
-    let store = match open_store(flags.clone()) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+    let store = open_store(flags.clone())?;
     let now = Utc::now();
     match command {
         MemoryCommand::List { json } => list(&store, &flags, now, json),
@@ -303,14 +285,13 @@ fn with_store(command: MemoryCommand) -> u8 {
 }
 
 /// `memory list`: one line per memory, or every field with `--json`.
-fn list(store: &MemoryStore, flags: &MemoryFlags, now: DateTime<Utc>, json: bool) -> u8 {
-    let entries = match store.list() {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::FAILED;
-        }
-    };
+fn list(
+    store: &MemoryStore,
+    flags: &MemoryFlags,
+    now: DateTime<Utc>,
+    json: bool,
+) -> Result<(), CliError> {
+    let entries = store.list().map_err(CliError::failed)?;
     warn_problems(&entries, store);
     if json {
         let rows: Vec<_> = entries
@@ -341,36 +322,24 @@ fn list(store: &MemoryStore, flags: &MemoryFlags, now: DateTime<Utc>, json: bool
             e.file
         );
     }
-    exit::OK
+    Ok(())
 }
 
 /// `memory show NAME`: the file as written, control characters removed.
-fn show(store: &MemoryStore, name: &str) -> u8 {
-    match store.get(name) {
-        Ok(Some(e)) => match std::fs::read_to_string(&e.path) {
-            // Control characters could drive the terminal (the original's #108).
-            Ok(text) => {
-                warn_problems(std::slice::from_ref(&e), store);
-                print!("{}", sanitize_body(&text));
-                if !text.ends_with('\n') {
-                    println!();
-                }
-                exit::OK
-            }
-            Err(err) => {
-                eprintln!("vibedesk: cannot read {}: {err}", e.path.display());
-                exit::FAILED
-            }
-        },
-        Ok(None) => {
-            eprintln!("vibedesk: no memory named {name:?}");
-            exit::FAILED
-        }
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            exit::FAILED
-        }
+fn show(store: &MemoryStore, name: &str) -> Result<(), CliError> {
+    let e = store
+        .get(name)
+        .map_err(CliError::failed)?
+        .ok_or_else(|| CliError::failed(format!("no memory named {name:?}")))?;
+    let text = std::fs::read_to_string(&e.path)
+        .map_err(|err| CliError::failed(format!("cannot read {}: {err}", e.path.display())))?;
+    warn_problems(std::slice::from_ref(&e), store);
+    // Control characters could drive the terminal (the original's #108).
+    print!("{}", sanitize_body(&text));
+    if !text.ends_with('\n') {
+        println!();
     }
+    Ok(())
 }
 
 /// The arguments of `memory add`, as typed.
@@ -383,87 +352,69 @@ struct AddRequest {
 }
 
 /// `memory add`: the body from `--content` or stdin.
-fn add(store: &MemoryStore, now: DateTime<Utc>, request: AddRequest) -> u8 {
-    let Some(memory_type) = MemoryType::parse(&request.memory_type) else {
-        eprintln!("vibedesk: --type must be user, feedback, project or reference");
-        return exit::USAGE;
-    };
+fn add(store: &MemoryStore, now: DateTime<Utc>, request: AddRequest) -> Result<(), CliError> {
+    let memory_type = MemoryType::parse(&request.memory_type)
+        .ok_or_else(|| CliError::usage("--type must be user, feedback, project or reference"))?;
     let body = match request.content {
         Some(c) => c,
         None => {
             let mut s = String::new();
-            if let Err(e) = std::io::stdin().read_to_string(&mut s) {
-                eprintln!("vibedesk: cannot read the body from stdin: {e}");
-                return exit::USAGE;
-            }
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| CliError::usage(format!("cannot read the body from stdin: {e}")))?;
             s
         }
     };
     let mut new = NewEntry::new(request.title, body, memory_type);
     new.description = request.description.unwrap_or_default();
     new.keywords = clean_keywords(&request.keywords);
-    match store.add(new, now) {
-        Ok(crate::memory::AddOutcome::Saved { path, .. }) => {
-            println!("saved {}", path.display());
-            exit::OK
-        }
-        Ok(crate::memory::AddOutcome::Duplicate) => {
-            println!("skipped: identical to a memory saved less than 30 s ago");
-            exit::OK
-        }
-        Err(crate::memory::MemoryError::Invalid(m)) => {
-            eprintln!("vibedesk: {m}");
-            exit::USAGE
-        }
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            exit::FAILED
+    let added = store.add(new, now).map_err(|e| match e {
+        crate::memory::MemoryError::Invalid(m) => CliError::usage(m),
+        e => CliError::failed(e),
+    })?;
+    match added {
+        crate::memory::AddOutcome::Saved { path, .. } => println!("saved {}", path.display()),
+        crate::memory::AddOutcome::Duplicate => {
+            println!("skipped: identical to a memory saved less than 30 s ago")
         }
     }
+    Ok(())
 }
 
 /// `memory forget TITLE`.
-fn forget(store: &MemoryStore, title: &str) -> u8 {
-    match store.remove(title) {
-        Ok(true) => {
-            println!("removed {title}");
-            exit::OK
-        }
-        Ok(false) => {
-            eprintln!("vibedesk: no memory titled {title:?}");
-            exit::FAILED
-        }
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            exit::FAILED
-        }
+fn forget(store: &MemoryStore, title: &str) -> Result<(), CliError> {
+    if !store.remove(title).map_err(CliError::failed)? {
+        return Err(CliError::failed(format!("no memory titled {title:?}")));
     }
+    println!("removed {title}");
+    Ok(())
 }
 
 /// `memory search --sessions`: past sessions, not memories.
-fn search_sessions(store: &MemoryStore, query: &str, max: usize, json: bool) -> u8 {
-    let Some(paths) = Paths::from_env() else {
-        return exit::USAGE;
-    };
-    match store.search_sessions(&paths.sessions_dir(), query, max.max(1), None) {
-        Ok(results) if json => print_json(&results),
-        Ok(results) => {
-            if results.is_empty() {
-                println!("no sessions match");
-            }
-            for r in results {
-                println!("{}  {}", r.session_id, sanitize_body(&r.title));
-                for m in r.matches {
-                    println!("  [{}] {}", m.role, sanitize_body(&m.snippet));
-                }
-            }
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            exit::FAILED
+fn search_sessions(
+    store: &MemoryStore,
+    query: &str,
+    max: usize,
+    json: bool,
+) -> Result<(), CliError> {
+    // The store opened, so a home was found; this cannot fail in practice.
+    let paths = Paths::from_env().ok_or(CliError::quiet(exit::USAGE))?;
+    let results = store
+        .search_sessions(&paths.sessions_dir(), query, max.max(1), None)
+        .map_err(CliError::failed)?;
+    if json {
+        return print_json(&results);
+    }
+    if results.is_empty() {
+        println!("no sessions match");
+    }
+    for r in results {
+        println!("{}  {}", r.session_id, sanitize_body(&r.title));
+        for m in r.matches {
+            println!("  [{}] {}", m.role, sanitize_body(&m.snippet));
         }
     }
+    Ok(())
 }
 
 /// `memory search QUERY`: the most relevant memories with a preview.
@@ -473,87 +424,66 @@ fn search_memories(
     query: &str,
     max: usize,
     json: bool,
-) -> u8 {
-    let found = store.find_relevant(query, max.max(1), now);
-    if let Ok(found) = &found {
-        warn_problems(found, store);
+) -> Result<(), CliError> {
+    let found = store
+        .find_relevant(query, max.max(1), now)
+        .map_err(CliError::failed)?;
+    warn_problems(&found, store);
+    if json {
+        let rows: Vec<_> = found
+            .iter()
+            .map(|e| json!({"title": e.title, "type": e.memory_type, "file": e.file, "content": cut_chars(&e.body, 2_000)}))
+            .collect();
+        return print_json(&rows);
     }
-    match found {
-        Ok(found) if json => {
-            let rows: Vec<_> = found
-                .iter()
-                .map(|e| json!({"title": e.title, "type": e.memory_type, "file": e.file, "content": cut_chars(&e.body, 2_000)}))
-                .collect();
-            print_json(&rows)
-        }
-        Ok(found) => {
-            if found.is_empty() {
-                println!("no memories match");
-            }
-            for e in found {
-                let preview = cut_chars(&e.body, 120).replace('\n', " ");
-                println!(
-                    "{} ({}, {}): {}",
-                    sanitize_body(&e.title),
-                    e.memory_type,
-                    e.file,
-                    sanitize_body(&preview)
-                );
-            }
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            exit::FAILED
-        }
+    if found.is_empty() {
+        println!("no memories match");
     }
+    for e in found {
+        let preview = cut_chars(&e.body, 120).replace('\n', " ");
+        println!(
+            "{} ({}, {}): {}",
+            sanitize_body(&e.title),
+            e.memory_type,
+            e.file,
+            sanitize_body(&preview)
+        );
+    }
+    Ok(())
 }
 
 /// `memory compress [NAME]`: one memory now, or every due one.
-fn compress(store: &MemoryStore, now: DateTime<Utc>, args: &CompressArgs) -> u8 {
+fn compress(store: &MemoryStore, now: DateTime<Utc>, args: &CompressArgs) -> Result<(), CliError> {
     if let Some(name) = &args.name {
         return compress_one(store, now, name, args.level.as_deref());
     }
-    match store.compress_due(args.dry_run, now) {
-        Ok(report) if args.json => print_json(&report),
-        Ok(report) => {
-            print_gc(&report);
-            if report.errors.is_empty() {
-                exit::OK
-            } else {
-                exit::FAILED
-            }
-        }
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            exit::FAILED
-        }
+    let report = store
+        .compress_due(args.dry_run, now)
+        .map_err(CliError::failed)?;
+    if args.json {
+        return print_json(&report);
     }
+    print_gc(&report);
+    report_outcome(&report)
 }
 
 /// `memory compress NAME --level L`.
-fn compress_one(store: &MemoryStore, now: DateTime<Utc>, name: &str, level: Option<&str>) -> u8 {
-    let level = match parse_level(level) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
-    match store.compress_entry(name, level, now) {
-        Ok(rec) => {
-            print_gc(&GcReport {
-                enabled: true,
-                compressions: vec![rec],
-                ..GcReport::default()
-            });
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            exit::FAILED
-        }
-    }
+fn compress_one(
+    store: &MemoryStore,
+    now: DateTime<Utc>,
+    name: &str,
+    level: Option<&str>,
+) -> Result<(), CliError> {
+    let level = parse_level(level)?;
+    let rec = store
+        .compress_entry(name, level, now)
+        .map_err(CliError::failed)?;
+    print_gc(&GcReport {
+        enabled: true,
+        compressions: vec![rec],
+        ..GcReport::default()
+    });
+    Ok(())
 }
 
 /// `memory gc [--dry-run]`: a dry run asks the store; a real one runs
@@ -564,20 +494,15 @@ fn gc(
     now: DateTime<Utc>,
     dry_run: bool,
     json: bool,
-) -> u8 {
+) -> Result<(), CliError> {
     let report = if dry_run {
-        match store.run_gc_with(flags, true, now) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("vibedesk: {e}");
-                return exit::FAILED;
-            }
-        }
+        store
+            .run_gc_with(flags, true, now)
+            .map_err(CliError::failed)?
     } else {
         let m = maintenance::run_now(store, now, flags);
         if let Some(e) = &m.error {
-            eprintln!("vibedesk: {e}");
-            return exit::FAILED;
+            return Err(CliError::failed(e));
         }
         if let Some(s) = &m.skipped {
             eprintln!("vibedesk: {s}");
@@ -591,55 +516,37 @@ fn gc(
         eprintln!(
             "vibedesk: memory GC is off (set VIBEDESK_MEMORY_GC=on or VIBEDESK_MEMORY=on|full)"
         );
-        return exit::OK;
+        return Ok(());
     }
     print_gc(&report);
-    if report.errors.is_empty() {
-        exit::OK
-    } else {
-        exit::FAILED
-    }
+    report_outcome(&report)
 }
 
 /// `memory import DIR [--dry-run]`: one line per file, then the counts.
-fn import(store: &MemoryStore, dir: &Path, dry_run: bool) -> u8 {
-    match store.import_dir(dir, dry_run) {
-        Ok(report) => {
-            let verb = if dry_run { "would import" } else { "imported" };
-            for (src, file, title) in &report.imported {
-                println!(
-                    "{verb}: {} → {file} ({})",
-                    src.display(),
-                    sanitize_body(title)
-                );
-            }
-            for (src, reason) in &report.skipped {
-                println!("skipped: {} ({reason})", src.display());
-            }
-            println!(
-                "{} {verb}, {} skipped",
-                report.imported.len(),
-                report.skipped.len()
-            );
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            exit::FAILED
-        }
+fn import(store: &MemoryStore, dir: &Path, dry_run: bool) -> Result<(), CliError> {
+    let report = store.import_dir(dir, dry_run).map_err(CliError::failed)?;
+    let verb = if dry_run { "would import" } else { "imported" };
+    for (src, file, title) in &report.imported {
+        println!(
+            "{verb}: {} → {file} ({})",
+            src.display(),
+            sanitize_body(title)
+        );
     }
+    for (src, reason) in &report.skipped {
+        println!("skipped: {} ({reason})", src.display());
+    }
+    println!(
+        "{} {verb}, {} skipped",
+        report.imported.len(),
+        report.skipped.len()
+    );
+    Ok(())
 }
 
 /// `memory reindex`.
-fn reindex(store: &MemoryStore) -> u8 {
-    match store.rebuild_index() {
-        Ok(n) => {
-            println!("indexed {n} memories into {}", store.index_path().display());
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            exit::FAILED
-        }
-    }
+fn reindex(store: &MemoryStore) -> Result<(), CliError> {
+    let n = store.rebuild_index().map_err(CliError::failed)?;
+    println!("indexed {n} memories into {}", store.index_path().display());
+    Ok(())
 }

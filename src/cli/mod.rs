@@ -7,6 +7,7 @@ mod compact;
 mod data;
 mod doctor;
 mod engine;
+mod error;
 mod inspect;
 mod mcp;
 mod memory;
@@ -18,6 +19,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+
+pub use self::error::CliError;
 
 use crate::config::{Config, Overrides, ProviderConfig};
 use crate::llm::Provider;
@@ -98,19 +101,27 @@ pub mod exit {
     pub const CANCELLED: u8 = 130;
 }
 
+/// Parses the command line, runs the command and turns its [`CliError`]
+/// into the stderr line and the exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    match run_command(cli) {
+        Ok(()) => ExitCode::from(exit::OK),
+        Err(e) => {
+            if let Some(line) = e.line() {
+                eprintln!("{line}");
+            }
+            ExitCode::from(e.code)
+        }
+    }
+}
+
+fn run_command(cli: Cli) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("vibedesk: cannot start the async runtime: {e}");
-            return ExitCode::from(exit::FAILED);
-        }
-    };
-    let code = runtime.block_on(async move {
+        .map_err(|e| CliError::failed(format!("cannot start the async runtime: {e}")))?;
+    let result = runtime.block_on(async move {
         match cli.command {
             None => workstation::workstation(cli.workstation).await,
             Some(Command::Run(args)) => run::run(args).await,
@@ -128,15 +139,12 @@ pub fn main() -> ExitCode {
     });
     // Do not wait for tasks still parked on stdin or timers.
     runtime.shutdown_background();
-    ExitCode::from(code)
+    result
 }
 
-/// Loads the configuration or prints why it cannot be loaded.
-pub(crate) fn load_config(overrides: &Overrides) -> Result<Config, u8> {
-    Config::load(overrides).map_err(|e| {
-        eprintln!("vibedesk: {e}");
-        exit::USAGE
-    })
+/// Loads the configuration, or says why it cannot be loaded (exit 2).
+pub(crate) fn load_config(overrides: &Overrides) -> Result<Config, CliError> {
+    Config::load(overrides).map_err(CliError::usage)
 }
 
 /// Logs go to a 0600 file in the state dir, never to the terminal.
@@ -164,36 +172,47 @@ pub(crate) fn init_logging(config: &Config) -> Option<tracing_appender::non_bloc
 /// How to set up a model, in a few lines.
 pub const NO_MODEL_HELP: &str = "no model is configured. Pick a provider and give it a key, for example:\n  export DEEPSEEK_API_KEY=...; vibedesk run --provider deepseek -p \"...\"\n  vibedesk run --provider ollama --model qwen3:8b -p \"...\"      (local server)\n  vibedesk run --base-url http://127.0.0.1:8000/v1 --model M -p \"...\"\nor put `provider = \"deepseek\"` in config.toml (see `vibedesk doctor`). To see the engine work without a model: vibedesk run --demo";
 
+/// Why the configured provider cannot be built: what is missing and where
+/// to set it.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderSetupError {
+    #[error("the scripted provider needs a script: pass --script FILE (format in README.md)")]
+    NoScript,
+    #[error("provider '{0}' needs a base URL: pass --base-url URL or set base_url in config.toml")]
+    NoBaseUrl(String),
+    #[error("provider '{0}' needs a model name: pass --model NAME or set model in config.toml")]
+    NoModel(String),
+    #[error(
+        "provider '{provider}' needs an API key: export {env}=... (or set api_key_env in config.toml)"
+    )]
+    NoKey { provider: String, env: String },
+    #[error("{0}")]
+    Llm(#[from] crate::llm::LlmError),
+}
+
 /// Builds the configured provider, or explains what is missing.
-pub fn build_provider(p: &ProviderConfig) -> Result<Arc<dyn Provider>, String> {
+pub fn build_provider(p: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderSetupError> {
     if p.is_scripted() {
-        let Some(path) = &p.script else {
-            return Err(
-                "the scripted provider needs a script: pass --script FILE (format in README.md)"
-                    .into(),
-            );
-        };
-        let script = Script::from_file(path).map_err(|e| e.to_string())?;
+        let path = p.script.as_ref().ok_or(ProviderSetupError::NoScript)?;
+        let script = Script::from_file(path)?;
         return Ok(Arc::new(ScriptedProvider::new(script)));
     }
-    let Some(base_url) = p.base_url.clone() else {
-        return Err(format!(
-            "provider '{}' needs a base URL: pass --base-url URL or set base_url in config.toml",
-            p.name
-        ));
-    };
-    let Some(model) = p.model.clone() else {
-        return Err(format!(
-            "provider '{}' needs a model name: pass --model NAME or set model in config.toml",
-            p.name
-        ));
-    };
+    let base_url = p
+        .base_url
+        .clone()
+        .ok_or_else(|| ProviderSetupError::NoBaseUrl(p.name.clone()))?;
+    let model = p
+        .model
+        .clone()
+        .ok_or_else(|| ProviderSetupError::NoModel(p.name.clone()))?;
     if p.key_required && p.api_key.is_none() {
-        return Err(format!(
-            "provider '{}' needs an API key: export {}=... (or set api_key_env in config.toml)",
-            p.name,
-            p.api_key_env.as_deref().unwrap_or("VIBEDESK_API_KEY")
-        ));
+        return Err(ProviderSetupError::NoKey {
+            provider: p.name.clone(),
+            env: p
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| "VIBEDESK_API_KEY".to_string()),
+        });
     }
     let provider = OpenAiProvider::new(OpenAiConfig {
         provider_name: p.name.clone(),
@@ -204,8 +223,7 @@ pub fn build_provider(p: &ProviderConfig) -> Result<Arc<dyn Provider>, String> {
         send_reasoning_content: p.send_reasoning_content,
         temperature: p.temperature,
         extra_headers: p.headers.clone(),
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     Ok(Arc::new(provider))
 }
 
@@ -355,7 +373,9 @@ impl AgentSetup {
 
 /// The configured provider, or the offline planner when none is configured.
 /// The second value says why the offline planner is in use, for a notice.
-pub fn provider_or_offline(config: &Config) -> Result<(Arc<dyn Provider>, Option<String>), String> {
+pub fn provider_or_offline(
+    config: &Config,
+) -> Result<(Arc<dyn Provider>, Option<String>), ProviderSetupError> {
     match &config.provider {
         Some(p) => build_provider(p).map(|p| (p, None)),
         None => Ok((

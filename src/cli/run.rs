@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    AgentSetup, DEMO_PROMPT, DEMO_SCRIPT, ProviderArgs, exit, init_logging, load_config,
+    AgentSetup, CliError, DEMO_PROMPT, DEMO_SCRIPT, ProviderArgs, exit, init_logging, load_config,
     provider_or_offline,
 };
 use crate::agent::EventSink;
@@ -47,41 +47,27 @@ pub struct RunArgs {
     pub demo: bool,
 }
 
-pub async fn run(args: RunArgs) -> u8 {
+pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let overrides = Overrides {
         max_iterations: args.max_iterations,
         script: args.script.clone(),
         ..args.provider.overrides()
     };
-    let config = match load_config(&overrides) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let config = load_config(&overrides)?;
     let _log_guard = init_logging(&config);
 
     let provider: Arc<dyn Provider> = if args.demo {
-        match Script::from_json(DEMO_SCRIPT) {
-            Ok(s) => Arc::new(ScriptedProvider::new(s)),
-            Err(e) => {
-                eprintln!("vibedesk: the bundled demo script is broken: {e}");
-                return exit::FAILED;
-            }
-        }
+        let script = Script::from_json(DEMO_SCRIPT)
+            .map_err(|e| CliError::failed(format!("the bundled demo script is broken: {e}")))?;
+        Arc::new(ScriptedProvider::new(script))
     } else {
-        match provider_or_offline(&config) {
-            Ok((p, offline_note)) => {
-                if let Some(note) = offline_note
-                    && !args.json
-                {
-                    eprintln!("vibedesk: {note}");
-                }
-                p
-            }
-            Err(e) => {
-                eprintln!("vibedesk: {e}");
-                return exit::USAGE;
-            }
+        let (p, offline_note) = provider_or_offline(&config).map_err(CliError::usage)?;
+        if let Some(note) = offline_note
+            && !args.json
+        {
+            eprintln!("vibedesk: {note}");
         }
+        p
     };
 
     let limit = config.agent.max_message_bytes;
@@ -89,34 +75,26 @@ pub async fn run(args: RunArgs) -> u8 {
     let prompt = match (&args.prompt, args.demo) {
         (Some(p), _) if p == "-" => {
             let stdin = std::io::stdin();
-            match read_message(stdin.lock(), limit, stdin_file_size(&stdin), &workspace) {
-                Ok(s) => s,
-                Err(ReadMessageError::TooLarge(e)) => {
-                    eprintln!("vibedesk: {e}");
-                    return exit::USAGE;
+            read_message(stdin.lock(), limit, stdin_file_size(&stdin), &workspace).map_err(|e| {
+                match e {
+                    ReadMessageError::TooLarge(e) => CliError::usage(e),
+                    e => CliError::usage(format!("cannot read the prompt from stdin: {e}")),
                 }
-                Err(e) => {
-                    eprintln!("vibedesk: cannot read the prompt from stdin: {e}");
-                    return exit::USAGE;
-                }
-            }
+            })?
         }
         (Some(p), _) => {
-            if let Err(e) = check_message_size(p.len(), limit, &workspace) {
-                eprintln!("vibedesk: {e}");
-                return exit::USAGE;
-            }
+            check_message_size(p.len(), limit, &workspace).map_err(CliError::usage)?;
             p.clone()
         }
         (None, true) => DEMO_PROMPT.to_string(),
         (None, false) => {
-            eprintln!("vibedesk: give a prompt with -p \"...\" (or -p - to read stdin)");
-            return exit::USAGE;
+            return Err(CliError::usage(
+                "give a prompt with -p \"...\" (or -p - to read stdin)",
+            ));
         }
     };
     if prompt.trim().is_empty() {
-        eprintln!("vibedesk: the prompt is empty");
-        return exit::USAGE;
+        return Err(CliError::usage("the prompt is empty"));
     }
 
     if let Some(notice) = reconcile_stale_runs(&config.paths)
@@ -140,21 +118,13 @@ pub async fn run(args: RunArgs) -> u8 {
     let printer = tokio::spawn(print_events(rx, args.json));
     // MCP statuses share the run's event stream (docs §13.2).
     let mcp_sink = EventSink::new(tx.clone());
-    let mcp = match setup.start_mcp(&config, &mcp_sink).await {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
+    let mcp = setup
+        .start_mcp(&config, &mcp_sink)
+        .await
+        .map_err(CliError::usage)?;
     let deps = setup.deps(provider, &config);
-    let mut session = match Session::open(&config.paths, args.session.as_deref(), deps) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
+    let mut session =
+        Session::open(&config.paths, args.session.as_deref(), deps).map_err(CliError::usage)?;
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
     let json = args.json;
@@ -165,6 +135,8 @@ pub async fn run(args: RunArgs) -> u8 {
             }
             on_signal.cancel();
             if tokio::signal::ctrl_c().await.is_ok() {
+                // A second Ctrl-C quits at once, from the signal task:
+                // there is no caller left to return an error to.
                 std::process::exit(i32::from(exit::CANCELLED));
             }
         }
@@ -192,19 +164,18 @@ pub async fn run(args: RunArgs) -> u8 {
                     }
                 );
             }
-            exit::OK
+            Ok(())
         }
-        RunStatus::Cancelled => {
-            eprintln!(
-                "vibedesk: cancelled (session {}, run {})",
+        RunStatus::Cancelled => Err(CliError::new(
+            exit::CANCELLED,
+            format!(
+                "cancelled (session {}, run {})",
                 session.id(),
                 outcome.run_id
-            );
-            exit::CANCELLED
-        }
+            ),
+        )),
         RunStatus::Failed | RunStatus::Interrupted => {
-            eprintln!("vibedesk: run failed: {}", outcome.reason);
-            exit::FAILED
+            Err(CliError::failed(format!("run failed: {}", outcome.reason)))
         }
     }
 }

@@ -14,7 +14,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    AgentSetup, ProviderArgs, build_provider, exit, init_logging, load_config, provider_or_offline,
+    AgentSetup, CliError, ProviderArgs, build_provider, exit, init_logging, load_config,
+    provider_or_offline,
 };
 use crate::agent::events::{AgentEvent, RunStatus};
 use crate::agent::{EventSink, LoopDeps};
@@ -75,7 +76,7 @@ pub struct SwarmRunArgs {
     pub script: Option<PathBuf>,
 }
 
-pub async fn swarm(args: SwarmArgs) -> u8 {
+pub async fn swarm(args: SwarmArgs) -> Result<(), CliError> {
     match args.command {
         SwarmCommand::List { json } => list(json),
         SwarmCommand::Inspect { preset, json } => inspect(&preset, json),
@@ -87,7 +88,7 @@ pub async fn swarm(args: SwarmArgs) -> u8 {
 /// Loads the configuration and finishes what a crash left running: sandbox
 /// jobs and single runs (as every command that shows runs does), then team
 /// runs.
-fn config_reconciled(overrides: &Overrides, quiet: bool) -> Result<Config, u8> {
+fn config_reconciled(overrides: &Overrides, quiet: bool) -> Result<Config, CliError> {
     let config = load_config(overrides)?;
     let notes = [
         crate::session::reconcile_stale_runs(&config.paths),
@@ -111,11 +112,8 @@ pub(super) fn reconciled_note(config: &Config) -> Option<String> {
     ))
 }
 
-fn list(json: bool) -> u8 {
-    let config = match config_reconciled(&Overrides::default(), json) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+fn list(json: bool) -> Result<(), CliError> {
+    let config = config_reconciled(&Overrides::default(), json)?;
     let (presets, errors) = preset::list(&config.paths.config_dir);
     let runs = crate::swarm::list_runs(&config.paths);
     for e in &errors {
@@ -133,7 +131,7 @@ fn list(json: bool) -> u8 {
             "runs": runs,
         });
         println!("{value}");
-        return exit::OK;
+        return Ok(());
     }
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
@@ -178,7 +176,7 @@ fn list(json: bool) -> u8 {
             );
         }
     }
-    exit::OK
+    Ok(())
 }
 
 /// The tools and skills a worker can have: those of the registry and skill
@@ -196,18 +194,10 @@ fn catalog(config: &Config) -> Catalog {
     }
 }
 
-fn inspect(arg: &str, json: bool) -> u8 {
-    let config = match load_config(&Overrides::default()) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let loaded = match preset::load_name_or_file(&config.paths.config_dir, arg) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
+fn inspect(arg: &str, json: bool) -> Result<(), CliError> {
+    let config = load_config(&Overrides::default())?;
+    let loaded =
+        preset::load_name_or_file(&config.paths.config_dir, arg).map_err(CliError::usage)?;
     let report = crate::swarm::inspect(&loaded.preset, &catalog(&config));
     if json {
         println!(
@@ -223,10 +213,11 @@ fn inspect(arg: &str, json: bool) -> u8 {
     } else {
         print_inspection(&loaded, &report);
     }
+    // The issues are on stdout already.
     if report.is_ok() {
-        exit::OK
+        Ok(())
     } else {
-        exit::FAILED
+        Err(CliError::quiet(exit::FAILED))
     }
 }
 
@@ -361,50 +352,28 @@ fn provider_factory(config: &Config, fallback: Arc<dyn Provider>) -> ProviderFac
         Some(p) => {
             let mut p = p.clone();
             p.model = Some(model.to_string());
-            build_provider(&p).map_err(LlmError::Config)
+            build_provider(&p).map_err(|e| LlmError::Config(e.to_string()))
         }
         None => Ok(fallback.clone()),
     })
 }
 
-async fn run(args: SwarmRunArgs) -> u8 {
+async fn run(args: SwarmRunArgs) -> Result<(), CliError> {
     let overrides = Overrides {
         script: args.script.clone(),
         ..args.provider.overrides()
     };
-    let config = match config_reconciled(&overrides, args.json) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let config = config_reconciled(&overrides, args.json)?;
     let _log_guard = init_logging(&config);
-    let vars = match parse_vars(&args.vars) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
-    let loaded = match preset::load_name_or_file(&config.paths.config_dir, &args.preset) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
-    let provider = match provider_or_offline(&config) {
-        Ok((p, note)) => {
-            if let Some(note) = note
-                && !args.json
-            {
-                eprintln!("vibedesk: {note}");
-            }
-            p
-        }
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
+    let vars = parse_vars(&args.vars).map_err(CliError::usage)?;
+    let loaded = preset::load_name_or_file(&config.paths.config_dir, &args.preset)
+        .map_err(CliError::usage)?;
+    let (provider, note) = provider_or_offline(&config).map_err(CliError::usage)?;
+    if let Some(note) = note
+        && !args.json
+    {
+        eprintln!("vibedesk: {note}");
+    }
     let setup = AgentSetup::new(&config);
     if !args.json {
         for note in &setup.notes {
@@ -427,13 +396,8 @@ async fn run(args: SwarmRunArgs) -> u8 {
     )
     .await;
     let _ = printer.await;
-    let outcome = match result {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
+    // The engine refuses before anything starts: a usage error.
+    let outcome = result.map_err(CliError::usage)?;
     if !args.json {
         if let Ok(report) = std::fs::read_to_string(&outcome.report) {
             print!("{report}");
@@ -447,17 +411,15 @@ async fn run(args: SwarmRunArgs) -> u8 {
         );
     }
     match outcome.status {
-        RunStatus::Success => exit::OK,
-        RunStatus::Cancelled => exit::CANCELLED,
-        RunStatus::Failed | RunStatus::Interrupted => {
-            if !args.json {
-                eprintln!(
-                    "vibedesk: team run failed: {}",
-                    outcome.reason.unwrap_or_default()
-                );
-            }
-            exit::FAILED
+        RunStatus::Success => Ok(()),
+        RunStatus::Cancelled => Err(CliError::quiet(exit::CANCELLED)),
+        RunStatus::Failed | RunStatus::Interrupted if args.json => {
+            Err(CliError::quiet(exit::FAILED))
         }
+        RunStatus::Failed | RunStatus::Interrupted => Err(CliError::failed(format!(
+            "team run failed: {}",
+            outcome.reason.unwrap_or_default()
+        ))),
     }
 }
 
@@ -556,21 +518,12 @@ async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
     }
 }
 
-fn show(id: &str, json: bool) -> u8 {
-    let config = match config_reconciled(&Overrides::default(), json) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let (record, dir) = match crate::swarm::load_run(&config.paths, id) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
+fn show(id: &str, json: bool) -> Result<(), CliError> {
+    let config = config_reconciled(&Overrides::default(), json)?;
+    let (record, dir) = crate::swarm::load_run(&config.paths, id).map_err(CliError::usage)?;
     if json {
         println!("{}", serde_json::to_string(&record).unwrap_or_default());
-        return exit::OK;
+        return Ok(());
     }
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{} — {} ({})", record.id, record.title, record.preset);
@@ -617,5 +570,5 @@ fn show(id: &str, json: bool) -> u8 {
         "report {}",
         dir.join(crate::swarm::record::REPORT_FILE).display()
     );
-    exit::OK
+    Ok(())
 }

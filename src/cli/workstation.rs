@@ -10,7 +10,7 @@ use chrono::Offset;
 use futures_util::future::BoxFuture;
 
 use super::{
-    AgentSetup, DEMO_SCRIPT, NO_MODEL_HELP, ProviderArgs, build_provider, exit, init_logging,
+    AgentSetup, CliError, DEMO_SCRIPT, NO_MODEL_HELP, ProviderArgs, build_provider, init_logging,
     load_config, provider_or_offline,
 };
 use crate::config::{Config, Overrides};
@@ -54,30 +54,20 @@ fn no_model_text(reason: Option<&str>) -> String {
     )
 }
 
-pub async fn workstation(args: WorkstationArgs) -> u8 {
+pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        eprintln!(
-            "vibedesk: the workstation needs a terminal; for scripts use `vibedesk run -p \"...\"` (see --help)"
-        );
-        return exit::USAGE;
+        return Err(CliError::usage(
+            "the workstation needs a terminal; for scripts use `vibedesk run -p \"...\"` (see --help)",
+        ));
     }
     let overrides = Overrides {
         script: args.script.clone(),
         ..args.provider.overrides()
     };
-    let config = match load_config(&overrides) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let config = load_config(&overrides)?;
     let _log_guard = init_logging(&config);
 
-    let (keymap, theme) = match keys_and_theme(&config, args.theme.clone()) {
-        Ok(look) => look,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
+    let (keymap, theme) = keys_and_theme(&config, args.theme.clone())?;
 
     let mut notices = Vec::new();
     if let Some(notice) = reconcile_stale_runs(&config.paths) {
@@ -88,13 +78,9 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
     }
 
     let (provider, failure): (Option<Arc<dyn Provider>>, Option<String>) = if args.demo {
-        match DemoProvider::new() {
-            Ok(p) => (Some(Arc::new(p)), None),
-            Err(e) => {
-                eprintln!("vibedesk: the bundled demo script is broken: {e}");
-                return exit::FAILED;
-            }
-        }
+        let demo = DemoProvider::new()
+            .map_err(|e| CliError::failed(format!("the bundled demo script is broken: {e}")))?;
+        (Some(Arc::new(demo)), None)
     } else {
         match provider_or_offline(&config) {
             Ok((p, offline_note)) => {
@@ -103,7 +89,7 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
                 }
                 (Some(p), None)
             }
-            Err(e) => (None, Some(e)),
+            Err(e) => (None, Some(e.to_string())),
         }
     };
     let model_label = model_label(provider.as_deref(), args.demo);
@@ -135,16 +121,10 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
     // registry of every turn; their statuses, later exits included, reach
     // the chat through `mcp_events` (docs §13.2).
     let (mcp_tx, mcp_rx) = tokio::sync::mpsc::unbounded_channel();
-    let mcp = match setup
+    let mcp = setup
         .start_mcp(&config, &crate::agent::EventSink::new(mcp_tx))
         .await
-    {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            return exit::USAGE;
-        }
-    };
+        .map_err(CliError::usage)?;
     if let Some(done) = setup.maintain().await {
         notices.push((NoticeKind::Info, format!("memory maintenance: {done}")));
     }
@@ -172,24 +152,19 @@ pub async fn workstation(args: WorkstationArgs) -> u8 {
     let result = crate::tui::run(ws).await;
     maintenance.abort();
     mcp.shutdown().await;
-    match result {
-        Ok(()) => exit::OK,
-        Err(e) => {
-            eprintln!("vibedesk: {e}");
-            exit::FAILED
-        }
-    }
+    result.map_err(CliError::failed)
 }
 
-/// The key bindings and the theme from `config.toml` (`--theme` first).
-fn keys_and_theme(config: &Config, theme: Option<String>) -> Result<(Keymap, Theme), String> {
-    let settings = TuiSettings::load(&config.config_file).map_err(|e| e.to_string())?;
-    let keymap = settings.keymap().map_err(|e| e.to_string())?;
+/// The key bindings and the theme from `config.toml` (`--theme` first); a
+/// bad one is a usage error.
+fn keys_and_theme(config: &Config, theme: Option<String>) -> Result<(Keymap, Theme), CliError> {
+    let settings = TuiSettings::load(&config.config_file).map_err(CliError::usage)?;
+    let keymap = settings.keymap().map_err(CliError::usage)?;
     let theme_name = theme
         .or_else(|| settings.theme.clone())
         .unwrap_or_else(|| "default".to_string());
     let theme = Theme::load(&theme_name, Some(&config.paths.config_dir.join("themes")))
-        .map_err(|e| e.to_string())?;
+        .map_err(CliError::usage)?;
     Ok((keymap, theme))
 }
 
@@ -214,10 +189,13 @@ fn model_switch(config: &Config, demo: bool) -> Option<ModelSwitch> {
             Some(Arc::new(move |name: &str| {
                 let mut next = pc.clone();
                 next.model = Some(name.to_string());
-                build_provider(&next).map(|p| {
-                    let label = format!("{} · {}", p.name(), p.model());
-                    (p, label)
-                })
+                // The workstation shows the reason as text.
+                build_provider(&next)
+                    .map(|p| {
+                        let label = format!("{} · {}", p.name(), p.model());
+                        (p, label)
+                    })
+                    .map_err(|e| e.to_string())
             }))
         }
         _ => None,

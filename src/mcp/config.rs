@@ -159,30 +159,44 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<McpServerConfig>, McpConfigE
             .clone()
             .try_into()
             .map_err(|e: toml::de::Error| entry_error(name, e.message().to_string()))?;
-        out.push(validate(name, raw).map_err(|problem| entry_error(name, problem))?);
+        out.push(validate(name, raw).map_err(|problem| entry_error(name, problem.to_string()))?);
     }
     Ok(out)
 }
 
-fn validate(name: &str, raw: RawEntry) -> Result<McpServerConfig, String> {
+/// What is wrong with one `[mcp_servers.NAME]` entry.
+#[derive(Debug, thiserror::Error)]
+enum EntryProblem {
+    #[error("give either `command` (a stdio server) or `url` (streamable HTTP), not both")]
+    BothTransports,
+    #[error("give `command` (a stdio server) or `url` (a streamable-HTTP server)")]
+    NoTransport,
+    #[error("`command` is empty")]
+    EmptyCommand,
+    #[error("`bearer_token_env` applies to `url` servers only")]
+    TokenOnStdio,
+    #[error("`args` and `env` apply to `command` servers only")]
+    ArgsOnHttp,
+    #[error("`url` must start with http:// or https://, got {0:?}")]
+    BadUrl(String),
+    #[error("`{key}` must be a number of seconds above 0 and at most 86400, got {value}")]
+    BadSeconds { key: &'static str, value: f64 },
+}
+
+fn validate(name: &str, raw: RawEntry) -> Result<McpServerConfig, EntryProblem> {
     let transport = match (raw.command, raw.url) {
         (Some(_), Some(_)) => {
-            return Err(
-                "give either `command` (a stdio server) or `url` (streamable HTTP), not both"
-                    .into(),
-            );
+            return Err(EntryProblem::BothTransports);
         }
         (None, None) => {
-            return Err(
-                "give `command` (a stdio server) or `url` (a streamable-HTTP server)".into(),
-            );
+            return Err(EntryProblem::NoTransport);
         }
         (Some(command), None) => {
             if command.trim().is_empty() {
-                return Err("`command` is empty".into());
+                return Err(EntryProblem::EmptyCommand);
             }
             if raw.bearer_token_env.is_some() {
-                return Err("`bearer_token_env` applies to `url` servers only".into());
+                return Err(EntryProblem::TokenOnStdio);
             }
             McpTransport::Stdio {
                 command,
@@ -192,12 +206,10 @@ fn validate(name: &str, raw: RawEntry) -> Result<McpServerConfig, String> {
         }
         (None, Some(url)) => {
             if raw.args.is_some() || raw.env.is_some() {
-                return Err("`args` and `env` apply to `command` servers only".into());
+                return Err(EntryProblem::ArgsOnHttp);
             }
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!(
-                    "`url` must start with http:// or https://, got {url:?}"
-                ));
+                return Err(EntryProblem::BadUrl(url));
             }
             McpTransport::Http {
                 url,
@@ -217,15 +229,13 @@ fn validate(name: &str, raw: RawEntry) -> Result<McpServerConfig, String> {
     })
 }
 
-fn seconds(value: Option<f64>, key: &str) -> Result<Option<Duration>, String> {
+fn seconds(value: Option<f64>, key: &'static str) -> Result<Option<Duration>, EntryProblem> {
     match value {
         None => Ok(None),
         Some(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => {
             Ok(Some(Duration::from_secs_f64(s)))
         }
-        Some(s) => Err(format!(
-            "`{key}` must be a number of seconds above 0 and at most 86400, got {s}"
-        )),
+        Some(value) => Err(EntryProblem::BadSeconds { key, value }),
     }
 }
 

@@ -206,11 +206,8 @@ impl VibedeskServer {
                 .shared
                 .run_dir
                 .join(format!("{n:04}_{}", served.exposure.name));
-            std::fs::create_dir_all(&dir).map_err(|source| ToolError::Io {
-                action: "cannot create the run directory",
-                path: dir.display().to_string(),
-                source,
-            })?;
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| ToolError::io("cannot create the run directory", &dir, e))?;
             dir
         };
         Ok(ToolContext {

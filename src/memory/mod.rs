@@ -58,7 +58,10 @@ pub enum MemoryError {
     #[error(
         "cannot archive {entry} before compressing it ({reason}); compression aborted, the entry is unchanged"
     )]
-    ArchiveFailed { entry: String, reason: String },
+    ArchiveFailed {
+        entry: String,
+        reason: store::ArchiveError,
+    },
     #[error("the memory folder {0} is locked by another process; try again shortly")]
     Locked(PathBuf),
     #[error("memory index {path}: {source}")]

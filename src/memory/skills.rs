@@ -205,13 +205,61 @@ impl SkillSet {
 
     /// `<skill name="…">\n<body>\n</skill>`, or the original's error text
     /// `Error: Unknown skill '<name>'. Available: a, b, …`.
-    pub fn content(&self, name: &str) -> Result<String, String> {
+    pub fn content(&self, name: &str) -> Result<String, SkillError> {
         match self.get(name) {
             Some(s) => Ok(format!("<skill name=\"{name}\">\n{}\n</skill>", s.body)),
-            None => Err(format!(
-                "Error: Unknown skill '{name}'. Available: {}",
-                self.names().join(", ")
-            )),
+            None => Err(SkillError::Unknown {
+                name: name.to_string(),
+                available: self.names().join(", "),
+            }),
+        }
+    }
+}
+
+/// Why a skill (or a page of it) cannot be loaded: the messages the model
+/// sees, in the original's `Error: …` form.
+#[derive(Debug, thiserror::Error)]
+pub enum SkillError {
+    #[error("Error: Unknown skill '{name}'. Available: {available}")]
+    Unknown { name: String, available: String },
+    #[error("Error: skill '{name}' has no section '{section}'. Sections: {titles}")]
+    NoSection {
+        name: String,
+        section: String,
+        titles: String,
+    },
+    #[error(
+        "Error: section '{section}' is ambiguous in skill '{name}' ({count} sections match). Re-request one of: {paths}"
+    )]
+    AmbiguousSection {
+        name: String,
+        section: String,
+        count: usize,
+        paths: String,
+    },
+    #[error("Error: offset {offset} is past the end of section '{section}' ({chars} characters)")]
+    OffsetPastSection {
+        offset: usize,
+        section: String,
+        chars: usize,
+    },
+    #[error("Error: offset {offset} is past the end of skill '{name}' ({chars} characters)")]
+    OffsetPastSkill {
+        offset: usize,
+        name: String,
+        chars: usize,
+    },
+}
+
+impl SkillError {
+    /// The tool result's `error_code`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SkillError::Unknown { .. } => "unknown_skill",
+            SkillError::NoSection { .. } | SkillError::AmbiguousSection { .. } => "unknown_section",
+            SkillError::OffsetPastSection { .. } | SkillError::OffsetPastSkill { .. } => {
+                "invalid_offset"
+            }
         }
     }
 }
@@ -485,7 +533,7 @@ pub fn load_skill_page(
     name: &str,
     section: Option<&str>,
     offset: Option<usize>,
-) -> Result<String, String> {
+) -> Result<String, SkillError> {
     let content = skills.content(name)?;
     let start = offset.unwrap_or(0);
     let total = content.chars().count();
@@ -499,14 +547,15 @@ pub fn load_skill_page(
                 .take(SUGGEST_SECTIONS)
                 .map(|s| format!("'{}'", s.title))
                 .collect();
-            return Err(format!(
-                "Error: skill '{name}' has no section '{section_name}'. Sections: {}",
-                if titles.is_empty() {
+            return Err(SkillError::NoSection {
+                name: name.to_string(),
+                section: section_name.to_string(),
+                titles: if titles.is_empty() {
                     "(none — this document has no headings)".to_string()
                 } else {
                     titles.join(", ")
-                }
-            ));
+                },
+            });
         }
         if matches.len() > 1 {
             let paths: Vec<String> = matches
@@ -514,20 +563,22 @@ pub fn load_skill_page(
                 .take(SUGGEST_SECTIONS)
                 .map(|i| format!("'{}'", qualified_path(&sections, *i)))
                 .collect();
-            return Err(format!(
-                "Error: section '{section_name}' is ambiguous in skill '{name}' ({} sections match). Re-request one of: {}",
-                matches.len(),
-                paths.join(", ")
-            ));
+            return Err(SkillError::AmbiguousSection {
+                name: name.to_string(),
+                section: section_name.to_string(),
+                count: matches.len(),
+                paths: paths.join(", "),
+            });
         }
         let s = &sections[matches[0]];
         let body = char_slice(&content, s.start, s.chars());
         let body_len = body.chars().count();
         if start >= body_len {
-            return Err(format!(
-                "Error: offset {start} is past the end of section '{}' ({body_len} characters)",
-                s.title
-            ));
+            return Err(SkillError::OffsetPastSection {
+                offset: start,
+                section: s.title.clone(),
+                chars: body_len,
+            });
         }
         let mut base = Map::new();
         base.insert("status".into(), json!("ok"));
@@ -539,9 +590,11 @@ pub fn load_skill_page(
         return Ok(paged(&base, body, start, PAGE_CHARS).0);
     }
     if start >= total && total > 0 {
-        return Err(format!(
-            "Error: offset {start} is past the end of skill '{name}' ({total} characters)"
-        ));
+        return Err(SkillError::OffsetPastSkill {
+            offset: start,
+            name: name.to_string(),
+            chars: total,
+        });
     }
     let mut base = Map::new();
     base.insert("status".into(), json!("ok"));
@@ -612,7 +665,7 @@ mod tests {
             set.content("alpha").unwrap(),
             "<skill name=\"alpha\">\nAlpha body\n</skill>"
         );
-        let err = set.content("nope").unwrap_err();
+        let err = set.content("nope").unwrap_err().to_string();
         assert!(err.contains("Error") && err.contains("nope"));
         let empty = SkillSet::load_from(Some(&root.join("missing")), None, false);
         assert!(empty.is_empty());
@@ -720,12 +773,14 @@ mod tests {
         assert!(
             load_skill_page(&set, "missing", None, None)
                 .unwrap_err()
+                .to_string()
                 .contains("Unknown skill")
         );
         let total = first["total_chars"].as_u64().unwrap() as usize;
         assert!(
             load_skill_page(&set, "long", None, Some(total))
                 .unwrap_err()
+                .to_string()
                 .contains("past the end")
         );
         let sec = envelope(&set, "long", Some("part 7"), None);
@@ -734,6 +789,7 @@ mod tests {
         assert!(
             load_skill_page(&set, "long", Some("Part 99"), None)
                 .unwrap_err()
+                .to_string()
                 .contains("no section")
         );
 

@@ -25,6 +25,7 @@ use super::entry::{
     days_between, format_ts, one_line, render, sanitize_body, slug_with_hash, truncate_body,
 };
 use super::flags::MemoryFlags;
+use crate::fsio::IoError;
 // Entries are read through the hierarchy module so `Entry::file` is the
 // path relative to `entries/` in both layouts.
 use super::frontmatter;
@@ -196,6 +197,15 @@ struct IndexSlot {
 struct WriteGuard<'a> {
     _inner: MutexGuard<'a, ()>,
     _flock: Option<Flock<File>>,
+}
+
+/// Why an archive copy could not be made (the entry is then left alone).
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error(transparent)]
+    Io(#[from] IoError),
+    #[error("no free archive name")]
+    NoFreeName,
 }
 
 /// The memory folder of one data directory.
@@ -1095,9 +1105,9 @@ impl MemoryStore {
         tag: &str,
         bytes: &[u8],
         now: DateTime<Utc>,
-    ) -> Result<PathBuf, String> {
+    ) -> Result<PathBuf, ArchiveError> {
         std::fs::create_dir_all(&self.archive_dir)
-            .map_err(|e| format!("create {}: {e}", self.archive_dir.display()))?;
+            .map_err(|e| IoError::new("create", &self.archive_dir, e))?;
         let tmp = self.archive_dir.join(format!(
             ".{stem}.{}.{:016x}.tmp",
             std::process::id(),
@@ -1113,7 +1123,7 @@ impl MemoryStore {
         })();
         if let Err(e) = written {
             let _ = std::fs::remove_file(&tmp);
-            return Err(format!("write {}: {e}", tmp.display()));
+            return Err(IoError::new("write", tmp, e).into());
         }
         let result = self.link_unique(&tmp, stem, tag, now);
         let _ = std::fs::remove_file(&tmp);
@@ -1129,7 +1139,7 @@ impl MemoryStore {
         stem: &str,
         tag: &str,
         now: DateTime<Utc>,
-    ) -> Result<PathBuf, String> {
+    ) -> Result<PathBuf, ArchiveError> {
         let ts = now.format("%Y%m%dT%H%M%SZ");
         for n in 1..10_000 {
             let name = if n == 1 {
@@ -1141,10 +1151,10 @@ impl MemoryStore {
             match std::fs::hard_link(src, &target) {
                 Ok(()) => return Ok(target),
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(format!("link {}: {e}", target.display())),
+                Err(e) => return Err(IoError::new("link", target, e).into()),
             }
         }
-        Err("no free archive name".into())
+        Err(ArchiveError::NoFreeName)
     }
 
     /// Compresses one entry to `target` (docs §8.6): archive the current file

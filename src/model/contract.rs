@@ -404,6 +404,14 @@ pub struct ReadArtifactArgs {
     pub limit: Option<i64>,
 }
 
+/// `compact`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompactArgs {
+    /// Topic to preserve in detail (optional)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus_topic: Option<String>,
+}
+
 /// A backtest's headline metrics, typed, with every other metric the engine
 /// wrote kept in `other`. A headline metric that is not a number (null for
 /// NaN, text from `metrics.csv`) stays in `other` as written.

@@ -66,7 +66,7 @@ fn write_rights() -> landlock::BitFlags<AccessFs> {
 
 /// Builds the ruleset that limits writes to `writable` (plus the harmless
 /// devices and `/dev/shm`). Paths that do not exist are skipped.
-pub(crate) fn build_ruleset(writable: &[PathBuf]) -> Result<RulesetCreated, String> {
+pub(crate) fn build_ruleset(writable: &[PathBuf]) -> Result<RulesetCreated, RulesetError> {
     let rights = write_rights();
     let scratch = SHARED_SCRATCH
         .iter()
@@ -92,8 +92,13 @@ pub(crate) fn build_ruleset(writable: &[PathBuf]) -> Result<RulesetCreated, Stri
                 AccessFs::WriteFile | AccessFs::Truncate,
             ))
         })
-        .map_err(|e| format!("cannot build the Landlock ruleset: {e}"))
+        .map_err(RulesetError)
 }
+
+/// The Landlock ruleset could not be built (the kernel refused a step).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the Landlock ruleset: {0}")]
+pub(crate) struct RulesetError(#[source] landlock::RulesetError);
 
 /// Runs in the forked child: enforces `ruleset` on it and everything it
 /// starts. Two system calls (`prctl(PR_SET_NO_NEW_PRIVS)`,

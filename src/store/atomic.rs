@@ -161,7 +161,7 @@ mod tests {
         std::fs::write(target.join("x"), b"x").unwrap();
         let err = atomic_write(&target, b"data").unwrap_err();
         match &err {
-            StoreError::Io { path, .. } => assert_eq!(path, &target),
+            StoreError::Io(e) => assert_eq!(&e.path, &target),
             other => panic!("unexpected error {other:?}"),
         }
         assert_eq!(entries(d.path()), vec!["occupied".to_string()]);
@@ -171,7 +171,7 @@ mod tests {
     fn atomic_write_missing_dir_is_an_error() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("nope").join("f.json");
-        assert!(matches!(atomic_write(&p, b"x"), Err(StoreError::Io { .. })));
+        assert!(matches!(atomic_write(&p, b"x"), Err(StoreError::Io(_))));
         assert!(!p.exists());
     }
 

@@ -1,13 +1,13 @@
 //! The session message log `<session>/messages.jsonl` (docs §5.2): one JSON
 //! message per line, appended and fsynced per message. Reading is forgiving:
 //! a line torn by a crash or other garbage is skipped and reported, never fatal.
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chrono::{SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::StoreError;
-use super::atomic::{append_synced, open_append_repairing};
+use super::jsonl::{FsyncFailure, JsonlLog};
 use crate::model::Message;
 
 /// File name of the log inside a session directory.
@@ -38,11 +38,7 @@ impl StoredMessage {
 
 #[derive(Debug)]
 pub struct MessageLog {
-    path: PathBuf,
-    file: std::fs::File,
-    /// Set when an append failed part-way: the file may end in a partial line,
-    /// so the next append starts with `\n` to keep its record on its own line.
-    needs_separator: bool,
+    log: JsonlLog,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -56,44 +52,18 @@ impl MessageLog {
     /// Opens (creating if needed) `<session_dir>/messages.jsonl`, terminating a
     /// line torn by an earlier crash so new messages are not glued onto it.
     pub fn open(session_dir: &Path) -> Result<Self, StoreError> {
-        let path = session_dir.join(MESSAGES_FILE);
-        let (file, _created) = open_append_repairing(&path)?;
-        Ok(MessageLog {
-            path,
-            file,
-            needs_separator: false,
-        })
+        let log = JsonlLog::open(session_dir.join(MESSAGES_FILE), FsyncFailure::Fails)?;
+        Ok(MessageLog { log })
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.log.path()
     }
 
     /// Appends one message as a single line and fsyncs it; once this returns
     /// Ok the message survives a crash or power loss.
     pub fn append(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
-        let json = serde_json::to_string(message).map_err(|source| StoreError::Json {
-            what: "message",
-            source,
-        })?;
-        let mut line = String::with_capacity(json.len() + 2);
-        if self.needs_separator {
-            line.push('\n');
-        }
-        line.push_str(&json);
-        line.push('\n');
-        match append_synced(&mut self.file, &self.path, line.as_bytes()) {
-            Ok(()) => {
-                self.needs_separator = false;
-                Ok(())
-            }
-            Err(e) => {
-                // We cannot tell how much reached the file; at worst the extra
-                // `\n` makes a blank line, which readers ignore.
-                self.needs_separator = true;
-                Err(e)
-            }
-        }
+        self.log.append("message", message)
     }
 
     /// Every readable message of the session plus the 1-based numbers of the

@@ -4,6 +4,7 @@
 //! (temp file, fsync, rename, fsync of the directory).
 
 pub mod atomic;
+pub mod jsonl;
 pub mod messages;
 pub mod paths;
 pub mod run_state;
@@ -23,13 +24,8 @@ pub use trace_record::TraceRecord;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::fsio::IoError),
     #[error("cannot encode {what} as JSON: {source}")]
     Json {
         what: &'static str,
@@ -40,23 +36,9 @@ pub enum StoreError {
     Invalid(String),
 }
 
-impl From<crate::fsio::IoError> for StoreError {
-    fn from(e: crate::fsio::IoError) -> Self {
-        StoreError::Io {
-            action: e.action,
-            path: e.path,
-            source: e.source,
-        }
-    }
-}
-
 impl StoreError {
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        StoreError::Io {
-            action,
-            path: path.into(),
-            source,
-        }
+        StoreError::Io(crate::fsio::IoError::new(action, path, source))
     }
 }
 

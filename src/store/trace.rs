@@ -4,15 +4,15 @@
 //! the record referring to them is written. A large user message is not
 //! copied at all: its records refer to the session's message log, which
 //! holds the one full copy (see [`refer_to_message_log`]).
-use std::fs::File;
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::StoreError;
-use super::atomic::{atomic_write_with_temp, fsync_dir, open_append_repairing};
+use super::atomic::{atomic_write_with_temp, fsync_dir};
+use super::jsonl::{FsyncFailure, JsonlLog};
 
 /// File name of the trace inside its directory.
 pub const TRACE_FILE: &str = "trace.jsonl";
@@ -109,15 +109,10 @@ impl TraceOptions {
 #[derive(Debug)]
 pub struct TraceWriter {
     dir: PathBuf,
-    path: PathBuf,
-    file: File,
+    /// docs §5.3: after a failed fsync, warn once, then keep writing
+    /// flush-only rather than failing the run.
+    log: JsonlLog,
     options: TraceOptions,
-    /// Cleared after the first fsync failure: docs §5.3 says warn once, then
-    /// keep writing flush-only rather than failing the run.
-    fsync_enabled: bool,
-    /// Set when a line write failed part-way, so the next record starts with
-    /// `\n` instead of being glued to the partial line.
-    needs_separator: bool,
 }
 
 impl TraceWriter {
@@ -126,14 +121,10 @@ impl TraceWriter {
     pub fn open(dir: &Path, options: TraceOptions) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create", dir, e))?;
         let path = dir.join(TRACE_FILE);
-        let (file, _created) = open_append_repairing(&path)?;
         Ok(TraceWriter {
             dir: dir.to_path_buf(),
-            path,
-            file,
+            log: JsonlLog::open(path, FsyncFailure::WarnOnceThenFlushOnly)?,
             options: options.normalized(),
-            fsync_enabled: true,
-            needs_separator: false,
         })
     }
 
@@ -153,13 +144,13 @@ impl TraceWriter {
         let Value::Object(mut obj) = record else {
             return Err(StoreError::Invalid(format!(
                 "trace record for {} must be a JSON object",
-                self.path.display()
+                self.log.path().display()
             )));
         };
         let Some(kind) = obj.get("type").and_then(Value::as_str).map(str::to_owned) else {
             return Err(StoreError::Invalid(format!(
                 "trace record for {} needs a string \"type\"",
-                self.path.display()
+                self.log.path().display()
             )));
         };
         if !obj.contains_key("ts") {
@@ -168,40 +159,7 @@ impl TraceWriter {
         }
         self.offload(&kind, &mut obj)?;
 
-        let json = serde_json::to_string(&obj).map_err(|source| StoreError::Json {
-            what: "trace record",
-            source,
-        })?;
-        let mut line = String::with_capacity(json.len() + 2);
-        if self.needs_separator {
-            line.push('\n');
-        }
-        line.push_str(&json);
-        line.push('\n');
-        if let Err(e) = self.file.write_all(line.as_bytes()) {
-            self.needs_separator = true;
-            return Err(StoreError::io("append to", &self.path, e));
-        }
-        self.needs_separator = false;
-        self.sync();
-        Ok(())
-    }
-
-    /// fsync after each record; on the first failure warn once and continue
-    /// flush-only (docs §5.3, §10.7 TR-1). `File` is unbuffered, so the bytes
-    /// are already in the kernel.
-    fn sync(&mut self) {
-        if !self.fsync_enabled {
-            return;
-        }
-        if let Err(e) = self.file.sync_data() {
-            self.fsync_enabled = false;
-            tracing::warn!(
-                path = %self.path.display(),
-                error = %e,
-                "fsync of the trace failed; continuing without fsync"
-            );
-        }
+        self.log.append("trace record", &obj)
     }
 
     /// Moves oversized fields of `obj` to sidecars, by record type (docs §5.3).
@@ -835,7 +793,7 @@ mod tests {
         std::fs::create_dir_all(blocked.join("inner")).unwrap();
         let err = w.write(json!({"type": "answer", "iter": 1, "content": content}));
         match &err {
-            Err(StoreError::Io { path, .. }) => assert_eq!(path, &blocked),
+            Err(StoreError::Io(e)) => assert_eq!(&e.path, &blocked),
             other => panic!("expected an Io error, got {other:?}"),
         }
         assert_eq!(std::fs::read(d.path().join(TRACE_FILE)).unwrap().len(), 0);
@@ -854,7 +812,7 @@ mod tests {
         let r = w.write(
             json!({"type": "tool_result", "tool": "t", "call_id": "c", "result": "r".repeat(99)}),
         );
-        assert!(matches!(r, Err(StoreError::Io { .. })), "{r:?}");
+        assert!(matches!(r, Err(StoreError::Io(_))), "{r:?}");
         assert_eq!(std::fs::read(d.path().join(TRACE_FILE)).unwrap().len(), 0);
     }
 

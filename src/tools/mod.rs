@@ -117,13 +117,10 @@ pub enum ToolError {
         code: Option<String>,
         message: String,
     },
-    #[error("{action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// `path` is the path as the model gave it, so the message names what
+    /// it asked for.
+    #[error(transparent)]
+    Io(#[from] crate::fsio::IoError),
 }
 
 impl ToolError {
@@ -134,11 +131,20 @@ impl ToolError {
         }
     }
 
+    /// An I/O failure on `path` (as the model named it).
+    pub fn io(
+        action: &'static str,
+        path: impl Into<std::path::PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        ToolError::Io(crate::fsio::IoError::new(action, path, source))
+    }
+
     pub fn code(&self) -> &str {
         match self {
             ToolError::InvalidArguments(_) => "invalid_arguments",
             ToolError::Failed { code, .. } => code.as_deref().unwrap_or("tool_error"),
-            ToolError::Io { .. } => "io_error",
+            ToolError::Io(_) => "io_error",
         }
     }
 

@@ -93,14 +93,27 @@ impl Registry {
     }
 }
 
+/// Arguments that do not fit a tool's schema.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgumentError {
+    #[error("arguments must be a JSON object, got {0}")]
+    NotAnObject(&'static str),
+    #[error("missing required argument(s): {0}")]
+    Missing(String),
+    #[error("argument '{key}' must be of type {expected}, got {got}")]
+    WrongType {
+        key: String,
+        /// The schema's `type`, as JSON (`"integer"`, `["integer","string"]`).
+        expected: Value,
+        got: &'static str,
+    },
+}
+
 /// Checks arguments against the parts of a JSON schema that matter for a
 /// clear error: an object, required keys present, declared property types.
-pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), String> {
+pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), ArgumentError> {
     let Some(obj) = args.as_object() else {
-        return Err(format!(
-            "arguments must be a JSON object, got {}",
-            type_name(args)
-        ));
+        return Err(ArgumentError::NotAnObject(type_name(args)));
     };
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
         let missing: Vec<&str> = required
@@ -109,10 +122,7 @@ pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), String> {
             .filter(|k| obj.get(*k).is_none_or(Value::is_null))
             .collect();
         if !missing.is_empty() {
-            return Err(format!(
-                "missing required argument(s): {}",
-                missing.join(", ")
-            ));
+            return Err(ArgumentError::Missing(missing.join(", ")));
         }
     }
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
@@ -129,10 +139,11 @@ pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), String> {
                 _ => true,
             };
             if !ok {
-                return Err(format!(
-                    "argument '{key}' must be of type {expected}, got {}",
-                    type_name(value)
-                ));
+                return Err(ArgumentError::WrongType {
+                    key: key.clone(),
+                    expected: expected.clone(),
+                    got: type_name(value),
+                });
             }
         }
     }
@@ -172,9 +183,13 @@ mod tests {
     fn argument_checks_name_the_problem() {
         let schema = json!({"type":"object","properties":{"path":{"type":"string"},"limit":{"type":"integer"}},"required":["path"]});
         assert!(check_arguments(&schema, &json!({"path":"a"})).is_ok());
-        let e = check_arguments(&schema, &json!({})).unwrap_err();
+        let e = check_arguments(&schema, &json!({}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("path"), "{e}");
-        let e = check_arguments(&schema, &json!({"path":"a","limit":"5"})).unwrap_err();
+        let e = check_arguments(&schema, &json!({"path":"a","limit":"5"}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("limit") && e.contains("string"), "{e}");
         assert!(check_arguments(&schema, &json!([1])).is_err());
     }

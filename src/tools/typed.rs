@@ -48,7 +48,8 @@ pub trait TypedTool: Send + Sync {
 /// Checks `args` against the schema of `A` (an object, required keys,
 /// declared types: the scheduler's messages), then parses it.
 pub fn parse_args<A: DeserializeOwned + JsonSchema>(args: Value) -> Result<A, ToolError> {
-    check_arguments(&parameters_schema::<A>(), &args).map_err(ToolError::InvalidArguments)?;
+    check_arguments(&parameters_schema::<A>(), &args)
+        .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
     serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments(e.to_string()))
 }
 

@@ -61,19 +61,19 @@ pub enum Msg {
     /// Open this session in the chat (`--session` at start).
     OpenSession(String),
     Sessions(Vec<SessionRow>),
-    Detail(Result<SessionDetail, String>),
+    Detail(Result<SessionDetail, crate::tui::transcripts::DetailError>),
     Transcript {
         name: String,
-        result: Result<Vec<Message>, String>,
+        result: Result<Vec<Message>, crate::tui::transcripts::TranscriptError>,
     },
     /// The memory entries were listed (for the browser's memory view).
-    Memory(Result<MemoryListing, String>),
+    Memory(Result<MemoryListing, crate::tui::memories::MemoryViewError>),
     /// The research teams' runs on disk were listed.
     Teams(Vec<TeamRunRow>),
     /// One memory entry and its archived originals were read.
     MemoryEntry {
         file: String,
-        result: Result<MemoryDetail, String>,
+        result: Result<MemoryDetail, crate::tui::memories::MemoryViewError>,
     },
     Notice {
         kind: NoticeKind,
@@ -86,7 +86,7 @@ pub enum Msg {
     /// read for the cell `id`.
     BacktestLoaded {
         id: u64,
-        series: Result<EquitySeries, String>,
+        series: Result<EquitySeries, crate::tui::backtest::EquityError>,
         info: Option<BacktestInfo>,
     },
     /// The team run's launcher returned (its events are all folded): with
@@ -1044,7 +1044,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             if let Some(b) = app.overlays.browser_mut() {
                 match r {
                     Ok(d) => b.set_detail(d),
-                    Err(e) => b.error = Some(e),
+                    Err(e) => b.error = Some(e.to_string()),
                 }
             }
             vec![]
@@ -1053,7 +1053,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             if let Some(b) = app.overlays.browser_mut() {
                 match result {
                     Ok(m) => b.set_transcript(&name, m),
-                    Err(e) => b.error = Some(e),
+                    Err(e) => b.error = Some(e.to_string()),
                 }
             }
             vec![]

@@ -16,6 +16,7 @@
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ratatui::buffer::Buffer;
@@ -31,7 +32,7 @@ use super::format::{one_line, width as text_width};
 use super::theme::Theme;
 use super::wrap::{wrap_hard, wrap_spans};
 use crate::model::contract::BacktestOutput;
-use crate::research::backtest::chart::{sparkline, terminal_points};
+use crate::research::backtest::chart::{compact, sparkline, terminal_points};
 
 /// The tool whose results get this cell.
 pub const TOOL: &str = "backtest";
@@ -45,6 +46,9 @@ const MAX_EQUITY_BYTES: u64 = 64 << 20;
 /// Columns of the y-axis labels, the same for both charts so their plot
 /// areas line up.
 const LABEL_W: usize = 7;
+/// Decimals of the y-axis labels below 100: three labels on a curve of small
+/// values must not read alike (see [`compact`]).
+const LABEL_SMALL_DECIMALS: usize = 2;
 /// Indent of everything under the cell's first line.
 const PAD: &str = "    ";
 
@@ -188,10 +192,10 @@ impl BacktestCell {
     }
 
     /// Takes a load's answer.
-    pub fn apply(&mut self, series: Result<EquitySeries, String>, info: Option<BacktestInfo>) {
+    pub fn apply(&mut self, series: Result<EquitySeries, EquityError>, info: Option<BacktestInfo>) {
         self.series = match series {
             Ok(s) => SeriesState::Loaded(s),
-            Err(e) => SeriesState::Failed(e),
+            Err(e) => SeriesState::Failed(e.to_string()),
         };
         if let Some(i) = info
             && self.needs_info()
@@ -303,47 +307,88 @@ pub fn cell_for_result(
 
 // ---------------------------------------------------------------- loading
 
+/// Why a run's equity curve cannot be drawn: a short reason for the cell.
+/// Cloned into the message that carries it, hence shared sources.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum EquityError {
+    #[error("{file} not found in the run directory", file = EQUITY_FILE)]
+    Missing,
+    #[error("cannot read {file}: {0}", file = EQUITY_FILE)]
+    Unreadable(Arc<std::io::Error>),
+    #[error("{file} is too large to draw ({0} MB)", file = EQUITY_FILE)]
+    TooLarge(u64),
+    #[error("{file} is malformed: {0}", file = EQUITY_FILE)]
+    Malformed(EquityCsvError),
+}
+
+/// What is wrong inside an equity CSV.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum EquityCsvError {
+    #[error("{0}")]
+    Header(Arc<csv::Error>),
+    #[error("no equity column")]
+    NoEquityColumn,
+    #[error("line {line} has {len} fields, the header {expected}")]
+    Ragged {
+        line: usize,
+        len: u64,
+        expected: u64,
+    },
+    #[error("line {line}: {source}")]
+    Record {
+        line: usize,
+        source: Arc<csv::Error>,
+    },
+    #[error("line {line}: {what} '{cell}' is not a number")]
+    NotANumber {
+        line: usize,
+        what: &'static str,
+        cell: String,
+    },
+    #[error("no equity values")]
+    NoValues,
+}
+
 /// Reads the series (and, when asked, the result's text parts) of the run
 /// in `run_dir`. Blocking IO: the runtime calls this on a blocking thread.
 pub fn load(
     run_dir: &Path,
     want_info: bool,
-) -> (Result<EquitySeries, String>, Option<BacktestInfo>) {
+) -> (Result<EquitySeries, EquityError>, Option<BacktestInfo>) {
     let series = read_equity(&run_dir.join(EQUITY_FILE));
     let info = want_info.then(|| info_from_disk(run_dir));
     (series, info)
 }
 
 /// `equity.csv`, parsed; the error is a short reason for the cell.
-pub fn read_equity(path: &Path) -> Result<EquitySeries, String> {
+pub fn read_equity(path: &Path) -> Result<EquitySeries, EquityError> {
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        ErrorKind::NotFound => format!("{EQUITY_FILE} not found in the run directory"),
-        _ => format!("cannot read {EQUITY_FILE}: {e}"),
+        ErrorKind::NotFound => EquityError::Missing,
+        _ => EquityError::Unreadable(Arc::new(e)),
     })?;
     if meta.len() > MAX_EQUITY_BYTES {
-        return Err(format!(
-            "{EQUITY_FILE} is too large to draw ({} MB)",
-            meta.len() >> 20
-        ));
+        return Err(EquityError::TooLarge(meta.len() >> 20));
     }
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read {EQUITY_FILE}: {e}"))?;
-    parse_equity_csv(&text).map_err(|e| format!("{EQUITY_FILE} is malformed: {e}"))
+    let text = std::fs::read_to_string(path).map_err(|e| EquityError::Unreadable(Arc::new(e)))?;
+    parse_equity_csv(&text).map_err(EquityError::Malformed)
 }
 
 /// Parses an equity CSV by its header: `equity` is required; `timestamp`
 /// (or `date`), `drawdown` and `benchmark_equity` are used when present.
 /// Empty cells are gaps; any other cell that is not a number is an error.
-pub fn parse_equity_csv(text: &str) -> Result<EquitySeries, String> {
+pub fn parse_equity_csv(text: &str) -> Result<EquitySeries, EquityCsvError> {
     let mut rdr = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .from_reader(text.as_bytes());
-    let head = rdr.headers().map_err(|e| e.to_string())?.clone();
+    let head = rdr
+        .headers()
+        .map_err(|e| EquityCsvError::Header(Arc::new(e)))?
+        .clone();
     let col = |names: &[&str]| {
         head.iter()
             .position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)))
     };
-    let eq_i = col(&["equity"]).ok_or("no equity column")?;
+    let eq_i = col(&["equity"]).ok_or(EquityCsvError::NoEquityColumn)?;
     let ts_i = col(&["timestamp", "date"]);
     let dd_i = col(&["drawdown"]);
     let bm_i = col(&["benchmark_equity"]);
@@ -356,19 +401,25 @@ pub fn parse_equity_csv(text: &str) -> Result<EquitySeries, String> {
         let rec = rec.map_err(|e| match e.kind() {
             csv::ErrorKind::UnequalLengths {
                 expected_len, len, ..
-            } => format!("line {line} has {len} fields, the header {expected_len}"),
-            _ => format!("line {line}: {e}"),
+            } => EquityCsvError::Ragged {
+                line,
+                len: *len,
+                expected: *expected_len,
+            },
+            _ => EquityCsvError::Record {
+                line,
+                source: Arc::new(e),
+            },
         })?;
-        let num = |i: usize, what: &str| -> Result<f64, String> {
+        let num = |i: usize, what: &'static str| -> Result<f64, EquityCsvError> {
             let cell = rec.get(i).unwrap_or("");
             if cell.is_empty() || cell.eq_ignore_ascii_case("nan") {
                 return Ok(f64::NAN);
             }
-            cell.parse::<f64>().map_err(|_| {
-                format!(
-                    "line {line}: {what} '{}' is not a number",
-                    one_line(cell, 16)
-                )
+            cell.parse::<f64>().map_err(|_| EquityCsvError::NotANumber {
+                line,
+                what,
+                cell: one_line(cell, 16),
             })
         };
         out.equity.push(num(eq_i, "equity")?);
@@ -382,7 +433,7 @@ pub fn parse_equity_csv(text: &str) -> Result<EquitySeries, String> {
             .push(ts_i.and_then(|i| rec.get(i)).unwrap_or("").to_string());
     }
     if !out.equity.iter().any(|v| v.is_finite()) {
-        return Err("no equity values".into());
+        return Err(EquityCsvError::NoValues);
     }
     out.drawdown = if dd_i.is_some() {
         dd
@@ -618,22 +669,6 @@ fn spark_line(s: &EquitySeries, width: usize, theme: &Theme) -> Line<'static> {
     Line::from(spans)
 }
 
-/// 1234567 → "1.23M", 45678 → "45.7k" (the SVG chart's labels).
-fn compact(y: f64) -> String {
-    let a = y.abs();
-    if a >= 1e9 {
-        format!("{:.2}B", y / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.2}M", y / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.1}k", y / 1e3)
-    } else if a >= 100.0 {
-        format!("{y:.0}")
-    } else {
-        format!("{y:.2}")
-    }
-}
-
 /// A drawdown label: whole percents, with a decimal for shallow ones.
 fn dd_pct(x: f64) -> String {
     let p = x * 100.0;
@@ -726,9 +761,9 @@ fn charts(s: &EquitySeries, width: usize, theme: &Theme, out: &mut Vec<Line<'sta
                 .bounds([lo, hi])
                 .style(theme.border)
                 .labels([
-                    y_label(compact(lo), theme),
-                    y_label(compact((lo + hi) / 2.0), theme),
-                    y_label(compact(hi), theme),
+                    y_label(compact(lo, LABEL_SMALL_DECIMALS), theme),
+                    y_label(compact((lo + hi) / 2.0, LABEL_SMALL_DECIMALS), theme),
+                    y_label(compact(hi, LABEL_SMALL_DECIMALS), theme),
                 ]),
         );
     let eq_h = (width / 8).clamp(8, 14);
@@ -859,16 +894,19 @@ mod tests {
         assert!(
             parse_equity_csv("a,b\n1,2\n")
                 .unwrap_err()
+                .to_string()
                 .contains("no equity")
         );
         assert!(
             parse_equity_csv("equity\nabc\n")
                 .unwrap_err()
+                .to_string()
                 .contains("line 2")
         );
         assert!(
             parse_equity_csv("equity,x\n1,2\n3\n")
                 .unwrap_err()
+                .to_string()
                 .contains("line 3 has 1 fields")
         );
         assert!(parse_equity_csv("equity\n").is_err());

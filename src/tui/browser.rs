@@ -187,7 +187,7 @@ impl Browser {
     }
 
     /// The memory list arrived (or could not be read).
-    pub fn set_memory(&mut self, r: Result<MemoryListing, String>) {
+    pub fn set_memory(&mut self, r: Result<MemoryListing, super::memories::MemoryViewError>) {
         match r {
             Ok(m) => {
                 // Said on the bottom line (the rows keep their own marks).
@@ -222,11 +222,15 @@ impl Browser {
 
     /// One entry arrived for the entry view of `file`; a late answer for an
     /// entry no longer open is dropped.
-    pub fn set_memory_entry(&mut self, file: &str, r: Result<MemoryDetail, String>) {
+    pub fn set_memory_entry(
+        &mut self,
+        file: &str,
+        r: Result<MemoryDetail, super::memories::MemoryViewError>,
+    ) {
         let open = matches!(self.view(), View::MemoryEntry(v) if v.file == file);
         match r {
             Ok(d) if open => self.memory_entry = Some(d),
-            Err(e) if open => self.error = Some(e),
+            Err(e) if open => self.error = Some(e.to_string()),
             _ => {}
         }
     }
@@ -297,7 +301,7 @@ impl Browser {
     pub fn backtest_loaded(
         &mut self,
         id: u64,
-        series: Result<EquitySeries, String>,
+        series: Result<EquitySeries, backtest::EquityError>,
         info: Option<BacktestInfo>,
     ) {
         for l in self.stack.iter_mut().rev() {

@@ -131,7 +131,7 @@ impl Chat {
     pub fn backtest_loaded(
         &mut self,
         id: u64,
-        series: Result<EquitySeries, String>,
+        series: Result<EquitySeries, backtest::EquityError>,
         info: Option<BacktestInfo>,
     ) -> bool {
         let found = self.backtest_index(id);

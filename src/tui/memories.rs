@@ -166,11 +166,28 @@ fn read_row(path: &Path, file: &str, now: DateTime<Utc>, decay: bool) -> MemoryR
     }
 }
 
+/// Why the memory browser cannot show the list or an entry. Cloned into
+/// the message that carries it, so a store error travels as its text.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum MemoryViewError {
+    #[error("{0}")]
+    Listing(String),
+    #[error("'{0}' is not a memory entry file")]
+    NotAnEntry(String),
+    #[error("memory {0} no longer exists (forgotten or archived by GC?)")]
+    Gone(String),
+}
+
 /// Every entry, most recently accessed first (unreadable ones last), each
 /// with its archive count. A missing memory folder lists nothing.
-pub fn list(memory_dir: &Path, now: DateTime<Utc>, decay: bool) -> Result<MemoryListing, String> {
+pub fn list(
+    memory_dir: &Path,
+    now: DateTime<Utc>,
+    decay: bool,
+) -> Result<MemoryListing, MemoryViewError> {
     let entries = memory_dir.join("entries");
-    let files = listing::entry_files(&entries).map_err(|e| e.to_string())?;
+    let files =
+        listing::entry_files(&entries).map_err(|e| MemoryViewError::Listing(e.to_string()))?;
     // One listing of the archive for all entries; a failure only loses counts.
     let archives = listing::list_archives(&memory_dir.join("archive")).unwrap_or_default();
     let mut rows: Vec<MemoryRow> = files
@@ -220,15 +237,13 @@ pub fn detail(
     file: &str,
     now: DateTime<Utc>,
     decay: bool,
-) -> Result<MemoryDetail, String> {
+) -> Result<MemoryDetail, MemoryViewError> {
     if !valid_file(file) {
-        return Err(format!("'{file}' is not a memory entry file"));
+        return Err(MemoryViewError::NotAnEntry(file.to_string()));
     }
     let path = memory_dir.join("entries").join(file);
     if !path.is_file() {
-        return Err(format!(
-            "memory {file} no longer exists (forgotten or archived by GC?)"
-        ));
+        return Err(MemoryViewError::Gone(file.to_string()));
     }
     let mut row = read_row(&path, file, now, decay);
     let (copies, archive_error) =

@@ -137,16 +137,22 @@ struct Worker {
     target: Option<String>,
 }
 
+/// Why the worker could not open its session.
+#[derive(Debug, thiserror::Error)]
+enum OpenError {
+    #[error("no model is configured")]
+    NoModel,
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
+}
+
 impl Worker {
-    fn open(&mut self) -> Result<(), String> {
+    fn open(&mut self) -> Result<(), OpenError> {
         if self.session.is_some() {
             return Ok(());
         }
-        let Some(deps) = self.deps.clone() else {
-            return Err("no model is configured".into());
-        };
-        let mut s =
-            Session::open(&self.paths, self.target.as_deref(), deps).map_err(|e| e.to_string())?;
+        let deps = self.deps.clone().ok_or(OpenError::NoModel)?;
+        let mut s = Session::open(&self.paths, self.target.as_deref(), deps)?;
         s.set_compaction_request(self.compaction.clone());
         self.target = Some(s.id().to_string());
         self.session = Some(s);
@@ -199,7 +205,7 @@ impl Worker {
                             },
                             Err(e) => {
                                 self.target = None;
-                                Msg::SessionFailed(e)
+                                Msg::SessionFailed(e.to_string())
                             }
                         }
                     } else {

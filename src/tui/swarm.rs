@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::backtest::{BacktestInfo, EquitySeries, LoadRequest};
+use super::backtest::{BacktestInfo, EquityError, EquitySeries, LoadRequest};
 use super::cells::NoticeKind;
 use super::chat::Chat;
 use super::gauge::Gauge;
@@ -497,7 +497,7 @@ impl TeamBoard {
     pub fn backtest_loaded(
         &mut self,
         id: u64,
-        series: Result<EquitySeries, String>,
+        series: Result<EquitySeries, EquityError>,
         info: Option<BacktestInfo>,
     ) -> bool {
         match self

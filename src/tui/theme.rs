@@ -229,8 +229,19 @@ impl Theme {
     }
 }
 
+/// A colour or modifier in a theme file that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StyleError {
+    #[error("bad colour '{0}'")]
+    BadHex(String),
+    #[error("unknown colour '{0}' (use an ANSI name such as red or dark_gray, #rrggbb, or 0-255)")]
+    UnknownColour(String),
+    #[error("unknown modifier '{0}' (bold, dim, italic, underlined, reversed, crossed_out)")]
+    UnknownModifier(String),
+}
+
 impl StyleSpec {
-    fn to_style(&self) -> Result<Style, String> {
+    fn to_style(&self) -> Result<Style, StyleError> {
         let mut style = Style::default();
         if let Some(fg) = &self.fg {
             style = style.fg(parse_color(fg)?);
@@ -247,7 +258,7 @@ impl StyleSpec {
 
 /// ANSI names (`red`, `light_blue`, `dark_gray`, `reset`), `#rrggbb` or a
 /// 256-colour index.
-pub fn parse_color(s: &str) -> Result<Color, String> {
+pub fn parse_color(s: &str) -> Result<Color, StyleError> {
     let n = s.trim().to_ascii_lowercase().replace(['-', ' '], "_");
     Ok(match n.as_str() {
         "reset" | "default" => Color::Reset,
@@ -268,21 +279,18 @@ pub fn parse_color(s: &str) -> Result<Color, String> {
         "light_cyan" | "bright_cyan" => Color::LightCyan,
         "white" | "bright_white" => Color::White,
         hex if hex.starts_with('#') && hex.len() == 7 => {
-            let v = u32::from_str_radix(&hex[1..], 16).map_err(|_| format!("bad colour '{s}'"))?;
+            let v = u32::from_str_radix(&hex[1..], 16)
+                .map_err(|_| StyleError::BadHex(s.to_string()))?;
             Color::Rgb((v >> 16) as u8, (v >> 8) as u8, v as u8)
         }
         idx => match idx.parse::<u8>() {
             Ok(i) => Color::Indexed(i),
-            Err(_) => {
-                return Err(format!(
-                    "unknown colour '{s}' (use an ANSI name such as red or dark_gray, #rrggbb, or 0-255)"
-                ));
-            }
+            Err(_) => return Err(StyleError::UnknownColour(s.to_string())),
         },
     })
 }
 
-fn parse_modifier(s: &str) -> Result<Modifier, String> {
+fn parse_modifier(s: &str) -> Result<Modifier, StyleError> {
     Ok(match s.trim().to_ascii_lowercase().as_str() {
         "bold" => Modifier::BOLD,
         "dim" => Modifier::DIM,
@@ -291,11 +299,7 @@ fn parse_modifier(s: &str) -> Result<Modifier, String> {
         "reversed" | "reverse" => Modifier::REVERSED,
         "crossed_out" | "strikethrough" => Modifier::CROSSED_OUT,
         "slow_blink" | "blink" => Modifier::SLOW_BLINK,
-        other => {
-            return Err(format!(
-                "unknown modifier '{other}' (bold, dim, italic, underlined, reversed, crossed_out)"
-            ));
-        }
+        other => return Err(StyleError::UnknownModifier(other.to_string())),
     })
 }
 

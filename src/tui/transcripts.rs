@@ -102,14 +102,35 @@ fn rows_of(paths: &Paths, metas: Vec<SessionMeta>) -> Vec<SessionRow> {
         .collect()
 }
 
+/// A transcript file that cannot be read. Cloned into the message that
+/// carries it, hence the shared source.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("cannot read {}: {source}", path.display())]
+pub struct TranscriptError {
+    pub path: PathBuf,
+    pub source: std::sync::Arc<std::io::Error>,
+}
+
+/// Why a session's detail cannot be shown. Cloned into the message that
+/// carries it, so a store error travels as its text.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum DetailError {
+    #[error("'{0}' is not a valid session id")]
+    BadId(String),
+    #[error("session {0} does not exist")]
+    Missing(String),
+    #[error("{0}")]
+    Log(String),
+}
+
 /// Everything the browser shows about one session.
-pub fn detail(paths: &Paths, id: &str) -> Result<SessionDetail, String> {
+pub fn detail(paths: &Paths, id: &str) -> Result<SessionDetail, DetailError> {
     if !crate::session::valid_id(id) {
-        return Err(format!("'{id}' is not a valid session id"));
+        return Err(DetailError::BadId(id.to_string()));
     }
     let dir = paths.session_dir(id);
     if !dir.is_dir() {
-        return Err(format!("session {id} does not exist"));
+        return Err(DetailError::Missing(id.to_string()));
     }
     let mut out = SessionDetail {
         id: id.to_string(),
@@ -121,7 +142,7 @@ pub fn detail(paths: &Paths, id: &str) -> Result<SessionDetail, String> {
             out.messages = r.messages;
             out.skipped += r.skipped_lines.len();
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(DetailError::Log(e.to_string())),
     }
     if let Ok(t) = read_trace(&dir, None) {
         out.trace = t.records;
@@ -186,8 +207,11 @@ pub fn list_transcripts(session_dir: &Path) -> Vec<TranscriptFile> {
 }
 
 /// The messages of one transcript file and the count of unreadable lines.
-pub fn read_transcript(path: &Path) -> Result<(Vec<Message>, usize), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+pub fn read_transcript(path: &Path) -> Result<(Vec<Message>, usize), TranscriptError> {
+    let bytes = std::fs::read(path).map_err(|e| TranscriptError {
+        path: path.to_path_buf(),
+        source: std::sync::Arc::new(e),
+    })?;
     let mut out = Vec::new();
     let mut skipped = 0;
     for line in crate::text::lines(&bytes) {

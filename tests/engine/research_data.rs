@@ -594,7 +594,14 @@ fn fallback_order_follows_the_market_chains() {
     assert_eq!(order("600519.SH", SourceChoice::Auto), vec![Local]);
     let (_, plan) = md.plan("AAPL", SourceChoice::Auto);
     assert!(plan[0].1.is_ok() && plan[1].1.is_ok());
-    assert!(plan[2].1.as_ref().unwrap_err().contains("switched off"));
+    assert!(
+        plan[2]
+            .1
+            .as_ref()
+            .unwrap_err()
+            .to_string()
+            .contains("switched off")
+    );
 }
 
 #[tokio::test]

@@ -45,13 +45,24 @@ impl Default for AutoParams {
 
 /// Writes one summary. Errors and timeouts make the compaction degraded.
 pub trait Summarizer: Send + Sync {
-    fn summarize(&self, prompt: String) -> BoxFuture<'_, Result<String, String>>;
+    fn summarize(&self, prompt: String) -> BoxFuture<'_, Result<String, SummaryError>>;
+}
+
+/// Why one summary call gave nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum SummaryError {
+    #[error("no summary within {}s", .0.as_secs_f64())]
+    Deadline(std::time::Duration),
+    #[error(transparent)]
+    Llm(#[from] crate::llm::LlmError),
+    #[error("cancelled")]
+    Cancelled,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompactError {
     #[error("cannot write the transcript before compacting, so nothing was compacted: {0}")]
-    Transcript(String),
+    Transcript(crate::store::StoreError),
     #[error(transparent)]
     Chunks(#[from] ChunkError),
 }
@@ -103,7 +114,7 @@ pub async fn auto_compact<M: ChatMessage + Serialize>(
     params: AutoParams,
     count_text: &(dyn Fn(&str) -> u64 + Sync),
     summarizer: &dyn Summarizer,
-    write_transcript: &mut (dyn FnMut(&[M]) -> Result<PathBuf, String> + Send),
+    write_transcript: &mut (dyn FnMut(&[M]) -> Result<PathBuf, crate::store::StoreError> + Send),
     state_summary: &str,
 ) -> Result<AutoOutcome, CompactError> {
     if messages.len() < 2 {
@@ -240,7 +251,7 @@ impl CannedSummaries {
 }
 
 impl Summarizer for CannedSummaries {
-    fn summarize(&self, prompt: String) -> BoxFuture<'_, Result<String, String>> {
+    fn summarize(&self, prompt: String) -> BoxFuture<'_, Result<String, SummaryError>> {
         if let Ok(mut p) = self.prompts.lock() {
             p.push(prompt);
         }
@@ -250,7 +261,9 @@ impl Summarizer for CannedSummaries {
             tokio::time::sleep(delay).await;
             match next {
                 Some(Some(s)) => Ok(s),
-                Some(None) => Err("canned failure".into()),
+                Some(None) => Err(SummaryError::Llm(crate::llm::LlmError::Config(
+                    "canned failure".into(),
+                ))),
                 None => Ok(String::new()),
             }
         })
@@ -275,7 +288,7 @@ mod tests {
     ) -> AutoOutcome {
         let dir = tempfile::tempdir().unwrap();
         let archive = super::super::archive::TranscriptArchive::new(dir.path(), "r");
-        let mut write = |m: &[Message]| archive.write_transcript(m).map_err(|e| e.to_string());
+        let mut write = |m: &[Message]| archive.write_transcript(m);
         auto_compact(
             msgs,
             prev,
@@ -434,7 +447,9 @@ mod tests {
         msgs.extend((0..6).map(|_| Message::user("y".repeat(1000))));
         let before = msgs.clone();
         let s = CannedSummaries::new(vec![Some("x".into())]);
-        let mut write = |_m: &[Message]| Err::<PathBuf, String>("disk full".into());
+        let mut write = |_m: &[Message]| {
+            Err::<PathBuf, _>(crate::store::StoreError::Invalid("disk full".into()))
+        };
         let params = AutoParams {
             tail_token_budget: 300,
             chunk_chars: 80_000,

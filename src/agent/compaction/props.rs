@@ -143,8 +143,7 @@ fn compact(msgs: &mut Vec<Message>, ops: &[u8], keep_recent: usize, session: &Pa
             }
             _ => {
                 let summaries = CannedSummaries::new(vec![Some("summary".into()); 8]);
-                let mut write =
-                    |m: &[Message]| archive.write_transcript(m).map_err(|e| e.to_string());
+                let mut write = |m: &[Message]| archive.write_transcript(m);
                 let params = AutoParams {
                     tail_token_budget: 2_000,
                     chunk_chars: 80_000,

@@ -666,9 +666,9 @@ fn run_jobs(jobs: Vec<Job<'_>>) -> Result<(), BacktestError> {
         work();
         for h in handles {
             if h.join().is_err() {
-                fail(BacktestError::Chart(
-                    "an artifact writer thread panicked".into(),
-                ));
+                fail(BacktestError::Chart(chart::ChartError::Panicked(
+                    "an artifact writer",
+                )));
             }
         }
     });
@@ -777,11 +777,11 @@ where
     let (written, files) = std::thread::scope(|scope| {
         let ohlcv = scope.spawn(ohlcv_files);
         let written = run_jobs(jobs);
-        let files = ohlcv.join().unwrap_or_else(|_| {
-            Err(BacktestError::Chart(
-                "the OHLCV writer thread panicked".into(),
-            ))
-        });
+        let files = ohlcv
+            .join()
+            .unwrap_or(Err(BacktestError::Chart(chart::ChartError::Panicked(
+                "the OHLCV writer",
+            ))));
         (written, files)
     });
     written?;

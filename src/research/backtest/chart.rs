@@ -19,6 +19,8 @@ static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 
 pub const WIDTH: u32 = 960;
 pub const HEIGHT: u32 = 600;
+/// Decimals of the SVG chart's axis labels below 100 (see [`compact`]).
+pub const SVG_SMALL_DECIMALS: usize = 0;
 /// Points per series at most after decimation.
 const MAX_POINTS: usize = 1_600;
 
@@ -73,8 +75,12 @@ pub fn decimate(values: &[f64], max_points: usize) -> Vec<usize> {
     out
 }
 
-/// 1234567 → "1.23M", 45678 → "45.7k".
-fn compact(y: f64) -> String {
+/// An axis label: 1234567 → "1.23M", 45678 → "45.7k", 1234 → "1234";
+/// below 100 with `decimals_below_100` decimals. The SVG chart uses 0
+/// ([`SVG_SMALL_DECIMALS`]); the workstation keeps 2, since its axis has only
+/// three labels, which whole numbers would make read alike on a curve of
+/// small values (0.95 … 1.20).
+pub fn compact(y: f64, decimals_below_100: usize) -> String {
     let a = y.abs();
     if a >= 1e9 {
         format!("{:.2}B", y / 1e9)
@@ -82,8 +88,10 @@ fn compact(y: f64) -> String {
         format!("{:.2}M", y / 1e6)
     } else if a >= 1e4 {
         format!("{:.1}k", y / 1e3)
-    } else {
+    } else if a >= 100.0 {
         format!("{y:.0}")
+    } else {
+        format!("{y:.decimals_below_100$}")
     }
 }
 
@@ -104,11 +112,31 @@ fn bounds(series: &[&[f64]]) -> (f64, f64) {
     (lo - pad, hi + pad)
 }
 
+/// Why a chart was not drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    #[error("the chart font (assets/fonts/DejaVuSans.ttf) cannot be loaded")]
+    NoFont,
+    /// The drawing backend's error, which is generic over the backend, as
+    /// its debug text.
+    #[error("{0}")]
+    Draw(String),
+    #[error("pixel buffer size does not match the image")]
+    BufferSize,
+    #[error("{0}")]
+    Encode(#[from] std::io::Error),
+    /// A thread writing artifacts panicked (`what` names it).
+    #[error("{0} thread panicked")]
+    Panicked(&'static str),
+}
+
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     d: &ChartData<'_>,
-) -> Result<(), String> {
-    let e = |x: plotters::drawing::DrawingAreaErrorKind<DB::ErrorType>| format!("{x:?}");
+) -> Result<(), ChartError> {
+    let e = |x: plotters::drawing::DrawingAreaErrorKind<DB::ErrorType>| {
+        ChartError::Draw(format!("{x:?}"))
+    };
     root.fill(&WHITE).map_err(e)?;
     let n = d.equity.len();
     let x_max = (n.max(2) - 1) as f64;
@@ -135,7 +163,7 @@ fn draw<DB: DrawingBackend>(
         .x_labels(6)
         .y_labels(6)
         .x_label_formatter(&date_label)
-        .y_label_formatter(&|y| compact(*y))
+        .y_label_formatter(&|y| compact(*y, SVG_SMALL_DECIMALS))
         .light_line_style(RGBColor(246, 246, 246))
         .bold_line_style(RGBColor(222, 222, 222))
         .label_style(("sans-serif", 12))
@@ -210,9 +238,9 @@ fn draw<DB: DrawingBackend>(
 }
 
 /// The chart as an SVG document.
-pub fn svg(d: &ChartData<'_>) -> Result<String, String> {
+pub fn svg(d: &ChartData<'_>) -> Result<String, ChartError> {
     if !font_ready() {
-        return Err("the chart font (assets/fonts/DejaVuSans.ttf) cannot be loaded".into());
+        return Err(ChartError::NoFont);
     }
     let mut out = String::new();
     {
@@ -223,9 +251,9 @@ pub fn svg(d: &ChartData<'_>) -> Result<String, String> {
 }
 
 /// The chart as a PNG file's bytes.
-pub fn png(d: &ChartData<'_>) -> Result<Vec<u8>, String> {
+pub fn png(d: &ChartData<'_>) -> Result<Vec<u8>, ChartError> {
     if !font_ready() {
-        return Err("the chart font (assets/fonts/DejaVuSans.ttf) cannot be loaded".into());
+        return Err(ChartError::NoFont);
     }
     let mut rgb = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
     {
@@ -238,21 +266,21 @@ pub fn png(d: &ChartData<'_>) -> Result<Vec<u8>, String> {
 /// A minimal PNG encoder (8-bit RGB, filter 0, zlib at the fast level):
 /// the flat colours of a chart compress well, and the fast level keeps the
 /// whole backtest within its latency budget.
-pub fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, String> {
+pub fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, ChartError> {
     use std::io::Write;
     let row = (w * 3) as usize;
     if rgb.len() != row * h as usize {
-        return Err("pixel buffer size does not match the image".into());
+        return Err(ChartError::BufferSize);
     }
     let mut z = flate2::write::ZlibEncoder::new(
         Vec::with_capacity(rgb.len() / 8),
         flate2::Compression::fast(),
     );
     for line in rgb.chunks_exact(row) {
-        z.write_all(&[0]).map_err(|e| e.to_string())?;
-        z.write_all(line).map_err(|e| e.to_string())?;
+        z.write_all(&[0])?;
+        z.write_all(line)?;
     }
-    let idat = z.finish().map_err(|e| e.to_string())?;
+    let idat = z.finish()?;
     let mut out = Vec::with_capacity(idat.len() + 64);
     out.extend_from_slice(b"\x89PNG\r\n\x1a\n");
     let mut chunk = |kind: &[u8; 4], data: &[u8]| {
@@ -330,6 +358,18 @@ mod tests {
         assert_eq!(p.last(), Some(&(999.0, 999.0)));
         assert_eq!(sparkline(&[1.0, 2.0, 3.0], 3), "▁▅█");
         assert!(terminal_points(&[], 10).is_empty());
+    }
+
+    #[test]
+    fn compact_labels_differ_only_below_100() {
+        for decimals in [SVG_SMALL_DECIMALS, 2] {
+            assert_eq!(compact(1_234_567.0, decimals), "1.23M");
+            assert_eq!(compact(-2.5e9, decimals), "-2.50B");
+            assert_eq!(compact(45_678.0, decimals), "45.7k");
+            assert_eq!(compact(1_234.4, decimals), "1234");
+        }
+        assert_eq!(compact(0.987, SVG_SMALL_DECIMALS), "1");
+        assert_eq!(compact(0.987, 2), "0.99");
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub enum BacktestError {
     #[error("{0}")]
     NoData(String),
     #[error("chart: {0}")]
-    Chart(String),
+    Chart(#[from] chart::ChartError),
 }
 
 impl BacktestError {

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{NaiveDate, Utc};
 
@@ -64,15 +64,46 @@ struct Loaded {
     by_ticker: BTreeMap<String, (Bars, DropReport)>,
 }
 
-static DATA: OnceLock<Result<Loaded, String>> = OnceLock::new();
+/// Why the embedded dataset does not load (a broken build). Kept once per
+/// process and handed to every caller, hence shared sources.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum EmbeddedError {
+    #[error("gunzip: {0}")]
+    Gunzip(Arc<std::io::Error>),
+    #[error("header: {0}")]
+    Header(Arc<csv::Error>),
+    #[error("unexpected header {0}")]
+    UnexpectedHeader(String),
+    #[error("line {line}: {source}")]
+    Record {
+        line: usize,
+        source: Arc<csv::Error>,
+    },
+    #[error("line {line}, {column}: {source}")]
+    Number {
+        line: usize,
+        column: &'static str,
+        source: std::num::ParseFloatError,
+    },
+    #[error("line {line}, Date: {source}")]
+    Date {
+        line: usize,
+        source: chrono::ParseError,
+    },
+}
 
-fn load_all() -> Result<Loaded, String> {
+static DATA: OnceLock<Result<Loaded, EmbeddedError>> = OnceLock::new();
+
+fn load_all() -> Result<Loaded, EmbeddedError> {
     let mut text = String::new();
     flate2::read::GzDecoder::new(GZ)
         .read_to_string(&mut text)
-        .map_err(|e| format!("gunzip: {e}"))?;
+        .map_err(|e| EmbeddedError::Gunzip(Arc::new(e)))?;
     let mut rdr = csv::ReaderBuilder::new().from_reader(text.as_bytes());
-    let header = rdr.headers().map_err(|e| format!("header: {e}"))?.clone();
+    let header = rdr
+        .headers()
+        .map_err(|e| EmbeddedError::Header(Arc::new(e)))?
+        .clone();
     let want = [
         "Ticker",
         "Date",
@@ -84,27 +115,34 @@ fn load_all() -> Result<Loaded, String> {
         "Adj Close",
     ];
     if header.iter().collect::<Vec<_>>() != want {
-        return Err(format!("unexpected header {header:?}"));
+        return Err(EmbeddedError::UnexpectedHeader(format!("{header:?}")));
     }
     let mut raw: BTreeMap<String, (Bars, Vec<f64>)> = BTreeMap::new();
     for (i, rec) in rdr.records().enumerate() {
         let line = i + 2;
-        let rec = rec.map_err(|e| format!("line {line}: {e}"))?;
+        let rec = rec.map_err(|e| EmbeddedError::Record {
+            line,
+            source: Arc::new(e),
+        })?;
         let field = |k: usize| rec.get(k).unwrap_or("");
         // The local loader's fast paths (same results as str::parse and
         // the %Y-%m-%d parser): this runs on every backtest's first load.
-        let num = |k: usize| -> Result<f64, String> {
+        let num = |k: usize| -> Result<f64, EmbeddedError> {
             match local::plain_decimal(field(k)) {
                 Some(x) => Ok(x),
                 None => field(k)
                     .parse::<f64>()
-                    .map_err(|e| format!("line {line}, {}: {e}", want[k])),
+                    .map_err(|source| EmbeddedError::Number {
+                        line,
+                        column: want[k],
+                        source,
+                    }),
             }
         };
         let date = match local::iso_date(field(1)) {
             Some(d) => d,
             None => NaiveDate::parse_from_str(field(1), "%Y-%m-%d")
-                .map_err(|e| format!("line {line}, Date: {e}"))?,
+                .map_err(|source| EmbeddedError::Date { line, source })?,
         };
         let entry = raw.entry(field(0).to_string()).or_default();
         entry

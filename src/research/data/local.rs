@@ -729,10 +729,7 @@ fn is_parquet(path: &Path) -> bool {
 /// The bytes of a CSV file, gunzipped when they are gzip, and whether they
 /// are the file's own (not gunzipped).
 fn read_text_file(path: &Path) -> Result<(Vec<u8>, bool), DataError> {
-    let io = |source| DataError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
+    let io = |source| DataError::read(path)(source);
     let raw = std::fs::read(path).map_err(io)?;
     if !raw.starts_with(&[0x1f, 0x8b]) {
         return Ok((raw, true));
@@ -756,10 +753,7 @@ pub fn load_file(
     parsed_cache: Option<&Path>,
     keep_parsed: bool,
 ) -> Result<PriceSeries, DataError> {
-    let io = |source| DataError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
+    let io = |source| DataError::read(path)(source);
     let meta = std::fs::metadata(path).map_err(io)?;
     if meta.len() > MAX_FILE_BYTES {
         return Err(DataError::CsvFormat {

@@ -23,7 +23,7 @@ mod service;
 pub mod table;
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::Path;
 use std::str::FromStr;
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub use clean::DropReport;
 pub use market::{Market, detect_market};
-pub use service::{DataConfig, DataRequest, MarketData, PlanStep, Universe};
+pub use service::{DataConfig, DataRequest, MarketData, PlanStep, Unavailable, Universe};
 
 /// Daily OHLCV bars as parallel columns, sorted by date once cleaned.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -550,13 +550,9 @@ pub enum DataError {
     #[error(
         "the embedded dataset cannot be read ({0}); the build is broken: rebuild from a clean checkout"
     )]
-    Embedded(String),
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    Embedded(embedded::EmbeddedError),
+    #[error("cannot {0}")]
+    Io(#[source] crate::fsio::IoError),
     #[error("{path} (Parquet): {detail}")]
     Parquet { path: String, detail: String },
     #[error(
@@ -625,6 +621,12 @@ pub enum DataError {
 }
 
 impl DataError {
+    /// A failed read of `path`; every data read is a read, so the message
+    /// stays "cannot read <path>: <why>".
+    pub fn read(path: &Path) -> impl FnOnce(std::io::Error) -> DataError + '_ {
+        move |source| DataError::Io(crate::fsio::IoError::new("read", path, source))
+    }
+
     /// Errors about the user's own input: falling back to another source
     /// would hide them, so the chain stops (a malformed local file, a
     /// Parquet file that cannot be read, a bad range).
@@ -650,7 +652,7 @@ impl DataError {
             DataError::InvalidDate { .. } | DataError::InvalidRange { .. } => "invalid_range",
             DataError::InvalidSymbol(_) => "invalid_symbol",
             DataError::Embedded(_) => "embedded_data_broken",
-            DataError::Io { .. } => "io_error",
+            DataError::Io(_) => "io_error",
             DataError::Parquet { .. } => "parquet_error",
             DataError::CsvHeader { .. }
             | DataError::CsvValue { .. }

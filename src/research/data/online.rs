@@ -255,9 +255,18 @@ struct YAdj {
     adjclose: Option<Vec<Option<f64>>>,
 }
 
+/// Yahoo's own word that it has no data for a symbol.
+#[derive(Debug, thiserror::Error)]
+pub enum YahooNoData {
+    #[error("{code}: {description}")]
+    ChartError { code: String, description: String },
+    #[error("the answer has no result")]
+    NoResult,
+}
+
 /// Parses a Yahoo chart answer into unadjusted bars plus the adjusted close.
-/// `Ok(Err(message))` is Yahoo saying it has no data for the symbol.
-pub fn parse_yahoo(body: &[u8], url: &str) -> Result<Result<ParsedCsv, String>, DataError> {
+/// `Ok(Err(_))` is Yahoo saying it has no data for the symbol.
+pub fn parse_yahoo(body: &[u8], url: &str) -> Result<Result<ParsedCsv, YahooNoData>, DataError> {
     let decode = |detail: String| DataError::Decode {
         loader: Source::Yahoo,
         url: url.to_string(),
@@ -266,15 +275,13 @@ pub fn parse_yahoo(body: &[u8], url: &str) -> Result<Result<ParsedCsv, String>, 
     let chart: YChart = serde_json::from_slice(body)
         .map_err(|e| decode(format!("{e} (answer: {})", snippet(body))))?;
     if let Some(err) = chart.chart.error {
-        let msg = format!(
-            "{}: {}",
-            err.code.unwrap_or_else(|| "error".into()),
-            err.description.unwrap_or_default()
-        );
-        return Ok(Err(msg));
+        return Ok(Err(YahooNoData::ChartError {
+            code: err.code.unwrap_or_else(|| "error".into()),
+            description: err.description.unwrap_or_default(),
+        }));
     }
     let Some(result) = chart.chart.result.and_then(|r| r.into_iter().next()) else {
-        return Ok(Err("the answer has no result".into()));
+        return Ok(Err(YahooNoData::NoResult));
     };
     let offset = result.meta.and_then(|m| m.gmtoffset).unwrap_or(0);
     let ts = result.timestamp.unwrap_or_default();
@@ -384,14 +391,14 @@ pub async fn fetch_yahoo(
         // Yahoo answers an unknown symbol with 404 and a chart error body.
         if status == 404 {
             let detail = match parse_yahoo(&body, url.as_str()) {
-                Ok(Err(msg)) => msg,
+                Ok(Err(no_data)) => no_data.to_string(),
                 _ => snippet(&body),
             };
             return Err(not_found(detail));
         }
         return Err(http_error(Source::Yahoo, &url, status, &body));
     }
-    let parsed = parse_yahoo(&body, url.as_str())?.map_err(not_found)?;
+    let parsed = parse_yahoo(&body, url.as_str())?.map_err(|e| not_found(e.to_string()))?;
     let had_adj = parsed.adj_close.is_some();
     let mut done = parsed.finish(start, end);
     if !had_adj {
@@ -495,6 +502,7 @@ mod tests {
             parse_yahoo(nf, "u")
                 .unwrap()
                 .unwrap_err()
+                .to_string()
                 .contains("delisted")
         );
         let ok = br#"{"chart":{"result":[{"meta":{"gmtoffset":-18000},"timestamp":[1704205800,1704292200],

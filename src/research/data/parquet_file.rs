@@ -113,10 +113,7 @@ fn field_text(f: &Field) -> String {
 /// Reads the OHLCV rows of `path` (for `symbol` when a ticker column holds
 /// several), in file order.
 pub fn parse(path: &Path, origin: &str, symbol: Option<&str>) -> Result<ParsedCsv, DataError> {
-    let file = File::open(path).map_err(|source| DataError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let file = File::open(path).map_err(DataError::read(path))?;
     let reader = SerializedFileReader::new(file)
         .map_err(|e| error(origin, format!("not a readable Parquet file: {e}")))?;
     let schema = reader.metadata().file_metadata().schema_descr_ptr();

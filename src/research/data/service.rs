@@ -30,7 +30,20 @@ const COVER_SLACK_DAYS: i64 = 4;
 const FETCH_CONCURRENCY: usize = 4;
 
 /// One loader of a plan and whether it can be used (`Err` says why not).
-pub type PlanStep = (Source, Result<(), String>);
+pub type PlanStep = (Source, Result<(), Unavailable>);
+
+/// Why a loader cannot be used at all.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum Unavailable {
+    #[error("online sources are switched off")]
+    Offline,
+    #[error("no local data folder is configured")]
+    NoLocalFolder,
+    /// The loader could not be set up (a bad base URL, no HTTP client): its
+    /// own reason, kept as text because every later call is told the same.
+    #[error("{0}")]
+    Setup(String),
+}
 
 /// Where data may come from.
 #[derive(Clone, Debug)]
@@ -151,15 +164,15 @@ struct OnlineLoader {
     base: String,
     timeout: Duration,
     /// Why the loader cannot be used at all (switched off, a bad base URL).
-    refused: Option<String>,
-    client: Arc<OnceLock<Result<(Client, Url), String>>>,
+    refused: Option<Unavailable>,
+    client: Arc<OnceLock<Result<(Client, Url), Unavailable>>>,
 }
 
-fn reason_of(e: DataError) -> String {
-    match e {
+fn reason_of(e: DataError) -> Unavailable {
+    Unavailable::Setup(match e {
         DataError::Unavailable { reason, .. } => reason,
         other => other.to_string(),
-    }
+    })
 }
 
 impl OnlineLoader {
@@ -167,7 +180,7 @@ impl OnlineLoader {
         let refused = if online {
             online::base_url(loader, base).err().map(reason_of)
         } else {
-            Some("online sources are switched off".into())
+            Some(Unavailable::Offline)
         };
         OnlineLoader {
             loader,
@@ -178,11 +191,11 @@ impl OnlineLoader {
         }
     }
 
-    fn availability(&self) -> Result<(), String> {
+    fn availability(&self) -> Result<(), Unavailable> {
         self.refused.clone().map_or(Ok(()), Err)
     }
 
-    fn client(&self) -> Result<&(Client, Url), String> {
+    fn client(&self) -> Result<&(Client, Url), Unavailable> {
         self.availability()?;
         self.client
             .get_or_init(|| {
@@ -251,12 +264,10 @@ impl MarketData {
     }
 
     /// Whether a loader can be used at all, or why not.
-    pub fn availability(&self, source: Source) -> Result<(), String> {
+    pub fn availability(&self, source: Source) -> Result<(), Unavailable> {
         match source {
             Source::Embedded => Ok(()),
-            Source::Local if self.config.local_dirs.is_empty() => {
-                Err("no local data folder is configured".into())
-            }
+            Source::Local if self.config.local_dirs.is_empty() => Err(Unavailable::NoLocalFolder),
             Source::Local => Ok(()),
             Source::Yahoo => self.yahoo.availability(),
             Source::Stooq => self.stooq.availability(),
@@ -327,7 +338,7 @@ impl MarketData {
                 if req.source == SourceChoice::Explicit(Source::Local) {
                     return Err(DataError::Unavailable {
                         loader: source,
-                        reason,
+                        reason: reason.to_string(),
                     });
                 }
                 attempts.push(Attempt {
@@ -564,7 +575,7 @@ impl MarketData {
         };
         let (client, base) = loader.client().map_err(|reason| DataError::Unavailable {
             loader: source,
-            reason,
+            reason: reason.to_string(),
         })?;
         let series = match source {
             Source::Yahoo => online::fetch_yahoo(client, base, symbol, market, start, end).await?,

@@ -669,11 +669,7 @@ pub fn resolve_run_dir(ctx: &ToolContext, raw: Option<&str>) -> Result<PathBuf, 
         )
     };
     let lexical = normalise(&joined).ok_or_else(outside)?;
-    let real = canonical_prefix(&lexical).map_err(|e| ToolError::Io {
-        action: "resolve",
-        path: shown.to_string(),
-        source: e,
-    })?;
+    let real = canonical_prefix(&lexical).map_err(|e| ToolError::io("resolve", shown, e))?;
     for root in [&ctx.run_dir, &ctx.workspace] {
         let root = root.canonicalize().unwrap_or_else(|_| root.clone());
         if real.starts_with(&root) {
@@ -794,17 +790,30 @@ const NAMED: &[(&str, &str)] = &[
     ("engine_stderr", "logs/backtest_stderr.txt"),
 ];
 
+/// A run card that cannot be summarised.
+#[derive(Debug, thiserror::Error)]
+pub enum RunCardError {
+    #[error("cannot read {}: {source}; run the backtest first", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} does not parse: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+}
+
 /// The run card's headline: what ran, the key metrics, the files.
-pub fn run_card_summary(run_dir: &Path) -> Result<Value, String> {
+pub fn run_card_summary(run_dir: &Path) -> Result<Value, RunCardError> {
     let path = run_dir.join("run_card.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        format!(
-            "cannot read {}: {e}; run the backtest first",
-            path.display()
-        )
+    let text = std::fs::read_to_string(&path).map_err(|source| RunCardError::Read {
+        path: path.clone(),
+        source,
     })?;
-    let card: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{} does not parse: {e}", path.display()))?;
+    let card: Value =
+        serde_json::from_str(&text).map_err(|source| RunCardError::Parse { path, source })?;
     let m = &card["metrics"];
     let keys = [
         "final_value",
@@ -910,7 +919,7 @@ impl TypedTool for ReadArtifact {
                 let dir = run_dir.clone();
                 return match tokio::task::spawn_blocking(move || run_card_summary(&dir)).await {
                     Ok(Ok(v)) => Ok(ArtifactOutput::Summary(v)),
-                    Ok(Err(e)) => Err(ToolError::failed("artifact_missing", e)),
+                    Ok(Err(e)) => Err(ToolError::failed("artifact_missing", e.to_string())),
                     Err(e) => Err(ToolError::failed("internal_error", e.to_string())),
                 };
             }
@@ -940,11 +949,7 @@ impl TypedTool for ReadArtifact {
                     format!("'{name}' leads outside the run directory"),
                 )
             })?;
-            let real = canonical_prefix(&lexical).map_err(|e| ToolError::Io {
-                action: "resolve",
-                path: rel.clone(),
-                source: e,
-            })?;
+            let real = canonical_prefix(&lexical).map_err(|e| ToolError::io("resolve", &rel, e))?;
             if !real.starts_with(&run_dir) {
                 return Err(ToolError::failed(
                     "run_dir_outside",
@@ -968,11 +973,7 @@ impl TypedTool for ReadArtifact {
                     ));
                 }
                 Err(e) => {
-                    return Err(ToolError::Io {
-                        action: "read",
-                        path: real.display().to_string(),
-                        source: e,
-                    });
+                    return Err(ToolError::io("read", &real, e));
                 }
             };
             let lines: Vec<&str> = text.lines().collect();

@@ -37,11 +37,7 @@ pub fn resolve_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> 
         ctx.workspace.join(raw)
     };
     let lexical = normalise(&joined).ok_or_else(|| outside(ctx, raw))?;
-    let real = canonical_prefix(&lexical).map_err(|e| ToolError::Io {
-        action: "resolve",
-        path: raw.to_string(),
-        source: e,
-    })?;
+    let real = canonical_prefix(&lexical).map_err(|e| ToolError::io("resolve", raw, e))?;
     let roots = [&ctx.workspace, &ctx.run_dir];
     for root in roots {
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
@@ -121,11 +117,7 @@ fn display(ctx: &ToolContext, p: &Path) -> String {
 }
 
 fn io_err<'a>(action: &'static str, raw: &'a str) -> impl FnOnce(std::io::Error) -> ToolError + 'a {
-    move |source| ToolError::Io {
-        action,
-        path: raw.to_string(),
-        source,
-    }
+    move |source| ToolError::io(action, raw, source)
 }
 
 async fn read_text(path: &Path, raw: &str) -> Result<String, ToolError> {
@@ -157,23 +149,29 @@ async fn read_text(path: &Path, raw: &str) -> Result<String, ToolError> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// Why [`store_file`] could not write; the message names the path itself.
+#[derive(Debug, thiserror::Error)]
+enum StoreFileError {
+    #[error(transparent)]
+    Append(#[from] std::io::Error),
+    #[error(transparent)]
+    Replace(#[from] crate::store::StoreError),
+}
+
 /// Writes off the async threads: atomically (temp, fsync, rename) when
 /// replacing, so a crash never leaves half a file; appends are fsynced.
 async fn store_file(path: &Path, bytes: Vec<u8>, append: bool, raw: &str) -> Result<(), ToolError> {
     let path = path.to_path_buf();
-    tokio::task::spawn_blocking(move || -> Result<(), String> {
+    tokio::task::spawn_blocking(move || -> Result<(), StoreFileError> {
         if append {
             use std::io::Write;
             let mut f = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
-                .open(&path)
-                .map_err(|e| e.to_string())?;
-            f.write_all(&bytes)
-                .and_then(|_| f.sync_data())
-                .map_err(|e| e.to_string())
+                .open(&path)?;
+            Ok(f.write_all(&bytes).and_then(|_| f.sync_data())?)
         } else {
-            atomic_write(&path, &bytes).map_err(|e| e.to_string())
+            Ok(atomic_write(&path, &bytes)?)
         }
     })
     .await

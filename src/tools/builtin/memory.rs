@@ -428,16 +428,7 @@ impl TypedTool for LoadSkill {
                 .ok_or_else(|| ToolError::InvalidArguments("'name' must be a skill name".into()))?;
             let offset = offset_arg(args.offset.as_ref())?;
             let page = load_skill_page(&self.skills, name, args.section.as_deref(), offset)
-                .map_err(|message| {
-                    let code = if message.contains("Unknown skill") {
-                        "unknown_skill"
-                    } else if message.contains("offset") {
-                        "invalid_offset"
-                    } else {
-                        "unknown_section"
-                    };
-                    ToolError::failed(code, message)
-                })?;
+                .map_err(|e| ToolError::failed(e.code(), e.to_string()))?;
             // The page is compact JSON written by serde_json, so parsing and
             // writing it again gives the same text.
             serde_json::from_str(&page).map_err(|e| {

@@ -119,7 +119,7 @@ impl TypedTool for Bash {
                     })?,
             };
             if let Err(reason) = check_command(command) {
-                return Err(ToolError::failed("blocked_command", reason));
+                return Err(ToolError::failed("blocked_command", reason.to_string()));
             }
             let (program, flags) = shell();
             let log_name = if ctx.call_id.is_empty() {
@@ -264,13 +264,22 @@ fn is_python_name(token: &str) -> bool {
     PYTHON_NAME.as_ref().is_some_and(|re| re.is_match(token))
 }
 
+/// A command [`check_command`] refuses: why, and what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandRefused {
+    #[error(
+        "refused: {0}. Killing every Python process by name would also kill the engine's own helpers and other users' work; target your script instead, e.g. `pkill -f my_script.py`, or a pid you started."
+    )]
+    PythonByName(String),
+    #[error(
+        "refused: `kill -1` signals every process you may signal, the engine included; kill the pid you started"
+    )]
+    KillEverything,
+}
+
 /// Spec §2.10, widened (see the module docs). `Err` says why and what to do.
-pub fn check_command(command: &str) -> Result<(), String> {
-    let refuse = |what: &str| {
-        Err(format!(
-            "refused: {what}. Killing every Python process by name would also kill the engine's own helpers and other users' work; target your script instead, e.g. `pkill -f my_script.py`, or a pid you started."
-        ))
-    };
+pub fn check_command(command: &str) -> Result<(), CommandRefused> {
+    let refuse = |what: &str| Err(CommandRefused::PythonByName(what.to_string()));
     for segment in split_segments(command) {
         let clean = normalise(&segment);
         let tokens: Vec<&str> = clean.split(' ').filter(|t| !t.is_empty()).collect();
@@ -289,9 +298,7 @@ pub fn check_command(command: &str) -> Result<(), String> {
                 return refuse(&format!("`{prog}` naming python"));
             }
             if prog == "kill" && words.last() == Some(&"-1") && words.len() > 1 {
-                return Err(
-                    "refused: `kill -1` signals every process you may signal, the engine included; kill the pid you started".into(),
-                );
+                return Err(CommandRefused::KillEverything);
             }
         }
     }

@@ -325,7 +325,7 @@ fn resuming_a_session_draws_its_backtest_results_from_the_stored_result() {
 }
 
 /// A finished run whose backtest result has arrived.
-fn with_result(series: Result<EquitySeries, String>) -> App {
+fn with_result(series: Result<EquitySeries, backtest::EquityError>) -> App {
     let mut a = app();
     let fx = run_backtest(
         &mut a,
@@ -381,7 +381,7 @@ fn a_missing_or_malformed_equity_file_shows_a_short_notice() {
     let run = dir.path();
     // Missing: no artifacts at all.
     let (series, info) = backtest::load(run, true);
-    let missing = series.unwrap_err();
+    let missing = series.unwrap_err().to_string();
     assert!(missing.contains("not found"), "{missing}");
     let info = info.unwrap();
     assert_eq!(info.summary, None);
@@ -404,7 +404,7 @@ fn a_missing_or_malformed_equity_file_shows_a_short_notice() {
         (b"<html>nope</html>\n".as_slice(), "no equity column"),
     ] {
         std::fs::write(&file, body).unwrap();
-        let err = backtest::load(run, false).0.unwrap_err();
+        let err = backtest::load(run, false).0.unwrap_err().to_string();
         assert!(err.contains(want), "{err}");
     }
 

@@ -194,7 +194,7 @@ fn the_memory_view_lists_searches_and_opens_an_entry_beside_its_originals() {
         &mut a,
         Msg::MemoryEntry {
             file: "reference_other.md".into(),
-            result: Err("gone".into()),
+            result: Err(memories::MemoryViewError::Gone("reference_other.md".into())),
         },
     );
     assert!(a.browser().unwrap().error.is_none());
@@ -299,7 +299,12 @@ fn malformed_and_missing_memory_files_show_notices() {
     let s = screen(&mut a, 160, 48, Instant::now());
     assert!(s.contains("no memories yet"), "{s}");
     // A listing error is shown, not swallowed.
-    update(&mut a, Msg::Memory(Err("permission denied".into())));
+    update(
+        &mut a,
+        Msg::Memory(Err(memories::MemoryViewError::Listing(
+            "permission denied".into(),
+        ))),
+    );
     let s = screen(&mut a, 80, 24, Instant::now());
     assert!(s.contains("permission denied"), "{s}");
 }

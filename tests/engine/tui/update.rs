@@ -719,7 +719,9 @@ fn the_browser_opens_searches_and_resumes() {
     );
     update(
         &mut a,
-        Msg::Detail(Err("session aaaaaaaaaaaa does not exist".into())),
+        Msg::Detail(Err(transcripts::DetailError::Missing(
+            "aaaaaaaaaaaa".into(),
+        ))),
     );
     let s = screen(&mut a, 80, 24, Instant::now());
     assert!(s.contains("does not exist"), "{s}");
