@@ -165,14 +165,16 @@ struct Columns {
     role: usize,
 }
 
-fn layers(
+/// The title, run line, key hints and report line; returns the row the
+/// task list must end above.
+fn header(
     area: Rect,
     buf: &mut Buffer,
-    b: &mut TeamBoard,
+    b: &TeamBoard,
     theme: &Theme,
     keymap: &Keymap,
     now: Instant,
-) {
+) -> u16 {
     let w = area.width as usize;
     let title = vec![
         Span::styled(
@@ -223,6 +225,43 @@ fn layers(
         );
     }
 
+    list_bottom
+}
+
+impl Columns {
+    fn of(b: &TeamBoard, area: Rect) -> Self {
+        Columns {
+            id: b
+                .tasks
+                .iter()
+                .map(|t| text_width(&t.id))
+                .max()
+                .unwrap_or(4)
+                .clamp(4, 24),
+            role: if area.width >= WIDE {
+                b.tasks
+                    .iter()
+                    .map(|t| text_width(&t.role))
+                    .max()
+                    .unwrap_or(0)
+                    .min(22)
+            } else {
+                0
+            },
+        }
+    }
+}
+
+fn layers(
+    area: Rect,
+    buf: &mut Buffer,
+    b: &mut TeamBoard,
+    theme: &Theme,
+    keymap: &Keymap,
+    now: Instant,
+) {
+    let w = area.width as usize;
+    let list_bottom = header(area, buf, b, theme, keymap, now);
     let top = area.y + 2;
     if b.tasks.is_empty() || list_bottom <= top + 1 {
         if b.tasks.is_empty() && list_bottom > top + 1 {
@@ -230,25 +269,7 @@ fn layers(
         }
         return;
     }
-    let cols = Columns {
-        id: b
-            .tasks
-            .iter()
-            .map(|t| text_width(&t.id))
-            .max()
-            .unwrap_or(4)
-            .clamp(4, 24),
-        role: if area.width >= WIDE {
-            b.tasks
-                .iter()
-                .map(|t| text_width(&t.role))
-                .max()
-                .unwrap_or(0)
-                .min(22)
-        } else {
-            0
-        },
-    };
+    let cols = Columns::of(b, area);
     let mut rows = Vec::with_capacity(b.tasks.len() + b.layers.len());
     let mut pos = 0;
     for (li, layer) in b.layers.iter().enumerate() {

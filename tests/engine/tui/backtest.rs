@@ -85,10 +85,18 @@ fn backtest_cells(app: &App) -> Vec<BacktestCell> {
         .collect()
 }
 
+thread_local! {
+    /// When this test's backtest batch started; the run's end is stamped at
+    /// that same instant, so the batch's "finished in" (timed to the run's
+    /// end) cannot depend on how busy the machine is.
+    static BATCH_START: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
 /// A prompt, then one serial batch with a backtest that finishes with
 /// `status`. Returns the effects of the engine events.
 fn run_backtest(app: &mut App, args: Value, status: ToolCallStatus, preview: &str) -> Vec<Effect> {
     let t = Instant::now();
+    BATCH_START.set(Some(t));
     type_text(app, "backtest a 20/50 SMA crossover on AAPL");
     update(app, key(KeyCode::Enter));
     let mut fx = feed(
@@ -109,7 +117,7 @@ fn run_backtest(app: &mut App, args: Value, status: ToolCallStatus, preview: &st
 }
 
 fn finish(app: &mut App) {
-    let t = Instant::now();
+    let t = BATCH_START.get().unwrap_or_else(Instant::now);
     feed(
         app,
         &[
