@@ -208,6 +208,20 @@ fn stdin_file_size(stdin: &std::io::Stdin) -> Option<u64> {
     Some(meta.len().saturating_sub(offset))
 }
 
+/// One event of the `--json` stream (docs §1.9): its JSON with a `ts` in
+/// seconds, on a line of its own, flushed at once.
+pub(super) fn write_json_event(out: &mut impl Write, event: &AgentEvent) {
+    let mut v = serde_json::to_value(event).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.insert(
+            "ts".into(),
+            serde_json::json!(chrono::Utc::now().timestamp_millis() as f64 / 1000.0),
+        );
+    }
+    let _ = writeln!(out, "{v}");
+    let _ = out.flush();
+}
+
 /// Writes events as they arrive. In text mode the answer goes to stdout and
 /// tool activity to stderr, so `vibedesk run -p … > answer.md` works.
 async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
@@ -216,15 +230,7 @@ async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
     let mut printed_text = false;
     while let Some(event) = rx.recv().await {
         if json {
-            let mut v = serde_json::to_value(&event).unwrap_or_default();
-            if let Some(o) = v.as_object_mut() {
-                o.insert(
-                    "ts".into(),
-                    serde_json::json!(chrono::Utc::now().timestamp_millis() as f64 / 1000.0),
-                );
-            }
-            let _ = writeln!(out, "{v}");
-            let _ = out.flush();
+            write_json_event(&mut out, &event);
             continue;
         }
         match &event {

@@ -13,6 +13,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::run::write_json_event;
 use super::{
     AgentSetup, CliError, ProviderArgs, build_provider, exit, init_logging, load_config,
     provider_or_offline,
@@ -443,15 +444,7 @@ async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
     let mut out = std::io::stdout();
     while let Some(event) = rx.recv().await {
         if json {
-            let mut v = serde_json::to_value(&event).unwrap_or_default();
-            if let Some(o) = v.as_object_mut() {
-                o.insert(
-                    "ts".into(),
-                    serde_json::json!(chrono::Utc::now().timestamp_millis() as f64 / 1000.0),
-                );
-            }
-            let _ = writeln!(out, "{v}");
-            let _ = out.flush();
+            write_json_event(&mut out, &event);
             continue;
         }
         match &event {
