@@ -278,6 +278,20 @@ pub enum NoticeLevel {
 }
 
 impl AgentEvent {
+    /// The event as one record of the `--json` stream and of a team run's
+    /// `events.jsonl` (docs §1.9): its JSON with `ts`, seconds since the
+    /// epoch.
+    pub fn stamped(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.insert(
+                "ts".into(),
+                serde_json::json!(chrono::Utc::now().timestamp_millis() as f64 / 1000.0),
+            );
+        }
+        v
+    }
+
     /// The serialised `type` name, for logs and filters.
     pub fn kind(&self) -> String {
         serde_json::to_value(self)

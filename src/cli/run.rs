@@ -211,14 +211,7 @@ fn stdin_file_size(stdin: &std::io::Stdin) -> Option<u64> {
 /// One event of the `--json` stream (docs §1.9): its JSON with a `ts` in
 /// seconds, on a line of its own, flushed at once.
 pub(super) fn write_json_event(out: &mut impl Write, event: &AgentEvent) {
-    let mut v = serde_json::to_value(event).unwrap_or_default();
-    if let Some(o) = v.as_object_mut() {
-        o.insert(
-            "ts".into(),
-            serde_json::json!(chrono::Utc::now().timestamp_millis() as f64 / 1000.0),
-        );
-    }
-    let _ = writeln!(out, "{v}");
+    let _ = writeln!(out, "{}", event.stamped());
     let _ = out.flush();
 }
 

@@ -20,7 +20,7 @@ pub enum FsyncFailure {
     /// §5.2).
     Fails,
     /// Warn once and keep appending without fsync, rather than failing the
-    /// run over its diary (the trace, docs §5.3).
+    /// run over its diary (the trace, docs §5.3; a team's events, §14.4).
     WarnOnceThenFlushOnly,
 }
 
@@ -61,6 +61,18 @@ impl JsonlLog {
         what: &'static str,
         value: &T,
     ) -> Result<(), StoreError> {
+        self.append_unsynced(what, value)?;
+        self.sync()
+    }
+
+    /// Appends `value` as one line without the fsync: for logs that make
+    /// many records durable at once with [`JsonlLog::sync`] (a team run's
+    /// `events.jsonl`, docs §14.4).
+    pub fn append_unsynced<T: Serialize + ?Sized>(
+        &mut self,
+        what: &'static str,
+        value: &T,
+    ) -> Result<(), StoreError> {
         let json =
             serde_json::to_string(value).map_err(|source| StoreError::Json { what, source })?;
         let mut line = String::with_capacity(json.len() + 2);
@@ -75,12 +87,12 @@ impl JsonlLog {
             self.needs_separator = true;
             return Err(StoreError::io("append to", &self.path, e));
         }
-        self.sync()
+        Ok(())
     }
 
-    /// fsync after each record. `File` is unbuffered, so on a tolerated
+    /// fsync what was appended. `File` is unbuffered, so on a tolerated
     /// failure the bytes are already in the kernel (docs §10.7 TR-1).
-    fn sync(&mut self) -> Result<(), StoreError> {
+    pub fn sync(&mut self) -> Result<(), StoreError> {
         if !self.fsync_enabled {
             self.needs_separator = false;
             return Ok(());

@@ -6,14 +6,13 @@
 //! under `tasks/<task id>/` and the workers' run dirs under `runs/`.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::agent::events::{AgentEvent, SwarmTaskStatus};
 use crate::fsio::Durability;
+use crate::store::jsonl::{FsyncFailure, JsonlLog};
 use crate::store::run_state::{RunStateStore, Status, current_process_identity, process_is_alive};
 use crate::store::{Paths, StoreError, atomic_write_json};
 
@@ -217,46 +216,33 @@ impl RunFiles {
 }
 
 /// `events.jsonl`: one JSON event per line with a `ts`, written as they
-/// come; `sync` makes them durable (at each task's end and the run's).
+/// come; `sync` makes them durable (at each task's end and the run's). A log
+/// that cannot be written is warned about, never a reason to fail the team.
 pub struct EventLog {
-    file: Option<File>,
-    path: PathBuf,
+    log: Option<JsonlLog>,
 }
 
 impl EventLog {
     pub fn open(path: PathBuf) -> Self {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| tracing::warn!("cannot open {}: {e}", path.display()))
+        let log = JsonlLog::open(path, FsyncFailure::WarnOnceThenFlushOnly)
+            .map_err(|e| tracing::warn!("cannot open the team's event log: {e}"))
             .ok();
-        EventLog { file, path }
+        EventLog { log }
     }
 
     pub fn append(&mut self, event: &AgentEvent) {
-        let Some(file) = &mut self.file else {
-            return;
-        };
-        let mut v = serde_json::to_value(event).unwrap_or_default();
-        if let Some(o) = v.as_object_mut() {
-            o.insert(
-                "ts".into(),
-                serde_json::json!(chrono::Utc::now().timestamp_millis() as f64 / 1000.0),
-            );
-        }
-        let mut line = v.to_string();
-        line.push('\n');
-        if let Err(e) = file.write_all(line.as_bytes()) {
-            tracing::warn!("cannot append to {}: {e}", self.path.display());
+        if let Some(log) = &mut self.log
+            && let Err(e) = log.append_unsynced("event", &event.stamped())
+        {
+            tracing::warn!("{e}");
         }
     }
 
     pub fn sync(&mut self) {
-        if let Some(file) = &self.file
-            && let Err(e) = file.sync_data()
+        if let Some(log) = &mut self.log
+            && let Err(e) = log.sync()
         {
-            tracing::warn!("cannot sync {}: {e}", self.path.display());
+            tracing::warn!("{e}");
         }
     }
 }
