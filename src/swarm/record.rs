@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::events::{AgentEvent, SwarmTaskStatus};
+use crate::agent::events::{AgentEvent, SwarmTaskInfo, SwarmTaskStatus};
 use crate::fsio::Durability;
 use crate::store::jsonl::{FsyncFailure, JsonlLog};
 use crate::store::run_state::{RunStateStore, Status, current_process_identity, process_is_alive};
@@ -107,6 +107,18 @@ pub struct TaskRecord {
     /// `tasks/<task id>`: the worker's trace and message log.
     #[serde(default)]
     pub session_dir: String,
+}
+
+impl TaskRecord {
+    /// The task as `swarm_started` announces it.
+    pub fn info(&self) -> SwarmTaskInfo {
+        SwarmTaskInfo {
+            id: self.id.clone(),
+            agent: self.agent.clone(),
+            role: self.role.clone(),
+            depends_on: self.depends_on.clone(),
+        }
+    }
 }
 
 /// `run.json`.

@@ -234,6 +234,7 @@ pub async fn run(
         &files,
     );
     files.write(&record)?;
+    let announced: Vec<SwarmTaskInfo> = record.tasks.iter().map(TaskRecord::info).collect();
     let shared = Arc::new(Shared {
         run_id: run_id.clone(),
         log: Mutex::new(EventLog::open(files.events_file())),
@@ -248,19 +249,7 @@ pub async fn run(
         title: preset.title.clone(),
         run_dir: shared.files.dir.display().to_string(),
         layers: inspection.layers.clone(),
-        tasks: preset
-            .tasks
-            .iter()
-            .map(|t| SwarmTaskInfo {
-                id: t.id.value.clone(),
-                agent: t.agent_id.value.clone(),
-                role: preset
-                    .agent(t.agent_id.as_str())
-                    .map(|a| a.role.clone())
-                    .unwrap_or_default(),
-                depends_on: t.depends_on.iter().map(|d| d.value.clone()).collect(),
-            })
-            .collect(),
+        tasks: announced,
     });
     let order: Vec<String> = inspection.layers.concat();
     let mut dag = Dag {

@@ -74,8 +74,6 @@ static UPSTREAM_AT: LazyLock<Option<Regex>> =
 /// `### <key> (<task id>, <role>)`, one upstream section's heading.
 static SECTION: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?m)^### (\S+) \(([^,()]+), (.*)\)[ \t]*$").ok());
-static ONE_DATE: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"\b(\d{4}-\d{2}-\d{2})\b").ok());
 /// A window written just before an indicator's name: "the 50-day ", "20 ".
 static WINDOW_BEFORE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(\d{1,3})\s*-?\s*(?:(?:day|bar|period|week)s?\s*)?(?:simple\s+|exponential\s+)?$")
@@ -186,7 +184,7 @@ type Range = (Option<String>, Option<String>);
 /// range; one date ends the request's range ("the last 60 days to
 /// 2012-12-31"); years alone are whole years.
 fn sentence_range(sentence: &str, whole: &Range) -> Range {
-    let dates: Vec<&str> = ONE_DATE
+    let dates: Vec<&str> = super::DATE
         .as_ref()
         .map(|re| re.find_iter(sentence).map(|m| m.as_str()).collect())
         .unwrap_or_default();
