@@ -63,6 +63,37 @@ pub fn line_parts(bytes: &[u8], min_parallel: usize) -> Vec<&[u8]> {
     parts
 }
 
+/// Replaces each `{name}` whose name passes `is_name` and has a value, in one
+/// pass: text substituted for one placeholder is never substituted again.
+/// Unknown names and other braces (JSON in a prompt, say) stay as written.
+pub fn fill_braces(
+    template: &str,
+    is_name: impl Fn(&str) -> bool,
+    value_of: impl Fn(&str) -> Option<String>,
+) -> String {
+    let mut out = String::with_capacity(template.len() + 1024);
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) if is_name(&after[..close]) => {
+                match value_of(&after[..close]) {
+                    Some(v) => out.push_str(&v),
+                    None => out.push_str(&rest[open..open + close + 2]),
+                }
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

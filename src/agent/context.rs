@@ -55,32 +55,8 @@ pub struct PromptInputs<'a> {
 /// Fills the template in one pass, so text substituted for one placeholder
 /// (a tool description containing `{state}`, say) is never substituted again.
 pub fn fill_template(template: &str, value_of: impl Fn(&str) -> Option<String>) -> String {
-    let mut out = String::with_capacity(template.len() + 1024);
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        match after.find('}') {
-            Some(close)
-                if after[..close]
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c == '_')
-                    && close > 0 =>
-            {
-                match value_of(&after[..close]) {
-                    Some(v) => out.push_str(&v),
-                    None => out.push_str(&rest[open..open + close + 2]),
-                }
-                rest = &after[close + 1..];
-            }
-            _ => {
-                out.push('{');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+    let is_name = |n: &str| !n.is_empty() && n.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+    crate::text::fill_braces(template, is_name, value_of)
 }
 
 pub fn system_prompt(inputs: &PromptInputs<'_>) -> String {

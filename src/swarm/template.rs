@@ -40,32 +40,7 @@ fn is_identifier(s: &str) -> bool {
 
 /// Replaces each `{name}` that has a value; everything else stays as written.
 pub fn substitute(text: &str, values: &BTreeMap<String, String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        match after.find('}') {
-            Some(close) if is_identifier(&after[..close]) => {
-                let name = &after[..close];
-                match values.get(name) {
-                    Some(v) => out.push_str(v),
-                    None => {
-                        out.push('{');
-                        out.push_str(name);
-                        out.push('}');
-                    }
-                }
-                rest = &after[close + 1..];
-            }
-            _ => {
-                out.push('{');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+    crate::text::fill_braces(text, is_identifier, |name| values.get(name).cloned())
 }
 
 /// One upstream result for the context.
