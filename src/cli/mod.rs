@@ -327,14 +327,29 @@ impl AgentSetup {
     /// adds their tools to the registry; statuses go to `sink`. One function
     /// for `run` and the workstation: call it before [`AgentSetup::deps`].
     /// The returned clients must live as long as the session.
+    /// Starts the configured MCP servers and registers their tools. With
+    /// `announce`, a line on stderr says what is being waited for, since
+    /// start-up can take up to the slowest server's startup timeout.
     pub async fn start_mcp(
         &mut self,
         config: &Config,
         sink: &crate::agent::EventSink,
+        announce: bool,
     ) -> Result<crate::mcp::McpClients, crate::mcp::McpConfigError> {
         let servers = crate::mcp::config::load(&config.config_file)?;
         if servers.is_empty() {
             return Ok(crate::mcp::McpClients::default());
+        }
+        if announce {
+            let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+            let longest = servers
+                .iter()
+                .map(|s| s.startup_timeout.as_secs_f64())
+                .fold(0.0, f64::max);
+            eprintln!(
+                "vibedesk: starting MCP server(s) {} (at most {longest:.0} s)…",
+                names.join(", ")
+            );
         }
         let sink = sink.clone();
         let statuses: crate::mcp::StatusSink =

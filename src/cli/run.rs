@@ -119,7 +119,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     // MCP statuses share the run's event stream (docs §13.2).
     let mcp_sink = EventSink::new(tx.clone());
     let mcp = setup
-        .start_mcp(&config, &mcp_sink)
+        .start_mcp(&config, &mcp_sink, !args.json)
         .await
         .map_err(CliError::usage)?;
     let deps = setup.deps(provider, &config);

@@ -122,7 +122,7 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
     // the chat through `mcp_events` (docs §13.2).
     let (mcp_tx, mcp_rx) = tokio::sync::mpsc::unbounded_channel();
     let mcp = setup
-        .start_mcp(&config, &crate::agent::EventSink::new(mcp_tx))
+        .start_mcp(&config, &crate::agent::EventSink::new(mcp_tx), true)
         .await
         .map_err(CliError::usage)?;
     if let Some(done) = setup.maintain().await {

@@ -755,3 +755,40 @@ async fn a_stdio_server_dying_mid_call_ends_the_call_and_reports_exited() {
     assert!(out.raw.contains("no longer running"), "{}", out.raw);
     clients.shutdown().await;
 }
+
+/// Start-up can take up to the slowest server's timeout, so a text-mode run
+/// says what it is waiting for; `--json` keeps stderr to its own notes.
+#[tokio::test]
+async fn a_text_run_says_which_servers_it_is_starting() {
+    if !peers_available() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    home_with_time_server(home.path());
+    let run = |json: bool| {
+        let mut cmd = Command::new(BIN);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("VIBEDESK_HOME", home.path())
+            .arg("run");
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.args(["-p", "RSI of IBM"])
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output()
+    };
+    let text = run(false).await.unwrap();
+    let stderr = String::from_utf8_lossy(&text.stderr);
+    assert!(text.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("starting MCP server(s) time (at most 20 s)"),
+        "{stderr}"
+    );
+    let json = run(true).await.unwrap();
+    let stderr = String::from_utf8_lossy(&json.stderr);
+    assert!(json.status.success(), "{stderr}");
+    assert!(!stderr.contains("starting MCP server"), "{stderr}");
+}
