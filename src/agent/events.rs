@@ -8,10 +8,14 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::model::Usage;
 pub use crate::tools::events::{BatchCall, BatchMode, ToolCallStatus, ToolEvent};
 
+/// How a run or a team ended (docs §1.4, §14.4). `partial`: an answer was
+/// delivered but some of its tool calls (a team: some of its tasks) failed;
+/// `failed` includes a run whose every tool call failed, answer or not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Success,
+    Partial,
     Failed,
     Cancelled,
     Interrupted,
@@ -21,6 +25,7 @@ impl RunStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Success => "success",
+            RunStatus::Partial => "partial",
             RunStatus::Failed => "failed",
             RunStatus::Cancelled => "cancelled",
             RunStatus::Interrupted => "interrupted",
@@ -237,11 +242,13 @@ pub struct SwarmTaskInfo {
 }
 
 /// How a team's task ended (docs §14.3). A task whose upstream failed is
-/// `failed` with a reason that names that upstream task.
+/// `failed` with a reason that names that upstream task; one whose worker's
+/// run ended `partial` is `partial` (it has an answer to pass on).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SwarmTaskStatus {
     Success,
+    Partial,
     Failed,
     TimedOut,
     Cancelled,
@@ -252,6 +259,7 @@ impl SwarmTaskStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             SwarmTaskStatus::Success => "success",
+            SwarmTaskStatus::Partial => "partial",
             SwarmTaskStatus::Failed => "failed",
             SwarmTaskStatus::TimedOut => "timed_out",
             SwarmTaskStatus::Cancelled => "cancelled",

@@ -9,6 +9,7 @@ pub mod grounding;
 pub mod input;
 pub mod recall;
 pub mod run_loop;
+pub mod tally;
 pub mod traced;
 pub mod usage;
 pub mod watchdog;

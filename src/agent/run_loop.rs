@@ -26,6 +26,7 @@ use super::context::{self, PromptInputs, RecallHook, SkillLine};
 use super::events::{AgentEvent, EventSink, NoticeLevel, RunStatus, ToolEvent};
 use super::grounding::{AnswerCheck, AnswerContext, PendingWriteCheck};
 use super::input;
+use super::tally::ToolTally;
 use super::traced::record_of;
 use super::usage::UsageLedger;
 use super::watchdog::{self, Activity};
@@ -164,6 +165,8 @@ struct TurnState {
     written: Vec<PathBuf>,
     reported_model: Option<String>,
     step: u32,
+    /// The run's tool calls and their failures (docs §1.4).
+    tools: ToolTally,
 }
 
 impl TurnState {
@@ -180,6 +183,7 @@ impl TurnState {
             written: Vec::new(),
             reported_model: None,
             step: 0,
+            tools: ToolTally::default(),
         }
     }
 }
@@ -702,7 +706,10 @@ impl Loop {
         merge_counters(&mut self.counters, t.scheduler.counters());
         let (status, reason, error_code) = self.terminal_status(&t, &exit);
         let provider = &self.deps.provider;
-        let degraded = status == RunStatus::Success && !t.st.degraded_reasons.is_empty();
+        // An answer was delivered: its text is kept whatever its tool calls
+        // made of the status (docs §1.4).
+        let answered = answered(&t, &exit);
+        let degraded = answered && !t.st.degraded_reasons.is_empty();
         let iterations = t.st.step;
         let content_filter_warning = t.content_filter_warning();
         if let Some(w) = &content_filter_warning {
@@ -719,7 +726,7 @@ impl Loop {
             status,
             reason,
             error_code,
-            content: if status == RunStatus::Success {
+            content: if answered {
                 std::mem::take(&mut t.st.final_text)
             } else {
                 String::new()
@@ -791,15 +798,7 @@ impl Loop {
                 Some("agent_loop_error".to_string()),
             )
         } else if !st.final_text.trim().is_empty() {
-            if st.degraded_reasons.is_empty() {
-                (
-                    RunStatus::Success,
-                    "final answer delivered".to_string(),
-                    None,
-                )
-            } else {
-                (RunStatus::Success, st.degraded_reasons.join("; "), None)
-            }
+            answered_status(st)
         } else if let Some(n) = st.empty_total_at {
             failed(format!(
                 "empty_model_response: provider={} model={} iteration {n} returned no text and no tool calls",
@@ -1165,6 +1164,7 @@ impl Turn {
             .run(iter, &response.tool_calls, &self.tool_base)
             .await;
         for o in &outcomes {
+            self.st.tools.record(o);
             if o.succeeded()
                 && matches!(o.call.name(), "write_file" | "edit_file")
                 && let Some(p) = o.args.get("path").and_then(|v| v.as_str())
@@ -1248,9 +1248,49 @@ fn merge_counters(counters: &mut Vec<(String, u32)>, now: &[(String, u32)]) {
     }
 }
 
+/// Whether the run ends on a delivered answer: the rows of docs §1.4 above
+/// "a non-empty final answer" did not apply.
+fn answered(t: &Turn, exit: &Exit) -> bool {
+    let stopped = t.activity.stall_reason().is_some()
+        || matches!(exit, Exit::Cancelled)
+        || (t.cancel.is_cancelled() && !matches!(exit, Exit::Answered));
+    let broke = matches!(
+        exit,
+        Exit::ContentFilterBreaker(_) | Exit::ProviderError(_) | Exit::StoreError(_)
+    );
+    !stopped && !broke && !t.st.final_text.trim().is_empty()
+}
+
+/// The status of an answered run (docs §1.4): `success`, unless its tool
+/// calls failed (all: `failed`, some: `partial`), with the failures named
+/// first and any degradation after.
+fn answered_status(st: &TurnState) -> (RunStatus, String, Option<String>) {
+    let degraded = (!st.degraded_reasons.is_empty()).then(|| st.degraded_reasons.join("; "));
+    match (st.tools.verdict(), degraded) {
+        (None, None) => (
+            RunStatus::Success,
+            "final answer delivered".to_string(),
+            None,
+        ),
+        (None, Some(d)) => (RunStatus::Success, d, None),
+        (Some((status, failures)), degraded) => {
+            let reason = match degraded {
+                Some(d) => format!("{failures}; {d}"),
+                None => failures,
+            };
+            let code = (status == RunStatus::Failed).then(|| TOOL_CALLS_FAILED.to_string());
+            (status, reason, code)
+        }
+    }
+}
+
+/// `error_code` of an answered run whose every tool call failed.
+pub const TOOL_CALLS_FAILED: &str = "tool_calls_failed";
+
 fn state_status(status: RunStatus) -> Status {
     match status {
         RunStatus::Success => Status::Success,
+        RunStatus::Partial => Status::Partial,
         RunStatus::Failed => Status::Failed,
         RunStatus::Cancelled => Status::Cancelled,
         RunStatus::Interrupted => Status::Interrupted,

@@ -98,6 +98,9 @@ pub mod exit {
     pub const OK: u8 = 0;
     pub const FAILED: u8 = 1;
     pub const USAGE: u8 = 2;
+    /// `run` and `swarm run` ended `partial`: an answer (a report) was
+    /// delivered, but some tool calls (some tasks) failed (README, docs §1.4).
+    pub const PARTIAL: u8 = 3;
     pub const CANCELLED: u8 = 130;
 }
 

@@ -174,6 +174,11 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
                 outcome.run_id
             ),
         )),
+        // The answer is on stdout already; the line says what it lacks.
+        RunStatus::Partial => Err(CliError::new(
+            exit::PARTIAL,
+            format!("run partial: {}", outcome.reason),
+        )),
         RunStatus::Failed | RunStatus::Interrupted => {
             Err(CliError::failed(format!("run failed: {}", outcome.reason)))
         }

@@ -22,6 +22,7 @@ use crate::agent::events::{AgentEvent, RunStatus};
 use crate::agent::{EventSink, LoopDeps};
 use crate::config::{Config, Overrides};
 use crate::llm::{LlmError, Provider};
+use crate::store::run_state::Status;
 use crate::swarm::record::TaskState;
 use crate::swarm::scheduler::{DEFAULT_DEADLINE, DEFAULT_MAX_WORKERS, ProviderFactory};
 use crate::swarm::{Catalog, SwarmOptions, preset};
@@ -411,16 +412,21 @@ async fn run(args: SwarmRunArgs) -> Result<(), CliError> {
             outcome.report.display()
         );
     }
+    let why = outcome.reason.unwrap_or_default();
     match outcome.status {
         RunStatus::Success => Ok(()),
         RunStatus::Cancelled => Err(CliError::quiet(exit::CANCELLED)),
+        RunStatus::Partial if args.json => Err(CliError::quiet(exit::PARTIAL)),
+        RunStatus::Partial => Err(CliError::new(
+            exit::PARTIAL,
+            format!("team run partial: {why}"),
+        )),
         RunStatus::Failed | RunStatus::Interrupted if args.json => {
             Err(CliError::quiet(exit::FAILED))
         }
-        RunStatus::Failed | RunStatus::Interrupted => Err(CliError::failed(format!(
-            "team run failed: {}",
-            outcome.reason.unwrap_or_default()
-        ))),
+        RunStatus::Failed | RunStatus::Interrupted => {
+            Err(CliError::failed(format!("team run failed: {why}")))
+        }
     }
 }
 
@@ -483,11 +489,7 @@ async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
                 seconds,
                 tokens,
             } => {
-                let mark = if TaskState::from(*status) == TaskState::Success {
-                    "✓"
-                } else {
-                    "✗"
-                };
+                let mark = task_mark(TaskState::from(*status));
                 let why = reason
                     .as_ref()
                     .map(|r| format!(" — {r}"))
@@ -511,6 +513,32 @@ async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
     }
 }
 
+/// A task state's glyph, as the workstation's Teams view draws it.
+fn task_mark(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Pending => "○",
+        TaskState::Running => "▶",
+        TaskState::Success => "✓",
+        TaskState::Partial => "◐",
+        TaskState::TimedOut => "⏱",
+        TaskState::Cancelled => "⊘",
+        TaskState::Interrupted => "!",
+        TaskState::Failed => "✗",
+    }
+}
+
+/// A run status's glyph: ✓ success, ◐ partial, ✗ failed, ⊘ cancelled.
+fn status_mark(status: Status) -> &'static str {
+    match status {
+        Status::Running => "▶",
+        Status::Success => "✓",
+        Status::Partial => "◐",
+        Status::Cancelled => "⊘",
+        Status::Interrupted => "!",
+        Status::Failed => "✗",
+    }
+}
+
 fn show(id: &str, json: bool) -> Result<(), CliError> {
     let config = config_reconciled(&Overrides::default(), json)?;
     let (record, dir) = crate::swarm::load_run(&config.paths, id).map_err(CliError::usage)?;
@@ -522,7 +550,8 @@ fn show(id: &str, json: bool) -> Result<(), CliError> {
     let _ = writeln!(out, "{} — {} ({})", record.id, record.title, record.preset);
     let _ = writeln!(
         out,
-        "status {}{} · {:.1} s · started {}",
+        "{} status {}{} · {:.1} s · started {}",
+        status_mark(record.status),
         record.status.as_str(),
         record
             .reason
@@ -543,7 +572,8 @@ fn show(id: &str, json: bool) -> Result<(), CliError> {
     for t in &record.tasks {
         let _ = writeln!(
             out,
-            "  {:<24} {:<12} attempts {} · {:.1} s · {} tokens{}",
+            "  {} {:<24} {:<12} attempts {} · {:.1} s · {} tokens{}",
+            task_mark(t.state),
             t.id,
             t.state.as_str(),
             t.attempts,

@@ -24,6 +24,8 @@ const REQUEST_PREFIX_BYTES: usize = 4096;
 pub enum Status {
     Running,
     Success,
+    /// Answered, but some tool calls (a team: some tasks) failed (docs §5.1).
+    Partial,
     Failed,
     Cancelled,
     Interrupted,
@@ -34,6 +36,7 @@ impl Status {
         match self {
             Status::Running => "running",
             Status::Success => "success",
+            Status::Partial => "partial",
             Status::Failed => "failed",
             Status::Cancelled => "cancelled",
             Status::Interrupted => "interrupted",
@@ -350,6 +353,7 @@ mod tests {
         for (s, name) in [
             (Status::Running, "running"),
             (Status::Success, "success"),
+            (Status::Partial, "partial"),
             (Status::Failed, "failed"),
             (Status::Cancelled, "cancelled"),
             (Status::Interrupted, "interrupted"),

@@ -49,6 +49,9 @@ pub enum TaskState {
     Pending,
     Running,
     Success,
+    /// The worker answered, but some of its tool calls failed (docs §14.3):
+    /// its answer still goes to the tasks that depend on it.
+    Partial,
     Failed,
     TimedOut,
     Cancelled,
@@ -61,6 +64,7 @@ impl TaskState {
             TaskState::Pending => "pending",
             TaskState::Running => "running",
             TaskState::Success => "success",
+            TaskState::Partial => "partial",
             TaskState::Failed => "failed",
             TaskState::TimedOut => "timed_out",
             TaskState::Cancelled => "cancelled",
@@ -71,12 +75,19 @@ impl TaskState {
     pub fn is_finished(self) -> bool {
         !matches!(self, TaskState::Pending | TaskState::Running)
     }
+
+    /// The task ended with an answer its dependents may read: `success`
+    /// or `partial` (docs §14.3).
+    pub fn delivered(self) -> bool {
+        matches!(self, TaskState::Success | TaskState::Partial)
+    }
 }
 
 impl From<SwarmTaskStatus> for TaskState {
     fn from(s: SwarmTaskStatus) -> Self {
         match s {
             SwarmTaskStatus::Success => TaskState::Success,
+            SwarmTaskStatus::Partial => TaskState::Partial,
             SwarmTaskStatus::Failed => TaskState::Failed,
             SwarmTaskStatus::TimedOut => TaskState::TimedOut,
             SwarmTaskStatus::Cancelled => TaskState::Cancelled,

@@ -1,6 +1,7 @@
-//! `report.md` (docs §14.4): the final task's answer first, then every
-//! member's answer (or why it has none) with its run dir, so a reader can
-//! check each number at its source.
+//! `report.md` (docs §14.4): the run's status and, unless it is `success`,
+//! which members failed or were partial and why; then the final task's
+//! answer, then every member's answer (or why it has none) with its run
+//! dir, so a reader can check each number at its source.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -56,6 +57,7 @@ pub fn render(
             &vars_line
         }
     );
+    out.push_str(&shortfalls(preset, order, members));
     if let Some(last) = final_task(order)
         && let Some(m) = members.get(last)
     {
@@ -83,14 +85,56 @@ pub fn render(
     out
 }
 
+/// The members that did not succeed, each with its state and why, before
+/// anything else of the report: empty when every member succeeded.
+fn shortfalls(preset: &Preset, order: &[String], members: &BTreeMap<String, Member>) -> String {
+    let lines: Vec<String> = order
+        .iter()
+        .filter_map(|id| Some((id, members.get(id)?)))
+        .filter(|(_, m)| m.state != TaskState::Success)
+        .map(|(id, m)| {
+            let why = m.reason.as_deref().unwrap_or("no reason recorded");
+            let role = match role_of(preset, id) {
+                "" => String::new(),
+                r => format!(" ({r})"),
+            };
+            format!(
+                "- **{id}**{role} {} {}: {why}",
+                mark(m.state),
+                m.state.as_str()
+            )
+        })
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "## Members that did not succeed ({} of {})\n\n{}\n\n",
+        lines.len(),
+        order.len(),
+        lines.join("\n")
+    )
+}
+
+/// The glyph of a member's state, as the workstation draws it.
+fn mark(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Success => "✓",
+        TaskState::Partial => "◐",
+        TaskState::TimedOut => "⏱",
+        TaskState::Cancelled => "⊘",
+        _ => "✗",
+    }
+}
+
 fn body(m: &Member) -> String {
-    if m.state == TaskState::Success {
-        format!("{}\n", m.answer.trim_end())
-    } else {
-        format!(
-            "_No answer: {}._\n",
-            m.reason.as_deref().unwrap_or(m.state.as_str())
-        )
+    let why = m.reason.as_deref().unwrap_or(m.state.as_str());
+    let answer = m.answer.trim_end();
+    match m.state {
+        TaskState::Success => format!("{answer}\n"),
+        TaskState::Partial => format!("_Partial: {why}._\n\n{answer}\n"),
+        _ if !answer.is_empty() => format!("_Failed: {why}._\n\n{answer}\n"),
+        _ => format!("_No answer: {why}._\n"),
     }
 }
 

@@ -4,8 +4,10 @@
 //! dependencies succeeded, at most `max_workers` at once; it has
 //! `timeout_seconds × (max_retries + 1)` in all, and a failed attempt is
 //! retried with a fresh loop while budget and retries remain. A failed task
-//! fails its dependents, naming itself; the other tasks go on. Cancel and
-//! the whole-run deadline stop every worker at its next checkpoint.
+//! fails its dependents, naming itself; the other tasks go on. A `partial`
+//! task (its worker answered, but some tool calls failed) passes its answer
+//! on. Cancel and the whole-run deadline stop every worker at its next
+//! checkpoint.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -34,7 +36,7 @@ pub const DEFAULT_MAX_WORKERS: usize = 4;
 /// Default whole-run deadline (docs §14.3; the original's `SWARM_TIMEOUT`).
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(1_800);
 /// The upstream section of a task that has no answer to pass on.
-const NO_RESULT: &str = "(no result: the task had not succeeded when this one started)";
+const NO_RESULT: &str = "(no result: the task had not delivered an answer when this one started)";
 /// How long a stopped worker may take to reach its checkpoint before its
 /// loop is dropped.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -445,7 +447,7 @@ impl Dag<'_> {
                     t.depends_on.iter().all(|d| {
                         self.results
                             .get(d.as_str())
-                            .is_some_and(|r| r.state == TaskState::Success)
+                            .is_some_and(|r| r.state.delivered())
                     })
                 })
         })?;
@@ -457,12 +459,13 @@ impl Dag<'_> {
             .0
             .iter()
             .map(|(key, source)| {
-                // Only a finished, successful task has an answer to pass on
-                // (an `input_from` that is not upstream may have neither).
+                // Only a task that delivered (success or partial) has an
+                // answer to pass on (an `input_from` that is not upstream
+                // may have neither).
                 let answer = self
                     .results
                     .get(source.as_str())
-                    .filter(|r| r.state == TaskState::Success)
+                    .filter(|r| r.state.delivered())
                     .map_or(NO_RESULT, |r| r.answer.as_str());
                 UpstreamResult {
                     key,
@@ -518,7 +521,7 @@ impl Dag<'_> {
             let failed = task.depends_on.iter().find_map(|d| {
                 self.results
                     .get(d.as_str())
-                    .filter(|r| r.state != TaskState::Success)
+                    .filter(|r| !r.state.delivered())
                     .map(|r| (d.as_str(), r.state))
             });
             if let Some((upstream, state)) = failed {
@@ -602,6 +605,7 @@ async fn sleep_until_opt(at: Option<Instant>) {
 fn task_status(state: TaskState) -> SwarmTaskStatus {
     match state {
         TaskState::Success => SwarmTaskStatus::Success,
+        TaskState::Partial => SwarmTaskStatus::Partial,
         TaskState::TimedOut => SwarmTaskStatus::TimedOut,
         TaskState::Cancelled => SwarmTaskStatus::Cancelled,
         TaskState::Interrupted => SwarmTaskStatus::Interrupted,
@@ -647,6 +651,14 @@ async fn run_task(
         tokens += outcome.usage.total_tokens;
         match outcome.status {
             RunStatus::Success => break (TaskState::Success, None, outcome.content.clone()),
+            // An answer with some failed tool calls: kept, not retried.
+            RunStatus::Partial => {
+                break (
+                    TaskState::Partial,
+                    Some(outcome.reason.clone()),
+                    outcome.content.clone(),
+                );
+            }
             _ if timed_out => {
                 break (
                     TaskState::TimedOut,
@@ -667,7 +679,10 @@ async fn run_task(
             }
             _ => {
                 let reason = format!("attempt {attempt} of {attempts} failed: {}", outcome.reason);
-                break (TaskState::Failed, Some(reason), String::new());
+                // A run whose tool calls all failed may still have said
+                // something: the report shows it (docs §14.4); no
+                // dependent reads it.
+                break (TaskState::Failed, Some(reason), outcome.content.clone());
             }
         }
     };
@@ -799,32 +814,10 @@ fn forward(shared: &Shared, job: &Job, attempt: u32, announced: &mut bool, event
 /// `swarm_finished`.
 fn finish(dag: &Dag<'_>, stop: Stop, started: Instant) -> SwarmOutcome {
     let shared = &dag.shared;
-    let failed: Vec<&String> = dag
-        .order
-        .iter()
-        .filter(|id| {
-            dag.results
-                .get(*id)
-                .is_none_or(|r| r.state != TaskState::Success)
-        })
-        .collect();
     let (status, reason) = match stop {
         Stop::Cancelled => (RunStatus::Cancelled, Some(stop_text(stop))),
         Stop::Deadline(_) => (RunStatus::Failed, Some(stop_text(stop))),
-        Stop::Completed if failed.is_empty() => (RunStatus::Success, None),
-        Stop::Completed => (
-            RunStatus::Failed,
-            Some(format!(
-                "{} of {} task(s) did not succeed: {}",
-                failed.len(),
-                dag.order.len(),
-                failed
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        ),
+        Stop::Completed => team_status(&dag.order, &dag.results),
     };
     let seconds = started.elapsed().as_secs_f64();
     let report = shared.files.report_file();
@@ -841,6 +834,7 @@ fn finish(dag: &Dag<'_>, stop: Stop, started: Instant) -> SwarmOutcome {
     shared.update(|r| {
         r.status = match status {
             RunStatus::Success => Status::Success,
+            RunStatus::Partial => Status::Partial,
             RunStatus::Failed => Status::Failed,
             RunStatus::Cancelled => Status::Cancelled,
             RunStatus::Interrupted => Status::Interrupted,
@@ -888,4 +882,53 @@ impl Dag<'_> {
             })
             .collect()
     }
+}
+
+/// A completed team's status (docs §14.4): `failed` when its final task or
+/// every task did not deliver, `partial` when any task failed or was
+/// partial, else `success`; the reason names the tasks.
+fn team_status(
+    order: &[String],
+    results: &BTreeMap<String, TaskResult>,
+) -> (RunStatus, Option<String>) {
+    let state = |id: &String| results.get(id).map_or(TaskState::Cancelled, |r| r.state);
+    let failed: Vec<&str> = order
+        .iter()
+        .filter(|id| !state(id).delivered())
+        .map(String::as_str)
+        .collect();
+    let partial: Vec<&str> = order
+        .iter()
+        .filter(|id| state(id) == TaskState::Partial)
+        .map(String::as_str)
+        .collect();
+    if failed.is_empty() && partial.is_empty() {
+        return (RunStatus::Success, None);
+    }
+    let final_failed = super::report::final_task(order).is_some_and(|last| failed.contains(&last));
+    let status = if final_failed || failed.len() == order.len() {
+        RunStatus::Failed
+    } else {
+        RunStatus::Partial
+    };
+    let mut parts = Vec::new();
+    if !failed.is_empty() {
+        parts.push(format!(
+            "{} of {} task(s) failed: {}",
+            failed.len(),
+            order.len(),
+            failed.join(", ")
+        ));
+    }
+    if !partial.is_empty() {
+        parts.push(format!(
+            "{} partial (some tool calls failed): {}",
+            partial.len(),
+            partial.join(", ")
+        ));
+    }
+    if final_failed && let Some(last) = super::report::final_task(order) {
+        parts.push(format!("the final task {last} has no answer"));
+    }
+    (status, Some(parts.join("; ")))
 }

@@ -956,8 +956,8 @@ impl App {
                 self.usage.output_tokens += output_tokens;
                 self.usage.total_tokens += total_tokens;
             }
-            AgentEvent::RunFinished { status, .. } => {
-                self.tools.finish_run(*status, at);
+            AgentEvent::RunFinished { status, reason, .. } => {
+                self.tools.finish_run(*status, reason.as_deref(), at);
                 self.phase = match self.phase {
                     // Cancelled: the hint has served; the turn ends at TurnDone.
                     Phase::Cancelling { .. } if *status == RunStatus::Cancelled => {

@@ -22,7 +22,7 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 
 use super::backtest::{self, BacktestCell, BacktestInfo, EquitySeries, LoadRequest};
-use super::cells::{CellKind, render_lines};
+use super::cells::{CellKind, render_lines, status_word_mark};
 use super::format::{one_line, timestamp, truncate, width as text_width};
 use super::keymap::Action;
 use super::memories::{MemoryDetail, MemoryListing};
@@ -754,7 +754,7 @@ impl Browser {
                 let status_style = match status.as_str() {
                     "success" => theme.ok,
                     "failed" | "interrupted" => theme.error,
-                    "cancelled" => theme.warn,
+                    "cancelled" | "partial" => theme.warn,
                     _ => theme.muted,
                 };
                 let head = format!(
@@ -1345,12 +1345,16 @@ fn message_lines(m: &Message, archive: &[ArchiveEntry], mut out: Vec<String>) ->
 
 fn status_style(status: &str, theme: &Theme) -> Style {
     match status {
-        "success" => theme.ok,
-        "failed" | "timed_out" | "timed out" | "unreadable" => theme.error,
-        "cancelled" | "interrupted" => theme.warn,
         "running" => theme.accent,
-        _ => theme.muted,
+        other => status_word_mark(other, theme).map_or(theme.muted, |(_, style)| style),
     }
+}
+
+/// A recorded status with its glyph (✓ success, ◐ partial, ✗ failed, …),
+/// padded to a column.
+fn status_cell(status: &str, theme: &Theme) -> String {
+    let mark = status_word_mark(status, theme).map_or(" ", |(mark, _)| mark);
+    format!("{mark} {status:<12}")
 }
 
 /// A team run: id, start, status, team and worker count.
@@ -1367,7 +1371,7 @@ fn team_row(r: &TeamRunRow, width: usize, theme: &Theme, offset: FixedOffset) ->
         r.workers.len(),
         if r.workers.len() == 1 { "" } else { "s" }
     );
-    let status = format!("{:<12}", r.status);
+    let status = status_cell(&r.status, theme);
     let used = text_width(&head) + text_width(&status) + text_width(&tail);
     let preset = truncate(&r.preset, width.saturating_sub(used));
     let line = Line::from(vec![
@@ -1382,7 +1386,7 @@ fn team_row(r: &TeamRunRow, width: usize, theme: &Theme, offset: FixedOffset) ->
 /// A team run's worker: task id, state and run directory.
 fn worker_row(w: &TeamWorkerRow, width: usize, theme: &Theme) -> Line<'static> {
     let id = format!("  {:<24}  ", w.id);
-    let state = format!("{:<12}", w.state);
+    let state = status_cell(&w.state, theme);
     let used = text_width(&id) + text_width(&state);
     let dir = truncate(
         w.run_dir.as_deref().unwrap_or("(no run dir recorded)"),

@@ -265,6 +265,31 @@ pub fn status_mark(state: ToolCellState, theme: &Theme) -> (&'static str, &'stat
     }
 }
 
+/// The mark and style of how a run or a team ended: ✓ success, ◐ partial
+/// (warn: an answer with some failed tool calls), ✗ failed, ⊘ cancelled.
+pub fn run_mark(status: RunStatus, theme: &Theme) -> (&'static str, Style) {
+    match status {
+        RunStatus::Success => ("✓", theme.ok),
+        RunStatus::Partial => ("◐", theme.warn),
+        RunStatus::Cancelled => ("⊘", theme.warn),
+        RunStatus::Failed | RunStatus::Interrupted => ("✗", theme.error),
+    }
+}
+
+/// [`run_mark`] for a status recorded as text (`run.json`, `session.json`,
+/// a task's state); `None` for a word that is not a finished status.
+pub fn status_word_mark(word: &str, theme: &Theme) -> Option<(&'static str, Style)> {
+    Some(match word {
+        "success" => ("✓", theme.ok),
+        "partial" => ("◐", theme.warn),
+        "failed" | "unreadable" => ("✗", theme.error),
+        "timed_out" | "timed out" => ("⏱", theme.error),
+        "cancelled" => ("⊘", theme.warn),
+        "interrupted" => ("!", theme.warn),
+        _ => return None,
+    })
+}
+
 /// A cell's lines without a cache (the transcript browser draws cells
 /// this way).
 pub fn render_lines(
@@ -351,11 +376,7 @@ fn render_kind(
             usage,
             degraded,
         } => {
-            let (mark, style) = match status {
-                RunStatus::Success => ("✓", theme.ok),
-                RunStatus::Cancelled => ("⊘", theme.warn),
-                RunStatus::Failed | RunStatus::Interrupted => ("✗", theme.error),
-            };
+            let (mark, style) = run_mark(*status, theme);
             let text = run_end_text(
                 mark,
                 *status,

@@ -334,13 +334,13 @@ impl Chat {
     }
 
     /// The run ended: tool calls still open end with it (unless it
-    /// succeeded), then the run's end cell.
+    /// answered), then the run's end cell.
     fn run_finished(&mut self, end: CellKind) {
         self.finish_streaming();
         if !matches!(
             end,
             CellKind::RunEnd {
-                status: RunStatus::Success,
+                status: RunStatus::Success | RunStatus::Partial,
                 ..
             }
         ) {

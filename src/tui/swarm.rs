@@ -26,6 +26,8 @@ pub enum TaskState {
     /// An attempt failed; the next one starts with a fresh loop.
     Retrying,
     Success,
+    /// Answered, but some of the worker's tool calls failed.
+    Partial,
     Failed,
     TimedOut,
     Cancelled,
@@ -39,6 +41,7 @@ impl TaskState {
             TaskState::Running => "running",
             TaskState::Retrying => "retrying",
             TaskState::Success => "success",
+            TaskState::Partial => "partial",
             TaskState::Failed => "failed",
             TaskState::TimedOut => "timed out",
             TaskState::Cancelled => "cancelled",
@@ -63,6 +66,7 @@ impl From<SwarmTaskStatus> for TaskState {
     fn from(s: SwarmTaskStatus) -> Self {
         match s {
             SwarmTaskStatus::Success => TaskState::Success,
+            SwarmTaskStatus::Partial => TaskState::Partial,
             SwarmTaskStatus::Failed => TaskState::Failed,
             SwarmTaskStatus::TimedOut => TaskState::TimedOut,
             SwarmTaskStatus::Cancelled => TaskState::Cancelled,
@@ -95,7 +99,9 @@ impl Worker {
         self.gauge.apply(event, at);
         match event {
             AgentEvent::Tool(t) => self.tools.apply(t, at),
-            AgentEvent::RunFinished { status, .. } => self.tools.finish_run(*status, at),
+            AgentEvent::RunFinished { status, reason, .. } => {
+                self.tools.finish_run(*status, reason.as_deref(), at)
+            }
             _ => {}
         }
     }

@@ -9,13 +9,13 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use tokio::time::Instant;
 
+use super::cells::run_mark;
 use super::chat::Chat;
 use super::format::{clock, tokens, truncate, width as text_width};
 use super::keymap::{Action, Keymap};
 use super::panes::{Panes, WIDE, panes, section_rule};
 use super::swarm::{SWARM_USAGE, TaskState, TeamBoard, TeamPhase, TeamTask};
 use super::theme::Theme;
-use crate::agent::events::RunStatus;
 
 /// The team's state in a few words, for the status bar.
 pub fn status(b: &TeamBoard, now: Instant) -> String {
@@ -69,6 +69,7 @@ fn state_mark(state: TaskState, theme: &Theme) -> (&'static str, Style) {
         TaskState::Running => ("◐", theme.accent),
         TaskState::Retrying => ("↻", theme.warn),
         TaskState::Success => ("✓", theme.ok),
+        TaskState::Partial => ("◐", theme.warn),
         TaskState::Failed => ("✗", theme.error),
         TaskState::TimedOut => ("⏱", theme.error),
         TaskState::Cancelled => ("⊘", theme.warn),
@@ -87,13 +88,9 @@ fn phase_line(b: &TeamBoard, theme: &Theme, now: Instant) -> (String, Style) {
         ),
         TeamPhase::Cancelling => (format!("⊘ cancelling… · {done}/{all} done"), theme.warn),
         TeamPhase::Finished { status, .. } => {
-            let style = match status {
-                RunStatus::Success => theme.ok,
-                RunStatus::Failed => theme.error,
-                RunStatus::Cancelled | RunStatus::Interrupted => theme.warn,
-            };
+            let (mark, style) = run_mark(*status, theme);
             (
-                format!("{} in {el} · {done}/{all} done", status.as_str()),
+                format!("{mark} {} in {el} · {done}/{all} done", status.as_str()),
                 style,
             )
         }
@@ -461,6 +458,7 @@ fn task_row(
     let rest = width.saturating_sub(used);
     let act_style = match t.state {
         TaskState::Failed | TaskState::TimedOut => theme.error,
+        TaskState::Partial => theme.warn,
         TaskState::Running => theme.text,
         _ => theme.muted,
     };

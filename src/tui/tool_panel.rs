@@ -15,7 +15,7 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::cells::{ToolCellState, args_summary, status_mark};
+use super::cells::{ToolCellState, args_summary, run_mark, status_mark};
 use super::format::{clock, duration_ms, one_line, truncate, width as text_width};
 use super::theme::Theme;
 use crate::agent::events::{BatchMode, RunStatus, ToolCallStatus, ToolEvent};
@@ -144,6 +144,10 @@ pub struct ToolPanel {
     pub batches: VecDeque<Batch>,
     /// The scheduler's heartbeat interval (for the "silent" mark).
     pub heartbeat: Duration,
+    /// How the last run ended when its tool calls made it `partial` or
+    /// `failed` (docs §1.4), with the reason: shown above its batches until
+    /// the next batch starts.
+    pub run_end: Option<(RunStatus, String)>,
 }
 
 impl Default for ToolPanel {
@@ -151,6 +155,7 @@ impl Default for ToolPanel {
         ToolPanel {
             batches: VecDeque::new(),
             heartbeat: Duration::from_secs(3),
+            run_end: None,
         }
     }
 }
@@ -206,6 +211,7 @@ impl ToolPanel {
                 mode,
                 calls,
             } => {
+                self.run_end = None;
                 self.batches.push_back(Batch {
                     iter: *iter,
                     batch: *batch,
@@ -328,8 +334,12 @@ impl ToolPanel {
         }
     }
 
-    /// The run ended: calls that never finished were cancelled with it.
-    pub fn finish_run(&mut self, status: RunStatus, at: Instant) {
+    /// The run ended: calls that never finished were cancelled with it; a
+    /// `partial` or `failed` end that followed tool calls is kept to show.
+    pub fn finish_run(&mut self, status: RunStatus, reason: Option<&str>, at: Instant) {
+        self.run_end = (matches!(status, RunStatus::Partial | RunStatus::Failed)
+            && !self.batches.is_empty())
+        .then(|| (status, reason.unwrap_or_default().to_string()));
         for b in self.batches.iter_mut() {
             for c in b.calls.iter_mut() {
                 if matches!(
@@ -352,6 +362,7 @@ impl ToolPanel {
 
     pub fn clear(&mut self) {
         self.batches.clear();
+        self.run_end = None;
     }
 
     /// Lines for an area `width` wide and at most `height` tall: the current
@@ -365,13 +376,31 @@ impl ToolPanel {
         theme: &Theme,
         now: Instant,
     ) -> Vec<Line<'static>> {
-        let mut out = Vec::new();
         let Some(current) = self.batches.back() else {
-            out.push(Line::from(Span::styled("no tool calls yet", theme.muted)));
-            return out;
+            return vec![Line::from(Span::styled("no tool calls yet", theme.muted))];
         };
         let height = height.max(1);
-        out.push(batch_header(current, width, theme, now));
+        match &self.run_end {
+            Some((status, reason)) if height > 1 => {
+                let mut out = vec![run_end_line(*status, reason, width, theme)];
+                out.extend(self.batch_lines(current, width, height - 1, theme, now));
+                out
+            }
+            _ => self.batch_lines(current, width, height, theme, now),
+        }
+    }
+
+    /// [`Self::lines`] below the run's end line: the current batch and the
+    /// earlier ones.
+    fn batch_lines(
+        &self,
+        current: &Batch,
+        width: usize,
+        height: usize,
+        theme: &Theme,
+        now: Instant,
+    ) -> Vec<Line<'static>> {
+        let mut out = vec![batch_header(current, width, theme, now)];
         let blocks: Vec<(usize, Vec<Line<'static>>)> = current
             .calls
             .iter()
@@ -473,6 +502,17 @@ fn priority(c: &Call, now: Instant, heartbeat: Duration) -> usize {
     } else {
         4
     }
+}
+
+/// "◐ run partial: 1 of 2 tool calls failed: …" in the status's style.
+fn run_end_line(status: RunStatus, reason: &str, width: usize, theme: &Theme) -> Line<'static> {
+    let (mark, style) = run_mark(status, theme);
+    let text = if reason.is_empty() {
+        format!("{mark} run {}", status.as_str())
+    } else {
+        format!("{mark} run {}: {reason}", status.as_str())
+    };
+    Line::from(Span::styled(truncate(&text, width), style))
 }
 
 fn mode_word(m: BatchMode) -> &'static str {

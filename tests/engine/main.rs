@@ -14,6 +14,7 @@ mod memory;
 mod provider;
 mod research_data;
 mod sandbox;
+mod status;
 mod support;
 mod swarm;
 mod teams;

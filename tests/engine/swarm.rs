@@ -532,6 +532,164 @@ tasks:
     assert_eq!(finished, SwarmTaskStatus::TimedOut);
 }
 
+/// `ta` answers with one of its two calls failed, `tb`'s only call fails,
+/// `tc` (the final task) reads `ta` only.
+const PARTIAL_DAG: &str = "name: partial
+agents:
+  - {id: a, model: a, tools: [echo, broken], max_retries: 0}
+  - {id: b, model: b, tools: [broken], max_retries: 0}
+  - {id: c, model: c, tools: [broken], max_retries: 0}
+tasks:
+  - {id: ta, agent_id: a, prompt_template: 'Study.'}
+  - {id: tb, agent_id: b, prompt_template: 'Doubt.'}
+  - {id: tc, agent_id: c, prompt_template: \"Decide.\\n{upstream_context}\", depends_on: [ta], input_from: {study: ta}}
+";
+
+fn partial_models(final_fails: bool) -> Models {
+    let c = if final_fails {
+        json!([
+            call_turn(&[("c1", "broken", json!({}))]),
+            text_turn("C could not check.")
+        ])
+    } else {
+        json!([text_turn("C decides on A's half.")])
+    };
+    Models::new(&[
+        (
+            "a",
+            json!([
+                call_turn(&[
+                    ("a1", "echo", json!({"q": "x"})),
+                    ("a2", "broken", json!({}))
+                ]),
+                text_turn("A found half of it."),
+            ]),
+        ),
+        (
+            "b",
+            json!([
+                call_turn(&[("b1", "broken", json!({}))]),
+                text_turn("B found nothing.")
+            ]),
+        ),
+        ("c", c),
+    ])
+}
+
+fn echo_and_broken() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(TestTool::new("echo", true, Behaviour::Echo).repeatable()),
+        Arc::new(TestTool::new("broken", true, Behaviour::Fail).repeatable()),
+    ]
+}
+
+#[tokio::test]
+async fn a_partial_member_passes_its_answer_on_and_the_team_is_partial() {
+    let home = Home::new();
+    let models = partial_models(false);
+    let team = run_team(
+        &home,
+        PARTIAL_DAG,
+        &models,
+        echo_and_broken(),
+        SwarmOptions::default(),
+        CancellationToken::new(),
+        |_| {},
+    )
+    .await;
+    let outcome = team.ok();
+    assert_eq!(team.state("ta"), TaskState::Partial);
+    assert_eq!(
+        team.reason("ta"),
+        "1 of 2 tool calls failed: broken (deliberate failure)"
+    );
+    assert_eq!(team.state("tb"), TaskState::Failed);
+    assert!(
+        team.reason("tb")
+            .contains("1 of 1 tool call failed: broken (deliberate failure)"),
+        "{}",
+        team.reason("tb")
+    );
+    assert_eq!(team.state("tc"), TaskState::Success);
+    // The partial answer reached the final task.
+    assert!(
+        user_message(&models.get("c"), 0).contains("A found half of it."),
+        "{}",
+        user_message(&models.get("c"), 0)
+    );
+    assert_eq!(outcome.status, RunStatus::Partial, "{:?}", outcome.reason);
+    let reason = outcome.reason.clone().unwrap();
+    assert_eq!(
+        reason,
+        "1 of 3 task(s) failed: tb; 1 partial (some tool calls failed): ta"
+    );
+    assert!(team.events.iter().any(|e| matches!(
+        e,
+        AgentEvent::SwarmTaskFinished { task, status: SwarmTaskStatus::Partial, .. } if task == "ta"
+    )));
+    assert!(matches!(
+        team.events.last(),
+        Some(AgentEvent::SwarmFinished {
+            status: RunStatus::Partial,
+            ..
+        })
+    ));
+    let record = read_json(&outcome.dir.join("run.json"));
+    assert_eq!(record["status"], "partial");
+    assert_eq!(record["reason"], reason);
+    let report = std::fs::read_to_string(&outcome.report).unwrap();
+    let top = report
+        .find("## Members that did not succeed (2 of 3)")
+        .unwrap();
+    assert!(top < report.find("## Conclusion: tc").unwrap());
+    assert!(
+        report.contains("- **ta** ◐ partial: 1 of 2 tool calls failed: broken"),
+        "{report}"
+    );
+    assert!(
+        report.contains("- **tb** ✗ failed: attempt 1 of 1 failed: 1 of 1 tool call failed"),
+        "{report}"
+    );
+    // Each member's answer, a failed one's too, with why.
+    assert!(
+        report.contains("_Partial: 1 of 2 tool calls failed"),
+        "{report}"
+    );
+    assert!(report.contains("B found nothing."), "{report}");
+}
+
+#[tokio::test]
+async fn a_team_whose_final_task_failed_is_failed() {
+    let home = Home::new();
+    let models = partial_models(true);
+    let team = run_team(
+        &home,
+        PARTIAL_DAG,
+        &models,
+        echo_and_broken(),
+        SwarmOptions::default(),
+        CancellationToken::new(),
+        |_| {},
+    )
+    .await;
+    let outcome = team.ok();
+    assert_eq!(team.state("ta"), TaskState::Partial);
+    assert_eq!(team.state("tc"), TaskState::Failed);
+    assert_eq!(outcome.status, RunStatus::Failed, "{:?}", outcome.reason);
+    assert!(
+        outcome
+            .reason
+            .as_deref()
+            .unwrap()
+            .ends_with("the final task tc has no answer"),
+        "{:?}",
+        outcome.reason
+    );
+    let report = std::fs::read_to_string(&outcome.report).unwrap();
+    assert!(report.contains("status failed"), "{report}");
+    assert!(report.contains("C could not check."), "{report}");
+}
+
 #[tokio::test]
 async fn cancel_stops_the_workers_and_each_task_keeps_its_state() {
     let home = Home::new();

@@ -176,6 +176,116 @@ fn chat_after_a_finished_run_with_compactions() {
     snap_both("finished_run", &mut a, t0 + Duration::from_secs(80));
 }
 
+/// A run whose two data calls came back: AAPL's, and a symbol without
+/// data; then a short answer and the run's end as the engine reports it
+/// (docs §1.4): `partial` when one of the two failed, `failed` when both did.
+fn run_with_failed_calls(t0: Instant, both_fail: bool) -> App {
+    let mut a = app();
+    type_text(&mut a, "RSI of AAPL and ZZZZ");
+    update(&mut a, key(KeyCode::Enter));
+    let nodata = "{\"status\":\"error\",\"error\":\"no data for ZZZZ\"}";
+    let first = if both_fail {
+        finished(
+            1,
+            "c1",
+            "technical_indicator",
+            ToolCallStatus::Error,
+            40,
+            nodata,
+        )
+    } else {
+        finished(
+            1,
+            "c1",
+            "technical_indicator",
+            ToolCallStatus::Ok,
+            40,
+            "RSI 14: 55.2",
+        )
+    };
+    let (status, reason) = if both_fail {
+        (
+            RunStatus::Failed,
+            "2 of 2 tool calls failed: technical_indicator ×2 (no data for ZZZZ)",
+        )
+    } else {
+        (
+            RunStatus::Partial,
+            "1 of 2 tool calls failed: technical_indicator (no data for ZZZZ)",
+        )
+    };
+    feed(
+        &mut a,
+        &[
+            run_started(),
+            AgentEvent::IterationStarted {
+                iter: 1,
+                step: 1,
+                max_iterations: 50,
+            },
+            watermark(1, 3_100),
+            batch(
+                1,
+                0,
+                BatchMode::Parallel,
+                &[
+                    ("c1", "technical_indicator", json!({"symbol": "AAPL"})),
+                    ("c2", "technical_indicator", json!({"symbol": "ZZZZ"})),
+                ],
+            ),
+            started(1, "c1", "technical_indicator", true, Some(60.0)),
+            started(1, "c2", "technical_indicator", true, Some(60.0)),
+            first,
+            finished(
+                1,
+                "c2",
+                "technical_indicator",
+                ToolCallStatus::Error,
+                41,
+                nodata,
+            ),
+            tool(ToolEvent::ToolBatchFinished {
+                iter: 1,
+                batch: 0,
+                elapsed_ms: 41,
+            }),
+            AgentEvent::IterationStarted {
+                iter: 2,
+                step: 2,
+                max_iterations: 50,
+            },
+            text(2, "ZZZZ has no data; see the tool errors.\n"),
+            AgentEvent::Answer {
+                iter: 2,
+                content: "ZZZZ has no data; see the tool errors.\n".into(),
+                degraded: false,
+            },
+            run_finished(status, reason),
+        ],
+        t0,
+    );
+    update(&mut a, Msg::TurnDone { error: None });
+    a
+}
+
+#[test]
+fn a_partial_and_a_failed_run_show_their_state_in_the_chat_and_the_tool_panel() {
+    let t0 = Instant::now();
+    let mut partial = run_with_failed_calls(t0, false);
+    let s = screen(&mut partial, 160, 48, t0);
+    assert!(
+        s.contains("── ◐ partial · 3 iterations") && s.contains("1 of 2 tool calls failed"),
+        "{s}"
+    );
+    assert!(s.contains("◐ run partial: 1 of 2 tool calls failed"), "{s}");
+    snap_both("run_partial", &mut partial, t0);
+    let mut failed = run_with_failed_calls(t0, true);
+    let s = screen(&mut failed, 160, 48, t0);
+    assert!(s.contains("── ✗ failed · 3 iterations"), "{s}");
+    assert!(s.contains("✗ run failed: 2 of 2 tool calls failed"), "{s}");
+    snap_both("run_failed", &mut failed, t0);
+}
+
 #[test]
 fn chat_with_expanded_tool_cells_and_reasoning() {
     let t0 = Instant::now();

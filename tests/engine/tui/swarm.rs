@@ -13,7 +13,9 @@ use tokio::sync::mpsc::unbounded_channel;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use vibedesk::agent::EventSink;
-use vibedesk::agent::events::{AgentEvent, BatchMode, RunStatus, SwarmTaskInfo, SwarmTaskStatus};
+use vibedesk::agent::events::{
+    AgentEvent, BatchMode, RunStatus, SwarmTaskInfo, SwarmTaskStatus, ToolCallStatus,
+};
 use vibedesk::tui::App;
 use vibedesk::tui::app::{Effect, Msg, update};
 use vibedesk::tui::cells::{CellKind, NoticeKind};
@@ -680,6 +682,148 @@ fn snapshot_a_workers_detail() {
     }
 }
 
+/// The committee after its members' tool calls failed (docs §14.4): the
+/// bull's worker answered with one of two calls failed (`partial`), the
+/// bear's every call failed (`failed`), so the risk officer and the
+/// portfolio manager never ran and the team is `failed`.
+fn team_with_failures(t0: Instant) -> App {
+    let mut a = mid_team(t0);
+    let bull_reason = "1 of 2 tool calls failed: get_market_data (no data for ZZZZ)";
+    let bear_reason =
+        "attempt 1 of 1 failed: 1 of 1 tool call failed: technical_indicator (no data for ZZZZ)";
+    let t1 = t0 + Duration::from_secs(30);
+    let nodata = "{\"status\":\"error\",\"error\":\"no data for ZZZZ\"}";
+    feed(
+        &mut a,
+        &[
+            w(
+                "task-bull",
+                finished(1, "c1", "get_market_data", ToolCallStatus::Ok, 900, "AAPL rows"),
+            ),
+            w(
+                "task-bull",
+                batch(
+                    1,
+                    1,
+                    BatchMode::Serial,
+                    &[("c2", "get_market_data", json!({"symbol": "ZZZZ"}))],
+                ),
+            ),
+            w(
+                "task-bull",
+                started(1, "c2", "get_market_data", true, Some(60.0)),
+            ),
+            w(
+                "task-bull",
+                finished(1, "c2", "get_market_data", ToolCallStatus::Error, 30, nodata),
+            ),
+            w("task-bull", text(2, "AAPL only: ZZZZ has no data.")),
+            w("task-bull", run_finished(RunStatus::Partial, bull_reason)),
+            task_finished("task-bull", SwarmTaskStatus::Partial, Some(bull_reason)),
+            task_finished("task-bear", SwarmTaskStatus::Failed, Some(bear_reason)),
+            task_finished(
+                "task-risk",
+                SwarmTaskStatus::Failed,
+                Some("upstream task 'task-bear' failed"),
+            ),
+            task_finished(
+                "task-pm",
+                SwarmTaskStatus::Failed,
+                Some("upstream task 'task-risk' failed"),
+            ),
+            AgentEvent::SwarmFinished {
+                run_id: "swarm-20261204-173000-1a2b3c4d".into(),
+                status: RunStatus::Failed,
+                reason: Some(
+                    "3 of 4 task(s) failed: task-bear, task-risk, task-pm; 1 partial (some tool calls failed): task-bull".into(),
+                ),
+                seconds: 30.0,
+                report: "/data/swarm/swarm-20261204-173000-1a2b3c4d/report.md".into(),
+            },
+        ],
+        t1,
+    );
+    update(
+        &mut a,
+        Msg::SwarmDone {
+            error: None,
+            at: t1,
+        },
+    );
+    a
+}
+
+#[test]
+fn partial_and_failed_tasks_and_teams_show_their_glyphs() {
+    let t0 = Instant::now();
+    let mut a = team_with_failures(t0);
+    assert_eq!(state_of(&a, "task-bull"), TaskState::Partial);
+    assert_eq!(state_of(&a, "task-bear"), TaskState::Failed);
+    let now = t0 + Duration::from_secs(40);
+    let s = screen(&mut a, 160, 48, now);
+    let row = |id: &str| {
+        s.lines()
+            .find(|l| l.contains(id) && l.contains(" researcher "))
+            .unwrap_or_else(|| panic!("a row for {id}:\n{s}"))
+            .to_string()
+    };
+    assert!(row("task-bull").contains("◐ task-bull"), "{s}");
+    assert!(row("task-bull").contains("partial"), "{s}");
+    assert!(row("task-bear").contains("✗ task-bear"), "{s}");
+    assert!(s.contains("✗ failed in 30s · 4/4 done"), "{s}");
+    assert!(
+        notices(&a, NoticeKind::Warning)
+            .iter()
+            .any(|n| n.contains("team run failed (3 of 4 task(s) failed")),
+    );
+    for (w, h) in SIZES {
+        insta::assert_snapshot!(
+            format!("team_partial_and_failed_{w}x{h}"),
+            screen(&mut a, w, h, now)
+        );
+    }
+    // The partial worker's own tool panel says why.
+    let bull = a.swarm.as_ref().unwrap().task("task-bull").unwrap();
+    assert_eq!(
+        bull.worker.tools.run_end,
+        Some((
+            RunStatus::Partial,
+            "1 of 2 tool calls failed: get_market_data (no data for ZZZZ)".to_string()
+        ))
+    );
+
+    // A team whose final task delivered though a member was partial: ◐.
+    let mut b = mid_team(t0);
+    feed(
+        &mut b,
+        &[
+            task_finished(
+                "task-bull",
+                SwarmTaskStatus::Partial,
+                Some("1 of 2 tool calls failed"),
+            ),
+            task_finished("task-risk", SwarmTaskStatus::Success, None),
+            task_finished("task-pm", SwarmTaskStatus::Success, None),
+            AgentEvent::SwarmFinished {
+                run_id: "swarm-20261204-173000-1a2b3c4d".into(),
+                status: RunStatus::Partial,
+                reason: Some("1 partial (some tool calls failed): task-bull".into()),
+                seconds: 50.0,
+                report: "/data/report.md".into(),
+            },
+        ],
+        t0 + Duration::from_secs(50),
+    );
+    let s = screen(&mut b, 160, 48, now);
+    assert!(s.contains("◐ partial in 50s · 4/4 done"), "{s}");
+    assert!(s.contains("◆ team partial"), "the status line: {s}");
+    assert!(
+        notices(&b, NoticeKind::Warning)
+            .iter()
+            .any(|n| n.contains("team run partial")),
+    );
+}
+
 #[test]
 fn a_new_run_after_a_finished_one_starts_a_fresh_board() {
     let t0 = Instant::now();
@@ -799,4 +943,60 @@ fn the_browser_lists_team_runs_and_their_workers() {
     // Tab goes to the sessions.
     assert!(update(&mut a, key(KeyCode::Tab)).is_empty());
     assert!(screen(&mut a, 160, 48, now).contains("Transcripts · 0 session(s) on disk"));
+}
+
+#[test]
+fn the_browser_marks_partial_and_failed_team_runs_and_workers() {
+    let home = tempfile::tempdir().unwrap();
+    let data = vibedesk::store::Paths::under(home.path()).data_dir;
+    let write = |id: &str, status: &str, tasks: serde_json::Value| {
+        let dir = vibedesk::tui::team_runs::dir(&data).join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        let record = json!({
+            "id": id, "preset": "crypto_desk", "status": status,
+            "started_at": format!("2026-12-04T1{}:00:00Z", &id[22..23]),
+            "tasks": tasks,
+        });
+        std::fs::write(dir.join("run.json"), record.to_string()).unwrap();
+    };
+    write(
+        "swarm-20261204-100000-1aaaaaaa",
+        "partial",
+        json!([
+            {"id": "task-trend", "state": "partial", "run_dirs": ["/data/runs/trend-1"]},
+            {"id": "task-desk", "state": "success", "run_dirs": ["/data/runs/desk-1"]}
+        ]),
+    );
+    write(
+        "swarm-20261204-110000-2bbbbbbb",
+        "failed",
+        json!([
+            {"id": "task-trend", "state": "failed", "run_dirs": ["/data/runs/trend-2"]},
+            {"id": "task-desk", "state": "failed"}
+        ]),
+    );
+    let mut a = app();
+    update(&mut a, ctrl('t'));
+    update(&mut a, Msg::Sessions(vec![]));
+    update(&mut a, key(KeyCode::Char('t')));
+    update(&mut a, Msg::Teams(vibedesk::tui::team_runs::list(&data)));
+    let now = Instant::now();
+    let s = screen(&mut a, 160, 48, now);
+    let line = |id: &str| s.lines().find(|l| l.contains(id)).unwrap().to_string();
+    assert!(line("2bbbbbbb").contains("✗ failed"), "{s}");
+    assert!(line("1aaaaaaa").contains("◐ partial"), "{s}");
+    update(&mut a, key(KeyCode::Down));
+    update(&mut a, key(KeyCode::Enter));
+    for (w, h) in SIZES {
+        insta::assert_snapshot!(
+            format!("browser_team_partial_workers_{w}x{h}"),
+            screen(&mut a, w, h, now)
+        );
+    }
+    let s = screen(&mut a, 160, 48, now);
+    assert!(
+        s.lines()
+            .any(|l| l.contains("task-trend") && l.contains("◐ partial")),
+        "{s}"
+    );
 }

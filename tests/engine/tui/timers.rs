@@ -181,7 +181,7 @@ async fn overdue_read_calls_and_write_calls_past_their_deadline_are_marked() {
     assert!(s.contains("deadline of 30s passed"), "{s}");
     // Cancelling the run folds the still-running write call into `cancelled`.
     advance(Duration::from_secs(4)).await;
-    p.finish_run(RunStatus::Cancelled, Instant::now());
+    p.finish_run(RunStatus::Cancelled, None, Instant::now());
     let w = &p.batches[0].calls[1];
     assert_eq!(w.state, CallState::Finished(ToolCallStatus::Cancelled));
     assert_eq!(
