@@ -760,8 +760,10 @@ fn backtest_answer(v: &BacktestOutput) -> String {
         }
     }
     if let Some(a) = &v.assumptions {
+        #[allow(unused_mut)] // the warm-up clause is pushed here
+        let mut clauses = assumption_clauses(a);
         out.push('\n');
-        out.push_str(&assumptions_sentence(a));
+        out.push_str(&assumptions_sentence(a, &clauses));
         out.push('\n');
     }
     if !v.run_dir.is_empty() {
@@ -799,9 +801,9 @@ fn benchmark_name(b: &str) -> String {
     }
 }
 
-/// What a backtest ran on, in one sentence (docs §7.4): costs, lots,
+/// What a backtest ran on, clause by clause (docs §7.4): costs, lots,
 /// shorting, cash, prices, annualisation, benchmark.
-fn assumptions_sentence(a: &BacktestAssumptions) -> String {
+fn assumption_clauses(a: &BacktestAssumptions) -> Vec<String> {
     let mut commission = if a.commission_rate == 0.0 && a.min_commission == 0.0 {
         "no commission".to_string()
     } else {
@@ -850,7 +852,11 @@ fn assumptions_sentence(a: &BacktestAssumptions) -> String {
         a.bars_per_year
     ));
     clauses.push(format!("benchmark {}", benchmark_name(&a.benchmark)));
-    // The warm-up clause joins the list here.
+    clauses
+}
+
+/// The assumptions as one sentence, with where the settings came from.
+fn assumptions_sentence(a: &BacktestAssumptions, clauses: &[String]) -> String {
     let mut out = format!("Assumptions: {}.", clauses.join("; "));
     if a.rules_differ {
         out.push_str(" Costs and lots are the first code's; they differ by symbol (the run card lists each).");
@@ -1376,6 +1382,28 @@ mod tests {
             t.contains("Costs: where a backtest here names none, it used commission 0.10 % (10 bp) from your memory 'I use 10 bp commission'."),
             "{t}"
         );
+    }
+
+    proptest::proptest! {
+        /// Whatever dates a backtest request holds, in whatever order, the
+        /// planned config runs forward.
+        #[test]
+        fn a_planned_backtest_never_starts_after_it_ends(
+            words in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "from", "to", "since", "until", "between", "and", "in", "before", "after",
+                    "Latest (2013-03-01)", "as of 2011", "2013-03-01", "2000-03-01", "2005",
+                    "2012", "March 2009", "Q3 2010", "-", "range", "2030",
+                ]),
+                0..8,
+            ),
+        ) {
+            let text = format!("Backtest buy and hold of IBM {}", words.join(" "));
+            let call = intent(&text).unwrap();
+            let cfg = &call.args["config"];
+            let (s, e) = (cfg["start_date"].as_str().unwrap(), cfg["end_date"].as_str().unwrap());
+            proptest::prop_assert!(s <= e, "{text}: {s} > {e}");
+        }
     }
 
     #[test]

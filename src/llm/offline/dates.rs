@@ -19,7 +19,7 @@
 
 use std::sync::LazyLock;
 
-use chrono::{Datelike, Duration, NaiveDate};
+use chrono::{Duration, NaiveDate};
 use regex::{Captures, Regex};
 
 const MONTHS: &str = r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?";
@@ -376,8 +376,7 @@ fn months(y: i32, m: u32, count: u32) -> Option<(NaiveDate, NaiveDate)> {
     } else {
         NaiveDate::from_ymd_opt(y, after_last, 1)?
     };
-    let last = next - Duration::days(1);
-    (first.year() == y).then_some((first, last))
+    Some((first, next - Duration::days(1)))
 }
 
 fn month(c: &Captures<'_>, name: &str) -> Option<u32> {
