@@ -340,6 +340,7 @@ fn sandbox_case(runs: usize, shape: Shape) {
         timeout: Duration::from_secs(300),
         yahoo_base_url: None,
         stooq_base_url: None,
+        defaults: Default::default(),
     };
     let cancel = CancellationToken::new();
     // A first run: a fresh copy of the run dir each time (made off the clock).

@@ -195,6 +195,124 @@ pub struct FileConfig {
     /// `[swarm]`: research teams (docs §14.3).
     #[serde(default)]
     pub swarm: SwarmSection,
+    /// `[backtest]`: the defaults of every backtest (docs §7.4), checked
+    /// into [`BacktestDefaults`] with a suggestion for a mistyped key.
+    #[serde(default)]
+    pub backtest: Option<toml::Table>,
+}
+
+/// The keys of `[backtest]`.
+pub const BACKTEST_KEYS: [&str; 7] = [
+    "commission_rate",
+    "min_commission",
+    "slippage",
+    "lot_size",
+    "allow_short",
+    "benchmark",
+    "initial_cash",
+];
+
+/// `[backtest]` in `config.toml` (docs §7.4): what a backtest uses for a
+/// key its `config.json` leaves out, before the market's default. Each key
+/// has the range of the `config.json` key of the same name (docs §7.1).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BacktestDefaults {
+    pub commission_rate: Option<f64>,
+    pub min_commission: Option<f64>,
+    pub slippage: Option<f64>,
+    pub lot_size: Option<f64>,
+    pub allow_short: Option<bool>,
+    pub benchmark: Option<String>,
+    pub initial_cash: Option<f64>,
+}
+
+impl BacktestDefaults {
+    /// Checks the section, naming every problem at once.
+    pub fn from_table(table: &toml::Table) -> Result<Self, Vec<String>> {
+        let mut problems = Vec::new();
+        for key in table.keys() {
+            if !BACKTEST_KEYS.contains(&key.as_str()) {
+                let hint = crate::text::suggest(key, &BACKTEST_KEYS)
+                    .map(|s| format!("did you mean '{s}'? "))
+                    .unwrap_or_default();
+                problems.push(format!(
+                    "`{key}`: unknown key; {hint}valid keys: {}",
+                    BACKTEST_KEYS.join(", ")
+                ));
+            }
+        }
+        let mut number = |key: &str, min: f64, min_open: bool, max: f64| {
+            let v = table.get(key)?;
+            let x = match v {
+                toml::Value::Float(f) => *f,
+                toml::Value::Integer(i) => *i as f64,
+                other => {
+                    problems.push(format!(
+                        "`{key}`: must be a number, got {}",
+                        other.type_str()
+                    ));
+                    return None;
+                }
+            };
+            let below = if min_open { x <= min } else { x < min };
+            if !x.is_finite() || below || x > max {
+                let lo = if min_open { ">" } else { "≥" };
+                problems.push(format!("`{key}`: must be {lo} {min} and ≤ {max}, got {x}"));
+                return None;
+            }
+            Some(x)
+        };
+        let mut out = BacktestDefaults {
+            commission_rate: number("commission_rate", 0.0, false, 0.5),
+            min_commission: number("min_commission", 0.0, false, 1e9),
+            slippage: number("slippage", 0.0, false, 0.5),
+            lot_size: number("lot_size", 0.0, false, 1e9),
+            initial_cash: number("initial_cash", 0.0, true, 1e15),
+            ..Default::default()
+        };
+        match table.get("allow_short") {
+            None => {}
+            Some(toml::Value::Boolean(b)) => out.allow_short = Some(*b),
+            Some(other) => problems.push(format!(
+                "`allow_short`: must be true or false, got {}",
+                other.type_str()
+            )),
+        }
+        match table.get("benchmark") {
+            None => {}
+            Some(toml::Value::String(s)) if !s.trim().is_empty() => {
+                out.benchmark = Some(s.trim().to_string());
+            }
+            Some(other) => problems.push(format!(
+                "`benchmark`: must be a ticker such as \"SPY\" (or \"auto\"), got {}",
+                other
+            )),
+        }
+        if problems.is_empty() {
+            Ok(out)
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// The defaults as `config.json` keys, for the `backtest` tool.
+    pub fn config_keys(&self) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::json;
+        let mut m = serde_json::Map::new();
+        let mut put = |k: &str, v: Option<serde_json::Value>| {
+            if let Some(v) = v {
+                m.insert(k.to_string(), v);
+            }
+        };
+        put("commission_rate", self.commission_rate.map(|x| json!(x)));
+        put("min_commission", self.min_commission.map(|x| json!(x)));
+        put("slippage", self.slippage.map(|x| json!(x)));
+        put("lot_size", self.lot_size.map(|x| json!(x)));
+        put("allow_short", self.allow_short.map(|x| json!(x)));
+        put("benchmark", self.benchmark.clone().map(|x| json!(x)));
+        put("initial_cash", self.initial_cash.map(|x| json!(x)));
+        m
+    }
 }
 
 /// `[swarm] max_workers = 4`, `deadline_seconds = 1800` (docs §14.3).
@@ -318,6 +436,7 @@ pub struct Config {
     pub provider: Option<ProviderConfig>,
     pub agent: LoopConfig,
     pub swarm: SwarmSection,
+    pub backtest: BacktestDefaults,
 }
 
 /// Something that looks up environment variables (tests pass a map).
@@ -359,6 +478,13 @@ impl Config {
         let mut agent = agent_config(&file.agent, env, overrides)?;
         compaction_config(&mut agent, &file.compaction, env)?;
         let provider = provider_config(&file, env, overrides, &config_file)?;
+        let backtest = match &file.backtest {
+            None => BacktestDefaults::default(),
+            Some(t) => BacktestDefaults::from_table(t).map_err(|problems| ConfigError::Parse {
+                path: config_file.clone(),
+                message: format!("[backtest]: {}", problems.join("; ")),
+            })?,
+        };
         Ok(Config {
             paths,
             config_file,
@@ -366,6 +492,7 @@ impl Config {
             provider,
             agent,
             swarm: file.swarm.clone(),
+            backtest,
         })
     }
 }
@@ -662,6 +789,15 @@ pub const EXAMPLE_CONFIG: &str = r#"# vibedesk configuration. Every key is optio
 # [compaction]
 # estimator = "bpe"            # or o200k_base, cl100k_base, chars4 (the original's len/4)
 # tail_token_budget = 20000
+
+# [backtest]                   # defaults for a backtest whose config.json leaves the key out
+# commission_rate = 0.001      # 10 bp of notional per fill (US equities: 0)
+# min_commission = 1.0
+# slippage = 0.0005            # 5 bp of the open, against the trade
+# lot_size = 1                 # whole shares; 0 = fractional
+# allow_short = true
+# benchmark = "SPY"
+# initial_cash = 1000000
 "#;
 
 #[cfg(test)]
@@ -814,6 +950,55 @@ mod tests {
         assert_eq!(c.provider.unwrap().name, "custom");
         assert!(c.agent.llm_timeout.is_none());
         assert!(c.agent.idle_timeout.is_none());
+    }
+
+    #[test]
+    fn the_backtest_section_sets_defaults_as_config_json_keys() {
+        let d = tempfile::tempdir().unwrap();
+        let c = load(d.path(), None, &[], Overrides::default()).unwrap();
+        assert!(
+            c.backtest.config_keys().is_empty(),
+            "no section, no defaults"
+        );
+        let file = "[backtest]\ncommission_rate = 0.001\nmin_commission = 1\nslippage = 0.0002\nlot_size = 100\nallow_short = false\nbenchmark = \" QQQ \"\ninitial_cash = 250000\n";
+        let c = load(d.path(), Some(file), &[], Overrides::default()).unwrap();
+        assert_eq!(
+            serde_json::Value::Object(c.backtest.config_keys()),
+            serde_json::json!({"commission_rate": 0.001, "min_commission": 1.0, "slippage": 0.0002,
+                "lot_size": 100.0, "allow_short": false, "benchmark": "QQQ", "initial_cash": 250000.0})
+        );
+    }
+
+    #[test]
+    fn the_backtest_section_names_every_problem_with_a_suggestion() {
+        let d = tempfile::tempdir().unwrap();
+        let file = "[backtest]\ncomission_rate = 0.001\nslippage = 2\nallow_short = \"yes\"\ninitial_cash = 0\nbenchmark = \"\"\nwhatever = 1\n";
+        let e = load(d.path(), Some(file), &[], Overrides::default())
+            .unwrap_err()
+            .to_string();
+        for part in [
+            "[backtest]:",
+            "`comission_rate`: unknown key; did you mean 'commission_rate'?",
+            "`whatever`: unknown key; valid keys: commission_rate,",
+            "`slippage`: must be ≥ 0 and ≤ 0.5, got 2",
+            "`allow_short`: must be true or false, got string",
+            "`initial_cash`: must be > 0",
+            "`benchmark`: must be a ticker",
+        ] {
+            assert!(e.contains(part), "{part} in {e}");
+        }
+        let e = load(
+            d.path(),
+            Some("[backtest]\nlot_size = \"round\"\n"),
+            &[],
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`lot_size`: must be a number, got string"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,7 +1,35 @@
-//! Text-cutting helpers shared by rooms that must not depend on one another
+//! Text helpers shared by rooms that must not depend on one another
 //! (ARCHITECTURE: `llm` uses no tool code, yet the offline planner and tool
-//! finalisation cut text the same way). This module uses nothing of the
-//! crate; anything may use it.
+//! finalisation cut text the same way; `config.toml`'s checks and the
+//! backtest's `config.json` checks suggest keys the same way). This module
+//! uses nothing of the crate; anything may use it.
+
+/// Levenshtein distance, for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The closest of `candidates` within edit distance 2 (case-insensitive).
+pub fn suggest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let g = given.to_ascii_lowercase();
+    candidates
+        .iter()
+        .map(|c| (edit_distance(&g, c), *c))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
 
 /// The first `chars` characters of `text`, cut on a character boundary, for
 /// previews.

@@ -64,6 +64,13 @@ pub async fn backtest(args: BacktestArgs) -> Result<(), CliError> {
     })?;
     let paths = Paths::from_env();
     let mut cfg = BacktestToolConfig::new(paths.as_ref().map(|p| p.cache_dir.clone()));
+    if paths.is_some() {
+        // `[backtest]` of config.toml fills what config.json leaves out (docs §7.4).
+        cfg.defaults = super::load_config(&crate::config::Overrides::default())
+            .map_err(|e| e.of("backtest"))?
+            .backtest
+            .config_keys();
+    }
     cfg.runner.jobs_dir = paths.map(|p| p.jobs_dir());
     cfg.offline = args.offline;
     cfg.python = args.python.clone();

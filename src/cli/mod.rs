@@ -281,6 +281,7 @@ impl AgentSetup {
         let mut backtest_config =
             backtest::BacktestToolConfig::new(Some(config.paths.cache_dir.clone()));
         backtest_config.runner = runner;
+        backtest_config.defaults = config.backtest.config_keys();
         let _ = backtest::register_backtest_tools(&mut registry, backtest_config);
         let flags = crate::memory::MemoryFlags::from_env();
         let mut notes = crate::memory::maintenance::warnings(&flags);

@@ -9,8 +9,13 @@
 //! output types ([`crate::model::contract`]), so a renamed field is a
 //! compile error here rather than an "n/a" in the answer. A research
 //! team's member gets a batch of calls and an answer that cites upstream
-//! members (the `team` module).
+//! members (the `team` module). Dates are read by their meaning (`dates`),
+//! a remembered cost preference applies where a backtest names none
+//! (`preferences`), and every backtest answer states its assumptions
+//! (docs §2.12).
 
+mod dates;
+mod preferences;
 mod team;
 
 use std::sync::LazyLock;
@@ -25,11 +30,12 @@ use serde_json::{Map, Value, json};
 
 use super::{ChatRequest, ChunkStream, LlmError, Provider, StreamChunk};
 use crate::model::contract::{
-    BacktestArgs, BacktestOutput, DataSource, Extremes, IndicatorArgs, IndicatorOutput,
-    MarketDataArgs, MarketDataOutput, MemoryAction, MemoryKind, MemoryOutput, PriceRow,
-    ProvenanceBrief, RecallArgs, RememberArgs,
+    BacktestArgs, BacktestAssumptions, BacktestOutput, DataSource, Extremes, IndicatorArgs,
+    IndicatorOutput, MarketDataArgs, MarketDataOutput, MemoryAction, MemoryKind, MemoryOutput,
+    PriceRow, ProvenanceBrief, RecallArgs, RememberArgs, adjustment_label,
 };
 use crate::model::{HANDOFF_PREFIX, Message, Role};
+use preferences::RememberedCosts;
 
 pub const OFFLINE: &str = "offline";
 
@@ -179,8 +185,9 @@ pub fn plan_request(messages: &[Message], offered: &[String], request: Option<&s
             "I did not find a request to work on. {CONNECT_HELP}"
         ));
     };
+    let remembered = RememberedCosts::from_messages(messages, at);
     if team::is_member(&request) {
-        return team::plan(&request, &team::outcomes(&messages[at + 1..]), offered);
+        return member_plan(&request, &messages[at + 1..], offered, &remembered);
     }
     let results: Vec<(&str, Value)> = messages[at + 1..]
         .iter()
@@ -192,15 +199,50 @@ pub fn plan_request(messages: &[Message], offered: &[String], request: Option<&s
         })
         .collect();
     if let Some((tool, result)) = results.last() {
-        return Plan::Answer(answer(&request, tool, result));
+        let text = answer(&request, tool, result);
+        let ran = *tool == "backtest" && is_error(result).is_none();
+        return Plan::Answer(match remembered.note(&request) {
+            Some(note) if ran => after_assumptions(&text, &note),
+            _ => text,
+        });
     }
     match intent(&request) {
-        Some(call) if offered.contains(&call.name) => Plan::Call(call),
+        Some(call) if offered.contains(&call.name) => remembered.apply(Plan::Call(call)),
         Some(call) => Plan::Answer(format!(
             "That needs the `{}` tool, which is not available in this session. {CONNECT_HELP}",
             call.name
         )),
         None => Plan::Answer(unsupported(&request)),
+    }
+}
+
+/// A team member's step, with the remembered costs in its backtests and
+/// said in its answer.
+fn member_plan(
+    request: &str,
+    since: &[Message],
+    offered: &[String],
+    remembered: &RememberedCosts,
+) -> Plan {
+    let outcomes = team::outcomes(since);
+    let ran_backtest = outcomes.iter().any(|o| o.tool == "backtest");
+    match remembered.apply(team::plan(request, &outcomes, offered)) {
+        Plan::Answer(text) => Plan::Answer(match remembered.member_note() {
+            Some(note) if ran_backtest => format!("{}\n\n{note}\n", text.trim_end()),
+            _ => text,
+        }),
+        calls => calls,
+    }
+}
+
+/// `text` with `note` after its assumptions line (else at its end).
+fn after_assumptions(text: &str, note: &str) -> String {
+    let at = text
+        .find("\nAssumptions: ")
+        .and_then(|i| text[i + 1..].find('\n').map(|j| i + 1 + j));
+    match at {
+        Some(end) => format!("{}\n{note}{}", &text[..end], &text[end..]),
+        None => format!("{}\n\n{note}\n", text.trim_end()),
     }
 }
 
@@ -211,9 +253,6 @@ fn unsupported(request: &str) -> String {
     )
 }
 
-static YEAR: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\b(19[89]\d|20\d\d)\b").ok());
-static DATE: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"\b(\d{4}-\d{2}-\d{2})\b").ok());
 static PAIR: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\b(\d{1,3})\s*/\s*(\d{1,3})\b").ok());
 static WINDOW: LazyLock<Option<Regex>> =
@@ -309,34 +348,10 @@ fn cost_rates(text: &str) -> (Option<f64>, Option<f64>) {
     (commission, slippage)
 }
 
-/// A date range from explicit dates, or years ("from 2005 to 2012", "in 2010").
+/// The period a request names, read by meaning ([`dates`]): never a
+/// start after an end.
 fn date_range(text: &str) -> (Option<String>, Option<String>) {
-    if let Some(re) = DATE.as_ref() {
-        let dates: Vec<String> = re
-            .captures_iter(text)
-            .filter_map(|c| c.get(1))
-            .map(|m| m.as_str().to_string())
-            .collect();
-        if dates.len() >= 2 {
-            return (Some(dates[0].clone()), Some(dates[1].clone()));
-        }
-    }
-    let years: Vec<i32> = YEAR
-        .as_ref()
-        .map(|re| {
-            re.captures_iter(text)
-                .filter_map(|c| c.get(1)?.as_str().parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    match years.as_slice() {
-        [] => (None, None),
-        [y] => (Some(format!("{y}-01-01")), Some(format!("{y}-12-31"))),
-        [a, b, ..] => (
-            Some(format!("{}-01-01", a.min(b))),
-            Some(format!("{}-12-31", a.max(b))),
-        ),
-    }
+    dates::read(text).strings()
 }
 
 fn source_for(sym: &str) -> DataSource {
@@ -582,12 +597,14 @@ fn backtest_config(
         json!({"name": name, "params": {"fast": fast, "slow": slow}})
     };
     let all_embedded = codes.iter().all(|c| EMBEDDED.contains(&c.as_str()));
+    let (start, end) = backtest_period(start, end);
+    // No initial cash or cost unless the request names one: the tool fills
+    // them from `[backtest]` in config.toml, else the market's (docs §7.4).
     let mut cfg = json!({
         "source": if all_embedded { "embedded" } else { "auto" },
         "codes": codes,
-        "start_date": start.unwrap_or_else(|| "2005-01-01".into()),
-        "end_date": end.unwrap_or_else(|| "2012-12-31".into()),
-        "initial_cash": 1_000_000,
+        "start_date": start,
+        "end_date": end,
         "strategy": strategy,
     });
     // Rates out of range are left to the config check, which says why.
@@ -601,6 +618,25 @@ fn backtest_config(
     match cfg {
         Value::Object(m) => m,
         _ => Map::new(),
+    }
+}
+
+/// The period of a backtest: the one named, else 2005 to 2012. A start
+/// alone runs to today (the latest bar there is), an end alone from the
+/// earliest history; either way the start is not after the end.
+fn backtest_period(start: Option<String>, end: Option<String>) -> (String, String) {
+    const EARLIEST: &str = "1990-01-01";
+    match (start, end) {
+        (Some(s), Some(e)) => (s, e),
+        (None, None) => ("2005-01-01".into(), "2012-12-31".into()),
+        (Some(s), None) => {
+            let today = chrono::Utc::now()
+                .date_naive()
+                .format("%Y-%m-%d")
+                .to_string();
+            (s.clone(), today.max(s))
+        }
+        (None, Some(e)) => (EARLIEST.to_string().min(e.clone()), e),
     }
 }
 
@@ -665,12 +701,18 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         ),
         _ => None,
     };
-    written.unwrap_or_else(|| {
+    let text = written.unwrap_or_else(|| {
         format!(
             "`{tool}` returned:\n\n```\n{}\n```\n",
             crate::text::preview(&v.to_string(), 2000)
         )
-    })
+    });
+    // How the request's dates were read, when not as written (docs §2.12).
+    let dated = matches!(tool, "backtest" | "get_market_data" | "technical_indicator");
+    match dated.then(|| dates::read(request).note()).flatten() {
+        Some(note) => format!("{note}\n\n{text}"),
+        None => text,
+    }
 }
 
 /// A result as the tool's output type; `None` when it is not one (then
@@ -688,29 +730,41 @@ fn backtest_answer(v: &BacktestOutput) -> String {
         out.push_str("\n\n");
     }
     out.push_str("| metric | value |\n|---|---|\n");
+    let benchmark = v
+        .assumptions
+        .as_ref()
+        .map(|a| format!("benchmark ({}) return", benchmark_name(&a.benchmark)))
+        .unwrap_or_else(|| "benchmark return".into());
     let rows: [(&str, String); 8] = [
         ("total return", pct(m.total_return)),
-        ("annual return", pct(m.annual_return)),
-        ("Sharpe", fixed(m.sharpe)),
-        ("max drawdown", pct(m.max_drawdown)),
-        ("win rate", pct(m.win_rate)),
+        ("annualized return", pct(m.annual_return)),
+        ("Sharpe ratio (annualized)", fixed(m.sharpe)),
+        ("max drawdown (peak to trough)", pct(m.max_drawdown)),
+        ("win rate (round trips with a profit)", pct(m.win_rate)),
         (
-            "trades",
+            "round-trip trades",
             m.trade_count
                 .as_ref()
                 .and_then(|n| n.as_f64())
                 .map_or("n/a".into(), |t| format!("{t:.0}")),
         ),
         (
-            "final value",
+            "final portfolio value",
             m.final_value.map_or("n/a".into(), |t| format!("{t:.2}")),
         ),
-        ("benchmark return", pct(m.benchmark_return)),
+        (&benchmark, pct(m.benchmark_return)),
     ];
     for (k, val) in rows {
-        if val != "n/a" || k != "benchmark return" {
+        if val != "n/a" || !k.starts_with("benchmark") {
             out.push_str(&format!("| {k} | {val} |\n"));
         }
+    }
+    if let Some(a) = &v.assumptions {
+        #[allow(unused_mut)] // the warm-up clause is pushed here
+        let mut clauses = assumption_clauses(a);
+        out.push('\n');
+        out.push_str(&assumptions_sentence(a, &clauses));
+        out.push('\n');
     }
     if !v.run_dir.is_empty() {
         out.push_str(&format!(
@@ -722,6 +776,97 @@ fn backtest_answer(v: &BacktestOutput) -> String {
         out.push_str(&format!(" Chart: `{svg}`."));
     }
     out.push_str("\n\nFigures come from the backtest tool's run on the data named in the run card; they are analysis, not advice.\n");
+    out
+}
+
+/// A rate as a percentage with its basis points: "0.05 % (5 bp)".
+fn rate_bp(x: f64) -> String {
+    format!("{:.2} % ({} bp)", x * 100.0, fmt_bp(x * 10_000.0))
+}
+
+fn fmt_bp(bp: f64) -> String {
+    if (bp - bp.round()).abs() < 1e-9 {
+        format!("{bp:.0}")
+    } else {
+        format!("{bp:.2}")
+    }
+}
+
+/// The benchmark as the run card names it, in words.
+fn benchmark_name(b: &str) -> String {
+    match b {
+        "" => "none named".into(),
+        "equal_weight" => "equal-weight buy and hold of the codes".into(),
+        t => t.to_string(),
+    }
+}
+
+/// What a backtest ran on, clause by clause (docs §7.4): costs, lots,
+/// shorting, cash, prices, annualisation, benchmark.
+fn assumption_clauses(a: &BacktestAssumptions) -> Vec<String> {
+    let mut commission = if a.commission_rate == 0.0 && a.min_commission == 0.0 {
+        "no commission".to_string()
+    } else {
+        format!(
+            "commission {} of notional per fill",
+            rate_bp(a.commission_rate)
+        )
+    };
+    if a.min_commission > 0.0 {
+        commission.push_str(&format!(", at least {:.2} per fill", a.min_commission));
+    }
+    let mut clauses = vec![
+        commission,
+        format!(
+            "slippage {} of the price, against each fill",
+            rate_bp(a.slippage)
+        ),
+    ];
+    for (name, x) in [("sell tax", a.sell_tax), ("transfer fee", a.transfer_fee)] {
+        if x > 0.0 {
+            clauses.push(format!("{name} {}", rate_bp(x)));
+        }
+    }
+    clauses.push(if a.lot_size == 1.0 {
+        "whole shares".to_string()
+    } else if a.lot_size > 0.0 {
+        format!("lots of {} units", a.lot_size)
+    } else {
+        "fractional quantities".to_string()
+    });
+    clauses.push(
+        if a.allow_short {
+            "short selling allowed"
+        } else {
+            "no short selling"
+        }
+        .into(),
+    );
+    clauses.push(format!("initial cash {:.2}", a.initial_cash));
+    clauses.push(format!(
+        "prices {}",
+        adjustment_label(std::slice::from_ref(&a.price_adjustment))
+    ));
+    clauses.push(format!(
+        "returns, Sharpe and volatility annualized over {} bars a year",
+        a.bars_per_year
+    ));
+    clauses.push(format!("benchmark {}", benchmark_name(&a.benchmark)));
+    clauses
+}
+
+/// The assumptions as one sentence, with where the settings came from.
+fn assumptions_sentence(a: &BacktestAssumptions, clauses: &[String]) -> String {
+    let mut out = format!("Assumptions: {}.", clauses.join("; "));
+    if a.rules_differ {
+        out.push_str(" Costs and lots are the first code's; they differ by symbol (the run card lists each).");
+    }
+    if !a.from_settings.is_empty() {
+        out.push_str(&format!(
+            " From `[backtest]` in config.toml: {}.",
+            a.from_settings.join(", ")
+        ));
+    }
     out
 }
 
@@ -765,8 +910,9 @@ fn prices_answer(request: &str, v: &MarketDataOutput) -> String {
         && a > 0.0
     {
         out.push_str(&format!(
-            "\nClose moved from {a:.2} to {b:.2} ({:+.2} %) over these bars (split-adjusted).",
-            (b / a - 1.0) * 100.0
+            "\nClose moved from {a:.2} to {b:.2} ({:+.2} %) over these bars (prices {}).",
+            (b / a - 1.0) * 100.0,
+            adjustment_label(&v.provenance.adjustments)
         ));
     }
     out.push_str(&provenance_line(&v.provenance));
@@ -794,8 +940,9 @@ fn indicator_answer(v: &IndicatorOutput) -> String {
         for (k, val) in &v.latest {
             if k != "date" {
                 out.push_str(&format!(
-                    "| {k} | {} |\n",
-                    num(val).map_or(val.to_string(), |x| format!("{x:.4}"))
+                    "| {} | {} |\n",
+                    series_label(name, k, &v.params),
+                    num(val).map_or(val.to_string(), |x| value_text(name, x))
                 ));
             }
         }
@@ -841,7 +988,8 @@ fn extremes_table(name: &str, v: &IndicatorOutput) -> String {
     let cell = |x: Option<f64>| x.map_or("n/a".to_string(), |x| format!("{x:.4}"));
     for (k, e) in &extremes {
         out.push_str(&format!(
-            "| {k} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} |\n",
+            series_label(name, k, &v.params),
             cell(e.min),
             e.min_date.as_deref().unwrap_or(""),
             cell(e.max),
@@ -849,6 +997,32 @@ fn extremes_table(name: &str, v: &IndicatorOutput) -> String {
         ));
     }
     out
+}
+
+/// What a series of an indicator is, in words: volatility says it is
+/// annualized and by which factor, a drawdown that it runs from the peak.
+fn series_label(indicator: &str, series: &str, params: &Value) -> String {
+    let p = |k: &str| params.get(k).and_then(num);
+    match (indicator, series) {
+        ("volatility", "volatility") => match (p("window"), p("periods_per_year")) {
+            (Some(w), Some(n)) => format!("annualized volatility ({w}-day, ×√{n})"),
+            _ => "annualized volatility".into(),
+        },
+        ("drawdown", "drawdown") => "drawdown from the running peak".into(),
+        ("returns", "returns") => "daily return".into(),
+        ("log_returns", "log_returns") => "daily log return".into(),
+        _ => series.to_string(),
+    }
+}
+
+/// A value as text; the fraction-valued series also as a percentage.
+fn value_text(indicator: &str, x: f64) -> String {
+    match indicator {
+        "volatility" | "drawdown" | "returns" | "log_returns" => {
+            format!("{x:.4} ({:.2} %)", x * 100.0)
+        }
+        _ => format!("{x:.4}"),
+    }
 }
 
 /// The last rows of the indicator's history.
@@ -1032,7 +1206,9 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("| drawdown | -0.6244 | 2008-11-24 | 0.0000 | 2008-01-02 |"),
+            t.contains(
+                "| drawdown from the running peak | -0.6244 | 2008-11-24 | 0.0000 | 2008-01-02 |"
+            ),
             "{t}"
         );
     }
@@ -1083,19 +1259,151 @@ mod tests {
         let t = answer("x", "backtest", &serde_json::to_value(&out).unwrap());
         for row in [
             "| total return | 45.20 % |",
-            "| Sharpe | 0.81 |",
-            "| max drawdown | -23.40 % |",
-            "| trades | 12 |",
-            "| final value | 145200.00 |",
-            "| annual return | n/a |",
+            "| Sharpe ratio (annualized) | 0.81 |",
+            "| max drawdown (peak to trough) | -23.40 % |",
+            "| round-trip trades | 12 |",
+            "| final portfolio value | 145200.00 |",
+            "| annualized return | n/a |",
         ] {
             assert!(t.contains(row), "{row} in {t}");
         }
-        assert!(!t.contains("benchmark return"), "{t}");
+        assert!(!t.contains("benchmark"), "{t}");
+        assert!(!t.contains("Assumptions"), "none given, none said: {t}");
         assert!(
             t.contains("`/r/bt`") && t.contains("`/r/bt/chart.svg`"),
             "{t}"
         );
+    }
+
+    /// Every backtest answer says what the run assumed: costs, lots,
+    /// shorting, cash, prices, annualisation and the benchmark as used.
+    #[test]
+    fn a_backtest_answer_states_its_assumptions() {
+        let mut out = BacktestOutput {
+            status: "ok".into(),
+            metrics: Some(BacktestMetrics {
+                benchmark_return: Some(0.3),
+                ..Default::default()
+            }),
+            assumptions: Some(BacktestAssumptions {
+                commission_rate: 0.0,
+                slippage: 0.0005,
+                lot_size: 1.0,
+                allow_short: true,
+                initial_cash: 1_000_000.0,
+                price_adjustment: "open/high/low/close multiplied by adj_close/close (split- and dividend-adjusted)".into(),
+                bars_per_year: 252.0,
+                benchmark: "SPY".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let t = answer("x", "backtest", &serde_json::to_value(&out).unwrap());
+        assert!(
+            t.contains("Assumptions: no commission; slippage 0.05 % (5 bp) of the price, against each fill; whole shares; short selling allowed; initial cash 1000000.00; prices split- and dividend-adjusted; returns, Sharpe and volatility annualized over 252 bars a year; benchmark SPY."),
+            "{t}"
+        );
+        assert!(t.contains("| benchmark (SPY) return | 30.00 % |"), "{t}");
+        if let Some(a) = out.assumptions.as_mut() {
+            a.commission_rate = 0.001;
+            a.min_commission = 1.0;
+            a.lot_size = 100.0;
+            a.allow_short = false;
+            a.benchmark = "equal_weight".into();
+            a.from_settings = vec!["commission_rate".into(), "min_commission".into()];
+        }
+        let t = answer("x", "backtest", &serde_json::to_value(&out).unwrap());
+        for part in [
+            "commission 0.10 % (10 bp) of notional per fill, at least 1.00 per fill;",
+            "lots of 100 units; no short selling;",
+            "benchmark equal-weight buy and hold of the codes.",
+            "From `[backtest]` in config.toml: commission_rate, min_commission.",
+        ] {
+            assert!(t.contains(part), "{part} in {t}");
+        }
+    }
+
+    /// Volatility says it is annualized and by which factor; a drawdown
+    /// that it runs from the peak; fractions show as percentages too.
+    #[test]
+    fn indicator_answers_label_what_their_numbers_are() {
+        let v = json!({"status": "ok", "symbol": "IBM", "indicator": "volatility",
+            "params": {"window": 20, "periods_per_year": 252.0, "ddof": 1},
+            "latest": {"date": "2010-12-31", "volatility": 0.1534},
+            "columns": ["date", "volatility"], "tail": [["2010-12-31", 0.1534]],
+            "provenance": {"source": "embedded", "rows": 252}});
+        let t = answer("volatility of IBM in 2010", "technical_indicator", &v);
+        assert!(
+            t.contains("| annualized volatility (20-day, ×√252) | 0.1534 (15.34 %) |"),
+            "{t}"
+        );
+    }
+
+    /// A memory in the system prompt's snapshot sets the commission of a
+    /// team member's backtests that name none, and its answer says so.
+    #[test]
+    fn a_remembered_cost_reaches_a_members_backtests_that_name_none() {
+        let system = Message::system(
+            "You are vibedesk.\n## Persistent Memory (cross-session)\n- [I use 10 bp commission](entries/a.md) — I use 10 bp commission\n",
+        );
+        let member = "Compute the 14-day RSI of AAPL. Backtest a 20/50 SMA crossover on AAPL from 2008 to 2012. Backtest buy and hold of AAPL from 2008 to 2012 with 0.2% commission.";
+        let mut msgs = vec![system, Message::user(member)];
+        let Plan::Calls(calls) = plan(&msgs, &offered()) else {
+            panic!("a member's batch");
+        };
+        let rates: Vec<Option<f64>> = calls
+            .iter()
+            .filter(|c| c.name == "backtest")
+            .map(|c| c.args["config"]["commission_rate"].as_f64())
+            .collect();
+        assert_eq!(rates, vec![Some(0.001), Some(0.002)], "{calls:?}");
+        msgs.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::new("b1", "backtest", calls[1].args.to_string())],
+            None,
+        ));
+        let out = BacktestOutput {
+            status: "ok".into(),
+            metrics: Some(BacktestMetrics {
+                sharpe: Some(1.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        msgs.push(Message::tool_result(
+            "b1",
+            "backtest",
+            serde_json::to_string(&out).unwrap(),
+        ));
+        let Plan::Answer(t) = plan(&msgs, &offered()) else {
+            panic!("the member answers");
+        };
+        assert!(
+            t.contains("Costs: where a backtest here names none, it used commission 0.10 % (10 bp) from your memory 'I use 10 bp commission'."),
+            "{t}"
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever dates a backtest request holds, in whatever order, the
+        /// planned config runs forward.
+        #[test]
+        fn a_planned_backtest_never_starts_after_it_ends(
+            words in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "from", "to", "since", "until", "between", "and", "in", "before", "after",
+                    "Latest (2013-03-01)", "as of 2011", "2013-03-01", "2000-03-01", "2005",
+                    "2012", "March 2009", "Q3 2010", "-", "range", "2030",
+                ]),
+                0..8,
+            ),
+        ) {
+            let text = format!("Backtest buy and hold of IBM {}", words.join(" "));
+            let call = intent(&text).unwrap();
+            let cfg = &call.args["config"];
+            let (s, e) = (cfg["start_date"].as_str().unwrap(), cfg["end_date"].as_str().unwrap());
+            proptest::prop_assert!(s <= e, "{text}: {s} > {e}");
+        }
     }
 
     #[test]

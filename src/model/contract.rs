@@ -568,6 +568,62 @@ pub struct BacktestOutput {
     pub chart: Option<ChartFiles>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missing_artifacts: Option<Vec<String>>,
+    /// What the run assumed (costs, lots, cash, prices, benchmark), from
+    /// its run card.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assumptions: Option<BacktestAssumptions>,
+}
+
+/// What a backtest assumed (docs §7.4), as its run card states it: the
+/// first code's costs and lots (`rules_differ` when another code's
+/// differ), the cash, the price adjustment, the annualisation and the
+/// benchmark actually used. Rates are fractions (0.0005 = 5 bp).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BacktestAssumptions {
+    /// Commission per fill, a fraction of its notional.
+    pub commission_rate: f64,
+    /// Least commission per fill, in cash.
+    pub min_commission: f64,
+    /// Fraction of the open a fill pays (buys) or gives up (sells).
+    pub slippage: f64,
+    /// Sell-side tax (stamp duty), a fraction of notional.
+    pub sell_tax: f64,
+    /// Transfer fee on both sides, a fraction of notional.
+    pub transfer_fee: f64,
+    /// Quantities are whole multiples of this; 0 means fractional.
+    pub lot_size: f64,
+    pub allow_short: bool,
+    /// Another code's costs or lots differ from the ones above.
+    pub rules_differ: bool,
+    pub initial_cash: f64,
+    /// The adjustments the data layer applied, as it names them.
+    pub price_adjustment: String,
+    /// Bars per year used to annualise returns, Sharpe and volatility.
+    pub bars_per_year: f64,
+    /// The benchmark as used: a ticker, or `equal_weight` of the codes.
+    pub benchmark: String,
+    /// The `config.json` keys the tool filled from `[backtest]` in
+    /// `config.toml` because the call gave none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub from_settings: Vec<String>,
+}
+
+/// A short label for the price adjustments the data layer names: "split-
+/// and dividend-adjusted", "split-adjusted only", or as served.
+pub fn adjustment_label(adjustments: &[String]) -> String {
+    let all = adjustments.join("; ").to_lowercase();
+    if all.is_empty() || all.starts_with("none: prices as") {
+        "as the source served them (no adjustment applied)".into()
+    } else if all.contains("not dividend") {
+        "split-adjusted only (not dividend-adjusted)".into()
+    } else if all.contains("dividend") {
+        "split- and dividend-adjusted".into()
+    } else if all.contains("split") {
+        "split-adjusted".into()
+    } else {
+        adjustments.join("; ")
+    }
 }
 
 impl BacktestOutput {

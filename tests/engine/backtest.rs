@@ -572,6 +572,7 @@ fn tool_config(user: UserPolicy) -> BacktestToolConfig {
         timeout: Duration::from_secs(60),
         yahoo_base_url: None,
         stooq_base_url: None,
+        defaults: Default::default(),
     }
 }
 

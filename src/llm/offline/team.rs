@@ -180,21 +180,21 @@ fn member_calls(own: &str, offered: Option<&[String]>) -> Vec<PlannedCall> {
 
 type Range = (Option<String>, Option<String>);
 
-/// The dates a sentence names, else the request's: two dates are the
-/// range; one date ends the request's range ("the last 60 days to
-/// 2012-12-31"); years alone are whole years.
+/// The period a sentence names, read by meaning, else the request's: a
+/// sentence that names only an end ("the last 60 days to 2012-12-31")
+/// keeps the request's start when that start is not after it.
 fn sentence_range(sentence: &str, whole: &Range) -> Range {
-    let dates: Vec<&str> = super::DATE
-        .as_ref()
-        .map(|re| re.find_iter(sentence).map(|m| m.as_str()).collect())
-        .unwrap_or_default();
-    match dates.as_slice() {
-        [a, b, ..] => (Some((*a).to_string()), Some((*b).to_string())),
-        [end] => (whole.0.clone(), Some((*end).to_string())),
-        [] => match date_range(sentence) {
-            (None, None) => whole.clone(),
-            years => years,
-        },
+    let own = super::dates::read(sentence);
+    if own.is_empty() {
+        return whole.clone();
+    }
+    let (start, end) = own.strings();
+    match (start, end) {
+        (None, Some(end)) => {
+            let start = whole.0.clone().filter(|s| *s <= end);
+            (start, Some(end))
+        }
+        (start, end) => (start, end),
     }
 }
 

@@ -7,6 +7,9 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+/// "Did you mean": shared with `config.toml`'s checks.
+pub use crate::text::suggest;
+
 /// One thing wrong with the config: where, a short machine code, and what
 /// to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,33 +34,6 @@ impl fmt::Display for ConfigIssue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "`{}`: {}", self.key, self.message)
     }
-}
-
-/// Levenshtein distance, for "did you mean".
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
-}
-
-/// The closest of `candidates` within edit distance 2 (case-insensitive).
-pub fn suggest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    let g = given.to_ascii_lowercase();
-    candidates
-        .iter()
-        .map(|c| (edit_distance(&g, c), *c))
-        .filter(|(d, _)| *d <= 2)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
 }
 
 /// A JSON value's kind, for messages.

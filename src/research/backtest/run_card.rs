@@ -75,10 +75,50 @@ pub fn build(
             "engine": format!("vibedesk {}", env!("CARGO_PKG_VERSION")),
         },
         "data_sources": {"effective_sources": effective_sources, "series": data},
+        "assumptions": assumptions(o, series),
         "metrics": o.scalars,
         "warnings": o.warnings,
         "artifacts": files,
         "validation": o.validation,
+    })
+}
+
+/// What the run assumed (docs §7.4): the first code's costs and lots (with
+/// `rules_differ` when another code's differ; `backtest.symbol_rules` has
+/// each), the cash, the price adjustment, the annualisation and the
+/// benchmark as used. The `backtest` tool hands this record on as its
+/// output's `assumptions`, so the field names are that type's.
+fn assumptions(o: &Outcome, series: &[PriceSeries]) -> Value {
+    let Some(first) = o.rules.first().copied() else {
+        return Value::Null;
+    };
+    let rules_differ = o.rules.iter().any(|r| *r != first);
+    let mut adjustments: Vec<&str> = Vec::new();
+    for s in series {
+        for a in &s.provenance.adjustments {
+            if !adjustments.contains(&a.as_str()) {
+                adjustments.push(a);
+            }
+        }
+    }
+    let price_adjustment = if adjustments.is_empty() {
+        "none: prices as the source served them".to_string()
+    } else {
+        adjustments.join("; ")
+    };
+    json!({
+        "commission_rate": first.fee_rate,
+        "min_commission": first.min_fee,
+        "slippage": first.slippage,
+        "sell_tax": first.sell_tax,
+        "transfer_fee": first.transfer_fee,
+        "lot_size": first.lot,
+        "allow_short": first.allow_short,
+        "rules_differ": rules_differ,
+        "initial_cash": o.config.initial_cash,
+        "price_adjustment": price_adjustment,
+        "bars_per_year": o.bars_per_year,
+        "benchmark": o.benchmark_label,
     })
 }
 
@@ -109,6 +149,7 @@ pub fn markdown(card: &Value) -> String {
         b["position_adjustment"].as_str().unwrap_or(""),
         b["benchmark"].as_str().unwrap_or(""),
     ));
+    s.push_str(&assumptions_markdown(&card["assumptions"]));
     s.push_str("## Key metrics\n\n| metric | value |\n|---|---|\n");
     for (k, pct) in [
         ("total_return", true),
@@ -171,6 +212,41 @@ pub fn markdown(card: &Value) -> String {
             a["bytes"]
         ));
     }
+    s
+}
+
+/// The run card's assumptions as a list (docs §7.4).
+fn assumptions_markdown(a: &Value) -> String {
+    if !a.is_object() {
+        return String::new();
+    }
+    let rate = |k: &str| {
+        a[k].as_f64()
+            .map_or("—".to_string(), |x| format!("{:.4} % ({x})", x * 100.0))
+    };
+    let lot = match a["lot_size"].as_f64() {
+        Some(l) if l > 0.0 => format!("multiples of {l} units"),
+        Some(_) => "fractional quantities".to_string(),
+        None => "—".to_string(),
+    };
+    let mut s = String::from("## Assumptions\n\n");
+    s.push_str(&format!(
+        "- commission: {} of notional per fill, at least {}\n- slippage: {} of the reference price (the open; the last close at the end), against the trade\n- sell tax: {}; transfer fee: {}\n- lots: {lot}; short selling {}\n- initial cash: {}\n- prices: {}\n- annualisation: {} bars a year\n- benchmark: {}\n",
+        rate("commission_rate"),
+        a["min_commission"],
+        rate("slippage"),
+        rate("sell_tax"),
+        rate("transfer_fee"),
+        if a["allow_short"] == true { "allowed" } else { "not allowed" },
+        a["initial_cash"],
+        a["price_adjustment"].as_str().unwrap_or("—"),
+        a["bars_per_year"],
+        a["benchmark"].as_str().unwrap_or("—"),
+    ));
+    if a["rules_differ"] == true {
+        s.push_str("- costs and lots differ by symbol: the first code's are shown; `run_card.json` lists each under `backtest.symbol_rules`\n");
+    }
+    s.push('\n');
     s
 }
 

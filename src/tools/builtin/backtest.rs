@@ -39,7 +39,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::args;
 use crate::model::contract::{
-    BacktestArgs, BacktestMetrics, BacktestOutput, ChartFiles, ConfigIssue, ReadArtifactArgs,
+    BacktestArgs, BacktestAssumptions, BacktestMetrics, BacktestOutput, ChartFiles, ConfigIssue,
+    ReadArtifactArgs,
 };
 use crate::research::backtest::{self, BacktestError, RunOptions, StrategySpec};
 use crate::research::data::cache::{Cache, is_cacheable};
@@ -75,6 +76,11 @@ pub struct BacktestToolConfig {
     /// Base URLs of the online sources; `None` for the public ones.
     pub yahoo_base_url: Option<String>,
     pub stooq_base_url: Option<String>,
+    /// `config.json` keys a run's config takes when it leaves them out:
+    /// `[backtest]` of `config.toml` (docs §7.4). Filled in before the
+    /// check, and written into the run dir's `config.json`, so the run
+    /// reproduces without the settings file.
+    pub defaults: Map<String, Value>,
 }
 
 impl BacktestToolConfig {
@@ -89,6 +95,7 @@ impl BacktestToolConfig {
             timeout: ENGINE_TIMEOUT,
             yahoo_base_url: None,
             stooq_base_url: None,
+            defaults: Map::new(),
         }
     }
 }
@@ -221,10 +228,16 @@ fn num2(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |x| format!("{x:.2}"))
 }
 
-/// One sentence with the key numbers, for the chat (§12.12).
-pub fn summary_line(codes: &[String], strategy: &str, m: &BacktestMetrics) -> String {
+/// One sentence with the key numbers, each named, for the chat (§12.12);
+/// `benchmark` is the one the run used.
+pub fn summary_line(
+    codes: &[String],
+    strategy: &str,
+    m: &BacktestMetrics,
+    benchmark: Option<&str>,
+) -> String {
     format!(
-        "{} · {}: total return {}, annual {}, Sharpe {}, max drawdown {}, {} trades, win rate {}; benchmark {} (excess {}); final value {}",
+        "{} · {}: total return {}, annualized return {}, Sharpe ratio (annualized) {}, max drawdown {}, {} round-trip trades, win rate {}; benchmark{} return {} (excess {}); final portfolio value {}",
         codes.join(", "),
         strategy,
         pct(m.total_return),
@@ -235,6 +248,7 @@ pub fn summary_line(codes: &[String], strategy: &str, m: &BacktestMetrics) -> St
             .as_ref()
             .map_or("n/a".to_string(), ToString::to_string),
         pct(m.win_rate),
+        benchmark.map(|b| format!(" {b}")).unwrap_or_default(),
         pct(m.benchmark_return),
         pct(m.excess_return),
         num2(m.final_value),
@@ -295,6 +309,7 @@ async fn run_steps(
     local_dirs: &[PathBuf],
     cancel: &CancellationToken,
 ) -> Result<BacktestOutput, BacktestOutput> {
+    let from_settings = apply_defaults(&cfg.defaults, run_dir).await?;
     let (config, python) = check_config(cfg, run_dir).await?;
     let run_cache = if !cfg.offline && backtest::may_use_online(&config) {
         prefetch_for_engine(cfg, &config, run_dir, local_dirs, cancel).await?
@@ -339,7 +354,61 @@ async fn run_steps(
             ..base
         });
     }
-    Ok(finished_run(&config, run_dir, &result, base).await)
+    let mut out = finished_run(&config, run_dir, &result, base).await;
+    if let Some(a) = out.assumptions.as_mut() {
+        a.from_settings = from_settings;
+    }
+    Ok(out)
+}
+
+/// Fills the keys `config.json` leaves out (absent or null) from
+/// `defaults` and writes the file back when it changed; the keys filled.
+/// A missing or unreadable file is left to the config check, which says
+/// what is wrong.
+async fn apply_defaults(
+    defaults: &Map<String, Value>,
+    run_dir: &Path,
+) -> Result<Vec<String>, BacktestOutput> {
+    if defaults.is_empty() {
+        return Ok(Vec::new());
+    }
+    let path = run_dir.join(backtest::CONFIG_FILE);
+    let Ok(text) = tokio::fs::read_to_string(&path).await else {
+        return Ok(Vec::new());
+    };
+    let Ok(Value::Object(mut cfg)) = serde_json::from_str::<Value>(&text) else {
+        return Ok(Vec::new());
+    };
+    let mut filled = Vec::new();
+    for (k, v) in defaults {
+        if cfg.get(k).is_none_or(Value::is_null) {
+            cfg.insert(k.clone(), v.clone());
+            filled.push(k.clone());
+        }
+    }
+    if filled.is_empty() {
+        return Ok(filled);
+    }
+    let text = serde_json::to_string_pretty(&Value::Object(cfg)).unwrap_or_default() + "\n";
+    tokio::task::spawn_blocking(move || atomic_write(&path, text.as_bytes()))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()))
+        .map_err(|e| {
+            error_output(
+                "io_error",
+                format!("cannot write the [backtest] defaults into config.json: {e}"),
+                run_dir,
+            )
+        })?;
+    Ok(filled)
+}
+
+/// The run card's `assumptions` (what the engine used), when it has them.
+fn run_card_assumptions(run_dir: &Path) -> Option<BacktestAssumptions> {
+    let text = std::fs::read_to_string(run_dir.join("run_card.json")).ok()?;
+    let card: Value = serde_json::from_str(&text).ok()?;
+    serde_json::from_value(card.get("assumptions")?.clone()).ok()
 }
 
 /// Loads and checks `config.json`, and for a Python strategy finds an
@@ -531,11 +600,11 @@ async fn finished_run(
     base: BacktestOutput,
 ) -> BacktestOutput {
     let dir = run_dir.to_path_buf();
-    let metrics = tokio::task::spawn_blocking(move || read_metrics(&dir))
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let (metrics, assumptions) =
+        tokio::task::spawn_blocking(move || (read_metrics(&dir), run_card_assumptions(&dir)))
+            .await
+            .unwrap_or_default();
+    let metrics = metrics.unwrap_or_default();
     let mut scalars = Map::new();
     let mut warnings = Value::Array(Vec::new());
     let mut validation = None;
@@ -560,7 +629,12 @@ async fn finished_run(
     let shown = |p: &Path| p.is_file().then(|| p.display().to_string());
     BacktestOutput {
         status: "ok".into(),
-        summary: Some(summary_line(&config.codes, &strategy, &metrics)),
+        summary: Some(summary_line(
+            &config.codes,
+            &strategy,
+            &metrics,
+            assumptions.as_ref().map(|a| a.benchmark.as_str()),
+        )),
         metrics: Some(metrics),
         warnings: Some(warnings),
         validation,
@@ -571,6 +645,7 @@ async fn finished_run(
         }),
         missing_artifacts: (!result.missing_required.is_empty())
             .then(|| result.missing_required.clone()),
+        assumptions,
         ..base
     }
 }
@@ -851,9 +926,10 @@ pub fn run_card_summary(run_dir: &Path) -> Result<Value, RunCardError> {
         .to_string();
     Ok(json!({
         "status": "ok",
-        "summary": summary_line(&codes, &strategy, &typed),
+        "summary": summary_line(&codes, &strategy, &typed, card["backtest"]["benchmark"].as_str()),
         "backtest": card["backtest"].as_object().map(|b| b.iter().filter(|(k, _)| *k != "symbol_rules").map(|(k, v)| (k.clone(), v.clone())).collect::<Map<String, Value>>()),
         "metrics": metrics,
+        "assumptions": card["assumptions"],
         "reproducibility": card["reproducibility"],
         "warnings": card["warnings"],
         "artifacts": card["artifacts"],

@@ -1,0 +1,355 @@
+//! The offline planner through the real binary (issue 23 items 4 and 5):
+//! dates read by their meaning, and every backtest answer stating the
+//! costs, lots, cash, prices and benchmark it ran on — the defaults, the
+//! `[backtest]` section of `config.toml`, and a remembered preference.
+//! Expected figures come from the run's own files (its `config.json` and
+//! run card), never from the embedded data's prices.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::Value;
+use tokio::process::Command;
+
+use crate::support::harness::read_json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_vibedesk");
+
+/// A command with a clean environment and a temp home: no model, so the
+/// offline planner answers.
+fn vibedesk(home: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("VIBEDESK_HOME", home)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    c
+}
+
+/// What one offline `run --json` left: its events, its answer, and the
+/// backtest's output when one ran.
+struct Run {
+    events: Vec<Value>,
+    answer: String,
+}
+
+impl Run {
+    fn backtest_output(&self) -> &Value {
+        let done = self
+            .events
+            .iter()
+            .find(|e| e["type"] == "tool_call_finished" && e["tool"] == "backtest")
+            .unwrap_or_else(|| panic!("no backtest ran: {:?}", self.events));
+        assert_eq!(done["status"], "ok", "{done}");
+        &done["output"]
+    }
+
+    fn run_dir(&self) -> PathBuf {
+        PathBuf::from(self.backtest_output()["run_dir"].as_str().unwrap())
+    }
+
+    fn config(&self) -> Value {
+        read_json(&self.run_dir().join("config.json"))
+    }
+
+    fn card(&self) -> Value {
+        read_json(&self.run_dir().join("run_card.json"))
+    }
+}
+
+async fn run(home: &Path, prompt: &str) -> Run {
+    let out = vibedesk(home)
+        .args(["run", "--json", "-p", prompt])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{prompt}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let answer = events
+        .iter()
+        .find(|e| e["type"] == "answer")
+        .and_then(|e| e["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    Run { events, answer }
+}
+
+fn write_config_toml(home: &Path, text: &str) {
+    let dir = home.join("config");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), text).unwrap();
+}
+
+/// A rate as the answer writes it: "0.10 % (10 bp)".
+fn said(rate: f64) -> String {
+    let bp = rate * 10_000.0;
+    let bp = if (bp - bp.round()).abs() < 1e-9 {
+        format!("{bp:.0}")
+    } else {
+        format!("{bp:.2}")
+    };
+    format!("{:.2} % ({bp} bp)", rate * 100.0)
+}
+
+/// Issue 23's reproduction: a date quoted from an earlier answer
+/// ("Latest (…)") comes first, the range after it. The backtest runs over
+/// the range, and the answer says what it left out.
+#[tokio::test]
+async fn dates_in_mixed_order_run_the_backtest_over_the_period_asked_for() {
+    let home = tempfile::tempdir().unwrap();
+    let r = run(
+        home.path(),
+        "Backtest buy and hold of IBM. Latest (2013-03-01) range 2000-03-01 to 2013-03-01",
+    )
+    .await;
+    let cfg = r.config();
+    assert_eq!(
+        (cfg["start_date"].as_str(), cfg["end_date"].as_str()),
+        (Some("2000-03-01"), Some("2013-03-01")),
+        "{cfg}"
+    );
+    let b = &r.card()["backtest"];
+    assert_eq!(
+        (b["start_date"].as_str(), b["end_date"].as_str()),
+        (Some("2000-03-01"), Some("2013-03-01"))
+    );
+    let last = b["last_bar"].as_str().unwrap();
+    assert!(last <= "2013-03-01" && last > "2013-02-15", "{last}");
+    assert!(
+        r.answer
+            .contains("2013-03-01 is quoted, not the period asked for"),
+        "{}",
+        r.answer
+    );
+
+    // Written end first: put in order, and said.
+    let r = run(
+        home.path(),
+        "Backtest a 20/50 SMA crossover on MSFT from 2010 to 2004",
+    )
+    .await;
+    let cfg = r.config();
+    assert_eq!(
+        (cfg["start_date"].as_str(), cfg["end_date"].as_str()),
+        (Some("2004-01-01"), Some("2010-12-31")),
+        "{cfg}"
+    );
+    assert!(
+        r.answer
+            .contains("the request names 2010 before 2004, so I read the period in date order"),
+        "{}",
+        r.answer
+    );
+}
+
+/// With nothing configured, the answer states the costs, lots, shorting,
+/// cash, price adjustment, annualisation and benchmark the run card
+/// records, and the run card's assumptions are the rules the engine used.
+#[tokio::test]
+async fn a_backtest_answer_states_the_default_costs_the_run_used() {
+    let home = tempfile::tempdir().unwrap();
+    let r = run(
+        home.path(),
+        "Backtest a 20/50 SMA crossover on AAPL from 2005 to 2012",
+    )
+    .await;
+    let card = r.card();
+    let a = &card["assumptions"];
+    let rules = &card["backtest"]["symbol_rules"][0]["rules"];
+    for (key, rule) in [
+        ("commission_rate", "fee_rate"),
+        ("min_commission", "min_fee"),
+        ("slippage", "slippage"),
+        ("lot_size", "lot"),
+        ("allow_short", "allow_short"),
+    ] {
+        assert_eq!(a[key], rules[rule], "{key}: {a}");
+    }
+    assert_eq!(a["benchmark"], card["backtest"]["benchmark"], "{a}");
+    assert_eq!(a["initial_cash"], card["backtest"]["initial_cash"], "{a}");
+    assert_eq!(
+        r.backtest_output()["assumptions"]["slippage"],
+        a["slippage"]
+    );
+
+    let slippage = a["slippage"].as_f64().unwrap();
+    let commission = a["commission_rate"].as_f64().unwrap();
+    let commission_said = if commission == 0.0 && a["min_commission"] == 0.0 {
+        "no commission".to_string()
+    } else {
+        format!("commission {}", said(commission))
+    };
+    let benchmark = a["benchmark"].as_str().unwrap();
+    for part in [
+        "Assumptions: ".to_string(),
+        commission_said,
+        format!("slippage {}", said(slippage)),
+        "whole shares".to_string(),
+        "prices split- and dividend-adjusted".to_string(),
+        format!(
+            "annualized over {} bars a year",
+            a["bars_per_year"].as_f64().unwrap()
+        ),
+        "benchmark ".to_string(),
+    ] {
+        assert!(r.answer.contains(&part), "{part} in {}", r.answer);
+    }
+    if benchmark != "equal_weight" {
+        assert!(
+            r.answer.contains(&format!("benchmark {benchmark}")),
+            "{}",
+            r.answer
+        );
+    }
+    let md = std::fs::read_to_string(r.run_dir().join("run_card.md")).unwrap();
+    assert!(
+        md.contains("## Assumptions") && md.contains("- slippage: "),
+        "{md}"
+    );
+}
+
+/// `[backtest]` in config.toml fills what a call leaves out, for `run`
+/// and `vibedesk backtest` alike; a cost the request names wins.
+#[tokio::test]
+async fn the_backtest_section_of_config_toml_sets_the_defaults() {
+    let home = tempfile::tempdir().unwrap();
+    write_config_toml(
+        home.path(),
+        "[backtest]\ncommission_rate = 0.0015\nmin_commission = 1\ninitial_cash = 50000\n",
+    );
+    let r = run(
+        home.path(),
+        "Backtest a 20/50 SMA crossover on MSFT from 2004 to 2010",
+    )
+    .await;
+    let cfg = r.config();
+    assert_eq!(cfg["commission_rate"], 0.0015, "{cfg}");
+    assert_eq!(cfg["initial_cash"], 50000.0, "{cfg}");
+    let a = &r.card()["assumptions"];
+    assert_eq!(
+        (a["commission_rate"].as_f64(), a["initial_cash"].as_f64()),
+        (Some(0.0015), Some(50000.0))
+    );
+    assert_eq!(a["min_commission"].as_f64(), Some(1.0));
+    let out = r.backtest_output();
+    assert_eq!(
+        out["assumptions"]["from_settings"],
+        serde_json::json!(["commission_rate", "min_commission", "initial_cash"])
+    );
+    for part in [
+        "commission 0.15 % (15 bp) of notional per fill, at least 1.00 per fill",
+        "initial cash 50000.00",
+        "From `[backtest]` in config.toml: commission_rate, min_commission, initial_cash.",
+    ] {
+        assert!(r.answer.contains(part), "{part} in {}", r.answer);
+    }
+
+    let r = run(
+        home.path(),
+        "Backtest a 20/50 SMA crossover on MSFT from 2004 to 2010 with 0.2% commission",
+    )
+    .await;
+    assert_eq!(r.config()["commission_rate"], 0.002);
+    assert!(
+        r.answer.contains(&format!("commission {}", said(0.002))),
+        "{}",
+        r.answer
+    );
+
+    // `vibedesk backtest` reads the same section.
+    let dir = home.path().join("cli-run");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.json"),
+        r#"{"codes": ["IBM"], "start_date": "2005-01-01", "end_date": "2006-12-31", "source": "embedded", "strategy": "buy_and_hold"}"#,
+    )
+    .unwrap();
+    let out = vibedesk(home.path())
+        .args(["backtest", dir.to_str().unwrap(), "--full"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        read_json(&dir.join("config.json"))["commission_rate"],
+        0.0015
+    );
+    assert_eq!(
+        read_json(&dir.join("run_card.json"))["assumptions"]["commission_rate"],
+        0.0015
+    );
+}
+
+/// A mistyped or out-of-range `[backtest]` key stops every command with
+/// the key, what is wrong and a suggestion.
+#[tokio::test]
+async fn a_bad_backtest_section_is_refused_with_a_suggestion() {
+    let home = tempfile::tempdir().unwrap();
+    write_config_toml(
+        home.path(),
+        "[backtest]\ncomission_rate = 0.001\nslippage = 3\n",
+    );
+    let out = vibedesk(home.path())
+        .args(["run", "-p", "Backtest buy and hold of IBM in 2010"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for part in [
+        "config.toml is not valid: [backtest]:",
+        "`comission_rate`: unknown key; did you mean 'commission_rate'?",
+        "`slippage`: must be ≥ 0 and ≤ 0.5, got 3",
+    ] {
+        assert!(err.contains(part), "{part} in {err}");
+    }
+}
+
+/// "Remember that I use 10 bp commission", then a backtest that names no
+/// cost: the run's config and the answer use 10 bp and say where it came
+/// from; a cost the request names wins over the memory.
+#[tokio::test]
+async fn a_remembered_commission_is_used_and_said() {
+    let home = tempfile::tempdir().unwrap();
+    let saved = run(home.path(), "Remember that I use 10 bp commission").await;
+    assert!(saved.answer.contains("Saved"), "{}", saved.answer);
+
+    let r = run(
+        home.path(),
+        "Backtest buy and hold of IBM from 2005 to 2012",
+    )
+    .await;
+    let cfg = r.config();
+    assert_eq!(cfg["commission_rate"].as_f64(), Some(0.001), "{cfg}");
+    assert_eq!(
+        r.card()["assumptions"]["commission_rate"].as_f64(),
+        Some(0.001)
+    );
+    for part in [
+        "commission 0.10 % (10 bp) of notional per fill",
+        "Costs: commission 0.10 % (10 bp) from your memory 'I use 10 bp commission'",
+    ] {
+        assert!(r.answer.contains(part), "{part} in {}", r.answer);
+    }
+
+    let r = run(
+        home.path(),
+        "Backtest buy and hold of IBM from 2005 to 2012 with 0.3% commission",
+    )
+    .await;
+    assert_eq!(r.config()["commission_rate"].as_f64(), Some(0.003));
+    assert!(!r.answer.contains("from your memory"), "{}", r.answer);
+}
