@@ -15,7 +15,6 @@ mod team;
 
 use std::sync::LazyLock;
 
-use chrono::NaiveDate;
 use futures_util::future::BoxFuture;
 use futures_util::stream;
 use regex::Regex;
@@ -229,6 +228,8 @@ static COST_AFTER: LazyLock<Option<Regex>> = LazyLock::new(|| {
 static COST_BEFORE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)(?P<kind>commissions?|fees?|slippage)\s*(?:of|at|=|:|is)?\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>%|percent|bps?\b|basis points?)").ok()
 });
+/// Rows a price answer shows when the request names no count.
+const SHOWN_PRICE_ROWS: usize = 30;
 static LAST_N: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)\blast\s+(\d{1,4})\s+(?:trading\s+)?(?:days|sessions|bars|rows)").ok()
 });
@@ -461,26 +462,20 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             "show", "price", "prices", "data", "ohlc", "quote", "bars", "close", "last",
         ],
     ) {
+        // The tool counts the last N rows back from the end (the answer
+        // shows the last 30 of a range): never a guess in calendar days.
         let last_n = LAST_N
             .as_ref()
             .and_then(|re| re.captures(text))
             .and_then(|c| c.get(1)?.as_str().parse::<i64>().ok());
-        let start = match (&end, last_n) {
-            // Enough calendar days for n trading days, then the answer keeps the last n.
-            (Some(e), Some(n)) => NaiveDate::parse_from_str(e, "%Y-%m-%d").ok().map(|d| {
-                (d - chrono::Duration::days(n * 3 / 2 + 10))
-                    .format("%Y-%m-%d")
-                    .to_string()
-            }),
-            _ => start,
-        };
         return Some(PlannedCall::typed(
             "get_market_data",
             MarketDataArgs {
                 source: Some(source_for(&sym).as_str().into()),
                 symbol: sym,
-                start,
+                start: if last_n.is_some() { None } else { start },
                 end,
+                last_n: Some(last_n.unwrap_or(SHOWN_PRICE_ROWS as i64)),
                 ..Default::default()
             },
         ));
@@ -721,6 +716,16 @@ fn backtest_answer(v: &BacktestOutput) -> String {
     if let Some(svg) = v.chart.as_ref().and_then(|c| c.svg.as_ref()) {
         out.push_str(&format!(" Chart: `{svg}`."));
     }
+    if let Some(w) = &v.warmup {
+        out.push_str(&format!(
+            "\n\nWarm-up: signals computed on {} bars before the start ({} needed){}.",
+            w.bars_used,
+            w.bars_needed.unwrap_or(0),
+            w.note
+                .as_ref()
+                .map_or(String::new(), |n| format!("; too few: {n}"))
+        ));
+    }
     out.push_str("\n\nFigures come from the backtest tool's run on the data named in the run card; they are analysis, not advice.\n");
     out
 }
@@ -732,21 +737,29 @@ fn prices_answer(request: &str, v: &MarketDataOutput) -> String {
         .as_ref()
         .and_then(|re| re.captures(request))
         .and_then(|c| c.get(1)?.as_str().parse::<usize>().ok());
-    let shown: &[PriceRow] = &rows[rows.len().saturating_sub(last_n.unwrap_or(30))..];
+    let shown: &[PriceRow] = &rows[rows
+        .len()
+        .saturating_sub(last_n.unwrap_or(SHOWN_PRICE_ROWS))..];
     if shown.is_empty() {
         return format!(
             "No price rows came back for {sym}.{}",
             provenance_line(&v.provenance)
         );
     }
+    // Which rows of the range these are: the last ones only when the page
+    // ends where the range does.
+    let total = v.total.max(v.offset + rows.len());
+    let upto = v.offset + rows.len();
+    let which = if shown.len() == total {
+        String::new()
+    } else if upto == total {
+        format!(" (the last {} of {total})", shown.len())
+    } else {
+        format!(" (rows {} to {upto} of {total})", upto - shown.len() + 1)
+    };
     let mut out = format!(
-        "## {sym}: {} daily bars{}\n\n| date | open | high | low | close | volume |\n|---|---|---|---|---|---|\n",
+        "## {sym}: {} daily bars{which}\n\n| date | open | high | low | close | volume |\n|---|---|---|---|---|---|\n",
         shown.len(),
-        if shown.len() < rows.len() {
-            format!(" (the last {} of {})", shown.len(), rows.len())
-        } else {
-            String::new()
-        }
     );
     let f = |x: Option<f64>| x.map_or("".into(), |x| format!("{x:.2}"));
     for r in shown {
@@ -933,7 +946,8 @@ mod tests {
         assert_eq!(c.name, "get_market_data");
         assert_eq!(c.args["symbol"], "MSFT");
         assert_eq!(c.args["end"], "2010-12-31");
-        assert!(c.args["start"].as_str().unwrap().starts_with("2010-11"));
+        assert_eq!(c.args["last_n"], 30, "the tool counts the rows");
+        assert!(c.args.get("start").is_none());
 
         let c = intent("RSI of IBM").unwrap();
         assert_eq!(

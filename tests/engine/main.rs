@@ -18,3 +18,4 @@ mod support;
 mod swarm;
 mod teams;
 mod tui;
+mod warmup;
