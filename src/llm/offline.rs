@@ -12,7 +12,7 @@
 //! members (the `team` module). Dates are read by their meaning (`dates`),
 //! a remembered cost preference applies where a backtest names none
 //! (`preferences`), and every backtest answer states its assumptions
-//! (docs §2.12).
+//! (docs §2.13).
 
 mod dates;
 mod preferences;
@@ -20,7 +20,6 @@ mod team;
 
 use std::sync::LazyLock;
 
-use chrono::NaiveDate;
 use futures_util::future::BoxFuture;
 use futures_util::stream;
 use regex::Regex;
@@ -32,7 +31,7 @@ use super::{ChatRequest, ChunkStream, LlmError, Provider, StreamChunk};
 use crate::model::contract::{
     BacktestArgs, BacktestAssumptions, BacktestOutput, DataSource, Extremes, IndicatorArgs,
     IndicatorOutput, MarketDataArgs, MarketDataOutput, MemoryAction, MemoryKind, MemoryOutput,
-    PriceRow, ProvenanceBrief, RecallArgs, RememberArgs, adjustment_label,
+    PriceRow, ProvenanceBrief, RecallArgs, RememberArgs, WarmupInfo, adjustment_label,
 };
 use crate::model::{HANDOFF_PREFIX, Message, Role};
 use preferences::RememberedCosts;
@@ -268,6 +267,8 @@ static COST_AFTER: LazyLock<Option<Regex>> = LazyLock::new(|| {
 static COST_BEFORE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)(?P<kind>commissions?|fees?|slippage)\s*(?:of|at|=|:|is)?\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>%|percent|bps?\b|basis points?)").ok()
 });
+/// Rows a price answer shows when the request names no count.
+const SHOWN_PRICE_ROWS: usize = 30;
 static LAST_N: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)\blast\s+(\d{1,4})\s+(?:trading\s+)?(?:days|sessions|bars|rows)").ok()
 });
@@ -476,26 +477,20 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             "show", "price", "prices", "data", "ohlc", "quote", "bars", "close", "last",
         ],
     ) {
+        // The tool counts the last N rows back from the end (the answer
+        // shows the last 30 of a range): never a guess in calendar days.
         let last_n = LAST_N
             .as_ref()
             .and_then(|re| re.captures(text))
             .and_then(|c| c.get(1)?.as_str().parse::<i64>().ok());
-        let start = match (&end, last_n) {
-            // Enough calendar days for n trading days, then the answer keeps the last n.
-            (Some(e), Some(n)) => NaiveDate::parse_from_str(e, "%Y-%m-%d").ok().map(|d| {
-                (d - chrono::Duration::days(n * 3 / 2 + 10))
-                    .format("%Y-%m-%d")
-                    .to_string()
-            }),
-            _ => start,
-        };
         return Some(PlannedCall::typed(
             "get_market_data",
             MarketDataArgs {
                 source: Some(source_for(&sym).as_str().into()),
                 symbol: sym,
-                start,
+                start: if last_n.is_some() { None } else { start },
                 end,
+                last_n: Some(last_n.unwrap_or(SHOWN_PRICE_ROWS as i64)),
                 ..Default::default()
             },
         ));
@@ -707,7 +702,7 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
             crate::text::preview(&v.to_string(), 2000)
         )
     });
-    // How the request's dates were read, when not as written (docs §2.12).
+    // How the request's dates were read, when not as written (docs §2.13).
     let dated = matches!(tool, "backtest" | "get_market_data" | "technical_indicator");
     match dated.then(|| dates::read(request).note()).flatten() {
         Some(note) => format!("{note}\n\n{text}"),
@@ -760,8 +755,10 @@ fn backtest_answer(v: &BacktestOutput) -> String {
         }
     }
     if let Some(a) = &v.assumptions {
-        #[allow(unused_mut)] // the warm-up clause is pushed here
         let mut clauses = assumption_clauses(a);
+        if let Some(w) = &v.warmup {
+            clauses.push(warmup_clause(w));
+        }
         out.push('\n');
         out.push_str(&assumptions_sentence(a, &clauses));
         out.push('\n');
@@ -777,6 +774,22 @@ fn backtest_answer(v: &BacktestOutput) -> String {
     }
     out.push_str("\n\nFigures come from the backtest tool's run on the data named in the run card; they are analysis, not advice.\n");
     out
+}
+
+/// The warm-up a backtest's signals had (docs §7.4.1), as one clause of
+/// its assumptions; a shortfall is said plainly.
+fn warmup_clause(w: &WarmupInfo) -> String {
+    let needed = w
+        .bars_needed
+        .map_or_else(|| "all the history".to_string(), |n| format!("{n} bars"));
+    let mut s = format!(
+        "warm-up: signals computed on {} bars before the start ({needed} needed)",
+        w.bars_used
+    );
+    if let Some(n) = &w.note {
+        s.push_str(&format!(", too few: {n}"));
+    }
+    s
 }
 
 /// A rate as a percentage with its basis points: "0.05 % (5 bp)".
@@ -877,21 +890,29 @@ fn prices_answer(request: &str, v: &MarketDataOutput) -> String {
         .as_ref()
         .and_then(|re| re.captures(request))
         .and_then(|c| c.get(1)?.as_str().parse::<usize>().ok());
-    let shown: &[PriceRow] = &rows[rows.len().saturating_sub(last_n.unwrap_or(30))..];
+    let shown: &[PriceRow] = &rows[rows
+        .len()
+        .saturating_sub(last_n.unwrap_or(SHOWN_PRICE_ROWS))..];
     if shown.is_empty() {
         return format!(
             "No price rows came back for {sym}.{}",
             provenance_line(&v.provenance)
         );
     }
+    // Which rows of the range these are: the last ones only when the page
+    // ends where the range does.
+    let total = v.total.max(v.offset + rows.len());
+    let upto = v.offset + rows.len();
+    let which = if shown.len() == total {
+        String::new()
+    } else if upto == total {
+        format!(" (the last {} of {total})", shown.len())
+    } else {
+        format!(" (rows {} to {upto} of {total})", upto - shown.len() + 1)
+    };
     let mut out = format!(
-        "## {sym}: {} daily bars{}\n\n| date | open | high | low | close | volume |\n|---|---|---|---|---|---|\n",
+        "## {sym}: {} daily bars{which}\n\n| date | open | high | low | close | volume |\n|---|---|---|---|---|---|\n",
         shown.len(),
-        if shown.len() < rows.len() {
-            format!(" (the last {} of {})", shown.len(), rows.len())
-        } else {
-            String::new()
-        }
     );
     let f = |x: Option<f64>| x.map_or("".into(), |x| format!("{x:.2}"));
     for r in shown {
@@ -1107,7 +1128,8 @@ mod tests {
         assert_eq!(c.name, "get_market_data");
         assert_eq!(c.args["symbol"], "MSFT");
         assert_eq!(c.args["end"], "2010-12-31");
-        assert!(c.args["start"].as_str().unwrap().starts_with("2010-11"));
+        assert_eq!(c.args["last_n"], 30, "the tool counts the rows");
+        assert!(c.args.get("start").is_none());
 
         let c = intent("RSI of IBM").unwrap();
         assert_eq!(

@@ -280,6 +280,9 @@ pub struct MarketDataArgs {
     /// First row to return, 0-based (use next_offset to page on)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<i64>,
+    /// Only the last N rows of the range, ending on the last trading day on or before end ("the last 20 trading days to 2012-12-31": last_n 20, end 2012-12-31, no start)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_n: Option<i64>,
 }
 
 /// `technical_indicator`.
@@ -572,6 +575,9 @@ pub struct BacktestOutput {
     /// its run card.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assumptions: Option<BacktestAssumptions>,
+    /// The history before `start_date` the signals were computed on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<WarmupInfo>,
 }
 
 /// What a backtest assumed (docs §7.4), as its run card states it: the
@@ -624,6 +630,24 @@ pub fn adjustment_label(adjustments: &[String]) -> String {
     } else {
         adjustments.join("; ")
     }
+}
+
+/// How much history before the requested start indicators or signals were
+/// computed on (docs §7.4.1), so that a value on a date does not depend on
+/// the start.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WarmupInfo {
+    /// Bars before the start the values need; absent: all the history
+    /// there is (a running peak).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bars_needed: Option<usize>,
+    /// Bars before the start they were computed on (the fewest of any series).
+    pub bars_used: usize,
+    /// Set when there were too few: which series, and from which date its
+    /// values are warm.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl BacktestOutput {
@@ -690,6 +714,9 @@ pub struct MarketDataOutput<P = ProvenanceBrief> {
     pub symbol: String,
     pub columns: Vec<String>,
     pub rows: Vec<PriceRow>,
+    /// Rows in the range `[start, end]` (with `last_n` and no `start`: the
+    /// last N rows to `end`); `rows` are `offset..offset + returned` of
+    /// them, and `last_n` alone starts at `total − N`.
     pub total: usize,
     pub offset: usize,
     pub returned: usize,
@@ -727,6 +754,9 @@ pub struct IndicatorOutput<P = ProvenanceBrief> {
     pub tail: Vec<Value>,
     pub rows: usize,
     pub warmup_nan_rows: usize,
+    /// The history before `start` the values were computed on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<WarmupInfo>,
     pub provenance: P,
     /// The second series' provenance (`correlation`).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -707,6 +707,87 @@ pub fn rolling_correlation(
 }
 
 // ---------------------------------------------------------------------------
+// Warm-up: how much history before a date an indicator needs (docs §7.4.1).
+
+/// The weight below which a recursive indicator's seed no longer counts:
+/// past it, the value on a date does not depend on where the series began.
+pub const CONVERGENCE: f64 = 1e-9;
+
+/// Bars of history an indicator's value on a date needs, so that it is the
+/// same whatever the series' first date (docs §7.4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Warmup {
+    /// This many bars before the date (windows: `window − 1`; recursive
+    /// smoothers: until the seed's weight is below [`CONVERGENCE`]).
+    Bars(usize),
+    /// All the history there is (a running peak).
+    All,
+}
+
+impl Warmup {
+    /// The count to load, `usize::MAX` for all of it.
+    pub fn bars(self) -> usize {
+        match self {
+            Warmup::Bars(n) => n,
+            Warmup::All => usize::MAX,
+        }
+    }
+
+    /// The larger need of two.
+    pub fn max(self, other: Warmup) -> Warmup {
+        match (self, other) {
+            (Warmup::Bars(a), Warmup::Bars(b)) => Warmup::Bars(a.max(b)),
+            _ => Warmup::All,
+        }
+    }
+
+    /// `n` bars more (an indicator of an indicator, a one-bar lag).
+    pub fn plus(self, n: usize) -> Warmup {
+        match self {
+            Warmup::Bars(a) => Warmup::Bars(a.saturating_add(n)),
+            Warmup::All => Warmup::All,
+        }
+    }
+}
+
+/// Bars after which the seed of an exponential recursion with smoothing
+/// `alpha` weighs less than [`CONVERGENCE`]: the least N with
+/// (1 − α)^N < 1e-9 (0 for α = 1, which keeps no memory).
+pub fn convergence_bars(alpha: f64) -> usize {
+    if !(alpha > 0.0 && alpha < 1.0) {
+        return 0;
+    }
+    let n = (CONVERGENCE.ln() / (1.0 - alpha).ln()).floor() + 1.0;
+    if n.is_finite() && n > 0.0 {
+        n as usize
+    } else {
+        0
+    }
+}
+
+/// EMA(span), α = 2/(span + 1).
+pub fn ema_warmup(span: usize) -> usize {
+    convergence_bars(2.0 / (span as f64 + 1.0))
+}
+
+/// Wilder's smoothing of a one-bar difference (RSI, ATR): α = 1/period,
+/// plus the bar the first difference needs.
+pub fn wilder_warmup(period: usize) -> usize {
+    convergence_bars(1.0 / period.max(1) as f64).max(period) + 1
+}
+
+/// MACD: the slow EMA converges, then the signal EMA of the line must
+/// forget the line's early error too (the sum bounds it).
+pub fn macd_warmup(fast: usize, slow: usize, signal: usize, line_only: bool) -> usize {
+    let line = ema_warmup(fast).max(ema_warmup(slow));
+    if line_only {
+        line
+    } else {
+        line + ema_warmup(signal)
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Named indicators, for tools and the offline planner.
 
 /// An indicator with its parameters resolved (defaults filled in).
@@ -923,6 +1004,29 @@ impl IndicatorSpec {
         }
     }
 
+    /// Bars of history before a date that its value there needs (docs
+    /// §7.4.1): `window − 1` for windows, one more where returns or true
+    /// ranges come first, the [`CONVERGENCE`] count for recursive
+    /// smoothers, all of it for the drawdown's running peak.
+    pub fn warmup(&self) -> Warmup {
+        match *self {
+            IndicatorSpec::Sma { window } | IndicatorSpec::Bollinger { window, .. } => {
+                Warmup::Bars(window.saturating_sub(1))
+            }
+            IndicatorSpec::Ema { span } => Warmup::Bars(ema_warmup(span)),
+            IndicatorSpec::Rsi { period } | IndicatorSpec::Atr { period } => {
+                Warmup::Bars(wilder_warmup(period))
+            }
+            IndicatorSpec::Macd { fast, slow, signal } => {
+                Warmup::Bars(macd_warmup(fast, slow, signal, false))
+            }
+            IndicatorSpec::Volatility { window, .. }
+            | IndicatorSpec::Correlation { window, .. } => Warmup::Bars(window),
+            IndicatorSpec::Returns | IndicatorSpec::LogReturns => Warmup::Bars(1),
+            IndicatorSpec::Drawdown => Warmup::All,
+        }
+    }
+
     /// The other symbol this indicator needs, if any.
     pub fn needs_other(&self) -> Option<&str> {
         match self {
@@ -1076,6 +1180,63 @@ mod tests {
         assert!((rolling_correlation(&a, &neg, 5).unwrap()[4] + 1.0).abs() < 1e-12);
         // Constant side: undefined.
         assert!(rolling_correlation(&a, &[1.0; 5], 3).unwrap()[4].is_nan());
+    }
+
+    #[test]
+    fn convergence_bars_is_the_least_n_under_the_bound() {
+        for alpha in [1.0 / 14.0, 2.0 / 21.0, 2.0 / 27.0, 0.5] {
+            let n = convergence_bars(alpha);
+            assert!((1.0 - alpha).powi(n as i32) < CONVERGENCE, "{alpha}");
+            assert!((1.0 - alpha).powi(n as i32 - 1) >= CONVERGENCE, "{alpha}");
+        }
+        assert_eq!(convergence_bars(1.0), 0);
+        assert_eq!(ema_warmup(1), 0);
+        // The counts docs §2.12 and §7.4.1 quote.
+        assert_eq!(ema_warmup(20), 208);
+        assert_eq!(wilder_warmup(14), 281);
+        assert_eq!(macd_warmup(12, 26, 9, false), 363);
+    }
+
+    /// Started `k` bars later (another seed), a recursive indicator agrees
+    /// with the one started at the first bar once its warm-up has passed:
+    /// the counts are enough, on a price path with large moves.
+    #[test]
+    fn after_the_warm_up_the_start_no_longer_matters() {
+        let x: Vec<f64> = (0..1500)
+            .map(|i| {
+                let t = i as f64;
+                100.0 + 30.0 * (t / 37.0).sin() + 5.0 * (t / 3.1).cos() + t * 0.05
+            })
+            .collect();
+        let k = 200;
+        let later = &x[k..];
+        let gap = |a: &[f64], b: &[f64], at: usize| (a[k + at] - b[at]).abs();
+        let spec = |name: &str| IndicatorSpec::parse(name, &json!({})).unwrap();
+        let need = |name: &str| spec(name).warmup().bars();
+        let (e, el) = (ema(&x, 20).unwrap(), ema(later, 20).unwrap());
+        assert!(gap(&e, &el, need("ema")) < 1e-9 * 100.0);
+        let (r, rl) = (rsi(&x, 14).unwrap(), rsi(later, 14).unwrap());
+        assert!(
+            gap(&r, &rl, need("rsi")) < 1e-7,
+            "{}",
+            gap(&r, &rl, need("rsi"))
+        );
+        let (m, ml) = (
+            macd(&x, 12, 26, 9).unwrap(),
+            macd(later, 12, 26, 9).unwrap(),
+        );
+        let at = need("macd");
+        assert!(
+            gap(&m.signal, &ml.signal, at) < 1e-7,
+            "{}",
+            gap(&m.signal, &ml.signal, at)
+        );
+        // Before it, the seed still shows.
+        assert!(gap(&r, &rl, 20) > 1e-6);
+        assert_eq!(spec("sma").warmup(), Warmup::Bars(19));
+        assert_eq!(spec("returns").warmup(), Warmup::Bars(1));
+        assert_eq!(spec("drawdown").warmup(), Warmup::All);
+        assert_eq!(Warmup::Bars(3).max(Warmup::All).plus(2), Warmup::All);
     }
 
     #[test]

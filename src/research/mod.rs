@@ -1,6 +1,7 @@
 //! The research room: market data ([`data`]), technical indicators
 //! ([`indicators`]) and the backtest engine ([`backtest`], docs §7), which
-//! builds on both.
+//! builds on both; [`warmup`] is the history both compute on before a
+//! range's start (docs §7.4.1).
 //!
 //! Everything here is plain columns (`Vec<NaiveDate>`, `Vec<f64>`): a daily
 //! engine over a few thousand bars per symbol needs no dataframe library.
@@ -8,3 +9,4 @@
 pub mod backtest;
 pub mod data;
 pub mod indicators;
+pub mod warmup;

@@ -169,7 +169,8 @@ mod tests {
             "end": {"type": "string", "description": "Last date, YYYY-MM-DD (default: today)"},
             "source": {"type": "string", "enum": ["auto", "embedded", "local", "yahoo", "stooq"], "description": "Data source (default auto)"},
             "limit": {"type": "integer", "description": "Most rows in this page (default: as many as fit)"},
-            "offset": {"type": "integer", "description": "First row to return, 0-based (use next_offset to page on)"}
+            "offset": {"type": "integer", "description": "First row to return, 0-based (use next_offset to page on)"},
+            "last_n": {"type": "integer", "description": "Only the last N rows of the range, ending on the last trading day on or before end (\"the last 20 trading days to 2012-12-31\": last_n 20, end 2012-12-31, no start)"}
             }, "required": ["symbol"]}),
             ),
             (

@@ -1336,10 +1336,11 @@ fn bar_bits(b: &vibedesk::research::data::Bars) -> Vec<(NaiveDate, [u64; 5])> {
         .collect()
 }
 
-/// A local file read exactly as written lends its lines (cut to the range)
-/// to the OHLCV artifact; one with a row the sanity filter drops is
-/// formatted. Either way the artifact reads back to the bars the engine
-/// used, bit for bit.
+/// A local file read exactly as written lends its lines to the OHLCV
+/// artifact (all of them: the signals' warm-up history before the start is
+/// part of the bars used, docs §7.4.1); one with a row the sanity filter
+/// drops is formatted. Either way the artifact reads back to the bars the
+/// engine used, bit for bit.
 #[tokio::test]
 async fn ohlcv_artifacts_copy_exact_source_lines_and_read_back_to_the_bars() {
     let dir = tempfile::tempdir().unwrap();
@@ -1372,16 +1373,11 @@ async fn ohlcv_artifacts_copy_exact_source_lines_and_read_back_to_the_bars() {
     );
     bt::run_in_dir(&run, &offline()).await.unwrap();
 
-    let in_range: String = aapl
-        .iter()
-        .filter(|l| l.as_str() >= "2008-06-02")
-        .cloned()
-        .collect();
     let copied = std::fs::read_to_string(run.join("artifacts/ohlcv_AAPL.csv")).unwrap();
     assert_eq!(
         copied,
-        format!("timestamp,open,high,low,close,volume\n{in_range}"),
-        "the source lines in the range, as written"
+        format!("timestamp,open,high,low,close,volume\n{}", aapl.concat()),
+        "the source lines, warm-up included, as written"
     );
     let formatted = std::fs::read_to_string(run.join("artifacts/ohlcv_MSFT.csv")).unwrap();
     assert!(
@@ -1393,7 +1389,7 @@ async fn ohlcv_artifacts_copy_exact_source_lines_and_read_back_to_the_bars() {
         let loaded = local::load_file(
             &run.join(format!("data/{sym}.csv")),
             sym,
-            Some(d("2008-06-02")),
+            None,
             Some(d("2009-12-31")),
             None,
             false,

@@ -20,3 +20,4 @@ mod support;
 mod swarm;
 mod teams;
 mod tui;
+mod warmup;

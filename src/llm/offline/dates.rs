@@ -1,4 +1,4 @@
-//! Dates by meaning (docs §2.12): the period a plain request names, read
+//! Dates by meaning (docs §2.13): the period a plain request names, read
 //! from the words around each date rather than from the order the dates
 //! appear in.
 //!

@@ -1,4 +1,4 @@
-//! Remembered cost preferences (docs §2.12): a memory such as "I use 10 bp
+//! Remembered cost preferences (docs §2.13): a memory such as "I use 10 bp
 //! commission" sets the commission (or slippage) of every backtest the
 //! offline planner runs whose request names none, and the answer says
 //! where the figure came from. A cost the request names wins.

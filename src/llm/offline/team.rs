@@ -12,7 +12,6 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use chrono::NaiveDate;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
@@ -314,31 +313,26 @@ fn correlation_calls(
         .collect()
 }
 
-/// Daily bars of `sym`; "the last N trading days to <date>" asks for
-/// enough calendar days before the end (the answer keeps the last rows).
+/// Daily bars of `sym`: "the last N trading days to <date>" is the tool's
+/// last N rows to that date; a range, its last rows (the ones shown) with
+/// the summary of the whole range.
 fn prices_call(sentence: &str, sym: &str, (start, end): &Range) -> PlannedCall {
     let last_n = LAST_N
         .as_ref()
         .and_then(|re| re.captures(sentence))
         .and_then(|c| c.get(1)?.as_str().parse::<i64>().ok());
-    let start = match (end, last_n) {
-        (Some(e), Some(n)) => NaiveDate::parse_from_str(e, "%Y-%m-%d")
-            .ok()
-            .map(|d| {
-                (d - chrono::Duration::days(n * 3 / 2 + 10))
-                    .format("%Y-%m-%d")
-                    .to_string()
-            })
-            .or_else(|| start.clone()),
-        _ => start.clone(),
-    };
     PlannedCall::typed(
         "get_market_data",
         MarketDataArgs {
             source: Some(source_for(sym).as_str().into()),
             symbol: sym.to_string(),
-            start,
+            start: if last_n.is_some() {
+                None
+            } else {
+                start.clone()
+            },
             end: end.clone(),
+            last_n: Some(last_n.unwrap_or(PRICE_ROWS as i64)),
             ..Default::default()
         },
     )
@@ -1076,7 +1070,8 @@ mod tests {
         );
         // The last 60 trading days to the one date the sentence names.
         assert_eq!(calls[0].args["end"], "2012-12-31");
-        assert_eq!(calls[0].args["start"], "2012-09-22");
+        assert_eq!(calls[0].args["last_n"], 60);
+        assert!(calls[0].args.get("start").is_none(), "counted by the tool");
         assert_eq!(calls[1].args["params"], json!({"window": 50}));
         assert_eq!(calls[1].args["start"], "2008-01-01", "the request's range");
         assert!(calls[2].args.get("params").is_none(), "MACD's own defaults");

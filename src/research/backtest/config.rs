@@ -98,6 +98,10 @@ pub struct CostOverrides {
     pub lot_size: Option<f64>,
 }
 
+/// History before `start_date` given to `code/signal_engine.py` when the
+/// config sets no `warmup_bars`: a year of daily bars.
+pub const PYTHON_WARMUP_BARS: usize = 252;
+
 /// Where the signals come from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StrategySpec {
@@ -114,6 +118,31 @@ impl StrategySpec {
             StrategySpec::Builtin(b) => b.name(),
             StrategySpec::Rules(_) => "rules",
             StrategySpec::Python => "signal_engine.py",
+        }
+    }
+
+    /// Bars of history a backtest loads before `start_date` for this
+    /// strategy (docs §7.4.1): its signal's warm-up plus the one bar of the
+    /// shift, so that the order on the first bar comes from a warm signal.
+    /// A Python strategy's need cannot be read from its code:
+    /// [`PYTHON_WARMUP_BARS`] unless `warmup_bars` says otherwise.
+    pub fn warmup_bars(&self) -> usize {
+        if self.constant_signal().is_some() {
+            return 0;
+        }
+        match self {
+            StrategySpec::Builtin(b) => b.warmup().saturating_add(1),
+            StrategySpec::Rules(r) => r.warmup().saturating_add(1),
+            StrategySpec::Python => PYTHON_WARMUP_BARS,
+        }
+    }
+
+    /// The signal of a strategy that reads no data (buy and hold): known
+    /// before the first bar, so that bar trades on it without history.
+    pub fn constant_signal(&self) -> Option<f64> {
+        match self {
+            StrategySpec::Builtin(Builtin::BuyAndHold { size }) => Some(*size),
+            _ => None,
         }
     }
 
@@ -174,6 +203,10 @@ pub struct BacktestConfig {
     pub benchmark: Option<String>,
     pub strategy: StrategySpec,
     pub validation: ValidationConfig,
+    /// `warmup_bars`: history bars to load before `start_date` for the
+    /// signals, instead of the strategy's own count (0: none, the signals
+    /// start cold on `start_date`).
+    pub warmup: Option<usize>,
     /// Unknown keys that were kept (not typos): shown on the run card.
     pub warnings: Vec<String>,
 }
@@ -203,6 +236,7 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "benchmark",
     "strategy",
     "validation",
+    "warmup_bars",
     "allow_nonpositive_prices",
     "name",
     "description",
@@ -232,6 +266,8 @@ const UNSUPPORTED_KEYS: &[(&str, &str)] = &[
 ];
 
 const DEFAULT_INITIAL_CASH: f64 = 1_000_000.0;
+/// The most `warmup_bars` may ask for (40 years of daily bars).
+const MAX_WARMUP_BARS: u64 = 10_080;
 
 fn parse_day(r: &mut Reader<'_>, key: &'static str) -> Option<NaiveDate> {
     let Some(v) = r.obj.get(key).filter(|v| !v.is_null()) else {
@@ -729,6 +765,9 @@ impl BacktestConfig {
         let costs = parse_costs(&mut r);
         refuse_leverage_and_nonpositive_prices(&mut r);
         let benchmark = parse_benchmark(obj, &mut r);
+        let warmup = r
+            .integer("warmup_bars", 0, MAX_WARMUP_BARS)
+            .and_then(|n| usize::try_from(n).ok());
         for k in ["name", "description", "notes"] {
             if let Some(v) = obj.get(k).filter(|v| !v.is_null() && !v.is_string()) {
                 r.issue(k, "invalid_value", format!("must be text, got {}", kind(v)));
@@ -760,10 +799,17 @@ impl BacktestConfig {
                 benchmark,
                 strategy,
                 validation,
+                warmup,
                 warnings,
             }),
             _ => Err(ConfigError { issues }),
         }
+    }
+
+    /// Bars of history to load before `start_date` (docs §7.4.1):
+    /// `warmup_bars` when set, else the strategy's own count.
+    pub fn warmup_bars(&self) -> usize {
+        self.warmup.unwrap_or_else(|| self.strategy.warmup_bars())
     }
 
     /// Parses `config.json` text (JSON errors name the line and column).
@@ -800,6 +846,39 @@ mod tests {
         assert_eq!(c.initial_cash, 1_000_000.0);
         assert_eq!(c.position_adjustment, Adjustment::Hold);
         assert!(c.validation.is_empty());
+    }
+
+    /// The warm-up a config loads before its start (docs §7.4.1): the
+    /// signal's own need plus the bar of the shift, or `warmup_bars`.
+    #[test]
+    fn warm_up_bars_come_from_the_strategy_or_the_config() {
+        let with = |strategy: Value, extra: Value| {
+            let mut v = base();
+            v["strategy"] = strategy;
+            for (k, x) in extra.as_object().unwrap() {
+                v[k] = x.clone();
+            }
+            BacktestConfig::from_value(&v, true).unwrap().warmup_bars()
+        };
+        let ema10 = crate::research::indicators::ema_warmup(10);
+        assert_eq!(with(base()["strategy"].clone(), json!({})), 30);
+        assert_eq!(with(json!("buy_and_hold"), json!({})), 0, "reads no data");
+        assert_eq!(
+            with(
+                json!({"name": "ema_crossover", "params": {"fast": 5, "slow": 10}}),
+                json!({})
+            ),
+            ema10 + 1
+        );
+        // A cross reads the bar before; a function of a function adds up.
+        let rules = json!({"rules": {"entry": "crosses_above(sma(close, 20), ema(close, 10))",
+                                     "exit": "sma(lag(close, 5), 40) < close"}});
+        assert_eq!(with(rules.clone(), json!({})), ema10.max(19) + 1 + 1);
+        assert_eq!(with(rules, json!({"warmup_bars": 7})), 7);
+        assert_eq!(with(Value::Null, json!({})), PYTHON_WARMUP_BARS);
+        let mut v = base();
+        v["warmup_bars"] = json!(-1);
+        assert!(BacktestConfig::from_value(&v, false).is_err());
     }
 
     #[test]

@@ -297,36 +297,54 @@ impl Panel {
 
 /// Target weights (row-major) from each symbol's own-calendar signals
 /// (docs §7.4 `_align`), see the module docs. `signals[s]` is as long as
-/// symbol `s`'s bars (shorter is padded with 0).
+/// symbol `s`'s bars (shorter is padded with 0). Without warm-up: each
+/// symbol's first bar is flat.
 pub fn align_targets(
     panel: &Panel,
     signals: &[Vec<f64>],
     rules: &[SymbolRules],
     ffill_limit: usize,
 ) -> Vec<f64> {
+    align_targets_from(panel, signals, &[], rules, ffill_limit)
+}
+
+/// [`align_targets`] with `entry[s]`, symbol `s`'s signal on its last bar
+/// before the panel (warm-up, docs §7.4.1), as the target of its first bar
+/// (missing: 0).
+pub fn align_targets_from(
+    panel: &Panel,
+    signals: &[Vec<f64>],
+    entry: &[f64],
+    rules: &[SymbolRules],
+    ffill_limit: usize,
+) -> Vec<f64> {
     let (n, k) = (panel.n(), panel.k());
     // Per symbol: its signals, its lower bound, and a cursor (next own bar,
     // last target, bars since it), walked row by row as in `Panel::new`.
-    let sym: Vec<(&[f64], f64)> = (0..k)
+    let sym: Vec<(&[f64], f64, f64)> = (0..k)
         .map(|s| {
             let sig = signals.get(s).map_or(&[][..], Vec::as_slice);
             let short = rules.get(s).is_some_and(|r| r.allow_short);
-            (sig, if short { -1.0 } else { 0.0 })
+            let first = entry.get(s).copied().unwrap_or(0.0);
+            (sig, if short { -1.0 } else { 0.0 }, first)
         })
         .collect();
     let mut cursor: Vec<(usize, f64, usize)> = vec![(0, 0.0, usize::MAX); k];
     let mut w = Vec::with_capacity(n * k);
     for t in 0..n {
         let row_start = w.len();
-        for (s, ((sig, lo), (j, last, since))) in sym.iter().zip(cursor.iter_mut()).enumerate() {
+        for (s, ((sig, lo, first), (j, last, since))) in
+            sym.iter().zip(cursor.iter_mut()).enumerate()
+        {
             let clean = |x: f64| if x.is_nan() { 0.0 } else { x.clamp(*lo, 1.0) };
             let mut x = 0.0;
             if panel.open.get(t * k + s).is_some_and(|o| o.is_finite()) {
-                // Shifted one bar: today's target is yesterday's signal.
+                // Shifted one bar: today's target is yesterday's signal
+                // (the first bar's: the warm-up's last).
                 *last = if *j >= 1 {
                     clean(sig.get(*j - 1).copied().unwrap_or(0.0))
                 } else {
-                    0.0
+                    clean(*first)
                 };
                 x = *last;
                 *since = 0;

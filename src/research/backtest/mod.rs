@@ -39,6 +39,8 @@ pub use metrics::Metrics;
 use crate::research::data::{
     DataConfig, DataError, Market, MarketData, PriceSeries, Source, SourceChoice, embedded,
 };
+use crate::research::indicators::Warmup;
+use crate::research::warmup::{self, WarmupRecord};
 
 /// Why a backtest could not run. Each names the input and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -158,8 +160,9 @@ pub fn ffill_limit(markets: &[Market]) -> usize {
     }
 }
 
-/// The data for a config: every code (the universe never shrinks), and the
-/// explicit benchmark if any.
+/// The data for a config: every code (the universe never shrinks), with
+/// the warm-up history before `start_date` its signals need (docs §7.4.1;
+/// [`in_range`] cuts it), and the explicit benchmark if any, on the range.
 pub async fn fetch_data(
     cfg: &BacktestConfig,
     run_dir: &Path,
@@ -167,15 +170,16 @@ pub async fn fetch_data(
 ) -> Result<(Vec<PriceSeries>, Vec<Source>, Option<PriceSeries>), BacktestError> {
     let md = market_data(cfg, run_dir, opts);
     let universe = md
-        .fetch_all(
+        .fetch_all_with_history(
             &cfg.codes,
             Some(cfg.start_date),
             Some(cfg.end_date),
             cfg.source,
+            cfg.warmup_bars(),
         )
         .await?;
     for s in &universe.series {
-        if s.bars.is_empty() {
+        if warmup::bars_before(&s.bars, Some(cfg.start_date)) >= s.bars.len() {
             return Err(BacktestError::NoData(format!(
                 "no bars for {} between {} and {} (source {}); widen the dates or pick another source",
                 s.symbol, cfg.start_date, cfg.end_date, s.provenance.source
@@ -295,6 +299,76 @@ pub fn rust_signals(strategy: &StrategySpec, series: &[PriceSeries]) -> Vec<Vec<
     })
 }
 
+/// Series loaded with warm-up history, cut to the backtest's range (docs
+/// §7.4.1).
+#[derive(Clone, Debug)]
+pub struct InRange {
+    /// The series on `[start_date, end_date]`, provenance restated.
+    pub series: Vec<PriceSeries>,
+    /// Bars each loaded series held before `start_date`: where its range's
+    /// signals begin.
+    pub offsets: Vec<usize>,
+    pub warmup: WarmupRecord,
+}
+
+/// Cuts `loaded` (from [`fetch_data`]) to the config's range and records
+/// the warm-up the signals had.
+pub fn in_range(cfg: &BacktestConfig, loaded: &[PriceSeries]) -> InRange {
+    let start = Some(cfg.start_date);
+    let named: Vec<(&str, &crate::research::data::Bars)> = loaded
+        .iter()
+        .map(|s| (s.symbol.as_str(), &s.bars))
+        .collect();
+    let warmup = WarmupRecord::of(Warmup::Bars(cfg.warmup_bars()), start, &named);
+    let offsets = loaded
+        .iter()
+        .map(|s| warmup::bars_before(&s.bars, start))
+        .collect();
+    let series = loaded
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            warmup::cut(&mut s, start, Some(cfg.end_date));
+            s
+        })
+        .collect();
+    InRange {
+        series,
+        offsets,
+        warmup,
+    }
+}
+
+/// Signals computed on the loaded series, cut to the range at `offsets`,
+/// and each series' signal on its last bar before the range (the first
+/// bar's order; where it has none, the strategy's constant signal, else 0).
+pub fn signals_in_range(
+    strategy: &StrategySpec,
+    signals: Vec<Vec<f64>>,
+    offsets: &[usize],
+) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let constant = strategy.constant_signal().unwrap_or(0.0);
+    signals
+        .into_iter()
+        .zip(offsets)
+        .map(|(mut sig, &at)| {
+            let entry = at
+                .checked_sub(1)
+                .and_then(|i| sig.get(i).copied())
+                .unwrap_or(constant);
+            sig.drain(..at.min(sig.len()));
+            (sig, entry)
+        })
+        .unzip()
+}
+
+/// The warm-up of a run: each series' entry signal and the record.
+#[derive(Clone, Copy, Debug)]
+pub struct Warm<'a> {
+    pub entry: &'a [f64],
+    pub record: &'a WarmupRecord,
+}
+
 /// Everything one backtest produced, in memory.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -315,6 +389,9 @@ pub struct Outcome {
     pub nested: Map<String, Value>,
     pub validation: Option<Value>,
     pub warnings: Vec<String>,
+    /// The history before `start_date` the signals had (docs §7.4.1);
+    /// `None` when the series were given already cut.
+    pub warmup: Option<WarmupRecord>,
 }
 
 /// Align, simulate, measure: the pure part of a backtest.
@@ -344,13 +421,31 @@ pub fn evaluate_on(
     signals: &[Vec<f64>],
     bench: Option<&PriceSeries>,
 ) -> Outcome {
+    evaluate_warm(panel, cfg, series, signals, None, bench)
+}
+
+/// [`evaluate_on`] for series cut by [`in_range`], whose first bars trade
+/// on the warm-up's last signals.
+pub fn evaluate_warm(
+    panel: Panel,
+    cfg: &BacktestConfig,
+    series: &[PriceSeries],
+    signals: &[Vec<f64>],
+    warm: Option<Warm<'_>>,
+    bench: Option<&PriceSeries>,
+) -> Outcome {
     let codes: Vec<String> = series.iter().map(|s| s.symbol.clone()).collect();
     let (markets, rules, mut warnings) = engine::rules_for(&codes, &cfg.costs);
     warnings.extend(cfg.warnings.iter().cloned());
     // Data from another source than config.json names reaches the reply.
     warnings.extend(series.iter().filter_map(|s| s.provenance.fallback()));
+    // So does too little warm-up history.
+    if let Some(note) = warm.and_then(|w| w.record.note.as_ref()) {
+        warnings.push(format!("too little warm-up history: {note}"));
+    }
     let limit = ffill_limit(&markets);
-    let targets = engine::align_targets(&panel, signals, &rules, limit);
+    let entry = warm.map_or(&[][..], |w| w.entry);
+    let targets = engine::align_targets_from(&panel, signals, entry, &rules, limit);
     let sim = engine::simulate(
         &panel,
         &targets,
@@ -385,7 +480,14 @@ pub fn evaluate_on(
         &closed,
     );
     let scalars = engine_scalars(cfg, &panel, &sim, &m, &benchmark_label);
-    let nested = nested_results(&panel, &sim, &codes, validation.as_ref());
+    let mut nested = nested_results(&panel, &sim, &codes, validation.as_ref());
+    let warmup = warm.map(|w| w.record.clone());
+    if let Some(w) = &warmup {
+        nested.insert(
+            "warmup".into(),
+            serde_json::to_value(w).unwrap_or(Value::Null),
+        );
+    }
     Outcome {
         config: cfg.clone(),
         panel,
@@ -401,6 +503,7 @@ pub fn evaluate_on(
         nested,
         validation,
         warnings,
+        warmup,
     }
 }
 
@@ -740,7 +843,10 @@ impl Drop for FreshArtifacts {
 /// data → signals → simulation → artifacts, chart and run card.
 pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary, BacktestError> {
     let (cfg, config_bytes) = load_config(run_dir)?;
-    let (series, effective_sources, bench) = fetch_data(&cfg, run_dir, opts).await?;
+    // `loaded` holds the warm-up history the signals are computed on;
+    // everything else sees the range (docs §7.4.1).
+    let (loaded, effective_sources, bench) = fetch_data(&cfg, run_dir, opts).await?;
+    let range = in_range(&cfg, &loaded);
     let fresh = FreshArtifacts::prepare(run_dir)?;
     let art_dir = fresh.dir.clone();
     let previous = fresh.previous();
@@ -751,11 +857,11 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
         StrategySpec::Python => {
             let code_path = run_dir.join(SIGNAL_ENGINE_FILE);
             let code = std::fs::read(&code_path).map_err(BacktestError::io("read", &code_path))?;
-            let files = artifacts::write_ohlcv(&art_dir, &series, previous.as_deref())?;
+            let files = artifacts::write_ohlcv(&art_dir, &loaded, previous.as_deref())?;
             let python = opts.python.clone();
             let dir = run_dir.to_path_buf();
-            let codes: Vec<String> = series.iter().map(|s| s.symbol.clone()).collect();
-            let lens: Vec<usize> = series.iter().map(|s| s.bars.len()).collect();
+            let codes: Vec<String> = loaded.iter().map(|s| s.symbol.clone()).collect();
+            let lens: Vec<usize> = loaded.iter().map(|s| s.bars.len()).collect();
             let sig = tokio::task::spawn_blocking(move || {
                 let exe = match python {
                     Some(p) => p,
@@ -778,23 +884,29 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
             // The OHLCV files depend on the data alone: they are written
             // while the simulation runs.
             let ohlcv = (!python).then(|| {
-                scope.spawn(|| artifacts::write_ohlcv(&art_dir, &series, previous.as_deref()))
+                scope.spawn(|| artifacts::write_ohlcv(&art_dir, &loaded, previous.as_deref()))
             });
+            let series = &range.series;
             // The panel needs the data alone: it is built while the
             // signals are computed (here, if no thread can be had).
             let panel = std::thread::Builder::new()
-                .spawn_scoped(scope, || panel_for(&cfg, &series))
+                .spawn_scoped(scope, || panel_for(&cfg, series))
                 .ok();
             let signals = match python_signals {
                 Some(s) => s,
-                None => rust_signals(&cfg.strategy, &series),
+                None => rust_signals(&cfg.strategy, &loaded),
             };
+            let (signals, entry) = signals_in_range(&cfg.strategy, signals, &range.offsets);
             let panel = match panel.map(|h| h.join()) {
                 Some(Ok(p)) => p,
-                _ => panel_for(&cfg, &series),
+                _ => panel_for(&cfg, series),
             };
-            let outcome = evaluate_on(panel, &cfg, &series, &signals, bench.as_ref());
-            let written = artifacts::write_all(&art_dir, &outcome, &series, move || match ohlcv {
+            let warm = Warm {
+                entry: &entry,
+                record: &range.warmup,
+            };
+            let outcome = evaluate_warm(panel, &cfg, series, &signals, Some(warm), bench.as_ref());
+            let written = artifacts::write_all(&art_dir, &outcome, series, move || match ohlcv {
                 Some(h) => h
                     .join()
                     .unwrap_or_else(|_| {
@@ -814,7 +926,7 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
             let card = run_card::build(
                 &dir,
                 &outcome,
-                &series,
+                series,
                 &effective_sources,
                 &config_bytes,
                 &strategy_bytes,

@@ -839,6 +839,37 @@ fn column(bars: &Bars, c: Column) -> &[f64] {
 }
 
 impl Num {
+    /// Bars of history before a bar that this value there needs (docs
+    /// §7.4.1): a function of a function needs both warm-ups.
+    pub fn warmup(&self) -> usize {
+        match self {
+            Num::Const(_) | Num::Col(_) => 0,
+            Num::Neg(a) => a.warmup(),
+            Num::Arith(_, a, b) | Num::Min(a, b) | Num::Max(a, b) => a.warmup().max(b.warmup()),
+            Num::Atr(p) => indicators::wilder_warmup(*p),
+            Num::Func(f, a, params) => {
+                let p = |i: usize| params.get(i).copied().unwrap_or(1.0).max(1.0) as usize;
+                let own = match f {
+                    Func::Sma
+                    | Func::Std
+                    | Func::Highest
+                    | Func::Lowest
+                    | Func::BbUpper
+                    | Func::BbLower => p(0).saturating_sub(1),
+                    Func::Ema => indicators::ema_warmup(p(0)),
+                    Func::Rsi => indicators::wilder_warmup(p(0)),
+                    Func::Lag | Func::Roc => p(0),
+                    Func::Macd => indicators::macd_warmup(p(0), p(1), p(2), true),
+                    Func::MacdSignal | Func::MacdHist => {
+                        indicators::macd_warmup(p(0), p(1), p(2), false)
+                    }
+                    Func::Abs => 0,
+                };
+                a.warmup().saturating_add(own)
+            }
+        }
+    }
+
     pub fn eval(&self, bars: &Bars) -> Vec<f64> {
         let n = bars.len();
         let nan = || vec![f64::NAN; n];
@@ -932,6 +963,17 @@ impl Num {
 }
 
 impl Cond {
+    /// As [`Num::warmup`]; a cross also reads the bar before.
+    pub fn warmup(&self) -> usize {
+        match self {
+            Cond::Const(_) => 0,
+            Cond::Cmp(_, a, b) => a.warmup().max(b.warmup()),
+            Cond::And(a, b) | Cond::Or(a, b) => a.warmup().max(b.warmup()),
+            Cond::Not(a) => a.warmup(),
+            Cond::Cross(_, a, b) => a.warmup().max(b.warmup()).saturating_add(1),
+        }
+    }
+
     pub fn eval(&self, bars: &Bars) -> Vec<bool> {
         let n = bars.len();
         match self {
@@ -1076,6 +1118,16 @@ impl RuleSet {
 
     pub fn allows_short(&self) -> bool {
         self.short_entry.is_some()
+    }
+
+    /// The largest warm-up of the four conditions (docs §7.4.1).
+    pub fn warmup(&self) -> usize {
+        [&self.entry, &self.exit, &self.short_entry, &self.short_exit]
+            .into_iter()
+            .flatten()
+            .map(Cond::warmup)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Target weights on the symbol's own bars (see the module docs).

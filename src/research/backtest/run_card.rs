@@ -1,6 +1,7 @@
 //! The run card (docs §7.6): `run_card.json` (schema 0.1) and `run_card.md`
-//! in the run dir — what was run, on which data, with which result, and
-//! the hashes to reproduce it.
+//! in the run dir — what was run, on which data (with the warm-up history
+//! before the start, docs §7.4.1), with which result, and the hashes to
+//! reproduce it.
 //!
 //! `config_hash` is the SHA-256 of the `config.json` file's bytes (as the
 //! spec says). `strategy_hash` is the SHA-256 of `code/signal_engine.py`'s
@@ -18,6 +19,7 @@ use sha2::{Digest, Sha256};
 use super::artifacts::write_file;
 use super::{BacktestError, Outcome};
 use crate::research::data::{PriceSeries, Source};
+use crate::research::warmup::WarmupRecord;
 
 pub const SCHEMA: &str = "0.1";
 
@@ -68,6 +70,7 @@ pub fn build(
             "bars": o.panel.n(), "first_bar": o.panel.dates.first().map(ToString::to_string),
             "last_bar": o.panel.dates.last().map(ToString::to_string),
             "symbol_rules": o.panel.codes.iter().zip(&o.rules).map(|(code, r)| json!({"code": code, "rules": r})).collect::<Vec<_>>(),
+            "warmup": o.warmup,
         },
         "reproducibility": {
             "config_hash": sha256_hex(config_bytes),
@@ -150,6 +153,12 @@ pub fn markdown(card: &Value) -> String {
         b["benchmark"].as_str().unwrap_or(""),
     ));
     s.push_str(&assumptions_markdown(&card["assumptions"]));
+    if let Ok(w) = serde_json::from_value::<WarmupRecord>(b["warmup"].clone()) {
+        s.push_str(&format!(
+            "Signals were computed on history before the start ({}).\n\n",
+            w.describe()
+        ));
+    }
     s.push_str("## Key metrics\n\n| metric | value |\n|---|---|\n");
     for (k, pct) in [
         ("total_return", true),

@@ -297,6 +297,29 @@ impl Builtin {
         }
     }
 
+    /// Bars of history before a bar that its signal there needs (docs
+    /// §7.4.1), from the same counts as the indicators'
+    /// ([`indicators::IndicatorSpec::warmup`]). The state machines (RSI,
+    /// breakout, Bollinger) also carry a position from earlier bars: with
+    /// local data they start from its first bar, so that state is the same
+    /// whatever the start.
+    pub fn warmup(&self) -> usize {
+        match *self {
+            Builtin::BuyAndHold { .. } => 0,
+            Builtin::SmaCrossover { fast, slow, .. } => fast.max(slow).saturating_sub(1),
+            Builtin::EmaCrossover { fast, slow, .. } => indicators::ema_warmup(fast.max(slow)),
+            Builtin::RsiMeanReversion { period, .. } => indicators::wilder_warmup(period),
+            Builtin::Momentum { lookback, .. } => lookback,
+            // Today's close against the channels of the previous bars.
+            Builtin::Breakout {
+                window,
+                exit_window,
+                ..
+            } => window.max(exit_window),
+            Builtin::BollingerReversion { window, .. } => window.saturating_sub(1),
+        }
+    }
+
     /// Whether the strategy ever asks for a short position.
     pub fn allows_short(&self) -> bool {
         match *self {

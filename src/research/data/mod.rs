@@ -31,7 +31,9 @@ use serde::{Deserialize, Serialize};
 
 pub use clean::DropReport;
 pub use market::{Market, detect_market};
-pub use service::{DataConfig, DataRequest, MarketData, PlanStep, Unavailable, Universe};
+pub use service::{
+    DataConfig, DataRequest, MarketData, PlanStep, Unavailable, Universe, history_days,
+};
 
 /// Daily OHLCV bars as parallel columns, sorted by date once cleaned.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -103,6 +103,17 @@ pub struct DataRequest {
     pub end: Option<NaiveDate>,
     pub source: SourceChoice,
     pub interval: Interval,
+    /// Bars wanted before `start` as well (warm-up, docs §7.4.1; 0: none,
+    /// `usize::MAX`: all). The series served then begins earlier, and its
+    /// caller cuts it: see [`DataRequest::load_start`].
+    pub history: usize,
+}
+
+/// Calendar days that hold at least `bars` trading days: 1.6 a bar
+/// (365/252 ≈ 1.45 on a US exchange, more where holidays are many), plus
+/// two weeks for a long closure.
+pub fn history_days(bars: usize) -> i64 {
+    i64::try_from(bars).map_or(i64::MAX, |b| b.saturating_mul(8) / 5 + 14)
 }
 
 impl DataRequest {
@@ -113,7 +124,28 @@ impl DataRequest {
             end: None,
             source: SourceChoice::Auto,
             interval: Interval::D1,
+            history: 0,
         }
+    }
+
+    /// Also load `bars` bars before `start` (see [`DataRequest::history`]).
+    pub fn history(mut self, bars: usize) -> Self {
+        self.history = bars;
+        self
+    }
+
+    /// The first date a loader is asked for: the start, or with warm-up
+    /// history all of it from the local and embedded sources (reading it
+    /// costs nothing more) and [`history_days`] more from the online ones.
+    pub fn load_start(&self, source: Source) -> Option<NaiveDate> {
+        let start = self.start?;
+        if self.history == 0 {
+            return Some(start);
+        }
+        if !source.is_online() || self.history == usize::MAX {
+            return None;
+        }
+        start.checked_sub_signed(chrono::Duration::days(history_days(self.history)))
     }
 
     pub fn range(mut self, start: Option<NaiveDate>, end: Option<NaiveDate>) -> Self {
@@ -415,8 +447,25 @@ impl MarketData {
         end: Option<NaiveDate>,
         source: SourceChoice,
     ) -> Result<Universe, DataError> {
+        self.fetch_all_with_history(codes, start, end, source, 0)
+            .await
+    }
+
+    /// [`Self::fetch_all`] with `history` bars before `start` as well
+    /// ([`DataRequest::history`]).
+    pub async fn fetch_all_with_history(
+        &self,
+        codes: &[String],
+        start: Option<NaiveDate>,
+        end: Option<NaiveDate>,
+        source: SourceChoice,
+        history: usize,
+    ) -> Result<Universe, DataError> {
         let batch = match source {
-            SourceChoice::Explicit(Source::Local) => self.load_local_batch(codes, start, end).await,
+            SourceChoice::Explicit(Source::Local) => {
+                let from = if history > 0 { None } else { start };
+                self.load_local_batch(codes, (start, from), end).await
+            }
             _ => Vec::new(),
         };
         let served: std::collections::HashSet<usize> = batch.iter().map(|(i, _)| *i).collect();
@@ -434,7 +483,8 @@ impl MarketData {
                 .map(|(i, code)| {
                     let req = DataRequest::new(code.clone())
                         .range(start, end)
-                        .source(source);
+                        .source(source)
+                        .history(history);
                     async move { (i, self.fetch(&req).await) }
                 })
                 .buffer_unordered(FETCH_CONCURRENCY)
@@ -472,10 +522,12 @@ impl MarketData {
     /// as `(index, series)` for each symbol it served; the others (not
     /// found, no rows, an invalid request) are left to [`Self::fetch`],
     /// which reports them as a single load would.
+    /// `(start, from)`: the requested start, and the first date to read
+    /// (earlier with warm-up history).
     async fn load_local_batch(
         &self,
         codes: &[String],
-        start: Option<NaiveDate>,
+        (start, from): (Option<NaiveDate>, Option<NaiveDate>),
         end: Option<NaiveDate>,
     ) -> Vec<(usize, PriceSeries)> {
         if self.availability(Source::Local).is_err() {
@@ -494,7 +546,7 @@ impl MarketData {
         let cache = self.config.parsed_cache.clone();
         let keep = self.config.keep_parsed;
         let Ok(loaded) = tokio::task::spawn_blocking(move || {
-            local::load_many(&symbols, &dirs, start, end, cache.as_deref(), keep)
+            local::load_many(&symbols, &dirs, from, end, cache.as_deref(), keep)
         })
         .await
         else {
@@ -520,7 +572,7 @@ impl MarketData {
         market: Market,
         req: &DataRequest,
     ) -> Result<PriceSeries, DataError> {
-        let (start, end) = (req.start, req.end);
+        let (start, end) = (req.load_start(source), req.end);
         match source {
             Source::Embedded => {
                 if !embedded::has(symbol) {

@@ -40,10 +40,11 @@ use tokio_util::sync::CancellationToken;
 use super::args;
 use crate::model::contract::{
     BacktestArgs, BacktestAssumptions, BacktestMetrics, BacktestOutput, ChartFiles, ConfigIssue,
-    ReadArtifactArgs,
+    ReadArtifactArgs, WarmupInfo,
 };
 use crate::research::backtest::{self, BacktestError, RunOptions, StrategySpec};
 use crate::research::data::cache::{Cache, is_cacheable};
+use crate::research::data::{DataRequest, PriceSeries};
 use crate::sandbox::{BACKTEST_ARTIFACTS, RunResult, RunSpec, Runner, RunnerConfig};
 use crate::store::atomic_write;
 use crate::tools::registry::DuplicateTool;
@@ -138,11 +139,27 @@ async fn prefetch_online(
     };
     let dir = run_dir.join(backtest::RUN_MARKET_CACHE_DIR);
     let cache = Cache::new(&dir);
-    series.extend(bench);
+    // Under the key the engine asks for: the codes with their warm-up
+    // history (docs §7.4.1), the benchmark on the range.
+    let range = |history: usize| {
+        DataRequest::new("")
+            .range(Some(config.start_date), Some(config.end_date))
+            .history(history)
+    };
     series.retain(|s| s.provenance.source.is_online());
+    let mut entries: Vec<(PriceSeries, DataRequest)> = series
+        .into_iter()
+        .map(|s| (s, range(config.warmup_bars())))
+        .collect();
+    entries.extend(
+        bench
+            .filter(|b| b.provenance.source.is_online())
+            .map(|b| (b, range(0))),
+    );
     let mut stored = false;
-    for s in &series {
-        match cache.put(s, Some(config.start_date), config.end_date).await {
+    for (s, req) in &entries {
+        let start = req.load_start(s.provenance.source);
+        match cache.put(s, start, config.end_date).await {
             Ok(_) => stored = true,
             Err(e) => tracing::debug!("cannot hand {} to the engine: {e}", s.symbol),
         }
@@ -608,10 +625,12 @@ async fn finished_run(
     let mut scalars = Map::new();
     let mut warnings = Value::Array(Vec::new());
     let mut validation = None;
+    let mut warmup = None;
     for (k, v) in metrics {
         match (k.as_str(), v) {
             ("warnings", w) => warnings = w,
             ("validation", v) => validation = Some(validation_brief(&v)),
+            ("warmup", w) => warmup = serde_json::from_value::<WarmupInfo>(w).ok(),
             (_, Value::Object(_) | Value::Array(_)) => {}
             (_, v) => {
                 scalars.insert(k, v);
@@ -646,6 +665,7 @@ async fn finished_run(
         missing_artifacts: (!result.missing_required.is_empty())
             .then(|| result.missing_required.clone()),
         assumptions,
+        warmup,
         ..base
     }
 }

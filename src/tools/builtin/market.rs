@@ -5,6 +5,12 @@
 //! [`crate::research::data::MarketData`] (embedded set, the session
 //! workspace's CSV and Parquet files, Yahoo / Stooq with a cache, docs §7.3); every
 //! answer carries the series' provenance so the model can cite it.
+//!
+//! Both answer for the range asked (docs §2.12): `get_market_data`'s
+//! `total` counts the range's rows and `last_n` serves its true last rows;
+//! `technical_indicator` computes on warm-up history before `start`
+//! (§7.4.1) and shows only the range, so a value on a date does not depend
+//! on `start`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,13 +22,14 @@ use serde_json::{Value, json};
 use super::args::{nonempty, opt_usize};
 use crate::model::contract::{
     Extremes, IndicatorArgs, IndicatorOutput, MarketDataArgs, MarketDataOutput, PriceRow,
-    PriceSummary,
+    PriceSummary, WarmupInfo,
 };
 use crate::research::data::{
     self, Bars, DataConfig, DataError, DataRequest, MarketData, PriceSeries, Provenance,
     SourceChoice,
 };
-use crate::research::indicators::{IndicatorError, IndicatorSpec};
+use crate::research::indicators::{IndicatorColumn, IndicatorError, IndicatorSpec};
+use crate::research::warmup::{self, WarmupRecord};
 use crate::tools::registry::DuplicateTool;
 use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
 
@@ -174,7 +181,7 @@ impl TypedTool for GetMarketData {
         "get_market_data"
     }
     fn description(&self) -> &str {
-        "Daily OHLCV bars for a symbol (split-adjusted), paged, with provenance. Sources: embedded real data (AAPL, MSFT, IBM 2000-2013, GOOG 2004-2013, FB 2012-2013), CSV or Parquet files in the workspace, Yahoo, Stooq; 'auto' picks by symbol and falls back."
+        "Daily OHLCV bars for a symbol (split- and dividend-adjusted), paged, with provenance; last_n gives the last N rows of the range (\"the last 20 trading days to D\": last_n 20, end D). Sources: embedded real data (AAPL, MSFT, IBM 2000-2013, GOOG 2004-2013, FB 2012-2013), CSV or Parquet files in the workspace, Yahoo, Stooq; 'auto' picks by symbol and falls back."
     }
     fn run<'a>(
         &'a self,
@@ -183,37 +190,52 @@ impl TypedTool for GetMarketData {
     ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
         Box::pin(async move {
             let symbol = nonempty(&args.symbol, "symbol")?;
-            let req = DataRequest::new(symbol)
-                .range(
-                    opt_date(args.start.as_deref(), "start")?,
-                    opt_date(args.end.as_deref(), "end")?,
-                )
-                .source(source_arg(args.source.as_deref())?);
-            let limit = opt_usize(args.limit, "limit")?.unwrap_or(usize::MAX).max(1);
-            let offset = opt_usize(args.offset, "offset")?.unwrap_or(0);
-            let series = fetch(&self.data, ctx, req).await?;
+            let (start, end) = (
+                opt_date(args.start.as_deref(), "start")?,
+                opt_date(args.end.as_deref(), "end")?,
+            );
+            let last_n = match opt_usize(args.last_n, "last_n")? {
+                Some(0) => {
+                    return Err(ToolError::InvalidArguments(
+                        "'last_n' must be at least 1".into(),
+                    ));
+                }
+                n => n,
+            };
+            let source = source_arg(args.source.as_deref())?;
+            let req = range_request(symbol, start, end, last_n).source(source);
+            let mut series = fetch(&self.data, ctx, req).await?;
+            // The range's rows only: an anchored request loads history
+            // before its end, of which the last N rows are the range.
+            let from = match (start, last_n) {
+                (None, Some(n)) => {
+                    warmup::cut(&mut series, None, end);
+                    let b = &series.bars;
+                    if b.len() < n {
+                        series.provenance.notes.push(format!(
+                            "asked for the last {n} rows; the data holds {} up to {}",
+                            b.len(),
+                            end.map_or_else(|| "today".into(), |d| d.to_string())
+                        ));
+                    }
+                    b.dates.get(b.len().saturating_sub(n)).copied()
+                }
+                _ => start,
+            };
+            warmup::cut(&mut series, from, end);
             let b = &series.bars;
             let total = b.len();
+            let limit = opt_usize(args.limit, "limit")?.unwrap_or(usize::MAX).max(1);
+            let offset = match opt_usize(args.offset, "offset")? {
+                Some(o) => o,
+                None => last_n.map_or(0, |n| total.saturating_sub(n)),
+            };
             if offset > total {
                 return Err(ToolError::InvalidArguments(format!(
                     "offset {offset} is past the end ({total} rows)"
                 )));
             }
-            // Whole records only, within the page budget (at least one).
-            let mut rows = Vec::new();
-            let mut chars = 0;
-            for i in offset..total {
-                if rows.len() >= limit {
-                    break;
-                }
-                let r = row(b, i);
-                let len = serde_json::to_string(&r).map_or(0, |t| t.len()) + 1;
-                if !rows.is_empty() && chars + len > PAGE_CHARS {
-                    break;
-                }
-                chars += len;
-                rows.push(r);
-            }
+            let rows = page(b, offset, limit);
             let returned = rows.len();
             let next = offset + returned;
             Ok(MarketDataOutput {
@@ -235,6 +257,42 @@ impl TypedTool for GetMarketData {
     }
 }
 
+/// The request for a range; "the last N rows to `end`" without a start is
+/// anchored at the end (today without one) with N bars of history before it.
+fn range_request(
+    symbol: &str,
+    start: Option<NaiveDate>,
+    end: Option<NaiveDate>,
+    last_n: Option<usize>,
+) -> DataRequest {
+    match (start, last_n) {
+        (None, Some(n)) => {
+            let anchor = end.unwrap_or_else(|| chrono::Utc::now().date_naive());
+            DataRequest::new(symbol).range(Some(anchor), end).history(n)
+        }
+        _ => DataRequest::new(symbol).range(start, end),
+    }
+}
+
+/// Rows `offset..` as whole records within the page budget (at least one).
+fn page(b: &Bars, offset: usize, limit: usize) -> Vec<PriceRow> {
+    let mut rows = Vec::new();
+    let mut chars = 0;
+    for i in offset..b.len() {
+        if rows.len() >= limit {
+            break;
+        }
+        let r = row(b, i);
+        let len = serde_json::to_string(&r).map_or(0, |t| t.len()) + 1;
+        if !rows.is_empty() && chars + len > PAGE_CHARS {
+            break;
+        }
+        chars += len;
+        rows.push(r);
+    }
+    rows
+}
+
 pub struct TechnicalIndicator {
     data: Arc<MarketData>,
 }
@@ -247,7 +305,7 @@ impl TypedTool for TechnicalIndicator {
         "technical_indicator"
     }
     fn description(&self) -> &str {
-        "Compute a technical indicator on a symbol's daily closes (sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation); returns the latest values, each series' lowest and highest value with its date, a short history and provenance."
+        "Compute a technical indicator on a symbol's daily closes (sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation); returns the latest values, each series' lowest and highest value with its date, a short history and provenance. Values are computed on history before start (warm-up), so a value on a date does not depend on start."
     }
     fn run<'a>(
         &'a self,
@@ -267,21 +325,18 @@ impl TypedTool for TechnicalIndicator {
             let tail = opt_usize(args.tail, "tail")?
                 .unwrap_or(DEFAULT_TAIL)
                 .clamp(1, MAX_TAIL);
-            let series = fetch(
-                &self.data,
-                ctx,
-                DataRequest::new(symbol).range(start, end).source(source),
-            )
-            .await?;
-            let other = match spec.needs_other() {
-                Some(with) => Some(
-                    fetch(
-                        &self.data,
-                        ctx,
-                        DataRequest::new(with).range(start, end).source(source),
-                    )
-                    .await?,
-                ),
+            // Warm-up (docs §7.4.1): the values are computed on history
+            // before the start, which then cuts only what is shown.
+            let need = spec.warmup();
+            let request = |sym: &str| {
+                DataRequest::new(sym)
+                    .range(start, end)
+                    .source(source)
+                    .history(need.bars())
+            };
+            let mut series = fetch(&self.data, ctx, request(symbol)).await?;
+            let mut other = match spec.needs_other() {
+                Some(with) => Some(fetch(&self.data, ctx, request(with)).await?),
                 None => None,
             };
             let b = &series.bars;
@@ -289,55 +344,42 @@ impl TypedTool for TechnicalIndicator {
             let cols = spec
                 .compute(&b.high, &b.low, &b.close, aligned.as_deref())
                 .map_err(indicator_error)?;
-            let n = b.len();
-            let mut columns = vec!["date".to_string()];
-            columns.extend(cols.iter().map(|c| c.name.clone()));
-            let tail_rows: Vec<Value> = (n.saturating_sub(tail)..n)
-                .map(|i| {
-                    let mut r = vec![Value::from(b.dates[i].to_string())];
-                    r.extend(cols.iter().map(|c| sig(c.values[i])));
-                    Value::Array(r)
+            let mut loaded = vec![(series.symbol.as_str(), b)];
+            loaded.extend(other.as_ref().map(|o| (o.symbol.as_str(), &o.bars)));
+            let record = WarmupRecord::of(need, start, &loaded);
+            let from = warmup::bars_before(b, start);
+            if from >= b.len() {
+                return Err(ToolError::failed(
+                    "no_data",
+                    format!(
+                        "{} has no bars from {} to {} (its data ends {}); pick dates within its history",
+                        series.symbol,
+                        start.map_or_else(|| "-".into(), |d| d.to_string()),
+                        end.map_or_else(|| "today".into(), |d| d.to_string()),
+                        b.last_date().map_or_else(|| "-".into(), |d| d.to_string()),
+                    ),
+                ));
+            }
+            warmup::cut(&mut series, start, end);
+            if let Some(o) = other.as_mut() {
+                warmup::cut(o, start, end);
+            }
+            let cols: Vec<IndicatorColumn> = cols
+                .into_iter()
+                .map(|c| IndicatorColumn {
+                    values: c
+                        .values
+                        .get(from..)
+                        .map(<[f64]>::to_vec)
+                        .unwrap_or_default(),
+                    name: c.name,
                 })
                 .collect();
-            let mut latest = serde_json::Map::new();
-            if let Some(last) = n.checked_sub(1) {
-                latest.insert("date".into(), Value::from(b.dates[last].to_string()));
-                for c in &cols {
-                    latest.insert(c.name.clone(), sig(c.values[last]));
-                }
-            }
-            // Each series' lowest and highest value over the range, with
-            // its date: "the deepest drawdown of 2008" is a question about
-            // the whole range, not the latest row.
-            let mut extremes = serde_json::Map::new();
-            for c in &cols {
-                let mut lo: Option<(usize, f64)> = None;
-                let mut hi: Option<(usize, f64)> = None;
-                for (i, &x) in c.values.iter().enumerate() {
-                    if !x.is_finite() {
-                        continue;
-                    }
-                    if lo.is_none_or(|(_, m)| x < m) {
-                        lo = Some((i, x));
-                    }
-                    if hi.is_none_or(|(_, m)| x > m) {
-                        hi = Some((i, x));
-                    }
-                }
-                if let (Some((li, l)), Some((hi_i, h))) = (lo, hi) {
-                    let e = Extremes {
-                        min: sig(l).as_f64(),
-                        min_date: b.dates.get(li).map(ToString::to_string),
-                        max: sig(h).as_f64(),
-                        max_date: b.dates.get(hi_i).map(ToString::to_string),
-                    };
-                    extremes.insert(
-                        c.name.clone(),
-                        serde_json::to_value(e).unwrap_or(Value::Null),
-                    );
-                }
-            }
-            let warmup = cols
+            let b = &series.bars;
+            let mut columns = vec!["date".to_string()];
+            columns.extend(cols.iter().map(|c| c.name.clone()));
+            let (tail_rows, latest) = tail_and_latest(b, &cols, tail);
+            let warmup_nan_rows = cols
                 .first()
                 .map_or(0, |c| c.values.iter().take_while(|v| v.is_nan()).count());
             Ok(IndicatorOutput {
@@ -346,16 +388,87 @@ impl TypedTool for TechnicalIndicator {
                 indicator: spec.name().to_string(),
                 params: spec.params_json(),
                 latest,
-                extremes,
+                extremes: extremes(b, &cols),
                 columns,
                 tail: tail_rows,
-                rows: n,
-                warmup_nan_rows: warmup,
+                rows: b.len(),
+                warmup_nan_rows,
+                warmup: Some(warmup_info(record)),
                 provenance: series.provenance,
                 other_provenance: other.map(|o| o.provenance),
             })
         })
     }
+}
+
+/// The last `tail` rows (`[date, value…]`) and the latest values by name.
+fn tail_and_latest(
+    b: &Bars,
+    cols: &[IndicatorColumn],
+    tail: usize,
+) -> (Vec<Value>, serde_json::Map<String, Value>) {
+    let n = b
+        .len()
+        .min(cols.iter().map(|c| c.values.len()).min().unwrap_or(0));
+    let rows = (n.saturating_sub(tail)..n)
+        .map(|i| {
+            let mut r = vec![Value::from(b.dates[i].to_string())];
+            r.extend(cols.iter().map(|c| sig(c.values[i])));
+            Value::Array(r)
+        })
+        .collect();
+    let mut latest = serde_json::Map::new();
+    if let Some(last) = n.checked_sub(1) {
+        latest.insert("date".into(), Value::from(b.dates[last].to_string()));
+        for c in cols {
+            latest.insert(c.name.clone(), sig(c.values[last]));
+        }
+    }
+    (rows, latest)
+}
+
+/// The research record as the tools' contract spells it.
+pub fn warmup_info(r: WarmupRecord) -> WarmupInfo {
+    WarmupInfo {
+        bars_needed: r.bars_needed,
+        bars_used: r.bars_used,
+        note: r.note,
+    }
+}
+
+/// Each series' lowest and highest value over the range, with its date:
+/// "the deepest drawdown of 2008" is a question about the whole range, not
+/// the latest row.
+fn extremes(b: &Bars, cols: &[IndicatorColumn]) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    for c in cols {
+        let mut lo: Option<(usize, f64)> = None;
+        let mut hi: Option<(usize, f64)> = None;
+        for (i, &x) in c.values.iter().enumerate() {
+            if !x.is_finite() {
+                continue;
+            }
+            if lo.is_none_or(|(_, m)| x < m) {
+                lo = Some((i, x));
+            }
+            if hi.is_none_or(|(_, m)| x > m) {
+                hi = Some((i, x));
+            }
+        }
+        if let (Some((li, l)), Some((hi_i, h))) = (lo, hi) {
+            let e = Extremes {
+                min: sig(l).as_f64(),
+                min_date: b.dates.get(li).map(ToString::to_string),
+                max: sig(h).as_f64(),
+                max_date: b.dates.get(hi_i).map(ToString::to_string),
+            };
+            out.insert(
+                c.name.clone(),
+                serde_json::to_value(e).unwrap_or(Value::Null),
+            );
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -457,32 +570,41 @@ mod tests {
         let v = corr["latest"]["correlation"].as_f64().unwrap();
         assert!((-1.0..=1.0).contains(&v));
 
-        // The extremes cover the whole range: GOOG's deepest 2008 drawdown
-        // against a running peak computed here from the same closes.
+        // The extremes cover the whole range: AAPL's deepest 2008 drawdown
+        // against a running peak computed here from the same closes, all
+        // the history before 2008 included (warm-up, docs §7.4.1: the
+        // peak of late 2007 counts).
         let dd = call(
             &r,
             "technical_indicator",
-            json!({"symbol": "GOOG", "indicator": "drawdown", "start": "2008-01-01", "end": "2008-12-31", "tail": 3}),
+            json!({"symbol": "AAPL", "indicator": "drawdown", "start": "2008-01-01", "end": "2008-12-31", "tail": 3}),
             &c,
         )
         .await
         .unwrap();
         let day = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").ok();
-        let goog =
-            crate::research::data::embedded::load("GOOG", day("2008-01-01"), day("2008-12-31"))
-                .unwrap();
-        let (mut peak, mut deepest) = (f64::MIN, (0.0f64, 0usize));
-        for (i, &close) in goog.bars.close.iter().enumerate() {
+        let all = crate::research::data::embedded::load("AAPL", None, day("2008-12-31")).unwrap();
+        let from = all
+            .bars
+            .dates
+            .partition_point(|d| Some(*d) < day("2008-01-01"));
+        let (mut peak, mut deepest, mut highest) = (f64::MIN, (0.0f64, 0usize), f64::MIN);
+        for (i, &close) in all.bars.close.iter().enumerate() {
             peak = peak.max(close);
-            if close / peak - 1.0 < deepest.0 {
-                deepest = (close / peak - 1.0, i);
+            if i >= from {
+                if close / peak - 1.0 < deepest.0 {
+                    deepest = (close / peak - 1.0, i);
+                }
+                highest = highest.max(close / peak - 1.0);
             }
         }
         let e = &dd["extremes"]["drawdown"];
         assert!((e["min"].as_f64().unwrap() - deepest.0).abs() < 1e-7, "{e}");
-        assert_eq!(e["min_date"], goog.bars.dates[deepest.1].to_string());
+        assert_eq!(e["min_date"], all.bars.dates[deepest.1].to_string());
         assert!(deepest.0 < -0.5, "2008 was deep: {}", deepest.0);
-        assert_eq!(e["max"], 0.0);
+        assert!((e["max"].as_f64().unwrap() - highest).abs() < 1e-7, "{e}");
+        assert_eq!(dd["warmup"]["bars_used"], from);
+        assert!(dd["warmup"].get("bars_needed").is_none(), "all of it");
         let macd = &out["extremes"]["histogram"];
         let latest = out["latest"]["histogram"].as_f64().unwrap();
         assert!(macd["min"].as_f64().unwrap() <= latest && latest <= macd["max"].as_f64().unwrap());
