@@ -69,7 +69,6 @@ fn registry() -> Registry {
         cache_dir: None,
         offline: true,
         python: None,
-
         defaults: Default::default(),
         timeout: Duration::from_secs(60),
         yahoo_base_url: None,
@@ -644,7 +643,6 @@ async fn online_data_is_fetched_with_its_warm_up_and_cached_under_that_range() {
             cache_dir: Some(cache.path().to_path_buf()),
             offline: false,
             python: None,
-
             defaults: Default::default(),
             timeout: Duration::from_secs(60),
             yahoo_base_url: Some(server.base.clone()),
