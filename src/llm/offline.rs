@@ -11,7 +11,10 @@
 //! team's member gets a batch of calls and an answer that cites upstream
 //! members (the `team` module).
 
+mod board;
 mod team;
+mod verdict;
+mod verdict_teams;
 
 use std::sync::LazyLock;
 
@@ -25,9 +28,9 @@ use serde_json::{Map, Value, json};
 
 use super::{ChatRequest, ChunkStream, LlmError, Provider, StreamChunk};
 use crate::model::contract::{
-    BacktestArgs, BacktestOutput, DataSource, Extremes, IndicatorArgs, IndicatorOutput,
-    MarketDataArgs, MarketDataOutput, MemoryAction, MemoryKind, MemoryOutput, PriceRow,
-    ProvenanceBrief, RecallArgs, RememberArgs,
+    BacktestArgs, BacktestMetrics, BacktestOutput, DataSource, Extremes, IndicatorArgs,
+    IndicatorOutput, MarketDataArgs, MarketDataOutput, MemoryAction, MemoryKind, MemoryOutput,
+    PriceRow, ProvenanceBrief, RecallArgs, RememberArgs,
 };
 use crate::model::{HANDOFF_PREFIX, Message, Role};
 
@@ -352,8 +355,9 @@ const BUY_AND_HOLD: [&str; 3] = ["buy and hold", "buy-and-hold", "buy & hold"];
 
 /// Words that make a request a backtest without saying so ("momentum
 /// strategy on AAPL", "SMA crossover on IBM"), besides buy-and-hold.
-const STRATEGY_WORDS: [&str; 6] = [
+const STRATEGY_WORDS: [&str; 7] = [
     "strategy",
+    "spread trade",
     "crossover",
     "cross-over",
     "reversion",
@@ -564,6 +568,9 @@ fn backtest_config(
         });
     let strategy = if BUY_AND_HOLD.iter().any(|w| lower.contains(w)) {
         json!({"name": "buy_and_hold"})
+    } else if names(&lower, "pairs") || lower.contains("spread trade") {
+        // docs §7.7: the legs are the first two codes named.
+        json!({"name": "pairs", "params": {"window": 60, "entry": 2.0, "exit": 0.5}})
     } else if names(&lower, "rsi") {
         json!({"name": "rsi_mean_reversion", "params": {"period": 14, "lower": 30, "upper": 70}})
     } else if names(&lower, "bollinger") {
@@ -691,7 +698,7 @@ fn backtest_answer(v: &BacktestOutput) -> String {
     let rows: [(&str, String); 8] = [
         ("total return", pct(m.total_return)),
         ("annual return", pct(m.annual_return)),
-        ("Sharpe", fixed(m.sharpe)),
+        ("Sharpe (annualized, rf 0 %)", fixed(m.sharpe)),
         ("max drawdown", pct(m.max_drawdown)),
         ("win rate", pct(m.win_rate)),
         (
@@ -702,7 +709,7 @@ fn backtest_answer(v: &BacktestOutput) -> String {
                 .map_or("n/a".into(), |t| format!("{t:.0}")),
         ),
         (
-            "final value",
+            "final portfolio value",
             m.final_value.map_or("n/a".into(), |t| format!("{t:.2}")),
         ),
         ("benchmark return", pct(m.benchmark_return)),

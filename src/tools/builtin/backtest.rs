@@ -224,7 +224,7 @@ fn num2(v: Option<f64>) -> String {
 /// One sentence with the key numbers, for the chat (§12.12).
 pub fn summary_line(codes: &[String], strategy: &str, m: &BacktestMetrics) -> String {
     format!(
-        "{} · {}: total return {}, annual {}, Sharpe {}, max drawdown {}, {} trades, win rate {}; benchmark {} (excess {}); final value {}",
+        "{} · {}: total return {}, annual return {}, Sharpe {}, max drawdown {}, {} trades, win rate {}; benchmark {} (excess {}); final portfolio value {}",
         codes.join(", "),
         strategy,
         pct(m.total_return),

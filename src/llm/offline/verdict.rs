@@ -1,0 +1,715 @@
+//! Decisions by rule (docs §14.7): with no model, a shipped team's reader
+//! weighs its members' figures by a fixed, documented rule and states the
+//! outcome, naming the figure each argument rests on. The rule is chosen
+//! by the reader's `input_from` keys (each shipped reader has its own set);
+//! an unknown set gets no verdict. A rule whose figures are missing says
+//! "no decision" and why, rather than deciding on less.
+//!
+//! Thresholds are constants here and are the ones docs §14.7 lists; the
+//! shipped presets' prompts state the same rules for a model.
+
+use super::board::{Board, Fig, OWN, subject};
+use super::verdict_teams as teams;
+
+/// What a reader's rule concluded: a heading, the rule in one paragraph,
+/// then its lines (tables or bullets).
+pub(super) struct Verdict {
+    pub title: String,
+    pub rule: String,
+    pub body: Vec<String>,
+}
+
+impl Verdict {
+    pub fn render(&self) -> String {
+        let mut out = format!("## {}\n\n{}\n\n", self.title, self.rule);
+        for l in &self.body {
+            out.push_str(l);
+            out.push('\n');
+        }
+        out.push('\n');
+        out
+    }
+
+    pub(super) fn none(heading: &str, rule: &str, why: &[String]) -> Verdict {
+        Verdict {
+            title: format!("{heading}: no decision"),
+            rule: rule.to_string(),
+            body: vec![format!("- No decision: {}.", why.join("; "))],
+        }
+    }
+}
+
+/// The rule for the reader whose upstream keys are `keys`, if it has one.
+pub(super) fn verdict(keys: &[&str], b: &Board) -> Option<Verdict> {
+    let mut k: Vec<&str> = keys.to_vec();
+    k.sort_unstable();
+    Some(match k.as_slice() {
+        ["bear_report", "bull_report"] => risk_review(b),
+        ["bear_case", "own_case"] => rebuttal_member(b, Side::Bull),
+        ["bull_case", "own_case"] => rebuttal_member(b, Side::Bear),
+        [
+            "bear_rebuttal",
+            "bear_report",
+            "bull_rebuttal",
+            "bull_report",
+            "risk_review",
+        ] => committee(b),
+        ["co_movement", "reversion", "stretch"] => teams::pairs(b),
+        ["breakout", "reversion", "trend"] => teams::validation(b),
+        ["breakout", "reversion", "trend", "validation"] => teams::quant_desk(b),
+        ["base_case", "cost_stress", "walk_forward"] => teams::audit(b),
+        ["breakout", "trend", "volatility"] => teams::crypto(b),
+        ["backtests", "price_study", "technicals"] => teams::equity(b),
+        ["low_volatility", "momentum", "reversal"] => teams::factors(b),
+        ["easing", "hiking", "zero_rates"] => teams::macro_regimes(b),
+        ["diversification", "holding_risk", "performance"] => teams::portfolio(b),
+        ["correlation", "market_risk", "stress_test"] => teams::risk_memo(b),
+        ["momentum", "trend", "volatility"] => teams::technical_panel(b),
+        _ => return None,
+    })
+}
+
+/// One test of a member's figures: its topic, its score (+1 for the
+/// stock, −1 against, 0 neither) and the figures it rests on.
+#[derive(Clone, Debug)]
+pub(super) struct Point {
+    pub topic: &'static str,
+    pub score: i32,
+    pub text: String,
+}
+
+impl Point {
+    pub fn new(topic: &'static str, score: i32, text: String) -> Point {
+        Point { topic, score, text }
+    }
+
+    pub fn line(&self) -> String {
+        format!("{} {:+}: {}", self.topic, self.score, self.text)
+    }
+}
+
+/// Figures looked up for a rule, with what was missing.
+pub(super) struct Need<'a> {
+    pub b: &'a Board,
+    /// (member key, the figure not found).
+    missing: Vec<(String, String)>,
+    /// Reasons that are not one missing figure.
+    pub other: Vec<String>,
+}
+
+impl<'a> Need<'a> {
+    pub fn new(b: &'a Board) -> Need<'a> {
+        Need {
+            b,
+            missing: Vec::new(),
+            other: Vec::new(),
+        }
+    }
+
+    /// The figure of `from` whose label holds `parts`, or a note of its absence.
+    pub fn get(&mut self, from: &str, parts: &[&str], what: &str) -> Option<&'a Fig> {
+        let f = self.b.get(from, parts);
+        if f.is_none() {
+            self.missing.push((from.to_string(), what.to_string()));
+        }
+        f
+    }
+
+    /// The figure of `from` whose label ends with `suffix`.
+    pub fn ending(&mut self, from: &str, suffix: &str, what: &str) -> Option<&'a Fig> {
+        let f = self.b.ending(from, suffix);
+        if f.is_none() {
+            self.missing.push((from.to_string(), what.to_string()));
+        }
+        f
+    }
+
+    /// What was missing, one line per member, with the first tool failure
+    /// that member reported.
+    pub fn reasons(&self) -> Vec<String> {
+        let mut members: Vec<&str> = Vec::new();
+        for (from, _) in &self.missing {
+            if !members.contains(&from.as_str()) {
+                members.push(from);
+            }
+        }
+        let mut out: Vec<String> = members
+            .iter()
+            .map(|m| {
+                let whats: Vec<&str> = self
+                    .missing
+                    .iter()
+                    .filter(|(f, _)| f == m)
+                    .map(|(_, w)| w.as_str())
+                    .collect();
+                let failed = self
+                    .b
+                    .failures
+                    .iter()
+                    .find(|(k, _)| k == m)
+                    .map(|(_, why)| {
+                        format!(" (a tool call failed: {})", crate::text::one_line(why, 160))
+                    })
+                    .unwrap_or_default();
+                format!("{} missing from `{m}`{failed}", whats.join(", "))
+            })
+            .collect();
+        out.extend(self.other.iter().cloned());
+        out
+    }
+}
+
+/// A member's stance from the sum of its points: ≥ +2 bull, ≤ −2 bear.
+pub(super) fn stance(score: i32) -> &'static str {
+    if score >= 2 {
+        "bull"
+    } else if score <= -2 {
+        "bear"
+    } else {
+        "neutral"
+    }
+}
+
+/// Which side of the committee.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Side {
+    Bull,
+    Bear,
+}
+
+/// The bull-side researcher's points: trend (close against its SMA(50)),
+/// momentum (MACD against its signal) and whether the trend rule paid
+/// (SMA-crossover Sharpe ≥ 0.5 for, < 0 against).
+pub(super) fn bull_points(n: &mut Need<'_>, from: &str) -> Vec<Point> {
+    let mut out = Vec::new();
+    let close = n.ending(from, " close", "the last close");
+    let sma = n.get(from, &["SMA(50)", "latest"], "the SMA(50)");
+    if let (Some(c), Some(s)) = (close, sma) {
+        let (score, side) = if c.value >= s.value {
+            (1, "above")
+        } else {
+            (-1, "below")
+        };
+        out.push(Point::new(
+            "trend",
+            score,
+            format!("{} is {side} {}", c.cite(), s.cite()),
+        ));
+    }
+    let macd = n.ending(from, " macd", "the MACD line");
+    let signal = n.ending(from, " signal", "the MACD signal");
+    if let (Some(m), Some(s)) = (macd, signal) {
+        let (score, side) = if m.value >= s.value {
+            (1, "above")
+        } else {
+            (-1, "below")
+        };
+        out.push(Point::new(
+            "momentum",
+            score,
+            format!("{} is {side} {}", m.cite(), s.cite()),
+        ));
+    }
+    if let Some(f) = n.get(
+        from,
+        &["sma_crossover", "Sharpe"],
+        "the trend rule's Sharpe",
+    ) {
+        let score = if f.value >= 0.5 {
+            1
+        } else if f.value < 0.0 {
+            -1
+        } else {
+            0
+        };
+        out.push(Point::new(
+            "trend rule",
+            score,
+            format!("{} against the 0.5 and 0 lines", f.cite()),
+        ));
+    }
+    out
+}
+
+/// The bear-side researcher's points: the latest drawdown (≤ −20 %
+/// against, ≥ −5 % for), the latest annualized volatility (≥ 40 % against,
+/// ≤ 20 % for), RSI(14) (≥ 70, stretched: against) and buying dips
+/// (RSI-mean-reversion Sharpe < 0 against, ≥ 0.5 for).
+pub(super) fn bear_points(n: &mut Need<'_>, from: &str) -> Vec<Point> {
+    let mut out = Vec::new();
+    if let Some(f) = n.get(from, &["drawdown", "latest"], "the latest drawdown") {
+        let score = if f.value <= -20.0 {
+            -1
+        } else if f.value >= -5.0 {
+            1
+        } else {
+            0
+        };
+        out.push(Point::new(
+            "drawdown",
+            score,
+            format!("{} against the −20 % and −5 % lines", f.cite()),
+        ));
+    }
+    if let Some(f) = n.get(from, &["volatility", "latest"], "the latest volatility") {
+        let score = if f.value >= 40.0 {
+            -1
+        } else if f.value <= 20.0 {
+            1
+        } else {
+            0
+        };
+        out.push(Point::new(
+            "volatility",
+            score,
+            format!("{} against the 40 % and 20 % lines", f.cite()),
+        ));
+    }
+    if let Some(f) = n.get(from, &["RSI(14)", "latest"], "the latest RSI(14)") {
+        let score = if f.value >= 70.0 { -1 } else { 0 };
+        out.push(Point::new(
+            "RSI",
+            score,
+            format!("{} against the 70 line", f.cite()),
+        ));
+    }
+    if let Some(f) = n.get(
+        from,
+        &["rsi_mean_reversion", "Sharpe"],
+        "the dip-buying rule's Sharpe",
+    ) {
+        let score = if f.value < 0.0 {
+            -1
+        } else if f.value >= 0.5 {
+            1
+        } else {
+            0
+        };
+        out.push(Point::new(
+            "dip buying",
+            score,
+            format!("{} against the 0 and 0.5 lines", f.cite()),
+        ));
+    }
+    out
+}
+
+/// A side's strongest point in its own direction (the first of the
+/// largest), if it has one.
+fn strongest(points: &[Point], side: Side) -> Option<&Point> {
+    let dir = if side == Side::Bull { 1 } else { -1 };
+    let best = points.iter().map(|p| p.score * dir).max()?;
+    if best <= 0 {
+        return None;
+    }
+    points.iter().find(|p| p.score * dir == best)
+}
+
+/// One side's answer to the other's strongest figure.
+pub(super) struct Answer {
+    /// The other side's point answered.
+    pub target: Point,
+    pub text: String,
+    pub holds: bool,
+}
+
+/// How `side` (whose figures are under `own`) answers the strongest
+/// point of the other side (under `other`), by a fixed pairing of topics:
+/// a drawdown with the trend rule's own drawdown, volatility with the rule's
+/// Sharpe, a stretched RSI with MACD, losing dips with the trend rule; the
+/// trend with the latest drawdown, momentum with RSI and volatility, the
+/// trend rule with the deepest decline.
+pub(super) fn answer(b: &Board, side: Side, own: &str, other: &str) -> Option<Answer> {
+    let mut n = Need::new(b);
+    let theirs = match side {
+        Side::Bull => bear_points(&mut n, other),
+        Side::Bear => bull_points(&mut n, other),
+    };
+    let opposite = if side == Side::Bull {
+        Side::Bear
+    } else {
+        Side::Bull
+    };
+    let target = strongest(&theirs, opposite)?.clone();
+    let get = |from: &str, parts: &[&str]| b.get(from, parts);
+    let (text, holds) = match (side, target.topic) {
+        (Side::Bull, "drawdown") => {
+            let rule = get(own, &["sma_crossover", "max drawdown"]);
+            let deepest = get(other, &["drawdown", "deepest"]);
+            match (rule, deepest) {
+                (Some(r), Some(d)) => (
+                    format!(
+                        "following the trend held the loss to {} against the stock's {}",
+                        r.cite(),
+                        d.cite()
+                    ),
+                    r.value > d.value,
+                ),
+                _ => (
+                    "the trend rule's max drawdown or the deepest drawdown was not reported".into(),
+                    false,
+                ),
+            }
+        }
+        (Side::Bull, "RSI") => match (b.ending(own, " macd"), b.ending(own, " signal")) {
+            (Some(m), Some(s)) => (
+                format!("momentum still reads {} against {}", m.cite(), s.cite()),
+                m.value >= s.value,
+            ),
+            _ => ("the MACD was not reported".into(), false),
+        },
+        (Side::Bull, _) => match get(own, &["sma_crossover", "Sharpe"]) {
+            Some(r) => (
+                format!(
+                    "following the trend rather than buying dips earned {} (it answers if ≥ 0.5)",
+                    r.cite()
+                ),
+                r.value >= 0.5,
+            ),
+            None => ("the trend rule's Sharpe was not reported".into(), false),
+        },
+        (Side::Bear, "trend") => match get(own, &["drawdown", "latest"]) {
+            Some(d) => (
+                format!(
+                    "the stock still stands {} below its high (it answers if ≤ −10 %)",
+                    d.cite()
+                ),
+                d.value <= -10.0,
+            ),
+            None => ("the latest drawdown was not reported".into(), false),
+        },
+        (Side::Bear, "momentum") => {
+            let rsi = get(own, &["RSI(14)", "latest"]);
+            let vol = get(own, &["volatility", "latest"]);
+            let text = [rsi.map(Fig::cite), vol.map(Fig::cite)]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" and ");
+            (
+                format!("momentum comes with {text} (it answers if RSI ≥ 70 or volatility ≥ 40 %)"),
+                rsi.is_some_and(|r| r.value >= 70.0) || vol.is_some_and(|v| v.value >= 40.0),
+            )
+        }
+        (Side::Bear, _) => match get(own, &["drawdown", "deepest"]) {
+            Some(d) => (
+                format!(
+                    "the same period held a decline of {} (it answers if ≤ −50 %)",
+                    d.cite()
+                ),
+                d.value <= -50.0,
+            ),
+            None => ("the deepest drawdown was not reported".into(), false),
+        },
+    };
+    Some(Answer {
+        target,
+        text,
+        holds,
+    })
+}
+
+fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Bull => "bull",
+        Side::Bear => "bear",
+    }
+}
+
+/// "The bull answers the bear's strongest figure, …: holds."
+pub(super) fn answer_line(side: Side, a: &Answer) -> String {
+    let other = if side == Side::Bull { "bear" } else { "bull" };
+    format!(
+        "The {} answers the {other}'s strongest figure ({}): {}; the answer {}.",
+        side_name(side),
+        a.target.line(),
+        a.text,
+        if a.holds { "holds" } else { "does not hold" }
+    )
+}
+
+/// A bull or bear researcher's rebuttal task: its own case under
+/// `own_case`, the other side's under `bear_case` / `bull_case`.
+fn rebuttal_member(b: &Board, side: Side) -> Verdict {
+    let other = if side == Side::Bull {
+        "bear_case"
+    } else {
+        "bull_case"
+    };
+    let heading = format!(
+        "Rebuttal: the {} answers the {}",
+        side_name(side),
+        other.trim_end_matches("_case")
+    );
+    let rule = "Rule (docs §14.7): the other side's strongest figure is its point that scores furthest in its direction; it is answered with the figure the committee rule pairs with its topic, and the answer holds or not by that rule's line.".to_string();
+    match answer(b, side, "own_case", other) {
+        Some(a) => Verdict {
+            title: heading,
+            rule,
+            body: vec![format!("- {}", answer_line(side, &a))],
+        },
+        None => Verdict {
+            title: heading,
+            rule,
+            body: vec![format!(
+                "- The {} case has no figure in its own favour to answer.",
+                other.trim_end_matches("_case")
+            )],
+        },
+    }
+}
+
+/// The risk officer's limits, read from the bear's volatility and
+/// drawdown, the bull's close and (when given) the officer's own ATR.
+pub(super) struct Limits {
+    pub veto: bool,
+    pub cap: bool,
+    pub lines: Vec<String>,
+}
+
+/// Volatility limit: the latest annualized volatility ≥ 60 % vetoes.
+/// Drawdown limit: a deepest drawdown ≤ −50 % caps the size at half. ATR
+/// limit: ATR(14) ≥ 5 % of the last close caps the size at half.
+pub(super) fn limits(b: &Board, bull: &str, bear: &str, risk: &str) -> Limits {
+    let mut l = Limits {
+        veto: false,
+        cap: false,
+        lines: Vec::new(),
+    };
+    match b.get(bear, &["volatility", "latest"]) {
+        Some(v) => {
+            l.veto = v.value >= 60.0;
+            l.lines.push(format!(
+                "volatility limit 60 %: {} → {}",
+                v.cite(),
+                if l.veto { "veto" } else { "within" }
+            ));
+        }
+        None => l.lines.push(format!(
+            "volatility limit 60 %: not assessed ({})",
+            b.missing(bear, "the latest volatility")
+        )),
+    }
+    match b.get(bear, &["drawdown", "deepest"]) {
+        Some(d) => {
+            let hit = d.value <= -50.0;
+            l.cap |= hit;
+            l.lines.push(format!(
+                "drawdown limit −50 %: {} → {}",
+                d.cite(),
+                if hit { "size cap 50 %" } else { "within" }
+            ));
+        }
+        None => l.lines.push(format!(
+            "drawdown limit −50 %: not assessed ({})",
+            b.missing(bear, "the deepest drawdown")
+        )),
+    }
+    match (
+        b.get(risk, &["ATR(14)", "latest"]),
+        b.ending(bull, " close"),
+    ) {
+        (Some(a), Some(c)) if c.value > 0.0 => {
+            let share = a.value / c.value * 100.0;
+            let hit = share >= 5.0;
+            l.cap |= hit;
+            l.lines.push(format!(
+                "ATR limit 5 % of the close: {} is {share:.2} % of {} → {}",
+                a.cite(),
+                c.cite(),
+                if hit { "size cap 50 %" } else { "within" }
+            ));
+        }
+        _ => l.lines.push(
+            "ATR limit 5 % of the close: not assessed (the ATR(14) or the last close is missing)"
+                .into(),
+        ),
+    }
+    l
+}
+
+fn limits_word(l: &Limits) -> &'static str {
+    if l.veto {
+        "veto"
+    } else if l.cap {
+        "size cap 50 %"
+    } else {
+        "within limits"
+    }
+}
+
+/// The risk officer's review: the limits, and each side's strongest figure.
+fn risk_review(b: &Board) -> Verdict {
+    let l = limits(b, "bull_report", "bear_report", OWN);
+    let mut body: Vec<String> = l.lines.iter().map(|x| format!("- {x}")).collect();
+    let mut n = Need::new(b);
+    let bull = bull_points(&mut n, "bull_report");
+    let bear = bear_points(&mut n, "bear_report");
+    if let Some(p) = strongest(&bull, Side::Bull) {
+        body.push(format!("- The bull's strongest figure: {}.", p.line()));
+    }
+    if let Some(p) = strongest(&bear, Side::Bear) {
+        body.push(format!("- The bear's strongest figure: {}.", p.line()));
+    }
+    Verdict {
+        title: format!("Risk limits: {}", limits_word(&l)),
+        rule: "Rule (docs §14.7): the latest annualized volatility at or above 60 % vetoes; a deepest drawdown at or below −50 %, or an ATR(14) at or above 5 % of the last close, caps the size at half a position.".into(),
+        body,
+    }
+}
+
+/// The baseline's stance from buy and hold: Sharpe ≥ 0.5 with a gain is
+/// bull, a Sharpe below 0 bear.
+fn baseline(n: &mut Need<'_>) -> Option<(i32, String)> {
+    let s = n.get(OWN, &["buy_and_hold", "Sharpe"], "the buy-and-hold Sharpe")?;
+    let r = n.get(
+        OWN,
+        &["buy_and_hold", "total return"],
+        "the buy-and-hold return",
+    )?;
+    let score = if s.value >= 0.5 && r.value > 0.0 {
+        1
+    } else if s.value < 0.0 {
+        -1
+    } else {
+        0
+    };
+    Some((
+        score,
+        format!("baseline {score:+}: {} with {}", s.cite(), r.cite()),
+    ))
+}
+
+/// The points left after the other side's answer: an answer that holds
+/// strikes the point it answered.
+fn struck(points: Vec<Point>, answer: Option<&Answer>) -> Vec<Point> {
+    let hit = answer.filter(|a| a.holds).map(|a| a.target.topic);
+    points
+        .into_iter()
+        .map(|mut p| {
+            if Some(p.topic) == hit {
+                p.text.push_str(" [struck: answered]");
+                p.score = 0;
+            }
+            p
+        })
+        .collect()
+}
+
+/// The investment committee: stances, the vote, the risk limits, the debate.
+fn committee(b: &Board) -> Verdict {
+    let rule = "Rule (docs §14.7): each researcher's stance is the sum of its points (≥ +2 bull, ≤ −2 bear, else neutral; a point the other side answered is struck), the baseline's is buy and hold (Sharpe ≥ 0.5 with a gain: bull; below 0: bear); a net vote of +2 or more is buy, −2 or less avoid, else hold; the risk officer's volatility limit vetoes (avoid) and its drawdown and ATR limits cap a buy at half a position. A stance needs two points; the vote needs two stances. Research by rule, not advice.";
+    let mut n = Need::new(b);
+    let bull_answer = answer(b, Side::Bull, "bull_report", "bear_report");
+    let bear_answer = answer(b, Side::Bear, "bear_report", "bull_report");
+    let bull = struck(bull_points(&mut n, "bull_report"), bear_answer.as_ref());
+    let bear = struck(bear_points(&mut n, "bear_report"), bull_answer.as_ref());
+    let base = baseline(&mut n);
+    let mut rows = vec![
+        "| member | stance | score | rests on |".to_string(),
+        "|---|---|---|---|".to_string(),
+    ];
+    let mut votes: Vec<&'static str> = Vec::new();
+    for (who, pts) in [
+        ("Bull-side Researcher (`bull_report`)", &bull),
+        ("Bear-side Researcher (`bear_report`)", &bear),
+    ] {
+        if pts.len() >= 2 {
+            let sum: i32 = pts.iter().map(|p| p.score).sum();
+            let lines: Vec<String> = pts.iter().map(Point::line).collect();
+            rows.push(format!(
+                "| {who} | {} | {sum:+} | {} |",
+                stance(sum),
+                lines.join("; ")
+            ));
+            votes.push(stance(sum));
+        } else {
+            rows.push(format!(
+                "| {who} | abstains | n/a | fewer than two of its figures |"
+            ));
+        }
+    }
+    if let Some((score, text)) = &base {
+        let st = stance(score * 2);
+        rows.push(format!(
+            "| Portfolio Manager's baseline (`own`) | {st} | {score:+} | {text} |"
+        ));
+        votes.push(st);
+    }
+    if votes.len() < 2 {
+        let mut why = vec![format!("only {} of 3 stances could be taken", votes.len())];
+        why.extend(n.reasons());
+        return Verdict::none("Decision", rule, &why);
+    }
+    let net: i32 = votes
+        .iter()
+        .map(|s| match *s {
+            "bull" => 1,
+            "bear" => -1,
+            _ => 0,
+        })
+        .sum();
+    let l = limits(b, "bull_report", "bear_report", "risk_review");
+    let mut decision = if net >= 2 {
+        "buy"
+    } else if net <= -2 {
+        "avoid"
+    } else {
+        "hold"
+    }
+    .to_string();
+    if l.veto {
+        decision = "avoid (risk veto)".into();
+    } else if l.cap && decision == "buy" {
+        decision = "buy, capped at half a position".into();
+    }
+    let count = |w: &str| votes.iter().filter(|s| **s == w).count();
+    let mut body = rows;
+    body.push(String::new());
+    body.push(format!(
+        "- Vote: {} bull, {} neutral, {} bear; net {net:+} → {}.",
+        count("bull"),
+        count("neutral"),
+        count("bear"),
+        if net >= 2 {
+            "buy"
+        } else if net <= -2 {
+            "avoid"
+        } else {
+            "hold"
+        }
+    ));
+    body.push(format!(
+        "- Risk limits (`risk_review`): {}; → {}.",
+        l.lines.join("; "),
+        limits_word(&l)
+    ));
+    for (side, a) in [(Side::Bull, &bull_answer), (Side::Bear, &bear_answer)] {
+        if let Some(a) = a {
+            body.push(format!("- Debate: {}", answer_line(side, a)));
+        }
+    }
+    Verdict {
+        title: format!("Decision: {decision}"),
+        rule: rule.into(),
+        body,
+    }
+}
+
+/// "1. AAPL breakout(20) 1.44 (`breakout`)", best first.
+pub(super) fn ranked(figs: &[&Fig], measure: &str) -> Vec<String> {
+    let mut v: Vec<&&Fig> = figs.iter().collect();
+    v.sort_by(|a, b| b.value.total_cmp(&a.value));
+    v.iter()
+        .enumerate()
+        .map(|(i, f)| {
+            format!(
+                "{}. {} {} (`{}`)",
+                i + 1,
+                subject(&f.label, measure),
+                f.shown,
+                f.from
+            )
+        })
+        .collect()
+}
