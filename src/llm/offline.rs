@@ -1090,10 +1090,10 @@ mod tests {
         let t = answer("x", "backtest", &serde_json::to_value(&out).unwrap());
         for row in [
             "| total return | 45.20 % |",
-            "| Sharpe | 0.81 |",
+            "| Sharpe (annualized, rf 0 %) | 0.81 |",
             "| max drawdown | -23.40 % |",
             "| trades | 12 |",
-            "| final value | 145200.00 |",
+            "| final portfolio value | 145200.00 |",
             "| annual return | n/a |",
         ] {
             assert!(t.contains(row), "{row} in {t}");

@@ -1370,7 +1370,7 @@ mod tests {
 
     #[test]
     fn a_decider_quotes_each_upstream_section_under_its_key() {
-        let bull = "## Findings on AAPL\n\n| figure | value | as of | tool |\n|---|---|---|---|\n| AAPL close | 69.01 | 2012-12-31 | get_market_data |\n| AAPL sma_crossover(20/50) Sharpe | 1.15 | 2008-01-01 to 2012-12-31 | backtest |\n\n## Detail\n\n| metric | value |\n|---|---|\n| Sharpe | 1.15 |\n| win rate | 58.33 % |\n\n| date | close |\n|---|---|\n| 2012-12-31 | 69.01 |\n";
+        let bull = "## Findings on AAPL\n\n| figure | value | as of | tool |\n|---|---|---|---|\n| AAPL close | 69.01 | 2012-12-31 | get_market_data |\n| AAPL sma_crossover(20/50) Sharpe (annualized, rf 0 %) | 1.15 | 2008-01-01 to 2012-12-31 | backtest |\n\n## Detail\n\n| metric | value |\n|---|---|\n| Sharpe | 1.15 |\n| win rate | 58.33 % |\n\n| date | close |\n|---|---|\n| 2012-12-31 | 69.01 |\n";
         // An answer a model wrote: prose, a nested heading, a cut.
         let bear = "The stock fell 59.88 % from its high to 2009-01-20.\n### Not a section\nRSI peaked at 88.06 on 2012-02-14.\nNo numbers here.\n[cut: 120 of 6120 characters omitted; the full answer is in /runs/x]";
         let message = format!(
@@ -1396,24 +1396,24 @@ mod tests {
             panic!("an answer");
         };
         for want in [
-            "| AAPL buy_and_hold Sharpe | 0.73 | 2008-01-01 to 2012-12-31 | backtest |",
+            "## Risk limits: no decision",
+            "| AAPL buy_and_hold Sharpe (annualized, rf 0 %) | 0.73 | 2008-01-01 to 2012-12-31 | backtest |",
             "#### bull_report (task-bull, Bull-side Researcher)",
             "- AAPL close: 69.01 (2012-12-31, get_market_data)",
-            "- AAPL sma_crossover(20/50) Sharpe: 1.15 (2008-01-01 to 2012-12-31, backtest)",
-            "- win rate: 58.33 %",
+            "- AAPL sma_crossover(20/50) Sharpe (annualized, rf 0 %): 1.15 (2008-01-01 to 2012-12-31, backtest)",
             "#### bear_report (task-bear, Bear-side Researcher)",
             "- The stock fell 59.88 % from its high to 2009-01-20.",
             "- RSI peaked at 88.06 on 2012-02-14.",
             "- [cut: 120 of 6120 characters omitted; the full answer is in /runs/x]",
-            "Beat AAPL buy_and_hold on Sharpe (0.73): AAPL sma_crossover(20/50) (`bull_report`).",
+            "Beat AAPL buy_and_hold over 2008-01-01 to 2012-12-31 on Sharpe (annualized, rf 0 %) (0.73): AAPL sma_crossover(20/50) (`bull_report`).",
             "The deepest decline reported here: AAPL buy_and_hold max drawdown, -60.00 %.",
             "not advice",
         ] {
             assert!(text.contains(want), "{want} in:\n{text}");
         }
         assert!(
-            !text.contains("- Sharpe: 1.15"),
-            "a detail row repeating a quoted value: {text}"
+            !text.contains("- Sharpe") && !text.contains("- win rate"),
+            "detail rows without their subject are not quoted: {text}"
         );
         assert!(
             !text.contains("2012-12-31: 69.01"),
@@ -1472,7 +1472,7 @@ mod tests {
             "| AAPL SMA(50) lowest | 11.5544 | 2009-01-28 | technical_indicator |",
             "| technical_indicator failed | no data for AAPL |  | technical_indicator |",
             "| AAPL sma_crossover(20/50) total return | 242.73 % | 2008-01-01 to 2012-12-31 | backtest |",
-            "| AAPL sma_crossover(20/50) Sharpe | 1.15 | 2008-01-01 to 2012-12-31 | backtest |",
+            "| AAPL sma_crossover(20/50) Sharpe (annualized, rf 0 %) | 1.15 | 2008-01-01 to 2012-12-31 | backtest |",
             "## Backtest: AAPL sma_crossover(20/50), 2008-01-01 to 2012-12-31",
             "AAPL close 69.01 on 2012-12-31 is below its SMA(50) (72.66).",
             "The deepest decline reported here: AAPL sma_crossover(20/50) max drawdown, -39.30 %.",

@@ -464,6 +464,8 @@ fn rebuttal_member(b: &Board, side: Side) -> Verdict {
 pub(super) struct Limits {
     pub veto: bool,
     pub cap: bool,
+    /// How many of the three limits had their figures.
+    pub assessed: usize,
     pub lines: Vec<String>,
 }
 
@@ -474,10 +476,12 @@ pub(super) fn limits(b: &Board, bull: &str, bear: &str, risk: &str) -> Limits {
     let mut l = Limits {
         veto: false,
         cap: false,
+        assessed: 0,
         lines: Vec::new(),
     };
     match b.get(bear, &["volatility", "latest"]) {
         Some(v) => {
+            l.assessed += 1;
             l.veto = v.value >= 60.0;
             l.lines.push(format!(
                 "volatility limit 60 %: {} → {}",
@@ -492,6 +496,7 @@ pub(super) fn limits(b: &Board, bull: &str, bear: &str, risk: &str) -> Limits {
     }
     match b.get(bear, &["drawdown", "deepest"]) {
         Some(d) => {
+            l.assessed += 1;
             let hit = d.value <= -50.0;
             l.cap |= hit;
             l.lines.push(format!(
@@ -510,6 +515,7 @@ pub(super) fn limits(b: &Board, bull: &str, bear: &str, risk: &str) -> Limits {
         b.ending(bull, " close"),
     ) {
         (Some(a), Some(c)) if c.value > 0.0 => {
+            l.assessed += 1;
             let share = a.value / c.value * 100.0;
             let hit = share >= 5.0;
             l.cap |= hit;
@@ -529,7 +535,9 @@ pub(super) fn limits(b: &Board, bull: &str, bear: &str, risk: &str) -> Limits {
 }
 
 fn limits_word(l: &Limits) -> &'static str {
-    if l.veto {
+    if l.assessed == 0 {
+        "not assessed"
+    } else if l.veto {
         "veto"
     } else if l.cap {
         "size cap 50 %"
@@ -541,6 +549,10 @@ fn limits_word(l: &Limits) -> &'static str {
 /// The risk officer's review: the limits, and each side's strongest figure.
 fn risk_review(b: &Board) -> Verdict {
     let l = limits(b, "bull_report", "bear_report", OWN);
+    let rule = "Rule (docs §14.7): the latest annualized volatility at or above 60 % vetoes; a deepest drawdown at or below −50 %, or an ATR(14) at or above 5 % of the last close, caps the size at half a position.";
+    if l.assessed == 0 {
+        return Verdict::none("Risk limits", rule, &l.lines);
+    }
     let mut body: Vec<String> = l.lines.iter().map(|x| format!("- {x}")).collect();
     let mut n = Need::new(b);
     let bull = bull_points(&mut n, "bull_report");
@@ -553,7 +565,7 @@ fn risk_review(b: &Board) -> Verdict {
     }
     Verdict {
         title: format!("Risk limits: {}", limits_word(&l)),
-        rule: "Rule (docs §14.7): the latest annualized volatility at or above 60 % vetoes; a deepest drawdown at or below −50 %, or an ATR(14) at or above 5 % of the last close, caps the size at half a position.".into(),
+        rule: rule.into(),
         body,
     }
 }
@@ -712,4 +724,189 @@ pub(super) fn ranked(figs: &[&Fig], measure: &str) -> Vec<String> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: &str = "2008-01-01 to 2012-12-31";
+    const D: &str = "2012-12-31";
+
+    /// A committee board: a bull with every point for, a bear whose figures
+    /// `bear` gives (drawdown latest, volatility, deepest drawdown, dip
+    /// Sharpe), the risk officer's ATR and the baseline.
+    fn board(bear: [&str; 4]) -> Board {
+        let mut b = Board::default();
+        for (l, v, d) in [
+            ("X close", "110.00", D),
+            ("X SMA(50) latest", "100.0000", D),
+            ("X MACD(12, 26, 9) macd", "1.5000", D),
+            ("X MACD(12, 26, 9) signal", "1.0000", D),
+            (
+                "X sma_crossover(20/50) Sharpe (annualized, rf 0 %)",
+                "1.20",
+                P,
+            ),
+            ("X sma_crossover(20/50) max drawdown", "-20.00 %", P),
+        ] {
+            b.add("bull_report", l, v, d);
+        }
+        for (l, v, d) in [
+            ("X drawdown latest", bear[0], D),
+            ("X annualized volatility(20) latest", bear[1], D),
+            ("X drawdown deepest", bear[2], "2009-01-20"),
+            ("X RSI(14) latest", "55.0000", D),
+            (
+                "X rsi_mean_reversion(14/30/70) Sharpe (annualized, rf 0 %)",
+                bear[3],
+                P,
+            ),
+        ] {
+            b.add("bear_report", l, v, d);
+        }
+        b.add("risk_review", "X ATR(14) latest", "2.0000", D);
+        b.add(OWN, "X buy_and_hold Sharpe (annualized, rf 0 %)", "0.80", P);
+        b.add(OWN, "X buy_and_hold total return", "90.00 %", P);
+        b
+    }
+
+    fn decide(b: &Board) -> String {
+        let keys = [
+            "bull_report",
+            "bear_report",
+            "bull_rebuttal",
+            "bear_rebuttal",
+            "risk_review",
+        ];
+        verdict(&keys, b).unwrap().render()
+    }
+
+    #[test]
+    fn a_bull_vote_buys_and_a_deep_drawdown_caps_it() {
+        // Bear: drawdown −2 % (+1), volatility 30 % (0), RSI 55 (0), dips 0.6 (+1):
+        // a bull too. Three bulls: net +3, buy; deepest −55 % caps it.
+        let text = decide(&board(["-2.00 %", "30.00 %", "-55.00 %", "0.60"]));
+        assert!(
+            text.starts_with("## Decision: buy, capped at half a position\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("- Vote: 3 bull, 0 neutral, 0 bear; net +3 → buy."),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "X drawdown deepest -55.00 % (`bear_report`, 2009-01-20) → size cap 50 %"
+            )
+        );
+        assert!(
+            text.contains("| Bull-side Researcher (`bull_report`) | bull | +3 |"),
+            "{text}"
+        );
+        // The bear had no point against: nothing for the bull to answer.
+        assert!(!text.contains("The bull answers"), "{text}");
+        assert!(
+            text.contains("The bear answers the bull's strongest figure (trend +1: X close 110.00")
+        );
+    }
+
+    #[test]
+    fn a_volatility_veto_overrides_the_vote_and_answers_strike_points() {
+        // Bear: drawdown −30 % (−1), volatility 65 % (−1), dips −0.2 (−1).
+        let text = decide(&board(["-30.00 %", "65.00 %", "-40.00 %", "-0.20"]));
+        assert!(
+            text.starts_with("## Decision: avoid (risk veto)\n"),
+            "{text}"
+        );
+        // The bull answers the drawdown with the rule's −20 % against the
+        // stock's −40 %: it holds, and the bear's drawdown point is struck.
+        assert!(
+            text.contains(
+                "following the trend held the loss to X sma_crossover(20/50) max drawdown -20.00 %"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("[struck: answered]"), "{text}");
+        assert!(
+            text.contains("| Bear-side Researcher (`bear_report`) | bear | -2 |"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn too_few_figures_is_no_decision_and_says_why() {
+        let mut b = Board::default();
+        b.add(
+            "bear_report",
+            "technical_indicator failed",
+            "no data for ZZZ",
+            "",
+        );
+        b.add(OWN, "X buy_and_hold Sharpe (annualized, rf 0 %)", "0.80", P);
+        b.add(OWN, "X buy_and_hold total return", "90.00 %", P);
+        let text = decide(&b);
+        assert!(text.starts_with("## Decision: no decision\n"), "{text}");
+        assert!(
+            text.contains("only 1 of 3 stances could be taken"),
+            "{text}"
+        );
+        assert!(text.contains("missing from `bear_report` (a tool call failed: technical_indicator: no data for ZZZ)"), "{text}");
+        // A reader with unknown keys gets no rule at all.
+        assert!(verdict(&["a", "b"], &b).is_none());
+    }
+
+    #[test]
+    fn the_quant_desk_keeps_the_rule_that_survived_out_of_sample() {
+        let mut b = Board::default();
+        let is = "2005-01-01 to 2010-12-31";
+        let oos = "2011-01-01 to 2013-02-28";
+        b.add(
+            "trend",
+            "X sma_crossover(20/50) Sharpe (annualized, rf 0 %)",
+            "0.90",
+            is,
+        );
+        b.add(
+            "trend",
+            "X ema_crossover(12/26) Sharpe (annualized, rf 0 %)",
+            "1.40",
+            is,
+        );
+        b.add(
+            "reversion",
+            "X rsi_mean_reversion(14/30/70) Sharpe (annualized, rf 0 %)",
+            "1.50",
+            is,
+        );
+        b.add(
+            "validation",
+            "X sma_crossover(20/50) Sharpe (annualized, rf 0 %)",
+            "0.60",
+            oos,
+        );
+        b.add(
+            "validation",
+            "X rsi_mean_reversion(14/30/70) Sharpe (annualized, rf 0 %)",
+            "0.70",
+            oos,
+        );
+        let text = verdict(&["validation", "trend", "reversion", "breakout"], &b)
+            .unwrap()
+            .render();
+        // 0.60 ≥ 0.5 and ≥ half of 0.90: survives; 0.70 < half of 1.50: does not.
+        assert!(
+            text.starts_with(
+                "## Decision: X sma_crossover(20/50) earned its place (out-of-sample Sharpe 0.60)\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains(&format!("In-sample backtests, {is}, ranked by Sharpe (annualized, rf 0 %):\n\n1. X rsi_mean_reversion(14/30/70) 1.50 (`reversion`)\n2. X ema_crossover(12/26) 1.40 (`trend`)\n3. X sma_crossover(20/50) 0.90 (`trend`)\n")), "{text}");
+        assert!(text.contains(&format!("Out-of-sample backtests, {oos}, ranked by Sharpe (annualized, rf 0 %):\n\n1. X rsi_mean_reversion(14/30/70) 0.70 (`validation`)\n2. X sma_crossover(20/50) 0.60 (`validation`)\n")), "{text}");
+        assert!(text.contains("| X rsi_mean_reversion(14/30/70) | 1.50 (`reversion`) | 0.70 (`validation`) | 47 % | no |"), "{text}");
+        assert!(
+            text.contains("- Not validated out of sample: X ema_crossover(12/26)"),
+            "{text}"
+        );
+    }
 }
