@@ -12,6 +12,7 @@
 //! members (the `team` module).
 
 mod board;
+mod rule;
 mod team;
 mod verdict;
 mod verdict_teams;

@@ -8,36 +8,9 @@
 //! Thresholds are constants here and are the ones docs §14.7 lists; the
 //! shipped presets' prompts state the same rules for a model.
 
-use super::board::{Board, Fig, OWN, subject};
+use super::board::{Board, Fig, OWN};
+use super::rule::{Need, Point, Verdict, stance};
 use super::verdict_teams as teams;
-
-/// What a reader's rule concluded: a heading, the rule in one paragraph,
-/// then its lines (tables or bullets).
-pub(super) struct Verdict {
-    pub title: String,
-    pub rule: String,
-    pub body: Vec<String>,
-}
-
-impl Verdict {
-    pub fn render(&self) -> String {
-        let mut out = format!("## {}\n\n{}\n\n", self.title, self.rule);
-        for l in &self.body {
-            out.push_str(l);
-            out.push('\n');
-        }
-        out.push('\n');
-        out
-    }
-
-    pub(super) fn none(heading: &str, rule: &str, why: &[String]) -> Verdict {
-        Verdict {
-            title: format!("{heading}: no decision"),
-            rule: rule.to_string(),
-            body: vec![format!("- No decision: {}.", why.join("; "))],
-        }
-    }
-}
 
 /// The rule for the reader whose upstream keys are `keys`, if it has one.
 pub(super) fn verdict(keys: &[&str], b: &Board) -> Option<Verdict> {
@@ -67,107 +40,6 @@ pub(super) fn verdict(keys: &[&str], b: &Board) -> Option<Verdict> {
         ["momentum", "trend", "volatility"] => teams::technical_panel(b),
         _ => return None,
     })
-}
-
-/// One test of a member's figures: its topic, its score (+1 for the
-/// stock, −1 against, 0 neither) and the figures it rests on.
-#[derive(Clone, Debug)]
-pub(super) struct Point {
-    pub topic: &'static str,
-    pub score: i32,
-    pub text: String,
-}
-
-impl Point {
-    pub fn new(topic: &'static str, score: i32, text: String) -> Point {
-        Point { topic, score, text }
-    }
-
-    pub fn line(&self) -> String {
-        format!("{} {:+}: {}", self.topic, self.score, self.text)
-    }
-}
-
-/// Figures looked up for a rule, with what was missing.
-pub(super) struct Need<'a> {
-    pub b: &'a Board,
-    /// (member key, the figure not found).
-    missing: Vec<(String, String)>,
-    /// Reasons that are not one missing figure.
-    pub other: Vec<String>,
-}
-
-impl<'a> Need<'a> {
-    pub fn new(b: &'a Board) -> Need<'a> {
-        Need {
-            b,
-            missing: Vec::new(),
-            other: Vec::new(),
-        }
-    }
-
-    /// The figure of `from` whose label holds `parts`, or a note of its absence.
-    pub fn get(&mut self, from: &str, parts: &[&str], what: &str) -> Option<&'a Fig> {
-        let f = self.b.get(from, parts);
-        if f.is_none() {
-            self.missing.push((from.to_string(), what.to_string()));
-        }
-        f
-    }
-
-    /// The figure of `from` whose label ends with `suffix`.
-    pub fn ending(&mut self, from: &str, suffix: &str, what: &str) -> Option<&'a Fig> {
-        let f = self.b.ending(from, suffix);
-        if f.is_none() {
-            self.missing.push((from.to_string(), what.to_string()));
-        }
-        f
-    }
-
-    /// What was missing, one line per member, with the first tool failure
-    /// that member reported.
-    pub fn reasons(&self) -> Vec<String> {
-        let mut members: Vec<&str> = Vec::new();
-        for (from, _) in &self.missing {
-            if !members.contains(&from.as_str()) {
-                members.push(from);
-            }
-        }
-        let mut out: Vec<String> = members
-            .iter()
-            .map(|m| {
-                let whats: Vec<&str> = self
-                    .missing
-                    .iter()
-                    .filter(|(f, _)| f == m)
-                    .map(|(_, w)| w.as_str())
-                    .collect();
-                let failed = self
-                    .b
-                    .failures
-                    .iter()
-                    .find(|(k, _)| k == m)
-                    .map(|(_, why)| {
-                        format!(" (a tool call failed: {})", crate::text::one_line(why, 160))
-                    })
-                    .unwrap_or_default();
-                format!("{} missing from `{m}`{failed}", whats.join(", "))
-            })
-            .collect();
-        out.extend(self.other.iter().cloned());
-        out
-    }
-}
-
-/// A member's stance from the sum of its points: ≥ +2 bull, ≤ −2 bear.
-pub(super) fn stance(score: i32) -> &'static str {
-    if score >= 2 {
-        "bull"
-    } else if score <= -2 {
-        "bear"
-    } else {
-        "neutral"
-    }
 }
 
 /// Which side of the committee.
@@ -331,9 +203,22 @@ pub(super) fn answer(b: &Board, side: Side, own: &str, other: &str) -> Option<An
         Side::Bull
     };
     let target = strongest(&theirs, opposite)?.clone();
+    let (text, holds) = match side {
+        Side::Bull => bull_answer(b, target.topic, own, other),
+        Side::Bear => bear_answer(b, target.topic, own),
+    };
+    Some(Answer {
+        target,
+        text,
+        holds,
+    })
+}
+
+/// The bull's answer to the bear's point on `topic` (docs §14.7).
+fn bull_answer(b: &Board, topic: &str, own: &str, other: &str) -> (String, bool) {
     let get = |from: &str, parts: &[&str]| b.get(from, parts);
-    let (text, holds) = match (side, target.topic) {
-        (Side::Bull, "drawdown") => {
+    match topic {
+        "drawdown" => {
             let rule = get(own, &["sma_crossover", "max drawdown"]);
             let deepest = get(other, &["drawdown", "deepest"]);
             match (rule, deepest) {
@@ -351,14 +236,14 @@ pub(super) fn answer(b: &Board, side: Side, own: &str, other: &str) -> Option<An
                 ),
             }
         }
-        (Side::Bull, "RSI") => match (b.ending(own, " macd"), b.ending(own, " signal")) {
+        "RSI" => match (b.ending(own, " macd"), b.ending(own, " signal")) {
             (Some(m), Some(s)) => (
                 format!("momentum still reads {} against {}", m.cite(), s.cite()),
                 m.value >= s.value,
             ),
             _ => ("the MACD was not reported".into(), false),
         },
-        (Side::Bull, _) => match get(own, &["sma_crossover", "Sharpe"]) {
+        _ => match get(own, &["sma_crossover", "Sharpe"]) {
             Some(r) => (
                 format!(
                     "following the trend rather than buying dips earned {} (it answers if ≥ 0.5)",
@@ -368,7 +253,14 @@ pub(super) fn answer(b: &Board, side: Side, own: &str, other: &str) -> Option<An
             ),
             None => ("the trend rule's Sharpe was not reported".into(), false),
         },
-        (Side::Bear, "trend") => match get(own, &["drawdown", "latest"]) {
+    }
+}
+
+/// The bear's answer to the bull's point on `topic`.
+fn bear_answer(b: &Board, topic: &str, own: &str) -> (String, bool) {
+    let get = |from: &str, parts: &[&str]| b.get(from, parts);
+    match topic {
+        "trend" => match get(own, &["drawdown", "latest"]) {
             Some(d) => (
                 format!(
                     "the stock still stands {} below its high (it answers if ≤ −10 %)",
@@ -378,7 +270,7 @@ pub(super) fn answer(b: &Board, side: Side, own: &str, other: &str) -> Option<An
             ),
             None => ("the latest drawdown was not reported".into(), false),
         },
-        (Side::Bear, "momentum") => {
+        "momentum" => {
             let rsi = get(own, &["RSI(14)", "latest"]);
             let vol = get(own, &["volatility", "latest"]);
             let text = [rsi.map(Fig::cite), vol.map(Fig::cite)]
@@ -391,7 +283,7 @@ pub(super) fn answer(b: &Board, side: Side, own: &str, other: &str) -> Option<An
                 rsi.is_some_and(|r| r.value >= 70.0) || vol.is_some_and(|v| v.value >= 40.0),
             )
         }
-        (Side::Bear, _) => match get(own, &["drawdown", "deepest"]) {
+        _ => match get(own, &["drawdown", "deepest"]) {
             Some(d) => (
                 format!(
                     "the same period held a decline of {} (it answers if ≤ −50 %)",
@@ -401,12 +293,7 @@ pub(super) fn answer(b: &Board, side: Side, own: &str, other: &str) -> Option<An
             ),
             None => ("the deepest drawdown was not reported".into(), false),
         },
-    };
-    Some(Answer {
-        target,
-        text,
-        holds,
-    })
+    }
 }
 
 fn side_name(side: Side) -> &'static str {
@@ -706,24 +593,6 @@ fn committee(b: &Board) -> Verdict {
         rule: rule.into(),
         body,
     }
-}
-
-/// "1. AAPL breakout(20) 1.44 (`breakout`)", best first.
-pub(super) fn ranked(figs: &[&Fig], measure: &str) -> Vec<String> {
-    let mut v: Vec<&&Fig> = figs.iter().collect();
-    v.sort_by(|a, b| b.value.total_cmp(&a.value));
-    v.iter()
-        .enumerate()
-        .map(|(i, f)| {
-            format!(
-                "{}. {} {} (`{}`)",
-                i + 1,
-                subject(&f.label, measure),
-                f.shown,
-                f.from
-            )
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::board::{Board, Fig, OWN, subject};
-use super::verdict::{Need, Point, Verdict, ranked};
+use super::rule::{Need, Point, Verdict, ranked};
 
 /// "Sharpe (annualized, rf 0 %)": what a backtest figure measures, as its
 /// member labelled it.
