@@ -14,9 +14,13 @@
 //! (`preferences`), and every backtest answer states its assumptions
 //! (docs §2.13).
 
+mod board;
 mod dates;
 mod preferences;
+mod rule;
 mod team;
+mod verdict;
+mod verdict_teams;
 
 use std::sync::LazyLock;
 
@@ -29,9 +33,10 @@ use serde_json::{Map, Value, json};
 
 use super::{ChatRequest, ChunkStream, LlmError, Provider, StreamChunk};
 use crate::model::contract::{
-    BacktestArgs, BacktestAssumptions, BacktestOutput, DataSource, Extremes, IndicatorArgs,
-    IndicatorOutput, MarketDataArgs, MarketDataOutput, MemoryAction, MemoryKind, MemoryOutput,
-    PriceRow, ProvenanceBrief, RecallArgs, RememberArgs, WarmupInfo, adjustment_label,
+    BacktestArgs, BacktestAssumptions, BacktestMetrics, BacktestOutput, DataSource, Extremes,
+    IndicatorArgs, IndicatorOutput, MarketDataArgs, MarketDataOutput, MemoryAction, MemoryKind,
+    MemoryOutput, PriceRow, ProvenanceBrief, RecallArgs, RememberArgs, WarmupInfo,
+    adjustment_label,
 };
 use crate::model::{HANDOFF_PREFIX, Message, Role};
 use preferences::RememberedCosts;
@@ -368,8 +373,9 @@ const BUY_AND_HOLD: [&str; 3] = ["buy and hold", "buy-and-hold", "buy & hold"];
 
 /// Words that make a request a backtest without saying so ("momentum
 /// strategy on AAPL", "SMA crossover on IBM"), besides buy-and-hold.
-const STRATEGY_WORDS: [&str; 6] = [
+const STRATEGY_WORDS: [&str; 7] = [
     "strategy",
+    "spread trade",
     "crossover",
     "cross-over",
     "reversion",
@@ -574,6 +580,9 @@ fn backtest_config(
         });
     let strategy = if BUY_AND_HOLD.iter().any(|w| lower.contains(w)) {
         json!({"name": "buy_and_hold"})
+    } else if names(&lower, "pairs") || lower.contains("spread trade") {
+        // docs §7.7: the legs are the first two codes named.
+        json!({"name": "pairs", "params": {"window": 60, "entry": 2.0, "exit": 0.5}})
     } else if names(&lower, "rsi") {
         json!({"name": "rsi_mean_reversion", "params": {"period": 14, "lower": 30, "upper": 70}})
     } else if names(&lower, "bollinger") {

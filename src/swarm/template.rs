@@ -10,7 +10,7 @@ pub const UPSTREAM_CONTEXT: &str = "upstream_context";
 /// One upstream answer at most (characters).
 pub const SECTION_BUDGET: usize = 6_000;
 /// The whole upstream context at most (characters); later sections are cut first.
-pub const TOTAL_BUDGET: usize = 16_000;
+pub const TOTAL_BUDGET: usize = 24_000;
 
 /// The `{name}` placeholders of `text`, in order (names are identifiers;
 /// other braces, such as JSON in a prompt, are not placeholders).
@@ -154,7 +154,7 @@ mod tests {
         assert!(
             ctx.ends_with("\n[cut: 1000 of 7000 characters omitted; the full answer is in /r/2]\n")
         );
-        // The whole budget: the third 6,000-char answer gets only 4,000.
+        // The whole budget: four 6,000-char answers fill it, the fifth gets nothing.
         let six = "b".repeat(6_000);
         let r = |key| UpstreamResult {
             key,
@@ -163,8 +163,10 @@ mod tests {
             answer: &six,
             run_dir: "/d",
         };
-        let ctx = upstream_context(&[r("one"), r("two"), r("three")]);
-        assert!(ctx.contains("[cut: 2000 of 6000 characters omitted; the full answer is in /d]"));
+        let ctx = upstream_context(&[r("one"), r("two"), r("three"), r("four"), r("five")]);
+        assert!(ctx.contains(
+            "### five (t, r)\n[cut: 6000 of 6000 characters omitted; the full answer is in /d]"
+        ));
         assert_eq!(ctx.matches('b').count(), TOTAL_BUDGET);
     }
 

@@ -7,6 +7,8 @@
 //! loader, so these checks stand on their own.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use chrono::NaiveDate;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -461,7 +463,8 @@ fn investment_committee_members_run_different_tools() {
     let p = preset("investment_committee");
     let upstream = "## Upstream results\n\n### bull_report (task-bull, Bull-side Researcher)\n| AAPL close | 69.01 | 2012-12-31 | get_market_data |\n";
     let mut sets: Vec<(String, BTreeSet<String>)> = Vec::new();
-    for t in &p.tasks {
+    // The rebuttals read the two cases and call nothing.
+    for t in p.tasks.iter().filter(|t| !t.id.ends_with("-rebuttal")) {
         let agent = p.agents.iter().find(|a| a.id == t.agent_id).unwrap();
         let prompt = render(&p, t, &[("target", "AAPL")], upstream);
         let calls = planned(&prompt, &agent.tools);
@@ -574,7 +577,10 @@ async fn offline_members_answer_with_real_numbers_and_the_reader_cites_both() {
     let bull = answer_of(&bull_evs);
     let close = figure(&bull, "AAPL close");
     assert!(close > 0.0, "{bull}");
-    let sharpe = figure(&bull, "AAPL sma_crossover(20/50) Sharpe");
+    let sharpe = figure(
+        &bull,
+        "AAPL sma_crossover(20/50) Sharpe (annualized, rf 0 %)",
+    );
     assert!(sharpe.is_finite() && sharpe != 0.0, "{bull}");
     assert!(figure(&bull, "AAPL SMA(50) latest") > 0.0);
 
@@ -603,10 +609,518 @@ async fn offline_members_answer_with_real_numbers_and_the_reader_cites_both() {
         "#### bull_report (task-bull, Bull-side Researcher)".to_string(),
         "#### bear_report (task-bear, Bear-side Researcher)".to_string(),
         format!("AAPL close: {close:.2}"),
-        format!("AAPL sma_crossover(20/50) Sharpe: {sharpe:.2}"),
+        format!("AAPL sma_crossover(20/50) Sharpe (annualized, rf 0 %): {sharpe:.2}"),
         format!("AAPL drawdown deepest: {deepest:.2} %"),
         "| AAPL ATR(14) latest |".to_string(),
     ] {
         assert!(risk.contains(&want), "{want} in:\n{risk}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Whole teams through the real binary, offline (docs §14.7): the reader
+// decides by its team's rule, every number carries a label.
+
+/// `vibedesk swarm run NAME --var k=v …` with no model in a fresh home:
+/// the report (stdout), after checking the run succeeded.
+async fn swarm_report(name: &str, vars: &[(&str, &str)]) -> String {
+    let home = tempfile::tempdir().unwrap();
+    let mut c = Command::new(BIN);
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("VIBEDESK_HOME", home.path())
+        .args(["swarm", "run", name]);
+    for (k, v) in vars {
+        c.args(["--var", &format!("{k}={v}")]);
+    }
+    let out = c
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{name}: {}\n{report}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    report
+}
+
+/// The text from the line starting with `head` to the next line starting
+/// with `next` (or the end). Answers hold `##` headings of their own, so
+/// the report's parts are cut at the report's own markers.
+fn part<'a>(text: &'a str, head: &str, next: &str) -> &'a str {
+    let at = text
+        .find(&format!("\n{head}"))
+        .map(|i| i + 1)
+        .unwrap_or_else(|| panic!("no {head} in:\n{text}"));
+    let rest = &text[at..];
+    let end = rest[1..]
+        .find(&format!("\n{next}"))
+        .map_or(rest.len(), |i| i + 1);
+    &rest[..end]
+}
+
+/// The report's conclusion (the final task's answer).
+fn conclusion(report: &str) -> &str {
+    part(report, "## Conclusion", "## Members\n")
+}
+
+/// A member's answer in the report's Members part.
+fn member<'a>(report: &'a str, task: &str) -> &'a str {
+    let members = part(report, "## Members\n", "\u{0}");
+    part(members, &format!("### {task} ("), "### task-")
+}
+
+/// (label, value, as of) of each row of a member's key-figures table.
+fn findings(answer: &str) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    let mut on = false;
+    for l in answer.lines() {
+        let cells: Vec<&str> = l
+            .trim()
+            .trim_matches('|')
+            .split('|')
+            .map(str::trim)
+            .collect();
+        if cells == ["figure", "value", "as of", "tool"] {
+            on = true;
+            continue;
+        }
+        if on && !l.starts_with('|') {
+            break;
+        }
+        if on && cells.len() == 4 && !cells[0].starts_with('-') {
+            out.push((
+                cells[0].to_string(),
+                cells[1].to_string(),
+                cells[2].to_string(),
+            ));
+        }
+    }
+    out
+}
+
+/// How many of `rows` `text` cites from `key` as "label value (`key`, as of)".
+fn cited(text: &str, rows: &[(String, String, String)], key: &str) -> usize {
+    rows.iter()
+        .filter(|(l, v, d)| text.contains(&format!("{l} {v} (`{key}`, {d})")))
+        .count()
+}
+
+#[tokio::test]
+async fn the_committee_states_a_decision_by_its_vote_and_each_side_answers_the_other() {
+    let report = swarm_report("investment_committee", &[("target", "AAPL")]).await;
+    let c = conclusion(&report);
+    let decision = regex::Regex::new(
+        r"(?m)^## Decision: (buy|hold|avoid)(, capped at half a position| \(risk veto\))?$",
+    )
+    .unwrap()
+    .captures(c)
+    .unwrap_or_else(|| panic!("a decision heading in:\n{c}"));
+    // The vote, and the decision it gives by the documented rule.
+    let vote = regex::Regex::new(
+        r"(?m)^- Vote: (\d) bull, (\d) neutral, (\d) bear; net ([+-]\d+) → (buy|hold|avoid)\.$",
+    )
+    .unwrap()
+    .captures(c)
+    .unwrap_or_else(|| panic!("a vote line in:\n{c}"));
+    let n = |i: usize| vote[i].parse::<i32>().unwrap();
+    assert_eq!(n(1) + n(2) + n(3), 3, "three stances offline: {c}");
+    assert_eq!(n(4), n(1) - n(3), "net = bull − bear");
+    let by_vote = if n(4) >= 2 {
+        "buy"
+    } else if n(4) <= -2 {
+        "avoid"
+    } else {
+        "hold"
+    };
+    assert_eq!(&vote[5], by_vote);
+    let veto = c.contains("→ veto");
+    assert_eq!(&decision[1], if veto { "avoid" } else { by_vote }, "{c}");
+    // Each stance rests on figures its member reported, cited by key.
+    let bull = findings(member(&report, "task-bull"));
+    let bear = findings(member(&report, "task-bear"));
+    assert!(bull.len() >= 4 && bear.len() >= 4, "{report}");
+    let rows: Vec<&str> = c.lines().filter(|l| l.starts_with("| ")).collect();
+    let row = |key: &str| {
+        *rows
+            .iter()
+            .find(|l| l.contains(&format!("(`{key}`) |")))
+            .unwrap_or_else(|| panic!("{key} row in {c}"))
+    };
+    assert!(
+        cited(row("bull_report"), &bull, "bull_report") >= 2,
+        "{}",
+        row("bull_report")
+    );
+    assert!(
+        cited(row("bear_report"), &bear, "bear_report") >= 2,
+        "{}",
+        row("bear_report")
+    );
+    assert!(row("own").contains("buy_and_hold"), "the baseline: {c}");
+    assert!(c.contains("- Risk limits (`risk_review`):"), "{c}");
+    // The bull's rebuttal quotes a bear figure, the bear's a bull figure,
+    // and the conclusion carries both answers.
+    let bull_rebuttal = member(&report, "task-bull-rebuttal");
+    let bear_rebuttal = member(&report, "task-bear-rebuttal");
+    assert!(report.contains("### task-bull-rebuttal (Bull-side Researcher)"));
+    assert!(
+        cited(bull_rebuttal, &bear, "bear_case") >= 1,
+        "{bull_rebuttal}"
+    );
+    assert!(
+        cited(bull_rebuttal, &bull, "own_case") >= 1,
+        "{bull_rebuttal}"
+    );
+    assert!(
+        cited(bear_rebuttal, &bull, "bull_case") >= 1,
+        "{bear_rebuttal}"
+    );
+    assert!(
+        cited(bear_rebuttal, &bear, "own_case") >= 1,
+        "{bear_rebuttal}"
+    );
+    assert_eq!(c.matches("\n- Debate: The ").count(), 2, "{c}");
+    assert!(c.contains("The bull answers the bear's strongest figure"));
+    assert!(c.contains("The bear answers the bull's strongest figure"));
+}
+
+/// Two-pass OLS of `y` on `x`: (intercept, slope).
+fn ols(x: &[f64], y: &[f64]) -> (f64, f64) {
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let sxx: f64 = x.iter().map(|a| (a - mx) * (a - mx)).sum();
+    (my - sxy / sxx * mx, sxy / sxx)
+}
+
+#[tokio::test]
+async fn pairs_stat_arb_builds_the_spread_and_trades_it() {
+    let report = swarm_report("pairs_stat_arb", &[("target", "AAPL"), ("pair", "MSFT")]).await;
+    let rows = findings(member(&report, "task-reversion"));
+    let value = |part: &str| {
+        rows.iter()
+            .find(|r| r.0.contains(part))
+            .unwrap_or_else(|| panic!("{part} in {rows:?}"))
+            .clone()
+    };
+    let (hedge_label, hedge, hedge_date) = value("hedge ratio");
+    assert!(
+        hedge_label.contains("β of ln AAPL on ln MSFT"),
+        "{hedge_label}"
+    );
+    let (_, z, _) = value("spread z-score");
+    let (_, half, _) = value("spread half-life");
+    assert!(
+        half.ends_with(" bars") || half.starts_with("none"),
+        "{half}"
+    );
+    // The latest hedge ratio and z-score, recomputed here from the data:
+    // OLS of ln AAPL on ln MSFT over the last 60 common closes.
+    let day = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
+    let a = vibedesk::research::data::embedded::load(
+        "AAPL",
+        Some(day("2009-01-01")),
+        Some(day("2012-12-31")),
+    )
+    .unwrap();
+    let b = vibedesk::research::data::embedded::load(
+        "MSFT",
+        Some(day("2009-01-01")),
+        Some(day("2012-12-31")),
+    )
+    .unwrap();
+    assert_eq!(a.bars.dates, b.bars.dates, "one calendar");
+    assert_eq!(a.bars.dates.last().unwrap().to_string(), hedge_date);
+    let n = a.bars.len();
+    let y: Vec<f64> = a.bars.close[n - 60..].iter().map(|c| c.ln()).collect();
+    let x: Vec<f64> = b.bars.close[n - 60..].iter().map(|c| c.ln()).collect();
+    let (alpha, beta) = ols(&x, &y);
+    assert_eq!(hedge, format!("{beta:.4}"), "{report}");
+    let res: Vec<f64> = x
+        .iter()
+        .zip(&y)
+        .map(|(x, y)| y - alpha - beta * x)
+        .collect();
+    let sd = (res.iter().map(|r| r * r).sum::<f64>() / 59.0).sqrt();
+    assert_eq!(z, format!("{:.2}", res[59] / sd), "{report}");
+    // The spread is traded: both legs filled, and the head decides by the rule.
+    let c = conclusion(&report);
+    assert!(
+        regex::Regex::new(
+            r"(?m)^## Decision: (worth a spread model|not worth a spread model|watch list)$"
+        )
+        .unwrap()
+        .is_match(c),
+        "{c}"
+    );
+    for test in [
+        "| co-movement |",
+        "| reversion |",
+        "| spread trade after costs |",
+    ] {
+        assert!(c.contains(test), "{test} in {c}");
+    }
+    assert!(
+        c.contains("hedge ratio (β of ln AAPL on ln MSFT, latest)")
+            && c.contains("spread z-score (latest)")
+    );
+}
+
+#[tokio::test]
+async fn the_quant_desk_ranks_in_sample_and_out_of_sample_apart() {
+    let report = swarm_report("quant_strategy_desk", &[("target", "AAPL")]).await;
+    let c = conclusion(&report);
+    let list = |head: &str| -> Vec<(String, f64, String)> {
+        let at = c.find(head).unwrap_or_else(|| panic!("{head} in {c}"));
+        c[at..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with(|ch: char| ch.is_ascii_digit()))
+            .map(|l| {
+                let re = regex::Regex::new(r"^\d+\. (.+) (-?\d+\.\d+) \(`(\w+)`\)$").unwrap();
+                let m = re.captures(l).unwrap_or_else(|| panic!("{l}"));
+                (m[1].to_string(), m[2].parse().unwrap(), m[3].to_string())
+            })
+            .collect()
+    };
+    let is = list(
+        "In-sample backtests, 2005-01-01 to 2010-12-31, ranked by Sharpe (annualized, rf 0 %):",
+    );
+    let oos = list(
+        "Out-of-sample backtests, 2011-01-01 to 2013-02-28, ranked by Sharpe (annualized, rf 0 %):",
+    );
+    assert_eq!(is.len(), 5, "{c}");
+    assert_eq!(oos.len(), 2, "{c}");
+    for (l, who) in [
+        (&is, &["trend", "reversion", "breakout"][..]),
+        (&oos, &["validation"][..]),
+    ] {
+        assert!(l.iter().all(|(_, _, k)| who.contains(&k.as_str())), "{l:?}");
+        assert!(l.windows(2).all(|w| w[0].1 >= w[1].1), "ranked: {l:?}");
+        let names: BTreeSet<&String> = l.iter().map(|e| &e.0).collect();
+        assert_eq!(names.len(), l.len(), "one entry per rule: {l:?}");
+    }
+    // The same rule appears in both lists, never in one.
+    assert!(is.iter().any(|e| e.0 == oos[0].0) || is.iter().any(|e| e.0 == oos[1].0));
+    assert!(
+        c.contains("| rule | in-sample Sharpe | out-of-sample Sharpe |"),
+        "{c}"
+    );
+    assert!(
+        regex::Regex::new(r"(?m)^## Decision: (.+ earned its place \(out-of-sample Sharpe -?\d+\.\d\d\)|no rule earned its place)$").unwrap().is_match(c),
+        "{c}"
+    );
+    assert!(
+        !report.contains("has the highest Sharpe"),
+        "no ranking across periods"
+    );
+}
+
+/// The lines of `report` with a number that carries no label (docs §14.7):
+/// outside code and headings, and once dates, paths, backticked text,
+/// names with parameters (`SMA(50)`) and ids with digits are set aside,
+/// - a table row's number needs a header over its column and a first cell
+///   with a word or a date, and a key-figures row (`| figure | value | as
+///   of | tool |`) names one of the run's `symbols` (failures and memory
+///   counts aside);
+/// - a quoted figure (`- …` under "What each member found") names one of
+///   the run's symbols;
+/// - on any other line, a number needs a word of three letters before it in
+///   its clause (since the last `. ` or `; `, list ordinals aside).
+fn bare_numbers(report: &str, symbols: &[&str]) -> Vec<String> {
+    let date = regex::Regex::new(r"\b\d{4}-\d{2}-\d{2}\b").unwrap();
+    let num = regex::Regex::new(r"(?:^|[^\w.])([-+−]?\d+(?:[.,]\d+)*(?:\s?%)?)").unwrap();
+    let word = regex::Regex::new(r"[A-Za-z]{3}").unwrap();
+    let ordinal = regex::Regex::new(r"(^|;\s)\d+\.\s").unwrap();
+    let strip = |t: &str| -> String {
+        let t = regex::Regex::new(r"`[^`]*`").unwrap().replace_all(t, " ");
+        let t = regex::Regex::new(r"\S*/[^\s\d]\S*|\S*[^\s\d]/\S*")
+            .unwrap()
+            .replace_all(&t, " ");
+        let t = date.replace_all(&t, " ");
+        let t = regex::Regex::new(r"\w+\([^()]*\)")
+            .unwrap()
+            .replace_all(&t, " ");
+        regex::Regex::new(r"\b[A-Za-z_]+[-_]?\d+\w*")
+            .unwrap()
+            .replace_all(&t, " ")
+            .into_owned()
+    };
+    let has_num = |t: &str| num.is_match(&strip(t));
+    let names_symbol = |t: &str| symbols.iter().any(|s| t.contains(s));
+    let lines: Vec<&str> = report.lines().collect();
+    let is_rule = |l: &str| {
+        l.starts_with('|')
+            && l.trim_matches('|')
+                .split('|')
+                .all(|c| c.trim().chars().all(|ch| "-: ".contains(ch)))
+    };
+    let (mut out, mut code, mut header, mut quoting) =
+        (Vec::new(), false, Vec::<String>::new(), false);
+    for (i, raw) in lines.iter().enumerate() {
+        let l = raw.trim();
+        if l.starts_with("```") {
+            code = !code;
+            continue;
+        }
+        if code || l.is_empty() || l.starts_with("Run dir:") || l.starts_with("Preset `") {
+            continue;
+        }
+        if l.starts_with('#') {
+            quoting =
+                l.starts_with("## What each member found") || (quoting && l.starts_with("####"));
+            continue;
+        }
+        if l.starts_with('|') {
+            if is_rule(l) {
+                continue;
+            }
+            let cells: Vec<String> = l
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect();
+            if lines.get(i + 1).is_some_and(|n| is_rule(n.trim())) {
+                header = cells;
+                continue;
+            }
+            let first_ok = word.is_match(&cells[0]) || date.is_match(&cells[0]);
+            let col_ok = |j: usize| header.get(j).is_some_and(|h| word.is_match(h));
+            if cells
+                .iter()
+                .enumerate()
+                .skip(1)
+                .any(|(j, c)| has_num(c) && !(first_ok && col_ok(j)))
+            {
+                out.push(l.to_string());
+            }
+            let key_table = header == ["figure", "value", "as of", "tool"];
+            let exempt = cells[0].ends_with(" failed") || cells[0].starts_with("memories");
+            if key_table && !exempt && !names_symbol(&cells[0]) {
+                out.push(format!("no subject: {l}"));
+            }
+            continue;
+        }
+        let body = strip(l.trim_start_matches(['-', '*', ' ']));
+        let body = ordinal.replace_all(&body, "$1 ");
+        for m in num.captures_iter(&body) {
+            let at = m.get(1).map_or(0, |g| g.start());
+            let clause = body[..at]
+                .rsplit(". ")
+                .next()
+                .unwrap_or("")
+                .rsplit("; ")
+                .next()
+                .unwrap_or("");
+            if !word.is_match(clause) {
+                out.push(l.to_string());
+                break;
+            }
+        }
+        let exempt =
+            l.contains("memories") || l.contains(" failed") || l.contains("no figures given");
+        if quoting && l.starts_with("- ") && has_num(l) && !names_symbol(l) && !exempt {
+            out.push(format!("no subject: {l}"));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_bare_number_check_finds_what_it_should() {
+    let report = "## Conclusion: t (r)\n\nThe close was 69.01 on 2012-12-31.\n\n42\n\n| metric | value |\n|---|---|\n| | 5.0 |\n| Sharpe | 1.15 |\n\n| figure | value | as of | tool |\n|---|---|---|---|\n| AAPL close | 69.01 | 2012-12-31 | get_market_data |\n| final value | 949702.00 |  | backtest |\n\n## What each member found\n\n#### a (t, r)\n\n- AAPL SMA(50) latest: 72.66 (2012-12-31, technical_indicator)\n- final value: 949702.00\n\nRun dir: /tmp/x/20261205_012424_d7c2ff\n";
+    let bare = bare_numbers(report, &["AAPL"]);
+    assert_eq!(
+        bare,
+        vec![
+            "42",
+            "| | 5.0 |",
+            "no subject: | final value | 949702.00 |  | backtest |",
+            "no subject: - final value: 949702.00",
+        ],
+        "{bare:#?}"
+    );
+}
+
+/// A preset, its variables and the symbols its report is about.
+type Run = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static [&'static str],
+);
+
+#[tokio::test]
+async fn no_shipped_team_report_has_a_bare_number() {
+    // Every preset on embedded symbols (crypto_desk too: its rule needs
+    // prices, and a crypto pair would be fetched online).
+    let runs: [Run; 11] = [
+        ("investment_committee", &[("target", "AAPL")], &["AAPL"]),
+        (
+            "pairs_stat_arb",
+            &[("target", "AAPL"), ("pair", "MSFT")],
+            &["AAPL", "MSFT"],
+        ),
+        ("quant_strategy_desk", &[("target", "IBM")], &["IBM"]),
+        ("backtest_audit", &[("target", "MSFT")], &["MSFT"]),
+        (
+            "crypto_desk",
+            &[
+                ("target", "AAPL"),
+                ("start", "2009-01-01"),
+                ("end", "2012-12-31"),
+            ],
+            &["AAPL"],
+        ),
+        ("equity_research", &[("target", "MSFT")], &["MSFT"]),
+        ("factor_research", &[], &["AAPL", "MSFT", "IBM", "GOOG"]),
+        ("macro_rates", &[("target", "IBM")], &["IBM"]),
+        ("portfolio_review", &[], &["AAPL", "MSFT", "IBM"]),
+        ("risk_committee", &[("target", "IBM")], &["IBM", "MSFT"]),
+        ("technical_analysis_panel", &[("target", "AAPL")], &["AAPL"]),
+    ];
+    let reports =
+        futures_util::future::join_all(runs.iter().map(|(name, vars, _)| swarm_report(name, vars)))
+            .await;
+    let bare: Vec<String> = runs
+        .iter()
+        .zip(&reports)
+        .flat_map(|((name, _, symbols), report)| {
+            bare_numbers(report, symbols)
+                .into_iter()
+                .map(move |l| format!("{name}: {l}"))
+        })
+        .collect();
+    assert!(
+        bare.is_empty(),
+        "numbers without a label:\n{}",
+        bare.join("\n")
+    );
+    for ((name, _, _), report) in runs.iter().zip(&reports) {
+        // Every shipped reader reached a decision by its rule.
+        let c = conclusion(report);
+        let head = c
+            .lines()
+            .find(|l| l.starts_with("## ") && !l.starts_with("## Conclusion"))
+            .unwrap_or("");
+        assert!(
+            [
+                "## Decision: ",
+                "## Ruling: ",
+                "## Rating: ",
+                "## Reading: ",
+                "## Stance: "
+            ]
+            .iter()
+            .any(|p| head.starts_with(p))
+                && !head.ends_with("no decision"),
+            "{name}: {head}\n{c}"
+        );
+        assert!(c.contains("Rule (docs §14.7):"), "{name}");
     }
 }

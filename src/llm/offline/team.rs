@@ -15,6 +15,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
+use super::board::{Board, OWN};
+use super::verdict::verdict;
 use super::{
     BacktestArgs, BacktestOutput, IndicatorArgs, IndicatorOutput, LAST_N, MarketDataArgs,
     MarketDataOutput, MemoryAction, MemoryOutput, Plan, PlannedCall, RecallArgs, RememberArgs,
@@ -23,11 +25,11 @@ use super::{
 };
 
 /// Most tool calls one member makes in its batch.
-const MAX_CALLS: usize = 6;
+const MAX_CALLS: usize = 8;
 /// Most symbols one sentence fans out to.
 const MAX_SYMBOLS: usize = 4;
 /// Most figures quoted from one upstream section.
-const MAX_QUOTED: usize = 12;
+const MAX_QUOTED: usize = 20;
 /// Rows of a price table in a member's detail.
 const PRICE_ROWS: usize = 5;
 /// Rows of an indicator's history the member asks for.
@@ -411,7 +413,8 @@ fn member_answer(message: &str, outcomes: &[Outcome<'_>]) -> String {
     let mut subject = symbols(own);
     subject.truncate(MAX_SYMBOLS);
     let subject = subject.join(", ");
-    let mut out = String::new();
+    let sections = upstream.map(upstream_sections).unwrap_or_default();
+    let mut out = decision(outcomes, &sections);
     if !outcomes.is_empty() {
         out.push_str(&format!(
             "## Findings{}\n\n| figure | value | as of | tool |\n|---|---|---|---|\n",
@@ -435,7 +438,6 @@ fn member_answer(message: &str, outcomes: &[Outcome<'_>]) -> String {
             out.push('\n');
         }
     }
-    let sections = upstream.map(upstream_sections).unwrap_or_default();
     if !sections.is_empty() {
         out.push_str("## What each member found\n\n");
         for s in &sections {
@@ -456,6 +458,26 @@ fn member_answer(message: &str, outcomes: &[Outcome<'_>]) -> String {
     }
     out.push_str(&reading(outcomes, &sections));
     out
+}
+
+/// The reader's decision by its team's rule (docs §14.7), when the
+/// upstream keys are a shipped team's: its own results and each upstream
+/// member's key figures on one board.
+fn decision(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> String {
+    if sections.is_empty() {
+        return String::new();
+    }
+    let mut board = Board::default();
+    for o in outcomes {
+        for r in key_rows(o) {
+            board.add(OWN, &r.figure, &r.value, &r.as_of);
+        }
+    }
+    for s in sections {
+        board.read(s.key, s.body);
+    }
+    let keys: Vec<&str> = sections.iter().map(|s| s.key).collect();
+    verdict(&keys, &board).map_or_else(String::new, |v| v.render())
 }
 
 /// One row of the key-figures table.
@@ -552,8 +574,11 @@ fn indicator_label(v: &IndicatorOutput) -> String {
             }
         }
     }
-    // Abbreviations in capitals, words as they are.
-    let name = if v.indicator.len() <= 4 {
+    // Abbreviations in capitals, words as they are; volatility is
+    // annualized by the tool (√252), and the label says so.
+    let name = if v.indicator == "volatility" {
+        "annualized volatility".to_string()
+    } else if v.indicator.len() <= 4 {
         v.indicator.to_uppercase()
     } else {
         v.indicator.clone()
@@ -575,7 +600,7 @@ fn indicator_rows(v: &IndicatorOutput) -> Vec<KeyRow> {
         .to_string();
     let series: Vec<(&String, &Value)> = v.latest.iter().filter(|(k, _)| *k != "date").collect();
     let shown = |k: &str, x: f64| {
-        if k == "drawdown" {
+        if k == "drawdown" || k == "volatility" {
             format!("{:.2} %", x * 100.0)
         } else {
             format!("{x:.4}")
@@ -661,6 +686,20 @@ fn backtest_label(args: &Value) -> (String, String) {
     (label, period)
 }
 
+/// "Sharpe (annualized, rf 0 %)": the label says how the engine computed
+/// it (docs §7.5); a result that states its risk-free rate
+/// (`risk_free_rate`, a yearly fraction) is labelled with it.
+fn sharpe_label(m: &super::BacktestMetrics) -> String {
+    let rf = m.other.get("risk_free_rate").and_then(num).unwrap_or(0.0);
+    format!("Sharpe (annualized, rf {} %)", fixed_trim(rf * 100.0))
+}
+
+/// "0", "1.25": a number without trailing zeros.
+fn fixed_trim(x: f64) -> String {
+    let s = format!("{x:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 fn backtest_rows(args: &Value, v: &BacktestOutput) -> Vec<KeyRow> {
     let (label, period) = backtest_label(args);
     let empty = Default::default();
@@ -670,16 +709,59 @@ fn backtest_rows(args: &Value, v: &BacktestOutput) -> Vec<KeyRow> {
         .as_ref()
         .and_then(|n| n.as_f64())
         .map_or("n/a".into(), |t| format!("{t:.0}"));
-    [
-        ("total return", pct(m.total_return)),
-        ("annual return", pct(m.annual_return)),
-        ("Sharpe", fixed(m.sharpe)),
-        ("max drawdown", pct(m.max_drawdown)),
-        ("trades", trades),
+    let mut rows: Vec<KeyRow> = [
+        ("total return".to_string(), pct(m.total_return)),
+        ("annual return".to_string(), pct(m.annual_return)),
+        (sharpe_label(m), fixed(m.sharpe)),
+        ("max drawdown".to_string(), pct(m.max_drawdown)),
+        ("round trips".to_string(), trades),
     ]
     .into_iter()
     .map(|(k, val)| row(format!("{label} {k}"), val, period.clone()))
-    .collect()
+    .collect();
+    rows.extend(pair_rows(&label, &period, m));
+    rows
+}
+
+/// A pairs run's spread figures (docs §7.7): the latest hedge ratio and
+/// z-score, and the spread's half-life.
+fn pair_rows(label: &str, period: &str, m: &super::BacktestMetrics) -> Vec<KeyRow> {
+    let get = |k: &str| m.other.get(k).and_then(num);
+    let Some(beta) = get("pair_hedge_ratio") else {
+        return Vec::new();
+    };
+    let legs = m
+        .other
+        .get("pair_legs")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let (a, b) = legs.split_once('/').unwrap_or(("first leg", "second leg"));
+    let z_date = m
+        .other
+        .get("pair_zscore_date")
+        .and_then(Value::as_str)
+        .unwrap_or(period)
+        .to_string();
+    let mut rows = vec![row(
+        format!("{label} hedge ratio (β of ln {a} on ln {b}, latest)"),
+        format!("{beta:.4}"),
+        z_date.clone(),
+    )];
+    if let Some(z) = get("pair_zscore") {
+        rows.push(row(
+            format!("{label} spread z-score (latest)"),
+            format!("{z:.2}"),
+            z_date,
+        ));
+    }
+    rows.push(row(
+        format!("{label} spread half-life"),
+        get("pair_half_life_bars").map_or("none: the spread did not revert".into(), |h| {
+            format!("{h:.1} bars")
+        }),
+        period,
+    ));
+    rows
 }
 
 /// A result in full, as the single-call planner writes it, with shorter
@@ -753,12 +835,47 @@ fn key_figures(body: &str) -> Vec<String> {
     out
 }
 
+/// The rows of an offline member's key-figures table, as "label: value
+/// (as of, tool)": when an answer has one, it holds every figure with the
+/// label that says what it is (detail tables below it repeat them without
+/// their subject: "final portfolio value" of which run?).
+fn key_table(body: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut seen = false;
+    for line in body.lines().map(str::trim) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        if cells == ["figure", "value", "as of", "tool"] {
+            seen = true;
+            continue;
+        }
+        if !seen {
+            continue;
+        }
+        if !line.starts_with('|') {
+            break;
+        }
+        if let [name, value, as_of, tool] = cells.as_slice()
+            && !name.chars().all(|c| "-: ".contains(c))
+        {
+            let rest: Vec<&str> = [*as_of, *tool]
+                .into_iter()
+                .filter(|c| !c.is_empty())
+                .collect();
+            out.push(format!("{name}: {value} ({})", rest.join(", ")));
+        }
+    }
+    seen.then_some(out)
+}
+
 /// Every figure of an answer, in its order: table rows that hold a number
 /// in a value column ("label: value (as of, tool)"; not a dated history row
 /// nor a wide table, and not a detail row repeating a value already
 /// quoted), and lines of text with a number (headings, parameters and
 /// provenance lines skipped).
 fn figures(body: &str) -> (Vec<String>, Vec<String>) {
+    if let Some(rows) = key_table(body) {
+        return (rows, Vec::new());
+    }
     let lines: Vec<&str> = body.lines().map(str::trim).collect();
     let is_separator =
         |l: &str| l.starts_with('|') && l.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '));
@@ -767,6 +884,7 @@ fn figures(body: &str) -> (Vec<String>, Vec<String>) {
     for (i, line) in lines.iter().enumerate() {
         if !line.starts_with('|') {
             let skip = line.starts_with('#')
+                || line.starts_with("Rule (docs")
                 || line.ends_with(':')
                 || line.starts_with("Parameters")
                 || line.starts_with("Data:");
@@ -921,20 +1039,36 @@ fn drawdown_reading(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> Optio
     (*x < 0.0).then(|| format!("The deepest decline reported here: {label}, {x:.2} %."))
 }
 
-/// `<label> Sharpe: <number>`, as a quoted backtest figure reads.
-static QUOTED_SHARPE: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"^(.+) Sharpe: (-?\d+(?:\.\d+)?)").ok());
+/// `<label> Sharpe (…): <number> (<period>, …`, as a quoted backtest
+/// figure reads.
+static QUOTED_SHARPE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"^(.+?) (Sharpe(?: \([^)]*\))?): (-?\d+(?:\.\d+)?)(?: \(([^,()]*))?").ok()
+});
+
+/// One backtest's Sharpe: whose, over which period, as labelled.
+struct Ranked {
+    label: String,
+    period: String,
+    measure: String,
+    sharpe: f64,
+}
 
 /// Every backtest's Sharpe, the member's own and those quoted from
-/// upstream (named by their section key): the best and the worst, and
-/// which beat buy and hold.
-fn sharpe_reading(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> Vec<String> {
-    let mut all: Vec<(String, f64)> = outcomes
+/// upstream (named by their section key).
+fn sharpes(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> Vec<Ranked> {
+    let mut all: Vec<Ranked> = outcomes
         .iter()
         .filter(|o| o.tool == "backtest" && is_error(&o.result).is_none())
         .filter_map(|o| {
             let v: BacktestOutput = typed(&o.result)?;
-            Some((backtest_label(&o.args).0, v.metrics?.sharpe?))
+            let m = v.metrics?;
+            let (label, period) = backtest_label(&o.args);
+            Some(Ranked {
+                label,
+                period,
+                measure: sharpe_label(&m),
+                sharpe: m.sharpe?,
+            })
         })
         .collect();
     for s in sections {
@@ -942,39 +1076,90 @@ fn sharpe_reading(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> Vec<Str
             let Some(c) = QUOTED_SHARPE.as_ref().and_then(|re| re.captures(&f)) else {
                 continue;
             };
-            let (Some(label), Some(x)) = (c.get(1), c.get(2).and_then(|x| x.as_str().parse().ok()))
-            else {
+            let (Some(label), Some(measure), Some(x)) = (
+                c.get(1),
+                c.get(2),
+                c.get(3).and_then(|x| x.as_str().parse().ok()),
+            ) else {
                 continue;
             };
             let label = format!("{} (`{}`)", label.as_str(), s.key);
-            if !all.iter().any(|(l, _)| *l == label) {
-                all.push((label, x));
+            let period = c.get(4).map_or("", |p| p.as_str()).trim().to_string();
+            if !all.iter().any(|r| r.label == label && r.period == period) {
+                all.push(Ranked {
+                    label,
+                    period,
+                    measure: measure.as_str().to_string(),
+                    sharpe: x,
+                });
             }
         }
     }
+    all
+}
+
+/// The backtests ranked by Sharpe, one list per period (a Sharpe of one
+/// period is never ranked against another's: in-sample and out-of-sample
+/// results stay apart), and per period which rules beat buy and hold.
+fn sharpe_reading(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> Vec<String> {
+    let all = sharpes(outcomes, sections);
     if all.len() < 2 {
         return Vec::new();
     }
-    let mut lines = Vec::new();
-    let best = all.iter().max_by(|a, b| a.1.total_cmp(&b.1));
-    let worst = all.iter().min_by(|a, b| a.1.total_cmp(&b.1));
-    if let (Some((b, bs)), Some((w, ws))) = (best, worst) {
-        lines.push(format!(
-            "Of the {} backtests here, {b} has the highest Sharpe ({bs:.2}) and {w} the lowest ({ws:.2}).",
-            all.len()
-        ));
+    let mut periods: Vec<&str> = Vec::new();
+    for r in &all {
+        if !periods.contains(&r.period.as_str()) {
+            periods.push(&r.period);
+        }
     }
-    if let Some((hold, hs)) = all.iter().find(|(l, _)| l.contains("buy_and_hold")) {
-        let beat: Vec<&str> = all
-            .iter()
-            .filter(|(l, x)| !l.contains("buy_and_hold") && x > hs)
-            .map(|(l, _)| l.as_str())
-            .collect();
-        lines.push(if beat.is_empty() {
-            format!("No rule beat {hold} on Sharpe ({hs:.2}).")
+    let mut lines = Vec::new();
+    for p in &periods {
+        let mut here: Vec<&Ranked> = all.iter().filter(|r| r.period == *p).collect();
+        here.sort_by(|a, b| b.sharpe.total_cmp(&a.sharpe));
+        let over = if p.is_empty() {
+            String::new()
         } else {
-            format!("Beat {hold} on Sharpe ({hs:.2}): {}.", beat.join("; "))
-        });
+            format!(" over {p}")
+        };
+        if here.len() >= 2 {
+            let list: Vec<String> = here
+                .iter()
+                .enumerate()
+                .map(|(i, r)| format!("{}. {} {:.2}", i + 1, r.label, r.sharpe))
+                .collect();
+            lines.push(format!(
+                "Backtests{over} ranked by {}: {}.",
+                here[0].measure,
+                list.join("; ")
+            ));
+        }
+        if let Some(hold) = here.iter().find(|r| r.label.contains("buy_and_hold")) {
+            let beat: Vec<&str> = here
+                .iter()
+                .filter(|r| !r.label.contains("buy_and_hold") && r.sharpe > hold.sharpe)
+                .map(|r| r.label.as_str())
+                .collect();
+            lines.push(if beat.is_empty() {
+                format!(
+                    "No rule beat {}{over} on {} ({:.2}).",
+                    hold.label, hold.measure, hold.sharpe
+                )
+            } else {
+                format!(
+                    "Beat {}{over} on {} ({:.2}): {}.",
+                    hold.label,
+                    hold.measure,
+                    hold.sharpe,
+                    beat.join("; ")
+                )
+            });
+        }
+    }
+    if periods.len() > 1 {
+        lines.push(
+            "Backtests of different periods are ranked apart: their Sharpes are not compared."
+                .into(),
+        );
     }
     lines
 }
@@ -1180,7 +1365,7 @@ mod tests {
 
     #[test]
     fn a_decider_quotes_each_upstream_section_under_its_key() {
-        let bull = "## Findings on AAPL\n\n| figure | value | as of | tool |\n|---|---|---|---|\n| AAPL close | 69.01 | 2012-12-31 | get_market_data |\n| AAPL sma_crossover(20/50) Sharpe | 1.15 | 2008-01-01 to 2012-12-31 | backtest |\n\n## Detail\n\n| metric | value |\n|---|---|\n| Sharpe | 1.15 |\n| win rate | 58.33 % |\n\n| date | close |\n|---|---|\n| 2012-12-31 | 69.01 |\n";
+        let bull = "## Findings on AAPL\n\n| figure | value | as of | tool |\n|---|---|---|---|\n| AAPL close | 69.01 | 2012-12-31 | get_market_data |\n| AAPL sma_crossover(20/50) Sharpe (annualized, rf 0 %) | 1.15 | 2008-01-01 to 2012-12-31 | backtest |\n\n## Detail\n\n| metric | value |\n|---|---|\n| Sharpe | 1.15 |\n| win rate | 58.33 % |\n\n| date | close |\n|---|---|\n| 2012-12-31 | 69.01 |\n";
         // An answer a model wrote: prose, a nested heading, a cut.
         let bear = "The stock fell 59.88 % from its high to 2009-01-20.\n### Not a section\nRSI peaked at 88.06 on 2012-02-14.\nNo numbers here.\n[cut: 120 of 6120 characters omitted; the full answer is in /runs/x]";
         let message = format!(
@@ -1206,24 +1391,24 @@ mod tests {
             panic!("an answer");
         };
         for want in [
-            "| AAPL buy_and_hold Sharpe | 0.73 | 2008-01-01 to 2012-12-31 | backtest |",
+            "## Risk limits: no decision",
+            "| AAPL buy_and_hold Sharpe (annualized, rf 0 %) | 0.73 | 2008-01-01 to 2012-12-31 | backtest |",
             "#### bull_report (task-bull, Bull-side Researcher)",
             "- AAPL close: 69.01 (2012-12-31, get_market_data)",
-            "- AAPL sma_crossover(20/50) Sharpe: 1.15 (2008-01-01 to 2012-12-31, backtest)",
-            "- win rate: 58.33 %",
+            "- AAPL sma_crossover(20/50) Sharpe (annualized, rf 0 %): 1.15 (2008-01-01 to 2012-12-31, backtest)",
             "#### bear_report (task-bear, Bear-side Researcher)",
             "- The stock fell 59.88 % from its high to 2009-01-20.",
             "- RSI peaked at 88.06 on 2012-02-14.",
             "- [cut: 120 of 6120 characters omitted; the full answer is in /runs/x]",
-            "Beat AAPL buy_and_hold on Sharpe (0.73): AAPL sma_crossover(20/50) (`bull_report`).",
+            "Beat AAPL buy_and_hold over 2008-01-01 to 2012-12-31 on Sharpe (annualized, rf 0 %) (0.73): AAPL sma_crossover(20/50) (`bull_report`).",
             "The deepest decline reported here: AAPL buy_and_hold max drawdown, -60.00 %.",
             "not advice",
         ] {
             assert!(text.contains(want), "{want} in:\n{text}");
         }
         assert!(
-            !text.contains("- Sharpe: 1.15"),
-            "a detail row repeating a quoted value: {text}"
+            !text.contains("- Sharpe") && !text.contains("- win rate"),
+            "detail rows without their subject are not quoted: {text}"
         );
         assert!(
             !text.contains("2012-12-31: 69.01"),
@@ -1282,7 +1467,7 @@ mod tests {
             "| AAPL SMA(50) lowest | 11.5544 | 2009-01-28 | technical_indicator |",
             "| technical_indicator failed | no data for AAPL |  | technical_indicator |",
             "| AAPL sma_crossover(20/50) total return | 242.73 % | 2008-01-01 to 2012-12-31 | backtest |",
-            "| AAPL sma_crossover(20/50) Sharpe | 1.15 | 2008-01-01 to 2012-12-31 | backtest |",
+            "| AAPL sma_crossover(20/50) Sharpe (annualized, rf 0 %) | 1.15 | 2008-01-01 to 2012-12-31 | backtest |",
             "## Backtest: AAPL sma_crossover(20/50), 2008-01-01 to 2012-12-31",
             "AAPL close 69.01 on 2012-12-31 is below its SMA(50) (72.66).",
             "The deepest decline reported here: AAPL sma_crossover(20/50) max drawdown, -39.30 %.",

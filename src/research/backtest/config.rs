@@ -784,6 +784,9 @@ impl BacktestConfig {
             &mut issues,
             &mut warnings,
         );
+        if super::pairs::is_named(obj.get("strategy")) {
+            issues.extend(super::pairs::check_config(&codes, costs.allow_short));
+        }
 
         match (issues.is_empty(), start, end, strategy) {
             (true, Some(start_date), Some(end_date), Some(strategy)) => Ok(BacktestConfig {

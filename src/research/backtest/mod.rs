@@ -21,6 +21,7 @@ pub mod config;
 pub mod config_reader;
 pub mod engine;
 pub mod metrics;
+pub mod pairs;
 pub mod python;
 pub mod rules;
 pub mod run_card;
@@ -264,6 +265,11 @@ fn market_data(cfg: &BacktestConfig, run_dir: &Path, opts: &RunOptions) -> Marke
 /// A large universe is split over the cores: each series' signals depend on
 /// that series alone.
 pub fn rust_signals(strategy: &StrategySpec, series: &[PriceSeries]) -> Vec<Vec<f64>> {
+    // A pair's legs are computed together (docs §7.7).
+    if let StrategySpec::Builtin(strategies::Builtin::Pairs(p)) = strategy {
+        let legs: Vec<&crate::research::data::Bars> = series.iter().map(|s| &s.bars).collect();
+        return pairs::leg_signals(p, &legs);
+    }
     let one = |s: &PriceSeries| match strategy {
         StrategySpec::Builtin(b) => b.signals(&s.bars),
         StrategySpec::Rules(r) => r.signals(&s.bars),
@@ -479,7 +485,11 @@ pub fn evaluate_warm(
         b_year,
         &closed,
     );
-    let scalars = engine_scalars(cfg, &panel, &sim, &m, &benchmark_label);
+    let mut scalars = engine_scalars(cfg, &panel, &sim, &m, &benchmark_label);
+    if let StrategySpec::Builtin(strategies::Builtin::Pairs(p)) = &cfg.strategy {
+        let legs: Vec<&crate::research::data::Bars> = series.iter().map(|s| &s.bars).collect();
+        scalars.extend(pairs::stats(p, &legs, &codes));
+    }
     let mut nested = nested_results(&panel, &sim, &codes, validation.as_ref());
     let warmup = warm.map(|w| w.record.clone());
     if let Some(w) = &warmup {

@@ -10,6 +10,7 @@
 use serde_json::{Map, Value, json};
 
 use super::config_reader::{ConfigIssue, Reader, suggest};
+use super::pairs::PairsParams;
 use crate::research::data::Bars;
 use crate::research::indicators;
 
@@ -67,12 +68,17 @@ pub enum Builtin {
         allow_short: bool,
         size: f64,
     },
+    /// A spread between the two codes traded on its z-score (docs §7.7,
+    /// `pairs.rs`): its signals need both legs, so [`Builtin::signals`]
+    /// of one series is flat and `rust_signals` calls
+    /// [`super::pairs::leg_signals`].
+    Pairs(PairsParams),
 }
 
 const MAX_WINDOW: u64 = 10_000;
 
 impl Builtin {
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "buy_and_hold",
         "sma_crossover",
         "ema_crossover",
@@ -80,6 +86,7 @@ impl Builtin {
         "momentum",
         "breakout",
         "bollinger_reversion",
+        "pairs",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -91,6 +98,7 @@ impl Builtin {
             Builtin::Momentum { .. } => "momentum",
             Builtin::Breakout { .. } => "breakout",
             Builtin::BollingerReversion { .. } => "bollinger_reversion",
+            Builtin::Pairs(_) => "pairs",
         }
     }
 
@@ -139,6 +147,7 @@ impl Builtin {
                 allow_short,
                 size,
             } => json!({"window": window, "k": k, "allow_short": allow_short, "size": size}),
+            Builtin::Pairs(p) => p.to_json(),
         }
     }
 
@@ -169,6 +178,7 @@ impl Builtin {
             "bollinger_reversion" | "bollinger_mean_reversion" | "bollinger" => {
                 "bollinger_reversion"
             }
+            k if super::pairs::ALIASES.contains(&k) => "pairs",
             _ => {
                 let hint = suggest(&key, &Self::NAMES)
                     .map(|s| format!("did you mean '{s}'? "))
@@ -268,6 +278,10 @@ impl Builtin {
                     size: size(&mut r),
                 }
             }
+            "pairs" => {
+                r.only(&PairsParams::KEYS);
+                Builtin::Pairs(PairsParams::read(&mut r))
+            }
             "breakout" => {
                 r.only(&["window", "exit_window", "allow_short", "size"]);
                 Builtin::Breakout {
@@ -317,6 +331,9 @@ impl Builtin {
                 ..
             } => window.max(exit_window),
             Builtin::BollingerReversion { window, .. } => window.saturating_sub(1),
+            // The hedge ratio's window, then the z-score's window of spreads
+            // on those ratios.
+            Builtin::Pairs(ref p) => (p.window + p.z_window).saturating_sub(2),
         }
     }
 
@@ -330,6 +347,7 @@ impl Builtin {
             | Builtin::Momentum { allow_short, .. }
             | Builtin::Breakout { allow_short, .. }
             | Builtin::BollingerReversion { allow_short, .. } => allow_short,
+            Builtin::Pairs(_) => true,
         }
     }
 
@@ -471,6 +489,7 @@ impl Builtin {
                     })
                     .collect()
             }
+            Builtin::Pairs(_) => vec![0.0; n],
         }
     }
 }
