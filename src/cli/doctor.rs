@@ -65,7 +65,7 @@ pub async fn doctor(args: DoctorArgs) -> Result<(), CliError> {
             .collect::<String>()
     );
     // The MCP servers, each started as a session would (docs §13.2).
-    match crate::mcp::client_cli::probe(&config.config_file).await {
+    match crate::mcp::client_cli::probe(&config.config_file, &super::mcp_start_options(&config)).await {
         Ok(servers) if servers.is_empty() => println!("mcp servers   (none configured)"),
         Ok(servers) => print!(
             "mcp servers   {} configured\n{}",

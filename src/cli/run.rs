@@ -103,7 +103,9 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         eprintln!("vibedesk: {notice}");
     }
 
-    let mut setup = AgentSetup::new(&config);
+    // A bad MCP entry stops the run before anything starts (docs §13.1).
+    let mcp_servers = AgentSetup::mcp_servers(&config).map_err(CliError::usage)?;
+    let setup = AgentSetup::new(&config);
     if !args.json {
         for note in &setup.notes {
             eprintln!("vibedesk: {note}");
@@ -116,12 +118,21 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     }
     let (tx, rx) = mpsc::unbounded_channel();
     let printer = tokio::spawn(print_events(rx, args.json));
-    // MCP statuses share the run's event stream (docs §13.2).
+    // MCP statuses share the run's event stream (docs §13.2). The servers
+    // start in the background; the loop waits for them only when the
+    // provider can call their tools, so an offline run never starts them.
     let mcp_sink = EventSink::new(tx.clone());
-    let mcp = setup
-        .start_mcp(&config, &mcp_sink, !args.json)
-        .await
-        .map_err(CliError::usage)?;
+    let mcp = if provider.calls_offered_tools() {
+        setup.start_mcp(&mcp_servers, &config, &mcp_sink)
+    } else {
+        if !mcp_servers.is_empty() && !args.json {
+            eprintln!(
+                "vibedesk: MCP servers not started: {} calls built-in tools only",
+                provider_label(provider.as_ref())
+            );
+        }
+        crate::mcp::McpClients::default()
+    };
     let deps = setup.deps(provider, &config);
     let mut session =
         Session::open(&config.paths, args.session.as_deref(), deps).map_err(CliError::usage)?;
@@ -177,6 +188,15 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         RunStatus::Failed | RunStatus::Interrupted => {
             Err(CliError::failed(format!("run failed: {}", outcome.reason)))
         }
+    }
+}
+
+/// "the offline planner", "the demo model": what a run without MCP says.
+fn provider_label(provider: &dyn Provider) -> String {
+    if provider.name() == crate::llm::offline::OFFLINE {
+        "the offline planner".to_string()
+    } else {
+        format!("the {} model", provider.model())
     }
 }
 
@@ -304,7 +324,7 @@ async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
                     McpServerState::Ready => {
                         eprintln!("  MCP server {server} ready ({tools} tool(s))")
                     }
-                    McpServerState::Starting => {}
+                    McpServerState::Starting => eprintln!("  MCP server {server} starting"),
                     McpServerState::Failed => {
                         eprintln!("  ⚠ MCP server {server} failed to start: {reason}")
                     }

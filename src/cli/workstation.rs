@@ -114,17 +114,18 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
         max_message_bytes: config.agent.max_message_bytes,
         sessions_dir: config.paths.sessions_dir(),
     };
+    // A bad MCP entry stops the workstation before its screen opens.
+    let mcp_servers = AgentSetup::mcp_servers(&config).map_err(CliError::usage)?;
     // The same tools, memory and skills as `vibedesk run`.
-    let mut setup = AgentSetup::new(&config);
+    let setup = AgentSetup::new(&config);
     notices.extend(setup.notes.iter().map(|n| (NoticeKind::Warning, n.clone())));
-    // MCP servers start before the screen opens, so their tools are in the
-    // registry of every turn; their statuses, later exits included, reach
-    // the chat through `mcp_events` (docs §13.2).
+    // MCP servers start in the background: the screen opens at once and
+    // their statuses, later exits included, reach the chat through
+    // `mcp_events`; their tools join each turn that starts after they are
+    // ready, and a turn that can use them waits for those still starting
+    // (docs §13.2).
     let (mcp_tx, mcp_rx) = tokio::sync::mpsc::unbounded_channel();
-    let mcp = setup
-        .start_mcp(&config, &crate::agent::EventSink::new(mcp_tx), true)
-        .await
-        .map_err(CliError::usage)?;
+    let mcp = setup.start_mcp(&mcp_servers, &config, &crate::agent::EventSink::new(mcp_tx));
     if let Some(done) = setup.maintain().await {
         notices.push((NoticeKind::Info, format!("memory maintenance: {done}")));
     }

@@ -407,3 +407,49 @@ async fn swarm_runs_a_real_team_offline_in_a_real_terminal() {
         .await;
     assert!(after.lines().any(|l| l == "EXIT=0"), "{after}");
 }
+
+/// MCP servers start in the background: with a server that never answers
+/// (and a 20 s start-up timeout), the workstation's first frame comes at
+/// once and says the server is starting; quitting does not wait for it
+/// either. Before, the screen stayed blank for the whole timeout.
+#[tokio::test]
+async fn the_workstation_opens_without_waiting_for_a_silent_mcp_server() {
+    let Some(_one) = terminal().await else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        "[mcp_servers.mute]\ncommand = \"sleep\"\nargs = [\"600\"]\nstartup_timeout_s = 20\n",
+    )
+    .unwrap();
+    let t = Tmux::start(home.path(), 120, 36);
+    t.wait("the shell prompt", |s| !s.trim().is_empty()).await;
+    t.type_literal(&format!("{BIN}; echo EXIT=$?"));
+    let started = std::time::Instant::now();
+    t.keys(&["Enter"]);
+    let first = t
+        .wait("the workstation", |s| {
+            s.contains("Message") && s.contains("MCP server mute starting")
+        })
+        .await;
+    let opened = started.elapsed();
+    assert!(
+        opened < Duration::from_secs(12),
+        "the first frame took {opened:?}: it waited for the server\n{first}"
+    );
+    t.keys(&["C-q"]);
+    let after = t
+        .wait("the exit status", |s| {
+            s.lines().any(|l| l.starts_with("EXIT="))
+        })
+        .await;
+    assert!(after.lines().any(|l| l == "EXIT=0"), "{after}");
+    assert!(
+        started.elapsed() < Duration::from_secs(18),
+        "quitting waited for the server: {:?}",
+        started.elapsed()
+    );
+}
