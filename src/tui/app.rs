@@ -1103,6 +1103,14 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::SwarmDone { error, at } => {
             if let Some(e) = &error {
                 app.chat.notice(NoticeKind::Error, format!("team run: {e}"));
+                // A team that never started (an unknown name, a missing
+                // variable) gives the keyboard back to the input, the reason
+                // in the chat: its view would take the next keys (`h` is
+                // Back there).
+                if app.swarm.as_ref().is_some_and(|b| b.run_id.is_none()) {
+                    app.overlays.close_swarm();
+                    app.chat.follow_bottom();
+                }
             }
             if app
                 .swarm

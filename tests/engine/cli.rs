@@ -734,6 +734,57 @@ async fn doctor_masks_the_key_and_checks_the_server() {
     );
 }
 
+/// `doctor` exits 0 whenever the configuration is valid, with no model
+/// (the offline planner, a supported mode) as with one; 2 for an invalid
+/// configuration; 1 when the configured model cannot be used. Before, it
+/// exited 2 with no model configured.
+#[tokio::test]
+async fn doctor_exits_0_for_any_valid_configuration_offline_included() {
+    let config = |home: &Path, text: &str| {
+        let dir = home.join("config");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.toml"), text).unwrap();
+    };
+    let doctor = |home: &Path, offline: bool| {
+        let mut c = vibedesk(home);
+        c.arg("doctor");
+        if offline {
+            c.arg("--offline");
+        }
+        c.output()
+    };
+    // No config at all, then a valid one without a model.
+    let home = tempfile::tempdir().unwrap();
+    for offline in [false, true] {
+        let out = doctor(home.path(), offline).await.unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        assert!(stdout.contains("provider      (none: the offline planner answers"), "{stdout}");
+    }
+    config(home.path(), "[agent]\nmax_iterations = 12\n");
+    let out = doctor(home.path(), false).await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+
+    // Invalid: config.toml does not parse, or an MCP entry is wrong.
+    let bad = tempfile::tempdir().unwrap();
+    config(bad.path(), "model = [\n");
+    let out = doctor(bad.path(), false).await.unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    config(bad.path(), "[mcp_servers.x]\ncommand = \"a\"\nurl = \"http://127.0.0.1:1/mcp\"\n");
+    let out = doctor(bad.path(), false).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(stdout.contains("mcp servers   FAIL") && stdout.contains("not both"), "{stdout}");
+
+    // A configured model that cannot be used: no key.
+    let keyless = tempfile::tempdir().unwrap();
+    config(keyless.path(), "provider = \"openai\"\n");
+    let out = doctor(keyless.path(), false).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("check         FAIL") && stdout.contains("OPENAI_API_KEY"), "{stdout}");
+}
+
 /// As root, the doctor says whether the sandbox user can reach the data dir
 /// and, when it cannot, how to keep the privilege drop.
 #[tokio::test]

@@ -453,3 +453,47 @@ async fn the_workstation_opens_without_waiting_for_a_silent_mcp_server() {
         started.elapsed()
     );
 }
+
+/// `/swarm` refused by the engine, through the real launcher: the reason
+/// uses the app's syntax (`/swarm NAME k=v`, never the command line's
+/// `--var`), and the keyboard stays in the input, so the next message
+/// arrives whole (before, the team view took its `h` as Back).
+#[tokio::test]
+async fn a_refused_swarm_speaks_the_apps_syntax_and_keeps_the_keyboard() {
+    let Some(_one) = terminal().await else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let t = Tmux::start(home.path(), 150, 30);
+    t.wait("the shell prompt", |s| !s.trim().is_empty()).await;
+    t.type_literal(&format!("{BIN}; echo EXIT=$?"));
+    t.keys(&["Enter"]);
+    t.wait("the workstation", |s| s.contains("Message")).await;
+    t.type_literal("/swarm investment_committee");
+    t.keys(&["Enter"]);
+    let refused = t
+        .wait("the refusal", |s| {
+            s.contains("type /swarm investment_committee target=VALUE")
+        })
+        .await;
+    assert!(!refused.contains("--var"), "{refused}");
+    t.type_literal("/swarm no_such_team");
+    t.keys(&["Enter"]);
+    let unknown = t
+        .wait("the unknown team", |s| s.contains("no team named 'no_such_team'"))
+        .await;
+    assert!(
+        unknown.contains("investment_committee") && !unknown.contains("vibedesk swarm list"),
+        "{unknown}"
+    );
+    t.type_literal("hello desk");
+    t.wait("the whole message in the input", |s| s.contains("hello desk"))
+        .await;
+    t.keys(&["C-q"]);
+    let after = t
+        .wait("the exit status", |s| {
+            s.lines().any(|l| l.starts_with("EXIT="))
+        })
+        .await;
+    assert!(after.lines().any(|l| l == "EXIT=0"), "{after}");
+}
