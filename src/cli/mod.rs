@@ -5,6 +5,7 @@
 mod backtest;
 mod compact;
 mod data;
+mod demo;
 mod doctor;
 mod engine;
 mod error;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
+pub use self::demo::{DEMO_PROMPT, DEMO_SCRIPT, DEMO_TOKEN_THRESHOLD, DemoProvider};
 pub use self::error::CliError;
 
 use crate::config::{Config, Overrides, ProviderConfig};
@@ -410,7 +412,3 @@ pub fn provider_or_offline(
         )),
     }
 }
-
-/// The bundled demo script (a scripted model that does real file work).
-pub const DEMO_SCRIPT: &str = include_str!("../../assets/scripts/demo.json");
-pub const DEMO_PROMPT: &str = "Create research-notes.md with a checklist for studying AAPL's 2000-2013 price history, then show me what is in the workspace.";

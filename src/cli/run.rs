@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    AgentSetup, CliError, DEMO_PROMPT, DEMO_SCRIPT, ProviderArgs, exit, init_logging, load_config,
+    AgentSetup, CliError, DEMO_PROMPT, DemoProvider, ProviderArgs, exit, init_logging, load_config,
     provider_or_offline,
 };
 use crate::agent::EventSink;
@@ -18,7 +18,6 @@ use crate::agent::events::{AgentEvent, McpServerState, RunStatus, ToolCallStatus
 use crate::agent::input::{ReadMessageError, check_message_size, read_message};
 use crate::config::Overrides;
 use crate::llm::Provider;
-use crate::llm::scripted::{Script, ScriptedProvider};
 use crate::session::{Session, reconcile_stale_runs, valid_id};
 use crate::store::Paths;
 
@@ -53,13 +52,17 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         script: args.script.clone(),
         ..args.provider.overrides()
     };
-    let config = load_config(&overrides)?;
+    let mut config = load_config(&overrides)?;
+    if args.demo {
+        // A short session reaches every compaction gate (docs §3).
+        config.agent.token_threshold = super::DEMO_TOKEN_THRESHOLD;
+    }
     let _log_guard = init_logging(&config);
 
     let provider: Arc<dyn Provider> = if args.demo {
-        let script = Script::from_json(DEMO_SCRIPT)
-            .map_err(|e| CliError::failed(format!("the bundled demo script is broken: {e}")))?;
-        Arc::new(ScriptedProvider::new(script))
+        Arc::new(DemoProvider::new().map_err(|e| {
+            CliError::failed(format!("the bundled demo script is broken: {e}"))
+        })?)
     } else {
         let (p, offline_note) = provider_or_offline(&config).map_err(CliError::usage)?;
         if let Some(note) = offline_note

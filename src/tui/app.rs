@@ -290,7 +290,7 @@ impl App {
             "No model is configured: the chat will explain how to connect one when you send a message. Ctrl-T browses earlier sessions; ? lists every key."
                 .to_string()
         } else if self.options.demo {
-            "Demo mode: a scripted model drives the real agent loop and file tools. Type anything and press Enter (for example: make me a research checklist). ? lists every key."
+            "Demo mode: a scripted model plays one research session on the real tools: a parallel batch, serial writes, heartbeats, a timeout, and all three compaction gates. Type anything and press Enter to start it (for example: study the 2008 crash). ? lists every key."
                 .to_string()
         } else {
             format!(

@@ -134,14 +134,15 @@ async fn terminal() -> Option<tokio::sync::MutexGuard<'static, ()>> {
     Some(ONE_TERMINAL.lock().await)
 }
 
-/// The token count the gauge shows (`1.2k / 40k tokens`), if any.
+/// The token count the gauge shows (`1.2k / 6k tokens`: the demo's
+/// threshold), if any.
 fn gauge_tokens(screen: &str) -> Option<String> {
     screen
         .lines()
         .find_map(|l| {
-            l.split(" / 40k tokens")
+            l.split(" / 6k tokens")
                 .next()
-                .filter(|_| l.contains(" / 40k tokens"))
+                .filter(|_| l.contains(" / 6k tokens"))
         })
         .and_then(|head| head.split_whitespace().last().map(String::from))
 }
@@ -171,7 +172,7 @@ async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
         "full screen in the alternate screen"
     );
     assert!(
-        before.contains("— / 40k tokens"),
+        before.contains("— / 6k tokens"),
         "no estimate before the first turn:\n{before}"
     );
 
@@ -191,21 +192,23 @@ async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
         // The status line turns idle a frame after the run's end cell: wait
         // for both, or a loaded machine catches the frame between them.
         .wait("the run to finish", |s| {
-            s.contains("✓ success · 3 iterations") && s.contains("○ idle")
+            s.contains("✓ success · 6 iterations") && s.contains("○ idle")
         })
         .await;
     assert!(
-        done.contains("Walk-forward validation"),
-        "the table arrived:\n{done}"
+        done.contains("it plays this one session"),
+        "the answer arrived:\n{done}"
     );
     assert!(done.contains("○ idle"), "{done}");
-    // The tool panel changed: batches with the demo's calls.
-    assert!(done.contains("batch 2 · parallel · 2 calls"), "{done}");
-    assert!(done.contains("#0 serial · write_file · 1 ok"), "{done}");
-    // The gauge changed from no estimate to the engine's numbers.
+    // The tool panel changed: the parallel batch, the serial writes.
+    assert!(done.contains("#0 parallel · get_market_data"), "{done}");
+    assert!(done.contains("#1 serial · write_file · 1 ok"), "{done}");
+    // The gauge changed from no estimate to the engine's numbers, and the
+    // session's compactions reached L3.
     let tokens = gauge_tokens(&done).expect("the gauge shows tokens");
     assert_ne!(tokens, "—", "{done}");
-    assert!(done.contains("L1 20k · L2 28k · L3 40k"), "{done}");
+    assert!(done.contains("L1 3k · L2 4.2k · L3 6k"), "{done}");
+    assert!(done.contains("last L3"), "{done}");
 
     // The transcript browser lists the new session.
     t.keys(&["C-t"]);
@@ -217,7 +220,7 @@ async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
     assert!(list.contains("success"), "{list}");
     t.keys(&["Enter"]);
     t.wait("the session's messages", |s| {
-        s.contains("Messages (") && s.contains("Reading it back to confirm")
+        s.contains("Messages (") && s.contains("First the data, all at once")
     })
     .await;
     t.keys(&["Tab"]);
@@ -230,7 +233,7 @@ async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
     })
     .await;
     t.keys(&["Escape"]);
-    t.wait("the chat again", |s| s.contains("✓ success · 3 iterations"))
+    t.wait("the chat again", |s| s.contains("✓ success · 6 iterations"))
         .await;
 
     // Ctrl-C twice on an idle prompt quits; the terminal comes back.
@@ -327,7 +330,7 @@ async fn the_workstation_resumes_a_session_and_searches_in_a_real_terminal() {
         })
         .await;
     assert!(
-        resumed.contains("Walk-forward validation") && resumed.contains(&format!(" {sid} ")),
+        resumed.contains("it plays this one session") && resumed.contains(&format!(" {sid} ")),
         "the stored answer is in the chat, the session in the status bar:\n{resumed}"
     );
     assert!(resumed.contains("○ idle"), "{resumed}");
