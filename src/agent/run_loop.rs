@@ -488,8 +488,7 @@ impl Loop {
             })
         };
         let scheduler =
-            Scheduler::new(registry, cfg.scheduler.clone(), tool_sink)
-                .with_trace(trace.clone());
+            Scheduler::new(registry, cfg.scheduler.clone(), tool_sink).with_trace(trace.clone());
         match &self.deps.authorizer {
             Some(a) => scheduler.with_authorizer(a.clone()),
             None => scheduler,

@@ -72,27 +72,29 @@ pub async fn doctor(args: DoctorArgs) -> Result<(), CliError> {
     // The MCP servers, each started as a session would (docs §13.2). One
     // that does not start is reported, not a failed check: it holds up
     // nothing; an invalid entry is an invalid configuration.
-    let mcp_invalid =
-        match crate::mcp::client_cli::probe(&config.config_file, &super::mcp_start_options(&config))
-            .await
-        {
-            Ok(servers) if servers.is_empty() => {
-                println!("mcp servers   (none configured)");
-                false
-            }
-            Ok(servers) => {
-                print!(
-                    "mcp servers   {} configured\n{}",
-                    servers.len(),
-                    crate::mcp::client_cli::render_list(&servers, "  ")
-                );
-                false
-            }
-            Err(e) => {
-                println!("mcp servers   FAIL: {e}");
-                true
-            }
-        };
+    let mcp_invalid = match crate::mcp::client_cli::probe(
+        &config.config_file,
+        &super::mcp_start_options(&config),
+    )
+    .await
+    {
+        Ok(servers) if servers.is_empty() => {
+            println!("mcp servers   (none configured)");
+            false
+        }
+        Ok(servers) => {
+            print!(
+                "mcp servers   {} configured\n{}",
+                servers.len(),
+                crate::mcp::client_cli::render_list(&servers, "  ")
+            );
+            false
+        }
+        Err(e) => {
+            println!("mcp servers   FAIL: {e}");
+            true
+        }
+    };
     let checked = check_provider(&config, args.offline).await;
     if mcp_invalid {
         return Err(CliError::quiet(exit::USAGE));

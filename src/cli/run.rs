@@ -60,9 +60,10 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let _log_guard = init_logging(&config);
 
     let provider: Arc<dyn Provider> = if args.demo {
-        Arc::new(DemoProvider::new().map_err(|e| {
-            CliError::failed(format!("the bundled demo script is broken: {e}"))
-        })?)
+        Arc::new(
+            DemoProvider::new()
+                .map_err(|e| CliError::failed(format!("the bundled demo script is broken: {e}")))?,
+        )
     } else {
         let (p, offline_note) = provider_or_offline(&config).map_err(CliError::usage)?;
         if let Some(note) = offline_note

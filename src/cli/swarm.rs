@@ -329,10 +329,12 @@ impl SwarmLauncher for WorkstationTeams {
         let deps = self.deps.clone();
         Box::pin(async move {
             let engine = |e: Box<dyn std::error::Error + Send + Sync>| SwarmLaunchError::Engine(e);
-            let loaded = preset::load_name_or_file(&config.paths.config_dir, &preset)
-                .map_err(|e| match in_app_preset_error(&config, &e) {
-                    Some(text) => SwarmLaunchError::Refused(text),
-                    None => engine(Box::new(e)),
+            let loaded =
+                preset::load_name_or_file(&config.paths.config_dir, &preset).map_err(|e| {
+                    match in_app_preset_error(&config, &e) {
+                        Some(text) => SwarmLaunchError::Refused(text),
+                        None => engine(Box::new(e)),
+                    }
                 })?;
             let options = swarm_options(
                 &config,

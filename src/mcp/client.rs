@@ -67,8 +67,41 @@ pub enum StartError {
     NonMcpOutput(String),
     #[error("the MCP handshake failed: {0}")]
     Handshake(String),
+    /// An HTTP server's handshake failed: the innermost cause (connection
+    /// refused, an HTTP status), not the transport's type names.
+    #[error("the MCP handshake with {url} failed: {cause}")]
+    Unreachable { url: String, cause: String },
     #[error("listing its tools failed: {0}")]
     ListTools(String),
+}
+
+/// The innermost error of a chain: what went wrong, without the layers'
+/// type names around it.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut cur = e;
+    loop {
+        // The HTTP client's own error is held without `source`.
+        let next = match cur.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::Client(inner)) => {
+                Some(inner as &(dyn std::error::Error + 'static))
+            }
+            _ => cur.source(),
+        };
+        match next {
+            Some(n) => cur = n,
+            None => return cur.to_string(),
+        }
+    }
+}
+
+/// Why a handshake failed, in words: a transport failure's innermost cause
+/// (rmcp's own message names the transport's generic types instead).
+fn handshake_cause(e: &rmcp::service::ClientInitializeError) -> String {
+    match e {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => root_cause(error),
+        other => other.to_string(),
+    }
 }
 
 /// `10`, `1.5`: seconds as a person writes them.
@@ -558,7 +591,10 @@ async fn connect(
             )
             .await
             .map_err(|_| no_answer("initialize"))?
-            .map_err(|e| StartError::Handshake(e.to_string()))?;
+            .map_err(|e| StartError::Unreachable {
+                url: url.clone(),
+                cause: handshake_cause(&e),
+            })?;
             let tools = tokio::time::timeout_at(deadline, service.peer().list_all_tools())
                 .await
                 .map_err(|_| no_answer("tools/list"))?

@@ -138,7 +138,11 @@ pub fn watch_child(
             Some(f)
         }
         Err(e) => {
-            tracing::warn!(server, "cannot open the MCP server's stderr log in {}: {e}", dir.display());
+            tracing::warn!(
+                server,
+                "cannot open the MCP server's stderr log in {}: {e}",
+                dir.display()
+            );
             None
         }
     });
@@ -262,7 +266,10 @@ fn note_junk(slot: &Mutex<Option<String>>, bytes: Option<&[u8]>, server: &str) {
     let Some(bytes) = bytes else { return };
     let text = String::from_utf8_lossy(bytes);
     let quoted = format!("{:?}", text.trim_end());
-    tracing::warn!(server, "MCP server wrote non-MCP output to stdout: {quoted}");
+    tracing::warn!(
+        server,
+        "MCP server wrote non-MCP output to stdout: {quoted}"
+    );
     if let Ok(mut s) = slot.lock()
         && s.is_none()
     {

@@ -84,7 +84,11 @@ impl LateTools {
     /// says, done at the latest by `deadline`.
     pub fn pending(&self, label: &str, deadline: Instant) -> Pending {
         let id = {
-            let mut n = self.shared.next_id.lock().unwrap_or_else(|p| p.into_inner());
+            let mut n = self
+                .shared
+                .next_id
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             *n += 1;
             *n
         };

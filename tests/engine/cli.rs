@@ -759,22 +759,41 @@ async fn doctor_exits_0_for_any_valid_configuration_offline_included() {
         let out = doctor(home.path(), offline).await.unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{stdout}");
-        assert!(stdout.contains("provider      (none: the offline planner answers"), "{stdout}");
+        assert!(
+            stdout.contains("provider      (none: the offline planner answers"),
+            "{stdout}"
+        );
     }
     config(home.path(), "[agent]\nmax_iterations = 12\n");
     let out = doctor(home.path(), false).await.unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 
     // Invalid: config.toml does not parse, or an MCP entry is wrong.
     let bad = tempfile::tempdir().unwrap();
     config(bad.path(), "model = [\n");
     let out = doctor(bad.path(), false).await.unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
-    config(bad.path(), "[mcp_servers.x]\ncommand = \"a\"\nurl = \"http://127.0.0.1:1/mcp\"\n");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    config(
+        bad.path(),
+        "[mcp_servers.x]\ncommand = \"a\"\nurl = \"http://127.0.0.1:1/mcp\"\n",
+    );
     let out = doctor(bad.path(), false).await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(2), "{stdout}");
-    assert!(stdout.contains("mcp servers   FAIL") && stdout.contains("not both"), "{stdout}");
+    assert!(
+        stdout.contains("mcp servers   FAIL") && stdout.contains("not both"),
+        "{stdout}"
+    );
 
     // A configured model that cannot be used: no key.
     let keyless = tempfile::tempdir().unwrap();
@@ -782,7 +801,10 @@ async fn doctor_exits_0_for_any_valid_configuration_offline_included() {
     let out = doctor(keyless.path(), false).await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("check         FAIL") && stdout.contains("OPENAI_API_KEY"), "{stdout}");
+    assert!(
+        stdout.contains("check         FAIL") && stdout.contains("OPENAI_API_KEY"),
+        "{stdout}"
+    );
 }
 
 /// As root, the doctor says whether the sandbox user can reach the data dir
@@ -1450,7 +1472,10 @@ async fn the_demo_shows_batches_heartbeats_a_timeout_and_every_compaction_gate()
         .filter(|p| p["tool"] == "backtest")
         .map(|p| p["stage"].as_str().unwrap())
         .collect();
-    assert!(stages.contains(&"validate") && stages.len() >= 3, "{stages:?}");
+    assert!(
+        stages.contains(&"validate") && stages.len() >= 3,
+        "{stages:?}"
+    );
     let finished = of("tool_call_finished");
     let timed_out = finished
         .iter()
@@ -1479,10 +1504,9 @@ async fn the_demo_shows_batches_heartbeats_a_timeout_and_every_compaction_gate()
     }
     for layer in ["microcompact", "auto_compact"] {
         assert!(
-            compactions
-                .iter()
-                .any(|c| c["layer"] == layer && c["ineffective"] == false
-                    && c["tokens_after"].as_u64() < c["tokens_before"].as_u64()),
+            compactions.iter().any(|c| c["layer"] == layer
+                && c["ineffective"] == false
+                && c["tokens_after"].as_u64() < c["tokens_before"].as_u64()),
             "{layer} freed nothing: {compactions:?}"
         );
     }
@@ -1504,7 +1528,15 @@ async fn the_demo_shows_batches_heartbeats_a_timeout_and_every_compaction_gate()
         .unwrap()
         .to_string();
     let again = vibedesk(home.path())
-        .args(["run", "--demo", "--json", "--session", &sid, "-p", "and now?"])
+        .args([
+            "run",
+            "--demo",
+            "--json",
+            "--session",
+            &sid,
+            "-p",
+            "and now?",
+        ])
         .output()
         .await
         .unwrap();

@@ -292,8 +292,12 @@ async fn http_tools_time_out_report_progress_and_errors() {
     }
     let fixture = Fixture::start().await;
     let (sink, _) = status_log();
-    let clients =
-        McpClients::start(&[http("fx", fixture.port, Duration::from_secs(1))], &StartOptions::default(), &sink).await;
+    let clients = McpClients::start(
+        &[http("fx", fixture.port, Duration::from_secs(1))],
+        &StartOptions::default(),
+        &sink,
+    )
+    .await;
     let status = &clients.statuses()[0];
     assert_eq!(status.state, ServerState::Ready, "{status:?}");
     let readonly: Vec<(&str, bool)> = status
@@ -390,8 +394,12 @@ async fn a_server_crashing_mid_call_ends_the_call_and_reports_exited() {
     }
     let mut fixture = Fixture::start().await;
     let (sink, seen) = status_log();
-    let clients =
-        McpClients::start(&[http("fx", fixture.port, Duration::from_secs(20))], &StartOptions::default(), &sink).await;
+    let clients = McpClients::start(
+        &[http("fx", fixture.port, Duration::from_secs(20))],
+        &StartOptions::default(),
+        &sink,
+    )
+    .await;
     assert_eq!(clients.statuses()[0].state, ServerState::Ready);
     let dir = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
@@ -810,7 +818,9 @@ async fn an_offline_run_does_not_wait_for_a_server_that_never_answers() {
             assert!(!stdout.contains("mcp_server_status"), "{stdout}");
         } else {
             assert!(
-                stderr.contains("MCP servers not started: the offline planner calls built-in tools only"),
+                stderr.contains(
+                    "MCP servers not started: the offline planner calls built-in tools only"
+                ),
                 "{stderr}"
             );
         }
@@ -834,8 +844,15 @@ async fn a_model_run_waits_for_a_silent_server_only_up_to_its_timeout() {
         .await
         .unwrap();
     let elapsed = started.elapsed();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(elapsed >= Duration::from_secs(2), "it did not wait: {elapsed:?}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        elapsed >= Duration::from_secs(2),
+        "it did not wait: {elapsed:?}"
+    );
     assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
     let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -845,7 +862,10 @@ async fn a_model_run_waits_for_a_silent_server_only_up_to_its_timeout() {
         .iter()
         .position(|e| e["type"] == "mcp_server_status" && e["state"] == "failed")
         .expect("no `failed` status");
-    let run_started = events.iter().position(|e| e["type"] == "run_started").unwrap();
+    let run_started = events
+        .iter()
+        .position(|e| e["type"] == "run_started")
+        .unwrap();
     assert!(failed < run_started, "{events:?}");
     let reason = events[failed]["reason"].as_str().unwrap();
     let log = home.path().join("state/logs/mcp/mute.log");
@@ -904,7 +924,19 @@ async fn failure_reasons_are_stable_and_say_what_the_server_did() {
         ],
         Duration::from_secs(3),
     );
-    let log = |name: &str| logs.path().join(format!("{name}.log")).display().to_string();
+    // Nothing listens on this port once the listener is dropped.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = http("refused", closed, Duration::from_secs(5));
+    let log = |name: &str| {
+        logs.path()
+            .join(format!("{name}.log"))
+            .display()
+            .to_string()
+    };
     let expected = [
         format!(
             "exited with status 1: ValueError: no API key for the weather service; its stderr is in {}",
@@ -918,12 +950,20 @@ async fn failure_reasons_are_stable_and_say_what_the_server_did() {
             "wrote non-MCP output to stdout: \"Weather server listening on port 8000\" (stdout must carry MCP messages only; a server logs to stderr); its stderr is in {}",
             log("junk")
         ),
+        format!(
+            "the MCP handshake with http://127.0.0.1:{closed}/mcp failed: Connection refused (os error 111)"
+        ),
     ];
     // Twice: the words do not depend on timing.
     for _ in 0..2 {
         let (sink, _) = status_log();
         let clients = McpClients::start(
-            &[traceback.clone(), mute.clone(), junk.clone()],
+            &[
+                traceback.clone(),
+                mute.clone(),
+                junk.clone(),
+                refused.clone(),
+            ],
             &options,
             &sink,
         )
@@ -980,10 +1020,15 @@ async fn a_chatty_server_gets_a_capped_log_of_its_own() {
     let rotated = logs.join("mcp/chatty.log.1");
     // 120 000 lines of 38 bytes: 4.5 MB written, at most twice the cap kept.
     assert!(size(&own) > 0 && size(&own) <= cap, "{}", size(&own));
-    assert!(size(&rotated) > 0 && size(&rotated) <= cap, "{}", size(&rotated));
+    assert!(
+        size(&rotated) > 0 && size(&rotated) <= cap,
+        "{}",
+        size(&rotated)
+    );
     let text = std::fs::read_to_string(&own).unwrap();
     assert!(
-        text.trim_end().ends_with("noise line 119999 from a chatty server"),
+        text.trim_end()
+            .ends_with("noise line 119999 from a chatty server"),
         "the newest lines are kept"
     );
     let main = size(&logs.join("vibedesk.log"));

@@ -483,15 +483,19 @@ async fn a_refused_swarm_speaks_the_apps_syntax_and_keeps_the_keyboard() {
     t.type_literal("/swarm no_such_team");
     t.keys(&["Enter"]);
     let unknown = t
-        .wait("the unknown team", |s| s.contains("no team named 'no_such_team'"))
+        .wait("the unknown team", |s| {
+            s.contains("no team named 'no_such_team'")
+        })
         .await;
     assert!(
         unknown.contains("investment_committee") && !unknown.contains("vibedesk swarm list"),
         "{unknown}"
     );
     t.type_literal("hello desk");
-    t.wait("the whole message in the input", |s| s.contains("hello desk"))
-        .await;
+    t.wait("the whole message in the input", |s| {
+        s.contains("hello desk")
+    })
+    .await;
     t.keys(&["C-q"]);
     let after = t
         .wait("the exit status", |s| {
