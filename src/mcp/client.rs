@@ -514,7 +514,6 @@ async fn connect(
     log: &mut Option<PathBuf>,
 ) -> Result<Connected, StartError> {
     let deadline = Instant::now() + config.startup_timeout;
-    let handler = Handler::default();
     match &config.transport {
         McpTransport::Stdio { command, args, env } => {
             let mut cmd = tokio::process::Command::new(command);
@@ -528,80 +527,101 @@ async fn connect(
                 // and a Ctrl-C at the terminal reaches only vibedesk.
                 .process_group(0)
                 .kill_on_drop(true);
-            let mut child = cmd.spawn().map_err(|source| StartError::Spawn {
+            let child = cmd.spawn().map_err(|source| StartError::Spawn {
                 command: command.clone(),
                 source,
             })?;
-            let pid = child.id();
-            if let (Some(pid), Ok(mut slot)) = (pid, pgid.lock()) {
-                *slot = i32::try_from(pid).ok();
-            }
-            let stdin = child.stdin.take();
-            let header = format!(
-                "--- {} vibedesk started `{}` (pid {}) ---\n",
-                chrono::Local::now().format("%Y-%m-%d %H:%M:%S"),
-                config.target(),
-                pid.unwrap_or(0)
-            );
-            let (stdout, watch) =
-                watch_child(child, &config.name, options.log_dir.as_deref(), &header);
-            log.clone_from(&watch.log);
-            let Some(stdin) = stdin else {
-                return Err(StartError::Handshake("the child has no stdin".into()));
-            };
-            let service = stdio_step(
-                handler.serve((stdout, stdin)),
-                "initialize",
-                config.startup_timeout,
-                deadline,
-                &watch,
-            )
-            .await
-            .map_err(|e| e.into_start(StartError::Handshake))?;
-            let tools = stdio_step(
-                service.peer().list_all_tools(),
-                "tools/list",
-                config.startup_timeout,
-                deadline,
-                &watch,
-            )
-            .await
-            .map_err(|e| e.into_start(StartError::ListTools))?;
-            Ok((service, tools, Some(watch)))
+            connect_stdio(config, child, options, pgid, log, deadline).await
         }
         McpTransport::Http {
             url,
             bearer_token_env,
-        } => {
-            let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-            if let Some(var) = bearer_token_env {
-                let token = std::env::var(var)
-                    .ok()
-                    .filter(|t| !t.trim().is_empty())
-                    .ok_or_else(|| StartError::MissingToken(var.clone()))?;
-                http = http.auth_header(token);
-            }
-            let no_answer = |request| StartError::NoAnswer {
-                request,
-                timeout: config.startup_timeout,
-            };
-            let service = tokio::time::timeout_at(
-                deadline,
-                handler.serve(StreamableHttpClientTransport::from_config(http)),
-            )
-            .await
-            .map_err(|_| no_answer("initialize"))?
-            .map_err(|e| StartError::Unreachable {
-                url: url.clone(),
-                cause: handshake_cause(&e),
-            })?;
-            let tools = tokio::time::timeout_at(deadline, service.peer().list_all_tools())
-                .await
-                .map_err(|_| no_answer("tools/list"))?
-                .map_err(|e| StartError::ListTools(e.to_string()))?;
-            Ok((service, tools, None))
-        }
+        } => connect_http(config, url, bearer_token_env.as_deref(), deadline).await,
     }
+}
+
+/// The handshake and tool list over a spawned child's pipes, each failure
+/// explained by what the child did ([`stdio_step`]).
+async fn connect_stdio(
+    config: &McpServerConfig,
+    mut child: tokio::process::Child,
+    options: &StartOptions,
+    pgid: &Mutex<Option<i32>>,
+    log: &mut Option<PathBuf>,
+    deadline: Instant,
+) -> Result<Connected, StartError> {
+    let pid = child.id();
+    if let (Some(pid), Ok(mut slot)) = (pid, pgid.lock()) {
+        *slot = i32::try_from(pid).ok();
+    }
+    let stdin = child.stdin.take();
+    let header = format!(
+        "--- {} vibedesk started `{}` (pid {}) ---\n",
+        chrono::Local::now().format("%Y-%m-%d %H:%M:%S"),
+        config.target(),
+        pid.unwrap_or(0)
+    );
+    let (stdout, watch) = watch_child(child, &config.name, options.log_dir.as_deref(), &header);
+    log.clone_from(&watch.log);
+    let Some(stdin) = stdin else {
+        return Err(StartError::Handshake("the child has no stdin".into()));
+    };
+    let timeout = config.startup_timeout;
+    let service = stdio_step(
+        Handler::default().serve((stdout, stdin)),
+        "initialize",
+        timeout,
+        deadline,
+        &watch,
+    )
+    .await
+    .map_err(|e| e.into_start(StartError::Handshake))?;
+    let tools = stdio_step(
+        service.peer().list_all_tools(),
+        "tools/list",
+        timeout,
+        deadline,
+        &watch,
+    )
+    .await
+    .map_err(|e| e.into_start(StartError::ListTools))?;
+    Ok((service, tools, Some(watch)))
+}
+
+/// The handshake and tool list over streamable HTTP.
+async fn connect_http(
+    config: &McpServerConfig,
+    url: &str,
+    bearer_token_env: Option<&str>,
+    deadline: Instant,
+) -> Result<Connected, StartError> {
+    let mut http = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(var) = bearer_token_env {
+        let token = std::env::var(var)
+            .ok()
+            .filter(|t| !t.trim().is_empty())
+            .ok_or_else(|| StartError::MissingToken(var.to_string()))?;
+        http = http.auth_header(token);
+    }
+    let no_answer = |request| StartError::NoAnswer {
+        request,
+        timeout: config.startup_timeout,
+    };
+    let service = tokio::time::timeout_at(
+        deadline,
+        Handler::default().serve(StreamableHttpClientTransport::from_config(http)),
+    )
+    .await
+    .map_err(|_| no_answer("initialize"))?
+    .map_err(|e| StartError::Unreachable {
+        url: url.to_string(),
+        cause: handshake_cause(&e),
+    })?;
+    let tools = tokio::time::timeout_at(deadline, service.peer().list_all_tools())
+        .await
+        .map_err(|_| no_answer("tools/list"))?
+        .map_err(|e| StartError::ListTools(e.to_string()))?;
+    Ok((service, tools, None))
 }
 
 /// How one step of a stdio start failed, before it is put in words.
