@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use vibedesk::mcp::config::{McpServerConfig, McpTransport};
-use vibedesk::mcp::{McpClients, ServerState, StatusSink};
+use vibedesk::mcp::{McpClients, ServerState, StartOptions, StatusSink};
 
 const SDK_SERVER: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -57,7 +57,7 @@ async fn median_start(configs: &[McpServerConfig]) -> Duration {
     let mut times = Vec::with_capacity(RUNS);
     for _ in 0..RUNS {
         let t = Instant::now();
-        let clients = McpClients::start(configs, &quiet).await;
+        let clients = McpClients::start(configs, &StartOptions::default(), &quiet).await;
         let took = t.elapsed();
         for s in clients.statuses() {
             assert_eq!(s.state, ServerState::Ready, "{s:?}");

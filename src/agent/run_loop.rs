@@ -44,13 +44,18 @@ use crate::store::{
 };
 use crate::tools::events::ToolCallStatus;
 use crate::tools::events::ToolEventSink;
-use crate::tools::{Authorizer, BackgroundQueue, CallOutcome, Registry, Scheduler, ToolContext};
+use crate::tools::{
+    Authorizer, BackgroundQueue, CallOutcome, LateTools, Registry, Scheduler, ToolContext,
+};
 
 /// Everything a loop needs that outlives one run.
 #[derive(Clone)]
 pub struct LoopDeps {
     pub provider: Arc<dyn Provider>,
     pub registry: Arc<Registry>,
+    /// Tools that join after the session started (MCP servers', docs
+    /// §13.2); each run offers `registry` plus those ready when it starts.
+    pub late_tools: LateTools,
     pub config: LoopConfig,
     /// Where run directories are created (`<data>/runs`).
     pub runs_root: PathBuf,
@@ -75,6 +80,7 @@ impl LoopDeps {
         LoopDeps {
             provider,
             registry,
+            late_tools: LateTools::default(),
             config,
             runs_root,
             answer_check: Arc::new(PendingWriteCheck),
@@ -262,6 +268,7 @@ impl Loop {
         events: EventSink,
         cancel: CancellationToken,
     ) -> RunOutcome {
+        self.await_late_tools(&events, &cancel).await;
         let mut turn = match self.start(req, events, cancel) {
             Ok(t) => t,
             Err(refused) => return *refused,
@@ -272,6 +279,29 @@ impl Loop {
             }
         };
         self.finish(turn, exit)
+    }
+
+    /// Waits, at most until each source's own deadline or a cancel, for
+    /// tools still starting (MCP servers, docs §13.2), when the provider
+    /// could call them; the offline planner never waits.
+    async fn await_late_tools(&self, events: &EventSink, cancel: &CancellationToken) {
+        let late = &self.deps.late_tools;
+        if !late.is_pending() || !self.deps.provider.calls_offered_tools() {
+            return;
+        }
+        let (labels, longest) = late.pending_labels();
+        events.emit(AgentEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "waiting up to {} s for {} to start, so that the run can use its tools",
+                longest.as_secs_f64().ceil(),
+                labels.join(", ")
+            ),
+        });
+        tokio::select! {
+            _ = late.settled() => {}
+            _ = cancel.cancelled() => {}
+        }
     }
 
     /// Set-up: the run directory, trace and message log, the first
@@ -313,7 +343,9 @@ impl Loop {
             provider.name(),
             provider.model(),
         );
-        let messages = self.first_messages(&run, &req);
+        // The tools this run offers: the registry and the late ones ready now.
+        let registry = self.deps.late_tools.extend(&self.deps.registry);
+        let messages = self.first_messages(&run, &req, &registry);
         self.record_start(&trace, &mut log, &req, &run.id);
         self.announce(&events, &req, &run, max);
 
@@ -328,7 +360,7 @@ impl Loop {
                 watchdog_done.clone(),
             ));
         }
-        let scheduler = self.scheduler(&cfg, &events, &activity, &trace);
+        let scheduler = self.scheduler(registry, &cfg, &events, &activity, &trace);
         let tool_base = ToolContext {
             call_id: String::new(),
             session_id: req.session_id.clone(),
@@ -361,11 +393,11 @@ impl Loop {
     }
 
     /// `[system, *history, user (with recalled memories)]`.
-    fn first_messages(&self, run: &RunDir, req: &RunRequest) -> Vec<Message> {
+    fn first_messages(&self, run: &RunDir, req: &RunRequest, registry: &Registry) -> Vec<Message> {
         let state_summary =
             context::workspace_summary(Some(&run.path), Some(&req.workspace), &self.counters);
         let mut system = context::system_prompt(&PromptInputs {
-            registry: &self.deps.registry,
+            registry,
             skills: &self.deps.skills,
             state: &state_summary,
             memory_snapshot: &self.deps.memory_snapshot,
@@ -443,6 +475,7 @@ impl Loop {
     /// finished call counts as progress for the watchdog.
     fn scheduler(
         &self,
+        registry: Arc<Registry>,
         cfg: &LoopConfig,
         events: &EventSink,
         activity: &Activity,
@@ -459,8 +492,7 @@ impl Loop {
             })
         };
         let scheduler =
-            Scheduler::new(self.deps.registry.clone(), cfg.scheduler.clone(), tool_sink)
-                .with_trace(trace.clone());
+            Scheduler::new(registry, cfg.scheduler.clone(), tool_sink).with_trace(trace.clone());
         match &self.deps.authorizer {
             Some(a) => scheduler.with_authorizer(a.clone()),
             None => scheduler,
@@ -625,7 +657,7 @@ impl Loop {
             tools: if last {
                 Vec::new()
             } else {
-                self.deps.registry.specs()
+                t.scheduler.registry().specs()
             },
             temperature: None,
             max_tokens: None,

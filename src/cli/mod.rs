@@ -5,6 +5,7 @@
 mod backtest;
 mod compact;
 mod data;
+mod demo;
 mod doctor;
 mod engine;
 mod error;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
+pub use self::demo::{DEMO_PROMPT, DEMO_SCRIPT, DEMO_TOKEN_THRESHOLD, DemoProvider};
 pub use self::error::CliError;
 
 use crate::config::{Config, Overrides, ProviderConfig};
@@ -235,6 +237,8 @@ pub fn build_provider(p: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderS
 /// message, the snapshot for the system prompt) and the skills.
 pub struct AgentSetup {
     pub registry: Arc<crate::tools::Registry>,
+    /// The MCP servers' tools, filled in as they become ready (docs §13.2).
+    pub late_tools: crate::tools::LateTools,
     pub memory: Option<Arc<crate::memory::MemoryStore>>,
     pub memory_flags: crate::memory::MemoryFlags,
     pub recall: Option<Arc<dyn crate::agent::context::RecallHook>>,
@@ -243,6 +247,14 @@ pub struct AgentSetup {
     /// Things the user should see at start (memory warnings, a store that
     /// would not open).
     pub notes: Vec<String>,
+}
+
+/// Where MCP servers' stderr logs go: `<state>/logs/mcp/<name>.log`
+/// (docs §13.2).
+pub(crate) fn mcp_start_options(config: &Config) -> crate::mcp::StartOptions {
+    crate::mcp::StartOptions {
+        log_dir: Some(config.paths.logs_dir().join("mcp")),
+    }
 }
 
 /// A server's state as the public `mcp_server_status` event (docs §13.2).
@@ -318,6 +330,7 @@ impl AgentSetup {
         };
         AgentSetup {
             registry: Arc::new(registry),
+            late_tools: crate::tools::LateTools::default(),
             memory: store,
             memory_flags: flags,
             recall,
@@ -327,40 +340,39 @@ impl AgentSetup {
         }
     }
 
-    /// Starts the MCP servers of `config.toml` (docs §13.2), all at once, and
-    /// adds their tools to the registry; statuses go to `sink`. One function
-    /// for `run` and the workstation: call it before [`AgentSetup::deps`].
-    /// The returned clients must live as long as the session.
-    /// Starts the configured MCP servers and registers their tools. With
-    /// `announce`, a line on stderr says what is being waited for, since
-    /// start-up can take up to the slowest server's startup timeout.
-    pub async fn start_mcp(
-        &mut self,
+    /// The MCP servers of `config.toml` (docs §13.1), checked: a bad entry
+    /// stops the command before anything starts.
+    pub fn mcp_servers(
+        config: &Config,
+    ) -> Result<Vec<crate::mcp::McpServerConfig>, crate::mcp::McpConfigError> {
+        crate::mcp::config::load(&config.config_file)
+    }
+
+    /// Starts `servers` in the background (docs §13.2) and returns at once:
+    /// their statuses go to `sink` as they come up, and their tools join
+    /// [`AgentSetup::late_tools`], which every loop built by
+    /// [`AgentSetup::deps`] shares. A run whose provider can call tools
+    /// waits for servers still starting, up to their start-up timeouts; the
+    /// offline planner never does. The returned clients must live as long
+    /// as the session.
+    pub fn start_mcp(
+        &self,
+        servers: &[crate::mcp::McpServerConfig],
         config: &Config,
         sink: &crate::agent::EventSink,
-        announce: bool,
-    ) -> Result<crate::mcp::McpClients, crate::mcp::McpConfigError> {
-        let servers = crate::mcp::config::load(&config.config_file)?;
+    ) -> crate::mcp::McpClients {
         if servers.is_empty() {
-            return Ok(crate::mcp::McpClients::default());
-        }
-        if announce {
-            let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
-            let longest = servers
-                .iter()
-                .map(|s| s.startup_timeout.as_secs_f64())
-                .fold(0.0, f64::max);
-            eprintln!(
-                "vibedesk: starting MCP server(s) {} (at most {longest:.0} s)…",
-                names.join(", ")
-            );
+            return crate::mcp::McpClients::default();
         }
         let sink = sink.clone();
         let statuses: crate::mcp::StatusSink =
             Arc::new(move |s: &crate::mcp::ServerStatus| sink.emit(mcp_status_event(s)));
-        let clients = crate::mcp::McpClients::start(&servers, &statuses).await;
-        clients.register(Arc::make_mut(&mut self.registry));
-        Ok(clients)
+        crate::mcp::McpClients::spawn(
+            servers,
+            &mcp_start_options(config),
+            &statuses,
+            &self.late_tools,
+        )
     }
 
     pub fn deps(&self, provider: Arc<dyn Provider>, config: &Config) -> crate::agent::LoopDeps {
@@ -371,6 +383,7 @@ impl AgentSetup {
             config.paths.runs_dir(),
         );
         deps.recall = self.recall.clone();
+        deps.late_tools = self.late_tools.clone();
         deps.memory_snapshot = self.memory_snapshot.clone();
         deps.skills = self.skills.clone();
         deps
@@ -403,7 +416,3 @@ pub fn provider_or_offline(
         )),
     }
 }
-
-/// The bundled demo script (a scripted model that does real file work).
-pub const DEMO_SCRIPT: &str = include_str!("../../assets/scripts/demo.json");
-pub const DEMO_PROMPT: &str = "Create research-notes.md with a checklist for studying AAPL's 2000-2013 price history, then show me what is in the workspace.";

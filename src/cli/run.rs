@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    AgentSetup, CliError, DEMO_PROMPT, DEMO_SCRIPT, ProviderArgs, exit, init_logging, load_config,
+    AgentSetup, CliError, DEMO_PROMPT, DemoProvider, ProviderArgs, exit, init_logging, load_config,
     provider_or_offline,
 };
 use crate::agent::EventSink;
@@ -18,7 +18,6 @@ use crate::agent::events::{AgentEvent, McpServerState, RunStatus, ToolCallStatus
 use crate::agent::input::{ReadMessageError, check_message_size, read_message};
 use crate::config::Overrides;
 use crate::llm::Provider;
-use crate::llm::scripted::{Script, ScriptedProvider};
 use crate::session::{Session, reconcile_stale_runs, valid_id};
 use crate::store::Paths;
 
@@ -53,13 +52,18 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         script: args.script.clone(),
         ..args.provider.overrides()
     };
-    let config = load_config(&overrides)?;
+    let mut config = load_config(&overrides)?;
+    if args.demo {
+        // A short session reaches every compaction gate (docs §3).
+        config.agent.token_threshold = super::DEMO_TOKEN_THRESHOLD;
+    }
     let _log_guard = init_logging(&config);
 
     let provider: Arc<dyn Provider> = if args.demo {
-        let script = Script::from_json(DEMO_SCRIPT)
-            .map_err(|e| CliError::failed(format!("the bundled demo script is broken: {e}")))?;
-        Arc::new(ScriptedProvider::new(script))
+        Arc::new(
+            DemoProvider::new()
+                .map_err(|e| CliError::failed(format!("the bundled demo script is broken: {e}")))?,
+        )
     } else {
         let (p, offline_note) = provider_or_offline(&config).map_err(CliError::usage)?;
         if let Some(note) = offline_note
@@ -103,7 +107,9 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         eprintln!("vibedesk: {notice}");
     }
 
-    let mut setup = AgentSetup::new(&config);
+    // A bad MCP entry stops the run before anything starts (docs §13.1).
+    let mcp_servers = AgentSetup::mcp_servers(&config).map_err(CliError::usage)?;
+    let setup = AgentSetup::new(&config);
     if !args.json {
         for note in &setup.notes {
             eprintln!("vibedesk: {note}");
@@ -116,12 +122,21 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     }
     let (tx, rx) = mpsc::unbounded_channel();
     let printer = tokio::spawn(print_events(rx, args.json));
-    // MCP statuses share the run's event stream (docs §13.2).
+    // MCP statuses share the run's event stream (docs §13.2). The servers
+    // start in the background; the loop waits for them only when the
+    // provider can call their tools, so an offline run never starts them.
     let mcp_sink = EventSink::new(tx.clone());
-    let mcp = setup
-        .start_mcp(&config, &mcp_sink, !args.json)
-        .await
-        .map_err(CliError::usage)?;
+    let mcp = if provider.calls_offered_tools() {
+        setup.start_mcp(&mcp_servers, &config, &mcp_sink)
+    } else {
+        if !mcp_servers.is_empty() && !args.json {
+            eprintln!(
+                "vibedesk: MCP servers not started: {} calls built-in tools only",
+                provider_label(provider.as_ref())
+            );
+        }
+        crate::mcp::McpClients::default()
+    };
     let deps = setup.deps(provider, &config);
     let mut session =
         Session::open(&config.paths, args.session.as_deref(), deps).map_err(CliError::usage)?;
@@ -182,6 +197,15 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         RunStatus::Failed | RunStatus::Interrupted => {
             Err(CliError::failed(format!("run failed: {}", outcome.reason)))
         }
+    }
+}
+
+/// "the offline planner", "the demo model": what a run without MCP says.
+fn provider_label(provider: &dyn Provider) -> String {
+    if provider.name() == crate::llm::offline::OFFLINE {
+        "the offline planner".to_string()
+    } else {
+        format!("the {} model", provider.model())
     }
 }
 
@@ -309,7 +333,7 @@ async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
                     McpServerState::Ready => {
                         eprintln!("  MCP server {server} ready ({tools} tool(s))")
                     }
-                    McpServerState::Starting => {}
+                    McpServerState::Starting => eprintln!("  MCP server {server} starting"),
                     McpServerState::Failed => {
                         eprintln!("  ⚠ MCP server {server} failed to start: {reason}")
                     }

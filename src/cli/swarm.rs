@@ -330,8 +330,13 @@ impl SwarmLauncher for WorkstationTeams {
         let deps = self.deps.clone();
         Box::pin(async move {
             let engine = |e: Box<dyn std::error::Error + Send + Sync>| SwarmLaunchError::Engine(e);
-            let loaded = preset::load_name_or_file(&config.paths.config_dir, &preset)
-                .map_err(|e| engine(Box::new(e)))?;
+            let loaded =
+                preset::load_name_or_file(&config.paths.config_dir, &preset).map_err(|e| {
+                    match in_app_preset_error(&config, &e) {
+                        Some(text) => SwarmLaunchError::Refused(text),
+                        None => engine(Box::new(e)),
+                    }
+                })?;
             let options = swarm_options(
                 &config,
                 vars.into_iter().collect(),
@@ -341,9 +346,52 @@ impl SwarmLauncher for WorkstationTeams {
             crate::swarm::run(&loaded.preset, options, deps, &config.paths, events, cancel)
                 .await
                 .map(|_| ())
-                .map_err(|e| engine(Box::new(e)))
+                .map_err(|e| match &e {
+                    crate::swarm::scheduler::SwarmError::Variables(v) => {
+                        SwarmLaunchError::Refused(in_app_variables(&preset, v))
+                    }
+                    _ => engine(Box::new(e)),
+                })
         })
     }
+}
+
+/// A missing variable in the app's syntax: `/swarm NAME k=v`, not the
+/// command line's `--var k=v`.
+fn in_app_variables(preset: &str, e: &crate::swarm::validate::VariableError) -> String {
+    let crate::swarm::validate::VariableError::Missing(missing) = e;
+    let names: Vec<String> = missing
+        .iter()
+        .map(|(n, d)| {
+            if d.is_empty() {
+                n.clone()
+            } else {
+                format!("{n} ({d})")
+            }
+        })
+        .collect();
+    let example: Vec<String> = missing.iter().map(|(n, _)| format!("{n}=VALUE")).collect();
+    format!(
+        "missing required variable{}: {}; type /swarm {preset} {}",
+        if missing.len() > 1 { "s" } else { "" },
+        names.join(", "),
+        example.join(" ")
+    )
+}
+
+/// An unknown team in the app's words: the teams there are, rather than
+/// the shell's `vibedesk swarm list`.
+fn in_app_preset_error(config: &Config, e: &preset::PresetError) -> Option<String> {
+    let preset::PresetError::NotFound { name, dir } = e else {
+        return None;
+    };
+    let (known, _) = preset::list(&config.paths.config_dir);
+    let names: Vec<&str> = known.iter().map(|p| p.preset.name.as_str()).collect();
+    Some(format!(
+        "no team named '{name}' (bundled, or {}/{name}.yaml); the teams: {}; type /swarm NAME k=v",
+        dir.display(),
+        names.join(", ")
+    ))
 }
 
 /// An agent's own `model` through the configured provider; with no model

@@ -4,19 +4,16 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use chrono::Offset;
-use futures_util::future::BoxFuture;
 
 use super::{
-    AgentSetup, CliError, DEMO_SCRIPT, NO_MODEL_HELP, ProviderArgs, build_provider, init_logging,
+    AgentSetup, CliError, DemoProvider, NO_MODEL_HELP, ProviderArgs, build_provider, init_logging,
     load_config, provider_or_offline,
 };
 use crate::config::{Config, Overrides};
-use crate::llm::scripted::{Exhausted, Script, ScriptedProvider};
-use crate::llm::{ChatRequest, ChunkStream, LlmError, Provider};
-use crate::model::Role;
+use crate::llm::Provider;
 use crate::session::reconcile_stale_runs;
 use crate::tui::app::AppOptions;
 use crate::tui::cells::NoticeKind;
@@ -64,7 +61,11 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
         script: args.script.clone(),
         ..args.provider.overrides()
     };
-    let config = load_config(&overrides)?;
+    let mut config = load_config(&overrides)?;
+    if args.demo {
+        // A short session reaches every compaction gate (docs §3).
+        config.agent.token_threshold = super::DEMO_TOKEN_THRESHOLD;
+    }
     let _log_guard = init_logging(&config);
 
     let (keymap, theme) = keys_and_theme(&config, args.theme.clone())?;
@@ -114,17 +115,18 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
         max_message_bytes: config.agent.max_message_bytes,
         sessions_dir: config.paths.sessions_dir(),
     };
+    // A bad MCP entry stops the workstation before its screen opens.
+    let mcp_servers = AgentSetup::mcp_servers(&config).map_err(CliError::usage)?;
     // The same tools, memory and skills as `vibedesk run`.
-    let mut setup = AgentSetup::new(&config);
+    let setup = AgentSetup::new(&config);
     notices.extend(setup.notes.iter().map(|n| (NoticeKind::Warning, n.clone())));
-    // MCP servers start before the screen opens, so their tools are in the
-    // registry of every turn; their statuses, later exits included, reach
-    // the chat through `mcp_events` (docs §13.2).
+    // MCP servers start in the background: the screen opens at once and
+    // their statuses, later exits included, reach the chat through
+    // `mcp_events`; their tools join each turn that starts after they are
+    // ready, and a turn that can use them waits for those still starting
+    // (docs §13.2).
     let (mcp_tx, mcp_rx) = tokio::sync::mpsc::unbounded_channel();
-    let mcp = setup
-        .start_mcp(&config, &crate::agent::EventSink::new(mcp_tx), true)
-        .await
-        .map_err(CliError::usage)?;
+    let mcp = setup.start_mcp(&mcp_servers, &config, &crate::agent::EventSink::new(mcp_tx));
     if let Some(done) = setup.maintain().await {
         notices.push((NoticeKind::Info, format!("memory maintenance: {done}")));
     }
@@ -223,56 +225,4 @@ fn hourly_maintenance(setup: &AgentSetup) -> tokio::task::JoinHandle<()> {
             }
         }
     })
-}
-
-/// The bundled demo as a model that answers every prompt: a new user
-/// message restarts the script, so each prompt gets the whole scripted turn
-/// (write a file, read it back, answer) instead of "script exhausted".
-pub struct DemoProvider {
-    script: Script,
-    next: Mutex<usize>,
-}
-
-impl DemoProvider {
-    pub fn new() -> Result<Self, LlmError> {
-        let script = Script::from_json(DEMO_SCRIPT)?;
-        if script.turns.is_empty() {
-            return Err(LlmError::Config("the demo script has no turns".into()));
-        }
-        Ok(DemoProvider {
-            script,
-            next: Mutex::new(0),
-        })
-    }
-}
-
-impl Provider for DemoProvider {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-
-    fn model(&self) -> &str {
-        &self.script.model
-    }
-
-    fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChunkStream, LlmError>> {
-        let fresh_prompt = request.messages.last().is_some_and(|m| {
-            m.role == Role::User && !m.content.trim_start().starts_with("<system>")
-        });
-        let index = {
-            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-            if fresh_prompt {
-                *next = 0;
-            }
-            let i = *next % self.script.turns.len();
-            *next += 1;
-            i
-        };
-        let one = Arc::new(ScriptedProvider::new(Script {
-            model: self.script.model.clone(),
-            turns: vec![self.script.turns[index].clone()],
-            on_exhausted: Exhausted::Error,
-        }));
-        Box::pin(async move { one.stream(request).await })
-    }
 }

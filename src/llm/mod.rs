@@ -68,6 +68,13 @@ pub trait Provider: Send + Sync {
     /// Starts one streaming call. The future resolves once the provider has
     /// accepted the request (HTTP headers received); chunks follow on the stream.
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChunkStream, LlmError>>;
+    /// Whether the provider may call any tool the request offers, as a
+    /// model does. A planner that knows only the built-ins (the offline
+    /// one) says no, so a run never waits for tools still starting that it
+    /// could not call (MCP servers, docs §13.2).
+    fn calls_offered_tools(&self) -> bool {
+        true
+    }
 }
 
 /// Why a model call failed. [`LlmError::retryable`] decides whether the loop

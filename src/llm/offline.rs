@@ -92,6 +92,11 @@ impl Provider for OfflineProvider {
         "offline-planner"
     }
 
+    /// The planner calls built-ins only, never an MCP server's tools.
+    fn calls_offered_tools(&self) -> bool {
+        false
+    }
+
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChunkStream, LlmError>> {
         let offered: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
         let plan = plan_request(&request.messages, &offered, request.user_request.as_deref());

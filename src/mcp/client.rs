@@ -1,14 +1,18 @@
-//! The MCP client (docs §13.2): starts the configured servers with the
-//! session, in parallel, each bounded by its start-up timeout, and turns
-//! their tools into registry tools ([`super::tool::McpTool`]).
+//! The MCP client (docs §13.2): starts the configured servers in the
+//! background, in parallel, each bounded by its start-up timeout, and turns
+//! their tools into registry tools ([`super::tool::McpTool`]) that join the
+//! session's [`LateTools`] as each server becomes ready.
 //!
 //! A server that fails to start or dies later is reported with
-//! `mcp_server_status` and never blocks the others or the run. A stdio
-//! server is a child in its own process group, with only its configured
-//! `env` plus the sandbox allow-list (docs §6.1), its stderr in the log; the
-//! whole group is killed when the session ends, on drop as well.
+//! `mcp_server_status`, with a reason that says what happened in words
+//! ([`StartError`]), and never blocks the others or the run. A stdio server
+//! is a child in its own process group, with only its configured `env` plus
+//! the sandbox allow-list (docs §6.1), its stderr in its own capped log
+//! ([`super::stdio`]); the whole group is killed when the session ends, on
+//! drop as well.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,18 +24,21 @@ use rmcp::model::ProgressNotificationParam;
 use rmcp::service::{
     NotificationContext, QuitReason, RunningService, RunningServiceCancellationToken,
 };
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde::Serialize;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use super::client_link::{ServerLink, ToolSummary};
 use super::config::{McpServerConfig, McpTransport};
+use super::stdio::{StdioWatch, describe_status, watch_child};
 use super::tool::McpTool;
-use crate::tools::{Registry, Tool};
+use crate::tools::{LateTools, Registry, Tool};
 
-/// Why a server did not start.
+/// Why a server did not start, in words that stay the same from one run to
+/// the next (docs §13.2).
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("cannot start `{command}`: {source}")]
@@ -42,12 +49,70 @@ pub enum StartError {
     },
     #[error("the bearer token variable {0} is not set")]
     MissingToken(String),
+    /// The child ended before it was ready: its status and the last line
+    /// it wrote to stderr (a traceback's last line says what went wrong).
+    #[error("{status}: {}", last_line.as_deref().unwrap_or("(nothing on stderr)"))]
+    Exited {
+        status: String,
+        last_line: Option<String>,
+    },
+    #[error("did not answer `{request}` within {} s", seconds_label(*.timeout))]
+    NoAnswer {
+        request: &'static str,
+        timeout: Duration,
+    },
+    #[error(
+        "wrote non-MCP output to stdout: {0} (stdout must carry MCP messages only; a server logs to stderr)"
+    )]
+    NonMcpOutput(String),
     #[error("the MCP handshake failed: {0}")]
     Handshake(String),
+    /// An HTTP server's handshake failed: the innermost cause (connection
+    /// refused, an HTTP status), not the transport's type names.
+    #[error("the MCP handshake with {url} failed: {cause}")]
+    Unreachable { url: String, cause: String },
     #[error("listing its tools failed: {0}")]
     ListTools(String),
-    #[error("did not start within {0:.1}s (startup_timeout_s)")]
-    Timeout(f64),
+}
+
+/// The innermost error of a chain: what went wrong, without the layers'
+/// type names around it.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut cur = e;
+    loop {
+        // The HTTP client's own error is held without `source`.
+        let next = match cur.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::Client(inner)) => {
+                Some(inner as &(dyn std::error::Error + 'static))
+            }
+            _ => cur.source(),
+        };
+        match next {
+            Some(n) => cur = n,
+            None => return cur.to_string(),
+        }
+    }
+}
+
+/// Why a handshake failed, in words: a transport failure's innermost cause
+/// (rmcp's own message names the transport's generic types instead).
+fn handshake_cause(e: &rmcp::service::ClientInitializeError) -> String {
+    match e {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => root_cause(error),
+        other => other.to_string(),
+    }
+}
+
+/// `10`, `1.5`: seconds as a person writes them.
+pub fn seconds_label(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}")
+    } else {
+        let t = format!("{s:.2}");
+        t.trim_end_matches('0').to_string()
+    }
 }
 
 /// Receives what the server sends unasked: progress notifications, routed
@@ -102,20 +167,36 @@ pub struct ServerStatus {
     pub tools: Vec<ToolSummary>,
 }
 
+/// How servers are started.
+#[derive(Clone, Debug, Default)]
+pub struct StartOptions {
+    /// Where each stdio server's stderr log goes (`<dir>/<name>.log`);
+    /// `None` keeps only the tail that failure reasons quote.
+    pub log_dir: Option<PathBuf>,
+}
+
 /// A server that answered: its connection and what ends it.
 struct Live {
     tools: Vec<Arc<McpTool>>,
     cancel: RunningServiceCancellationToken,
-    monitor: tokio::task::JoinHandle<()>,
+    monitor: JoinHandle<()>,
+}
+
+/// One server's state, shared with its start task and its exit monitor.
+#[derive(Clone)]
+struct Shared {
+    status: Arc<Mutex<ServerStatus>>,
+    live: Arc<Mutex<Option<Live>>>,
+    /// The stdio child's process group (its pid: it leads its own group).
+    pgid: Arc<Mutex<Option<i32>>>,
+    /// Set before an intended stop, so nothing reports `exited`.
+    stopping: Arc<AtomicBool>,
 }
 
 struct Server {
-    status: Arc<Mutex<ServerStatus>>,
-    live: Option<Live>,
-    /// The stdio child's process group (its pid: it leads its own group).
-    pgid: Arc<Mutex<Option<i32>>>,
-    /// Set before an intended stop, so the monitor does not report `exited`.
-    stopping: Arc<AtomicBool>,
+    shared: Shared,
+    /// The start in progress, until it settles.
+    start: Option<JoinHandle<()>>,
 }
 
 /// The session's MCP servers. Dropping it kills the stdio children's
@@ -132,13 +213,71 @@ impl std::fmt::Debug for McpClients {
 }
 
 impl McpClients {
-    /// Starts every configured server at once and waits until each is
-    /// ready or has failed (at most the slowest start-up timeout). Each
-    /// outcome goes to `sink`, as does a later exit of a server that was
-    /// ready.
-    pub async fn start(configs: &[McpServerConfig], sink: &StatusSink) -> Self {
-        let servers = join_all(configs.iter().map(|c| start_server(c, sink))).await;
+    /// Starts every configured server in the background and returns at
+    /// once. Each says `starting` now, then `ready` (its tools added to
+    /// `late` first) or `failed` within its start-up timeout, and later
+    /// `exited` if it dies; `late` counts each as pending until then, so a
+    /// run that can use the tools may wait for them (docs §13.2).
+    pub fn spawn(
+        configs: &[McpServerConfig],
+        options: &StartOptions,
+        sink: &StatusSink,
+        late: &LateTools,
+    ) -> Self {
+        let servers = configs
+            .iter()
+            .map(|config| {
+                let shared = Shared {
+                    status: Arc::new(Mutex::new(ServerStatus {
+                        name: config.name.clone(),
+                        target: config.target(),
+                        state: ServerState::Starting,
+                        reason: None,
+                        tools: Vec::new(),
+                    })),
+                    live: Arc::default(),
+                    pgid: Arc::default(),
+                    stopping: Arc::default(),
+                };
+                if let Ok(s) = shared.status.lock() {
+                    sink(&s);
+                }
+                // A little past the timeout: the start ends by then.
+                let until = Instant::now() + config.startup_timeout + Duration::from_secs(3);
+                let pending = late.pending(&format!("MCP server {}", config.name), until);
+                let start = tokio::spawn(start_server(
+                    config.clone(),
+                    options.clone(),
+                    shared.clone(),
+                    sink.clone(),
+                    late.clone(),
+                    pending,
+                ));
+                Server {
+                    shared,
+                    start: Some(start),
+                }
+            })
+            .collect();
         McpClients { servers }
+    }
+
+    /// Starts every server and waits until each is ready or has failed (at
+    /// most the slowest start-up timeout): for `vibedesk mcp list`,
+    /// `doctor` and tests.
+    pub async fn start(
+        configs: &[McpServerConfig],
+        options: &StartOptions,
+        sink: &StatusSink,
+    ) -> Self {
+        let late = LateTools::default();
+        let mut clients = Self::spawn(configs, options, sink, &late);
+        for server in &mut clients.servers {
+            if let Some(start) = server.start.take() {
+                let _ = start.await;
+            }
+        }
+        clients
     }
 
     pub fn is_empty(&self) -> bool {
@@ -149,7 +288,7 @@ impl McpClients {
     pub fn statuses(&self) -> Vec<ServerStatus> {
         self.servers
             .iter()
-            .filter_map(|s| s.status.lock().ok().map(|g| g.clone()))
+            .filter_map(|s| s.shared.status.lock().ok().map(|g| g.clone()))
             .collect()
     }
 
@@ -157,8 +296,17 @@ impl McpClients {
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         self.servers
             .iter()
-            .filter_map(|s| s.live.as_ref())
-            .flat_map(|l| l.tools.iter().map(|t| t.clone() as Arc<dyn Tool>))
+            .filter_map(|s| s.shared.live.lock().ok())
+            .flat_map(|l| {
+                l.as_ref()
+                    .map(|l| {
+                        l.tools
+                            .iter()
+                            .map(|t| t.clone() as Arc<dyn Tool>)
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default()
+            })
             .collect()
     }
 
@@ -172,15 +320,13 @@ impl McpClients {
         }
     }
 
-    /// Ends every server: closes the connections and kills the stdio
-    /// children's process groups.
+    /// Ends every server: stops starts in progress, closes the connections
+    /// and kills the stdio children's process groups.
     pub async fn shutdown(mut self) {
         let servers = std::mem::take(&mut self.servers);
         let mut monitors = Vec::new();
         for mut server in servers {
-            server.stopping.store(true, Ordering::SeqCst);
-            kill_group(&server.pgid);
-            if let Some(live) = server.live.take() {
+            if let Some(live) = server.stop() {
                 live.cancel.cancel();
                 monitors.push(live.monitor);
             }
@@ -191,12 +337,23 @@ impl McpClients {
     }
 }
 
+impl Server {
+    /// Marks the server stopping, ends a start in progress and kills the
+    /// child's group; the connection, if any, is the caller's to close.
+    fn stop(&mut self) -> Option<Live> {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        if let Some(start) = self.start.take() {
+            start.abort();
+        }
+        kill_group(&self.shared.pgid);
+        self.shared.live.lock().ok().and_then(|mut l| l.take())
+    }
+}
+
 impl Drop for McpClients {
     fn drop(&mut self) {
         for server in &mut self.servers {
-            server.stopping.store(true, Ordering::SeqCst);
-            kill_group(&server.pgid);
-            if let Some(live) = server.live.take() {
+            if let Some(live) = server.stop() {
                 live.cancel.cancel();
                 live.monitor.abort();
             }
@@ -218,36 +375,41 @@ fn kill_group(pgid: &Mutex<Option<i32>>) {
     }
 }
 
-async fn start_server(config: &McpServerConfig, sink: &StatusSink) -> Server {
-    let mut server = Server {
-        status: Arc::new(Mutex::new(ServerStatus {
-            name: config.name.clone(),
-            target: config.target(),
-            state: ServerState::Starting,
-            reason: None,
-            tools: Vec::new(),
-        })),
-        live: None,
-        pgid: Arc::new(Mutex::new(None)),
-        stopping: Arc::new(AtomicBool::new(false)),
-    };
-    let started = tokio::time::timeout(config.startup_timeout, connect(config, &server.pgid))
-        .await
-        .unwrap_or_else(|_| Err(StartError::Timeout(config.startup_timeout.as_secs_f64())));
-    let (service, remote_tools) = match started {
+/// One server's start, in its own task: connect, then `ready` with its
+/// tools in `late`, or `failed` with the reason (and, for a stdio server,
+/// where its stderr is). `pending` drops when this ends, however it ends.
+async fn start_server(
+    config: McpServerConfig,
+    options: StartOptions,
+    shared: Shared,
+    sink: StatusSink,
+    late: LateTools,
+    pending: crate::tools::late::Pending,
+) {
+    let mut log = None;
+    let started = connect(&config, &options, &shared.pgid, &mut log).await;
+    let (service, remote_tools, stdio) = match started {
         Ok(ok) => ok,
         Err(e) => {
             tracing::warn!(server = %config.name, "MCP server failed to start: {e}");
-            // What a timed-out start left running goes with its group.
-            kill_group(&server.pgid);
-            if let Ok(mut s) = server.status.lock() {
+            // What a failed start left running goes with its group.
+            kill_group(&shared.pgid);
+            let mut reason = e.to_string();
+            if let Some(path) = log {
+                reason.push_str(&format!("; its stderr is in {}", path.display()));
+            }
+            if let Ok(mut s) = shared.status.lock() {
                 s.state = ServerState::Failed;
-                s.reason = Some(e.to_string());
+                s.reason = Some(reason);
                 sink(&s);
             }
-            return server;
+            drop(pending);
+            return;
         }
     };
+    if shared.stopping.load(Ordering::SeqCst) {
+        return;
+    }
     let link = Arc::new(ServerLink::new(
         &config.name,
         service.peer().clone(),
@@ -258,7 +420,8 @@ async fn start_server(config: &McpServerConfig, sink: &StatusSink) -> Server {
         .filter(|t| config.offers(&t.name))
         .map(|t| Arc::new(McpTool::new(link.clone(), t, config.tool_timeout)))
         .collect();
-    if let Ok(mut s) = server.status.lock() {
+    late.add(tools.iter().map(|t| t.clone() as Arc<dyn Tool>));
+    if let Ok(mut s) = shared.status.lock() {
         s.state = ServerState::Ready;
         s.tools = tools.iter().map(|t| t.summary()).collect();
         sink(&s);
@@ -268,50 +431,39 @@ async fn start_server(config: &McpServerConfig, sink: &StatusSink) -> Server {
     let monitor = tokio::spawn(watch_exit(
         service,
         link,
-        Watched {
-            status: server.status.clone(),
-            stopping: server.stopping.clone(),
-            pgid: server.pgid.clone(),
-        },
-        sink.clone(),
+        stdio.map(|w| (w, log)),
+        shared.clone(),
+        sink,
     ));
-    server.live = Some(Live {
-        tools,
-        cancel,
-        monitor,
-    });
-    server
+    if let Ok(mut l) = shared.live.lock() {
+        *l = Some(Live {
+            tools,
+            cancel,
+            monitor,
+        });
+    }
+    drop(pending);
 }
 
-/// What the exit monitor updates.
-struct Watched {
-    status: Arc<Mutex<ServerStatus>>,
-    stopping: Arc<AtomicBool>,
-    pgid: Arc<Mutex<Option<i32>>>,
-}
-
-/// Waits for the connection to end; an end nobody asked for is `exited`.
+/// Waits for the connection to end; an end nobody asked for is `exited`,
+/// with the child's status and last stderr line when it is a stdio server.
 async fn watch_exit(
     service: RunningService<RoleClient, Handler>,
     link: Arc<ServerLink>,
-    watched: Watched,
+    stdio: Option<(StdioWatch, Option<PathBuf>)>,
+    shared: Shared,
     sink: StatusSink,
 ) {
-    let Watched {
-        status,
-        stopping,
-        pgid,
-    } = watched;
     let lost = link.lost_token();
     let quit = tokio::select! {
         quit = service.waiting() => Some(quit),
         // Dropping the service (with the future) closes the connection.
         _ = lost.cancelled() => None,
     };
-    if stopping.load(Ordering::SeqCst) {
+    if shared.stopping.load(Ordering::SeqCst) {
         return;
     }
-    let reason = match quit {
+    let mut reason = match quit {
         None => link
             .exit_reason()
             .unwrap_or_else(|| "the connection was lost".into()),
@@ -322,78 +474,229 @@ async fn watch_exit(
         Some(Ok(QuitReason::JoinError(e)) | Err(e)) => format!("the connection task failed: {e}"),
         Some(Ok(other)) => format!("the connection ended: {other:?}"),
     };
+    if let Some((watch, log)) = &stdio
+        && let Some(status) = watch.exit_within(Duration::from_secs(2)).await
+    {
+        watch.drained(Duration::from_secs(1)).await;
+        reason = StartError::Exited {
+            status: describe_status(&status),
+            last_line: watch.last_stderr_line(),
+        }
+        .to_string();
+        if let Some(path) = log {
+            reason.push_str(&format!("; its stderr is in {}", path.display()));
+        }
+    }
     tracing::warn!(server = %link.name, "MCP server gone: {reason}");
     // What the server left in its group goes now, while the group id is
     // still its own, rather than at the session's end.
-    kill_group(&pgid);
+    kill_group(&shared.pgid);
     link.mark_exited(&reason);
-    if let Ok(mut s) = status.lock() {
+    if let Ok(mut s) = shared.status.lock() {
         s.state = ServerState::Exited;
         s.reason = Some(reason);
         sink(&s);
     }
 }
 
-type Connected = (RunningService<RoleClient, Handler>, Vec<rmcp::model::Tool>);
+type Connected = (
+    RunningService<RoleClient, Handler>,
+    Vec<rmcp::model::Tool>,
+    Option<StdioWatch>,
+);
 
-/// Spawns or connects, shakes hands and lists the tools.
+/// Spawns or connects, shakes hands and lists the tools, by the start-up
+/// deadline. `log` is set to the stderr log as soon as there is one.
 async fn connect(
     config: &McpServerConfig,
+    options: &StartOptions,
     pgid: &Mutex<Option<i32>>,
+    log: &mut Option<PathBuf>,
 ) -> Result<Connected, StartError> {
-    let handler = Handler::default();
-    let service = match &config.transport {
+    let deadline = Instant::now() + config.startup_timeout;
+    match &config.transport {
         McpTransport::Stdio { command, args, env } => {
             let mut cmd = tokio::process::Command::new(command);
             cmd.args(args)
                 .env_clear()
                 .envs(child_env(&crate::sandbox::env::parent_env(), env))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
                 // Its own group, so the whole tree can be killed at the end
                 // and a Ctrl-C at the terminal reaches only vibedesk.
                 .process_group(0)
                 .kill_on_drop(true);
-            let (child, stderr) = TokioChildProcess::builder(cmd)
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|source| StartError::Spawn {
-                    command: command.clone(),
-                    source,
-                })?;
-            if let (Some(pid), Ok(mut slot)) = (child.id(), pgid.lock()) {
-                *slot = i32::try_from(pid).ok();
-            }
-            if let Some(stderr) = stderr {
-                tokio::spawn(log_stderr(config.name.clone(), stderr));
-            }
-            handler
-                .serve(child)
-                .await
-                .map_err(|e| StartError::Handshake(e.to_string()))?
+            let child = cmd.spawn().map_err(|source| StartError::Spawn {
+                command: command.clone(),
+                source,
+            })?;
+            connect_stdio(config, child, options, pgid, log, deadline).await
         }
         McpTransport::Http {
             url,
             bearer_token_env,
-        } => {
-            let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-            if let Some(var) = bearer_token_env {
-                let token = std::env::var(var)
-                    .ok()
-                    .filter(|t| !t.trim().is_empty())
-                    .ok_or_else(|| StartError::MissingToken(var.clone()))?;
-                http = http.auth_header(token);
-            }
-            handler
-                .serve(StreamableHttpClientTransport::from_config(http))
-                .await
-                .map_err(|e| StartError::Handshake(e.to_string()))?
+        } => connect_http(config, url, bearer_token_env.as_deref(), deadline).await,
+    }
+}
+
+/// The handshake and tool list over a spawned child's pipes, each failure
+/// explained by what the child did ([`stdio_step`]).
+async fn connect_stdio(
+    config: &McpServerConfig,
+    mut child: tokio::process::Child,
+    options: &StartOptions,
+    pgid: &Mutex<Option<i32>>,
+    log: &mut Option<PathBuf>,
+    deadline: Instant,
+) -> Result<Connected, StartError> {
+    let pid = child.id();
+    if let (Some(pid), Ok(mut slot)) = (pid, pgid.lock()) {
+        *slot = i32::try_from(pid).ok();
+    }
+    let stdin = child.stdin.take();
+    let header = format!(
+        "--- {} vibedesk started `{}` (pid {}) ---\n",
+        chrono::Local::now().format("%Y-%m-%d %H:%M:%S"),
+        config.target(),
+        pid.unwrap_or(0)
+    );
+    let (stdout, watch) = watch_child(child, &config.name, options.log_dir.as_deref(), &header);
+    log.clone_from(&watch.log);
+    let Some(stdin) = stdin else {
+        return Err(StartError::Handshake("the child has no stdin".into()));
+    };
+    let timeout = config.startup_timeout;
+    let service = stdio_step(
+        Handler::default().serve((stdout, stdin)),
+        "initialize",
+        timeout,
+        deadline,
+        &watch,
+    )
+    .await
+    .map_err(|e| e.into_start(StartError::Handshake))?;
+    let tools = stdio_step(
+        service.peer().list_all_tools(),
+        "tools/list",
+        timeout,
+        deadline,
+        &watch,
+    )
+    .await
+    .map_err(|e| e.into_start(StartError::ListTools))?;
+    Ok((service, tools, Some(watch)))
+}
+
+/// The handshake and tool list over streamable HTTP.
+async fn connect_http(
+    config: &McpServerConfig,
+    url: &str,
+    bearer_token_env: Option<&str>,
+    deadline: Instant,
+) -> Result<Connected, StartError> {
+    let mut http = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(var) = bearer_token_env {
+        let token = std::env::var(var)
+            .ok()
+            .filter(|t| !t.trim().is_empty())
+            .ok_or_else(|| StartError::MissingToken(var.to_string()))?;
+        http = http.auth_header(token);
+    }
+    let no_answer = |request| StartError::NoAnswer {
+        request,
+        timeout: config.startup_timeout,
+    };
+    let service = tokio::time::timeout_at(
+        deadline,
+        Handler::default().serve(StreamableHttpClientTransport::from_config(http)),
+    )
+    .await
+    .map_err(|_| no_answer("initialize"))?
+    .map_err(|e| StartError::Unreachable {
+        url: url.to_string(),
+        cause: handshake_cause(&e),
+    })?;
+    let tools = tokio::time::timeout_at(deadline, service.peer().list_all_tools())
+        .await
+        .map_err(|_| no_answer("tools/list"))?
+        .map_err(|e| StartError::ListTools(e.to_string()))?;
+    Ok((service, tools, None))
+}
+
+/// How one step of a stdio start failed, before it is put in words.
+enum StepError {
+    /// The step's own error (the transport's text), when nothing better
+    /// explains it.
+    Step(String),
+    /// The reason found: an exit, non-MCP output or no answer.
+    Known(StartError),
+}
+
+impl StepError {
+    fn into_start(self, wrap: fn(String) -> StartError) -> StartError {
+        match self {
+            StepError::Step(e) => wrap(e),
+            StepError::Known(e) => e,
+        }
+    }
+}
+
+/// Resolves when the child exits unsuccessfully; never otherwise.
+async fn failed_exit(watch: &StdioWatch) {
+    match watch.exited().await {
+        Some(status) if !status.success() => {}
+        _ => std::future::pending().await,
+    }
+}
+
+/// Runs one request of a stdio start against the child's exit and the
+/// deadline. A failure is explained by what the child did, in this order:
+/// it exited (status and last stderr line), it wrote non-MCP output to
+/// stdout, it did not answer in time; the transport's own error (a broken
+/// pipe, which differs by timing) only when none of these applies.
+async fn stdio_step<T, E: std::fmt::Display>(
+    step: impl std::future::Future<Output = Result<T, E>>,
+    request: &'static str,
+    timeout: Duration,
+    deadline: Instant,
+    watch: &StdioWatch,
+) -> Result<T, StepError> {
+    let failure = tokio::select! {
+        result = step => match result {
+            Ok(v) => return Ok(v),
+            Err(e) => Some(e.to_string()),
+        },
+        // A wrapper may exit 0 leaving the real server on the pipes.
+        _ = failed_exit(watch) => None,
+        _ = tokio::time::sleep_until(deadline) => {
+            let no_answer = StartError::NoAnswer { request, timeout };
+            return Err(StepError::Known(match watch.junk() {
+                Some(junk) => StartError::NonMcpOutput(junk),
+                None => no_answer,
+            }));
         }
     };
-    let tools = service
-        .peer()
-        .list_all_tools()
-        .await
-        .map_err(|e| StartError::ListTools(e.to_string()))?;
-    Ok((service, tools))
+    // The transport gives up when the child does: wait (briefly) for the
+    // exit, and for the pipes to be read to their end, so the reason does
+    // not depend on which noticed first.
+    let exit = watch
+        .exit_within(Duration::from_secs(2).min(deadline.saturating_duration_since(Instant::now())))
+        .await;
+    watch.drained(Duration::from_secs(1)).await;
+    let exited = |status: std::process::ExitStatus| StartError::Exited {
+        status: describe_status(&status),
+        last_line: watch.last_stderr_line(),
+    };
+    Err(match (exit, watch.junk(), failure) {
+        (Some(status), Some(junk), _) if status.success() => {
+            StepError::Known(StartError::NonMcpOutput(junk))
+        }
+        (Some(status), _, _) => StepError::Known(exited(status)),
+        (None, Some(junk), _) => StepError::Known(StartError::NonMcpOutput(junk)),
+        (None, None, Some(e)) => StepError::Step(e),
+        (None, None, None) => StepError::Known(StartError::NoAnswer { request, timeout }),
+    })
 }
 
 /// The stdio child's environment: the sandbox allow-list of the parent's
@@ -411,14 +714,6 @@ pub fn child_env(
         .collect();
     env.extend(configured.iter().map(|(k, v)| (k.clone(), v.clone())));
     env
-}
-
-/// A server's stderr goes to the log, a line at a time, never the screen.
-async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::info!(target: "vibedesk::mcp::stderr", server = %server, "{line}");
-    }
 }
 
 #[cfg(test)]

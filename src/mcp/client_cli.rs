@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::client::{McpClients, ServerState, ServerStatus, StatusSink};
+use super::client::{McpClients, ServerState, ServerStatus, StartOptions, StatusSink};
 use super::config::{self, McpConfigError};
 
 #[derive(Debug, thiserror::Error)]
@@ -19,13 +19,16 @@ pub enum McpCliError {
 
 /// Starts every server of the config file (in parallel, each within its
 /// start-up timeout), takes their states and stops them again.
-pub async fn probe(config_file: &Path) -> Result<Vec<ServerStatus>, McpConfigError> {
+pub async fn probe(
+    config_file: &Path,
+    options: &StartOptions,
+) -> Result<Vec<ServerStatus>, McpConfigError> {
     let servers = config::load(config_file)?;
     if servers.is_empty() {
         return Ok(Vec::new());
     }
     let quiet: StatusSink = Arc::new(|_| {});
-    let clients = McpClients::start(&servers, &quiet).await;
+    let clients = McpClients::start(&servers, options, &quiet).await;
     let statuses = clients.statuses();
     clients.shutdown().await;
     Ok(statuses)

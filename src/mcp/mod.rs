@@ -9,7 +9,8 @@ pub mod client_link;
 pub mod config;
 pub mod server;
 pub mod server_http;
+pub mod stdio;
 pub mod tool;
 
-pub use client::{McpClients, ServerState, ServerStatus, StatusSink};
+pub use client::{McpClients, ServerState, ServerStatus, StartOptions, StatusSink};
 pub use config::{McpConfigError, McpServerConfig};

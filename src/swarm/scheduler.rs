@@ -287,6 +287,10 @@ fn agent_deps(
             }
         }
         deps.registry = Arc::new(registry);
+        // MCP tools it names join as their servers become ready (docs §13.2).
+        deps.late_tools = template
+            .late_tools
+            .restricted(agent.tools.iter().map(|n| n.as_str()));
         deps.skills
             .retain(|s| agent.skills.iter().any(|k| k.as_str() == s.name));
         deps.config.max_iterations = agent.max_iterations.max(1);

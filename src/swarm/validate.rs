@@ -30,6 +30,12 @@ impl Catalog {
                 .names()
                 .into_iter()
                 .map(String::from)
+                .chain(
+                    deps.late_tools
+                        .snapshot()
+                        .iter()
+                        .map(|t| t.name().to_string()),
+                )
                 .collect(),
             skills: deps.skills.iter().map(|s| s.name.clone()).collect(),
         }

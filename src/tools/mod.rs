@@ -11,6 +11,7 @@ pub mod background;
 pub mod builtin;
 pub mod events;
 pub mod finalize;
+pub mod late;
 pub mod progress;
 pub mod redact;
 pub mod registry;
@@ -25,6 +26,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 pub use background::{BackgroundNotice, BackgroundQueue};
+pub use late::LateTools;
 pub use registry::Registry;
 pub use scheduler::{Authorizer, CallOutcome, Denial, Scheduler, SchedulerConfig};
 pub use typed::TypedTool;

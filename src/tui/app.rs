@@ -290,7 +290,7 @@ impl App {
             "No model is configured: the chat will explain how to connect one when you send a message. Ctrl-T browses earlier sessions; ? lists every key."
                 .to_string()
         } else if self.options.demo {
-            "Demo mode: a scripted model drives the real agent loop and file tools. Type anything and press Enter (for example: make me a research checklist). ? lists every key."
+            "Demo mode: a scripted model plays one research session on the real tools: a parallel batch, serial writes, heartbeats, a timeout, and all three compaction gates. Type anything and press Enter to start it (for example: study the 2008 crash). ? lists every key."
                 .to_string()
         } else {
             format!(
@@ -1103,6 +1103,14 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::SwarmDone { error, at } => {
             if let Some(e) = &error {
                 app.chat.notice(NoticeKind::Error, format!("team run: {e}"));
+                // A team that never started (an unknown name, a missing
+                // variable) gives the keyboard back to the input, the reason
+                // in the chat: its view would take the next keys (`h` is
+                // Back there).
+                if app.swarm.as_ref().is_some_and(|b| b.run_id.is_none()) {
+                    app.overlays.close_swarm();
+                    app.chat.follow_bottom();
+                }
             }
             if app
                 .swarm

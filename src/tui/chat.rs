@@ -792,7 +792,11 @@ fn event_notice(event: &AgentEvent) -> Option<(NoticeKind, String)> {
         } => {
             let reason = reason.as_deref().unwrap_or("no reason given");
             match state {
-                McpServerState::Starting => return None,
+                // Servers start in the background (docs §13.2).
+                McpServerState::Starting => (
+                    NoticeKind::Info,
+                    format!("MCP server {server} starting; its tools join when it is ready"),
+                ),
                 McpServerState::Ready => (
                     NoticeKind::Info,
                     format!("MCP server {server} ready: {tools} tool(s)"),

@@ -61,6 +61,10 @@ pub enum SwarmLaunchError {
     /// failed; its own error, shown as it words it.
     #[error(transparent)]
     Engine(Box<dyn std::error::Error + Send + Sync>),
+    /// The run was refused, in the app's own syntax (`/swarm NAME k=v`)
+    /// rather than the command line's.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// Starts research-team runs for `/swarm` (docs §14). The engine lives

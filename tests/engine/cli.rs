@@ -734,6 +734,79 @@ async fn doctor_masks_the_key_and_checks_the_server() {
     );
 }
 
+/// `doctor` exits 0 whenever the configuration is valid, with no model
+/// (the offline planner, a supported mode) as with one; 2 for an invalid
+/// configuration; 1 when the configured model cannot be used. Before, it
+/// exited 2 with no model configured.
+#[tokio::test]
+async fn doctor_exits_0_for_any_valid_configuration_offline_included() {
+    let config = |home: &Path, text: &str| {
+        let dir = home.join("config");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.toml"), text).unwrap();
+    };
+    let doctor = |home: &Path, offline: bool| {
+        let mut c = vibedesk(home);
+        c.arg("doctor");
+        if offline {
+            c.arg("--offline");
+        }
+        c.output()
+    };
+    // No config at all, then a valid one without a model.
+    let home = tempfile::tempdir().unwrap();
+    for offline in [false, true] {
+        let out = doctor(home.path(), offline).await.unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        assert!(
+            stdout.contains("provider      (none: the offline planner answers"),
+            "{stdout}"
+        );
+    }
+    config(home.path(), "[agent]\nmax_iterations = 12\n");
+    let out = doctor(home.path(), false).await.unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // Invalid: config.toml does not parse, or an MCP entry is wrong.
+    let bad = tempfile::tempdir().unwrap();
+    config(bad.path(), "model = [\n");
+    let out = doctor(bad.path(), false).await.unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    config(
+        bad.path(),
+        "[mcp_servers.x]\ncommand = \"a\"\nurl = \"http://127.0.0.1:1/mcp\"\n",
+    );
+    let out = doctor(bad.path(), false).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains("mcp servers   FAIL") && stdout.contains("not both"),
+        "{stdout}"
+    );
+
+    // A configured model that cannot be used: no key.
+    let keyless = tempfile::tempdir().unwrap();
+    config(keyless.path(), "provider = \"openai\"\n");
+    let out = doctor(keyless.path(), false).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("check         FAIL") && stdout.contains("OPENAI_API_KEY"),
+        "{stdout}"
+    );
+}
+
 /// As root, the doctor says whether the sandbox user can reach the data dir
 /// and, when it cannot, how to keep the privilege drop.
 #[tokio::test]
@@ -1341,4 +1414,143 @@ async fn a_prompt_argument_over_the_configured_limit_is_refused_naming_the_sessi
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `--demo` shows what the README says it shows, as events: a parallel
+/// batch of read-only calls, serial writes, a slow call with heartbeats,
+/// progress by stage, a command stopped at its timeout, and the context
+/// passing L1, L2 and L3 with each compaction firing. A later message of
+/// the session gets a note that the demo has ended instead of a replay.
+#[tokio::test]
+async fn the_demo_shows_batches_heartbeats_a_timeout_and_every_compaction_gate() {
+    let home = tempfile::tempdir().unwrap();
+    let events = |out: &std::process::Output| -> Vec<Value> {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let out = vibedesk(home.path())
+        .args(["run", "--demo", "--json"])
+        .output()
+        .await
+        .unwrap();
+    let all = events(&out);
+    let of = |kind: &str| -> Vec<&Value> { all.iter().filter(|e| e["type"] == kind).collect() };
+
+    let batches = of("tool_batch_started");
+    let parallel = batches
+        .iter()
+        .find(|b| b["mode"] == "parallel")
+        .expect("a parallel batch");
+    let ids: Vec<&str> = parallel["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["call_id"].as_str().unwrap())
+        .collect();
+    assert!(ids.len() >= 3, "{parallel}");
+    for started in of("tool_call_started") {
+        if ids.contains(&started["call_id"].as_str().unwrap()) {
+            assert_eq!(started["readonly"], true, "{started}");
+        }
+    }
+    assert!(
+        batches
+            .iter()
+            .any(|b| b["mode"] == "serial" && b["calls"][0]["tool"] == "write_file"),
+        "a serial write: {batches:?}"
+    );
+    assert!(!of("tool_heartbeat").is_empty(), "no heartbeats");
+    let stages: Vec<&str> = of("tool_progress")
+        .iter()
+        .filter(|p| p["tool"] == "backtest")
+        .map(|p| p["stage"].as_str().unwrap())
+        .collect();
+    assert!(
+        stages.contains(&"validate") && stages.len() >= 3,
+        "{stages:?}"
+    );
+    let finished = of("tool_call_finished");
+    let timed_out = finished
+        .iter()
+        .find(|f| f["error_code"] == "command_timeout")
+        .expect("a call stopped at its timeout");
+    assert_eq!(timed_out["status"], "error", "{timed_out}");
+    assert!(
+        finished.iter().filter(|f| f["status"] == "ok").count() >= 6,
+        "{finished:?}"
+    );
+
+    // The gauge passes every gate, and each layer runs.
+    let gates = of("watermark")[0]["gates"].clone();
+    let peak = of("watermark")
+        .iter()
+        .map(|w| w["tokens"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(peak > gates[2].as_u64().unwrap(), "peak {peak} vs {gates}");
+    let compactions = of("compaction_finished");
+    for layer in ["microcompact", "collapse", "auto_compact"] {
+        assert!(
+            compactions.iter().any(|c| c["layer"] == layer),
+            "no {layer}: {compactions:?}"
+        );
+    }
+    for layer in ["microcompact", "auto_compact"] {
+        assert!(
+            compactions.iter().any(|c| c["layer"] == layer
+                && c["ineffective"] == false
+                && c["tokens_after"].as_u64() < c["tokens_before"].as_u64()),
+            "{layer} freed nothing: {compactions:?}"
+        );
+    }
+    let end = of("run_finished")[0];
+    assert_eq!(end["status"], "success", "{end}");
+    let answer = of("answer")[0]["content"].as_str().unwrap().to_string();
+    assert!(answer.contains("## Done"), "{answer}");
+    let notes = home
+        .path()
+        .join("data/sessions")
+        .join(all[0]["session_id"].as_str().unwrap())
+        .join("workspace/crash-notes.md");
+    assert!(notes.exists(), "the serial write wrote {}", notes.display());
+
+    // The same session's next message: the demo says it has ended.
+    let sid = all
+        .iter()
+        .find_map(|e| e["session_id"].as_str())
+        .unwrap()
+        .to_string();
+    let again = vibedesk(home.path())
+        .args([
+            "run",
+            "--demo",
+            "--json",
+            "--session",
+            &sid,
+            "-p",
+            "and now?",
+        ])
+        .output()
+        .await
+        .unwrap();
+    let again = events(&again);
+    let reply = again
+        .iter()
+        .find(|e| e["type"] == "answer")
+        .expect("an answer");
+    assert!(
+        reply["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("The scripted demo has ended"),
+        "{reply}"
+    );
+    assert!(!again.iter().any(|e| e["type"] == "tool_batch_started"));
 }

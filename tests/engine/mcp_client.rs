@@ -15,7 +15,7 @@ use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 use vibedesk::agent::events::{ToolCallStatus, ToolEvent};
 use vibedesk::mcp::config::{McpServerConfig, McpTransport};
-use vibedesk::mcp::{McpClients, ServerState, ServerStatus, StatusSink};
+use vibedesk::mcp::{McpClients, ServerState, ServerStatus, StartOptions, StatusSink};
 use vibedesk::model::ToolCall;
 use vibedesk::tools::{
     BackgroundQueue, CallOutcome, Registry, Scheduler, SchedulerConfig, ToolContext,
@@ -198,7 +198,7 @@ async fn time_server_over_stdio_lists_its_tools_and_tells_the_time() {
         Duration::from_secs(20),
     );
     config.disabled_tools = vec!["convert_time".into()];
-    let clients = McpClients::start(&[config], &sink).await;
+    let clients = McpClients::start(&[config], &StartOptions::default(), &sink).await;
     let status = &clients.statuses()[0];
     assert_eq!(status.state, ServerState::Ready, "{status:?}");
     let names: Vec<&str> = status.tools.iter().map(|t| t.name.as_str()).collect();
@@ -251,7 +251,7 @@ async fn a_server_that_never_answers_fails_in_its_timeout_and_the_others_start()
     );
     let time = stdio("time", "mcp-server-time", &[], Duration::from_secs(20));
     let started = std::time::Instant::now();
-    let clients = McpClients::start(&[mute, missing, time], &sink).await;
+    let clients = McpClients::start(&[mute, missing, time], &StartOptions::default(), &sink).await;
     let statuses = clients.statuses();
     assert_eq!(statuses[0].state, ServerState::Failed);
     assert!(
@@ -259,7 +259,7 @@ async fn a_server_that_never_answers_fails_in_its_timeout_and_the_others_start()
             .reason
             .as_deref()
             .unwrap()
-            .contains("did not start within 1.5s"),
+            .contains("did not answer `initialize` within 1.5 s"),
         "{statuses:?}"
     );
     assert_eq!(statuses[1].state, ServerState::Failed);
@@ -292,8 +292,12 @@ async fn http_tools_time_out_report_progress_and_errors() {
     }
     let fixture = Fixture::start().await;
     let (sink, _) = status_log();
-    let clients =
-        McpClients::start(&[http("fx", fixture.port, Duration::from_secs(1))], &sink).await;
+    let clients = McpClients::start(
+        &[http("fx", fixture.port, Duration::from_secs(1))],
+        &StartOptions::default(),
+        &sink,
+    )
+    .await;
     let status = &clients.statuses()[0];
     assert_eq!(status.state, ServerState::Ready, "{status:?}");
     let readonly: Vec<(&str, bool)> = status
@@ -390,8 +394,12 @@ async fn a_server_crashing_mid_call_ends_the_call_and_reports_exited() {
     }
     let mut fixture = Fixture::start().await;
     let (sink, seen) = status_log();
-    let clients =
-        McpClients::start(&[http("fx", fixture.port, Duration::from_secs(20))], &sink).await;
+    let clients = McpClients::start(
+        &[http("fx", fixture.port, Duration::from_secs(20))],
+        &StartOptions::default(),
+        &sink,
+    )
+    .await;
     assert_eq!(clients.statuses()[0].state, ServerState::Ready);
     let dir = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
@@ -480,12 +488,17 @@ async fn the_agent_calls_the_time_server_and_reads_the_answer() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let status = events
-        .iter()
-        .find(|e| e["type"] == "mcp_server_status")
-        .expect("no mcp_server_status event");
+    // The server starts in the background; the run, whose model can call
+    // its tools, waits for it before its first request.
+    let position = |pred: &dyn Fn(&Value) -> bool| events.iter().position(pred);
+    let starting = position(&|e| e["type"] == "mcp_server_status" && e["state"] == "starting")
+        .expect("no `starting` status");
+    let ready = position(&|e| e["type"] == "mcp_server_status" && e["state"] == "ready")
+        .expect("no `ready` status");
+    let run_started = position(&|e| e["type"] == "run_started").unwrap();
+    assert!(starting < ready && ready < run_started, "{events:?}");
+    let status = &events[ready];
     assert_eq!(status["server"], "time");
-    assert_eq!(status["state"], "ready", "{status}");
     assert!(status["tools"].as_u64().unwrap() >= 1, "{status}");
     let finished = events
         .iter()
@@ -645,6 +658,10 @@ fn the_workstation_chat_shows_server_states_as_notices() {
         vec![
             (
                 NoticeKind::Info,
+                "MCP server time starting; its tools join when it is ready".to_string()
+            ),
+            (
+                NoticeKind::Info,
                 "MCP server time ready: 2 tool(s)".to_string()
             ),
             (
@@ -676,6 +693,7 @@ async fn dropping_the_clients_kills_each_servers_process_group() {
             &["-c", &script],
             Duration::from_secs(20),
         )],
+        &StartOptions::default(),
         &sink,
     )
     .await;
@@ -714,6 +732,7 @@ async fn a_stdio_server_dying_mid_call_ends_the_call_and_reports_exited() {
             &[script, "0"],
             Duration::from_secs(20),
         )],
+        &StartOptions::default(),
         &sink,
     )
     .await;
@@ -756,39 +775,262 @@ async fn a_stdio_server_dying_mid_call_ends_the_call_and_reports_exited() {
     clients.shutdown().await;
 }
 
-/// Start-up can take up to the slowest server's timeout, so a text-mode run
-/// says what it is waiting for; `--json` keeps stderr to its own notes.
+/// A config file in a temp VIBEDESK_HOME with one stdio server.
+fn home_with_server(home: &Path, name: &str, command: &str, args: &[&str], startup_s: u32) {
+    let dir = home.join("config");
+    std::fs::create_dir_all(&dir).unwrap();
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    std::fs::write(
+        dir.join("config.toml"),
+        format!(
+            "[mcp_servers.{name}]\ncommand = {command:?}\nargs = [{}]\nstartup_timeout_s = {startup_s}\n",
+            args.join(", ")
+        ),
+    )
+    .unwrap();
+}
+
+/// A server that never answers costs an offline run nothing: the offline
+/// planner cannot call MCP tools, so the run neither starts nor waits for
+/// it (before, every offline run waited out the start-up timeout).
 #[tokio::test]
-async fn a_text_run_says_which_servers_it_is_starting() {
-    if !peers_available() {
-        return;
-    }
+async fn an_offline_run_does_not_wait_for_a_server_that_never_answers() {
     let home = tempfile::tempdir().unwrap();
-    home_with_time_server(home.path());
-    let run = |json: bool| {
-        let mut cmd = Command::new(BIN);
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", home.path())
-            .env("VIBEDESK_HOME", home.path())
-            .arg("run");
+    home_with_server(home.path(), "mute", "sleep", &["600"], 20);
+    for json in [false, true] {
+        let started = std::time::Instant::now();
+        let mut cmd = vibedesk(home.path());
+        cmd.arg("run");
         if json {
             cmd.arg("--json");
         }
-        cmd.args(["-p", "RSI of IBM"])
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .output()
-    };
-    let text = run(false).await.unwrap();
-    let stderr = String::from_utf8_lossy(&text.stderr);
-    assert!(text.status.success(), "{stderr}");
+        let out = cmd.args(["-p", "RSI of IBM"]).output().await.unwrap();
+        let elapsed = started.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            elapsed < Duration::from_secs(12),
+            "the offline run took {elapsed:?}, waiting on the 20 s start-up timeout"
+        );
+        assert!(stdout.contains("RSI"), "{stdout}");
+        if json {
+            assert!(!stdout.contains("mcp_server_status"), "{stdout}");
+        } else {
+            assert!(
+                stderr.contains(
+                    "MCP servers not started: the offline planner calls built-in tools only"
+                ),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+/// A run whose model can call tools waits for a server still starting,
+/// but only up to its start-up timeout; then it goes on without its tools
+/// and the status says why.
+#[tokio::test]
+async fn a_model_run_waits_for_a_silent_server_only_up_to_its_timeout() {
+    let home = tempfile::tempdir().unwrap();
+    home_with_server(home.path(), "mute", "sleep", &["600"], 2);
+    let server = TestServer::start(vec![text_reply("Done without it.")]).await;
+    let started = std::time::Instant::now();
+    let out = vibedesk(home.path())
+        .args(["run", "--json", "-p", "hello", "--base-url"])
+        .arg(server.base_url())
+        .args(["--model", "m1"])
+        .output()
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
     assert!(
-        stderr.contains("starting MCP server(s) time (at most 20 s)"),
-        "{stderr}"
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    let json = run(true).await.unwrap();
-    let stderr = String::from_utf8_lossy(&json.stderr);
-    assert!(json.status.success(), "{stderr}");
-    assert!(!stderr.contains("starting MCP server"), "{stderr}");
+    assert!(
+        elapsed >= Duration::from_secs(2),
+        "it did not wait: {elapsed:?}"
+    );
+    assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let failed = events
+        .iter()
+        .position(|e| e["type"] == "mcp_server_status" && e["state"] == "failed")
+        .expect("no `failed` status");
+    let run_started = events
+        .iter()
+        .position(|e| e["type"] == "run_started")
+        .unwrap();
+    assert!(failed < run_started, "{events:?}");
+    let reason = events[failed]["reason"].as_str().unwrap();
+    let log = home.path().join("state/logs/mcp/mute.log");
+    assert_eq!(
+        reason,
+        format!(
+            "did not answer `initialize` within 2 s; its stderr is in {}",
+            log.display()
+        )
+    );
+    assert!(log.exists());
+    let waiting = events
+        .iter()
+        .find(|e| e["type"] == "notice")
+        .expect("no notice that the run waits");
+    assert!(
+        waiting["message"]
+            .as_str()
+            .unwrap()
+            .contains("for MCP server mute to start"),
+        "{waiting}"
+    );
+}
+
+/// The reason a start failed is what the server did, in words, and the
+/// same every time: its exit with the last line of its traceback, its
+/// silence, or what it wrote to stdout that is not MCP; each names the
+/// server's own stderr log.
+#[tokio::test]
+async fn failure_reasons_are_stable_and_say_what_the_server_did() {
+    let logs = tempfile::tempdir().unwrap();
+    let options = StartOptions {
+        log_dir: Some(logs.path().to_path_buf()),
+    };
+    let traceback = stdio(
+        "traceback",
+        "python3",
+        &[
+            "-c",
+            "import sys\nsys.stderr.write('loading config\\n')\nraise ValueError('no API key for the weather service')",
+        ],
+        Duration::from_secs(20),
+    );
+    let mute = stdio(
+        "mute",
+        "python3",
+        &["-c", "import time; time.sleep(120)"],
+        Duration::from_millis(1500),
+    );
+    let junk = stdio(
+        "junk",
+        "python3",
+        &[
+            "-c",
+            "import time\nprint('Weather server listening on port 8000', flush=True)\ntime.sleep(120)",
+        ],
+        Duration::from_secs(3),
+    );
+    // Nothing listens on this port once the listener is dropped.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = http("refused", closed, Duration::from_secs(5));
+    let log = |name: &str| {
+        logs.path()
+            .join(format!("{name}.log"))
+            .display()
+            .to_string()
+    };
+    let expected = [
+        format!(
+            "exited with status 1: ValueError: no API key for the weather service; its stderr is in {}",
+            log("traceback")
+        ),
+        format!(
+            "did not answer `initialize` within 1.5 s; its stderr is in {}",
+            log("mute")
+        ),
+        format!(
+            "wrote non-MCP output to stdout: \"Weather server listening on port 8000\" (stdout must carry MCP messages only; a server logs to stderr); its stderr is in {}",
+            log("junk")
+        ),
+        format!(
+            "the MCP handshake with http://127.0.0.1:{closed}/mcp failed: Connection refused (os error 111)"
+        ),
+    ];
+    // Twice: the words do not depend on timing.
+    for _ in 0..2 {
+        let (sink, _) = status_log();
+        let clients = McpClients::start(
+            &[
+                traceback.clone(),
+                mute.clone(),
+                junk.clone(),
+                refused.clone(),
+            ],
+            &options,
+            &sink,
+        )
+        .await;
+        let reasons: Vec<String> = clients
+            .statuses()
+            .iter()
+            .map(|s| {
+                assert_eq!(s.state, ServerState::Failed, "{s:?}");
+                s.reason.clone().unwrap()
+            })
+            .collect();
+        assert_eq!(reasons, expected);
+        clients.shutdown().await;
+    }
+    let kept = std::fs::read_to_string(log("traceback")).unwrap();
+    assert!(kept.contains("Traceback (most recent call last)"), "{kept}");
+    assert!(kept.contains("loading config"), "{kept}");
+}
+
+/// A server that floods stderr fills its own log, capped with one
+/// rotation, and never vibedesk's log; the failure names that file.
+#[tokio::test]
+async fn a_chatty_server_gets_a_capped_log_of_its_own() {
+    let home = tempfile::tempdir().unwrap();
+    home_with_server(
+        home.path(),
+        "chatty",
+        "python3",
+        &[
+            "-c",
+            "import sys, time\nfor i in range(120000): sys.stderr.write('noise line %06d from a chatty server\\n' % i)\nsys.stderr.flush()\ntime.sleep(120)",
+        ],
+        4,
+    );
+    let out = vibedesk(home.path())
+        .args(["mcp", "list"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let logs = home.path().join("state/logs");
+    let own = logs.join("mcp/chatty.log");
+    assert!(
+        stdout.contains(&format!(
+            "did not answer `initialize` within 4 s; its stderr is in {}",
+            own.display()
+        )),
+        "{stdout}"
+    );
+    let cap = vibedesk::mcp::stdio::STDERR_LOG_CAP;
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let rotated = logs.join("mcp/chatty.log.1");
+    // 120 000 lines of 38 bytes: 4.5 MB written, at most twice the cap kept.
+    assert!(size(&own) > 0 && size(&own) <= cap, "{}", size(&own));
+    assert!(
+        size(&rotated) > 0 && size(&rotated) <= cap,
+        "{}",
+        size(&rotated)
+    );
+    let text = std::fs::read_to_string(&own).unwrap();
+    assert!(
+        text.trim_end()
+            .ends_with("noise line 119999 from a chatty server"),
+        "the newest lines are kept"
+    );
+    let main = size(&logs.join("vibedesk.log"));
+    assert!(main < 64 * 1024, "vibedesk.log grew to {main} bytes");
 }

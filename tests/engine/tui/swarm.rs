@@ -1000,3 +1000,44 @@ fn the_browser_marks_partial_and_failed_team_runs_and_workers() {
         "{s}"
     );
 }
+
+/// A `/swarm` the engine refuses before the team starts (a missing
+/// variable, an unknown name) leaves the keyboard in the input: the next
+/// message arrives whole. Before, the team view stayed open and took its
+/// first `h` as Back.
+#[test]
+fn a_refused_swarm_gives_the_keyboard_back_to_the_input() {
+    let mut a = app();
+    type_text(&mut a, "/swarm investment_committee");
+    assert!(matches!(
+        update(&mut a, key(KeyCode::Enter)).as_slice(),
+        [Effect::StartSwarm { .. }]
+    ));
+    assert!(a.overlays.has_swarm(), "the view opens while it starts");
+    update(
+        &mut a,
+        Msg::SwarmDone {
+            error: Some(
+                SwarmLaunchError::Refused(
+                    "missing required variable: target (the ticker); type /swarm investment_committee target=VALUE".into(),
+                )
+                .to_string(),
+            ),
+            at: Instant::now(),
+        },
+    );
+    assert!(!a.overlays.has_swarm(), "the view closed");
+    assert!(
+        notices(&a, NoticeKind::Error)
+            .iter()
+            .any(|n| n.contains("type /swarm investment_committee target=VALUE")),
+        "the reason is in the chat"
+    );
+    type_text(&mut a, "hello there");
+    assert_eq!(
+        update(&mut a, key(KeyCode::Enter)),
+        vec![Effect::Send {
+            prompt: "hello there".into()
+        }]
+    );
+}
