@@ -33,8 +33,11 @@ use crate::model::{HANDOFF_PREFIX, Message, Role};
 
 pub const OFFLINE: &str = "offline";
 
-/// Symbols of the embedded dataset: served locally, never fetched.
-const EMBEDDED: [&str; 5] = ["AAPL", "MSFT", "IBM", "GOOG", "FB"];
+/// Whether the embedded offline market holds a ticker (served locally,
+/// never fetched): its one list is `model::universe`.
+fn embedded(ticker: &str) -> bool {
+    crate::model::universe::has(ticker)
+}
 
 pub const CONNECT_HELP: &str = "To ask anything else, connect a model: run `vibedesk doctor` for the setup, or for example `export DEEPSEEK_API_KEY=...` and start with `--provider deepseek` (or `--provider ollama --model qwen3:8b` for a local server).";
 
@@ -207,7 +210,7 @@ pub fn plan_request(messages: &[Message], offered: &[String], request: Option<&s
 fn unsupported(request: &str) -> String {
     let preview: String = request.chars().take(80).collect();
     format!(
-        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (AAPL, MSFT, IBM, GOOG, FB, 2000-2013):\n\n- **backtest**: \"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\" (also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold)\n- **prices**: \"show MSFT's last 30 days in 2010\"\n- **indicators**: \"RSI of IBM\", \"20-day SMA of GOOG in 2011\", \"MACD of AAPL\"\n- **memory**: \"remember that I prefer 10 bp fees\", \"what do you remember about fees\"\n- **context**: \"compact\"\n\n{CONNECT_HELP}\n"
+        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):\n\n- **backtest**: \"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\" (also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold)\n- **prices**: \"show MSFT's last 30 days in 2010\"\n- **indicators**: \"RSI of IBM\", \"20-day SMA of GOOGL in 2011\", \"MACD of AAPL\"\n- **memory**: \"remember that I prefer 10 bp fees\", \"what do you remember about fees\"\n- **context**: \"compact\"\n\n{CONNECT_HELP}\n"
     )
 }
 
@@ -246,8 +249,8 @@ const NOT_TICKERS: &[&str] = &[
 ];
 
 /// Every ticker the request names, in the order named: words in capitals
-/// that are not common abbreviations, and the embedded tickers in any case
-/// ("aapl, msft").
+/// that are not common abbreviations, and the embedded tickers that are not
+/// everyday words in any case ("aapl, msft", not "low").
 fn symbols(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let Some(re) = WORD.as_ref() else {
@@ -257,7 +260,7 @@ fn symbols(text: &str) -> Vec<String> {
         let w = m.as_str();
         let upper = w.to_ascii_uppercase();
         let capitals = w == upper && w.bytes().any(|b| b.is_ascii_alphabetic());
-        let named = EMBEDDED.contains(&upper.as_str())
+        let named = crate::model::universe::named_in_any_case(&upper)
             || (capitals && !NOT_TICKERS.contains(&upper.as_str()));
         if named && !out.contains(&upper) {
             out.push(upper);
@@ -270,10 +273,7 @@ fn symbols(text: &str) -> Vec<String> {
 /// ticker named, else the first ticker.
 fn symbol(text: &str) -> Option<String> {
     let all = symbols(text);
-    all.iter()
-        .find(|s| EMBEDDED.contains(&s.as_str()))
-        .or(all.first())
-        .cloned()
+    all.iter().find(|s| embedded(s)).or(all.first()).cloned()
 }
 
 /// Commission and slippage rates named in the request ("0.2% commission",
@@ -340,7 +340,7 @@ fn date_range(text: &str) -> (Option<String>, Option<String>) {
 }
 
 fn source_for(sym: &str) -> DataSource {
-    if EMBEDDED.contains(&sym) {
+    if embedded(sym) {
         DataSource::Embedded
     } else {
         DataSource::Auto
@@ -581,7 +581,7 @@ fn backtest_config(
         };
         json!({"name": name, "params": {"fast": fast, "slow": slow}})
     };
-    let all_embedded = codes.iter().all(|c| EMBEDDED.contains(&c.as_str()));
+    let all_embedded = codes.iter().all(|c| embedded(c));
     let mut cfg = json!({
         "source": if all_embedded { "embedded" } else { "auto" },
         "codes": codes,

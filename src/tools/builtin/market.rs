@@ -174,7 +174,7 @@ impl TypedTool for GetMarketData {
         "get_market_data"
     }
     fn description(&self) -> &str {
-        "Daily OHLCV bars for a symbol (split-adjusted), paged, with provenance. Sources: embedded real data (AAPL, MSFT, IBM 2000-2013, GOOG 2004-2013, FB 2012-2013), CSV or Parquet files in the workspace, Yahoo, Stooq; 'auto' picks by symbol and falls back."
+        "Daily OHLCV bars for a symbol (split- and dividend-adjusted), paged, with provenance. Sources: the embedded offline market (106 US stocks and 25 ETFs such as SPY, QQQ, TLT, GLD, 2000-01-03 to 2017-11-10), CSV or Parquet files in the workspace, Yahoo, Stooq; 'auto' picks by symbol and falls back."
     }
     fn run<'a>(
         &'a self,
@@ -457,19 +457,19 @@ mod tests {
         let v = corr["latest"]["correlation"].as_f64().unwrap();
         assert!((-1.0..=1.0).contains(&v));
 
-        // The extremes cover the whole range: GOOG's deepest 2008 drawdown
+        // The extremes cover the whole range: GOOGL's deepest 2008 drawdown
         // against a running peak computed here from the same closes.
         let dd = call(
             &r,
             "technical_indicator",
-            json!({"symbol": "GOOG", "indicator": "drawdown", "start": "2008-01-01", "end": "2008-12-31", "tail": 3}),
+            json!({"symbol": "GOOGL", "indicator": "drawdown", "start": "2008-01-01", "end": "2008-12-31", "tail": 3}),
             &c,
         )
         .await
         .unwrap();
         let day = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").ok();
         let goog =
-            crate::research::data::embedded::load("GOOG", day("2008-01-01"), day("2008-12-31"))
+            crate::research::data::embedded::load("GOOGL", day("2008-01-01"), day("2008-12-31"))
                 .unwrap();
         let (mut peak, mut deepest) = (f64::MIN, (0.0f64, 0usize));
         for (i, &close) in goog.bars.close.iter().enumerate() {
