@@ -988,12 +988,12 @@ mod tests {
         assert!((rate(cfg, "commission_rate") - 0.001).abs() < 1e-12);
         assert!((rate(cfg, "slippage") - 0.0005).abs() < 1e-12);
 
-        let c = intent("EMA crossover on TSLA and AAPL vs the S&P, commission of 0.3 percent, OK?")
+        let c = intent("EMA crossover on NVDA and AAPL vs the S&P, commission of 0.3 percent, OK?")
             .unwrap();
         let cfg = &c.args["config"];
-        assert_eq!(cfg["codes"], json!(["TSLA", "AAPL"]), "nor OK, VS or S&P");
+        assert_eq!(cfg["codes"], json!(["NVDA", "AAPL"]), "nor OK, VS or S&P");
         assert_eq!(cfg["strategy"]["name"], "ema_crossover");
-        assert_eq!(cfg["source"], "auto", "TSLA is not embedded");
+        assert_eq!(cfg["source"], "auto", "NVDA is not embedded");
         assert!((rate(cfg, "commission_rate") - 0.003).abs() < 1e-12);
 
         let c = intent("RSI mean reversion on IBM").unwrap();

@@ -17,6 +17,7 @@ use std::io::Read;
 use std::path::Path;
 
 use chrono::NaiveDate;
+use sha2::Digest;
 
 use super::pack::{RawColumns, digest, write::encode_block};
 
@@ -27,6 +28,23 @@ const COPIED: [&str; 2] = [
 ];
 
 const SOURCE: &str = "us_daily_2000_2017.csv.gz";
+
+/// The source files' SHA-256, as `assets/data/README.md` records them: a
+/// different file is refused rather than packed silently.
+const SHA256: [(&str, &str); 3] = [
+    (
+        SOURCE,
+        "4cd1d5a54a6fc666aea9f528927d11ec7c2cf0356605cc02337f33416dc1a240",
+    ),
+    (
+        COPIED[0],
+        "92ab5a0b71b4efb966ed3d30cf89cb40dbcc61bba5cb8aac96265919a3c81f62",
+    ),
+    (
+        COPIED[1],
+        "94e0e179f4efcb632e536ea197d8a636c0cee9cda122d1081be09fc4290b647a",
+    ),
+];
 
 /// A decimal with at most four places, in 1e-4 units, read from its text
 /// (never through a float, so the stored number is the written one).
@@ -152,6 +170,14 @@ fn generate_embedded_market() {
         panic!("set VIBEDESK_MARKET_SOURCE to the folder holding {SOURCE}");
     };
     let src = Path::new(&src);
+    for (file, want) in SHA256 {
+        let bytes = std::fs::read(src.join(file)).unwrap();
+        let got: String = sha2::Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(got, want, "{file} is not the recorded source");
+    }
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/data");
     let tickers = read_source(&src.join(SOURCE)).unwrap();
     let (bin, index) = pack(&tickers);
