@@ -402,4 +402,4 @@ pub fn provider_or_offline(
 
 /// The bundled demo script (a scripted model that does real file work).
 pub const DEMO_SCRIPT: &str = include_str!("../../assets/scripts/demo.json");
-pub const DEMO_PROMPT: &str = "Create research-notes.md with a checklist for studying AAPL's 2000-2017 price history, then show me what is in the workspace.";
+pub const DEMO_PROMPT: &str = "Create research-notes.md with a checklist for studying AAPL's 2000-2013 price history, then show me what is in the workspace.";
