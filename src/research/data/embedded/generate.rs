@@ -183,8 +183,9 @@ fn generate_embedded_market() {
     let (bin, index) = pack(&tickers);
     std::fs::write(out.join("us_daily_2000_2017.bin"), &bin).unwrap();
     std::fs::write(out.join("us_daily_index.csv"), &index).unwrap();
+    // Written, not copied: a copy would keep the source's read-only mode.
     for f in COPIED {
-        std::fs::copy(src.join(f), out.join(f)).unwrap();
+        std::fs::write(out.join(f), std::fs::read(src.join(f)).unwrap()).unwrap();
     }
     let rows: usize = tickers.values().map(|t| t.cols.len()).sum();
     println!(
