@@ -15,6 +15,10 @@
 //!   the same engine work in-process ([`backtest::run_in_dir`]) to show the
 //!   sandbox's share. Both with 17-digit prices and with prices in cents.
 //!
+//! - the embedded offline market: the first load of one symbol (its block
+//!   inflated and decoded, the index parsed) and of all 131, and the
+//!   decode alone (best of several runs).
+//!
 //! `cargo bench --bench backtest`
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -313,6 +317,7 @@ fn sandbox_case(runs: usize, shape: Shape) {
             dates: &outcome.panel.dates,
             equity: eq,
             benchmark: Some(&be),
+            benchmark_label: &outcome.benchmark_label,
             drawdown: &dd,
         };
         std::hint::black_box(bt::chart::svg(&d).unwrap());
@@ -397,7 +402,52 @@ fn sandbox_case(runs: usize, shape: Shape) {
     );
 }
 
+/// Loading from the embedded offline market (docs §7.3).
+fn embedded_case() {
+    use vibedesk::research::data::embedded;
+    let t = Instant::now();
+    let aapl = embedded::load("AAPL", None, None).unwrap();
+    let first = t.elapsed();
+    let t = Instant::now();
+    let all = embedded::universe().unwrap();
+    let mut rows = 0;
+    for x in all {
+        rows += embedded::load(&x.ticker, None, None).unwrap().bars.len();
+    }
+    let rest = t.elapsed();
+    let best = |f: &dyn Fn() -> usize| {
+        (0..10)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(f());
+                t.elapsed()
+            })
+            .min()
+            .unwrap_or_default()
+    };
+    let one = best(&|| embedded::raw_columns("AAPL").unwrap().len());
+    let every = best(&|| {
+        all.iter()
+            .map(|x| embedded::raw_columns(&x.ticker).unwrap().len())
+            .sum()
+    });
+    let t = Instant::now();
+    let days = vibedesk::research::data::rates::curve().unwrap().len();
+    let curve = t.elapsed();
+    println!(
+        "embedded market: first load of AAPL ({} bars) {:.2} ms; then of the other {} ({rows} bars in all) {:.1} ms; decode alone: AAPL {:.2} ms, all {:.1} ms; the Treasury curve ({days} days) {:.2} ms",
+        aapl.bars.len(),
+        first.as_secs_f64() * 1e3,
+        all.len() - 1,
+        rest.as_secs_f64() * 1e3,
+        one.as_secs_f64() * 1e3,
+        every.as_secs_f64() * 1e3,
+        curve.as_secs_f64() * 1e3
+    );
+}
+
 fn main() {
+    embedded_case();
     println!("SMA(20/50) crossover, commission 0.1 %, slippage 0.05 %, whole shares, hold mode");
     case("1 x 2,520", 1, 2_520, 200);
     case("1 x 252,000", 1, 252_000, 20);

@@ -1,9 +1,11 @@
 //! The conversation protocol shared by every room: messages, tool calls, tool
 //! specs and token usage, serialised in the OpenAI chat shape so that
 //! `messages.jsonl`, transcripts and provider requests all read the same.
-//! [`contract`] holds the built-in tools' argument and output types.
+//! [`contract`] holds the built-in tools' argument and output types;
+//! [`universe`] lists the embedded offline market's tickers.
 
 pub mod contract;
+pub mod universe;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;

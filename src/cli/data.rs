@@ -1,7 +1,9 @@
 //! `vibedesk data SYMBOL [--from D] [--to D]`: daily bars as CSV on stdout
 //! (or JSON with `--json`), with the provenance on stderr. The same data
 //! service as the tools and the engine (docs §7.3): embedded set, local
-//! CSV folders, Yahoo and Stooq with the on-disk cache.
+//! CSV folders, Yahoo and Stooq with the on-disk cache. `vibedesk data
+//! --list` shows the embedded offline market: its instruments, the
+//! Treasury curve and the Fama–French factors, with the set's biases.
 
 use std::path::PathBuf;
 
@@ -15,7 +17,12 @@ use crate::store::Paths;
 #[derive(clap::Args, Debug)]
 pub struct DataArgs {
     /// Ticker, e.g. AAPL, MSFT.US, 0700.HK, BTC-USD (or a CSV name with --source local).
-    pub symbol: String,
+    #[arg(required_unless_present = "list")]
+    pub symbol: Option<String>,
+    /// List the embedded offline market (ticker, kind, first and last date,
+    /// rows; the rates and factors sets) instead of printing bars.
+    #[arg(long, conflicts_with_all = ["from", "to", "source", "data_dirs", "offline"])]
+    pub list: bool,
     /// First date, YYYY-MM-DD (default: start of history).
     #[arg(long = "from")]
     pub from: Option<String>,
@@ -38,6 +45,11 @@ pub struct DataArgs {
 
 pub async fn data(args: DataArgs) -> Result<(), CliError> {
     let usage = |m: String| CliError::usage(m).of("data");
+    let symbol = match (&args.symbol, args.list) {
+        (_, true) => return list(args.json),
+        (Some(s), false) => s.clone(),
+        (None, false) => return Err(usage("give a SYMBOL, or --list".into())),
+    };
     let parse = |field: &'static str, v: &Option<String>| {
         v.as_deref()
             .map(|s| data::parse_date(field, s))
@@ -58,11 +70,7 @@ pub async fn data(args: DataArgs) -> Result<(), CliError> {
         ..DataConfig::default()
     });
     let series = md
-        .fetch(
-            &DataRequest::new(args.symbol.clone())
-                .range(start, end)
-                .source(source),
-        )
+        .fetch(&DataRequest::new(symbol).range(start, end).source(source))
         .await
         .map_err(|e| {
             let code = if e.is_fatal() {
@@ -121,6 +129,100 @@ pub async fn data(args: DataArgs) -> Result<(), CliError> {
             // The reader went away (a closed pipe): nothing more to say.
             return Err(CliError::quiet(exit::FAILED));
         }
+    }
+    Ok(())
+}
+
+/// The offline universe, its rates and factors, as a table (or JSON).
+fn list(as_json: bool) -> Result<(), CliError> {
+    use crate::research::data::{embedded, factors, rates};
+    let broken = |e: data::DataError| CliError::new(exit::FAILED, e).of("data");
+    let mut all: Vec<&embedded::Instrument> =
+        embedded::universe().map_err(broken)?.iter().collect();
+    all.sort_by(|a, b| (a.kind, &a.ticker).cmp(&(b.kind, &b.ticker)));
+    let curve = rates::curve().map_err(broken)?;
+    let ff = factors::monthly().map_err(broken)?;
+    let rows: usize = all.iter().map(|x| x.rows).sum();
+    let stocks = all
+        .iter()
+        .filter(|x| x.kind == embedded::Kind::Stock)
+        .count();
+    let span = |first: Option<String>, last: Option<String>| {
+        format!(
+            "{} to {}",
+            first.unwrap_or_default(),
+            last.unwrap_or_default()
+        )
+    };
+    let market_span = span(
+        all.iter().map(|x| x.first).min().map(|d| d.to_string()),
+        all.iter().map(|x| x.last).max().map(|d| d.to_string()),
+    );
+    let curve_span = span(
+        curve.first().map(|d| d.date.to_string()),
+        curve.last().map(|d| d.date.to_string()),
+    );
+    let ff_span = span(
+        ff.months
+            .first()
+            .map(|m| m.month.format("%Y-%m").to_string()),
+        ff.months
+            .last()
+            .map(|m| m.month.format("%Y-%m").to_string()),
+    );
+    let rates_line = format!(
+        "{} days, {curve_span}, tenors 1month to 30year; the 3-month yield is the backtests' risk-free rate ({})",
+        curve.len(),
+        rates::ATTRIBUTION
+    );
+    let factors_line = format!(
+        "{} months, {ff_span}: MktRF, SMB, HML, Mom, RF and {} portfolios ({})",
+        ff.months.len(),
+        ff.portfolios.len(),
+        factors::ATTRIBUTION
+    );
+    if as_json {
+        println!(
+            "{}",
+            json!({"instruments": all, "rows": rows, "span": market_span,
+                   "adjustment": embedded::ADJUSTMENT_NOTE, "bias": embedded::BIAS_NOTE,
+                   "source": embedded::ATTRIBUTION,
+                   "rates": {"name": "us_treasury_curve", "days": curve.len(), "span": curve_span, "about": rates_line},
+                   "factors": {"name": "fama_french_monthly", "months": ff.months.len(), "span": ff_span,
+                               "portfolios": ff.portfolios, "about": factors_line}})
+        );
+        return Ok(());
+    }
+    let mut out = format!(
+        "The embedded offline market: {} instruments ({stocks} stocks, {} ETFs), {rows} daily bars, {market_span}.\n\
+         Prices: {}.\nSource: {}.\nBias: {}.\n\n{:<7} {:<5} {:<10} {:<10} {:>5}\n",
+        all.len(),
+        all.len() - stocks,
+        embedded::ADJUSTMENT_NOTE,
+        embedded::ATTRIBUTION,
+        embedded::BIAS_NOTE,
+        "ticker",
+        "kind",
+        "first",
+        "last",
+        "rows"
+    );
+    for x in &all {
+        out.push_str(&format!(
+            "{:<7} {:<5} {} {} {:>5}\n",
+            x.ticker,
+            x.kind.as_str(),
+            x.first,
+            x.last,
+            x.rows
+        ));
+    }
+    out.push_str(&format!(
+        "\nRates: {rates_line}.\nFactors: {factors_line}.\n"
+    ));
+    use std::io::Write;
+    if std::io::stdout().write_all(out.as_bytes()).is_err() {
+        return Err(CliError::quiet(exit::FAILED));
     }
     Ok(())
 }

@@ -43,8 +43,11 @@ use preferences::RememberedCosts;
 
 pub const OFFLINE: &str = "offline";
 
-/// Symbols of the embedded dataset: served locally, never fetched.
-const EMBEDDED: [&str; 5] = ["AAPL", "MSFT", "IBM", "GOOG", "FB"];
+/// Whether the embedded offline market holds a ticker (served locally,
+/// never fetched): its one list is `model::universe`.
+fn embedded(ticker: &str) -> bool {
+    crate::model::universe::has(ticker)
+}
 
 pub const CONNECT_HELP: &str = "To ask anything else, connect a model: run `vibedesk doctor` for the setup, or for example `export DEEPSEEK_API_KEY=...` and start with `--provider deepseek` (or `--provider ollama --model qwen3:8b` for a local server).";
 
@@ -258,7 +261,7 @@ fn after_assumptions(text: &str, note: &str) -> String {
 fn unsupported(request: &str) -> String {
     let preview: String = request.chars().take(80).collect();
     format!(
-        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (AAPL, MSFT, IBM, GOOG, FB, 2000-2013):\n\n- **backtest**: \"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\" (also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold)\n- **prices**: \"show MSFT's last 30 days in 2010\"\n- **indicators**: \"RSI of IBM\", \"20-day SMA of GOOG in 2011\", \"MACD of AAPL\"\n- **memory**: \"remember that I prefer 10 bp fees\", \"what do you remember about fees\"\n- **context**: \"compact\"\n\n{CONNECT_HELP}\n"
+        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):\n\n- **backtest**: \"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\" (also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold)\n- **prices**: \"show MSFT's last 30 days in 2010\"\n- **indicators**: \"RSI of IBM\", \"20-day SMA of GOOGL in 2011\", \"MACD of AAPL\"\n- **memory**: \"remember that I prefer 10 bp fees\", \"what do you remember about fees\"\n- **context**: \"compact\"\n\n{CONNECT_HELP}\n"
     )
 }
 
@@ -296,8 +299,8 @@ const NOT_TICKERS: &[&str] = &[
 ];
 
 /// Every ticker the request names, in the order named: words in capitals
-/// that are not common abbreviations, and the embedded tickers in any case
-/// ("aapl, msft").
+/// that are not common abbreviations, and the embedded tickers that are not
+/// everyday words in any case ("aapl, msft", not "low").
 fn symbols(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let Some(re) = WORD.as_ref() else {
@@ -307,7 +310,7 @@ fn symbols(text: &str) -> Vec<String> {
         let w = m.as_str();
         let upper = w.to_ascii_uppercase();
         let capitals = w == upper && w.bytes().any(|b| b.is_ascii_alphabetic());
-        let named = EMBEDDED.contains(&upper.as_str())
+        let named = crate::model::universe::named_in_any_case(&upper)
             || (capitals && !NOT_TICKERS.contains(&upper.as_str()));
         if named && !out.contains(&upper) {
             out.push(upper);
@@ -320,10 +323,7 @@ fn symbols(text: &str) -> Vec<String> {
 /// ticker named, else the first ticker.
 fn symbol(text: &str) -> Option<String> {
     let all = symbols(text);
-    all.iter()
-        .find(|s| EMBEDDED.contains(&s.as_str()))
-        .or(all.first())
-        .cloned()
+    all.iter().find(|s| embedded(s)).or(all.first()).cloned()
 }
 
 /// Commission and slippage rates named in the request ("0.2% commission",
@@ -366,7 +366,7 @@ fn date_range(text: &str) -> (Option<String>, Option<String>) {
 }
 
 fn source_for(sym: &str) -> DataSource {
-    if EMBEDDED.contains(&sym) {
+    if embedded(sym) {
         DataSource::Embedded
     } else {
         DataSource::Auto
@@ -605,7 +605,7 @@ fn backtest_config(
         };
         json!({"name": name, "params": {"fast": fast, "slow": slow}})
     };
-    let all_embedded = codes.iter().all(|c| EMBEDDED.contains(&c.as_str()));
+    let all_embedded = codes.iter().all(|c| embedded(c));
     let (start, end) = backtest_period(start, end);
     // No initial cash or cost unless the request names one: the tool fills
     // them from `[backtest]` in config.toml, else the market's (docs §7.4).
@@ -1198,12 +1198,12 @@ mod tests {
         assert!((rate(cfg, "commission_rate") - 0.001).abs() < 1e-12);
         assert!((rate(cfg, "slippage") - 0.0005).abs() < 1e-12);
 
-        let c = intent("EMA crossover on TSLA and AAPL vs the S&P, commission of 0.3 percent, OK?")
+        let c = intent("EMA crossover on NVDA and AAPL vs the S&P, commission of 0.3 percent, OK?")
             .unwrap();
         let cfg = &c.args["config"];
-        assert_eq!(cfg["codes"], json!(["TSLA", "AAPL"]), "nor OK, VS or S&P");
+        assert_eq!(cfg["codes"], json!(["NVDA", "AAPL"]), "nor OK, VS or S&P");
         assert_eq!(cfg["strategy"]["name"], "ema_crossover");
-        assert_eq!(cfg["source"], "auto", "TSLA is not embedded");
+        assert_eq!(cfg["source"], "auto", "NVDA is not embedded");
         assert!((rate(cfg, "commission_rate") - 0.003).abs() < 1e-12);
 
         let c = intent("RSI mean reversion on IBM").unwrap();

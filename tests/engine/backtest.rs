@@ -227,7 +227,12 @@ fn every_metric_matches_its_definition_on_a_hand_built_series() {
     .collect();
     let bench = [0.0, 0.05, -0.02, 0.1, 0.0, -0.1];
     let turnover = [0.0, 0.5, 0.0, 0.25, 0.0, 0.1];
-    let m = metrics::compute(&eq, &dates, 100.0, Some(252.0), &trades, &bench, &turnover);
+    let per_bar = |risk_free| metrics::PerBar {
+        benchmark: &bench,
+        risk_free,
+        turnover: &turnover,
+    };
+    let m = metrics::compute(&eq, &dates, 100.0, Some(252.0), &trades, per_bar(&[]));
     let near = |a: f64, b: f64| (a - b).abs() < 1e-12 * b.abs().max(1.0);
     assert_eq!(m.final_value, 96.8);
     assert!(near(m.total_return, -0.03200000000000003));
@@ -258,6 +263,25 @@ fn every_metric_matches_its_definition_on_a_hand_built_series() {
     assert_eq!(m.avg_turnover, 0.141667);
     assert_eq!(m.total_turnover, 0.85);
     assert_eq!(m.bars_per_year, 252.0);
+    // With a risk-free rate f = 0.0002 a bar (f_0 = 0), Sharpe and Sortino
+    // measure x = r − f (the same pandas definitions on x).
+    let rf = [0.0, 0.0002, 0.0002, 0.0002, 0.0002, 0.0002];
+    let with_rf = metrics::compute(&eq, &dates, 100.0, Some(252.0), &trades, per_bar(&rf));
+    assert!(
+        near(with_rf.sharpe, 0.3797666802533287),
+        "{}",
+        with_rf.sharpe
+    );
+    assert_eq!(with_rf.sortino, 0.5615);
+    assert_eq!(
+        (
+            with_rf.total_return,
+            with_rf.benchmark_return,
+            with_rf.information_ratio
+        ),
+        (m.total_return, m.benchmark_return, m.information_ratio),
+        "only Sharpe and Sortino use the rate"
+    );
     // Degenerate cases of the definitions.
     let flat = metrics::compute(
         &[100.0, 100.0],
@@ -265,8 +289,7 @@ fn every_metric_matches_its_definition_on_a_hand_built_series() {
         100.0,
         Some(252.0),
         &[],
-        &[],
-        &[],
+        metrics::PerBar::default(),
     );
     assert_eq!(
         (
@@ -284,8 +307,7 @@ fn every_metric_matches_its_definition_on_a_hand_built_series() {
         100.0,
         Some(252.0),
         &[],
-        &[],
-        &[],
+        metrics::PerBar::default(),
     );
     assert_eq!(wiped.annual_return, -1.0);
     let nan = metrics::compute(
@@ -294,8 +316,7 @@ fn every_metric_matches_its_definition_on_a_hand_built_series() {
         100.0,
         Some(252.0),
         &[],
-        &[],
-        &[],
+        metrics::PerBar::default(),
     );
     assert_eq!(nan.sharpe, 0.0);
     let map = m.to_map();
@@ -791,14 +812,14 @@ async fn validation_failures_are_structured_and_start_no_process() {
     assert_eq!(e.code(), "run_dir_outside");
 
     // A data failure inside the engine comes back as a structured error.
-    let out = call(&r, "backtest", json!({"run_dir": "z", "config": {"codes": ["TSLA"], "start_date": "2010-01-01", "end_date": "2011-01-01", "source": "embedded", "strategy": "buy_and_hold"}}), &fx.ctx).await;
+    let out = call(&r, "backtest", json!({"run_dir": "z", "config": {"codes": ["NVDA"], "start_date": "2010-01-01", "end_date": "2011-01-01", "source": "embedded", "strategy": "buy_and_hold"}}), &fx.ctx).await;
     assert_eq!(out["status"], "error", "{out:#}");
     assert_eq!(out["error_code"], "no_data");
     assert!(
         out["error"]
             .as_str()
             .unwrap()
-            .contains("AAPL, FB, GOOG, IBM, MSFT"),
+            .contains("131 US stocks and ETFs (run `vibedesk data --list`)"),
         "{out:#}"
     );
 }
@@ -1146,6 +1167,19 @@ fn write_bars_csv(path: &Path, b: &vibedesk::research::data::Bars) {
     std::fs::write(path, buf).unwrap();
 }
 
+/// Bars as an adjusted-close factor leaves them: every price a full
+/// 17-digit double (the embedded prices have four decimals, which parse on
+/// the quick path and are never kept).
+fn full_precision(b: &vibedesk::research::data::Bars) -> vibedesk::research::data::Bars {
+    let mut out = b.clone();
+    for col in [&mut out.open, &mut out.high, &mut out.low, &mut out.close] {
+        for x in col.iter_mut() {
+            *x *= 0.987_654_321;
+        }
+    }
+    out
+}
+
 fn artifact_bytes(run: &Path) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(run.join("artifacts"))
         .unwrap()
@@ -1184,8 +1218,10 @@ async fn online_data_is_fetched_outside_the_sandbox_and_cached_for_the_next_run(
     cfg.stooq_base_url = Some(server.base.clone());
     let mut r = Registry::new();
     register_backtest_tools(&mut r, cfg).unwrap();
+    // The equal-weight benchmark: the default SPY would be one more fetch
+    // (the benchmark's own tests are in `offline_market`).
     let config = json!({"codes": ["AAPL"], "start_date": "2024-01-02", "end_date": "2024-02-29",
-                        "source": "yahoo", "strategy": {"name": "buy_and_hold"}});
+                        "source": "yahoo", "strategy": {"name": "buy_and_hold"}, "benchmark": "equal_weight"});
     let mut results = Vec::new();
     for run in ["online1", "online2"] {
         let out = backtest_in(&r, &fx, run, &config).await;
@@ -1242,8 +1278,10 @@ async fn a_cancel_during_the_data_fetch_stops_the_backtest() {
     cfg.stooq_base_url = Some(base);
     let mut r = Registry::new();
     register_backtest_tools(&mut r, cfg).unwrap();
+    // The equal-weight benchmark: the default SPY would be one more fetch
+    // (the benchmark's own tests are in `offline_market`).
     let config = json!({"codes": ["AAPL"], "start_date": "2024-01-02", "end_date": "2024-02-29",
-                        "source": "yahoo", "strategy": {"name": "buy_and_hold"}});
+                        "source": "yahoo", "strategy": {"name": "buy_and_hold"}, "benchmark": "equal_weight"});
     let cancel = fx.ctx.cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -1416,7 +1454,10 @@ async fn a_rerun_reuses_parsed_data_and_unchanged_ohlcv_files_but_sees_changes()
     let (from, to) = (Some(d("2008-01-01")), Some(d("2011-12-31")));
     for sym in ["AAPL", "MSFT"] {
         let s = embedded::load(sym, from, to).unwrap();
-        write_bars_csv(&run.join(format!("data/{sym}.csv")), &s.bars);
+        write_bars_csv(
+            &run.join(format!("data/{sym}.csv")),
+            &full_precision(&s.bars),
+        );
     }
     write_config(
         &run,
@@ -1467,10 +1508,10 @@ async fn a_rerun_reuses_parsed_data_and_unchanged_ohlcv_files_but_sees_changes()
     );
 
     // MSFT's file changes: its cache entry and its OHLCV file are stale.
-    let mut s = embedded::load("MSFT", from, to).unwrap();
-    s.bars.close[100] *= 1.01;
-    s.bars.high[100] = s.bars.high[100].max(s.bars.close[100]);
-    write_bars_csv(&run.join("data/MSFT.csv"), &s.bars);
+    let mut b = full_precision(&embedded::load("MSFT", from, to).unwrap().bars);
+    b.close[100] *= 1.01;
+    b.high[100] = b.high[100].max(b.close[100]);
+    write_bars_csv(&run.join("data/MSFT.csv"), &b);
     bt::run_in_dir(&run, &opts).await.unwrap();
     assert_eq!(
         inode(&aapl),
@@ -1491,7 +1532,7 @@ async fn a_rerun_reuses_parsed_data_and_unchanged_ohlcv_files_but_sees_changes()
         .collect();
     assert_eq!(changed.len(), 1, "exactly the edited bar: {changed:?}");
     let mut cell = Vec::new();
-    bt::artifacts::push_f64(&mut cell, s.bars.close[100]);
+    bt::artifacts::push_f64(&mut cell, b.close[100]);
     assert!(
         changed[0].0.contains(&*String::from_utf8_lossy(&cell)),
         "{changed:?}"
@@ -1533,7 +1574,7 @@ async fn a_load_followed_by_the_engine_keeps_its_parses() {
         let run = dir.path().join(format!("run-{keep}"));
         std::fs::create_dir_all(run.join("data")).unwrap();
         let s = embedded::load("IBM", Some(d("2010-01-01")), Some(d("2010-12-31"))).unwrap();
-        write_bars_csv(&run.join("data/IBM.csv"), &s.bars);
+        write_bars_csv(&run.join("data/IBM.csv"), &full_precision(&s.bars));
         write_config(
             &run,
             &json!({"codes": ["IBM"], "start_date": "2010-01-01", "end_date": "2010-12-31",

@@ -11,6 +11,7 @@ mod malformed;
 mod mcp_client;
 mod mcp_server;
 mod memory;
+mod offline_market;
 mod pairs;
 mod planner;
 mod provider;

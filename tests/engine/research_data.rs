@@ -3,7 +3,6 @@
 //! the fallback rules (spec §7.3), and every indicator against the pandas
 //! reference in `tests/fixtures/indicators/`.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -151,62 +150,91 @@ fn ret_on(s: &PriceSeries, date: &str) -> f64 {
 // ---------------------------------------------------------------------------
 // Embedded dataset
 
+/// The 25 ETFs of the set, as its README lists them.
+const ETFS: [&str; 25] = [
+    "AGG", "DIA", "EEM", "EFA", "GLD", "HYG", "IEF", "IWM", "LQD", "QQQ", "SHY", "SLV", "SPY",
+    "TLT", "USO", "VNQ", "XLB", "XLE", "XLF", "XLI", "XLK", "XLP", "XLU", "XLV", "XLY",
+];
+
 #[test]
-fn embedded_set_has_five_tickers_and_the_documented_row_counts() {
+fn embedded_set_holds_131_instruments_with_their_documented_facts() {
+    let all = embedded::universe().unwrap();
+    assert_eq!(all.len(), 131);
+    let etfs: Vec<&str> = all
+        .iter()
+        .filter(|x| x.kind == embedded::Kind::Etf)
+        .map(|x| x.ticker.as_str())
+        .collect();
+    assert_eq!(etfs, ETFS, "25 ETFs, sorted");
+    assert_eq!(all.len() - etfs.len(), 106, "106 stocks");
     let mut total = 0;
-    for (ticker, rows) in embedded::TICKERS {
-        let s = embedded::load(ticker, None, None).unwrap();
-        assert_eq!(s.bars.len(), rows, "{ticker}");
+    for x in all {
+        let s = embedded::load(&x.ticker, None, None).unwrap();
+        let b = &s.bars;
+        let t = &x.ticker;
+        assert_eq!(b.len(), x.rows, "{t}");
         assert_eq!(
-            s.provenance.dropped.total(),
-            0,
-            "{ticker}: the set is clean"
+            (b.first_date(), b.last_date()),
+            (Some(x.first), Some(x.last)),
+            "{t}"
         );
-        total += s.bars.len();
+        assert_eq!(s.provenance.dropped.total(), 0, "{t}: the set is clean");
+        assert!(
+            b.dates.windows(2).all(|w| w[0] < w[1]),
+            "{t}: dates ascend, none twice"
+        );
+        for i in 0..b.len() {
+            let (o, h, l, c) = (b.open[i], b.high[i], b.low[i], b.close[i]);
+            assert!(l > 0.0 && h >= l, "{t} {}", b.dates[i]);
+            assert!(
+                (l..=h).contains(&o) && (l..=h).contains(&c),
+                "{t} {}",
+                b.dates[i]
+            );
+            assert!(
+                b.volume[i] >= 0.0 && b.volume[i].fract() == 0.0,
+                "{t} {}",
+                b.dates[i]
+            );
+        }
+        assert!(
+            x.first >= d("2000-01-03") && x.last == d("2017-11-10"),
+            "{t}"
+        );
+        total += b.len();
     }
-    assert_eq!(total, 12_154);
+    assert_eq!(total, 540_808);
+    let mut sorted = embedded::symbols();
+    sorted.sort_unstable();
+    assert_eq!(embedded::symbols(), sorted);
+    // Dates the README states.
+    let first = |t: &str| embedded::coverage(t).unwrap().unwrap().0;
+    assert_eq!(first("SPY"), d("2005-02-25"));
+    assert_eq!(first("GOOG"), d("2014-03-27"), "class C");
+    assert_eq!(first("GOOGL"), d("2004-08-19"), "the older Google line");
+    assert_eq!(first("FB"), d("2012-05-18"));
+    assert_eq!(first("HYG"), d("2007-04-11"));
+    let aapl = embedded::load("AAPL", Some(d("2017-11-08")), Some(d("2017-11-08"))).unwrap();
     assert_eq!(
-        embedded::symbols(),
-        vec!["AAPL", "FB", "GOOG", "IBM", "MSFT"]
+        aapl.bars.close,
+        [175.61],
+        "the last bars are nominal prices"
     );
-    let (first, last) = embedded::coverage("GOOG").unwrap().unwrap();
-    assert_eq!((first, last), (d("2004-08-19"), d("2013-03-01")));
-    let fb = embedded::load("FB", None, None).unwrap();
-    assert_eq!(fb.bars.first_date(), Some(d("2012-05-18")));
-    assert_eq!(fb.provenance.location, embedded::LOCATION);
-    assert!(fb.provenance.adjustments[0].contains("adj_close/close"));
+    assert_eq!(aapl.provenance.location, embedded::LOCATION);
+    assert!(aapl.provenance.adjustments[0].contains("split- and dividend-adjusted"));
 }
 
 #[test]
-fn split_gaps_disappear_after_adjustment_and_the_real_crash_remains() {
-    // The raw file has the gaps.
-    let mut raw = String::new();
-    flate2::read::GzDecoder::new(
-        std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/assets/data/stocks_daily.csv.gz"
-        ))
-        .unwrap()
-        .as_slice(),
-    )
-    .read_to_string(&mut raw)
-    .unwrap();
-    let raw_close = |t: &str, date: &str| -> f64 {
-        let line = raw
-            .lines()
-            .find(|l| l.starts_with(&format!("{t},{date},")))
-            .unwrap();
-        line.split(',').nth(5).unwrap().parse().unwrap()
-    };
+fn embedded_prices_have_no_split_gaps_and_keep_the_real_crash() {
     let aapl = embedded::load("AAPL", None, None).unwrap();
     let msft = embedded::load("MSFT", None, None).unwrap();
-    for (series, t, date, prev) in [
-        (&aapl, "AAPL", "2000-06-21", "2000-06-20"),
-        (&aapl, "AAPL", "2005-02-28", "2005-02-25"),
-        (&msft, "MSFT", "2003-02-18", "2003-02-14"),
+    // Split days (AAPL 2:1 twice and 7:1, MSFT 2:1): no gap in the data.
+    for (series, t, date) in [
+        (&aapl, "AAPL", "2000-06-21"),
+        (&aapl, "AAPL", "2005-02-28"),
+        (&aapl, "AAPL", "2014-06-09"),
+        (&msft, "MSFT", "2003-02-18"),
     ] {
-        let raw_ret = raw_close(t, date) / raw_close(t, prev) - 1.0;
-        assert!(raw_ret < -0.40, "{t} {date}: raw gap {raw_ret}");
         let adj = ret_on(series, date);
         assert!(adj.abs() < 0.12, "{t} {date}: adjusted return {adj}");
     }
@@ -224,9 +252,15 @@ fn split_gaps_disappear_after_adjustment_and_the_real_crash_remains() {
         (worst - crash).abs() < 1e-12,
         "the crash is the worst day: {worst}"
     );
-    // Volume scales inversely: dollar volume is unchanged.
-    let i = aapl.bars.index_of(d("2000-03-01")).unwrap();
-    assert!((aapl.bars.close[i] * aapl.bars.volume[i] - 130.31 * 9_616_100.0).abs() < 1e-3);
+    // Dividends are in the adjustment too: AAPL closed at 111.94 on
+    // 2000-01-03, 3.998 after its three splits (2 x 2 x 7); the dividends
+    // it paid from 2012 on lower the old prices further.
+    let split_only = 111.94 / 28.0;
+    let first = aapl.bars.close[0];
+    assert!(
+        first < split_only * 0.95 && first > split_only * 0.8,
+        "{first}"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -524,27 +558,29 @@ fn parquet_with_millisecond_timestamps_float32_and_gzip_loads() {
         false,
     )
     .unwrap();
-    let reference = embedded::load("MSFT", Some(d("2012-01-01")), Some(d("2012-03-31"))).unwrap();
+    // The rows the Parquet file was written from, as CSV (read by the CSV
+    // loader, another path): the same values, the volume to float32.
+    let reference = local::load_file(
+        &dir.join("MSFT_2012q1.csv"),
+        "MSFT",
+        None,
+        None,
+        None,
+        false,
+    )
+    .unwrap();
+    assert_eq!(pq.bars.dates.len(), 62);
     assert_eq!(pq.bars.dates, reference.bars.dates);
-    // The embedded set is adjusted on load by one factor per row, so the
-    // raw file agrees with it in every ratio to the close.
     let b = (&pq.bars, &reference.bars);
+    assert_eq!(
+        (&b.0.open, &b.0.high, &b.0.low, &b.0.close),
+        (&b.1.open, &b.1.high, &b.1.low, &b.1.close)
+    );
     for i in 0..b.0.len() {
-        for (x, y) in [
-            (&b.0.open, &b.1.open),
-            (&b.0.high, &b.1.high),
-            (&b.0.low, &b.1.low),
-        ] {
-            let (p, q) = (x[i] / b.0.close[i], y[i] / b.1.close[i]);
-            assert!((p - q).abs() < 1e-9, "row {i}: {p} vs {q}");
-        }
-    }
-    // Volume is scaled the other way: the traded value is the same.
-    for i in 0..b.0.len() {
-        let (p, q) = (b.0.volume[i] * b.0.close[i], b.1.volume[i] * b.1.close[i]);
+        let (p, q) = (b.0.volume[i], b.1.volume[i]);
         assert!(
-            (p - q).abs() <= 1e-6 * q,
-            "row {i}: float32 volume × close {p} vs {q}"
+            (p - q).abs() <= 1e-7 * q,
+            "row {i}: float32 volume {p} vs {q}"
         );
     }
     assert!(pq.provenance.adjustments.is_empty(), "no adjusted close");
@@ -630,20 +666,32 @@ async fn offline_auto_serves_the_embedded_set_and_local_files_in_order() {
     assert_eq!(s.provenance.source, Source::Local);
     assert_eq!(s.provenance.attempts[0].source, Source::Embedded);
 
-    // A range past 2013 with nothing else available: the embedded part, noted.
+    // A range past 2017 with nothing else available: the embedded part, noted.
     let s = md
         .fetch(&DataRequest::new("MSFT").range(Some(d("2012-01-01")), Some(d("2020-12-31"))))
         .await
         .unwrap();
     assert_eq!(s.provenance.source, Source::Embedded);
-    assert_eq!(s.bars.last_date(), Some(d("2013-03-01")));
+    let last = embedded::coverage("MSFT").unwrap().unwrap().1;
+    assert_eq!(s.bars.last_date(), Some(last));
+    assert!(
+        s.provenance.notes.iter().any(|n| n.contains(&format!(
+            "partial coverage: the embedded set holds MSFT from 2012-01-03 to {last}"
+        ))),
+        "{:?}",
+        s.provenance.notes
+    );
+    // And one that starts before an ETF's first bar.
+    let s = md
+        .fetch(&DataRequest::new("SPY").range(Some(d("2004-01-01")), Some(d("2005-12-31"))))
+        .await
+        .unwrap();
+    assert_eq!(s.bars.first_date(), Some(d("2005-02-25")));
     assert!(
         s.provenance
             .notes
             .iter()
-            .any(|n| n.contains("partial coverage")),
-        "{:?}",
-        s.provenance.notes
+            .any(|n| n.contains("from 2005-02-25"))
     );
 
     // Nothing anywhere: one error naming every source tried.

@@ -713,6 +713,7 @@ where
         dates: &o.panel.dates,
         equity: &o.sim.equity,
         benchmark: Some(&bench_eq),
+        benchmark_label: &o.benchmark_label,
         drawdown: &dd,
     };
     // Every file under its artifact name, in the order the run card lists

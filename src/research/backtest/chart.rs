@@ -40,6 +40,8 @@ pub struct ChartData<'a> {
     pub dates: &'a [NaiveDate],
     pub equity: &'a [f64],
     pub benchmark: Option<&'a [f64]>,
+    /// What the benchmark is (`SPY`, `equal_weight`), for the legend.
+    pub benchmark_label: &'a str,
     pub drawdown: &'a [f64],
 }
 
@@ -179,7 +181,11 @@ fn draw<DB: DrawingBackend>(
                 gray.stroke_width(1),
             ))
             .map_err(e)?
-            .label("benchmark")
+            .label(if d.benchmark_label.is_empty() {
+                "benchmark".to_string()
+            } else {
+                format!("benchmark: {}", d.benchmark_label.replace('_', " "))
+            })
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], gray));
     }
     let idx = decimate(d.equity, MAX_POINTS);
@@ -395,10 +401,12 @@ mod tests {
             dates: &dates,
             equity: &eq,
             benchmark: Some(&eq),
+            benchmark_label: "SPY",
             drawdown: &dd,
         };
         let s = svg(&data).unwrap();
         assert!(s.starts_with("<svg") && s.contains("Drawdown"));
+        assert!(s.contains("benchmark: SPY"), "the legend names it");
         let p = png(&data).unwrap();
         assert!(p.starts_with(b"\x89PNG\r\n\x1a\n"));
     }

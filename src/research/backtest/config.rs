@@ -199,7 +199,9 @@ pub struct BacktestConfig {
     pub rebalance_tolerance: f64,
     pub initial_cash: f64,
     pub costs: CostOverrides,
-    /// An explicit benchmark ticker; `None` is the equal-weight benchmark.
+    /// A benchmark ticker, or `equal_weight`; `None` (`auto`) is the
+    /// default: SPY for US equities, else the equal weight of the codes
+    /// (see `backtest::benchmark`).
     pub benchmark: Option<String>,
     pub strategy: StrategySpec,
     pub validation: ValidationConfig,
@@ -712,7 +714,8 @@ fn refuse_leverage_and_nonpositive_prices(r: &mut Reader<'_>) {
     }
 }
 
-/// `benchmark`: a ticker, or `None` for `auto` (equal weight of the codes).
+/// `benchmark`: a ticker, `equal_weight`, or `None` for `auto` (SPY for US
+/// equities, else the equal weight of the codes).
 fn parse_benchmark(obj: &Map<String, Value>, r: &mut Reader<'_>) -> Option<String> {
     match obj.get("benchmark") {
         None | Some(Value::Null) => None,
@@ -723,7 +726,7 @@ fn parse_benchmark(obj: &Map<String, Value>, r: &mut Reader<'_>) -> Option<Strin
                 "benchmark",
                 "invalid_value",
                 format!(
-                    "must be a ticker string or \"auto\" (equal weight of the codes), got {}",
+                    "must be a ticker string, \"equal_weight\" or \"auto\" (SPY for US equities, else the equal weight of the codes), got {}",
                     kind(other)
                 ),
             );

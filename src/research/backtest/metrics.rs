@@ -2,7 +2,10 @@
 //!
 //! Notation: E the equity series (n bars), C the initial cash, B bars per
 //! year, r_t = E_t / E_{t−1} − 1 with r_0 = 0 (pandas `pct_change` with the
-//! first NaN as 0), b_t the benchmark's bar returns. `std` is the sample
+//! first NaN as 0), b_t the benchmark's bar returns, f_t the risk-free rate
+//! of bar t (f_0 = 0; see `research::data::rates::per_bar`: the 3-month
+//! Treasury yield y of the bar's date as (1 + y)^(1/B) − 1 for US equities
+//! the curve covers, else 0) and x_t = r_t − f_t the excess returns. `std` is the sample
 //! standard deviation (ddof = 1; 0 when n ≤ 1), as pandas. "k dp" means
 //! rounded to k decimals (half away from zero; Python's `round` rounds
 //! binary ties to even, which differs only on exact ties).
@@ -12,10 +15,10 @@
 //! | final_value | E_last |
 //! | total_return | E_last / C − 1 |
 //! | annual_return | (1 + total)^(B / max(n, 1)) − 1; −1 if 1 + total ≤ 0; +∞ when it overflows |
-//! | sharpe | mean(r) / (std(r) + 1e-10) · √B; 0 if any r is non-finite or the result is |
+//! | sharpe | mean(x) / (std(x) + 1e-10) · √B; 0 if any x is non-finite or the result is (the original uses r: f = 0) |
 //! | max_drawdown | min_t (E_t − P_t) / P_t, P = cummax(E) floored at C (a 0 divisor counts as 1) |
 //! | calmar | annual / \|max_drawdown\| (0 if \|max_drawdown\| ≤ 1e-10), 4 dp |
-//! | sortino | mean(r) / (std of the negative r (1e-10 with ≤ 1 of them) + 1e-10) · √B, 4 dp |
+//! | sortino | mean(x) / (std of the negative x (1e-10 with ≤ 1 of them) + 1e-10) · √B, 4 dp |
 //! | win_rate | trades with pnl > 0 / trades (0 without trades) |
 //! | profit_loss_ratio | mean winning pnl / \|mean losing pnl\| (0 without losses), 4 dp |
 //! | profit_factor | gross profit / \|gross loss\| (0 without losses), 4 dp |
@@ -176,17 +179,38 @@ fn annual_return(total: f64, b: f64, n: usize) -> f64 {
     if a.is_finite() { a } else { f64::INFINITY }
 }
 
-/// Every metric of the table. `benchmark` and `turnover` are per bar (as
-/// long as `equity`; shorter is padded with 0).
+/// r − f per bar (`risk_free` shorter than `r` is padded with 0).
+pub fn excess(r: &[f64], risk_free: &[f64]) -> Vec<f64> {
+    r.iter()
+        .enumerate()
+        .map(|(i, x)| x - risk_free.get(i).copied().unwrap_or(0.0))
+        .collect()
+}
+
+/// The per-bar inputs of [`compute`] besides the equity: the benchmark's
+/// returns, the risk-free rate and the turnover, each as long as the
+/// equity (shorter is padded with 0).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PerBar<'a> {
+    pub benchmark: &'a [f64],
+    pub risk_free: &'a [f64],
+    pub turnover: &'a [f64],
+}
+
+/// Every metric of the table.
 pub fn compute(
     equity: &[f64],
     dates: &[NaiveDate],
     initial_cash: f64,
     bars_per_year: Option<f64>,
     trades: &[TradeStat],
-    benchmark: &[f64],
-    turnover: &[f64],
+    per_bar: PerBar<'_>,
 ) -> Metrics {
+    let PerBar {
+        benchmark,
+        risk_free,
+        turnover,
+    } = per_bar;
     let n = equity.len();
     let b_year = resolve_bars_per_year(bars_per_year, n, dates);
     if n == 0 {
@@ -201,16 +225,17 @@ pub fn compute(
     let total = final_value / c - 1.0;
     let annual = annual_return(total, b_year, n);
     let r = returns(equity);
-    let sr = sharpe(&r, b_year);
+    let x = excess(&r, risk_free);
+    let sr = sharpe(&x, b_year);
     let mdd = max_drawdown(equity, c);
     let calmar = if mdd.abs() > 1e-10 {
         round_dp(annual / mdd.abs(), 4)
     } else {
         0.0
     };
-    let neg: Vec<f64> = r.iter().copied().filter(|x| *x < 0.0).collect();
+    let neg: Vec<f64> = x.iter().copied().filter(|v| *v < 0.0).collect();
     let neg_std = if neg.len() <= 1 { 1e-10 } else { std(&neg) };
-    let sortino = mean(&r) / (neg_std + 1e-10) * b_year.sqrt();
+    let sortino = mean(&x) / (neg_std + 1e-10) * b_year.sqrt();
     let sortino = if sortino.is_finite() {
         round_dp(sortino, 4)
     } else {
@@ -374,10 +399,43 @@ mod tests {
 
     #[test]
     fn empty_equity_is_all_zero() {
-        let m = compute(&[], &[], 1000.0, Some(252.0), &[], &[], &[]);
+        let m = compute(&[], &[], 1000.0, Some(252.0), &[], PerBar::default());
         assert_eq!(m.final_value, 1000.0);
         assert_eq!(m.sharpe, 0.0);
         assert_eq!(m.trade_count, 0);
+    }
+
+    #[test]
+    fn sharpe_and_sortino_measure_returns_over_the_risk_free_rate() {
+        let eq = [100.0, 101.0, 100.5, 102.0, 101.0];
+        let d0 = NaiveDate::from_ymd_opt(2010, 1, 4).unwrap();
+        let dates: Vec<NaiveDate> = (0..5).map(|i| d0 + chrono::Duration::days(i)).collect();
+        let rf = [0.0, 0.001, 0.001, 0.001, 0.001];
+        let with = |rf: &[f64]| {
+            compute(
+                &eq,
+                &dates,
+                100.0,
+                Some(252.0),
+                &[],
+                PerBar {
+                    risk_free: rf,
+                    ..PerBar::default()
+                },
+            )
+        };
+        let (zero, some) = (with(&[]), with(&rf));
+        let x = excess(&returns(&eq), &rf);
+        assert_eq!(x[0], 0.0);
+        assert_eq!(some.sharpe, sharpe(&x, 252.0));
+        assert_eq!(zero.sharpe, sharpe(&returns(&eq), 252.0));
+        assert!(some.sharpe < zero.sharpe, "a positive rate lowers Sharpe");
+        assert!(some.sortino < zero.sortino);
+        // Nothing else depends on the rate.
+        assert_eq!(
+            (some.total_return, some.max_drawdown),
+            (zero.total_return, zero.max_drawdown)
+        );
     }
 
     #[test]

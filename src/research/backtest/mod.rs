@@ -8,7 +8,8 @@
 //!   indicators), [`python`] (the original's `code/signal_engine.py`
 //!   contract with the §7.2 static checks): the three signal sources;
 //! - [`engine`]: the §7.4 execution model, pure and single-pass;
-//! - [`metrics`] (§7.5, exact), [`validation`] (Monte Carlo, bootstrap,
+//! - [`metrics`] (§7.5, exact), [`benchmark`] (the benchmark and the
+//!   risk-free rate used), [`validation`] (Monte Carlo, bootstrap,
 //!   walk-forward);
 //! - [`artifacts`], [`chart`], [`run_card`]: the §7.6 outputs.
 //!
@@ -16,6 +17,7 @@
 //! the `backtest` tool and `vibedesk backtest` start that child.
 
 pub mod artifacts;
+pub mod benchmark;
 pub mod chart;
 pub mod config;
 pub mod config_reader;
@@ -163,7 +165,8 @@ pub fn ffill_limit(markets: &[Market]) -> usize {
 
 /// The data for a config: every code (the universe never shrinks), with
 /// the warm-up history before `start_date` its signals need (docs §7.4.1;
-/// [`in_range`] cuts it), and the explicit benchmark if any, on the range.
+/// [`in_range`] cuts it), and the benchmark's series if it needs one
+/// ([`benchmark::fetch`]).
 pub async fn fetch_data(
     cfg: &BacktestConfig,
     run_dir: &Path,
@@ -187,22 +190,7 @@ pub async fn fetch_data(
             )));
         }
     }
-    let bench = match &cfg.benchmark {
-        Some(t) => Some(
-            md.fetch_all(
-                std::slice::from_ref(t),
-                Some(cfg.start_date),
-                Some(cfg.end_date),
-                SourceChoice::Auto,
-            )
-            .await?
-            .series
-            .into_iter()
-            .next()
-            .ok_or_else(|| BacktestError::NoData(format!("no data for the benchmark {t}")))?,
-        ),
-        None => None,
-    };
+    let bench = benchmark::fetch(cfg, &md).await?;
     Ok((universe.series, universe.effective_sources, bench))
 }
 
@@ -211,10 +199,11 @@ pub const PARSED_CACHE_DIR: &str = ".cache/bars";
 
 /// Whether a config may need the online sources: not when it names the
 /// embedded set or local files, nor in `auto` when the embedded set (first
-/// in the chain) holds every code over the whole range, unless it has a
-/// benchmark (fetched in `auto`).
+/// in the chain) holds every code over the whole range, unless it names a
+/// benchmark ticker (fetched in `auto`). The default SPY is fetched online
+/// only when the codes are: offline, the embedded SPY serves.
 pub fn may_use_online(cfg: &BacktestConfig) -> bool {
-    if cfg.benchmark.is_some() {
+    if matches!(benchmark::wanted(cfg), benchmark::Wanted::Ticker(_)) {
         return true;
     }
     match cfg.source {
@@ -385,8 +374,13 @@ pub struct Outcome {
     pub targets: Vec<f64>,
     pub sim: Simulation,
     pub bench_returns: Vec<f64>,
-    /// "equal_weight" or the explicit ticker.
+    /// The benchmark used: a ticker or "equal_weight" ([`benchmark`]).
     pub benchmark_label: String,
+    /// Why the benchmark is not the one asked for, or where it is
+    /// incomplete.
+    pub benchmark_note: Option<String>,
+    /// The risk-free rate of Sharpe and Sortino.
+    pub risk_free: crate::research::data::rates::RiskFree,
     pub bars_per_year: f64,
     pub metrics: Metrics,
     /// Metrics plus the engine extras (scalars only: `metrics.csv`).
@@ -462,7 +456,9 @@ pub fn evaluate_warm(
             rules: &rules,
         },
     );
-    let (bench_returns, benchmark_label) = benchmark_returns(&panel, bench);
+    let bench = benchmark::resolve(cfg, &panel, bench);
+    let b_year = metrics::resolve_bars_per_year(bars_per_year(&markets), panel.n(), &panel.dates);
+    let risk_free = benchmark::risk_free(&markets, &panel.dates, b_year);
     // Kept to the end as before the split: dropping them earlier made the
     // bench's 100 x 2,520 in-process case measurably slower.
     let trade_stats = trade_stats(&panel, &sim);
@@ -470,12 +466,14 @@ pub fn evaluate_warm(
         &sim.equity,
         &panel.dates,
         cfg.initial_cash,
-        bars_per_year(&markets),
+        Some(b_year),
         &trade_stats,
-        &bench_returns,
-        &sim.turnover,
+        metrics::PerBar {
+            benchmark: &bench.returns,
+            risk_free: &risk_free.per_bar,
+            turnover: &sim.turnover,
+        },
     );
-    let b_year = m.bars_per_year;
     let closed = closed_trades(&sim);
     let validation = validation::run(
         &cfg.validation,
@@ -484,8 +482,10 @@ pub fn evaluate_warm(
         cfg.initial_cash,
         b_year,
         &closed,
+        &risk_free.per_bar,
     );
-    let mut scalars = engine_scalars(cfg, &panel, &sim, &m, &benchmark_label);
+    let mut scalars = engine_scalars(cfg, &panel, &sim, &m, &bench.label);
+    put_benchmark_and_rate(&mut scalars, &bench, &risk_free);
     if let StrategySpec::Builtin(strategies::Builtin::Pairs(p)) = &cfg.strategy {
         let legs: Vec<&crate::research::data::Bars> = series.iter().map(|s| &s.bars).collect();
         scalars.extend(pairs::stats(p, &legs, &codes));
@@ -505,8 +505,10 @@ pub fn evaluate_warm(
         markets,
         targets,
         sim,
-        bench_returns,
-        benchmark_label,
+        bench_returns: bench.returns,
+        benchmark_label: bench.label,
+        benchmark_note: bench.note,
+        risk_free,
         bars_per_year: b_year,
         metrics: m,
         scalars,
@@ -517,29 +519,27 @@ pub fn evaluate_warm(
     }
 }
 
-/// The benchmark's bar returns on the backtest's calendar and its label: the
-/// explicit ticker's closes, else the equal weight of the codes.
-fn benchmark_returns(panel: &Panel, bench: Option<&PriceSeries>) -> (Vec<f64>, String) {
-    let Some(b) = bench else {
-        return (panel.benchmark_returns(), "equal_weight".to_string());
-    };
-    let bp = Panel::new(std::slice::from_ref(&b.symbol), &[&b.bars], usize::MAX);
-    // The benchmark's closes on the backtest's calendar.
-    let mut out = vec![0.0; panel.n()];
-    let mut j = 0;
-    let mut last = f64::NAN;
-    let mut prev = f64::NAN;
-    for (t, d) in panel.dates.iter().enumerate() {
-        while j < bp.dates.len() && bp.dates[j] <= *d {
-            last = bp.mark[j];
-            j += 1;
-        }
-        if t > 0 && prev.is_finite() && last.is_finite() && prev != 0.0 {
-            out[t] = last / prev - 1.0;
-        }
-        prev = last;
+/// The benchmark and the risk-free rate used, as result fields (docs §7.5):
+/// `benchmark` (a ticker or "equal_weight"), `risk_free` (`treasury_3m` or
+/// `zero`) and its mean annual rate, and a note for each when there is
+/// something to say.
+fn put_benchmark_and_rate(
+    scalars: &mut Map<String, Value>,
+    bench: &benchmark::Resolved,
+    rf: &crate::research::data::rates::RiskFree,
+) {
+    scalars.insert("benchmark".into(), json!(bench.label));
+    if let Some(n) = &bench.note {
+        scalars.insert("benchmark_note".into(), json!(n));
     }
-    (out, b.symbol.clone())
+    scalars.insert("risk_free".into(), json!(rf.label));
+    scalars.insert(
+        "risk_free_rate".into(),
+        metrics::num(metrics::round_dp(rf.mean_annual, 6)),
+    );
+    if let Some(n) = &rf.note {
+        scalars.insert("risk_free_note".into(), json!(n));
+    }
 }
 
 /// The round trips as the metrics see them (holding time in bars and days).
@@ -984,10 +984,15 @@ mod tests {
         assert!(!needs(json!({})), "auto inside the embedded span");
         assert!(!needs(json!({"source": "embedded"})));
         assert!(!needs(json!({"source": "local"})));
-        assert!(needs(json!({"end_date": "2014-01-01"})), "past the span");
+        assert!(needs(json!({"end_date": "2018-01-01"})), "past the span");
         assert!(needs(json!({"codes": ["AAPL", "NVDA"]})), "a code it lacks");
         assert!(needs(json!({"source": "yahoo"})));
-        assert!(needs(json!({"benchmark": "SPY"})));
+        assert!(needs(json!({"benchmark": "SPY"})), "a named benchmark");
+        assert!(!needs(json!({"benchmark": "equal_weight"})));
+        // The default SPY comes from where the codes come from.
+        assert!(!needs(
+            json!({"codes": ["AAPL"], "start_date": "2000-01-03"})
+        ));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::artifacts::write_file;
-use super::{BacktestError, Outcome};
+use super::{BacktestError, Outcome, metrics};
 use crate::research::data::{PriceSeries, Source};
 use crate::research::warmup::WarmupRecord;
 
@@ -66,7 +66,9 @@ pub fn build(
             "interval": c.interval.as_str(), "engine": "daily", "initial_cash": c.initial_cash,
             "source": c.source.as_str(), "strategy": c.strategy.describe(),
             "position_adjustment": c.position_adjustment.as_str(), "rebalance_tolerance": c.rebalance_tolerance,
-            "benchmark": o.benchmark_label, "bars_per_year": o.bars_per_year,
+            "benchmark": o.benchmark_label, "benchmark_note": o.benchmark_note,
+            "risk_free": o.risk_free.label, "risk_free_rate": metrics::num(o.risk_free.mean_annual),
+            "risk_free_note": o.risk_free.note, "bars_per_year": o.bars_per_year,
             "bars": o.panel.n(), "first_bar": o.panel.dates.first().map(ToString::to_string),
             "last_bar": o.panel.dates.last().map(ToString::to_string),
             "symbol_rules": o.panel.codes.iter().zip(&o.rules).map(|(code, r)| json!({"code": code, "rules": r})).collect::<Vec<_>>(),
@@ -133,13 +135,18 @@ fn fmt_metric(v: Option<&Value>, pct: bool) -> String {
     }
 }
 
+/// " (why)" for a note, nothing without one.
+fn note(v: &Value) -> String {
+    v.as_str().map(|n| format!(" ({n})")).unwrap_or_default()
+}
+
 /// The Markdown card.
 pub fn markdown(card: &Value) -> String {
     let b = &card["backtest"];
     let m = &card["metrics"];
     let mut s = String::from("# Backtest run card\n\n");
     s.push_str(&format!(
-        "- codes: {}\n- period: {} to {} ({} bars, {} to {})\n- strategy: `{}`\n- source: {}; initial cash {}; {} mode\n- benchmark: {}\n\n",
+        "- codes: {}\n- period: {} to {} ({} bars, {} to {})\n- strategy: `{}`\n- source: {}; initial cash {}; {} mode\n- benchmark: {}{}\n- risk-free rate: {}{}\n\n",
         b["codes"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default(),
         b["start_date"].as_str().unwrap_or(""),
         b["end_date"].as_str().unwrap_or(""),
@@ -151,6 +158,16 @@ pub fn markdown(card: &Value) -> String {
         b["initial_cash"],
         b["position_adjustment"].as_str().unwrap_or(""),
         b["benchmark"].as_str().unwrap_or(""),
+        note(&b["benchmark_note"]),
+        match (b["risk_free"].as_str(), b["risk_free_rate"].as_f64()) {
+            (Some("treasury_3m"), Some(r)) => format!(
+                "3-month US Treasury yield (mean {:.2} % a year)",
+                r * 100.0
+            ),
+            (Some("zero"), _) => "zero".to_string(),
+            (other, _) => other.unwrap_or("").to_string(),
+        },
+        note(&b["risk_free_note"]),
     ));
     s.push_str(&assumptions_markdown(&card["assumptions"]));
     if let Ok(w) = serde_json::from_value::<WarmupRecord>(b["warmup"].clone()) {

@@ -138,24 +138,35 @@ pub fn monte_carlo(cfg: &MonteCarloConfig, pnls: &[f64], initial_cash: f64) -> V
     })
 }
 
-/// Bootstrap: resamples the bar returns (r_1..r_n, ≥ 5) with replacement
-/// and recomputes the annualised Sharpe; a percentile confidence interval
-/// and the share of resamples with Sharpe > 0.
-pub fn bootstrap(cfg: &BootstrapConfig, returns: &[f64], bars_per_year: f64) -> Value {
+/// Bootstrap: resamples the bars (1..n, ≥ 5) with replacement and
+/// recomputes the annualised Sharpe of their excess returns x = r − f (as
+/// the headline Sharpe, docs §7.5) and the mean of their returns r; a
+/// percentile confidence interval and the share of resamples with
+/// Sharpe > 0.
+pub fn bootstrap(
+    cfg: &BootstrapConfig,
+    returns: &[f64],
+    risk_free: &[f64],
+    bars_per_year: f64,
+) -> Value {
     let r = returns.get(1..).unwrap_or(&[]);
+    let excess = metrics::excess(returns, risk_free);
+    let x = excess.get(1..).unwrap_or(&[]);
     if r.len() < 5 {
         return json!({"skipped": format!("needs at least 5 returns, got {}", r.len()),
                       "n_bootstrap": cfg.n_bootstrap, "confidence": cfg.confidence, "seed": cfg.seed});
     }
     let mut rng = Rng::new(cfg.seed);
     let mut sample = vec![0.0; r.len()];
+    let mut sample_x = vec![0.0; r.len()];
     let mut sharpes = Vec::with_capacity(cfg.n_bootstrap);
     let mut means = Vec::with_capacity(cfg.n_bootstrap);
     for _ in 0..cfg.n_bootstrap {
-        for x in sample.iter_mut() {
-            *x = r[rng.below(r.len())];
+        for (v, e) in sample.iter_mut().zip(sample_x.iter_mut()) {
+            let i = rng.below(r.len());
+            (*v, *e) = (r[i], x[i]);
         }
-        sharpes.push(metrics::sharpe(&sample, bars_per_year));
+        sharpes.push(metrics::sharpe(&sample_x, bars_per_year));
         means.push(metrics::mean(&sample));
     }
     let positive = sharpes.iter().filter(|s| **s > 0.0).count() as f64 / cfg.n_bootstrap as f64;
@@ -167,7 +178,7 @@ pub fn bootstrap(cfg: &BootstrapConfig, returns: &[f64], bars_per_year: f64) -> 
     let m = sorted(means);
     json!({
         "n_bootstrap": cfg.n_bootstrap, "confidence": cfg.confidence, "seed": cfg.seed, "n_returns": r.len(),
-        "sharpe": {"actual": num(metrics::sharpe(r, bars_per_year)), "mean": num(metrics::mean(&s)),
+        "sharpe": {"actual": num(metrics::sharpe(x, bars_per_year)), "mean": num(metrics::mean(&s)),
                    "ci_low": num(percentile(&s, lo_q)), "ci_high": num(percentile(&s, hi_q))},
         "mean_return": {"actual": num(metrics::mean(r)), "ci_low": num(percentile(&m, lo_q)), "ci_high": num(percentile(&m, hi_q))},
         "prob_sharpe_positive": positive,
@@ -184,8 +195,9 @@ pub struct ClosedTrade {
 /// Walk-forward: `n_windows` equal consecutive windows (the last takes the
 /// remainder), each ≥ 2 bars. Per window: return from the equity before
 /// the window (C for the first) to its last bar, annualised Sharpe of its
-/// bar returns, max drawdown from that starting equity, trades closed in
-/// it and their win rate. Consistency = share of windows with return > 0.
+/// bar excess returns r − f (as the headline Sharpe), max drawdown from that
+/// starting equity, trades closed in it and their win rate. Consistency =
+/// share of windows with return > 0.
 pub fn walk_forward(
     cfg: &WalkForwardConfig,
     equity: &[f64],
@@ -193,6 +205,7 @@ pub fn walk_forward(
     initial_cash: f64,
     bars_per_year: f64,
     trades: &[ClosedTrade],
+    risk_free: &[f64],
 ) -> Value {
     let n = equity.len();
     let size = n / cfg.n_windows.max(1);
@@ -200,7 +213,7 @@ pub fn walk_forward(
         return json!({"skipped": format!("{} windows need at least {} bars, got {n}", cfg.n_windows, 2 * cfg.n_windows),
                       "n_windows": cfg.n_windows});
     }
-    let r = metrics::returns(equity);
+    let r = metrics::excess(&metrics::returns(equity), risk_free);
     let mut windows = Vec::new();
     let mut positive = 0usize;
     for w in 0..cfg.n_windows {
@@ -234,6 +247,7 @@ pub fn walk_forward(
 }
 
 /// Runs the configured parts; `None` when nothing is configured.
+/// `risk_free` is the per-bar rate of the headline Sharpe (docs §7.5).
 pub fn run(
     cfg: &ValidationConfig,
     equity: &[f64],
@@ -241,6 +255,7 @@ pub fn run(
     initial_cash: f64,
     bars_per_year: f64,
     trades: &[ClosedTrade],
+    risk_free: &[f64],
 ) -> Option<Value> {
     if cfg.is_empty() {
         return None;
@@ -253,13 +268,21 @@ pub fn run(
     if let Some(b) = &cfg.bootstrap {
         out.insert(
             "bootstrap".into(),
-            bootstrap(b, &metrics::returns(equity), bars_per_year),
+            bootstrap(b, &metrics::returns(equity), risk_free, bars_per_year),
         );
     }
     if let Some(w) = &cfg.walk_forward {
         out.insert(
             "walk_forward".into(),
-            walk_forward(w, equity, dates, initial_cash, bars_per_year, trades),
+            walk_forward(
+                w,
+                equity,
+                dates,
+                initial_cash,
+                bars_per_year,
+                trades,
+                risk_free,
+            ),
         );
     }
     Some(Value::Object(out))
@@ -307,6 +330,7 @@ mod tests {
                 exit_bar: 7,
                 pnl: 3.0,
             }],
+            &[],
         );
         assert_eq!(v["windows"][0]["bars"], 5);
         assert_eq!(v["windows"][1]["bars"], 6);

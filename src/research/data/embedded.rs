@@ -1,221 +1,271 @@
-//! The embedded real dataset: daily prices of AAPL, MSFT, IBM (2000-03-01 to
-//! 2013-03-01), GOOG (2004-08-19 on) and FB (2012-05-18 on), 12,154 rows,
-//! from Quandl WIKI Prices (public domain) via bokeh-sampledata (see NOTICE
-//! and `/assets/data`).
+//! The embedded offline market (docs §7.3): daily OHLCV of 131 US
+//! instruments, 2000-01-03 to 2017-11-10 — 106 stocks and 25 ETFs,
+//! 540,808 rows — from the "Huge Stock Market Dataset" (Boris Marjanovic,
+//! Kaggle, CC0 1.0; prices originally from Stooq; see NOTICE and
+//! `assets/data/README.md`).
 //!
-//! The file's Open/High/Low/Close/Volume are unadjusted and contain split
-//! gaps (AAPL 2000-06-21 and 2005-02-28, MSFT 2003-02-18); `Adj Close` is
-//! split- and dividend-adjusted. On load every row is scaled by
-//! `Adj Close / Close` ([`clean::apply_adj_close`]), which removes the gaps
-//! and keeps real moves (AAPL's -52 % on 2000-09-29 stays).
+//! Prices are split- and dividend-adjusted backwards by the source (the
+//! last bar is the nominal price), so nothing is scaled on load. The set is
+//! packed per ticker ([`pack`]): a symbol's first load inflates its block
+//! alone, and the bars are kept for the rest of the process.
+//!
+//! The universe has two biases a user must hear about ([`BIAS_NOTE`]):
+//! every name was alive in November 2017, and the stocks were picked by
+//! their 2012–2017 trading volume.
 
-use std::collections::BTreeMap;
-use std::io::Read;
+#[cfg(test)]
+mod generate;
+pub mod pack;
+
 use std::sync::{Arc, OnceLock};
 
 use chrono::{NaiveDate, Utc};
 
-use super::clean::{self, ADJ_CLOSE_NOTE, DropReport};
-use super::local;
+use super::clean::{self, DropReport};
 use super::market::{Market, us_base};
 use super::{Bars, DataError, PriceSeries, Provenance, Source};
 
-/// The gzip-compressed CSV, compiled in.
-const GZ: &[u8] = include_bytes!("../../../assets/data/stocks_daily.csv.gz");
+/// The packed blocks, compiled in.
+const PACK: &[u8] = include_bytes!("../../../assets/data/us_daily_2000_2017.bin");
+/// Their index: one line per ticker (see [`pack`]).
+const INDEX: &str = include_str!("../../../assets/data/us_daily_index.csv");
 
 /// Where the data lives in the source tree, for provenance.
-pub const LOCATION: &str = "embedded:assets/data/stocks_daily.csv.gz";
+pub const LOCATION: &str = "embedded:assets/data/us_daily_2000_2017.bin";
 /// Attribution, also in NOTICE.
-pub const ATTRIBUTION: &str = "Quandl WIKI Prices (public domain), via bokeh-sampledata";
+pub const ATTRIBUTION: &str = "Huge Stock Market Dataset (Boris Marjanovic, Kaggle, CC0 1.0)";
+/// What was done to the prices, for every series' provenance.
+pub const ADJUSTMENT_NOTE: &str = "split- and dividend-adjusted backwards by the source (Stooq); the last bar is the nominal price; volume as the source gives it";
+/// The universe's biases, said wherever the set is described.
+pub const BIAS_NOTE: &str = "survivorship bias: every name was still listed in November 2017; look-ahead in the selection: the stocks were picked by their 2012-2017 trading volume";
 
-/// The tickers in the set and their documented row counts.
-pub const TICKERS: [(&str, usize); 5] = [
-    ("AAPL", 3270),
-    ("FB", 196),
-    ("GOOG", 2148),
-    ("IBM", 3270),
-    ("MSFT", 3270),
-];
-
-/// A calendar date as (year, month, day).
-type Ymd = (i32, u32, u32);
-
-/// Each ticker's first and last date, so that whether the set covers a
-/// range is known without decompressing it (a test holds them to the data).
-const SPANS: [(&str, Ymd, Ymd); 5] = [
-    ("AAPL", (2000, 3, 1), (2013, 3, 1)),
-    ("FB", (2012, 5, 18), (2013, 3, 1)),
-    ("GOOG", (2004, 8, 19), (2013, 3, 1)),
-    ("IBM", (2000, 3, 1), (2013, 3, 1)),
-    ("MSFT", (2000, 3, 1), (2013, 3, 1)),
-];
-
-/// Whether the set holds `symbol` over the whole of `[start, end]` (no
-/// slack for closed days: a caller may rely on a `true`).
-pub fn spans(symbol: &str, start: NaiveDate, end: NaiveDate) -> bool {
-    let base = us_base(symbol);
-    let date = |(y, m, d): Ymd| NaiveDate::from_ymd_opt(y, m, d);
-    SPANS.iter().any(|&(t, first, last)| {
-        t == base && date(first).is_some_and(|f| f <= start) && date(last).is_some_and(|l| end <= l)
-    })
+/// What an instrument is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Stock,
+    Etf,
 }
 
-struct Loaded {
-    by_ticker: BTreeMap<String, (Bars, DropReport)>,
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Stock => "stock",
+            Kind::Etf => "etf",
+        }
+    }
+}
+
+/// One instrument of the set, as its index line describes it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Instrument {
+    pub ticker: String,
+    pub kind: Kind,
+    pub first: NaiveDate,
+    pub last: NaiveDate,
+    pub rows: usize,
+    /// The block's place in the pack.
+    #[serde(skip)]
+    pub block: std::ops::Range<usize>,
+    /// The digest of the rows the generator read ([`pack::digest`]).
+    #[serde(skip)]
+    pub sha256: String,
 }
 
 /// Why the embedded dataset does not load (a broken build). Kept once per
 /// process and handed to every caller, hence shared sources.
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum EmbeddedError {
-    #[error("gunzip: {0}")]
-    Gunzip(Arc<std::io::Error>),
-    #[error("header: {0}")]
-    Header(Arc<csv::Error>),
-    #[error("unexpected header {0}")]
-    UnexpectedHeader(String),
-    #[error("line {line}: {source}")]
-    Record {
-        line: usize,
-        source: Arc<csv::Error>,
-    },
-    #[error("line {line}, {column}: {source}")]
-    Number {
-        line: usize,
-        column: &'static str,
-        source: std::num::ParseFloatError,
-    },
-    #[error("line {line}, Date: {source}")]
-    Date {
-        line: usize,
-        source: chrono::ParseError,
+    #[error("index line {line}: {detail}")]
+    Index { line: usize, detail: String },
+    #[error("block of {ticker}: {detail}")]
+    Block { ticker: String, detail: String },
+    #[error("{file}: {detail}")]
+    Table {
+        file: &'static str,
+        detail: Arc<str>,
     },
 }
 
-static DATA: OnceLock<Result<Loaded, EmbeddedError>> = OnceLock::new();
-
-fn load_all() -> Result<Loaded, EmbeddedError> {
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(GZ)
-        .read_to_string(&mut text)
-        .map_err(|e| EmbeddedError::Gunzip(Arc::new(e)))?;
-    let mut rdr = csv::ReaderBuilder::new().from_reader(text.as_bytes());
-    let header = rdr
-        .headers()
-        .map_err(|e| EmbeddedError::Header(Arc::new(e)))?
-        .clone();
-    let want = [
-        "Ticker",
-        "Date",
-        "Open",
-        "High",
-        "Low",
-        "Close",
-        "Volume",
-        "Adj Close",
-    ];
-    if header.iter().collect::<Vec<_>>() != want {
-        return Err(EmbeddedError::UnexpectedHeader(format!("{header:?}")));
-    }
-    let mut raw: BTreeMap<String, (Bars, Vec<f64>)> = BTreeMap::new();
-    for (i, rec) in rdr.records().enumerate() {
-        let line = i + 2;
-        let rec = rec.map_err(|e| EmbeddedError::Record {
-            line,
-            source: Arc::new(e),
-        })?;
-        let field = |k: usize| rec.get(k).unwrap_or("");
-        // The local loader's fast paths (same results as str::parse and
-        // the %Y-%m-%d parser): this runs on every backtest's first load.
-        let num = |k: usize| -> Result<f64, EmbeddedError> {
-            match local::plain_decimal(field(k)) {
-                Some(x) => Ok(x),
-                None => field(k)
-                    .parse::<f64>()
-                    .map_err(|source| EmbeddedError::Number {
-                        line,
-                        column: want[k],
-                        source,
-                    }),
+fn parse_index(text: &str) -> Result<Vec<Instrument>, EmbeddedError> {
+    let mut out: Vec<Instrument> = Vec::new();
+    let mut header = false;
+    for (i, line) in text.lines().enumerate() {
+        let err = |detail: String| EmbeddedError::Index {
+            line: i + 1,
+            detail,
+        };
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        if !header {
+            if line != "ticker,kind,first,last,rows,offset,bytes,sha256" {
+                return Err(err(format!("unexpected header {line}")));
             }
+            header = true;
+            continue;
+        }
+        let f: Vec<&str> = line.split(',').collect();
+        let [ticker, kind, first, last, rows, offset, bytes, sha256] = f[..] else {
+            return Err(err(format!("{} fields", f.len())));
         };
-        let date = match local::iso_date(field(1)) {
-            Some(d) => d,
-            None => NaiveDate::parse_from_str(field(1), "%Y-%m-%d")
-                .map_err(|source| EmbeddedError::Date { line, source })?,
+        let date = |s: &str| {
+            NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|e| err(format!("'{s}': {e}")))
         };
-        let entry = raw.entry(field(0).to_string()).or_default();
-        entry
-            .0
-            .push(date, num(2)?, num(3)?, num(4)?, num(5)?, num(6)?);
-        entry.1.push(num(7)?);
+        let int = |s: &str| s.parse::<usize>().map_err(|e| err(format!("'{s}': {e}")));
+        let (offset, bytes) = (int(offset)?, int(bytes)?);
+        let block = offset..offset.saturating_add(bytes);
+        if block.end > PACK.len() {
+            return Err(err(format!("block {block:?} past the pack's end")));
+        }
+        if out.last().is_some_and(|p| p.ticker.as_str() >= ticker) {
+            return Err(err(format!("{ticker} is out of order")));
+        }
+        out.push(Instrument {
+            ticker: ticker.to_string(),
+            kind: match kind {
+                "stock" => Kind::Stock,
+                "etf" => Kind::Etf,
+                other => return Err(err(format!("kind '{other}'"))),
+            },
+            first: date(first)?,
+            last: date(last)?,
+            rows: int(rows)?,
+            block,
+            sha256: sha256.to_string(),
+        });
     }
-    let by_ticker = raw
-        .into_iter()
-        .map(|(t, (mut bars, adj))| {
-            clean::apply_adj_close(&mut bars, &adj);
-            let dropped = clean::sanitize(&mut bars);
-            (t, (bars, dropped))
-        })
-        .collect();
-    Ok(Loaded { by_ticker })
+    Ok(out)
 }
 
-fn loaded() -> Result<&'static Loaded, DataError> {
-    DATA.get_or_init(load_all)
+static UNIVERSE: OnceLock<Result<Vec<Instrument>, EmbeddedError>> = OnceLock::new();
+
+/// Every instrument of the set, sorted by ticker.
+pub fn universe() -> Result<&'static [Instrument], DataError> {
+    UNIVERSE
+        .get_or_init(|| parse_index(INDEX))
+        .as_ref()
+        .map(Vec::as_slice)
+        .map_err(|e| DataError::Embedded(e.clone()))
+}
+
+/// The instrument of a symbol (`AAPL`, `aapl`, `AAPL.US`) and its place.
+fn find(symbol: &str) -> Option<(usize, &'static Instrument)> {
+    let all = universe().ok()?;
+    let base = us_base(symbol);
+    let i = all
+        .binary_search_by(|x| x.ticker.as_str().cmp(base.as_str()))
+        .ok()?;
+    Some((i, &all[i]))
+}
+
+/// The instrument of a symbol, if the set holds it.
+pub fn instrument(symbol: &str) -> Option<&'static Instrument> {
+    find(symbol).map(|(_, x)| x)
+}
+
+/// Whether the set holds `symbol` over the whole of `[start, end]` (no
+/// slack for closed days: a caller may rely on a `true`).
+pub fn spans(symbol: &str, start: NaiveDate, end: NaiveDate) -> bool {
+    instrument(symbol).is_some_and(|x| x.first <= start && end <= x.last)
+}
+
+type Decoded = Result<(Bars, DropReport), EmbeddedError>;
+
+/// Each ticker's decoded bars, filled on first use.
+static BLOCKS: OnceLock<Vec<OnceLock<Decoded>>> = OnceLock::new();
+
+fn decode(x: &Instrument) -> Decoded {
+    let fail = |detail: String| EmbeddedError::Block {
+        ticker: x.ticker.clone(),
+        detail,
+    };
+    let block = PACK
+        .get(x.block.clone())
+        .ok_or_else(|| fail("outside the pack".into()))?;
+    let raw = pack::decode_block(block, x.rows).map_err(fail)?;
+    let price =
+        |v: &[i64]| -> Vec<f64> { v.iter().map(|&u| u as f64 / pack::PRICE_UNITS).collect() };
+    let mut bars = Bars {
+        open: price(&raw.open),
+        high: price(&raw.high),
+        low: price(&raw.low),
+        close: price(&raw.close),
+        volume: raw.volume.iter().map(|&v| v as f64).collect(),
+        dates: raw.dates,
+    };
+    // The generator checked every bar; the filter stays so that a broken
+    // pack cannot put an impossible bar into a backtest.
+    let dropped = clean::sanitize(&mut bars);
+    Ok((bars, dropped))
+}
+
+/// A symbol's decoded bars (decoded once per process).
+fn decoded(symbol: &str) -> Result<&'static (Bars, DropReport), DataError> {
+    let all = universe()?;
+    let (i, x) = find(symbol).ok_or_else(|| not_held(symbol))?;
+    let blocks = BLOCKS.get_or_init(|| all.iter().map(|_| OnceLock::new()).collect());
+    let slot = blocks.get(i).ok_or_else(|| not_held(symbol))?;
+    slot.get_or_init(|| decode(x))
         .as_ref()
         .map_err(|e| DataError::Embedded(e.clone()))
 }
 
+/// The raw stored columns of a symbol (for the digest check).
+pub fn raw_columns(symbol: &str) -> Result<pack::RawColumns, DataError> {
+    let (_, x) = find(symbol).ok_or_else(|| not_held(symbol))?;
+    let block = PACK.get(x.block.clone()).unwrap_or_default();
+    pack::decode_block(block, x.rows).map_err(|detail| {
+        DataError::Embedded(EmbeddedError::Block {
+            ticker: x.ticker.clone(),
+            detail,
+        })
+    })
+}
+
 /// The tickers the set holds, sorted.
 pub fn symbols() -> Vec<&'static str> {
-    TICKERS.iter().map(|(t, _)| *t).collect()
+    universe()
+        .map(|u| u.iter().map(|x| x.ticker.as_str()).collect())
+        .unwrap_or_default()
 }
 
 /// Whether the set has this symbol (`AAPL`, `aapl`, `AAPL.US`).
 pub fn has(symbol: &str) -> bool {
-    let base = us_base(symbol);
-    TICKERS.iter().any(|(t, _)| *t == base)
+    find(symbol).is_some()
 }
 
 /// The first and last date held for a symbol.
 pub fn coverage(symbol: &str) -> Result<Option<(NaiveDate, NaiveDate)>, DataError> {
-    let data = loaded()?;
-    Ok(data
-        .by_ticker
-        .get(&us_base(symbol))
-        .and_then(|(b, _)| Some((b.first_date()?, b.last_date()?))))
+    universe()?;
+    Ok(instrument(symbol).map(|x| (x.first, x.last)))
 }
 
-/// The whole adjusted history of a symbol.
+/// The whole history of a symbol.
 pub fn bars(symbol: &str) -> Result<Bars, DataError> {
-    let data = loaded()?;
-    data.by_ticker
-        .get(&us_base(symbol))
-        .map(|(b, _)| b.clone())
-        .ok_or_else(|| not_held(symbol))
+    decoded(symbol).map(|(b, _)| b.clone())
 }
 
 fn not_held(symbol: &str) -> DataError {
+    let all = symbols();
     DataError::NotFound {
         loader: Source::Embedded,
         symbol: symbol.to_string(),
-        detail: format!("the embedded set holds {} only", symbols().join(", ")),
+        detail: format!(
+            "the embedded set holds {} US stocks and ETFs (run `vibedesk data --list`), not this one",
+            all.len()
+        ),
     }
 }
 
-/// A symbol's adjusted bars within `[start, end]`, with provenance.
-/// An empty range is returned as an empty series (callers decide).
+/// A symbol's bars within `[start, end]`, with provenance. An empty range
+/// is returned as an empty series (callers decide).
 pub fn load(
     symbol: &str,
     start: Option<NaiveDate>,
     end: Option<NaiveDate>,
 ) -> Result<PriceSeries, DataError> {
-    let data = loaded()?;
-    let (all, dropped) = data
-        .by_ticker
-        .get(&us_base(symbol))
-        .ok_or_else(|| not_held(symbol))?;
+    let (all, dropped) = decoded(symbol)?;
     let mut bars = all.clone();
     bars.retain_range(start, end);
     let mut notes = Vec::new();
@@ -233,7 +283,7 @@ pub fn load(
         rows: bars.len(),
         first_date: bars.first_date(),
         last_date: bars.last_date(),
-        adjustments: vec![ADJ_CLOSE_NOTE.to_string()],
+        adjustments: vec![ADJUSTMENT_NOTE.to_string()],
         dropped: *dropped,
         notes,
         attempts: Vec::new(),
@@ -250,32 +300,71 @@ pub fn load(
 mod tests {
     use super::*;
 
+    fn d(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
     #[test]
-    fn loads_every_ticker_with_documented_counts() {
-        for (t, n) in TICKERS {
-            assert_eq!(bars(t).unwrap().len(), n, "{t}");
+    fn every_block_decodes_to_its_index_line_and_digest() {
+        let all = universe().unwrap();
+        assert_eq!(all.len(), 131);
+        let mut total = 0;
+        for x in all {
+            let raw = raw_columns(&x.ticker).unwrap();
+            assert_eq!(pack::digest(&raw), x.sha256, "{}", x.ticker);
+            let b = bars(&x.ticker).unwrap();
+            assert_eq!(b.len(), x.rows, "{}", x.ticker);
+            assert_eq!(
+                (b.first_date(), b.last_date()),
+                (Some(x.first), Some(x.last))
+            );
+            total += b.len();
         }
-        assert!(has("aapl.us"));
-        assert!(!has("TSLA"));
-        let e = load("TSLA", None, None).unwrap_err();
-        assert!(e.to_string().contains("AAPL, FB, GOOG, IBM, MSFT"), "{e}");
+        assert_eq!(total, 540_808);
+        // The blocks tile the pack: nothing in it is unaccounted for.
+        let bytes: usize = all.iter().map(|x| x.block.len()).sum();
+        assert_eq!(bytes, PACK.len());
     }
 
     #[test]
     fn spans_match_the_data() {
-        let d = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
-        assert_eq!(
-            SPANS.map(|(t, _, _)| t),
-            TICKERS.map(|(t, _)| t),
-            "one span per ticker"
-        );
-        for (t, _, _) in SPANS {
-            let (first, last) = coverage(t).unwrap().unwrap();
-            assert!(spans(t, first, last), "{t}");
-            assert!(!spans(t, first.pred_opt().unwrap(), last), "{t}");
-            assert!(!spans(t, first, last.succ_opt().unwrap()), "{t}");
+        for x in universe().unwrap() {
+            let (first, last) = coverage(&x.ticker).unwrap().unwrap();
+            assert!(spans(&x.ticker, first, last), "{}", x.ticker);
+            assert!(!spans(&x.ticker, first.pred_opt().unwrap(), last));
+            assert!(!spans(&x.ticker, first, last.succ_opt().unwrap()));
         }
         assert!(spans("aapl.us", d("2005-01-01"), d("2012-12-31")));
-        assert!(!spans("TSLA", d("2005-01-01"), d("2006-01-01")));
+        assert!(
+            !spans("SPY", d("2005-01-01"), d("2006-01-01")),
+            "from 2005-02-25"
+        );
+        assert!(!spans("NVDA", d("2005-01-01"), d("2006-01-01")));
+        assert!(has("brk-b") && !has("NVDA"));
+        let e = load("NVDA", None, None).unwrap_err().to_string();
+        assert!(
+            e.contains("131 US stocks and ETFs") && e.contains("data --list"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_broken_index_is_named_by_line() {
+        let e = parse_index("ticker,kind\n").unwrap_err().to_string();
+        assert!(
+            e.contains("line 1") && e.contains("unexpected header"),
+            "{e}"
+        );
+        let head = "ticker,kind,first,last,rows,offset,bytes,sha256\n";
+        let e = parse_index(&format!(
+            "{head}B,stock,2000-01-03,2000-01-04,2,0,1,x\nA,stock,2000-01-03,2000-01-04,2,1,1,x\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("line 3") && e.contains("out of order"), "{e}");
+        let e = parse_index(&format!("{head}A,bond,2000-01-03,2000-01-04,2,0,1,x\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("kind 'bond'"), "{e}");
     }
 }

@@ -1,12 +1,15 @@
 //! Market data for research and backtests (docs §7.3).
 //!
-//! Sources: the embedded real dataset ([`embedded`], always available, five US
-//! equities 2000–2013), the user's own CSV files ([`local`], parsed into a
-//! [`table`]), and two online loaders ([`online`]: Yahoo chart JSON and Stooq
-//! CSV) with an on-disk cache ([`cache`]). [`MarketData`] picks among them by
-//! symbol shape and availability ([`market`]). Every series is split-adjusted
-//! where the source gives an adjusted close, passed through the OHLC sanity
-//! filter ([`clean`]), and carries its [`Provenance`].
+//! Sources: the embedded offline market ([`embedded`], always available: 106
+//! US stocks and 25 ETFs, 2000–2017), the user's own CSV files ([`local`],
+//! parsed into a [`table`]), and two online loaders ([`online`]: Yahoo chart
+//! JSON and Stooq CSV) with an on-disk cache ([`cache`]). [`MarketData`] picks
+//! among them by symbol shape and availability ([`market`]). Every series is
+//! split- and dividend-adjusted where the source gives an adjusted close (the
+//! embedded set comes adjusted), passed through the OHLC sanity filter
+//! ([`clean`]), and carries its [`Provenance`]. Beside the prices, the
+//! embedded US Treasury curve ([`rates`], the risk-free rate) and monthly
+//! Fama–French factors ([`factors`]).
 //!
 //! Series are plain columns ([`Bars`]); the backtest aligns them on a union
 //! calendar and forward-fills (docs §7.4), so loaders never fill gaps.
@@ -15,10 +18,12 @@ pub mod bars_cache;
 pub mod cache;
 pub mod clean;
 pub mod embedded;
+pub mod factors;
 pub mod local;
 pub mod market;
 pub mod online;
 pub mod parquet_file;
+pub mod rates;
 mod service;
 pub mod table;
 

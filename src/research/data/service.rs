@@ -412,7 +412,9 @@ impl MarketData {
         }
         if let Some(series) = partial {
             let note = format!(
-                "partial coverage: the embedded set ends {}; no other source served {}",
+                "partial coverage: the embedded set holds {} from {} to {}; no other source served {}",
+                series.symbol,
+                fmt_date(series.bars.first_date()),
                 fmt_date(series.bars.last_date()),
                 req.range_text()
             );
@@ -574,19 +576,8 @@ impl MarketData {
     ) -> Result<PriceSeries, DataError> {
         let (start, end) = (req.load_start(source), req.end);
         match source {
-            Source::Embedded => {
-                if !embedded::has(symbol) {
-                    return Err(DataError::NotFound {
-                        loader: Source::Embedded,
-                        symbol: symbol.to_string(),
-                        detail: format!(
-                            "the embedded set holds {} only",
-                            embedded::symbols().join(", ")
-                        ),
-                    });
-                }
-                embedded::load(symbol, start, end)
-            }
+            // A symbol the set lacks is a NotFound that names `data --list`.
+            Source::Embedded => embedded::load(symbol, start, end),
             Source::Local => {
                 let dirs = self.config.local_dirs.clone();
                 let cache = self.config.parsed_cache.clone();

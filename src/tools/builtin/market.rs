@@ -181,7 +181,7 @@ impl TypedTool for GetMarketData {
         "get_market_data"
     }
     fn description(&self) -> &str {
-        "Daily OHLCV bars for a symbol (split- and dividend-adjusted), paged, with provenance; last_n gives the last N rows of the range (\"the last 20 trading days to D\": last_n 20, end D). Sources: embedded real data (AAPL, MSFT, IBM 2000-2013, GOOG 2004-2013, FB 2012-2013), CSV or Parquet files in the workspace, Yahoo, Stooq; 'auto' picks by symbol and falls back."
+        "Daily OHLCV bars for a symbol (split- and dividend-adjusted), paged, with provenance; last_n gives the last N rows of the range (\"the last 20 trading days to D\": last_n 20, end D). Sources: the embedded offline market (106 US stocks and 25 ETFs such as SPY, QQQ, TLT, GLD, 2000-01-03 to 2017-11-10), CSV or Parquet files in the workspace, Yahoo, Stooq; 'auto' picks by symbol and falls back."
     }
     fn run<'a>(
         &'a self,
