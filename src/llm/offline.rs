@@ -744,10 +744,11 @@ fn backtest_answer(v: &BacktestOutput) -> String {
         .as_ref()
         .map(|a| format!("benchmark ({}) return", benchmark_name(&a.benchmark)))
         .unwrap_or_else(|| "benchmark return".into());
+    let sharpe = m.sharpe_label();
     let rows: [(&str, String); 8] = [
         ("total return", pct(m.total_return)),
         ("annualized return", pct(m.annual_return)),
-        ("Sharpe ratio (annualized)", fixed(m.sharpe)),
+        (sharpe.as_str(), fixed(m.sharpe)),
         ("max drawdown (peak to trough)", pct(m.max_drawdown)),
         ("win rate (round trips with a profit)", pct(m.win_rate)),
         (

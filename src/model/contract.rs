@@ -476,6 +476,18 @@ pub struct BacktestMetrics {
 }
 
 impl BacktestMetrics {
+    /// "Sharpe (annualized, rf 3-month T-bill)": what the Sharpe ratio is
+    /// measured over (docs §7.5), from the result's `risk_free`. The rate
+    /// varies by day, so the label names it rather than a mean that would
+    /// differ between two periods ranked side by side.
+    pub fn sharpe_label(&self) -> String {
+        let rf = match self.other.get("risk_free").and_then(Value::as_str) {
+            Some("treasury_3m") => "rf 3-month T-bill",
+            _ => "rf 0 %",
+        };
+        format!("Sharpe (annualized, {rf})")
+    }
+
     /// Splits the engine's scalar metrics into the typed headline and the rest.
     pub fn from_map(mut all: Map<String, Value>) -> Self {
         let mut f = |key: &str| match all.get(key).and_then(Value::as_f64) {

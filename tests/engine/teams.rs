@@ -579,7 +579,7 @@ async fn offline_members_answer_with_real_numbers_and_the_reader_cites_both() {
     assert!(close > 0.0, "{bull}");
     let sharpe = figure(
         &bull,
-        "AAPL sma_crossover(20/50) Sharpe (annualized, rf 0 %)",
+        "AAPL sma_crossover(20/50) Sharpe (annualized, rf 3-month T-bill)",
     );
     assert!(sharpe.is_finite() && sharpe != 0.0, "{bull}");
     assert!(figure(&bull, "AAPL SMA(50) latest") > 0.0);
@@ -609,7 +609,7 @@ async fn offline_members_answer_with_real_numbers_and_the_reader_cites_both() {
         "#### bull_report (task-bull, Bull-side Researcher)".to_string(),
         "#### bear_report (task-bear, Bear-side Researcher)".to_string(),
         format!("AAPL close: {close:.2}"),
-        format!("AAPL sma_crossover(20/50) Sharpe (annualized, rf 0 %): {sharpe:.2}"),
+        format!("AAPL sma_crossover(20/50) Sharpe (annualized, rf 3-month T-bill): {sharpe:.2}"),
         format!("AAPL drawdown deepest: {deepest:.2} %"),
         "| AAPL ATR(14) latest |".to_string(),
     ] {
@@ -890,10 +890,10 @@ async fn the_quant_desk_ranks_in_sample_and_out_of_sample_apart() {
             .collect()
     };
     let is = list(
-        "In-sample backtests, 2005-01-01 to 2010-12-31, ranked by Sharpe (annualized, rf 0 %):",
+        "In-sample backtests, 2005-01-01 to 2010-12-31, ranked by Sharpe (annualized, rf 3-month T-bill):",
     );
     let oos = list(
-        "Out-of-sample backtests, 2011-01-01 to 2013-02-28, ranked by Sharpe (annualized, rf 0 %):",
+        "Out-of-sample backtests, 2011-01-01 to 2013-02-28, ranked by Sharpe (annualized, rf 3-month T-bill):",
     );
     assert_eq!(is.len(), 5, "{c}");
     assert_eq!(oos.len(), 2, "{c}");

@@ -686,20 +686,6 @@ fn backtest_label(args: &Value) -> (String, String) {
     (label, period)
 }
 
-/// "Sharpe (annualized, rf 0 %)": the label says how the engine computed
-/// it (docs §7.5); a result that states its risk-free rate
-/// (`risk_free_rate`, a yearly fraction) is labelled with it.
-fn sharpe_label(m: &super::BacktestMetrics) -> String {
-    let rf = m.other.get("risk_free_rate").and_then(num).unwrap_or(0.0);
-    format!("Sharpe (annualized, rf {} %)", fixed_trim(rf * 100.0))
-}
-
-/// "0", "1.25": a number without trailing zeros.
-fn fixed_trim(x: f64) -> String {
-    let s = format!("{x:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
 fn backtest_rows(args: &Value, v: &BacktestOutput) -> Vec<KeyRow> {
     let (label, period) = backtest_label(args);
     let empty = Default::default();
@@ -712,7 +698,7 @@ fn backtest_rows(args: &Value, v: &BacktestOutput) -> Vec<KeyRow> {
     let mut rows: Vec<KeyRow> = [
         ("total return".to_string(), pct(m.total_return)),
         ("annual return".to_string(), pct(m.annual_return)),
-        (sharpe_label(m), fixed(m.sharpe)),
+        (m.sharpe_label(), fixed(m.sharpe)),
         ("max drawdown".to_string(), pct(m.max_drawdown)),
         ("round trips".to_string(), trades),
     ]
@@ -1066,7 +1052,7 @@ fn sharpes(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> Vec<Ranked> {
             Some(Ranked {
                 label,
                 period,
-                measure: sharpe_label(&m),
+                measure: m.sharpe_label(),
                 sharpe: m.sharpe?,
             })
         })

@@ -254,11 +254,12 @@ pub fn summary_line(
     benchmark: Option<&str>,
 ) -> String {
     format!(
-        "{} · {}: total return {}, annualized return {}, Sharpe ratio (annualized) {}, max drawdown {}, {} round-trip trades, win rate {}; benchmark{} return {} (excess {}); final portfolio value {}",
+        "{} · {}: total return {}, annualized return {}, {} {}, max drawdown {}, {} round-trip trades, win rate {}; benchmark{} return {} (excess {}); final portfolio value {}",
         codes.join(", "),
         strategy,
         pct(m.total_return),
         pct(m.annual_return),
+        m.sharpe_label(),
         num2(m.sharpe),
         pct(m.max_drawdown),
         m.trade_count

@@ -479,8 +479,9 @@ async fn a_refused_swarm_speaks_the_apps_syntax_and_keeps_the_keyboard() {
     t.type_literal("/swarm investment_committee");
     t.keys(&["Enter"]);
     let refused = t
+        // The reason may wrap before `target=VALUE`.
         .wait("the refusal", |s| {
-            s.contains("type /swarm investment_committee target=VALUE")
+            s.contains("type /swarm investment_committee") && s.contains("target=VALUE")
         })
         .await;
     assert!(!refused.contains("--var"), "{refused}");
