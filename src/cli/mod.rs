@@ -108,6 +108,7 @@ pub mod exit {
 /// into the stderr line and the exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    guard_secrets();
     match run_command(cli) {
         Ok(()) => ExitCode::from(exit::OK),
         Err(e) => {
@@ -117,6 +118,52 @@ pub fn main() -> ExitCode {
             ExitCode::from(e.code)
         }
     }
+}
+
+/// Keeps credentials from the processes vibedesk starts (docs §6.1): the
+/// process becomes non-dumpable, and credential variables leave the
+/// environment for memory, where the configuration still finds them. Runs
+/// before the async runtime exists, so no other thread can read the
+/// environment while it changes.
+fn guard_secrets() {
+    if let Err(e) = crate::secrets::protect() {
+        eprintln!(
+            "vibedesk: warning: cannot make this process non-dumpable ({e}); same-user processes may read its memory"
+        );
+    }
+    let keep = mcp_token_variables();
+    // SAFETY: only this thread exists: clap parsed the command line on it,
+    // no child has been spawned, and the runtime (the first other thread)
+    // is built after this returns.
+    let _ = unsafe { crate::secrets::take_from_environment(&keep) };
+}
+
+/// The variables `[mcp_servers.*] bearer_token_env` names: the MCP client
+/// reads them from the environment when it connects, so they stay there
+/// (non-dumpable still hides them from same-user processes). A file that
+/// cannot be read here is reported by the command that loads it.
+fn mcp_token_variables() -> Vec<String> {
+    let file = match std::env::var_os("VIBEDESK_CONFIG").filter(|v| !v.is_empty()) {
+        Some(path) => std::path::PathBuf::from(path),
+        None => match crate::store::Paths::from_env() {
+            Some(paths) => paths.config_file(),
+            None => return Vec::new(),
+        },
+    };
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return Vec::new();
+    };
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let Some(servers) = table.get("mcp_servers").and_then(toml::Value::as_table) else {
+        return Vec::new();
+    };
+    servers
+        .values()
+        .filter_map(|s| s.get("bearer_token_env")?.as_str())
+        .map(str::to_string)
+        .collect()
 }
 
 fn run_command(cli: Cli) -> Result<(), CliError> {
