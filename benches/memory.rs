@@ -425,6 +425,7 @@ fn write_corpus(entries: &Path) -> Corpus {
             access_count: 0,
             importance: 0.5,
             related: Vec::new(),
+            source: None,
         };
         let kw = vec![corpus.pseudo.pick(&mut rng).to_string()];
         std::fs::write(

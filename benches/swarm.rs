@@ -7,7 +7,11 @@
 //! writes, event forwarding, report.md). Measured on tmpfs (CPU cost) and
 //! on the working disk (with the fsyncs of run.json and events.jsonl).
 //!
-//! `cargo bench --bench swarm`
+//! Validation alone (docs §14.2) is timed too, on a 10,000-task chain
+//! whose every task takes `input_from` the first (so each source is many
+//! steps up): parse, then `inspect`, best of 5.
+//!
+//! `cargo bench --bench swarm` (`-- validate` for the validation only)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -153,7 +157,46 @@ async fn measure(base: &Path, label: &str) {
     );
 }
 
+/// A chain of `n` tasks, each depending on the one before and taking
+/// `input_from` the first.
+fn chain_yaml(n: usize) -> String {
+    let mut y = String::from("name: chain\nagents: [{id: a}]\ntasks:\n  - {id: t0, agent_id: a}\n");
+    for i in 1..n {
+        y.push_str(&format!(
+            "  - {{id: t{i}, agent_id: a, depends_on: [t{}], input_from: {{first: t0}}}}\n",
+            i - 1
+        ));
+    }
+    y
+}
+
+fn measure_validation() {
+    const TASKS: usize = 10_000;
+    let yaml = chain_yaml(TASKS);
+    let catalog = vibedesk::swarm::Catalog::default();
+    let mut parse_best = Duration::MAX;
+    let mut check_best = Duration::MAX;
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        let preset = parse(&yaml, "chain").unwrap();
+        parse_best = parse_best.min(t.elapsed());
+        let t = Instant::now();
+        let inspection = vibedesk::swarm::inspect(&preset, &catalog);
+        check_best = check_best.min(t.elapsed());
+        assert!(inspection.is_ok() && inspection.layers.len() == TASKS);
+    }
+    println!(
+        "validation of a {TASKS}-task chain: parse {:.1} ms, checks {:.1} ms (best of {ROUNDS})",
+        parse_best.as_secs_f64() * 1e3,
+        check_best.as_secs_f64() * 1e3
+    );
+}
+
 fn main() {
+    measure_validation();
+    if std::env::args().any(|a| a == "validate") {
+        return;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -447,8 +447,9 @@ pub trait Env {
 pub struct ProcessEnv;
 
 impl Env for ProcessEnv {
+    /// Keys taken out of the environment at start are still found (docs §6.1).
     fn var(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+        crate::secrets::var(name).filter(|v| !v.trim().is_empty())
     }
 }
 

@@ -16,6 +16,7 @@ pub mod model;
 pub mod process;
 pub mod research;
 pub mod sandbox;
+pub mod secrets;
 pub mod session;
 pub mod store;
 pub mod swarm;

@@ -30,7 +30,9 @@ impl MemoryRecall {
 
 impl RecallHook for MemoryRecall {
     fn recall(&self, query: &str, max_results: usize) -> Vec<Recalled> {
-        match self.store.find_relevant(query, max_results, Utc::now()) {
+        // Only the user's own memories: outside notes (an MCP client's) are
+        // never put in front of the user's message (docs §4.2, §13.4).
+        match self.store.find_relevant_own(query, max_results, Utc::now()) {
             Ok(entries) => entries
                 .into_iter()
                 .map(|e| Recalled {

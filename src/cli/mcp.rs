@@ -2,7 +2,7 @@
 //! the work is in the `mcp` room.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 
@@ -10,8 +10,11 @@ use super::{CliError, exit, init_logging, load_config};
 use crate::config::Overrides;
 use crate::mcp::ServerState;
 use crate::mcp::client_cli::{probe, render_list, render_tools};
-use crate::mcp::server::{ServeOptions, VibedeskServer};
-use crate::mcp::server_http::{Listen, serve_http};
+use crate::mcp::server::{ServeOptions, ServePolicy, VibedeskServer};
+use crate::mcp::server_http::{
+    Auth, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, HttpOptions, Listen, SessionLimits,
+    TOKEN_FILE, serve_http, stored_token,
+};
 
 #[derive(Subcommand, Debug)]
 pub enum McpCommand {
@@ -28,15 +31,35 @@ pub enum McpCommand {
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    /// Streamable HTTP on this address (e.g. 127.0.0.1:8808, endpoint /mcp) instead of stdio. Loopback only unless --allow-remote.
+    /// Streamable HTTP on this address (e.g. 127.0.0.1:8808, endpoint /mcp) instead of stdio. Loopback only unless --allow-remote. Every request must carry the bearer token kept in <config>/mcp-serve.token (made and shown once on first use).
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
     /// Allow a non-loopback --http address; needs --bearer-token-env.
     #[arg(long, requires = "http")]
     pub allow_remote: bool,
-    /// The environment variable holding the bearer token every HTTP request must carry.
-    #[arg(long, value_name = "VAR", requires = "http")]
+    /// The environment variable holding the bearer token every HTTP request must carry (instead of the stored token).
+    #[arg(
+        long,
+        value_name = "VAR",
+        requires = "http",
+        conflicts_with = "no_token"
+    )]
     pub bearer_token_env: Option<String>,
+    /// Serve loopback HTTP without a token: any local process (not a browser page) may then use the tools.
+    #[arg(long, requires = "http")]
+    pub no_token: bool,
+    /// Most HTTP sessions open at once; past it new clients get 503.
+    #[arg(long, value_name = "N", requires = "http", default_value_t = DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_sessions: u32,
+    /// Seconds without a message after which an HTTP session is closed.
+    #[arg(long, value_name = "SECONDS", requires = "http", default_value_t = DEFAULT_SESSION_IDLE.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub session_idle: u64,
+    /// Offer `remember`: clients may save memories (marked with their source) and forget or reinforce those MCP clients wrote; never the user's own.
+    #[arg(long)]
+    pub allow_memory_write: bool,
+    /// Offer `session_search`: clients may search past session transcripts (redacted).
+    #[arg(long)]
+    pub allow_sessions: bool,
     /// The workspace the tools resolve local files in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -90,12 +113,13 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
     let listen = match args.http {
         None => None,
         Some(addr) => {
-            let env = |var: &str| std::env::var(var).ok();
+            // The token variable may have left the environment at start.
             let checked = Listen::check(
                 addr,
                 args.allow_remote,
                 args.bearer_token_env.as_deref(),
-                env,
+                args.no_token,
+                crate::secrets::var,
             );
             Some(checked.map_err(|e| {
                 let code = if e.is_usage() {
@@ -123,14 +147,55 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
         runs_root: config.paths.data_dir.join("mcp"),
         workspace,
         result_limit: config.agent.scheduler.result_limit,
+        policy: ServePolicy {
+            memory_write: args.allow_memory_write,
+            sessions: args.allow_sessions,
+        },
     };
-    run_server(options, listen).await
+    let http = match listen {
+        None => None,
+        Some(listen) => Some(HttpOptions {
+            addr: listen.addr,
+            bearer_token: bearer_token(listen.auth, &config.paths.config_dir)?,
+            limits: SessionLimits {
+                max_sessions: args.max_sessions as usize,
+                idle: std::time::Duration::from_secs(args.session_idle),
+            },
+        }),
+    };
+    run_server(options, http).await
 }
 
-async fn run_server(options: ServeOptions, listen: Option<Listen>) -> Result<(), CliError> {
+/// The token HTTP clients must send; a stored one made now is shown on
+/// stderr, this once (docs §13.4.2).
+fn bearer_token(auth: Auth, config_dir: &Path) -> Result<Option<String>, CliError> {
+    let path = config_dir.join(TOKEN_FILE);
+    match auth {
+        Auth::Token(token) => Ok(Some(token)),
+        Auth::Off => Ok(None),
+        Auth::Stored => {
+            let stored = stored_token(&path).map_err(CliError::failed)?;
+            if stored.created {
+                eprintln!(
+                    "vibedesk: made a bearer token for `mcp serve` and saved it to {} (mode 0600). It is shown this once:\n  {}\nvibedesk: clients send `Authorization: Bearer <token>`; later starts read the file",
+                    path.display(),
+                    stored.token
+                );
+            } else {
+                eprintln!(
+                    "vibedesk: clients must send the bearer token kept in {}",
+                    path.display()
+                );
+            }
+            Ok(Some(stored.token))
+        }
+    }
+}
+
+async fn run_server(options: ServeOptions, http: Option<HttpOptions>) -> Result<(), CliError> {
     let server = VibedeskServer::new(options).map_err(CliError::failed)?;
     tracing::info!("mcp serve: run dir {}", server.run_dir().display());
-    let Some(listen) = listen else {
+    let Some(http) = http else {
         return server.serve_stdio().await.map_err(CliError::failed);
     };
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -139,7 +204,7 @@ async fn run_server(options: ServeOptions, listen: Option<Listen>) -> Result<(),
         let _ = tokio::signal::ctrl_c().await;
         on_signal.cancel();
     });
-    serve_http(server, listen, cancel, |addr| {
+    serve_http(server, http, cancel, |addr| {
         eprintln!("vibedesk: serving MCP on http://{addr}/mcp");
     })
     .await

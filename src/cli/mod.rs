@@ -110,6 +110,7 @@ pub mod exit {
 /// into the stderr line and the exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    guard_secrets();
     match run_command(cli) {
         Ok(()) => ExitCode::from(exit::OK),
         Err(e) => {
@@ -119,6 +120,23 @@ pub fn main() -> ExitCode {
             ExitCode::from(e.code)
         }
     }
+}
+
+/// Keeps credentials from the processes vibedesk starts (docs §6.1): the
+/// process becomes non-dumpable, and credential variables leave the
+/// environment for memory, where the configuration still finds them. Runs
+/// before the async runtime exists, so no other thread can read the
+/// environment while it changes.
+fn guard_secrets() {
+    if let Err(e) = crate::secrets::protect() {
+        eprintln!(
+            "vibedesk: warning: cannot make this process non-dumpable ({e}); same-user processes may read its memory"
+        );
+    }
+    // SAFETY: only this thread exists: clap parsed the command line on it,
+    // no child has been spawned, and the runtime (the first other thread)
+    // is built after this returns.
+    let _ = unsafe { crate::secrets::take_from_environment(&[]) };
 }
 
 fn run_command(cli: Cli) -> Result<(), CliError> {

@@ -25,6 +25,7 @@ use crate::llm::{LlmError, Provider};
 use crate::store::run_state::Status;
 use crate::swarm::record::TaskState;
 use crate::swarm::scheduler::{DEFAULT_DEADLINE, DEFAULT_MAX_WORKERS, ProviderFactory};
+use crate::swarm::workers::{self, WorkersError};
 use crate::swarm::{Catalog, SwarmOptions, preset};
 use crate::tui::{SwarmLaunchError, SwarmLauncher};
 
@@ -290,24 +291,29 @@ fn parse_vars(raw: &[String]) -> Result<BTreeMap<String, String>, BadVar> {
 }
 
 /// The options of a team run: `--max-workers`, else `[swarm]`, else the
-/// defaults (docs §14.3).
+/// defaults (docs §14.3). A worker count of 0, or more than the open-file
+/// limit serves, is refused (the original took 0 as 1 and had no bound).
 fn swarm_options(
     config: &Config,
     vars: BTreeMap<String, String>,
     max_workers: Option<usize>,
     provider: Arc<dyn Provider>,
-) -> SwarmOptions {
-    SwarmOptions {
-        vars,
-        max_workers: max_workers
+) -> Result<SwarmOptions, WorkersError> {
+    let max_workers = workers::check(
+        max_workers
             .or(config.swarm.max_workers)
             .unwrap_or(DEFAULT_MAX_WORKERS),
+        workers::open_file_limit(),
+    )?;
+    Ok(SwarmOptions {
+        vars,
+        max_workers,
         deadline: config
             .swarm
             .deadline_seconds
             .map_or(DEFAULT_DEADLINE, Duration::from_secs),
         provider_for_model: Some(provider_factory(config, provider)),
-    }
+    })
 }
 
 /// `/swarm NAME k=v …` in the workstation: the same engine call as `swarm
@@ -342,7 +348,8 @@ impl SwarmLauncher for WorkstationTeams {
                 vars.into_iter().collect(),
                 None,
                 deps.provider.clone(),
-            );
+            )
+            .map_err(|e| engine(Box::new(e)))?;
             crate::swarm::run(&loaded.preset, options, deps, &config.paths, events, cancel)
                 .await
                 .map(|_| ())
@@ -416,6 +423,14 @@ async fn run(args: SwarmRunArgs) -> Result<(), CliError> {
     let config = config_reconciled(&overrides, args.json)?;
     let _log_guard = init_logging(&config);
     let vars = parse_vars(&args.vars).map_err(CliError::usage)?;
+    // Checked before anything starts: a refusal costs nothing.
+    let max_workers = workers::check(
+        args.max_workers
+            .or(config.swarm.max_workers)
+            .unwrap_or(DEFAULT_MAX_WORKERS),
+        workers::open_file_limit(),
+    )
+    .map_err(CliError::usage)?;
     let loaded = preset::load_name_or_file(&config.paths.config_dir, &args.preset)
         .map_err(CliError::usage)?;
     let (provider, note) = provider_or_offline(&config).map_err(CliError::usage)?;
@@ -431,7 +446,8 @@ async fn run(args: SwarmRunArgs) -> Result<(), CliError> {
         }
     }
     let deps = setup.deps(provider.clone(), &config);
-    let options = swarm_options(&config, vars, args.max_workers, provider);
+    let options =
+        swarm_options(&config, vars, Some(max_workers), provider).map_err(CliError::usage)?;
     let (tx, rx) = mpsc::unbounded_channel();
     let printer = tokio::spawn(print_events(rx, args.json));
     let cancel = CancellationToken::new();

@@ -597,8 +597,8 @@ async fn connect_http(
 ) -> Result<Connected, StartError> {
     let mut http = StreamableHttpClientTransportConfig::with_uri(url);
     if let Some(var) = bearer_token_env {
-        let token = std::env::var(var)
-            .ok()
+        // From memory: the variable left the environment at start (docs §6.1).
+        let token = crate::secrets::var(var)
             .filter(|t| !t.trim().is_empty())
             .ok_or_else(|| StartError::MissingToken(var.to_string()))?;
         http = http.auth_header(token);

@@ -6,7 +6,15 @@
 //! [`ToolContext`], so a backtest goes through the same sandbox runner. The
 //! answer carries the text the model would see and, for typed tools, the
 //! output as `structuredContent`. A tool's failure is an `isError` result,
-//! never a protocol error; only an unknown tool name is one.
+//! never a protocol error; only an unknown (or withheld) tool name is one.
+//!
+//! What a client may do is the user's choice ([`ServePolicy`], docs
+//! §13.4.1): by default memory is read-only (`remember` is not offered) and
+//! past sessions are not searchable (`session_search` is not offered).
+//! Every answer passes the redaction of docs §2.8, and each call runs with
+//! the client as its [`origin`](crate::tools::origin), so what it saves is
+//! marked `source: mcp:<client>` and it cannot touch the user's own
+//! memories.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,13 +33,40 @@ use tokio_util::sync::CancellationToken;
 
 use crate::tools::events::{ToolEvent, ToolEventSink};
 use crate::tools::finalize::{is_success, truncate_for_model};
+use crate::tools::origin;
 use crate::tools::progress::ProgressHandle;
+use crate::tools::redact::{Sink, redact_tool_result, redact_value};
 use crate::tools::{BackgroundQueue, Registry, Tool, ToolContext, ToolError, ToolReply};
 
 /// One tool as served: its MCP name and the built-in behind it.
 struct Exposure {
     name: &'static str,
     builtin: &'static str,
+}
+
+/// What the user lets clients do beyond the read-only tools (docs §13.4.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServePolicy {
+    /// `--allow-memory-write`: offer `remember` (save new memories, forget
+    /// or reinforce those MCP clients wrote).
+    pub memory_write: bool,
+    /// `--allow-sessions`: offer `session_search` over past transcripts.
+    pub sessions: bool,
+}
+
+impl ServePolicy {
+    /// Why `name` is withheld under this policy, or `None` when offered.
+    pub fn withholds(&self, name: &str) -> Option<&'static str> {
+        match name {
+            "remember" if !self.memory_write => Some(
+                "memory is read-only for MCP clients unless the server is started with --allow-memory-write",
+            ),
+            "session_search" if !self.sessions => Some(
+                "past sessions are not searchable by MCP clients unless the server is started with --allow-sessions",
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// The served tools (docs §13.4), in the order `tools/list` gives them.
@@ -66,9 +101,14 @@ const EXPOSED: &[Exposure] = &[
     },
 ];
 
-/// The MCP names `vibedesk mcp serve` offers, in `tools/list` order.
-pub fn exposed_names() -> Vec<&'static str> {
-    EXPOSED.iter().map(|e| e.name).collect()
+/// The MCP names `vibedesk mcp serve` offers under `policy`, in
+/// `tools/list` order.
+pub fn exposed_names(policy: ServePolicy) -> Vec<&'static str> {
+    EXPOSED
+        .iter()
+        .map(|e| e.name)
+        .filter(|n| policy.withholds(n).is_none())
+        .collect()
 }
 
 /// What the server needs from the caller: the agent's registry, where run
@@ -83,6 +123,8 @@ pub struct ServeOptions {
     /// Characters of a result's text, as the model's `tool` message is cut
     /// (docs §2.7); `structuredContent` is never cut.
     pub result_limit: usize,
+    /// Which writing and private tools are offered.
+    pub policy: ServePolicy,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +157,7 @@ struct Served {
 /// session; stdio has one).
 struct Shared {
     tools: Vec<Served>,
+    policy: ServePolicy,
     /// This server's run dir: read-only calls run here, each writing call
     /// gets a fresh sub-directory so two backtests never share one.
     run_dir: PathBuf,
@@ -135,8 +178,10 @@ impl VibedeskServer {
     /// Resolves the served tools and creates this server's run dir,
     /// `<runs_root>/<YYYYmmdd_HHMMSS>_<pid>`.
     pub fn new(options: ServeOptions) -> Result<Self, ServeError> {
+        let policy = options.policy;
         let tools = EXPOSED
             .iter()
+            .filter(|e| policy.withholds(e.name).is_none())
             .map(|exposure| {
                 let tool = options.registry.get(exposure.builtin).cloned().ok_or(
                     ServeError::MissingTool {
@@ -162,6 +207,7 @@ impl VibedeskServer {
         Ok(VibedeskServer {
             shared: Arc::new(Shared {
                 tools,
+                policy,
                 run_dir,
                 workspace: options.workspace,
                 session_id: format!("mcp-{session_id}"),
@@ -289,6 +335,40 @@ async fn forward_progress(
     }
 }
 
+/// `mcp:<client name>`: the name a 2026-07-28 client sends with each
+/// request, else the one of its `initialize` (letters, digits and `-_.`
+/// kept, others `_`, at most 40 characters); `mcp:unknown` without one.
+fn client_origin(context: &RequestContext<RoleServer>) -> String {
+    let name = context
+        .meta
+        .client_info()
+        .map(|info| info.name)
+        .or_else(|| {
+            context
+                .peer
+                .peer_info()
+                .map(|info| info.client_info.name.clone())
+        })
+        .unwrap_or_default();
+    let clean: String = name
+        .trim()
+        .chars()
+        .take(40)
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if clean.is_empty() {
+        "mcp:unknown".to_string()
+    } else {
+        format!("mcp:{clean}")
+    }
+}
+
 fn create_dir(dir: &std::path::Path) -> Result<(), ServeError> {
     std::fs::create_dir_all(dir).map_err(|source| ServeError::RunDir {
         path: dir.display().to_string(),
@@ -321,7 +401,9 @@ fn tool_spec(exposure: &Exposure, tool: &dyn Tool) -> rmcp::model::Tool {
 
 /// A call's answer as an MCP result: the model's text (cut as the model's
 /// is), the typed output as `structuredContent`, `isError` when the tool
-/// failed or answered with a structured failure (docs §2.5).
+/// failed or answered with a structured failure (docs §2.5). Both pass the
+/// redaction of docs §2.8: a client is not the user, so it gets what a
+/// trace would keep, not the raw text the model reads.
 pub fn call_result(
     tool: &str,
     reply: Result<ToolReply, ToolError>,
@@ -338,6 +420,8 @@ pub fn call_result(
             (text, output, true)
         }
     };
+    let text = redact_tool_result(&text);
+    let output = output.map(|o| redact_value(&o, Sink::Result));
     let content = vec![ContentBlock::text(truncate_for_model(&text, limit))];
     let mut result = if failed {
         CallToolResult::error(content)
@@ -382,14 +466,16 @@ impl ServerHandler for VibedeskServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(served) = self.served(&request.name) else {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool '{}'; this server has {}",
-                    request.name,
-                    exposed_names().join(", ")
+            let policy = self.shared.policy;
+            let offered = exposed_names(policy).join(", ");
+            let message = match policy.withholds(&request.name) {
+                Some(why) => format!(
+                    "the tool '{}' is not offered: {why}; this server has {offered}",
+                    request.name
                 ),
-                None,
-            ));
+                None => format!("unknown tool '{}'; this server has {offered}", request.name),
+            };
+            return Err(ErrorData::invalid_params(message, None));
         };
         let name = served.exposure.name;
         let args = Value::Object(request.arguments.unwrap_or_default());
@@ -399,8 +485,9 @@ impl ServerHandler for VibedeskServer {
                     .meta
                     .get_progress_token()
                     .map(|token| (context.peer.clone(), token));
-                tracing::info!(tool = name, call = %ctx.call_id, "mcp tool call");
-                self.run(served, args, &ctx, progress).await
+                let client = client_origin(&context);
+                tracing::info!(tool = name, call = %ctx.call_id, client = %client, "mcp tool call");
+                origin::scope(client, self.run(served, args, &ctx, progress)).await
             }
             Err(e) => Err(e),
         };

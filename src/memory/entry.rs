@@ -84,6 +84,10 @@ pub struct Entry {
     /// what was used instead (see [`frontmatter_problems`]); empty when the
     /// file read cleanly.
     pub problems: Vec<String>,
+    /// Who wrote the entry when it was not the user or their agent
+    /// (`source: mcp:<client>`, docs §8.3): an outside note, never recalled
+    /// into a prompt on its own (docs §4.2).
+    pub source: Option<String>,
 }
 
 impl Entry {
@@ -105,6 +109,22 @@ impl Entry {
     pub fn stem(&self) -> &str {
         self.file.strip_suffix(".md").unwrap_or(&self.file)
     }
+
+    /// Whether someone other than the user wrote it (an MCP client).
+    pub fn is_external(&self) -> bool {
+        self.source.is_some()
+    }
+}
+
+/// Longest `source` kept, in characters.
+const SOURCE_CHARS: usize = 80;
+
+/// A `source` value as stored: one line, trimmed, at most 80 characters;
+/// `None` when blank.
+pub fn clean_source(source: &str) -> Option<String> {
+    let line = one_line(source);
+    let cut = cut_chars(line.trim(), SOURCE_CHARS).trim();
+    (!cut.is_empty()).then(|| cut.to_string())
 }
 
 /// Days from `earlier` to `later`, fractional (negative when reversed).
@@ -325,6 +345,8 @@ pub struct NewEntry {
     /// Empty = the title.
     pub description: String,
     pub keywords: Vec<String>,
+    /// Who writes it when not the user (`mcp:<client>`); `None` = the user.
+    pub source: Option<String>,
 }
 
 impl NewEntry {
@@ -339,6 +361,7 @@ impl NewEntry {
             memory_type,
             description: String::new(),
             keywords: Vec::new(),
+            source: None,
         }
     }
 }
@@ -357,6 +380,8 @@ pub struct Stamp {
     /// import wrote them. The original always wrote `[]`, so rewriting an
     /// entry dropped them; a replacing save keeps them.
     pub related: Vec<String>,
+    /// `source`, written only when set (an entry from an MCP client).
+    pub source: Option<String>,
 }
 
 /// Renders an entry in the format of docs §8.3 (timestamps with a zone).
@@ -370,7 +395,7 @@ pub fn render(
     body: &str,
 ) -> String {
     format!(
-        "---\nname: {title}\ndescription: {description}\ntype: {t}\nid: {id}\ncreated_at: {c}\nupdated_at: {u}\nkeywords: [{kw}]\nquality_score: {q}\naccess_count: {a}\nlast_accessed: {l}\nimportance: {i}\nrelated_memories: [{rel}]\ncategory: {t}\ncompression_level: raw\n---\n\n{body}",
+        "---\nname: {title}\ndescription: {description}\ntype: {t}\nid: {id}\ncreated_at: {c}\nupdated_at: {u}\nkeywords: [{kw}]\nquality_score: {q}\naccess_count: {a}\nlast_accessed: {l}\nimportance: {i}\nrelated_memories: [{rel}]\ncategory: {t}\ncompression_level: raw\n{src}---\n\n{body}",
         t = memory_type.as_str(),
         id = stamp.id,
         c = format_ts(stamp.created_at),
@@ -381,6 +406,11 @@ pub fn render(
         l = format_ts(stamp.last_accessed),
         i = format_score(stamp.importance),
         rel = stamp.related.join(", "),
+        src = stamp
+            .source
+            .as_ref()
+            .map(|s| format!("source: {s}\n"))
+            .unwrap_or_default(),
     )
 }
 
@@ -543,7 +573,9 @@ pub fn parse_entry(path: &Path, text: &str, modified: DateTime<Utc>, size: u64) 
         .and_then(|l| Level::parse(&l))
         .unwrap_or(Level::Raw);
     let problems = frontmatter_problems(&meta);
+    let source = meta.raw("source").and_then(clean_source);
     Entry {
+        source,
         path: path.to_path_buf(),
         description: text_or(&meta, "description", ""),
         memory_type: meta
@@ -645,6 +677,7 @@ mod tests {
             access_count: 3,
             importance: 0.5,
             related: Vec::new(),
+            source: None,
         };
         let written = render("T", "d", MemoryType::User, &["k".into()], &stamp, "b");
         let e = parse_entry(Path::new("user_t.md"), &written, Utc::now(), 1);
@@ -796,6 +829,7 @@ mod tests {
             access_count: 0,
             importance: 0.5,
             related: vec!["ab12cd".into(), "0a33ff".into()],
+            source: None,
         };
         let text = render(
             "T",
@@ -823,5 +857,18 @@ mod tests {
         assert_eq!(format_score(0.57), "0.57");
         assert_eq!(format_score(0.6), "0.6");
         assert_eq!(format_score(1.0), "1.0");
+        // An entry without a source is written as before; one with a source
+        // keeps it, cleaned to one line.
+        assert!(!text.contains("source:"));
+        assert_eq!(e.source, None);
+        let stamp = Stamp {
+            source: clean_source("mcp:claude\ncode"),
+            ..stamp
+        };
+        let text = render("T", "D", MemoryType::Project, &[], &stamp, "Body");
+        assert!(text.contains("compression_level: raw\nsource: mcp:claude code\n---\n"));
+        let e = parse_entry(Path::new("/m/project_t.md"), &text, Utc::now(), 1);
+        assert_eq!(e.source.as_deref(), Some("mcp:claude code"));
+        assert!(e.is_external() && e.problems.is_empty());
     }
 }

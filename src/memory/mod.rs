@@ -64,6 +64,12 @@ pub enum MemoryError {
     },
     #[error("the memory folder {0} is locked by another process; try again shortly")]
     Locked(PathBuf),
+    /// An MCP client may not replace or remove the user's own memory
+    /// (docs §13.4).
+    #[error(
+        "the memory '{0}' is the user's own: an MCP client cannot replace, forget or reinforce it (save under another title)"
+    )]
+    Protected(String),
     #[error("memory index {path}: {source}")]
     Index {
         path: PathBuf,

@@ -49,6 +49,20 @@ pub const ENABLE_DELETE: bool = false;
 const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 const LOCK_POLL: Duration = Duration::from_millis(100);
 
+/// How a `MEMORY.md` line of a memory an MCP client wrote begins.
+const EXTERNAL_LINE: &str = "- (external";
+
+/// The cleaned text of an entry being written.
+#[derive(Clone, Copy)]
+struct NewText<'a> {
+    title: &'a str,
+    description: &'a str,
+    memory_type: MemoryType,
+    keywords: &'a [String],
+    body: &'a str,
+    source: Option<&'a str>,
+}
+
 /// What [`MemoryStore::add`] did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AddOutcome {
@@ -485,19 +499,37 @@ impl MemoryStore {
         let Ok(text) = std::fs::read_to_string(self.memory_md_path()) else {
             return String::new();
         };
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        // Memories MCP clients wrote never reach the prompt on their own
+        // (docs §4.4, §13.4): their titles and descriptions are outside text.
+        let lines: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|l| !l.starts_with(EXTERNAL_LINE))
+            .collect();
+        let external = all.len() - lines.len();
+        let mut notes = String::new();
+        if external > 0 {
+            notes.push_str(&format!("({external} memories written by MCP clients are not listed here; the recall tool shows them, marked with their source)\n"));
+        }
         if lines.len() <= SNAPSHOT_LINES {
-            return lines.join("\n");
+            return format!("{notes}{}", lines.join("\n"));
         }
         let hidden = lines.len() - SNAPSHOT_LINES;
-        let mut out =
-            format!("({hidden} older memories are not listed here; the recall tool finds them)\n");
+        let mut out = format!(
+            "{notes}({hidden} older memories are not listed here; the recall tool finds them)\n"
+        );
         out.push_str(&lines[hidden..].join("\n"));
         out
     }
 
-    fn index_line(title: &str, file: &str, description: &str) -> String {
-        format!("- [{title}](entries/{file}) — {description}")
+    /// An entry's `MEMORY.md` line; one an MCP client wrote starts with
+    /// `- (external, <source>)`, which a title (always in brackets) cannot.
+    fn index_line(title: &str, file: &str, description: &str, source: Option<&str>) -> String {
+        match source {
+            None => format!("- [{title}](entries/{file}) — {description}"),
+            Some(s) => format!("{EXTERNAL_LINE}, {s}) [{title}](entries/{file}) — {description}"),
+        }
     }
 
     /// Replaces the line of `file` (and drops lines of `also_remove`) or
@@ -507,11 +539,12 @@ impl MemoryStore {
         title: &str,
         file: &str,
         description: &str,
+        source: Option<&str>,
         also_remove: &[String],
     ) -> Result<(), MemoryError> {
         let path = self.memory_md_path();
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let new_line = Self::index_line(title, file, description);
+        let new_line = Self::index_line(title, file, description, source);
         let target = format!("](entries/{file})");
         let stale: Vec<String> = also_remove
             .iter()
@@ -563,6 +596,7 @@ impl MemoryStore {
                 &one_line(&e.title),
                 &e.file,
                 &one_line(&e.description),
+                e.source.as_deref(),
             ));
             out.push('\n');
         }
@@ -747,7 +781,16 @@ impl MemoryStore {
             seen.insert(key, now);
         }
         let keywords = clean_keywords(&new.keywords);
-        let result = self.write_new(&title, &description, new.memory_type, &keywords, &body, now);
+        let source = new.source.as_deref().and_then(entry::clean_source);
+        let text = NewText {
+            title: &title,
+            description: &description,
+            memory_type: new.memory_type,
+            keywords: &keywords,
+            body: &body,
+            source: source.as_deref(),
+        };
+        let result = self.write_new(&text, now);
         if result.is_err() && self.flags.quality {
             // A failed save must not make its retry look like a duplicate.
             let key = content_hash(&title, &description, &body);
@@ -756,15 +799,15 @@ impl MemoryStore {
         result
     }
 
-    fn write_new(
-        &self,
-        title: &str,
-        description: &str,
-        memory_type: MemoryType,
-        keywords: &[String],
-        body: &str,
-        now: DateTime<Utc>,
-    ) -> Result<AddOutcome, MemoryError> {
+    fn write_new(&self, new: &NewText<'_>, now: DateTime<Utc>) -> Result<AddOutcome, MemoryError> {
+        let NewText {
+            title,
+            description,
+            memory_type,
+            keywords,
+            body,
+            source,
+        } = *new;
         let title = title.to_string();
         let _guard = self.lock(false)?;
         if self.flags.hierarchy {
@@ -780,6 +823,10 @@ impl MemoryStore {
             .chain(same_title.iter().cloned())
             .filter_map(|f| read_entry(&self.entries_dir.join(f)).ok())
             .find(|e| e.title == title);
+        // An MCP client never replaces the user's own memory (docs §13.4).
+        if source.is_some() && previous.as_ref().is_some_and(|p| !p.is_external()) {
+            return Err(MemoryError::Protected(title));
+        }
         let stamp = Stamp {
             id: previous
                 .as_ref()
@@ -795,6 +842,7 @@ impl MemoryStore {
                 .as_ref()
                 .map(|p| p.related.clone())
                 .unwrap_or_default(),
+            source: source.map(str::to_string),
         };
         let text = render(&title, description, memory_type, keywords, &stamp, body);
         if let Some(dir) = path.parent() {
@@ -811,7 +859,7 @@ impl MemoryStore {
             }
             self.with_index(|ix| ix.remove_entry(old));
         }
-        self.upsert_memory_md(&title, &file, description, &stale)?;
+        self.upsert_memory_md(&title, &file, description, source, &stale)?;
         self.index_file(&file);
         hierarchy::refresh_index(&self.entries_dir, self.flags.hierarchy);
         self.relink_after_write(&file, &title, description, body, &stale, now);
@@ -849,6 +897,14 @@ impl MemoryStore {
     /// Deletes the entry with this title (docs §8.9 forget); `false` when
     /// there is none.
     pub fn remove(&self, title: &str) -> Result<bool, MemoryError> {
+        self.remove_as(title, None)
+    }
+
+    /// [`MemoryStore::remove`] on behalf of `source`: an MCP client
+    /// (`Some`) may remove only memories MCP clients wrote; when the title
+    /// is the user's, nothing is removed and the answer is
+    /// [`MemoryError::Protected`] (docs §13.4).
+    pub fn remove_as(&self, title: &str, source: Option<&str>) -> Result<bool, MemoryError> {
         let title = title.trim();
         if title.is_empty() {
             return Ok(false);
@@ -866,6 +922,13 @@ impl MemoryStore {
         }
         if files.is_empty() {
             return Ok(false);
+        }
+        if source.is_some()
+            && files
+                .iter()
+                .any(|f| read_entry(&self.entries_dir.join(f)).is_ok_and(|e| !e.is_external()))
+        {
+            return Err(MemoryError::Protected(title.to_string()));
         }
         for file in &files {
             let path = self.entries_dir.join(file);
@@ -987,6 +1050,23 @@ impl MemoryStore {
             None => self.scan_relevant(query, max, now)?,
         };
         self.expand_with_links(&mut found, max);
+        Ok(found)
+    }
+
+    /// [`MemoryStore::find_relevant`] without the memories MCP clients
+    /// wrote: what automatic recall may put in a prompt (docs §4.2). More
+    /// candidates are ranked first, so outside notes rarely crowd the
+    /// user's own out.
+    pub fn find_relevant_own(
+        &self,
+        query: &str,
+        max: usize,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Entry>, MemoryError> {
+        let wide = max.saturating_mul(4).max(max.saturating_add(10));
+        let mut found = self.find_relevant(query, wide, now)?;
+        found.retain(|e| !e.is_external());
+        found.truncate(max);
         Ok(found)
     }
 
@@ -1565,7 +1645,13 @@ impl MemoryStore {
             }
             if !dry_run {
                 write_atomic(&target, &bytes)?;
-                self.upsert_memory_md(&one_line(&e.title), &file, &one_line(&e.description), &[])?;
+                self.upsert_memory_md(
+                    &one_line(&e.title),
+                    &file,
+                    &one_line(&e.description),
+                    e.source.as_deref(),
+                    &[],
+                )?;
                 self.index_file(&file);
             }
             planned.insert(file.clone());

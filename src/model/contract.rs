@@ -795,6 +795,10 @@ pub struct RecalledMemory {
     /// Its best links, only when it has any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub related: Option<Vec<RelatedMemory>>,
+    /// Who wrote it when not the user (`mcp:<client>`): an outside note,
+    /// to be weighed as such (docs §8.9, §13.4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// `remember`'s and `recall`'s answer: a `message` for save, forget and

@@ -10,6 +10,7 @@ pub mod report;
 pub mod scheduler;
 pub mod template;
 pub mod validate;
+pub mod workers;
 
 pub use preset::{LoadedPreset, Preset, PresetError};
 pub use record::{

@@ -4,12 +4,12 @@
 //! upstream, variables used but not declared or declared but not used),
 //! each with the YAML line, and the topological layers of the task DAG.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 
 use serde::Serialize;
 
-use super::preset::Preset;
+use super::preset::{Located, Preset, TaskSpec};
 use super::template::{UPSTREAM_CONTEXT, placeholders};
 
 /// What a preset may name: the tools of the registry the workers get and
@@ -114,13 +114,18 @@ impl Findings {
     }
 }
 
-/// Checks `preset` against `catalog` (docs §14.2).
+/// Checks `preset` against `catalog` (docs §14.2). Every check is linear in
+/// the tasks and their dependencies (ids are resolved once, through
+/// [`Graph`]): the original's walk is cubic, so a 10,000-task chain took
+/// minutes before anything ran.
 pub fn inspect(preset: &Preset, catalog: &Catalog) -> Inspection {
+    let graph = Graph::new(preset);
     let mut f = Findings(Vec::new());
     check_ids(preset, &mut f);
     check_agents(preset, catalog, &mut f);
-    check_references(preset, &mut f);
-    let layers = match layers(preset) {
+    check_references(preset, &graph, &mut f);
+    let order = graph.topological();
+    let layers = match graph.layers(&order) {
         Ok(l) => l,
         Err(cycle) => {
             let line = preset.task(&cycle[0]).map_or(0, |t| t.id.line);
@@ -131,7 +136,7 @@ pub fn inspect(preset: &Preset, catalog: &Catalog) -> Inspection {
             Vec::new()
         }
     };
-    check_input_from_upstream(preset, &mut f);
+    check_input_from_upstream(preset, &graph, &order, &mut f);
     check_variables(preset, &mut f);
     let mut issues = f.0;
     issues.sort_by_key(|i| i.line);
@@ -194,16 +199,17 @@ fn check_agents(preset: &Preset, catalog: &Catalog, f: &mut Findings) {
     }
 }
 
-fn check_references(preset: &Preset, f: &mut Findings) {
+fn check_references(preset: &Preset, graph: &Graph<'_>, f: &mut Findings) {
+    let agents: HashSet<&str> = preset.agents.iter().map(|a| a.id.as_str()).collect();
     for t in &preset.tasks {
-        if preset.agent(t.agent_id.as_str()).is_none() {
+        if !agents.contains(t.agent_id.as_str()) {
             f.error(
                 t.agent_id.line,
                 format!("task '{}' names unknown agent '{}'", t.id, t.agent_id),
             );
         }
         for d in &t.depends_on {
-            if preset.task(d.as_str()).is_none() {
+            if graph.node(d.as_str()).is_none() {
                 f.error(
                     d.line,
                     format!("task '{}' depends on unknown task '{d}'", t.id),
@@ -211,7 +217,7 @@ fn check_references(preset: &Preset, f: &mut Findings) {
             }
         }
         for (key, source) in &t.input_from.0 {
-            if preset.task(source.as_str()).is_none() {
+            if graph.node(source.as_str()).is_none() {
                 f.error(
                     source.line,
                     format!(
@@ -226,35 +232,246 @@ fn check_references(preset: &Preset, f: &mut Findings) {
 
 /// `input_from` naming a task that is not among the task's ancestors: its
 /// answer would not exist yet when the task starts (the original warns too).
-fn check_input_from_upstream(preset: &Preset, f: &mut Findings) {
+fn check_input_from_upstream(
+    preset: &Preset,
+    graph: &Graph<'_>,
+    order: &[usize],
+    f: &mut Findings,
+) {
+    // The usual case, a direct dependency, is answered at once; the rest
+    // are asked of the graph together.
+    let mut questions: Vec<(usize, usize)> = Vec::new();
+    let mut asked: Vec<(&TaskSpec, &str, &Located)> = Vec::new();
     for t in &preset.tasks {
-        let ancestors = ancestors(preset, t.id.as_str());
+        let Some(node) = graph.node(t.id.as_str()) else {
+            continue;
+        };
         for (key, source) in &t.input_from.0 {
-            if preset.task(source.as_str()).is_some() && !ancestors.contains(source.as_str()) {
-                f.warning(
-                    source.line,
-                    format!(
-                        "task '{}' takes input '{key}' from '{source}', which is not upstream of it (its result will be missing)",
-                        t.id
-                    ),
-                );
+            let Some(s) = graph.node(source.as_str()) else {
+                continue;
+            };
+            if !graph.deps[node].contains(&s) {
+                questions.push((node, s));
+                asked.push((t, key, source));
             }
         }
+    }
+    let upstream = graph.is_ancestor(&questions, order);
+    for ((t, key, source), up) in asked.into_iter().zip(upstream) {
+        if !up {
+            f.warning(
+                source.line,
+                format!(
+                    "task '{}' takes input '{key}' from '{source}', which is not upstream of it (its result will be missing)",
+                    t.id
+                ),
+            );
+        }
+    }
+}
+
+/// The task DAG with ids resolved to positions once. A node is the first
+/// task of each id (duplicates are an error of their own); dependencies on
+/// unknown tasks are left out (also reported on their own).
+struct Graph<'a> {
+    tasks: &'a [TaskSpec],
+    index: HashMap<&'a str, usize>,
+    /// The nodes, in file order.
+    nodes: Vec<usize>,
+    /// Each task's known dependencies (by position), deduplicated.
+    deps: Vec<Vec<usize>>,
+    /// Each task's dependents: the reverse edges.
+    dependents: Vec<Vec<usize>>,
+}
+
+impl<'a> Graph<'a> {
+    fn new(preset: &'a Preset) -> Self {
+        let tasks = preset.tasks.as_slice();
+        let mut index: HashMap<&str, usize> = HashMap::with_capacity(tasks.len());
+        let mut nodes = Vec::with_capacity(tasks.len());
+        for (i, t) in tasks.iter().enumerate() {
+            if !index.contains_key(t.id.as_str()) {
+                index.insert(t.id.as_str(), i);
+                nodes.push(i);
+            }
+        }
+        let mut deps: Vec<Vec<usize>> = vec![Vec::new(); tasks.len()];
+        let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); tasks.len()];
+        for &n in &nodes {
+            for d in &tasks[n].depends_on {
+                if let Some(&dn) = index.get(d.as_str())
+                    && !deps[n].contains(&dn)
+                {
+                    deps[n].push(dn);
+                    dependents[dn].push(n);
+                }
+            }
+        }
+        Graph {
+            tasks,
+            index,
+            nodes,
+            deps,
+            dependents,
+        }
+    }
+
+    fn node(&self, id: &str) -> Option<usize> {
+        self.index.get(id).copied()
+    }
+
+    fn id(&self, node: usize) -> &'a str {
+        self.tasks[node].id.as_str()
+    }
+
+    /// Kahn's algorithm: the nodes whose dependencies can all be met, each
+    /// after its dependencies. Nodes on or behind a cycle are missing.
+    fn topological(&self) -> Vec<usize> {
+        let mut waiting: Vec<usize> = self.deps.iter().map(Vec::len).collect();
+        let mut order: Vec<usize> = self
+            .nodes
+            .iter()
+            .copied()
+            .filter(|&n| waiting[n] == 0)
+            .collect();
+        let mut next = 0;
+        while next < order.len() {
+            let n = order[next];
+            next += 1;
+            for &m in &self.dependents[n] {
+                waiting[m] -= 1;
+                if waiting[m] == 0 {
+                    order.push(m);
+                }
+            }
+        }
+        order
+    }
+
+    /// The layers of [`layers`] from a topological `order`, or one cycle.
+    fn layers(&self, order: &[usize]) -> Result<Vec<Vec<String>>, Vec<String>> {
+        let mut layer: Vec<Option<usize>> = vec![None; self.tasks.len()];
+        for &n in order {
+            let l = self.deps[n]
+                .iter()
+                .filter_map(|&d| layer[d])
+                .map(|l| l + 1)
+                .max()
+                .unwrap_or(0);
+            layer[n] = Some(l);
+        }
+        if order.len() < self.nodes.len() {
+            return Err(self.find_cycle(&layer));
+        }
+        let depth = layer.iter().flatten().max().map_or(0, |l| l + 1);
+        let mut out: Vec<Vec<String>> = vec![Vec::new(); depth];
+        for &n in &self.nodes {
+            if let Some(l) = layer[n] {
+                out[l].push(self.id(n).to_string());
+            }
+        }
+        Ok(out)
+    }
+
+    /// A cycle among the nodes not placed: walk first unplaced dependencies
+    /// from the first unplaced node in file order until a node repeats
+    /// (every unplaced node has an unplaced dependency).
+    fn find_cycle(&self, layer: &[Option<usize>]) -> Vec<String> {
+        let Some(&start) = self.nodes.iter().find(|&&n| layer[n].is_none()) else {
+            return Vec::new();
+        };
+        let mut on_path: HashMap<usize, usize> = HashMap::from([(start, 0)]);
+        let mut path = vec![start];
+        let mut current = start;
+        loop {
+            let Some(&next) = self.deps[current].iter().find(|&&d| layer[d].is_none()) else {
+                return path.iter().map(|&n| self.id(n).to_string()).collect();
+            };
+            if let Some(&pos) = on_path.get(&next) {
+                let mut cycle: Vec<String> = path[pos..]
+                    .iter()
+                    .map(|&n| self.id(n).to_string())
+                    .collect();
+                // Written in the direction of the edges: a depends on b.
+                cycle.push(self.id(next).to_string());
+                return cycle;
+            }
+            on_path.insert(next, path.len());
+            path.push(next);
+            current = next;
+        }
+    }
+
+    /// For each `(node, source)`: whether `source` is an ancestor of `node`.
+    /// Ancestor sets over the asked-about sources are propagated along the
+    /// topological order as bit sets, 4,096 sources a pass, so the cost is
+    /// (tasks + dependencies) × sources / 64 words. A node on a cycle (an
+    /// error already) is answered by a plain walk.
+    fn is_ancestor(&self, questions: &[(usize, usize)], order: &[usize]) -> Vec<bool> {
+        const PASS: usize = 4096;
+        let mut answers = vec![false; questions.len()];
+        let mut sources: Vec<usize> = questions.iter().map(|&(_, s)| s).collect();
+        sources.sort_unstable();
+        sources.dedup();
+        let mut placed = vec![false; self.tasks.len()];
+        for &n in order {
+            placed[n] = true;
+        }
+        for chunk in sources.chunks(PASS) {
+            let words = chunk.len().div_ceil(64);
+            let bit: HashMap<usize, usize> =
+                chunk.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+            let mut sets = vec![0u64; self.tasks.len() * words];
+            for &n in order {
+                for &d in &self.deps[n] {
+                    for w in 0..words {
+                        let from = sets[d * words + w];
+                        sets[n * words + w] |= from;
+                    }
+                    if let Some(&b) = bit.get(&d) {
+                        sets[n * words + b / 64] |= 1 << (b % 64);
+                    }
+                }
+            }
+            for (answer, &(node, s)) in answers.iter_mut().zip(questions) {
+                let Some(&b) = bit.get(&s) else { continue };
+                *answer = if placed[node] {
+                    sets[node * words + b / 64] & (1 << (b % 64)) != 0
+                } else {
+                    self.walk_finds(node, s)
+                };
+            }
+        }
+        answers
+    }
+
+    /// Whether walking dependencies up from `node` reaches `target`.
+    fn walk_finds(&self, node: usize, target: usize) -> bool {
+        let mut seen: HashSet<usize> = HashSet::new();
+        let mut stack: Vec<usize> = self.deps[node].clone();
+        while let Some(n) = stack.pop() {
+            if n == target {
+                return true;
+            }
+            if seen.insert(n) {
+                stack.extend(&self.deps[n]);
+            }
+        }
+        false
     }
 }
 
 /// Every task `id` depends on, directly or not.
 pub fn ancestors<'a>(preset: &'a Preset, id: &str) -> BTreeSet<&'a str> {
+    let graph = Graph::new(preset);
+    let Some(node) = graph.node(id) else {
+        return BTreeSet::new();
+    };
     let mut out = BTreeSet::new();
-    let mut stack: Vec<&str> = preset
-        .task(id)
-        .map(|t| t.depends_on.iter().map(|d| d.as_str()).collect())
-        .unwrap_or_default();
-    while let Some(next) = stack.pop() {
-        if let Some(t) = preset.task(next)
-            && out.insert(t.id.as_str())
-        {
-            stack.extend(t.depends_on.iter().map(|d| d.as_str()));
+    let mut stack: Vec<usize> = graph.deps[node].clone();
+    while let Some(n) = stack.pop() {
+        if out.insert(graph.id(n)) {
+            stack.extend(&graph.deps[n]);
         }
     }
     out
@@ -305,71 +522,15 @@ fn check_variables(preset: &Preset, f: &mut Findings) {
     }
 }
 
-/// Kahn's algorithm by layers: layer 0 holds the tasks with no
-/// dependencies, each next layer the tasks whose dependencies are all in
-/// earlier layers; tasks keep the file's order within a layer. `Err` holds
-/// one cycle. Dependencies on unknown tasks are ignored here (they are
-/// reported as errors on their own).
+/// Layers of the task DAG (longest-path layering, as Kahn's algorithm by
+/// layers gives): layer 0 holds the tasks with no dependencies, each next
+/// layer the tasks whose dependencies are all in earlier layers; tasks keep
+/// the file's order within a layer. `Err` holds one cycle. Dependencies on
+/// unknown tasks are ignored here (they are reported as errors on their own).
 pub fn layers(preset: &Preset) -> Result<Vec<Vec<String>>, Vec<String>> {
-    let known: BTreeSet<&str> = preset.tasks.iter().map(|t| t.id.as_str()).collect();
-    let mut placed: BTreeSet<&str> = BTreeSet::new();
-    let mut out: Vec<Vec<String>> = Vec::new();
-    while placed.len() < known.len() {
-        let mut layer: Vec<String> = Vec::new();
-        for t in &preset.tasks {
-            let id = t.id.as_str();
-            let ready = !placed.contains(id)
-                && t.depends_on
-                    .iter()
-                    .all(|d| placed.contains(d.as_str()) || !known.contains(d.as_str()));
-            // Duplicate ids collapse to one entry.
-            if ready && !layer.iter().any(|l| l == id) {
-                layer.push(id.to_string());
-            }
-        }
-        if layer.is_empty() {
-            return Err(find_cycle(preset, &placed));
-        }
-        for id in &layer {
-            if let Some(t) = preset.task(id) {
-                placed.insert(t.id.as_str());
-            }
-        }
-        out.push(layer);
-    }
-    Ok(out)
-}
-
-/// A cycle among the tasks not yet placed: walk dependencies from any of
-/// them until a task repeats.
-fn find_cycle(preset: &Preset, placed: &BTreeSet<&str>) -> Vec<String> {
-    let Some(start) = preset
-        .tasks
-        .iter()
-        .find(|t| !placed.contains(t.id.as_str()))
-    else {
-        return Vec::new();
-    };
-    let mut path: Vec<&str> = vec![start.id.as_str()];
-    let mut current = start;
-    loop {
-        let Some(next) = current
-            .depends_on
-            .iter()
-            .filter_map(|d| preset.task(d.as_str()))
-            .find(|t| !placed.contains(t.id.as_str()))
-        else {
-            return path.into_iter().map(String::from).collect();
-        };
-        if let Some(pos) = path.iter().position(|id| *id == next.id.as_str()) {
-            let mut cycle: Vec<String> = path[pos..].iter().map(|s| s.to_string()).collect();
-            cycle.push(next.id.value.clone());
-            // Written in the direction of the edges: a depends on b.
-            return cycle;
-        }
-        path.push(next.id.as_str());
-        current = next;
-    }
+    let graph = Graph::new(preset);
+    let order = graph.topological();
+    graph.layers(&order)
 }
 
 /// A required variable with no value and no default.
@@ -498,6 +659,77 @@ variables:
             "line 25: warning: variable 'unused' is declared but no template uses it"
         ));
         assert!(r.layers.is_empty());
+    }
+
+    /// A chain of `n` tasks, each after the one before; `input_from`
+    /// names the first task (two or more steps up the chain for most).
+    fn chain(n: usize) -> String {
+        let mut y =
+            String::from("name: chain\nagents: [{id: a}]\ntasks:\n  - {id: t0, agent_id: a}\n");
+        for i in 1..n {
+            y.push_str(&format!(
+                "  - {{id: t{i}, agent_id: a, depends_on: [t{}], input_from: {{first: t0}}}}\n",
+                i - 1
+            ));
+        }
+        y
+    }
+
+    #[test]
+    fn a_ten_thousand_task_chain_validates() {
+        let p = parse(&chain(10_000), "chain").unwrap();
+        let r = inspect(&p, &catalog());
+        assert!(r.is_ok(), "{:?}", &r.issues[..r.issues.len().min(3)]);
+        // Every input is upstream: no warning either.
+        assert!(r.issues.is_empty(), "{:?}", &r.issues[..3]);
+        assert_eq!(r.layers.len(), 10_000);
+        assert_eq!(r.layers[9_999], vec!["t9999"]);
+        assert_eq!(ancestors(&p, "t9999").len(), 9_999);
+    }
+
+    #[test]
+    fn inputs_from_far_upstream_downstream_and_beside_are_told_apart() {
+        let yaml = "name: x\nagents: [{id: a}]\ntasks:
+  - {id: root, agent_id: a}
+  - {id: left, agent_id: a, depends_on: [root]}
+  - {id: right, agent_id: a, depends_on: [root]}
+  - {id: join, agent_id: a, depends_on: [left, right], input_from: {r: root, l: left}}
+  - {id: late, agent_id: a, depends_on: [left], input_from: {side: right, after: join}}
+";
+        let p = parse(yaml, "x").unwrap();
+        let r = inspect(&p, &catalog());
+        let warned: Vec<&str> = r.warnings().map(|i| i.message.as_str()).collect();
+        assert_eq!(warned.len(), 2, "{warned:#?}");
+        assert!(warned[0].contains("from 'right'"), "{warned:#?}");
+        assert!(warned[1].contains("from 'join'"), "{warned:#?}");
+        assert_eq!(
+            r.layers,
+            vec![vec!["root"], vec!["left", "right"], vec!["join", "late"]]
+        );
+    }
+
+    #[test]
+    fn a_long_cycle_is_found_and_named_from_its_first_task() {
+        let mut yaml = chain(2_000);
+        yaml = yaml.replacen(
+            "{id: t0, agent_id: a}",
+            "{id: t0, agent_id: a, depends_on: [t1999]}",
+            1,
+        );
+        let p = parse(&yaml, "chain").unwrap();
+        let r = inspect(&p, &catalog());
+        let errors: Vec<String> = r.errors().map(|i| i.to_string()).collect();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("line 4: error: the tasks form a cycle: t0 -> t1999 -> t1998"),
+            "{}",
+            &errors[0][..120]
+        );
+        assert!(
+            errors[0].ends_with("t1 -> t0"),
+            "{}",
+            &errors[0][errors[0].len() - 60..]
+        );
     }
 
     #[test]

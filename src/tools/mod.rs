@@ -12,6 +12,7 @@ pub mod builtin;
 pub mod events;
 pub mod finalize;
 pub mod late;
+pub mod origin;
 pub mod progress;
 pub mod redact;
 pub mod registry;

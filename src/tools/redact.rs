@@ -114,6 +114,18 @@ static PAIR_RE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     ))
 });
 
+/// Rule (2b), §2.8: a password written as prose, `password hunter2-XYZ`
+/// or `passphrase is s3cret!`: the word, spaces (and an `is`/`was`), then a
+/// value with at least one character that is not a letter, so
+/// `password manager` and `password reset` stay readable.
+static PROSE_PASSWORD_RE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    compile(concat!(
+        r"(?i)(?P<pre>^|[^a-z0-9])(?P<key>password|passwd|passphrase)",
+        r"(?P<ws>\s+(?:(?:is|was)\s+)?)",
+        r#"(?P<val>[^\s,;"'<>()\[\]{}]*[^a-z\s,;"'<>()\[\]{}][^\s,;"'<>()\[\]{}]*)"#,
+    ))
+});
+
 /// Rule (3), §2.8: bare token shapes, replaced wholesale. The leading
 /// character must not continue an identifier, so `task-…` or `risk-…` never
 /// trigger the `sk-` shape.
@@ -176,6 +188,18 @@ fn scrub_line(line: &str) -> String {
     }
     if let Some(re) = PAIR_RE.as_ref() {
         out = re.replace_all(&out, replace_pair).into_owned();
+    }
+    if let Some(re) = PROSE_PASSWORD_RE.as_ref() {
+        out = re
+            .replace_all(&out, |caps: &Captures| {
+                format!(
+                    "{}{}{}{REDACTED}",
+                    group(caps, "pre"),
+                    group(caps, "key"),
+                    group(caps, "ws")
+                )
+            })
+            .into_owned();
     }
     if let Some(re) = TOKEN_SHAPE_RE.as_ref() {
         out = re
@@ -444,6 +468,33 @@ mod tests {
         assert!(BEARER_RE.is_some(), "bearer rule");
         assert!(PAIR_RE.is_some(), "pair rule");
         assert!(TOKEN_SHAPE_RE.is_some(), "token shape rule");
+        assert!(PROSE_PASSWORD_RE.is_some(), "prose password rule");
+    }
+
+    #[test]
+    fn passwords_written_as_prose_are_redacted() {
+        for (input, expected) in [
+            (
+                "my password hunter2-XYZ works",
+                "my password [redacted] works",
+            ),
+            ("Passphrase is s3cret!", "Passphrase is [redacted]"),
+            ("the passwd\t12345678", "the passwd\t[redacted]"),
+            ("(password x9)", "(password [redacted])"),
+        ] {
+            assert_eq!(redact_text(input), expected, "{input}");
+            // Idempotent.
+            assert_eq!(redact_text(expected), expected, "{expected}");
+        }
+        for kept in [
+            "reset the password manager",
+            "password reset link",
+            "passwords 123 are hashed",
+            "password is required",
+            "mypassword 1234",
+        ] {
+            assert_eq!(redact_text(kept), kept);
+        }
     }
 
     #[test]

@@ -21,8 +21,11 @@ const DRIVER: &str = concat!(
     "/tests/engine/mcp/drive_server.py"
 );
 const TOKEN_VAR: &str = "VIBEDESK_TEST_MCP_TOKEN";
+/// The flags that offer every served tool (docs §13.4.1).
+const ALLOW_ALL: [&str; 2] = ["--allow-memory-write", "--allow-sessions"];
 
-/// The served tools and whether each is read-only.
+/// The served tools with memory writes and session search allowed
+/// (`ALLOW_ALL`), and whether each is read-only.
 const SERVED: &[(&str, bool)] = &[
     ("backtest", false),
     ("market_data", true),
@@ -33,7 +36,7 @@ const SERVED: &[(&str, bool)] = &[
     ("load_skill", true),
 ];
 
-fn python_mcp_available() -> bool {
+pub(crate) fn python_mcp_available() -> bool {
     let found = std::process::Command::new("python3")
         .args(["-c", "import mcp.client.stdio, mcp.client.streamable_http"])
         .stdout(Stdio::null())
@@ -187,7 +190,7 @@ async fn a_python_mcp_client_runs_a_backtest_over_stdio() {
         return;
     }
     let home = tempfile::tempdir().unwrap();
-    let seen = drive(home.path(), &["stdio", BIN]).await;
+    let seen = drive(home.path(), &["stdio", BIN, ALLOW_ALL[0], ALLOW_ALL[1]]).await;
     check_session(&seen, home.path());
 }
 
@@ -216,7 +219,14 @@ async fn a_python_mcp_client_runs_a_backtest_over_loopback_http_with_a_token() {
     let home = tempfile::tempdir().unwrap();
     let mut child = serve(
         home.path(),
-        &["--http", "127.0.0.1:0", "--bearer-token-env", TOKEN_VAR],
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--bearer-token-env",
+            TOKEN_VAR,
+            ALLOW_ALL[0],
+            ALLOW_ALL[1],
+        ],
     )
     .env(TOKEN_VAR, "s3cret-token")
     .stdin(Stdio::null())
@@ -273,7 +283,7 @@ async fn next_message(
 #[tokio::test]
 async fn malformed_lines_on_stdio_get_an_error_and_serving_goes_on() {
     let home = tempfile::tempdir().unwrap();
-    let mut child = serve(home.path(), &[])
+    let mut child = serve(home.path(), &ALLOW_ALL)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

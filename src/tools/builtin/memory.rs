@@ -20,7 +20,7 @@ use crate::model::contract::{
     SessionSearchArgs,
 };
 use crate::tools::registry::DuplicateTool;
-use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
+use crate::tools::{Registry, ToolContext, ToolError, TypedTool, origin};
 
 /// Characters of each memory body a recall returns (docs §8.9).
 const RECALL_CONTENT_CHARS: usize = 2_000;
@@ -55,6 +55,7 @@ fn memory_error(e: MemoryError) -> ToolError {
     match e {
         MemoryError::Invalid(m) => ToolError::InvalidArguments(m),
         MemoryError::Locked(_) => ToolError::failed("memory_locked", e.to_string()),
+        MemoryError::Protected(_) => ToolError::failed("memory_protected", e.to_string()),
         other => ToolError::failed("memory_error", other.to_string()),
     }
 }
@@ -103,6 +104,7 @@ fn recalled(e: &Entry, links: &[Link]) -> RecalledMemory {
         memory_type: e.memory_type.clone(),
         content: cut_chars(&e.body, RECALL_CONTENT_CHARS).to_string(),
         level: e.level.as_str().to_string(),
+        source: e.source.clone(),
         related: (!links.is_empty()).then(|| {
             links
                 .iter()
@@ -185,8 +187,11 @@ impl TypedTool for Remember {
     ) -> BoxFuture<'a, Result<MemoryOutput, ToolError>> {
         Box::pin(async move {
             let store = self.store.clone();
+            // Set when an MCP client calls (docs §13.4): what it saves is
+            // marked with it, and the user's own memories are out of reach.
+            let origin = origin::current();
             match opt_str(args.action.as_ref()).unwrap_or("save") {
-                "save" => save(store, &args).await,
+                "save" => save(store, &args, origin).await,
                 "recall" => {
                     let query = need_str(args.query.as_ref(), "query", "recall")?.to_string();
                     recall_output(store, query, RECALL_DEFAULT).await
@@ -194,14 +199,14 @@ impl TypedTool for Remember {
                 "forget" => {
                     let title = need_str(args.title.as_ref(), "title", "forget")?.to_string();
                     let t = title.clone();
-                    let removed = blocking(move || store.remove(&t)).await?;
+                    let removed = blocking(move || store.remove_as(&t, origin.as_deref())).await?;
                     Ok(if removed {
                         said("ok", format!("Removed: {title}"))
                     } else {
                         said("not_found", format!("Not found: {title}"))
                     })
                 }
-                "reinforce" => reinforce(store, &args).await,
+                "reinforce" => reinforce(store, &args, origin).await,
                 other => Err(ToolError::InvalidArguments(format!(
                     "action '{other}' is not one of save, recall, forget, reinforce"
                 ))),
@@ -211,7 +216,11 @@ impl TypedTool for Remember {
 }
 
 /// `remember` with action `save`.
-async fn save(store: Arc<MemoryStore>, args: &RememberArgs) -> Result<MemoryOutput, ToolError> {
+async fn save(
+    store: Arc<MemoryStore>,
+    args: &RememberArgs,
+    origin: Option<String>,
+) -> Result<MemoryOutput, ToolError> {
     let title = need_str(args.title.as_ref(), "title", "save")?.to_string();
     let content = args
         .content
@@ -239,6 +248,7 @@ async fn save(store: Arc<MemoryStore>, args: &RememberArgs) -> Result<MemoryOutp
     let mut new = NewEntry::new(title.clone(), content, memory_type);
     new.description = opt_str(args.description.as_ref()).unwrap_or("").to_string();
     new.keywords = keywords;
+    new.source = origin;
     let outcome = blocking(move || store.add(new, Utc::now())).await?;
     Ok(match outcome {
         AddOutcome::Saved { path, .. } => MemoryOutput {
@@ -256,6 +266,7 @@ async fn save(store: Arc<MemoryStore>, args: &RememberArgs) -> Result<MemoryOutp
 async fn reinforce(
     store: Arc<MemoryStore>,
     args: &RememberArgs,
+    origin: Option<String>,
 ) -> Result<MemoryOutput, ToolError> {
     let title = need_str(args.title.as_ref(), "title", "reinforce")?.to_string();
     let event_name = need_str(args.event.as_ref(), "event", "reinforce")?;
@@ -272,7 +283,14 @@ async fn reinforce(
         _ => "system",
     };
     let t = title.clone();
-    let outcome = blocking(move || store.reinforce(&t, event, source, Utc::now())).await?;
+    let outcome = blocking(move || {
+        // An MCP client's verdict could push the user's memory into GC.
+        if origin.is_some() && store.get(&t)?.is_some_and(|e| !e.is_external()) {
+            return Err(MemoryError::Protected(t));
+        }
+        store.reinforce(&t, event, source, Utc::now())
+    })
+    .await?;
     Ok(match outcome {
         Reinforce::Applied { old, new } => said(
             "ok",

@@ -1,7 +1,7 @@
 """Drives `vibedesk mcp serve` with the official Python MCP SDK client.
 
-Usage: drive_server.py stdio VIBEDESK_BIN   (spawns `VIBEDESK_BIN mcp serve`)
-       drive_server.py http URL [TOKEN]     (an already running --http server)
+Usage: drive_server.py stdio VIBEDESK_BIN [ARGS...]  (spawns `VIBEDESK_BIN mcp serve ARGS...`)
+       drive_server.py http URL [TOKEN]              (an already running --http server)
 
 Lists the tools, runs an SMA crossover backtest on the embedded AAPL data
 with a progress callback, calls a tool with bad arguments, saves and
@@ -35,7 +35,7 @@ def target(argv):
         # The server gets this environment with its home in VIBEDESK_HOME.
         env = dict(os.environ)
         env["HOME"] = env["VIBEDESK_HOME"]
-        return StdioServerParameters(command=argv[2], args=["mcp", "serve"], env=env)
+        return StdioServerParameters(command=argv[2], args=["mcp", "serve", *argv[3:]], env=env)
     if argv[1] == "http":
         if len(argv) > 3:
             import httpx2
