@@ -1275,7 +1275,8 @@ mod tests {
     fn a_backtest_answer_reads_the_typed_output() {
         let metrics = BacktestMetrics::from_map(
             json!({"sortino": 1.1, "total_return": 0.452, "sharpe": 0.81, "trade_count": 12,
-                   "max_drawdown": -0.234, "win_rate": 0.5, "final_value": 145200.0})
+                   "max_drawdown": -0.234, "win_rate": 0.5, "final_value": 145200.0,
+                   "risk_free": "treasury_3m"})
             .as_object()
             .unwrap()
             .clone(),
@@ -1296,7 +1297,7 @@ mod tests {
         let t = answer("x", "backtest", &serde_json::to_value(&out).unwrap());
         for row in [
             "| total return | 45.20 % |",
-            "| Sharpe ratio (annualized) | 0.81 |",
+            "| Sharpe (annualized, rf 3-month T-bill) | 0.81 |",
             "| max drawdown (peak to trough) | -23.40 % |",
             "| round-trip trades | 12 |",
             "| final portfolio value | 145200.00 |",
