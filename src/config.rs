@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::agent::LoopConfig;
+pub use crate::llm::window::WindowDiscovery;
 use crate::store::Paths;
 
 #[derive(Debug, thiserror::Error)]
@@ -49,7 +50,26 @@ pub struct Preset {
     pub key_required: bool,
     /// Whether the API wants `reasoning_content` echoed back in history.
     pub send_reasoning_content: bool,
+    /// A server on the user's machine running a small model (docs §2.11.2):
+    /// temperature 0.2, text-form tool calls read, the small research tool
+    /// set ([`LOCAL_TOOLS`]).
+    pub local: bool,
+    /// How to ask the server for its context window.
+    pub discovery: WindowDiscovery,
 }
+
+/// The tools a local preset offers unless `tools` says otherwise: the
+/// research set a small model can hold in its window (docs §4.7).
+pub const LOCAL_TOOLS: [&str; 4] = [
+    "get_market_data",
+    "technical_indicator",
+    "backtest",
+    "remember",
+];
+
+/// The temperature of the local presets: low, so the reply format holds
+/// from run to run (the servers' own default is often 0.8).
+pub const LOCAL_TEMPERATURE: f32 = 0.2;
 
 pub const PRESETS: &[Preset] = &[
     Preset {
@@ -60,6 +80,8 @@ pub const PRESETS: &[Preset] = &[
         default_model: Some("gpt-4.1-mini"),
         key_required: true,
         send_reasoning_content: false,
+        local: false,
+        discovery: WindowDiscovery::None,
     },
     Preset {
         name: "deepseek",
@@ -69,6 +91,8 @@ pub const PRESETS: &[Preset] = &[
         default_model: Some("deepseek-chat"),
         key_required: true,
         send_reasoning_content: true,
+        local: false,
+        discovery: WindowDiscovery::None,
     },
     Preset {
         name: "openrouter",
@@ -78,6 +102,8 @@ pub const PRESETS: &[Preset] = &[
         default_model: Some("openai/gpt-4.1-mini"),
         key_required: true,
         send_reasoning_content: false,
+        local: false,
+        discovery: WindowDiscovery::None,
     },
     Preset {
         name: "moonshot",
@@ -87,6 +113,8 @@ pub const PRESETS: &[Preset] = &[
         default_model: Some("kimi-k2-0905-preview"),
         key_required: true,
         send_reasoning_content: true,
+        local: false,
+        discovery: WindowDiscovery::None,
     },
     Preset {
         name: "qwen",
@@ -96,6 +124,8 @@ pub const PRESETS: &[Preset] = &[
         default_model: Some("qwen-plus"),
         key_required: true,
         send_reasoning_content: false,
+        local: false,
+        discovery: WindowDiscovery::None,
     },
     Preset {
         name: "zhipu",
@@ -105,6 +135,8 @@ pub const PRESETS: &[Preset] = &[
         default_model: Some("glm-4.6"),
         key_required: true,
         send_reasoning_content: false,
+        local: false,
+        discovery: WindowDiscovery::None,
     },
     Preset {
         name: "ollama",
@@ -114,6 +146,8 @@ pub const PRESETS: &[Preset] = &[
         default_model: None,
         key_required: false,
         send_reasoning_content: false,
+        local: true,
+        discovery: WindowDiscovery::Ollama,
     },
     Preset {
         name: "vllm",
@@ -123,15 +157,20 @@ pub const PRESETS: &[Preset] = &[
         default_model: None,
         key_required: false,
         send_reasoning_content: false,
+        local: false,
+        discovery: WindowDiscovery::Models,
     },
     Preset {
         name: "llamacpp",
         aliases: &["llama.cpp", "llama-cpp"],
         base_url: Some("http://127.0.0.1:8080/v1"),
         api_key_env: None,
-        default_model: None,
+        // llama-server serves the one model it loaded under any name.
+        default_model: Some("local"),
         key_required: false,
         send_reasoning_content: false,
+        local: true,
+        discovery: WindowDiscovery::LlamaCpp,
     },
     Preset {
         name: "custom",
@@ -141,6 +180,8 @@ pub const PRESETS: &[Preset] = &[
         default_model: None,
         key_required: false,
         send_reasoning_content: false,
+        local: false,
+        discovery: WindowDiscovery::None,
     },
     Preset {
         name: "scripted",
@@ -150,6 +191,8 @@ pub const PRESETS: &[Preset] = &[
         default_model: Some("scripted"),
         key_required: false,
         send_reasoning_content: false,
+        local: false,
+        discovery: WindowDiscovery::None,
     },
 ];
 
@@ -175,6 +218,14 @@ pub struct FileConfig {
     /// Discouraged (prefer the environment), but supported.
     pub api_key: Option<String>,
     pub temperature: Option<f32>,
+    /// Most tokens of one reply, sent as `max_tokens` when set.
+    pub max_tokens: Option<u32>,
+    /// The model's context window in tokens (docs §3.9).
+    pub context_window: Option<u64>,
+    /// Read tool calls the model writes as text (docs §2.11.1).
+    pub text_tool_calls: Option<bool>,
+    /// The tools offered, by name (`["all"]` for every one, docs §4.7).
+    pub tools: Option<Vec<String>>,
     /// Script file for the `scripted` provider.
     pub script: Option<PathBuf>,
     #[serde(default)]
@@ -331,6 +382,10 @@ pub struct ProviderSection {
     pub api_key_env: Option<String>,
     pub api_key: Option<String>,
     pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    pub context_window: Option<u64>,
+    pub text_tool_calls: Option<bool>,
+    pub tools: Option<Vec<String>>,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     pub send_reasoning_content: Option<bool>,
@@ -388,6 +443,13 @@ pub struct ProviderConfig {
     pub api_key_source: Option<String>,
     pub key_required: bool,
     pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    /// Configured window; `None` leaves it to `discovery` (docs §3.9).
+    pub context_window: Option<u64>,
+    pub discovery: WindowDiscovery,
+    pub text_tool_calls: bool,
+    /// `None`: every tool.
+    pub tools: Option<Vec<String>>,
     pub script: Option<PathBuf>,
     pub headers: Vec<(String, String)>,
     pub send_reasoning_content: bool,
@@ -424,6 +486,8 @@ pub struct Overrides {
     pub base_url: Option<String>,
     pub max_iterations: Option<u32>,
     pub script: Option<PathBuf>,
+    /// `--tools a,b` (or `all`).
+    pub tools: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug)]
@@ -479,6 +543,12 @@ impl Config {
         let mut agent = agent_config(&file.agent, env, overrides)?;
         compaction_config(&mut agent, &file.compaction, env)?;
         let provider = provider_config(&file, env, overrides, &config_file)?;
+        if let Some(p) = &provider {
+            agent.text_tool_calls = p.text_tool_calls;
+            agent.context_window = p.context_window;
+            agent.discover_window = p.discovery != WindowDiscovery::None;
+            agent.tools = p.tools.clone();
+        }
         let backtest = match &file.backtest {
             None => BacktestDefaults::default(),
             Some(t) => BacktestDefaults::from_table(t).map_err(|problems| ConfigError::Parse {
@@ -577,14 +647,42 @@ fn provider_config(
     } else {
         (None, None)
     };
-    let temperature = match env.var("VIBEDESK_TEMPERATURE") {
-        Some(v) => Some(v.trim().parse::<f32>().map_err(|_| ConfigError::Env {
-            name: "VIBEDESK_TEMPERATURE".into(),
-            value: v.clone(),
-            expected: "a number such as 0.2",
-        })?),
-        None => section.temperature.or(file.temperature),
+    let temperature = env_num::<f32>(env, "VIBEDESK_TEMPERATURE", "a number such as 0.2")?
+        .or(section.temperature)
+        .or(file.temperature)
+        .or(preset.local.then_some(LOCAL_TEMPERATURE));
+    let max_tokens = env_num::<u32>(env, "VIBEDESK_MAX_TOKENS", "a whole number of tokens")?
+        .or(section.max_tokens)
+        .or(file.max_tokens)
+        .filter(|n| *n > 0);
+    let context_window =
+        env_num::<u64>(env, "VIBEDESK_CONTEXT_WINDOW", "a whole number of tokens")?
+            .or(section.context_window)
+            .or(file.context_window)
+            .filter(|n| *n > 0);
+    // A server on this machine is a local one, whatever preset named it
+    // (`--provider openai --base-url http://127.0.0.1:8080/v1`).
+    let local_url = base_url.as_deref().is_some_and(is_loopback_url);
+    let text_tool_calls = section
+        .text_tool_calls
+        .or(file.text_tool_calls)
+        .unwrap_or(preset.local || local_url);
+    let discovery = match preset.discovery {
+        WindowDiscovery::None if local_url => WindowDiscovery::Auto,
+        d => d,
     };
+    let tools = overrides
+        .tools
+        .clone()
+        .or_else(|| env.var("VIBEDESK_TOOLS").map(|v| split_tools(&v)))
+        .or_else(|| section.tools.clone())
+        .or_else(|| file.tools.clone())
+        .or_else(|| {
+            preset
+                .local
+                .then(|| LOCAL_TOOLS.iter().map(|t| t.to_string()).collect())
+        })
+        .filter(|t| !t.iter().any(|n| n.trim().eq_ignore_ascii_case("all")));
     let script = overrides
         .script
         .clone()
@@ -607,12 +705,43 @@ fn provider_config(
         api_key_source,
         key_required: preset.key_required,
         temperature,
+        max_tokens,
+        context_window,
+        discovery,
+        text_tool_calls,
+        tools,
         script,
         headers,
         send_reasoning_content: section
             .send_reasoning_content
             .unwrap_or(preset.send_reasoning_content),
     }))
+}
+
+/// `a, b c` → `["a", "b", "c"]`: the form of `--tools` and `VIBEDESK_TOOLS`.
+pub fn split_tools(list: &str) -> Vec<String> {
+    list.split(|c: char| c == ',' || c.is_whitespace())
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Whether a base URL names this machine (`localhost`, `127.x`, `[::1]`).
+pub fn is_loopback_url(url: &str) -> bool {
+    let Some(rest) = url.trim().split("://").nth(1) else {
+        return false;
+    };
+    let host_port = rest.split('/').next().unwrap_or("");
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host_port.split(':').next().unwrap_or("")
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 fn env_num<T: std::str::FromStr>(
@@ -778,6 +907,13 @@ pub const EXAMPLE_CONFIG: &str = r#"# vibedesk configuration. Every key is optio
 
 # [providers.ollama]
 # model = "qwen3:8b"
+
+# [providers.llamacpp]          # llama-server --jinja on 127.0.0.1:8080
+# temperature = 0.2             # local presets default to 0.2; sent only when set
+# max_tokens = 1024             # sent only when set
+# context_window = 8192         # default: asked from the server (/props)
+# text_tool_calls = true        # read calls the model writes as text (local default)
+# tools = ["get_market_data", "technical_indicator", "backtest", "remember"]   # or ["all"]
 
 # [agent]
 # max_iterations = 50
@@ -1000,6 +1136,89 @@ mod tests {
             e.contains("`lot_size`: must be a number, got string"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn local_presets_read_text_calls_at_a_low_temperature_with_the_research_tools() {
+        let d = tempfile::tempdir().unwrap();
+        let c = load(
+            d.path(),
+            Some("provider = \"llamacpp\"\n"),
+            &[],
+            Overrides::default(),
+        )
+        .unwrap();
+        let p = c.provider.unwrap();
+        assert_eq!(p.base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
+        assert_eq!(p.model.as_deref(), Some("local"));
+        assert_eq!(p.temperature, Some(LOCAL_TEMPERATURE));
+        assert!(p.text_tool_calls);
+        assert_eq!(p.discovery, WindowDiscovery::LlamaCpp);
+        assert_eq!(p.tools.as_deref().unwrap(), LOCAL_TOOLS.map(String::from));
+        assert!(c.agent.text_tool_calls && c.agent.discover_window);
+        assert_eq!(c.agent.tools, p.tools);
+        let c = load(
+            d.path(),
+            Some("provider = \"ollama\"\nmodel = \"qwen2.5-coder:1.5b\"\n"),
+            &[],
+            Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.provider.unwrap().discovery, WindowDiscovery::Ollama);
+    }
+
+    #[test]
+    fn a_server_on_this_machine_is_local_whatever_the_preset() {
+        let d = tempfile::tempdir().unwrap();
+        let o = Overrides {
+            provider: Some("openai".into()),
+            base_url: Some("http://127.0.0.1:8080/v1".into()),
+            ..Overrides::default()
+        };
+        let c = load(d.path(), None, &[("OPENAI_API_KEY", "sk-x")], o).unwrap();
+        let p = c.provider.unwrap();
+        assert!(
+            p.text_tool_calls,
+            "text-form calls are read from a local server"
+        );
+        assert_eq!(p.discovery, WindowDiscovery::Auto);
+        assert_eq!(p.temperature, None, "only the local presets set one");
+        assert_eq!(p.tools, None);
+        let c = load(
+            d.path(),
+            Some("provider = \"deepseek\"\n"),
+            &[("DEEPSEEK_API_KEY", "k")],
+            Overrides::default(),
+        )
+        .unwrap();
+        let p = c.provider.unwrap();
+        assert!(!p.text_tool_calls && p.discovery == WindowDiscovery::None);
+        assert!(is_loopback_url("http://localhost:11434/v1"));
+        assert!(is_loopback_url("http://[::1]:8080/v1"));
+        assert!(!is_loopback_url("https://api.openai.com/v1"));
+    }
+
+    #[test]
+    fn sampling_window_and_tools_are_set_per_provider_and_overridden() {
+        let d = tempfile::tempdir().unwrap();
+        let file = "provider = \"llamacpp\"\n[providers.llamacpp]\ntemperature = 0.1\nmax_tokens = 1024\ncontext_window = 4096\ntext_tool_calls = false\ntools = [\"get_market_data\"]\n";
+        let c = load(d.path(), Some(file), &[], Overrides::default()).unwrap();
+        let p = c.provider.as_ref().unwrap();
+        assert_eq!(
+            (p.temperature, p.max_tokens, p.context_window),
+            (Some(0.1), Some(1024), Some(4096))
+        );
+        assert!(!p.text_tool_calls);
+        assert_eq!(c.agent.context_window, Some(4096));
+        assert_eq!(c.agent.tools, Some(vec!["get_market_data".to_string()]));
+        let o = Overrides {
+            tools: Some(split_tools("all")),
+            ..Overrides::default()
+        };
+        let c = load(d.path(), Some(file), &[("VIBEDESK_MAX_TOKENS", "512")], o).unwrap();
+        assert_eq!(c.agent.tools, None, "`all` offers every tool");
+        assert_eq!(c.provider.unwrap().max_tokens, Some(512));
+        assert_eq!(split_tools("a, b c"), vec!["a", "b", "c"]);
     }
 
     #[test]

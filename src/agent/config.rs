@@ -54,6 +54,17 @@ pub struct LoopConfig {
     pub trace: TraceOptions,
     /// How often the streamed text is checkpointed for crash recovery (docs §5.2).
     pub partial_checkpoint_interval: Duration,
+    /// Read tool calls a reply writes as text (docs §2.11.1); on for local
+    /// OpenAI-compatible servers, off for hosted ones.
+    pub text_tool_calls: bool,
+    /// The model's context window in tokens, when known from the config;
+    /// otherwise discovered from the server or a context-size error (§3.9).
+    pub context_window: Option<u64>,
+    /// Whether to ask the server for its window when none is configured.
+    pub discover_window: bool,
+    /// The tools offered, by name, in this order; `None` offers every
+    /// registered tool (docs §4.7).
+    pub tools: Option<Vec<String>>,
 }
 
 impl Default for LoopConfig {
@@ -77,6 +88,10 @@ impl Default for LoopConfig {
             compaction: CompactionSettings::default(),
             trace: TraceOptions::default(),
             partial_checkpoint_interval: Duration::from_millis(250),
+            text_tool_calls: false,
+            context_window: None,
+            discover_window: false,
+            tools: None,
         }
     }
 }
@@ -85,6 +100,28 @@ impl LoopConfig {
     /// The iteration that gets the wrap-up nudge (docs §1.1).
     pub fn wrap_up_at(&self) -> u32 {
         ((self.max_iterations as f64 * self.wrap_up_ratio) as u32).max(1)
+    }
+
+    /// The threshold for a model whose window is `window` tokens: the
+    /// configured one, or lower so that a reply still fits (docs §3.9).
+    pub fn threshold_for(&self, window: u64) -> u64 {
+        let reserve = (window / 4).min(4_096);
+        self.token_threshold
+            .min(window.saturating_sub(reserve))
+            .max(512)
+    }
+
+    /// Scales what depends on the model's window to `window` tokens
+    /// (docs §3.9): the compaction threshold (and so its gates), the
+    /// characters of a tool result the model sees, and the size of a
+    /// summary chunk. Never raises a configured value.
+    pub fn fit_window(&mut self, window: u64) {
+        self.token_threshold = self.threshold_for(window);
+        let result_chars = usize::try_from(window * 3 / 8).unwrap_or(usize::MAX);
+        self.scheduler.result_limit = self.scheduler.result_limit.min(result_chars.max(1_000));
+        let chunk_chars = usize::try_from(window * 3 / 4).unwrap_or(usize::MAX);
+        self.compaction.auto.chunk_chars =
+            self.compaction.auto.chunk_chars.min(chunk_chars.max(2_000));
     }
 
     /// Compaction gates in tokens: L1 `int(0.5T)`, L2 `int(0.7T)`, L3 `T`.
@@ -108,5 +145,22 @@ mod tests {
             ..LoopConfig::default()
         };
         assert_eq!(small.wrap_up_at(), 1);
+    }
+
+    #[test]
+    fn a_small_window_scales_the_gates_and_the_result_cap() {
+        let mut c = LoopConfig::default();
+        c.fit_window(8_192);
+        assert_eq!(c.token_threshold, 6_144, "a quarter kept for the reply");
+        assert_eq!(c.gates(), [3_072, 4_300, 6_144]);
+        assert_eq!(c.scheduler.result_limit, 3_072);
+        assert_eq!(c.compaction.auto.chunk_chars, 6_144);
+        let mut big = LoopConfig::default();
+        big.fit_window(128_000);
+        assert_eq!(
+            big.token_threshold, 40_000,
+            "never above the configured one"
+        );
+        assert_eq!(big.scheduler.result_limit, 10_000);
     }
 }

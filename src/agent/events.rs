@@ -160,6 +160,14 @@ pub enum AgentEvent {
         content: String,
         degraded: bool,
     },
+    /// Figures of the answer just delivered that appear in no tool result
+    /// of the run, as the answer wrote them (docs §1.6).
+    UnverifiedNumbers {
+        iter: u64,
+        numbers: Vec<String>,
+        /// Figures the answer has in all.
+        figures: usize,
+    },
     RunFinished {
         run_id: String,
         status: RunStatus,
@@ -168,6 +176,9 @@ pub enum AgentEvent {
         degraded: bool,
         run_dir: String,
         usage: Usage,
+        /// The answer's figures found in no tool result (docs §1.6).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unverified_numbers: Vec<String>,
     },
     /// An MCP server's state changed (docs §13.2): `ready` with its tool
     /// count, `failed` (did not start in time, or refused the handshake) or

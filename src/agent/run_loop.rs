@@ -24,9 +24,12 @@ use super::compaction::{
 use super::config::LoopConfig;
 use super::context::{self, PromptInputs, RecallHook, SkillLine};
 use super::events::{AgentEvent, EventSink, NoticeLevel, RunStatus, ToolEvent};
+use super::figures::{FigureCheck, check_figures, is_raw_error};
 use super::grounding::{AnswerCheck, AnswerContext, PendingWriteCheck};
 use super::input;
+use super::repeats::{Repeat, RepeatedFailures, STOP_AT, WARN_AT};
 use super::tally::ToolTally;
+use super::text_tools::{TextCallDecision, screen};
 use super::traced::record_of;
 use super::usage::UsageLedger;
 use super::watchdog::{self, Activity};
@@ -135,6 +138,8 @@ pub struct RunOutcome {
     /// Provider-reported model if any, else the configured one.
     pub model: String,
     pub content_filter_warning: Option<String>,
+    /// The answer's figures found in no tool result of the run (docs §1.6).
+    pub unverified_numbers: Vec<String>,
 }
 
 /// A loop instance; reusable across the runs of one session so that
@@ -143,6 +148,11 @@ pub struct Loop {
     deps: LoopDeps,
     iter: u64,
     counters: Vec<(String, u32)>,
+    /// The model's context window as the server said it, or as a
+    /// context-size error named it; kept for the session's later runs.
+    window: Option<u64>,
+    /// The server was asked for its window already (once per loop).
+    window_asked: bool,
 }
 
 /// Why the iteration loop ended, before the terminal-status rules apply.
@@ -156,6 +166,11 @@ enum Exit {
     ProviderError(LlmError),
     StoreError(String),
     ToolsOnForcedTurn,
+    /// The model wrote calls to names that are not tools again, after the
+    /// one correction (docs §2.11.1).
+    UnknownTextTool(Vec<String>),
+    /// The same failing call came back too often (docs §1.3 step 14).
+    RepeatedFailure(Repeat),
 }
 
 /// Per-run mutable state.
@@ -173,10 +188,26 @@ struct TurnState {
     step: u32,
     /// The run's tool calls and their failures (docs §1.4).
     tools: ToolTally,
+    /// The correction for a text-form call to an unknown tool was given.
+    text_call_corrected: bool,
+    /// Texts an answer's figures may come from: the conversation as the run
+    /// began (the user's words, recalled memories, earlier turns) and the
+    /// tool results the model saw (docs §1.6).
+    sources: Vec<String>,
+    repeats: RepeatedFailures,
+    /// The delivered answer's figures, checked against `sources`.
+    figures: FigureCheck,
+    /// The delivered answer is a tool's raw error result.
+    raw_error_answer: bool,
 }
 
 impl TurnState {
     fn new(messages: Vec<Message>) -> Self {
+        let sources = messages
+            .iter()
+            .filter(|m| m.role != Role::System)
+            .map(|m| m.content.clone())
+            .collect();
         TurnState {
             messages,
             final_text: String::new(),
@@ -190,6 +221,11 @@ impl TurnState {
             reported_model: None,
             step: 0,
             tools: ToolTally::default(),
+            text_call_corrected: false,
+            sources,
+            repeats: RepeatedFailures::default(),
+            figures: FigureCheck::default(),
+            raw_error_answer: false,
         }
     }
 }
@@ -215,6 +251,8 @@ struct Turn {
     scheduler: Scheduler,
     tool_base: ToolContext,
     compactor: Compactor,
+    /// A window a context-size error named in this run (docs §3.9).
+    window: Option<u64>,
     st: TurnState,
 }
 
@@ -227,6 +265,8 @@ impl Loop {
             deps,
             iter: 0,
             counters: Vec::new(),
+            window: None,
+            window_asked: false,
         }
     }
 
@@ -253,6 +293,7 @@ impl Loop {
             configured_model: provider.model().to_string(),
             model: provider.model().to_string(),
             content_filter_warning: None,
+            unverified_numbers: Vec::new(),
         };
         events.emit(run_finished(&outcome));
         outcome
@@ -269,6 +310,7 @@ impl Loop {
         cancel: CancellationToken,
     ) -> RunOutcome {
         self.await_late_tools(&events, &cancel).await;
+        self.discover_window(&cancel).await;
         let mut turn = match self.start(req, events, cancel) {
             Ok(t) => t,
             Err(refused) => return *refused,
@@ -279,6 +321,24 @@ impl Loop {
             }
         };
         self.finish(turn, exit)
+    }
+
+    /// Asks the server for its context window once per loop, when the
+    /// config names none and the provider knows how (docs §3.9).
+    async fn discover_window(&mut self, cancel: &CancellationToken) {
+        let cfg = &self.deps.config;
+        if self.window_asked
+            || self.window.is_some()
+            || cfg.context_window.is_some()
+            || !cfg.discover_window
+        {
+            return;
+        }
+        self.window_asked = true;
+        self.window = tokio::select! {
+            w = self.deps.provider.context_window() => w,
+            _ = cancel.cancelled() => None,
+        };
     }
 
     /// Waits, at most until each source's own deadline or a cancel, for
@@ -313,7 +373,10 @@ impl Loop {
         events: EventSink,
         cancel: CancellationToken,
     ) -> Result<Turn, Box<RunOutcome>> {
-        let cfg = self.deps.config.clone();
+        let mut cfg = self.deps.config.clone();
+        if let Some(w) = cfg.context_window.or(self.window) {
+            cfg.fit_window(w);
+        }
         let max = cfg.max_iterations.max(1);
         let provider = self.deps.provider.clone();
         let store = RunStateStore::new(&self.deps.runs_root);
@@ -344,10 +407,20 @@ impl Loop {
             provider.model(),
         );
         // The tools this run offers: the registry and the late ones ready now.
-        let registry = self.deps.late_tools.extend(&self.deps.registry);
+        let (registry, missing) = self.offered(&cfg);
         let messages = self.first_messages(&run, &req, &registry);
         self.record_start(&trace, &mut log, &req, &run.id);
         self.announce(&events, &req, &run, max);
+        if !missing.is_empty() {
+            events.emit(AgentEvent::Notice {
+                level: NoticeLevel::Warning,
+                message: format!(
+                    "`tools` names {} which this session does not have; offered: {}",
+                    missing.join(", "),
+                    registry.names().join(", ")
+                ),
+            });
+        }
 
         let activity = Activity::new();
         let watchdog_done = CancellationToken::new();
@@ -360,6 +433,7 @@ impl Loop {
                 watchdog_done.clone(),
             ));
         }
+        let overhead = tool_schema_tokens(&cfg, provider.model(), &registry);
         let scheduler = self.scheduler(registry, &cfg, &events, &activity, &trace);
         let tool_base = ToolContext {
             call_id: String::new(),
@@ -369,7 +443,8 @@ impl Loop {
             cancel: run_cancel.clone(),
             background: req.background.clone(),
         };
-        let compactor = self.compactor(&cfg, &req, &run, &trace, &events, &run_cancel);
+        let mut compactor = self.compactor(&cfg, &req, &run, &trace, &events, &run_cancel);
+        compactor.set_overhead(overhead);
         Ok(Turn {
             req,
             events,
@@ -388,8 +463,23 @@ impl Loop {
             scheduler,
             tool_base,
             compactor,
+            window: None,
             st: TurnState::new(messages),
         })
+    }
+
+    /// The tools this run offers (docs §4.7): the registry and the late ones
+    /// ready now, cut to the configured subset; with the subset's names
+    /// that no tool has.
+    fn offered(&self, cfg: &LoopConfig) -> (Arc<Registry>, Vec<String>) {
+        let all = self.deps.late_tools.extend(&self.deps.registry);
+        match &cfg.tools {
+            None => (all, Vec::new()),
+            Some(names) => {
+                let (subset, missing) = all.subset(names);
+                (Arc::new(subset), missing)
+            }
+        }
     }
 
     /// `[system, *history, user (with recalled memories)]`.
@@ -510,12 +600,12 @@ impl Loop {
         run_cancel: &CancellationToken,
     ) -> Compactor {
         let provider = &self.deps.provider;
-        let estimator = Estimator::from_name(&cfg.compaction.estimator, provider.model())
-            .unwrap_or_else(|| Estimator::for_model(provider.model()));
+        let estimator = estimator_of(cfg, provider.model());
         Compactor::new(CompactorDeps {
             settings: cfg.compaction.clone(),
             estimator,
             threshold: cfg.token_threshold,
+            overhead: 0,
             summarizer: Arc::new(ProviderSummarizer {
                 provider: provider.clone(),
                 options: CallOptions {
@@ -543,6 +633,10 @@ impl Loop {
         if t.content_filtered(iter, &response)? {
             return ControlFlow::Continue(());
         }
+        let response = match t.text_tool_calls(iter, response) {
+            ControlFlow::Continue(r) => r,
+            ControlFlow::Break(outcome) => return outcome,
+        };
         if response.tool_calls.is_empty() {
             return match self.final_answer_step(t, response, iter) {
                 AnswerStep::Continue => ControlFlow::Continue(()),
@@ -652,20 +746,29 @@ impl Loop {
     /// The model call (no tools offered on the last iteration), checkpoint
     /// C, and what the reply reports besides its tool calls.
     async fn ask_model(&self, t: &mut Turn, iter: u64, last: bool) -> ControlFlow<Exit, Response> {
-        let request = ChatRequest {
-            messages: t.st.messages.clone(),
-            tools: if last {
-                Vec::new()
-            } else {
-                t.scheduler.registry().specs()
-            },
-            temperature: None,
-            max_tokens: None,
-            user_request: Some(t.req.prompt.clone()),
-        };
-        let response = match self.call_model(t, request, iter).await {
-            Ok(r) => r,
-            Err(e) => return ControlFlow::Break(Exit::ProviderError(e)),
+        let mut fitted = false;
+        let response = loop {
+            let request = ChatRequest {
+                messages: t.st.messages.clone(),
+                tools: if last {
+                    Vec::new()
+                } else {
+                    t.scheduler.registry().specs()
+                },
+                temperature: None,
+                max_tokens: None,
+                user_request: Some(t.req.prompt.clone()),
+                text_tool_calls: t.cfg.text_tool_calls,
+            };
+            match self.call_model(t, request, iter).await {
+                Ok(r) => break r,
+                // A context-size error: fit the context and retry once (§3.9).
+                Err(e) if !fitted && e.context_overflow().is_some() => {
+                    fitted = true;
+                    self.fit_after_overflow(t, iter, &e).await;
+                }
+                Err(e) => return ControlFlow::Break(Exit::ProviderError(e)),
+            }
         };
         // Checkpoint C: a reply that arrived after cancel is discarded.
         if response.cancelled || t.run_cancel.is_cancelled() {
@@ -674,6 +777,55 @@ impl Loop {
         }
         t.note_reply(iter, &response);
         ControlFlow::Continue(response)
+    }
+
+    /// After a context-size error (docs §3.9): the window it names lowers
+    /// the threshold, the request size it names calibrates the estimate,
+    /// and the context is fitted under the threshold for the one retry.
+    async fn fit_after_overflow(&self, t: &mut Turn, iter: u64, e: &LlmError) {
+        let over = e.context_overflow().unwrap_or_default();
+        let before = t.compactor.count(&t.st.messages);
+        if let Some(w) = over.window {
+            t.window = Some(w);
+            t.compactor.set_threshold(t.cfg.threshold_for(w));
+        }
+        match over.requested {
+            Some(reported) => t.compactor.calibrate(reported, before),
+            // Nothing to go by: aim well below what was refused.
+            None if over.window.is_none() => {
+                let lower = t.compactor.threshold().min(before * 3 / 4);
+                t.compactor.set_threshold(lower);
+            }
+            None => {}
+        }
+        let counted = t.compactor.count(&t.st.messages);
+        let max_chars = usize::try_from(t.compactor.threshold() * 3 / 8)
+            .unwrap_or(usize::MAX)
+            .max(600);
+        let state_now = self.state_summary(&t.run.path, &t.req.workspace, t.scheduler.counters());
+        let after = t
+            .compactor
+            .fit(iter, &mut t.st.messages, max_chars, &state_now)
+            .await;
+        trace_record(
+            &t.trace,
+            TraceRecord::ContextOverflow {
+                iter,
+                error: e.to_string(),
+                window: over.window,
+                tokens_before: counted,
+                tokens_after: after,
+            },
+        );
+        let window = over
+            .window
+            .map_or_else(|| "its".to_string(), |w| format!("its {w}-token"));
+        t.events.emit(AgentEvent::Notice {
+            level: NoticeLevel::Warning,
+            message: format!(
+                "the request did not fit the model's context ({window} window): compacted {counted} → {after} tokens, retrying once"
+            ),
+        });
     }
 
     /// The model called tools on the iteration that offered none. The
@@ -735,6 +887,9 @@ impl Loop {
     /// `state.json` and `run_finished`.
     fn finish(&mut self, mut t: Turn, exit: Exit) -> RunOutcome {
         t.watchdog_done.cancel();
+        if t.window.is_some() {
+            self.window = t.window;
+        }
         merge_counters(&mut self.counters, t.scheduler.counters());
         let (status, reason, error_code) = self.terminal_status(&t, &exit);
         let provider = &self.deps.provider;
@@ -773,6 +928,11 @@ impl Loop {
             configured_model: provider.model().to_string(),
             model,
             content_filter_warning,
+            unverified_numbers: if answered {
+                t.st.figures.unverified.clone()
+            } else {
+                Vec::new()
+            },
         };
 
         let stalled = t.activity.stall_reason().is_some();
@@ -828,6 +988,21 @@ impl Loop {
                 RunStatus::Failed,
                 e.clone(),
                 Some("agent_loop_error".to_string()),
+            )
+        } else if let Exit::UnknownTextTool(names) = exit {
+            (
+                RunStatus::Failed,
+                format!(
+                    "the model kept calling {} as text, which is not a tool here, after it was told the tools; no answer",
+                    names.join(", ")
+                ),
+                Some("unknown_tool".to_string()),
+            )
+        } else if let Exit::RepeatedFailure(r) = exit {
+            (
+                RunStatus::Failed,
+                r.reason(),
+                Some("repeated_failure".to_string()),
             )
         } else if !st.final_text.trim().is_empty() {
             answered_status(st)
@@ -943,7 +1118,12 @@ impl Loop {
             live.finish().await;
             match result {
                 Ok(r) => return Ok(r),
-                Err(e) if attempt == 1 && e.retryable() && !cancel.is_cancelled() => {
+                Err(e)
+                    if attempt == 1
+                        && e.retryable()
+                        && e.context_overflow().is_none()
+                        && !cancel.is_cancelled() =>
+                {
                     let wait = e
                         .retry_after()
                         .map(|d| d.min(cfg.max_retry_after))
@@ -1084,7 +1264,8 @@ impl Turn {
         ControlFlow::Continue(draft)
     }
 
-    /// The answer: its record and message in the trace, then the event.
+    /// The answer: its record and message in the trace, then the event,
+    /// then its figures that no tool result holds (docs §1.6).
     fn deliver(&mut self, draft: String, iter: u64) -> AnswerStep {
         let answer = AgentEvent::Answer {
             iter,
@@ -1103,9 +1284,73 @@ impl Turn {
             },
         );
         self.st.messages.push(Message::assistant(draft.clone()));
-        self.st.final_text = draft;
         self.events.emit(answer);
+        self.check_grounding(&draft, iter);
+        self.st.final_text = draft;
         AnswerStep::Answered
+    }
+
+    /// When tools were called, the answer's figures are looked up in their
+    /// results and the user's own words (docs §1.6).
+    fn check_grounding(&mut self, draft: &str, iter: u64) {
+        if self.st.tools.calls() == 0 {
+            return;
+        }
+        self.st.raw_error_answer = is_raw_error(draft);
+        let sources: Vec<&str> = self.st.sources.iter().map(String::as_str).collect();
+        self.st.figures = check_figures(draft, &sources);
+        let f = &self.st.figures;
+        if !f.unverified.is_empty() {
+            let flagged = AgentEvent::UnverifiedNumbers {
+                iter,
+                numbers: f.unverified.clone(),
+                figures: f.figures,
+            };
+            emit_traced(&self.trace, &self.events, flagged);
+        }
+    }
+
+    /// A reply without native calls whose text holds calls (docs §2.11.1):
+    /// offered names become real calls; another name gets one correction
+    /// and is never an answer.
+    fn text_tool_calls(
+        &mut self,
+        iter: u64,
+        response: Response,
+    ) -> ControlFlow<StepOutcome, Response> {
+        if !self.cfg.text_tool_calls {
+            return ControlFlow::Continue(response);
+        }
+        let draft = response.content.clone();
+        match screen(response, self.scheduler.registry(), iter) {
+            TextCallDecision::NotACall(response) => ControlFlow::Continue(response),
+            TextCallDecision::Calls { response, record } => {
+                trace_record(&self.trace, record);
+                ControlFlow::Continue(response)
+            }
+            TextCallDecision::Unknown {
+                names,
+                record,
+                correction,
+            } => {
+                trace_record(&self.trace, record);
+                if self.st.text_call_corrected || self.st.step >= self.max {
+                    return ControlFlow::Break(ControlFlow::Break(Exit::UnknownTextTool(names)));
+                }
+                self.st.text_call_corrected = true;
+                self.events.emit(AgentEvent::AnswerRejected {
+                    iter,
+                    issues: names
+                        .iter()
+                        .map(|n| format!("unknown_tool_in_text: {n}"))
+                        .collect(),
+                    revision: self.st.validations,
+                });
+                self.st.messages.push(Message::assistant(draft));
+                self.st.messages.push(Message::steering(&correction));
+                ControlFlow::Break(ControlFlow::Continue(()))
+            }
+        }
     }
 
     /// Content filter (docs §1.3 step 11): `true` when the reply was blocked
@@ -1210,11 +1455,13 @@ impl Turn {
             }
             let msg =
                 Message::tool_result(o.call.id.clone(), o.call.name(), o.model_content.clone());
+            self.st.sources.push(o.model_content.clone());
             self.st.messages.push(msg.clone());
             if !persist(&mut self.log, msg, &self.run.id) {
                 return ControlFlow::Break(store_error());
             }
         }
+        self.repeated_failures(iter, &outcomes)?;
         if outcomes
             .iter()
             .any(|o| o.status == ToolCallStatus::Cancelled)
@@ -1224,6 +1471,34 @@ impl Turn {
             return ControlFlow::Break(Exit::Cancelled);
         }
         ControlFlow::Continue(outcomes)
+    }
+
+    /// The same failing call again (docs §1.3 step 14): the second time a
+    /// steering message after the results, the third time the run stops.
+    fn repeated_failures(&mut self, iter: u64, outcomes: &[CallOutcome]) -> ControlFlow<Exit> {
+        let mut warned = false;
+        for o in outcomes {
+            let Some(r) = self.st.repeats.record(o) else {
+                continue;
+            };
+            trace_record(
+                &self.trace,
+                TraceRecord::RepeatedFailure {
+                    iter,
+                    tool: r.tool.clone(),
+                    count: r.count,
+                    error: r.error.clone(),
+                },
+            );
+            if r.count >= STOP_AT {
+                return ControlFlow::Break(Exit::RepeatedFailure(r));
+            }
+            if r.count == WARN_AT && !warned {
+                warned = true;
+                self.st.messages.push(Message::steering(&r.warning()));
+            }
+        }
+        ControlFlow::Continue(())
     }
 
     /// A warning when more than the configured share of the run's
@@ -1262,6 +1537,22 @@ fn answer_context<'a>(
     }
 }
 
+/// The configured estimator, or the model's own.
+fn estimator_of(cfg: &LoopConfig, model: &str) -> Estimator {
+    Estimator::from_name(&cfg.compaction.estimator, model)
+        .unwrap_or_else(|| Estimator::for_model(model))
+}
+
+/// Tokens of the tool schemas every request carries (docs §3.1), as the
+/// provider sends them.
+fn tool_schema_tokens(cfg: &LoopConfig, model: &str, registry: &Registry) -> u64 {
+    let specs: Vec<serde_json::Value> = registry.specs().iter().map(|s| s.to_openai()).collect();
+    if specs.is_empty() {
+        return 0;
+    }
+    estimator_of(cfg, model).count_text(&serde_json::Value::Array(specs).to_string())
+}
+
 /// Writes the record `event` leaves in the trace, then emits the event.
 fn emit_traced(trace: &SharedTrace, events: &EventSink, event: AgentEvent) {
     if let Some(record) = record_of(&event) {
@@ -1294,11 +1585,19 @@ fn answered(t: &Turn, exit: &Exit) -> bool {
 }
 
 /// The status of an answered run (docs §1.4): `success`, unless its tool
-/// calls failed (all: `failed`, some: `partial`), with the failures named
-/// first and any degradation after.
+/// calls failed (all: `failed`, some: `partial`) or its answer is not
+/// grounded (every figure unverified, or a raw error result: `partial`,
+/// §1.6), with the failures named first and any degradation after.
 fn answered_status(st: &TurnState) -> (RunStatus, String, Option<String>) {
     let degraded = (!st.degraded_reasons.is_empty()).then(|| st.degraded_reasons.join("; "));
-    match (st.tools.verdict(), degraded) {
+    let verdict = match (st.tools.verdict(), ungrounded(st)) {
+        (Some((RunStatus::Failed, f)), _) => Some((RunStatus::Failed, f)),
+        (Some((_, f)), Some(g)) => Some((RunStatus::Partial, format!("{f}; {g}"))),
+        (Some(v), None) => Some(v),
+        (None, Some(g)) => Some((RunStatus::Partial, g)),
+        (None, None) => None,
+    };
+    match (verdict, degraded) {
         (None, None) => (
             RunStatus::Success,
             "final answer delivered".to_string(),
@@ -1314,6 +1613,21 @@ fn answered_status(st: &TurnState) -> (RunStatus, String, Option<String>) {
             (status, reason, code)
         }
     }
+}
+
+/// Why an answer is not grounded in the run's tool results (docs §1.6).
+fn ungrounded(st: &TurnState) -> Option<String> {
+    if st.raw_error_answer {
+        return Some("the answer is a tool's raw error result, not an answer".into());
+    }
+    let f = &st.figures;
+    f.all_unverified().then(|| {
+        format!(
+            "every figure in the answer is unverified: {} appear{} in no tool result of this run",
+            f.unverified.join(", "),
+            if f.unverified.len() == 1 { "s" } else { "" }
+        )
+    })
 }
 
 /// `error_code` of an answered run whose every tool call failed.
@@ -1512,5 +1826,6 @@ fn run_finished(o: &RunOutcome) -> AgentEvent {
         degraded: o.degraded,
         run_dir: o.run_dir.display().to_string(),
         usage: o.usage,
+        unverified_numbers: o.unverified_numbers.clone(),
     }
 }

@@ -35,6 +35,15 @@ pub fn record_of(event: &AgentEvent) -> Option<TraceRecord> {
             iter: *iter,
             content: content.clone(),
         },
+        AgentEvent::UnverifiedNumbers {
+            iter,
+            numbers,
+            figures,
+        } => TraceRecord::UnverifiedNumbers {
+            iter: *iter,
+            numbers: numbers.clone(),
+            figures: *figures,
+        },
         _ => return None,
     })
 }
@@ -78,6 +87,11 @@ mod tests {
                 content: "done".into(),
                 degraded: false,
             },
+            AgentEvent::UnverifiedNumbers {
+                iter: 7,
+                numbers: vec!["13.31".into()],
+                figures: 2,
+            },
         ];
         let kinds: Vec<&str> = traced
             .iter()
@@ -105,6 +119,7 @@ mod tests {
                 "content_filter_skipped",
                 "empty_model_response",
                 "answer",
+                "unverified_numbers",
             ]
         );
         assert_eq!(record_of(&untraced_event()), None);

@@ -144,7 +144,9 @@ async fn check_provider(config: &crate::config::Config, offline: bool) -> Result
         connect_timeout: Duration::from_secs(10),
         send_reasoning_content: prov.send_reasoning_content,
         temperature: prov.temperature,
+        max_tokens: prov.max_tokens,
         extra_headers: prov.headers.clone(),
+        discovery: prov.discovery,
     }) {
         Ok(c) => c,
         Err(e) => {

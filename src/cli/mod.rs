@@ -82,6 +82,10 @@ pub struct ProviderArgs {
     /// Any OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.
     #[arg(long)]
     pub base_url: Option<String>,
+    /// The tools offered to the model, comma-separated (`all` for every
+    /// one); local presets offer a small research set by default.
+    #[arg(long, value_name = "NAMES")]
+    pub tools: Option<String>,
 }
 
 impl ProviderArgs {
@@ -90,6 +94,7 @@ impl ProviderArgs {
             provider: self.provider.clone(),
             model: self.model.clone(),
             base_url: self.base_url.clone(),
+            tools: self.tools.as_deref().map(crate::config::split_tools),
             ..Overrides::default()
         }
     }
@@ -245,7 +250,9 @@ pub fn build_provider(p: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderS
         connect_timeout: std::time::Duration::from_secs(15),
         send_reasoning_content: p.send_reasoning_content,
         temperature: p.temperature,
+        max_tokens: p.max_tokens,
         extra_headers: p.headers.clone(),
+        discovery: p.discovery,
     })?;
     Ok(Arc::new(provider))
 }

@@ -315,6 +315,19 @@ async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
             AgentEvent::AnswerRejected { issues, .. } => {
                 eprintln!("\n  ↺ draft sent back for revision: {}", issues.join("; "));
             }
+            AgentEvent::UnverifiedNumbers {
+                numbers, figures, ..
+            } => {
+                if !ends_with_newline {
+                    let _ = writeln!(out);
+                    ends_with_newline = true;
+                }
+                eprintln!(
+                    "  ⚠ unverified: {} of the answer's {figures} figure(s) appear in no tool result of this run: {}",
+                    numbers.len(),
+                    numbers.join(", ")
+                );
+            }
             AgentEvent::ContentFiltered {
                 consecutive, limit, ..
             } => {

@@ -69,7 +69,7 @@ pub async fn stream_response(
 ) -> Result<Response, LlmError> {
     let started = Instant::now();
     let call_deadline = options.call_timeout.map(|t| started + t);
-    let mut assembler = Assembler::default();
+    let mut assembler = Assembler::holding_text_calls(request.text_tool_calls);
 
     // The wait for response headers counts against both deadlines too.
     let opened = {
@@ -164,17 +164,49 @@ pub struct Assembler {
     emitted: usize,
     /// Whether the DSML hold-back decision is settled (`true` = streaming live).
     live: bool,
+    /// Text that opens like a text-form tool call is held back too
+    /// (docs §2.11.1).
+    text_calls: bool,
 }
 
 impl Assembler {
+    /// An assembler that also holds back text opening like a text-form
+    /// tool call when `text_calls` is set.
+    pub fn holding_text_calls(text_calls: bool) -> Self {
+        Assembler {
+            text_calls,
+            ..Assembler::default()
+        }
+    }
+
+    /// Whether the text so far must still be held back: `None` undecided,
+    /// `Some(true)` held until the reply ends, `Some(false)` plain.
+    fn hold(&self) -> Option<bool> {
+        let dsml = match dsml_prefix_state(&self.content) {
+            PrefixState::Dsml => Some(true),
+            PrefixState::Undecided => None,
+            PrefixState::Plain => Some(false),
+        };
+        let call = if self.text_calls {
+            super::text_calls::may_open_call(&self.content)
+        } else {
+            Some(false)
+        };
+        match (dsml, call) {
+            (Some(true), _) | (_, Some(true)) => Some(true),
+            (None, _) | (_, None) => None,
+            _ => Some(false),
+        }
+    }
+
     pub fn push(&mut self, chunk: StreamChunk, on_delta: &mut (dyn FnMut(LiveDelta<'_>) + Send)) {
         match chunk {
             StreamChunk::Text(t) if !t.is_empty() => {
                 self.content.push_str(&t);
                 if !self.live {
-                    match dsml_prefix_state(&self.content) {
-                        PrefixState::Undecided | PrefixState::Dsml => return,
-                        PrefixState::Plain => self.live = true,
+                    match self.hold() {
+                        None | Some(true) => return,
+                        Some(false) => self.live = true,
                     }
                 }
                 if self.emitted < self.content.len() {
@@ -241,9 +273,17 @@ impl Assembler {
             self.content.clear();
             dsml_parsed = true;
         }
-        // Text held back as a possible DSML opener is released only if it
-        // turned out not to be markup; markup stays for the loop's leak check.
-        if !dsml_parsed && self.emitted < self.content.len() && !contains_tool_markup(&self.content)
+        // Text held back as a possible DSML opener or text-form call is
+        // released only if it turned out to be neither; markup stays for the
+        // loop's leak check, a call for the loop to run.
+        let text_call = self.text_calls
+            && !cancelled
+            && tool_calls.is_empty()
+            && super::text_calls::parse(&self.content).is_some();
+        if !dsml_parsed
+            && !text_call
+            && self.emitted < self.content.len()
+            && !contains_tool_markup(&self.content)
         {
             on_delta(LiveDelta::Text(&self.content[self.emitted..]));
         }
@@ -355,10 +395,10 @@ static DSML_PARAM: LazyLock<Option<Regex>> = LazyLock::new(|| {
 });
 
 /// Markup leak check for final answers (docs §1.5 step 4): regex A catches
-/// `<invoke`, `</parameter`, `<tool_calls`, `<dsml` words; regex B catches
+/// `<invoke`, `</parameter`, `<tool_calls`, `<tool_call`, `<dsml` words; regex B catches
 /// two bars followed by `dsml|tool_calls|invoke`.
 static MARKUP_A: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)<\s?/?(?:invoke|parameter|tool_calls|dsml)\b").ok());
+    LazyLock::new(|| Regex::new(r"(?i)<\s?/?(?:invoke|parameter|tool_calls?|dsml)\b").ok());
 static MARKUP_B: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?i)<[|\x{2502}\x{FF5C}]{2}(?:dsml|tool_calls|invoke)").ok());
 
@@ -526,6 +566,40 @@ mod tests {
         assert!(contains_tool_markup("<│|invoke"));
         assert!(!contains_tool_markup("a < b and invoke later"));
         assert!(!contains_tool_markup("<invoker>"));
+    }
+
+    #[test]
+    fn text_form_calls_are_held_back_and_other_text_released() {
+        let feed = |text: &str| {
+            let mut a = Assembler::holding_text_calls(true);
+            let mut live = String::new();
+            let mut sink = |d: LiveDelta<'_>| {
+                if let LiveDelta::Text(t) = d {
+                    live.push_str(t)
+                }
+            };
+            for piece in text.as_bytes().chunks(5) {
+                a.push(
+                    StreamChunk::Text(String::from_utf8_lossy(piece).into_owned()),
+                    &mut sink,
+                );
+            }
+            let r = a.finish(false, &mut sink);
+            (r, live)
+        };
+        let call =
+            "```json\n{\"name\": \"get_market_data\", \"arguments\": {\"symbol\": \"IBM\"}}\n```";
+        let (r, live) = feed(call);
+        assert!(live.is_empty(), "a call leaked live: {live}");
+        assert_eq!(r.content, call, "the loop reads the call from the content");
+        let code = "```python\nprint(1)\n```";
+        let (_, live) = feed(code);
+        assert_eq!(
+            live, code,
+            "a code block that is no call is shown at the end"
+        );
+        let (_, live) = feed("Plain words stream at once.");
+        assert_eq!(live, "Plain words stream at once.");
     }
 
     #[test]

@@ -9,7 +9,9 @@ pub mod offline;
 pub mod openai;
 pub mod scripted;
 pub mod sse;
+pub mod text_calls;
 pub mod tokens;
+pub mod window;
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -33,6 +35,10 @@ pub struct ChatRequest {
     /// `messages`. The offline planner plans from it, because compaction may
     /// have replaced the user's message in `messages` by a summary.
     pub user_request: Option<String>,
+    /// The reply may write tool calls as text (docs §2.11.1): text that
+    /// opens like one is held back from the live stream until the reply
+    /// ends, and shown only if it turns out not to be a call.
+    pub text_tool_calls: bool,
 }
 
 /// A piece of a streamed reply, as a provider decodes it.
@@ -74,6 +80,11 @@ pub trait Provider: Send + Sync {
     /// could not call (MCP servers, docs §13.2).
     fn calls_offered_tools(&self) -> bool {
         true
+    }
+    /// The model's context window as the server reports it (docs §3.9),
+    /// when the provider knows how to ask; `None` otherwise.
+    fn context_window(&self) -> BoxFuture<'_, Option<u64>> {
+        Box::pin(async { None })
     }
 }
 
@@ -119,6 +130,19 @@ impl LlmError {
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             LlmError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// A context-size error (docs §3.9): the request did not fit the
+    /// model's window. Such a reply is not worth a plain retry; the loop
+    /// compacts and retries once.
+    pub fn context_overflow(&self) -> Option<window::ContextOverflow> {
+        match self {
+            LlmError::Http {
+                status, message, ..
+            } if (400..500).contains(status) => window::parse_overflow(message),
+            LlmError::Stream(message) => window::parse_overflow(message),
             _ => None,
         }
     }

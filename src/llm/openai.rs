@@ -16,6 +16,7 @@ use reqwest::header::{
 use serde_json::{Map, Value, json};
 
 use super::sse::{SseDecoder, SseEvent};
+use super::window::{self, WindowDiscovery};
 use super::{ChatRequest, ChunkStream, LlmError, Provider, StreamChunk};
 use crate::model::{Message, Role, ToolSpec, Usage};
 
@@ -28,7 +29,11 @@ pub struct OpenAiConfig {
     pub connect_timeout: std::time::Duration,
     pub send_reasoning_content: bool,
     pub temperature: Option<f32>,
+    /// Sent as `max_tokens` when the request names none.
+    pub max_tokens: Option<u32>,
     pub extra_headers: Vec<(String, String)>,
+    /// How to ask the server for its context window (docs §3.9).
+    pub discovery: WindowDiscovery,
 }
 
 /// Error bodies are read only this far: the message is at the start, and a
@@ -42,6 +47,8 @@ const JSON_BODY_LIMIT: usize = 32 * 1024 * 1024;
 const RETRY_AFTER_CAP: Duration = Duration::from_secs(600);
 /// `list_models` runs outside the assembler, so it needs its own deadline.
 const LIST_MODELS_TIMEOUT: Duration = Duration::from_secs(30);
+/// A server that does not answer its window this fast is not waited for.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 const CLOSED_EARLY: &str = "the connection closed before the reply finished";
 
 pub struct OpenAiProvider {
@@ -177,10 +184,55 @@ impl OpenAiProvider {
         if let Some(t) = request.temperature.or(self.config.temperature) {
             body.insert("temperature".into(), json!(f32_for_json(t)));
         }
-        if let Some(m) = request.max_tokens {
+        if let Some(m) = request.max_tokens.or(self.config.max_tokens) {
             body.insert("max_tokens".into(), json!(m));
         }
         Value::Object(body)
+    }
+
+    /// The server root: the base URL without its `/v1`, where llama.cpp
+    /// and Ollama serve their own endpoints.
+    fn root(&self) -> &str {
+        self.base.strip_suffix("/v1").unwrap_or(&self.base)
+    }
+
+    /// One discovery request's JSON, or `None` on any failure.
+    async fn discovery_json(&self, request: reqwest::RequestBuilder, url: &str) -> Option<Value> {
+        let mut response = self
+            .send(request.timeout(DISCOVERY_TIMEOUT), url)
+            .await
+            .ok()?;
+        let body = read_all(&mut response, ERROR_BODY_LIMIT * 16).await.ok()?;
+        serde_json::from_slice(&body).ok()
+    }
+
+    /// Asks the server for its context window the configured way.
+    async fn discover_window(&self) -> Option<u64> {
+        let props = || async {
+            let url = format!("{}/props", self.root());
+            let v = self.discovery_json(self.client.get(&url), &url).await?;
+            window::from_llamacpp_props(&v)
+        };
+        let models = || async {
+            let url = format!("{}/models", self.base);
+            let v = self.discovery_json(self.client.get(&url), &url).await?;
+            window::from_model_list(&v, &self.config.model)
+        };
+        match self.config.discovery {
+            WindowDiscovery::None => None,
+            WindowDiscovery::LlamaCpp => props().await,
+            WindowDiscovery::Models => models().await,
+            WindowDiscovery::Auto => props().await,
+            WindowDiscovery::Ollama => {
+                let url = format!("{}/api/show", self.root());
+                let post = self
+                    .client
+                    .post(&url)
+                    .json(&json!({"model": self.config.model}));
+                let v = self.discovery_json(post, &url).await?;
+                window::from_ollama_show(&v)
+            }
+        }
     }
 
     /// Sends with the configured headers; non-2xx answers become errors.
@@ -230,12 +282,9 @@ impl OpenAiProvider {
         let html = body_kind(&response) == BodyKind::Html;
         let body = read_limited(&mut response, ERROR_BODY_LIMIT).await;
         let text = String::from_utf8_lossy(&body);
-        let message = if let Some(m) = serde_json::from_str::<Value>(&text)
-            .ok()
-            .as_ref()
-            .and_then(provider_message)
-        {
-            m
+        let json = serde_json::from_str::<Value>(&text).ok();
+        let message = if let Some(m) = json.as_ref().and_then(provider_message) {
+            with_context_numbers(m, json.as_ref())
         } else if html || looks_like_html(&text) {
             self.html_hint(html_title(&text))
         } else if !text.trim().is_empty() {
@@ -276,6 +325,10 @@ impl Provider for OpenAiProvider {
 
     fn model(&self) -> &str {
         &self.config.model
+    }
+
+    fn context_window(&self) -> BoxFuture<'_, Option<u64>> {
+        Box::pin(self.discover_window())
     }
 
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChunkStream, LlmError>> {
@@ -504,6 +557,20 @@ fn provider_message(v: &Value) -> Option<String> {
         Value::Null | Value::String(_) => None,
         other => Some(preview(&other.to_string(), 300)),
     })
+}
+
+/// Newer llama.cpp says "the request exceeds the available context size"
+/// and puts the numbers beside the message (`n_prompt_tokens`, `n_ctx`);
+/// they are added to it in llama.cpp's older wording (docs §3.9).
+fn with_context_numbers(message: String, json: Option<&Value>) -> String {
+    let error = json.and_then(|v| v.get("error"));
+    let number = |k: &str| error.and_then(|e| e.get(k)).and_then(Value::as_u64);
+    match (number("n_prompt_tokens"), number("n_ctx")) {
+        (Some(p), Some(n)) if !message.contains(&n.to_string()) => format!(
+            "{message} (request ({p} tokens) exceeds the available context size ({n} tokens))"
+        ),
+        _ => message,
+    }
 }
 
 fn looks_like_html(text: &str) -> bool {
@@ -883,7 +950,9 @@ mod tests {
             connect_timeout: Duration::from_secs(1),
             send_reasoning_content: false,
             temperature: Some(0.2),
+            max_tokens: None,
             extra_headers: vec![],
+            discovery: WindowDiscovery::None,
         })
         .unwrap()
     }
@@ -981,7 +1050,9 @@ mod tests {
             connect_timeout: Duration::from_secs(1),
             send_reasoning_content: false,
             temperature: None,
+            max_tokens: None,
             extra_headers: vec![],
+            discovery: WindowDiscovery::None,
         };
         assert!(matches!(
             OpenAiProvider::new(cfg("not a url")),

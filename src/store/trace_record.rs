@@ -62,6 +62,38 @@ pub enum TraceRecord {
     ToolCallSyntaxInAnswer {
         iter: u64,
     },
+    /// A reply wrote tool calls as text (docs §2.11.1): the form, the names
+    /// called, those that are not tools (then nothing ran), and the JSON
+    /// repairs the text needed.
+    TextToolCall {
+        iter: u64,
+        form: String,
+        tools: Vec<String>,
+        unknown: Vec<String>,
+        repairs: Vec<String>,
+    },
+    /// Figures of the answer found in no tool result of the run (docs §1.6).
+    UnverifiedNumbers {
+        iter: u64,
+        numbers: Vec<String>,
+        figures: usize,
+    },
+    /// The same failing call came back (docs §1.3 step 14).
+    RepeatedFailure {
+        iter: u64,
+        tool: String,
+        count: u32,
+        error: String,
+    },
+    /// A context-size error: the window learned, and the retry (docs §3).
+    ContextOverflow {
+        iter: u64,
+        error: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        window: Option<u64>,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
     AnswerRejected {
         iter: u64,
         issues: Vec<String>,
@@ -221,6 +253,10 @@ impl TraceRecord {
             TraceRecord::ContentFilterSkipped { .. } => "content_filter_skipped",
             TraceRecord::EmptyModelResponse { .. } => "empty_model_response",
             TraceRecord::ToolCallSyntaxInAnswer { .. } => "tool_call_syntax_in_answer",
+            TraceRecord::TextToolCall { .. } => "text_tool_call",
+            TraceRecord::UnverifiedNumbers { .. } => "unverified_numbers",
+            TraceRecord::RepeatedFailure { .. } => "repeated_failure",
+            TraceRecord::ContextOverflow { .. } => "context_overflow",
             TraceRecord::AnswerRejected { .. } => "answer_rejected",
             TraceRecord::Answer { .. } => "answer",
             TraceRecord::CompactRequested { .. } => "compact_requested",

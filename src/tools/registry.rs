@@ -59,6 +59,24 @@ impl Registry {
         self.tools.iter()
     }
 
+    /// The named tools, in the order named (docs §4.7), and the names
+    /// that are not registered.
+    pub fn subset(&self, names: &[String]) -> (Registry, Vec<String>) {
+        let mut out = Registry::new();
+        let mut missing = Vec::new();
+        for name in names {
+            let name = name.trim();
+            match self.get(name) {
+                // A name listed twice is offered once.
+                Some(tool) => {
+                    let _ = out.register(tool.clone());
+                }
+                None => missing.push(name.to_string()),
+            }
+        }
+        (out, missing)
+    }
+
     /// Function schemas for the model's `tools` parameter.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools
@@ -178,6 +196,18 @@ fn type_name(v: &Value) -> &'static str {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_subset_keeps_the_named_order_and_names_the_missing() {
+        let reg = crate::tools::builtin::default_registry();
+        let names: Vec<String> = ["list_dir", "nope", "read_file", "list_dir"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (sub, missing) = reg.subset(&names);
+        assert_eq!(sub.names(), vec!["list_dir", "read_file"]);
+        assert_eq!(missing, vec!["nope"]);
+    }
 
     #[test]
     fn argument_checks_name_the_problem() {

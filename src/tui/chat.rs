@@ -214,6 +214,7 @@ impl Chat {
             | AgentEvent::StallWarning { .. }
             | AgentEvent::Stalled { .. }
             | AgentEvent::Notice { .. }
+            | AgentEvent::UnverifiedNumbers { .. }
             | AgentEvent::McpServerStatus { .. } => {
                 if let Some((kind, text)) = event_notice(event) {
                     self.notice(kind, text);
@@ -784,6 +785,17 @@ fn event_notice(event: &AgentEvent) -> Option<(NoticeKind, String)> {
             format!("no progress for {idle_s:.0}s (the run stops at {timeout_s:.0}s)"),
         ),
         AgentEvent::Stalled { reason } => (NoticeKind::Error, reason.clone()),
+        // Figures no tool result holds (docs §1.6), under the answer.
+        AgentEvent::UnverifiedNumbers {
+            numbers, figures, ..
+        } => (
+            NoticeKind::Warning,
+            format!(
+                "unverified: {} of the answer's {figures} figure(s) appear in no tool result of this run: {}",
+                numbers.len(),
+                numbers.join(", ")
+            ),
+        ),
         AgentEvent::McpServerStatus {
             server,
             state,

@@ -155,12 +155,15 @@ async fn watermark_agrees_with_the_estimators_on_what_was_sent() {
         };
         assert_eq!(marks[0].2, expected_name);
         // Nothing was compacted, so the watermark counts exactly what the
-        // model was sent.
+        // model was sent: the messages and the tool schemas (docs §3.1).
         let est = vibedesk::llm::tokens::Estimator::from_name(estimator, "scripted").unwrap();
         for (i, req) in provider.requests().iter().enumerate() {
+            let schemas: Vec<Value> = req.tools.iter().map(|t| t.to_openai()).collect();
+            let schema_tokens = est.count_text(&Value::Array(schemas).to_string());
+            assert!(schema_tokens > 100, "{schema_tokens}");
             assert_eq!(
                 marks[i].0,
-                est.count(&req.messages),
+                est.count(&req.messages) + schema_tokens,
                 "{estimator} iteration {i}"
             );
         }

@@ -437,7 +437,9 @@ async fn a_compacted_history_is_accepted_by_the_provider_server() {
             connect_timeout: std::time::Duration::from_secs(5),
             send_reasoning_content: false,
             temperature: None,
+            max_tokens: None,
             extra_headers: vec![],
+            discovery: vibedesk::llm::window::WindowDiscovery::None,
         })
         .unwrap(),
     );

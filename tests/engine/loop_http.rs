@@ -28,7 +28,9 @@ fn provider(server: &TestServer) -> Arc<OpenAiProvider> {
             connect_timeout: Duration::from_secs(5),
             send_reasoning_content: false,
             temperature: None,
+            max_tokens: None,
             extra_headers: vec![],
+            discovery: vibedesk::llm::window::WindowDiscovery::None,
         })
         .expect("provider"),
     )

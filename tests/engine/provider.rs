@@ -27,7 +27,9 @@ fn config(base_url: String, api_key: Option<&str>) -> OpenAiConfig {
         connect_timeout: Duration::from_secs(5),
         send_reasoning_content: false,
         temperature: None,
+        max_tokens: None,
         extra_headers: vec![],
+        discovery: vibedesk::llm::window::WindowDiscovery::None,
     }
 }
 
@@ -531,6 +533,7 @@ async fn request_body_shape() {
         max_tokens: Some(256),
         // Only the offline planner reads it; it is never sent.
         user_request: Some("Read a.txt".into()),
+        text_tool_calls: false,
     };
     call_with(&p, with_tools, options())
         .await

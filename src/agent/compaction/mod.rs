@@ -186,6 +186,9 @@ pub struct CompactorDeps {
     pub settings: CompactionSettings,
     pub estimator: Estimator,
     pub threshold: u64,
+    /// Tokens every request carries besides its messages: the tool
+    /// schemas (docs §3.1), counted so the gauge reads what is sent.
+    pub overhead: u64,
     pub summarizer: Arc<dyn Summarizer>,
     pub archive: TranscriptArchive,
     pub trace: Option<SharedTrace>,
@@ -200,6 +203,9 @@ pub struct Compactor {
     /// Tokens after an ineffective attempt, per layer (L1, L2, L3).
     ineffective_at: [Option<u64>; 3],
     runs: u32,
+    /// Server tokens per estimated token, learned from a context-size error
+    /// that named the request's size (docs §3.9); 1 until then.
+    scale: f64,
 }
 
 impl Compactor {
@@ -210,6 +216,30 @@ impl Compactor {
             counts: CountCache::default(),
             ineffective_at: [None; 3],
             runs: 0,
+            scale: 1.0,
+        }
+    }
+
+    pub fn threshold(&self) -> u64 {
+        self.deps.threshold
+    }
+
+    /// Tokens every request carries besides its messages (the tool schemas).
+    pub fn set_overhead(&mut self, tokens: u64) {
+        self.deps.overhead = tokens;
+    }
+
+    /// A lower threshold, learned from the model's window (docs §3.9).
+    pub fn set_threshold(&mut self, threshold: u64) {
+        self.deps.threshold = threshold.max(1);
+        self.ineffective_at = [None; 3];
+    }
+
+    /// The server counted `reported` tokens where the estimate said
+    /// `estimated`: later counts are scaled up to the server's (never down).
+    pub fn calibrate(&mut self, reported: u64, estimated: u64) {
+        if estimated > 0 {
+            self.scale = (self.scale * reported as f64 / estimated as f64).max(1.0);
         }
     }
 
@@ -227,8 +257,11 @@ impl Compactor {
         [t / 2, (t as f64 * 0.7) as u64, t]
     }
 
+    /// The request's tokens: the messages, the tool schemas, scaled to the
+    /// server's count once it is known.
     pub fn count(&mut self, messages: &[Message]) -> u64 {
-        self.counts.count(&self.deps.estimator, messages)
+        let raw = self.counts.count(&self.deps.estimator, messages) + self.deps.overhead;
+        (raw as f64 * self.scale).round() as u64
     }
 
     /// Counts, reports the watermark, and applies the gated layers.
@@ -249,11 +282,26 @@ impl Compactor {
             estimator: self.deps.estimator.name().to_string(),
             messages: messages.len(),
         });
+        let collapse = self.deps.settings.collapse;
         if tokens > gates[0] && self.may_retry(Layer::Micro, tokens) {
-            tokens = self.layer_in_place(iter, messages, Layer::Micro, tokens);
+            tokens = self.layer_in_place(
+                iter,
+                messages,
+                Layer::Micro,
+                tokens,
+                Trigger::Threshold,
+                collapse,
+            );
         }
         if tokens > gates[1] && self.may_retry(Layer::Collapse, tokens) {
-            tokens = self.layer_in_place(iter, messages, Layer::Collapse, tokens);
+            tokens = self.layer_in_place(
+                iter,
+                messages,
+                Layer::Collapse,
+                tokens,
+                Trigger::Threshold,
+                collapse,
+            );
         }
         if tokens > gates[2] && self.may_retry(Layer::Auto, tokens) {
             tokens = self
@@ -272,18 +320,52 @@ impl Compactor {
         }
     }
 
+    /// Fits the context under the threshold after a context-size error
+    /// (docs §3.9): old tool results cleared, every long message but the
+    /// system prompt cut to `max_chars` (the newest tool result included:
+    /// it is usually what overflowed), then a summary if that is not
+    /// enough. Returns the tokens after.
+    pub async fn fit(
+        &mut self,
+        iter: u64,
+        messages: &mut Vec<Message>,
+        max_chars: usize,
+        state_summary: &str,
+    ) -> u64 {
+        let trigger = Trigger::ContextError;
+        let mut tokens = self.count(messages);
+        let tight = CollapseParams {
+            preserve_recent: 0,
+            min_chars: max_chars,
+            head_chars: max_chars * 3 / 5,
+            tail_chars: max_chars / 4,
+        };
+        if tokens > self.deps.threshold {
+            tokens = self.layer_in_place(iter, messages, Layer::Micro, tokens, trigger, tight);
+        }
+        if tokens > self.deps.threshold {
+            tokens = self.layer_in_place(iter, messages, Layer::Collapse, tokens, trigger, tight);
+        }
+        if tokens > self.deps.threshold {
+            tokens = self.auto(iter, messages, trigger, "", state_summary).await;
+        }
+        tokens
+    }
+
     fn layer_in_place(
         &mut self,
         iter: u64,
         messages: &mut [Message],
         layer: Layer,
         before: u64,
+        trigger: Trigger,
+        params: CollapseParams,
     ) -> u64 {
         let name = layer.as_str();
         let touched: Vec<Touched> = if layer == Layer::Micro {
             microcompact(messages, self.deps.settings.keep_recent)
         } else {
-            collapse(messages, self.deps.settings.collapse)
+            collapse(messages, params)
         };
         if touched.is_empty() {
             self.ineffective_at[layer.index()] = Some(before);
@@ -292,7 +374,7 @@ impl Compactor {
         self.deps.events.emit(AgentEvent::CompactionStarted {
             iter,
             layer: name.into(),
-            trigger: Trigger::Threshold.as_str().into(),
+            trigger: trigger.as_str().into(),
             tokens_before: before,
         });
         // Archive before lossy: if the originals cannot be saved, undo.
@@ -320,7 +402,7 @@ impl Compactor {
         self.finish(LayerReport {
             iter,
             layer,
-            trigger: Trigger::Threshold,
+            trigger,
             tokens_before: before,
             tokens_after: after,
             messages_touched: touched_n,

@@ -48,6 +48,9 @@ pub enum Trigger {
     Tool,
     /// The user asked (`/compact`).
     User,
+    /// The server refused the request as larger than its context window
+    /// (docs §3.9); the context is fitted and the call retried once.
+    ContextError,
 }
 
 impl Trigger {
@@ -56,6 +59,7 @@ impl Trigger {
             Trigger::Threshold => "threshold",
             Trigger::Tool => "tool",
             Trigger::User => "user",
+            Trigger::ContextError => "context_error",
         }
     }
 }

@@ -3,6 +3,12 @@
 //! boundaries, abrupt closes, stalls) without a web framework.
 //!
 //! Replies are served in order, one per request, across all connections.
+//! The endpoints a local server is asked its context window on (`GET
+//! /props`, `POST /api/show`, docs §3.9) get a 404 that is neither
+//! recorded nor served from the script, so that a provider pointed at a
+//! loopback URL probes them without using up a test's replies; a server
+//! started with [`TestServer::start_with_discovery`] serves them from the
+//! script like any other request.
 //! Everything is bounded (requests, head and body sizes, read and write
 //! waits) so a broken test fails instead of hanging, and dropping the
 //! [`TestServer`] aborts every task it started.
@@ -93,6 +99,8 @@ struct State {
     requests: Vec<RecordedRequest>,
     /// Connections accepted, for keep-alive assertions.
     connections: usize,
+    /// Window-discovery requests are served from the script too.
+    discovery: bool,
 }
 
 pub struct TestServer {
@@ -105,6 +113,16 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn start(replies: Vec<Reply>) -> TestServer {
+        Self::start_inner(replies, false).await
+    }
+
+    /// As [`TestServer::start`], with `GET /props` and `POST /api/show`
+    /// served from the script (and recorded) like any other request.
+    pub async fn start_with_discovery(replies: Vec<Reply>) -> TestServer {
+        Self::start_inner(replies, true).await
+    }
+
+    async fn start_inner(replies: Vec<Reply>, discovery: bool) -> TestServer {
         let listener = match TcpListener::bind("127.0.0.1:0").await {
             Ok(l) => l,
             Err(e) => panic!("test server cannot bind 127.0.0.1:0: {e}"),
@@ -115,6 +133,7 @@ impl TestServer {
         };
         let state = Arc::new(Mutex::new(State {
             replies: replies.into(),
+            discovery,
             ..State::default()
         }));
         let task = tokio::spawn(accept_loop(listener, state.clone()));
@@ -194,6 +213,15 @@ async fn serve_connection(mut socket: TcpStream, state: Arc<Mutex<State>>) {
         let Some((request, wants_close)) = read_request(&mut socket, &mut buf).await else {
             return;
         };
+        let skip = !lock(&state).discovery && is_discovery(&request);
+        if skip {
+            let missing = json!({"error": "not found"}).to_string();
+            let written = write_status(&mut socket, 404, &[], &missing, wants_close).await;
+            if written.is_none() || wants_close {
+                return;
+            }
+            continue;
+        }
         let reply = {
             let mut s = lock(&state);
             if s.requests.len() >= MAX_REQUESTS {
@@ -216,6 +244,11 @@ async fn serve_connection(mut socket: TcpStream, state: Arc<Mutex<State>>) {
             After::Stall => std::future::pending::<()>().await,
         }
     }
+}
+
+/// A request asking a local server for its context window.
+fn is_discovery(r: &RecordedRequest) -> bool {
+    (r.method == "GET" && r.path == "/props") || (r.method == "POST" && r.path == "/api/show")
 }
 
 fn ran_out(n: usize) -> Reply {

@@ -202,6 +202,7 @@ pub fn run_finished(status: RunStatus, reason: &str) -> AgentEvent {
             output_tokens: 421,
             total_tokens: 6216,
         },
+        unverified_numbers: Vec::new(),
     }
 }
 

@@ -1,0 +1,457 @@
+//! Tool calls written as text (docs §2.11.1). Small local models behind an
+//! OpenAI-compatible server often write a correct call into the reply's text
+//! instead of the tool-call channel. This module finds such calls; the loop
+//! decides whether they name tools that were offered.
+//!
+//! Forms read, in this order:
+//! - `<tool_call>{…}</tool_call>` (Hermes / Qwen templates; the closing tag
+//!   may be missing at the end of the reply);
+//! - `<tools>` followed by one JSON call per line;
+//! - fenced blocks (```` ```json ````, ```` ```tool_call ````, or no tag);
+//! - a reply that is nothing but JSON.
+//!
+//! A call is a JSON object with `name` (or `function`, a name or an object
+//! holding `name` and `arguments`) and `arguments` (or `parameters`, an
+//! object or a JSON string); `{"tool_calls": […]}` and arrays hold several.
+//! JSON is read leniently: doubled braces (`{{…}}`), Python literals
+//! (`True`, `False`, `None`), single-quoted strings and trailing commas are
+//! repaired before parsing.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+/// Which form the first call found was written in (the trace names it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextCallForm {
+    ToolCallTag,
+    ToolsLines,
+    FencedJson,
+    BareJson,
+}
+
+impl TextCallForm {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TextCallForm::ToolCallTag => "tool_call_tag",
+            TextCallForm::ToolsLines => "tools_lines",
+            TextCallForm::FencedJson => "fenced_json",
+            TextCallForm::BareJson => "bare_json",
+        }
+    }
+}
+
+/// One call as the text wrote it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextCall {
+    pub name: String,
+    /// Always an object (`{}` when the text gave none).
+    pub arguments: Value,
+}
+
+/// The calls a reply's text holds, and the text around them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextCalls {
+    pub calls: Vec<TextCall>,
+    pub form: TextCallForm,
+    /// The reply without the blocks that held calls, trimmed.
+    pub rest: String,
+    /// The literal JSON repairs applied (`doubled_braces`, `python_literals`, …).
+    pub repairs: Vec<&'static str>,
+}
+
+static TOOL_CALL_TAG: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?s)<tool_call>\s*(.*?)\s*(?:</tool_call>|\z)").ok());
+static TOOLS_TAG: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?s)<tools>\s*(.*?)\s*(?:</tools>|\z)").ok());
+static FENCE: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?s)```[ \t]*([A-Za-z_]*)[ \t]*\n?(.*?)(?:```|\z)").ok());
+
+/// The calls in `text`, or `None` when it holds none (a JSON block that is
+/// data rather than a call stays text).
+pub fn parse(text: &str) -> Option<TextCalls> {
+    let forms: [(&LazyLock<Option<Regex>>, TextCallForm); 3] = [
+        (&TOOL_CALL_TAG, TextCallForm::ToolCallTag),
+        (&TOOLS_TAG, TextCallForm::ToolsLines),
+        (&FENCE, TextCallForm::FencedJson),
+    ];
+    for (re, form) in forms {
+        let Some(re) = re.as_ref() else { continue };
+        let body_group = if form == TextCallForm::FencedJson {
+            2
+        } else {
+            1
+        };
+        let mut calls = Vec::new();
+        let mut repairs = Vec::new();
+        let mut rest = String::new();
+        let mut last = 0;
+        for caps in re.captures_iter(text) {
+            let (Some(whole), Some(body)) = (caps.get(0), caps.get(body_group)) else {
+                continue;
+            };
+            let found = calls_in(body.as_str(), &mut repairs);
+            if found.is_empty() {
+                continue;
+            }
+            calls.extend(found);
+            rest.push_str(&text[last..whole.start()]);
+            last = whole.end();
+        }
+        if !calls.is_empty() {
+            rest.push_str(&text[last..]);
+            return Some(TextCalls {
+                calls,
+                form,
+                rest: rest.trim().to_string(),
+                repairs,
+            });
+        }
+    }
+    let trimmed = text.trim();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        let mut repairs = Vec::new();
+        let calls = calls_in(trimmed, &mut repairs);
+        if !calls.is_empty() {
+            return Some(TextCalls {
+                calls,
+                form: TextCallForm::BareJson,
+                rest: String::new(),
+                repairs,
+            });
+        }
+    }
+    None
+}
+
+/// Whether text that starts like this could still turn out to be a call
+/// (the assembler holds such text back from the live stream).
+pub fn may_open_call(text: &str) -> Option<bool> {
+    const OPENERS: [&str; 4] = ["```", "<tool_call>", "<tools>", "{"];
+    let t = text.trim_start();
+    if t.is_empty() {
+        return None;
+    }
+    if OPENERS.iter().any(|o| t.starts_with(o)) {
+        return Some(true);
+    }
+    if OPENERS.iter().any(|o| o.starts_with(t)) {
+        return None;
+    }
+    Some(false)
+}
+
+/// Every call in one block's body: a JSON value, or JSON values one after
+/// another (JSON lines).
+fn calls_in(body: &str, repairs: &mut Vec<&'static str>) -> Vec<TextCall> {
+    let body = body.trim();
+    if !(body.starts_with('{') || body.starts_with('[')) {
+        return Vec::new();
+    }
+    let mut values = json_values(body);
+    if values.is_empty() {
+        let (fixed, applied) = repair(body);
+        values = json_values(&fixed);
+        if !values.is_empty() {
+            for a in applied {
+                if !repairs.contains(&a) {
+                    repairs.push(a);
+                }
+            }
+        }
+    }
+    values.iter().flat_map(calls_of).collect()
+}
+
+/// JSON values one after another, as many as parse from the start.
+fn json_values(text: &str) -> Vec<Value> {
+    serde_json::Deserializer::from_str(text)
+        .into_iter::<Value>()
+        .map_while(Result::ok)
+        .collect()
+}
+
+/// The calls one JSON value holds.
+fn calls_of(v: &Value) -> Vec<TextCall> {
+    match v {
+        Value::Array(items) => items.iter().flat_map(calls_of).collect(),
+        Value::Object(o) => {
+            if let Some(inner) = o.get("tool_calls") {
+                return calls_of(inner);
+            }
+            call_of(o).into_iter().collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn call_of(o: &Map<String, Value>) -> Option<TextCall> {
+    let function = o.get("function");
+    let (name, args) = match function {
+        Some(Value::Object(f)) => (
+            f.get("name").and_then(Value::as_str),
+            f.get("arguments").or_else(|| f.get("parameters")),
+        ),
+        Some(Value::String(f)) => (Some(f.as_str()), None),
+        _ => (None, None),
+    };
+    let name = name
+        .or_else(|| {
+            ["name", "tool", "tool_name"]
+                .iter()
+                .find_map(|k| o.get(*k)?.as_str())
+        })?
+        .trim();
+    let name = name.strip_prefix("functions.").unwrap_or(name);
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return None;
+    }
+    let args = args.or_else(|| {
+        ["arguments", "parameters", "args", "input"]
+            .iter()
+            .find_map(|k| o.get(*k))
+    });
+    let arguments = match args {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::Object(a)) => Value::Object(a.clone()),
+        Some(Value::String(s)) => match json_values(s.trim()).into_iter().next() {
+            Some(v @ Value::Object(_)) => v,
+            _ => match json_values(&repair(s.trim()).0).into_iter().next() {
+                Some(v @ Value::Object(_)) => v,
+                _ => return None,
+            },
+        },
+        Some(_) => return None,
+    };
+    // A JSON object with a name but no arguments key at all is more likely
+    // data than a call (`{"name": "Apple"}`), unless `function` said so.
+    if args.is_none() && function.is_none() {
+        return None;
+    }
+    Some(TextCall {
+        name: name.to_string(),
+        arguments,
+    })
+}
+
+/// Lenient JSON: single-quoted strings become double-quoted, Python's
+/// `True`/`False`/`None` become JSON literals, trailing commas go, and a
+/// text that opens with `{{` has its doubled braces halved. Returns the
+/// text and the repairs it needed.
+pub fn repair(text: &str) -> (String, Vec<&'static str>) {
+    let mut applied = Vec::new();
+    let doubled = text.trim_start().starts_with("{{");
+    let mut out = String::with_capacity(text.len());
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '"' | '\'' => {
+                let (s, next) = read_string(&chars, i);
+                if c == '\'' {
+                    note(&mut applied, "single_quotes");
+                }
+                out.push_str(&s);
+                i = next;
+                continue;
+            }
+            '{' | '}' if doubled && chars.get(i + 1) == Some(&c) => {
+                note(&mut applied, "doubled_braces");
+                out.push(c);
+                i += 2;
+                continue;
+            }
+            ',' => {
+                let next = chars[i + 1..].iter().find(|ch| !ch.is_whitespace());
+                if matches!(next, Some('}' | ']')) {
+                    note(&mut applied, "trailing_comma");
+                    i += 1;
+                    continue;
+                }
+            }
+            c if c.is_ascii_alphabetic() => {
+                let end = (i..chars.len())
+                    .find(|&k| !chars[k].is_ascii_alphanumeric() && chars[k] != '_')
+                    .unwrap_or(chars.len());
+                let word: String = chars[i..end].iter().collect();
+                let replaced = match word.as_str() {
+                    "True" => "true",
+                    "False" => "false",
+                    "None" => "null",
+                    w => {
+                        out.push_str(w);
+                        i = end;
+                        continue;
+                    }
+                };
+                note(&mut applied, "python_literals");
+                out.push_str(replaced);
+                i = end;
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+        i += 1;
+    }
+    (out, applied)
+}
+
+fn note(applied: &mut Vec<&'static str>, what: &'static str) {
+    if !applied.contains(&what) {
+        applied.push(what);
+    }
+}
+
+/// The string literal starting at `start` (quote `"` or `'`) as a JSON
+/// string, and the index after it. An unterminated string runs to the end.
+fn read_string(chars: &[char], start: usize) -> (String, usize) {
+    let quote = chars[start];
+    let mut out = String::from('"');
+    let mut i = start + 1;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\\' && i + 1 < chars.len() {
+            let next = chars[i + 1];
+            // `\'` needs no escape inside a JSON string.
+            if next == '\'' {
+                out.push('\'');
+            } else {
+                out.push(c);
+                out.push(next);
+            }
+            i += 2;
+            continue;
+        }
+        if c == quote {
+            out.push('"');
+            return (out, i + 1);
+        }
+        if c == '"' {
+            out.push_str("\\\"");
+        } else {
+            out.push(c);
+        }
+        i += 1;
+    }
+    out.push('"');
+    (out, i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn one(text: &str) -> (TextCall, TextCallForm) {
+        let t = parse(text).unwrap_or_else(|| panic!("no call in {text:?}"));
+        assert_eq!(t.calls.len(), 1, "{text}");
+        (t.calls[0].clone(), t.form)
+    }
+
+    #[test]
+    fn fenced_json_with_name_and_arguments() {
+        let (c, form) = one(
+            "```json\n{\"name\": \"technical_indicator\", \"arguments\": {\"symbol\": \"AAPL\", \"indicator\": \"rsi\"}}\n```",
+        );
+        assert_eq!(form, TextCallForm::FencedJson);
+        assert_eq!(c.name, "technical_indicator");
+        assert_eq!(c.arguments, json!({"symbol": "AAPL", "indicator": "rsi"}));
+    }
+
+    #[test]
+    fn function_and_parameters_spellings() {
+        let (c, _) =
+            one("```\n{\"function\": \"backtest\", \"parameters\": {\"symbols\": [\"IBM\"]}}\n```");
+        assert_eq!(c.name, "backtest");
+        assert_eq!(c.arguments, json!({"symbols": ["IBM"]}));
+        let (c, _) = one(
+            "{\"type\": \"function\", \"function\": {\"name\": \"functions.get_market_data\", \"arguments\": \"{\\\"symbol\\\": \\\"MSFT\\\"}\"}}",
+        );
+        assert_eq!(c.name, "get_market_data");
+        assert_eq!(c.arguments, json!({"symbol": "MSFT"}));
+    }
+
+    #[test]
+    fn tool_call_tags_and_tools_lines() {
+        let (c, form) = one(
+            "<tool_call>\n{\"name\": \"get_market_data\", \"arguments\": {\"symbol\": \"IBM\"}}\n</tool_call>",
+        );
+        assert_eq!(
+            (c.name.as_str(), form),
+            ("get_market_data", TextCallForm::ToolCallTag)
+        );
+        let t = parse(
+            "<tools>\n{\"name\": \"get_market_data\", \"arguments\": {\"symbol\": \"AAPL\"}}\n{\"name\": \"get_market_data\", \"arguments\": {\"symbol\": \"MSFT\"}}\n</tools>",
+        )
+        .unwrap();
+        assert_eq!(t.form, TextCallForm::ToolsLines);
+        assert_eq!(t.calls.len(), 2);
+        assert_eq!(t.calls[1].arguments["symbol"], "MSFT");
+    }
+
+    #[test]
+    fn doubled_braces_and_python_literals_are_repaired() {
+        let t = parse(
+            "{{\"name\": \"technical_indicator\", \"arguments\": {{\"symbol\": \"AAPL\", \"indicator\": \"rsi\", \"source\": None, \"adjusted\": False}}}}",
+        )
+        .unwrap();
+        assert_eq!(t.form, TextCallForm::BareJson);
+        assert_eq!(
+            t.calls[0].arguments,
+            json!({"symbol": "AAPL", "indicator": "rsi", "source": null, "adjusted": false})
+        );
+        assert!(t.repairs.contains(&"doubled_braces"), "{:?}", t.repairs);
+        assert!(t.repairs.contains(&"python_literals"), "{:?}", t.repairs);
+        let (c, _) = one(
+            "```python\n{'name': 'get_market_data', 'arguments': {'symbol': 'IBM', 'note': \"it's\", 'all': True,},}\n```",
+        );
+        assert_eq!(
+            c.arguments,
+            json!({"symbol": "IBM", "note": "it's", "all": true})
+        );
+    }
+
+    #[test]
+    fn prose_around_a_call_is_kept_as_rest() {
+        let t = parse("Let me fetch it.\n```json\n{\"name\": \"x\", \"arguments\": {}}\n```\nThen I will answer.").unwrap();
+        assert_eq!(t.rest, "Let me fetch it.\n\nThen I will answer.");
+    }
+
+    #[test]
+    fn data_and_prose_are_not_calls() {
+        assert!(parse("The RSI was 41.2 on 2008-01-25.").is_none());
+        assert!(parse("```json\n{\"symbol\": \"AAPL\", \"close\": 12.5}\n```").is_none());
+        assert!(parse("```json\n{\"name\": \"Apple Inc.\"}\n```").is_none());
+        assert!(parse("{\"status\": \"error\", \"error\": \"no data\"}").is_none());
+        assert!(parse("```python\nprint(1)\n```").is_none());
+    }
+
+    #[test]
+    fn unterminated_blocks_still_count() {
+        let (c, _) = one(
+            "<tool_call>\n{\"name\": \"get_market_data\", \"arguments\": {\"symbol\": \"IBM\"}}",
+        );
+        assert_eq!(c.name, "get_market_data");
+        let (c, _) = one("```json\n{\"name\": \"backtest\", \"arguments\": {}}");
+        assert_eq!(c.name, "backtest");
+    }
+
+    #[test]
+    fn openers_decide_the_hold_back() {
+        assert_eq!(may_open_call("  "), None);
+        assert_eq!(may_open_call("``"), None);
+        assert_eq!(may_open_call("<tool"), None);
+        assert_eq!(may_open_call("```json"), Some(true));
+        assert_eq!(may_open_call("{\"name\""), Some(true));
+        assert_eq!(may_open_call("The answer"), Some(false));
+        assert_eq!(may_open_call("<b>"), Some(false));
+    }
+
+    #[test]
+    fn regexes_compile() {
+        assert!(TOOL_CALL_TAG.is_some() && TOOLS_TAG.is_some() && FENCE.is_some());
+    }
+}
