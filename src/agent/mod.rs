@@ -1,6 +1,7 @@
 //! One research run: the ReAct loop, its events, the context it sends, the
 //! final-answer check and the compaction hook.
 
+pub mod arguments;
 pub mod compaction;
 pub mod config;
 pub mod context;

@@ -17,6 +17,7 @@ use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::arguments::{coerce, with_warnings};
 use super::compaction::archive::TranscriptArchive;
 use super::compaction::{
     COMPACT_TOOL, CompactionRequest, Compactor, CompactorDeps, ProviderSummarizer, Trigger,
@@ -37,7 +38,7 @@ use crate::llm::assemble::{LiveDelta, contains_tool_markup};
 use crate::llm::tokens::Estimator;
 use crate::llm::{CallOptions, ChatRequest, LlmError, Provider, Response, stream_response};
 use crate::model::contract::CompactArgs;
-use crate::model::{Message, Role, Usage};
+use crate::model::{Message, Role, ToolCall, Usage};
 use crate::store::run_state::{RunState, Status, current_process_identity};
 use crate::store::trace::LARGE_TEXT_BYTES;
 use crate::store::trace_record::EndRecord;
@@ -1427,19 +1428,17 @@ impl Turn {
         let store_error =
             || Exit::StoreError("cannot append to the session's messages.jsonl".into());
         let reasoning = (!response.reasoning.is_empty()).then(|| response.reasoning.clone());
-        let assistant = Message::assistant_tool_calls(
-            response.content.clone(),
-            response.tool_calls.clone(),
-            reasoning,
-        );
+        let (calls, warnings) = self.coerced_calls(&response.tool_calls);
+        let assistant =
+            Message::assistant_tool_calls(response.content.clone(), calls.clone(), reasoning);
         self.st.messages.push(assistant.clone());
         if !persist(&mut self.log, assistant, &self.run.id) {
             return ControlFlow::Break(store_error());
         }
-        let outcomes = self
-            .scheduler
-            .run(iter, &response.tool_calls, &self.tool_base)
-            .await;
+        let mut outcomes = self.scheduler.run(iter, &calls, &self.tool_base).await;
+        for (o, w) in outcomes.iter_mut().zip(&warnings) {
+            o.model_content = with_warnings(&o.model_content, w);
+        }
         for o in &outcomes {
             self.st.tools.record(o);
             if o.succeeded()
@@ -1471,6 +1470,28 @@ impl Turn {
             return ControlFlow::Break(Exit::Cancelled);
         }
         ControlFlow::Continue(outcomes)
+    }
+
+    /// The calls with harmless slips in their arguments put right against
+    /// their tools' schemas (docs §2.2.1), and each call's warnings.
+    fn coerced_calls(&self, calls: &[ToolCall]) -> (Vec<ToolCall>, Vec<Vec<String>>) {
+        let registry = self.scheduler.registry();
+        calls
+            .iter()
+            .map(|c| {
+                let fixed = registry
+                    .get(c.name())
+                    .and_then(|tool| coerce(&tool.parameters(), &c.function.arguments));
+                match fixed {
+                    Some(f) => {
+                        let mut call = c.clone();
+                        call.function.arguments = f.arguments.to_string();
+                        (call, f.warnings)
+                    }
+                    None => (c.clone(), Vec::new()),
+                }
+            })
+            .unzip()
     }
 
     /// The same failing call again (docs §1.3 step 14): the second time a

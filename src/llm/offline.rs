@@ -451,8 +451,8 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
         return Some(PlannedCall::typed(
             "backtest",
             BacktestArgs {
-                run_dir: None,
                 config: Some(backtest_config(text, &symbols(text), start, end)),
+                ..BacktestArgs::default()
             },
         ));
     }

@@ -73,6 +73,11 @@ fn tidy(v: &mut Value) {
     }
 }
 
+/// The schema of a block given as an object or, loosely, by name.
+fn object_or_string(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["object", "string"]})
+}
+
 /// The schema of a value given as an integer or a numeric string.
 fn integer_or_string(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": ["integer", "string"]})
@@ -380,13 +385,53 @@ pub struct LoadSkillArgs {
     pub offset: Option<Value>,
 }
 
-/// `backtest`.
+/// `backtest`: typed, flat arguments for the common case, or the whole
+/// `config.json` in `config` (docs §7.1); flat arguments win over the
+/// same keys of `config`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BacktestArgs {
+    /// sma_crossover, ema_crossover, buy_and_hold, rsi_mean_reversion, momentum, breakout, bollinger_reversion, pairs, or rules (with entry and exit)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+    /// Strategy parameters, e.g. sma_crossover {"fast": 20, "slow": 50}; rsi_mean_reversion {"period": 14, "lower": 30, "upper": 70}; momentum {"lookback": 20}; breakout {"window": 20}
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Map<String, Value>>,
+    /// Tickers, e.g. ["AAPL"] (pairs: two)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub symbols: Option<Value>,
+    /// First date, YYYY-MM-DD
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// Last date, YYYY-MM-DD
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    /// Commission per fill as a fraction (0.001 = 10 bp)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commission_rate: Option<f64>,
+    /// Slippage per fill as a fraction (0.0005 = 5 bp)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slippage: Option<f64>,
+    /// Starting cash (default 1000000)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_cash: Option<f64>,
+    /// Benchmark ticker (default SPY for US stocks)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<String>,
+    /// rules: when to be long, e.g. "sma(close, 20) > sma(close, 50)" (sma ema rsi std highest lowest lag roc bb_upper bb_lower macd macd_signal macd_hist atr crosses_above crosses_below on open high low close volume)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// rules: when to exit, e.g. "crosses_below(sma(close, 20), sma(close, 50))"
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<String>,
+    /// Robustness checks, e.g. {"monte_carlo": true, "walk_forward": true}, or their names
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "object_or_string")]
+    pub validation: Option<Value>,
     /// Run directory (default: the current run dir; relative paths resolve there; must stay inside the run dir or the workspace)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_dir: Option<String>,
-    /// config.json content to write before running (validated first)
+    /// The whole config.json instead (keys codes, start_date, end_date, strategy {name, params} or {rules: {entry, exit}}, commission_rate, slippage, min_commission, stamp_tax, lot_size, allow_short, initial_cash, benchmark, source, position_adjustment, validation {monte_carlo, bootstrap, walk_forward}); validated before it is written
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<Map<String, Value>>,
 }
@@ -590,6 +635,10 @@ pub struct BacktestOutput {
     /// The history before `start_date` the signals were computed on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<WarmupInfo>,
+    /// Harmless slips in the arguments that were put right (a string for
+    /// the `validation` block, a comma-separated `codes`, docs §2.2.1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub argument_warnings: Vec<String>,
 }
 
 /// What a backtest assumed (docs §7.4), as its run card states it: the
@@ -773,6 +822,10 @@ pub struct IndicatorOutput<P = ProvenanceBrief> {
     /// The second series' provenance (`correlation`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub other_provenance: Option<P>,
+    /// Harmless slips in the arguments that were read another way
+    /// (`window` for RSI's `period`, docs §2.2.1).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub argument_warnings: Vec<String>,
 }
 
 /// A link from a recalled memory to a related one.

@@ -224,8 +224,20 @@ mod tests {
             (
                 parameters_schema::<BacktestArgs>(),
                 json!({"type": "object", "properties": {
+            "strategy": {"type": "string", "description": "sma_crossover, ema_crossover, buy_and_hold, rsi_mean_reversion, momentum, breakout, bollinger_reversion, pairs, or rules (with entry and exit)"},
+            "params": {"type": "object", "description": "Strategy parameters, e.g. sma_crossover {\"fast\": 20, \"slow\": 50}; rsi_mean_reversion {\"period\": 14, \"lower\": 30, \"upper\": 70}; momentum {\"lookback\": 20}; breakout {\"window\": 20}"},
+            "symbols": {"type": "array", "items": {"type": "string"}, "description": "Tickers, e.g. [\"AAPL\"] (pairs: two)"},
+            "start": {"type": "string", "description": "First date, YYYY-MM-DD"},
+            "end": {"type": "string", "description": "Last date, YYYY-MM-DD"},
+            "commission_rate": {"type": "number", "description": "Commission per fill as a fraction (0.001 = 10 bp)"},
+            "slippage": {"type": "number", "description": "Slippage per fill as a fraction (0.0005 = 5 bp)"},
+            "initial_cash": {"type": "number", "description": "Starting cash (default 1000000)"},
+            "benchmark": {"type": "string", "description": "Benchmark ticker (default SPY for US stocks)"},
+            "entry": {"type": "string", "description": "rules: when to be long, e.g. \"sma(close, 20) > sma(close, 50)\" (sma ema rsi std highest lowest lag roc bb_upper bb_lower macd macd_signal macd_hist atr crosses_above crosses_below on open high low close volume)"},
+            "exit": {"type": "string", "description": "rules: when to exit, e.g. \"crosses_below(sma(close, 20), sma(close, 50))\""},
+            "validation": {"type": ["object", "string"], "description": "Robustness checks, e.g. {\"monte_carlo\": true, \"walk_forward\": true}, or their names"},
             "run_dir": {"type": "string", "description": "Run directory (default: the current run dir; relative paths resolve there; must stay inside the run dir or the workspace)"},
-            "config": {"type": "object", "description": "config.json content to write before running (validated first)"}
+            "config": {"type": "object", "description": "The whole config.json instead (keys codes, start_date, end_date, strategy {name, params} or {rules: {entry, exit}}, commission_rate, slippage, min_commission, stamp_tax, lot_size, allow_short, initial_cash, benchmark, source, position_adjustment, validation {monte_carlo, bootstrap, walk_forward}); validated before it is written"}
             }, "required": []}),
             ),
             (

@@ -468,12 +468,13 @@ async fn an_invented_number_marks_the_run_partial() {
     assert_eq!(trace_records(&home, "unverified_numbers").len(), 1);
 }
 
-/// A small model sends the same failing call back: the second time it is
+/// A small model sends the same failing call back (three tickers in one
+/// `symbol`, refused with "one ticker per call"): the second time it is
 /// told so, the third time the run stops with a reason that says what.
 #[tokio::test]
 async fn the_same_failing_call_is_stopped() {
     let home = Home::new();
-    let args = r#"{"symbol":"ZZZQ","start":"2010-01-01","end":"2010-12-31"}"#;
+    let args = r#"{"symbol":"AAPL,MSFT,IBM","start":"2010-01-01","end":"2010-12-31"}"#;
     let call = || tool_call_reply(&[("call_1", "get_market_data", args)]);
     let server = TestServer::start(vec![call(), call(), call(), text_reply("never")]).await;
     let ran = run_with(
@@ -481,7 +482,7 @@ async fn the_same_failing_call_is_stopped() {
         provider(&server),
         registry(),
         config(),
-        "ZZZQ in 2010?",
+        "AAPL, MSFT and IBM in 2010?",
         CancellationToken::new(),
     )
     .await;
@@ -506,6 +507,7 @@ async fn the_same_failing_call_is_stopped() {
         warned.contains("failed 2 times with the same arguments"),
         "{warned}"
     );
+    assert!(warned.contains("one ticker per call"), "{warned}");
     assert_eq!(trace_records(&home, "repeated_failure").len(), 2);
 }
 
@@ -532,4 +534,84 @@ async fn text_form_calls_are_read_only_when_enabled() {
     assert_eq!(ran.outcome.content, RSI_CALL);
     assert!(finished_tools(&ran).is_empty());
     assert!(trace_records(&home, "text_tool_call").is_empty());
+}
+
+/// The registry with the real backtest tool (offline, the sandboxed engine).
+fn registry_with_backtest() -> Arc<Registry> {
+    use vibedesk::sandbox::{RunnerConfig, UserPolicy};
+    use vibedesk::tools::builtin::backtest::{BacktestToolConfig, register_backtest_tools};
+    let mut r = Registry::new();
+    register_market_tools_with(&mut r, DataConfig::offline()).expect("market tools");
+    let cfg = BacktestToolConfig {
+        engine_program: std::path::PathBuf::from(env!("CARGO_BIN_EXE_vibedesk")),
+        runner: RunnerConfig {
+            timeout: Duration::from_secs(60),
+            drain_timeout: Duration::from_secs(2),
+            user: UserPolicy::Auto,
+            ..RunnerConfig::default()
+        },
+        cache_dir: None,
+        offline: true,
+        python: None,
+        defaults: Default::default(),
+        timeout: Duration::from_secs(60),
+        yahoo_base_url: None,
+        stooq_base_url: None,
+    };
+    register_backtest_tools(&mut r, cfg).expect("backtest tools");
+    Arc::new(r)
+}
+
+/// The 1.5B model's backtest call, with its usual slips: one ticker as a
+/// string and `validation` as a string. The flat arguments run, each slip
+/// is put right and said in the result the model reads.
+#[tokio::test]
+async fn a_backtest_takes_flat_arguments_and_its_slips_are_put_right() {
+    let home = Home::new();
+    let call = "```json\n{\"name\": \"backtest\", \"arguments\": {\"strategy\": \"sma_crossover\", \"params\": {\"fast\": 20, \"slow\": 50}, \"symbols\": \"AAPL\", \"start\": \"2005-01-01\", \"end\": \"2007-12-31\", \"commission_rate\": \"0.001\", \"validation\": \"monte_carlo\"}}\n```";
+    let server = TestServer::start(vec![
+        text_reply(call),
+        text_reply("The SMA crossover backtest ran; its metrics are above."),
+    ])
+    .await;
+    let ran = run_with(
+        &home,
+        provider(&server),
+        registry_with_backtest(),
+        config(),
+        "Backtest a 20/50 SMA crossover on AAPL 2005-2007",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Success,
+        "{}",
+        ran.outcome.reason
+    );
+    let second = messages(&server.requests()[1].body);
+    let result: Value = serde_json::from_str(
+        second.iter().find(|m| m["role"] == "tool").unwrap()["content"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(result["status"], "ok", "{result:#}");
+    assert!(result["metrics"]["sharpe"].is_number(), "{result:#}");
+    assert!(
+        result["validation"]["monte_carlo"].is_object(),
+        "the validation asked as a string ran: {result:#}"
+    );
+    let warnings = result["argument_warnings"].to_string();
+    for said in [
+        "`symbols` was sent as a string",
+        "`commission_rate` was sent as a string",
+        "`validation` was \\\"monte_carlo\\\"",
+    ] {
+        assert!(warnings.contains(said), "{said} in {warnings}");
+    }
+    let config: Value = read_json(&ran.outcome.run_dir.join("config.json"));
+    assert_eq!(config["codes"], json!(["AAPL"]));
+    assert_eq!(config["commission_rate"], json!(0.001));
+    assert_eq!(config["strategy"]["params"]["slow"], 50);
 }

@@ -217,8 +217,8 @@ fn sentence_calls(
         return vec![PlannedCall::typed(
             "backtest",
             BacktestArgs {
-                run_dir: None,
                 config: Some(backtest_config(sentence, syms, start, end)),
+                ..BacktestArgs::default()
             },
         )];
     }

@@ -38,6 +38,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::args;
+use super::backtest_args::config_of;
 use crate::model::contract::{
     BacktestArgs, BacktestAssumptions, BacktestMetrics, BacktestOutput, ChartFiles, ConfigIssue,
     ReadArtifactArgs, WarmupInfo,
@@ -796,7 +797,7 @@ impl TypedTool for Backtest {
     }
 
     fn description(&self) -> &str {
-        "Run a daily backtest in a sandbox and return its key metrics (total/annual return, Sharpe, Sortino, max drawdown, win rate, trades, benchmark), artifact paths and an equity/drawdown chart. Give `config` (written to <run_dir>/config.json) or prepare config.json yourself. Config keys: codes (list), start_date, end_date (YYYY-MM-DD), source (auto|embedded|local|yahoo|stooq), initial_cash, commission_rate, slippage, min_commission, stamp_tax, position_adjustment (hold|rebalance), rebalance_tolerance, allow_short, lot_size, benchmark (ticker), validation {monte_carlo, bootstrap, walk_forward}, and strategy: a built-in {\"name\": \"sma_crossover\"|\"ema_crossover\"|\"buy_and_hold\"|\"rsi_mean_reversion\"|\"momentum\"|\"breakout\"|\"bollinger_reversion\"|\"pairs\", \"params\": {...}} (pairs: exactly two codes, params window, z_window, entry, exit, stop; its result adds pair_hedge_ratio, pair_zscore, pair_half_life_bars) or rules {\"rules\": {\"entry\": \"sma(close, 20) > sma(close, 50)\", \"exit\": \"crosses_below(sma(close, 20), sma(close, 50))\"}} (functions: sma ema rsi std highest lowest lag roc bb_upper bb_lower macd macd_signal macd_hist atr abs min max crosses_above crosses_below; columns open high low close volume). Without a strategy, code/signal_engine.py (class SignalEngine, generate(data_map) -> {code: pandas Series of weights in [-1,1]}) runs with Python+pandas. Signals execute at the next bar's open."
+        "Run a daily backtest in a sandbox; returns total and annual return, Sharpe, max drawdown, win rate, trade count, the benchmark's return and the artifacts' paths. Give strategy, params, symbols, start and end (costs optional), or a whole `config`; without a strategy, code/signal_engine.py in the run dir runs (see the backtest-design skill). Signals execute at the next bar's open."
     }
 
     fn readonly(&self) -> bool {
@@ -819,7 +820,12 @@ impl TypedTool for Backtest {
     ) -> BoxFuture<'a, Result<BacktestOutput, ToolError>> {
         Box::pin(async move {
             let run_dir = resolve_run_dir(ctx, args.run_dir.as_deref())?;
-            match args.config {
+            let (config, argument_warnings) = config_of(&args);
+            let with_warnings = |mut out: BacktestOutput| {
+                out.argument_warnings = argument_warnings.clone();
+                out
+            };
+            match config {
                 None => {
                     if !run_dir.is_dir() {
                         return Ok(error_output(
@@ -834,12 +840,13 @@ impl TypedTool for Backtest {
                 }
                 Some(cfg) => {
                     if let Some(refused) = write_config(&run_dir, Value::Object(cfg)).await? {
-                        return Ok(refused);
+                        return Ok(with_warnings(refused));
                     }
                 }
             }
             let local = vec![ctx.workspace.join("data"), ctx.workspace.clone()];
-            Ok(backtest_output(&self.config, &run_dir, &local, &ctx.cancel).await)
+            let out = backtest_output(&self.config, &run_dir, &local, &ctx.cancel).await;
+            Ok(with_warnings(out))
         })
     }
 }

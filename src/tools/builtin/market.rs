@@ -67,6 +67,60 @@ pub fn register_market_tools_with(
     Ok(())
 }
 
+/// One ticker per call (docs §2.12): `"AAPL,MSFT,IBM"` is refused with
+/// what to do instead, rather than read as one odd symbol or a file name.
+fn one_ticker<'a>(symbol: &'a str, tool: &str) -> Result<&'a str, ToolError> {
+    let lower = symbol.to_ascii_lowercase();
+    if [".csv", ".parquet", ".pq"]
+        .iter()
+        .any(|e| lower.ends_with(e))
+    {
+        return Ok(symbol);
+    }
+    let parts: Vec<&str> = symbol
+        .split(|c: char| c == ',' || c == ';' || c.is_whitespace())
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.len() > 1 {
+        return Err(ToolError::failed(
+            "one_ticker_per_call",
+            format!(
+                "one ticker per call: `symbol` holds {} tickers ({}); call {tool} once for each of them",
+                parts.len(),
+                parts.join(", ")
+            ),
+        ));
+    }
+    Ok(symbol)
+}
+
+/// Parameters given under another name than the indicator's own
+/// (`window` for RSI's `period`): read, and said (docs §2.2.1).
+fn alias_warnings(indicator: &str, params: &Value) -> Vec<String> {
+    let own = match indicator {
+        "rsi" | "atr" => "period",
+        "ema" => "span",
+        "sma" | "bollinger" | "volatility" | "correlation" => "window",
+        _ => return Vec::new(),
+    };
+    let Some(given) = params.as_object() else {
+        return Vec::new();
+    };
+    if given.contains_key(own) {
+        return Vec::new();
+    }
+    ["window", "period", "n", "length", "span"]
+        .iter()
+        .find_map(|k| {
+            given
+                .get(*k)
+                .map(|v| format!("{indicator} takes `{own}`; `{k}` {v} was read as `{own}` {v}"))
+        })
+        .into_iter()
+        .collect()
+}
+
 /// An optional date argument; blank is absent.
 fn opt_date(value: Option<&str>, key: &'static str) -> Result<Option<NaiveDate>, ToolError> {
     match value {
@@ -189,7 +243,7 @@ impl TypedTool for GetMarketData {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
         Box::pin(async move {
-            let symbol = nonempty(&args.symbol, "symbol")?;
+            let symbol = one_ticker(nonempty(&args.symbol, "symbol")?, "get_market_data")?;
             let (start, end) = (
                 opt_date(args.start.as_deref(), "start")?,
                 opt_date(args.end.as_deref(), "end")?,
@@ -313,10 +367,11 @@ impl TypedTool for TechnicalIndicator {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
         Box::pin(async move {
-            let symbol = nonempty(&args.symbol, "symbol")?;
+            let symbol = one_ticker(nonempty(&args.symbol, "symbol")?, "technical_indicator")?;
             let name = nonempty(&args.indicator, "indicator")?;
             let params = args.params.clone().map_or(Value::Null, Value::Object);
             let spec = IndicatorSpec::parse(name, &params).map_err(indicator_error)?;
+            let argument_warnings = alias_warnings(spec.name(), &params);
             let (start, end) = (
                 opt_date(args.start.as_deref(), "start")?,
                 opt_date(args.end.as_deref(), "end")?,
@@ -379,6 +434,7 @@ impl TypedTool for TechnicalIndicator {
             let mut columns = vec!["date".to_string()];
             columns.extend(cols.iter().map(|c| c.name.clone()));
             let (tail_rows, latest) = tail_and_latest(b, &cols, tail);
+            no_value_is_no_answer(&series.symbol, spec.name(), &latest, &record)?;
             let warmup_nan_rows = cols
                 .first()
                 .map_or(0, |c| c.values.iter().take_while(|v| v.is_nan()).count());
@@ -396,9 +452,39 @@ impl TypedTool for TechnicalIndicator {
                 warmup: Some(warmup_info(record)),
                 provenance: series.provenance,
                 other_provenance: other.map(|o| o.provenance),
+                argument_warnings,
             })
         })
     }
+}
+
+/// A latest row without a single value is not an answer (docs §2.12): a
+/// one-day window is computed on warm-up history, so this means too little
+/// history before the date, and the error says so instead of `ok` with null.
+fn no_value_is_no_answer(
+    symbol: &str,
+    indicator: &str,
+    latest: &serde_json::Map<String, Value>,
+    record: &WarmupRecord,
+) -> Result<(), ToolError> {
+    let has_value = latest.iter().any(|(k, v)| k != "date" && !v.is_null());
+    if has_value {
+        return Ok(());
+    }
+    let date = latest
+        .get("date")
+        .and_then(Value::as_str)
+        .unwrap_or("the last day");
+    let note = record
+        .note
+        .clone()
+        .unwrap_or_else(|| "there is too little history before it".to_string());
+    Err(ToolError::failed(
+        "no_value",
+        format!(
+            "{indicator} of {symbol} has no value on {date}: {note}; pick a later date or a shorter window"
+        ),
+    ))
 }
 
 /// The last `tail` rows (`[date, value…]`) and the latest values by name.
@@ -627,6 +713,72 @@ mod tests {
         .await
         .unwrap_err();
         assert!(e.to_string().contains("valid sources"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn slips_in_the_arguments_are_refused_or_read_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let r = registry();
+        for tool in ["get_market_data", "technical_indicator"] {
+            let e = call(
+                &r,
+                tool,
+                json!({"symbol": "AAPL,MSFT,IBM", "indicator": "rsi"}),
+                &c,
+            )
+            .await
+            .unwrap_err();
+            assert_eq!(e.code(), "one_ticker_per_call");
+            assert!(
+                e.to_string().starts_with(
+                    "one ticker per call: `symbol` holds 3 tickers (AAPL, MSFT, IBM); call "
+                ),
+                "{e}"
+            );
+        }
+        // `window` for RSI's `period`: read, and said.
+        let day = json!({"symbol": "AAPL", "indicator": "rsi", "start": "2008-01-25", "end": "2008-01-25"});
+        let mut by_window = day.clone();
+        by_window["params"] = json!({"window": 10});
+        let mut by_period = day.clone();
+        by_period["params"] = json!({"period": 10});
+        let w = call(&r, "technical_indicator", by_window, &c)
+            .await
+            .unwrap();
+        let p = call(&r, "technical_indicator", by_period, &c)
+            .await
+            .unwrap();
+        assert_eq!(w["latest"]["rsi"], p["latest"]["rsi"]);
+        assert!(
+            w["latest"]["rsi"].is_number(),
+            "a one-day window has its value: {w}"
+        );
+        assert_eq!(
+            w["argument_warnings"],
+            json!(["rsi takes `period`; `window` 10 was read as `period` 10"])
+        );
+        assert!(p.get("argument_warnings").is_none());
+        // A day with too little history before it is an error, never ok with null.
+        let first = crate::research::data::embedded::load("AAPL", None, None)
+            .unwrap()
+            .bars
+            .dates[3]
+            .to_string();
+        let e = call(
+            &r,
+            "technical_indicator",
+            json!({"symbol": "AAPL", "indicator": "rsi", "start": first, "end": first}),
+            &c,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.code(), "no_value");
+        assert!(
+            e.to_string()
+                .contains(&format!("rsi of AAPL has no value on {first}")),
+            "{e}"
+        );
     }
 
     #[tokio::test]

@@ -2,6 +2,7 @@
 
 mod args;
 pub mod backtest;
+mod backtest_args;
 pub mod fs;
 pub mod market;
 pub mod memory;
