@@ -3,8 +3,10 @@
 //!
 //! The system prompt is built once at run set-up and never rebuilt during the
 //! run (the frozen-snapshot rule of docs §4.4): anything injected into it —
-//! tool list, skills, memory snapshot, state — is what it was when the run
-//! began, which also keeps the prefix stable for provider prompt caching.
+//! skills, memory snapshot, state — is what it was when the run began. Its
+//! stable parts come first and the parts that change from run to run (the
+//! run directory, the time) last, so a server's prefix cache holds across
+//! runs (docs §4.3).
 
 use std::path::Path;
 use std::sync::LazyLock;
@@ -59,20 +61,23 @@ pub fn fill_template(template: &str, value_of: impl Fn(&str) -> Option<String>) 
     crate::text::fill_braces(template, is_name, value_of)
 }
 
+/// The tool that reads a skill; without it the catalogue is not shown.
+pub const LOAD_SKILL: &str = "load_skill";
+
+/// The system prompt (docs §4.3). The tools are not listed in it: their
+/// schemas travel with every request already. The skills are listed only
+/// when `load_skill` is offered, one line each.
 pub fn system_prompt(inputs: &PromptInputs<'_>) -> String {
+    let skills: &[SkillLine] = if inputs.registry.get(LOAD_SKILL).is_some() {
+        inputs.skills
+    } else {
+        &[]
+    };
     fill_template(SYSTEM_TEMPLATE, |name| {
         Some(match name {
             "tool_count" => inputs.registry.len().to_string(),
-            "tool_descriptions" => {
-                let lines = inputs.registry.prompt_lines();
-                if lines.is_empty() {
-                    "(no tools)".to_string()
-                } else {
-                    lines
-                }
-            }
-            "skill_count" => inputs.skills.len().to_string(),
-            "skill_descriptions" => skill_descriptions(inputs.skills),
+            "skill_count" => skills.len().to_string(),
+            "skills_section" => skills_section(skills),
             "state" => inputs.state.to_string(),
             "memory_section" => {
                 if inputs.memory_snapshot.trim().is_empty() {
@@ -90,24 +95,57 @@ pub fn system_prompt(inputs: &PromptInputs<'_>) -> String {
     })
 }
 
+/// Characters of a skill's description in the catalogue.
+const SKILL_LINE_CHARS: usize = 90;
+
+/// `## Skills` with one line per skill (`- name: description`, cut), in
+/// the order of [`skill_descriptions`]; empty when there are none.
+pub fn skills_section(skills: &[SkillLine]) -> String {
+    if skills.is_empty() {
+        return String::new();
+    }
+    let mut ordered: Vec<&SkillLine> = skills.iter().collect();
+    ordered.sort_by_key(|s| (category_rank(&s.category), s.category.clone()));
+    let lines: Vec<String> = ordered
+        .iter()
+        .map(|s| {
+            let desc = crate::text::one_line(&s.description, SKILL_LINE_CHARS);
+            format!("- {}: {desc}", s.name)
+        })
+        .collect();
+    format!(
+        "\n## Skills (load_skill NAME reads one; they are guides, not tools)\n{}\n",
+        lines.join("\n")
+    )
+}
+
+/// The categories in the original's order, the rest after (docs §4.5).
+const CATEGORY_ORDER: [&str; 8] = [
+    "data-source",
+    "strategy",
+    "analysis",
+    "asset-class",
+    "crypto",
+    "flow",
+    "tool",
+    "other",
+];
+
+fn category_rank(category: &str) -> usize {
+    CATEGORY_ORDER
+        .iter()
+        .position(|o| *o == category)
+        .unwrap_or(CATEGORY_ORDER.len())
+}
+
 /// Skills grouped by category in the original's order, then the rest
-/// alphabetically (docs §4.5).
+/// alphabetically (docs §4.5); the `/skills` listing shows them so.
 pub fn skill_descriptions(skills: &[SkillLine]) -> String {
     if skills.is_empty() {
         return "(no skills)".to_string();
     }
-    const ORDER: [&str; 8] = [
-        "data-source",
-        "strategy",
-        "analysis",
-        "asset-class",
-        "crypto",
-        "flow",
-        "tool",
-        "other",
-    ];
     let mut categories: Vec<&str> = skills.iter().map(|s| s.category.as_str()).collect();
-    categories.sort_by_key(|c| (ORDER.iter().position(|o| o == c).unwrap_or(ORDER.len()), *c));
+    categories.sort_by_key(|c| (category_rank(c), *c));
     categories.dedup();
     categories
         .iter()
@@ -166,6 +204,38 @@ pub fn with_recall(text: &str, recalled: &[Recalled]) -> String {
     out
 }
 
+/// What the first request of a run costs, in estimated tokens (docs §4.7):
+/// the system prompt, the tool schemas and the user's message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FirstRequest {
+    pub system: u64,
+    pub tools: u64,
+    pub tool_count: usize,
+    pub total: u64,
+}
+
+/// Counts a first request as the provider would send it.
+pub fn first_request(
+    system: &str,
+    user: &str,
+    registry: &Registry,
+    estimator: &crate::llm::tokens::Estimator,
+) -> FirstRequest {
+    let specs: Vec<serde_json::Value> = registry.specs().iter().map(|s| s.to_openai()).collect();
+    let tools = if specs.is_empty() {
+        0
+    } else {
+        estimator.count_text(&serde_json::Value::Array(specs).to_string())
+    };
+    let messages = [Message::system(system), Message::user(user)];
+    FirstRequest {
+        system: estimator.count(&messages[..1]),
+        tools,
+        tool_count: registry.len(),
+        total: estimator.count(&messages) + tools,
+    }
+}
+
 static RUN_DIR_LINE: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"Run directory: (\S+)").ok());
 
@@ -221,22 +291,98 @@ mod tests {
     use super::*;
     use crate::tools::builtin::default_registry;
 
+    fn skill(c: &str, n: &str) -> SkillLine {
+        SkillLine {
+            category: c.into(),
+            name: n.into(),
+            description: "d".repeat(120),
+        }
+    }
+
     #[test]
     fn prompt_counts_come_from_the_registry() {
         let reg = default_registry();
         let p = system_prompt(&PromptInputs {
             registry: &reg,
-            skills: &[],
-            state: "(empty state)",
+            skills: &[skill("strategy", "backtest-design")],
+            state: "- run_dir: /runs/x",
             memory_snapshot: "",
             now: DateTime::from_timestamp(0, 0).unwrap(),
         });
         assert!(p.contains(&format!("You have {} tools and 0 skills", reg.len())));
-        assert!(p.contains("- read_file: "));
-        assert!(p.contains("(no skills)"));
+        assert!(
+            !p.contains("read_file") && !p.contains("## Tools"),
+            "the tools travel as schemas, never repeated in the text:\n{p}"
+        );
+        assert!(
+            !p.contains("## Skills") && !p.contains("backtest-design"),
+            "no catalogue without load_skill"
+        );
         assert!(!p.contains("Persistent Memory"));
-        assert!(p.contains("Today is Thursday, January 01, 1970 00:00 UTC."));
+        assert!(p.ends_with("Today is Thursday, January 01, 1970 00:00 UTC.\n"));
+        // What changes from run to run comes after everything that does not.
+        let state = p.find("## State").unwrap();
+        assert!(p.find("## Guidelines").unwrap() < state);
+        assert!(state < p.find("## Current Date").unwrap());
         assert!(!p.contains('{'), "unfilled placeholder in:\n{p}");
+    }
+
+    struct Named(&'static str);
+    impl crate::tools::Tool for Named {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> &str {
+            ""
+        }
+        fn parameters(&self) -> serde_json::Value {
+            serde_json::json!({"type": "object"})
+        }
+        fn call<'a>(
+            &'a self,
+            _: serde_json::Value,
+            _: &'a crate::tools::ToolContext,
+        ) -> futures_util::future::BoxFuture<'a, crate::tools::ToolResult> {
+            Box::pin(async { Ok(String::new()) })
+        }
+    }
+
+    #[test]
+    fn skills_are_one_line_each_when_load_skill_is_offered() {
+        let mut reg = Registry::new();
+        reg.register(std::sync::Arc::new(Named(LOAD_SKILL)))
+            .unwrap();
+        let at = |p: &str| {
+            system_prompt(&PromptInputs {
+                registry: &reg,
+                skills: &[
+                    skill("research", "r"),
+                    skill("strategy", "s"),
+                    skill("data-source", "d"),
+                ],
+                state: "(empty state)",
+                memory_snapshot: "- likes 5 bp",
+                now: DateTime::from_timestamp(0, 0).unwrap(),
+            })
+            .find(p)
+            .unwrap()
+        };
+        let p = system_prompt(&PromptInputs {
+            registry: &reg,
+            skills: &[skill("strategy", "s")],
+            state: "(empty state)",
+            memory_snapshot: "",
+            now: DateTime::from_timestamp(0, 0).unwrap(),
+        });
+        assert!(p.contains("You have 1 tools and 1 skills"));
+        let line = p.lines().find(|l| l.starts_with("- s: ")).unwrap();
+        assert!(line.chars().count() <= 6 + SKILL_LINE_CHARS, "{line}");
+        assert!(at("- d: ") < at("- s: ") && at("- s: ") < at("- r: "));
+        assert!(at("## Skills") < at("## Guidelines"));
+        assert!(
+            at("Persistent Memory") < at("## State"),
+            "the session's memory before the run's state"
+        );
     }
 
     #[test]

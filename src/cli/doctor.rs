@@ -95,11 +95,49 @@ pub async fn doctor(args: DoctorArgs) -> Result<(), CliError> {
             true
         }
     };
+    report_first_request(&config);
     let checked = check_provider(&config, args.offline).await;
     if mcp_invalid {
         return Err(CliError::quiet(exit::USAGE));
     }
     checked
+}
+
+/// A sample research question, for the size of a first request.
+pub const SAMPLE_PROMPT: &str = "What was AAPL's RSI(14) on 2008-01-25?";
+
+/// The window, the sampling, the tools offered and what a first request
+/// costs (docs §3.9, §4.7).
+fn report_first_request(config: &crate::config::Config) {
+    let a = &config.agent;
+    let window = match (a.context_window, a.discover_window) {
+        (Some(w), _) => format!("{w} tokens (configured)"),
+        (None, true) => "asked from the server at the first run".to_string(),
+        (None, false) => "unknown (learned from a context-size error)".to_string(),
+    };
+    println!("window        {window}");
+    if let Some(p) = &config.provider {
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "server default".into());
+        println!(
+            "sampling      temperature={} max_tokens={} text_tool_calls={}",
+            opt(p.temperature.map(|t| t.to_string())),
+            opt(p.max_tokens.map(|m| m.to_string())),
+            if p.text_tool_calls { "on" } else { "off" }
+        );
+    }
+    let setup = super::AgentSetup::new(config);
+    let first = setup.first_request(config, SAMPLE_PROMPT);
+    println!(
+        "tools         {}",
+        match &a.tools {
+            Some(names) => names.join(", "),
+            None => format!("all {}", setup.registry.len()),
+        }
+    );
+    println!(
+        "first request ~{} tokens: system prompt {}, {} tool schemas {}, a one-line question",
+        first.total, first.system, first.tool_count, first.tools
+    );
 }
 
 /// The provider part of the report, and whether the configured model can

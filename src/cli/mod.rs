@@ -400,6 +400,44 @@ impl AgentSetup {
         )
     }
 
+    /// What the first request of a run with `prompt` costs under `config`
+    /// (its tool subset, the skills, the memory snapshot), in estimated
+    /// tokens; `vibedesk doctor` reports it (docs §4.7).
+    pub fn first_request(
+        &self,
+        config: &Config,
+        prompt: &str,
+    ) -> crate::agent::context::FirstRequest {
+        use crate::agent::context;
+        let registry = match &config.agent.tools {
+            Some(names) => self.registry.subset(names).0,
+            None => crate::tools::Registry::clone(&self.registry),
+        };
+        let runs = config.paths.runs_dir().join("20260101_000000_abcdef");
+        let workspace = config
+            .paths
+            .sessions_dir()
+            .join("0123456789ab")
+            .join("workspace");
+        let state = context::workspace_summary(Some(&runs), Some(&workspace), &[]);
+        let system = context::system_prompt(&context::PromptInputs {
+            registry: &registry,
+            skills: &self.skills,
+            state: &state,
+            memory_snapshot: &self.memory_snapshot,
+            now: chrono::Utc::now(),
+        });
+        let model = config
+            .provider
+            .as_ref()
+            .and_then(|p| p.model.clone())
+            .unwrap_or_default();
+        let estimator =
+            crate::llm::tokens::Estimator::from_name(&config.agent.compaction.estimator, &model)
+                .unwrap_or_else(|| crate::llm::tokens::Estimator::for_model(&model));
+        context::first_request(&system, prompt, &registry, &estimator)
+    }
+
     pub fn deps(&self, provider: Arc<dyn Provider>, config: &Config) -> crate::agent::LoopDeps {
         let mut deps = crate::agent::LoopDeps::new(
             provider,

@@ -88,27 +88,6 @@ impl Registry {
             })
             .collect()
     }
-
-    /// One `- <name>: <desc>` line per tool for the system prompt, the
-    /// description flattened to one line and cut to 80 chars + `…` (docs §4.5).
-    pub fn prompt_lines(&self) -> String {
-        self.tools
-            .iter()
-            .map(|t| {
-                let desc = t.description().replace('\n', " ");
-                let desc = desc.trim();
-                if desc.is_empty() {
-                    format!("- {}", t.name())
-                } else if desc.chars().count() > 80 {
-                    let cut: String = desc.chars().take(80).collect();
-                    format!("- {}: {}…", t.name(), cut.trim_end())
-                } else {
-                    format!("- {}: {}", t.name(), desc)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
 }
 
 /// Arguments that do not fit a tool's schema.

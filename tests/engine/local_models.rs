@@ -615,3 +615,38 @@ async fn a_backtest_takes_flat_arguments_and_its_slips_are_put_right() {
     assert_eq!(config["commission_rate"], json!(0.001));
     assert_eq!(config["strategy"]["params"]["slow"], 50);
 }
+
+/// The first request of the local profile fits a small window: its tools
+/// are the research set, the tool list is not repeated in the system text,
+/// no skill catalogue is shown without `load_skill`, and what changes from
+/// run to run comes last (docs §4.3, §4.7). Issue 25's target: ≤ 2 500.
+#[test]
+fn the_local_profile_first_request_is_lean_and_cache_stable() {
+    use std::collections::BTreeMap;
+    use vibedesk::cli::AgentSetup;
+    use vibedesk::config::{Config, Overrides};
+    let home = tempfile::tempdir().unwrap();
+    let paths = vibedesk::store::Paths::under(home.path());
+    let env: BTreeMap<String, String> =
+        [("OPENAI_API_KEY".to_string(), "sk-test".to_string())].into();
+    let load = |provider: &str| {
+        let o = Overrides {
+            provider: Some(provider.into()),
+            ..Overrides::default()
+        };
+        Config::load_with(paths.clone(), &env, &o).unwrap()
+    };
+    let prompt = "What was AAPL's RSI(14) on 2008-01-25?";
+    let hosted = load("openai");
+    let local = load("llamacpp");
+    let setup = AgentSetup::new(&hosted);
+    let full = setup.first_request(&hosted, prompt);
+    let lean = setup.first_request(&local, prompt);
+    assert_eq!(lean.tool_count, 4);
+    assert_eq!(full.tool_count, setup.registry.len());
+    assert!(lean.total <= 2_500, "local first request {lean:?}");
+    assert!(full.total > lean.total + 1_000, "{full:?} vs {lean:?}");
+    // The tool schemas are most of it: the system text does not list them.
+    assert!(lean.tools > lean.system, "{lean:?}");
+    println!("first request: default {full:?}, local {lean:?}");
+}

@@ -1359,7 +1359,10 @@ async fn recall_snapshot_and_skills_reach_the_model() {
         system.contains(&format!("{} skills", skills.len())),
         "skill count from the loader"
     );
-    assert!(system.contains("  - walk-forward-validation: "));
+    assert!(
+        system.contains("\n- walk-forward-validation: "),
+        "one line per skill"
+    );
     let user = &first.messages.last().unwrap().content;
     assert!(
         user.starts_with(
