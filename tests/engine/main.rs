@@ -6,6 +6,7 @@ mod backtest;
 mod cli;
 mod compaction;
 mod docs;
+mod llama_e2e;
 mod local_models;
 mod loop_http;
 mod malformed;
