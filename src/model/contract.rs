@@ -589,20 +589,17 @@ pub struct ChartFiles {
 
 /// `backtest`'s result: `status` "ok" with the metrics and files, or
 /// "error" with `error_code` and `error` (and what is known of the run).
+/// The headline comes first and the engine's logs last: a result cut to a
+/// small model's window keeps what answers the question (docs §3.9).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct BacktestOutput {
     pub status: String,
     pub run_dir: String,
-    /// Present (maybe null: killed by a signal) once the engine ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<Option<i32>>,
+    pub summary: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elapsed_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stdout: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stderr: Option<String>,
+    pub metrics: Option<BacktestMetrics>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -613,10 +610,6 @@ pub struct BacktestOutput {
     /// `false` when an inline `config` was refused and not written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_written: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metrics: Option<BacktestMetrics>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -639,6 +632,15 @@ pub struct BacktestOutput {
     /// the `validation` block, a comma-separated `codes`, docs §2.2.1).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub argument_warnings: Vec<String>,
+    /// Present (maybe null: killed by a signal) once the engine ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<Option<i32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
 }
 
 /// What a backtest assumed (docs §7.4), as its run card states it: the
@@ -773,8 +775,6 @@ pub struct PriceSummary {
 pub struct MarketDataOutput<P = ProvenanceBrief> {
     pub status: String,
     pub symbol: String,
-    pub columns: Vec<String>,
-    pub rows: Vec<PriceRow>,
     /// Rows in the range `[start, end]` (with `last_n` and no `start`: the
     /// last N rows to `end`); `rows` are `offset..offset + returned` of
     /// them, and `last_n` alone starts at `total − N`.
@@ -786,6 +786,10 @@ pub struct MarketDataOutput<P = ProvenanceBrief> {
     /// Null when there are no rows.
     pub summary: Option<PriceSummary>,
     pub provenance: P,
+    /// Last, so that a page cut to a small window keeps the summary
+    /// (docs §3.9).
+    pub columns: Vec<String>,
+    pub rows: Vec<PriceRow>,
 }
 
 /// A series' lowest and highest value over the range, with their dates.
