@@ -1544,3 +1544,47 @@ async fn a_resumed_session_refuses_an_oversized_message_without_writing() {
         "nothing was written"
     );
 }
+
+/// Figures no tool result holds are shown under the answer as unverified
+/// (docs §1.6), in the chat and on the screen.
+#[test]
+fn unverified_figures_show_under_the_answer() {
+    let mut a = app();
+    let t = Instant::now();
+    feed(
+        &mut a,
+        &[
+            AgentEvent::Answer {
+                iter: 2,
+                content: "AAPL's RSI(14) on 2008-01-25 was 13.31.".into(),
+                degraded: false,
+            },
+            AgentEvent::UnverifiedNumbers {
+                iter: 2,
+                numbers: vec!["13.31".into()],
+                figures: 2,
+            },
+        ],
+        t,
+    );
+    let warned = notices(&a, NoticeKind::Warning);
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].contains("unverified: 1 of the answer's 2 figure(s)")
+            && warned[0].ends_with("13.31"),
+        "{}",
+        warned[0]
+    );
+    let kinds = cells(&a);
+    let answer = kinds
+        .iter()
+        .position(|c| matches!(c, CellKind::Assistant { .. }))
+        .unwrap();
+    let notice = kinds
+        .iter()
+        .rposition(|c| matches!(c, CellKind::Notice { .. }))
+        .unwrap();
+    assert!(answer < notice, "the warning follows the answer");
+    let s = screen(&mut a, 120, 24, t);
+    assert!(s.contains("unverified"), "{s}");
+}
