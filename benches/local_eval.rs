@@ -382,12 +382,24 @@ fn states(answer: &str, truth: f64, tol: f64) -> bool {
     })
 }
 
-fn backtest_call(run: &Run) -> Option<&Value> {
+/// The run's last successful backtest call, if it was on `symbol` with
+/// the SMA windows asked.
+fn backtest_call<'a>(run: &'a Run, symbol: &str, fast: u64, slow: u64) -> Option<&'a Value> {
     run.calls
         .iter()
         .rev()
         .find(|(t, _, s)| t == "backtest" && s == "ok")
         .map(|(_, a, _)| a)
+        .filter(|a| {
+            let p = if a["params"].is_object() {
+                &a["params"]
+            } else {
+                &a["config"]["strategy"]["params"]
+            };
+            a.to_string().contains(symbol)
+                && p["fast"].as_u64() == Some(fast)
+                && p["slow"].as_u64() == Some(slow)
+        })
 }
 
 async fn score(id: usize, run: &Run, tools: &Registry, dir: &Path) -> (bool, String) {
@@ -441,7 +453,7 @@ async fn score(id: usize, run: &Run, tools: &Registry, dir: &Path) -> (bool, Str
             )
             .await;
             let r = m["total_return"].as_f64().unwrap() * 100.0;
-            let used = backtest_call(run).is_some_and(|c| {
+            let used = backtest_call(run, "IBM", 10, 30).is_some_and(|c| {
                 let s = c.to_string();
                 s.contains("0.001") && s.contains("0.0005")
             });
@@ -461,7 +473,7 @@ async fn score(id: usize, run: &Run, tools: &Registry, dir: &Path) -> (bool, Str
             }
             let m = sma(tools, dir, best.0, 20, 50, "2009-01-01", "2010-12-31", None).await;
             let r = m["total_return"].as_f64().unwrap() * 100.0;
-            let on_it = backtest_call(run).is_some_and(|c| c.to_string().contains(best.0));
+            let on_it = backtest_call(run, best.0, 20, 50).is_some();
             let ok = a.contains(best.0) && on_it && states(a, r, 0.06);
             (
                 ok,

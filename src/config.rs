@@ -224,6 +224,8 @@ pub struct FileConfig {
     pub context_window: Option<u64>,
     /// Read tool calls the model writes as text (docs §2.11.1).
     pub text_tool_calls: Option<bool>,
+    /// Lean tool schemas and a cache-stable system prompt (docs §4.7).
+    pub lean_prompt: Option<bool>,
     /// The tools offered, by name (`["all"]` for every one, docs §4.7).
     pub tools: Option<Vec<String>>,
     /// Script file for the `scripted` provider.
@@ -385,6 +387,7 @@ pub struct ProviderSection {
     pub max_tokens: Option<u32>,
     pub context_window: Option<u64>,
     pub text_tool_calls: Option<bool>,
+    pub lean_prompt: Option<bool>,
     pub tools: Option<Vec<String>>,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -448,6 +451,8 @@ pub struct ProviderConfig {
     pub context_window: Option<u64>,
     pub discovery: WindowDiscovery,
     pub text_tool_calls: bool,
+    /// Lean tool schemas, the run's context in the user message (§4.7).
+    pub lean_prompt: bool,
     /// `None`: every tool.
     pub tools: Option<Vec<String>>,
     pub script: Option<PathBuf>,
@@ -545,6 +550,7 @@ impl Config {
         let provider = provider_config(&file, env, overrides, &config_file)?;
         if let Some(p) = &provider {
             agent.text_tool_calls = p.text_tool_calls;
+            agent.lean_prompt = p.lean_prompt;
             agent.context_window = p.context_window;
             agent.discover_window = p.discovery != WindowDiscovery::None;
             agent.tools = p.tools.clone();
@@ -667,6 +673,10 @@ fn provider_config(
         .text_tool_calls
         .or(file.text_tool_calls)
         .unwrap_or(preset.local || local_url);
+    let lean_prompt = section
+        .lean_prompt
+        .or(file.lean_prompt)
+        .unwrap_or(preset.local || local_url);
     let discovery = match preset.discovery {
         WindowDiscovery::None if local_url => WindowDiscovery::Auto,
         d => d,
@@ -709,6 +719,7 @@ fn provider_config(
         context_window,
         discovery,
         text_tool_calls,
+        lean_prompt,
         tools,
         script,
         headers,
@@ -913,6 +924,7 @@ pub const EXAMPLE_CONFIG: &str = r#"# vibedesk configuration. Every key is optio
 # max_tokens = 1024             # sent only when set
 # context_window = 8192         # default: asked from the server (/props)
 # text_tool_calls = true        # read calls the model writes as text (local default)
+# lean_prompt = true            # lean tool schemas, the date in the user message (local default)
 # tools = ["get_market_data", "technical_indicator", "backtest", "remember"]   # or ["all"]
 
 # [agent]
@@ -1152,10 +1164,10 @@ mod tests {
         assert_eq!(p.base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
         assert_eq!(p.model.as_deref(), Some("local"));
         assert_eq!(p.temperature, Some(LOCAL_TEMPERATURE));
-        assert!(p.text_tool_calls);
+        assert!(p.text_tool_calls && p.lean_prompt);
         assert_eq!(p.discovery, WindowDiscovery::LlamaCpp);
         assert_eq!(p.tools.as_deref().unwrap(), LOCAL_TOOLS.map(String::from));
-        assert!(c.agent.text_tool_calls && c.agent.discover_window);
+        assert!(c.agent.text_tool_calls && c.agent.discover_window && c.agent.lean_prompt);
         assert_eq!(c.agent.tools, p.tools);
         let c = load(
             d.path(),
@@ -1178,8 +1190,8 @@ mod tests {
         let c = load(d.path(), None, &[("OPENAI_API_KEY", "sk-x")], o).unwrap();
         let p = c.provider.unwrap();
         assert!(
-            p.text_tool_calls,
-            "text-form calls are read from a local server"
+            p.text_tool_calls && p.lean_prompt,
+            "text-form calls are read from a local server, and its prompt is lean"
         );
         assert_eq!(p.discovery, WindowDiscovery::Auto);
         assert_eq!(p.temperature, None, "only the local presets set one");
@@ -1192,7 +1204,7 @@ mod tests {
         )
         .unwrap();
         let p = c.provider.unwrap();
-        assert!(!p.text_tool_calls && p.discovery == WindowDiscovery::None);
+        assert!(!p.text_tool_calls && !p.lean_prompt && p.discovery == WindowDiscovery::None);
         assert!(is_loopback_url("http://localhost:11434/v1"));
         assert!(is_loopback_url("http://[::1]:8080/v1"));
         assert!(!is_loopback_url("https://api.openai.com/v1"));
@@ -1201,14 +1213,14 @@ mod tests {
     #[test]
     fn sampling_window_and_tools_are_set_per_provider_and_overridden() {
         let d = tempfile::tempdir().unwrap();
-        let file = "provider = \"llamacpp\"\n[providers.llamacpp]\ntemperature = 0.1\nmax_tokens = 1024\ncontext_window = 4096\ntext_tool_calls = false\ntools = [\"get_market_data\"]\n";
+        let file = "provider = \"llamacpp\"\n[providers.llamacpp]\ntemperature = 0.1\nmax_tokens = 1024\ncontext_window = 4096\ntext_tool_calls = false\nlean_prompt = false\ntools = [\"get_market_data\"]\n";
         let c = load(d.path(), Some(file), &[], Overrides::default()).unwrap();
         let p = c.provider.as_ref().unwrap();
         assert_eq!(
             (p.temperature, p.max_tokens, p.context_window),
             (Some(0.1), Some(1024), Some(4096))
         );
-        assert!(!p.text_tool_calls);
+        assert!(!p.text_tool_calls && !p.lean_prompt && !c.agent.lean_prompt);
         assert_eq!(c.agent.context_window, Some(4096));
         assert_eq!(c.agent.tools, Some(vec!["get_market_data".to_string()]));
         let o = Overrides {

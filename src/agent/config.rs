@@ -65,6 +65,9 @@ pub struct LoopConfig {
     /// The tools offered, by name, in this order; `None` offers every
     /// registered tool (docs §4.7).
     pub tools: Option<Vec<String>>,
+    /// A lean, cache-stable prompt for a small local model (docs §4.3,
+    /// §4.7): lean tool schemas, and the run's context in the user message.
+    pub lean_prompt: bool,
 }
 
 impl Default for LoopConfig {
@@ -92,6 +95,7 @@ impl Default for LoopConfig {
             context_window: None,
             discover_window: false,
             tools: None,
+            lean_prompt: false,
         }
     }
 }

@@ -21,6 +21,10 @@ use crate::tools::Registry;
 /// The system prompt template; placeholders are `{name}`.
 pub const SYSTEM_TEMPLATE: &str = include_str!("../../assets/prompts/system.md");
 
+/// What changes from run to run (the state, the date and time): the end of
+/// the system prompt, or with a lean prompt the head of the user message.
+pub const RUN_CONTEXT_TEMPLATE: &str = include_str!("../../assets/prompts/run_context.md");
+
 /// One skill as listed in the system prompt (skills arrive with the memory
 /// and skills work; the builder already takes them).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,8 +70,20 @@ pub const LOAD_SKILL: &str = "load_skill";
 
 /// The system prompt (docs §4.3). The tools are not listed in it: their
 /// schemas travel with every request already. The skills are listed only
-/// when `load_skill` is offered, one line each.
+/// when `load_skill` is offered, one line each. It ends with the run's
+/// context ([`run_context`]).
 pub fn system_prompt(inputs: &PromptInputs<'_>) -> String {
+    let mut p = stable_system_prompt(inputs);
+    p.push_str(&run_context(inputs));
+    p
+}
+
+/// The system prompt without the run's context: the same for every run of
+/// a session. A lean prompt sends this, and the context in the user
+/// message, because chat templates put the tool schemas after the system
+/// text: a date there would end the prefix a server's cache can reuse
+/// before the schemas (docs §4.3).
+pub fn stable_system_prompt(inputs: &PromptInputs<'_>) -> String {
     let skills: &[SkillLine] = if inputs.registry.get(LOAD_SKILL).is_some() {
         inputs.skills
     } else {
@@ -78,7 +94,6 @@ pub fn system_prompt(inputs: &PromptInputs<'_>) -> String {
             "tool_count" => inputs.registry.len().to_string(),
             "skill_count" => skills.len().to_string(),
             "skills_section" => skills_section(skills),
-            "state" => inputs.state.to_string(),
             "memory_section" => {
                 if inputs.memory_snapshot.trim().is_empty() {
                     String::new()
@@ -89,10 +104,38 @@ pub fn system_prompt(inputs: &PromptInputs<'_>) -> String {
                     )
                 }
             }
+            _ => return None,
+        })
+    })
+}
+
+/// The state (this run's directory) and the date and time.
+pub fn run_context(inputs: &PromptInputs<'_>) -> String {
+    fill_template(RUN_CONTEXT_TEMPLATE, |name| {
+        Some(match name {
+            "state" => inputs.state.to_string(),
             "current_datetime" => inputs.now.format("%A, %B %d, %Y %H:%M UTC").to_string(),
             _ => return None,
         })
     })
+}
+
+/// The user message of a lean prompt: the run's context, then the message
+/// (with its recalled memories).
+pub fn with_run_context(context: &str, message: &str) -> String {
+    format!(
+        "<run-context>\n{}\n</run-context>\n\n{message}",
+        context.trim_end()
+    )
+}
+
+/// A message without the run's context [`with_run_context`] put before it.
+pub fn without_run_context(text: &str) -> &str {
+    if !text.starts_with("<run-context>\n") {
+        return text;
+    }
+    text.split_once("\n</run-context>\n\n")
+        .map_or(text, |(_, rest)| rest)
 }
 
 /// Characters of a skill's description in the catalogue.

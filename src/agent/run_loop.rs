@@ -207,7 +207,8 @@ impl TurnState {
         let sources = messages
             .iter()
             .filter(|m| m.role != Role::System)
-            .map(|m| m.content.clone())
+            // The run directory's digits are no source of an answer's figures.
+            .map(|m| context::without_run_context(&m.content).to_string())
             .collect();
         TurnState {
             messages,
@@ -378,6 +379,7 @@ impl Loop {
         if let Some(w) = cfg.context_window.or(self.window) {
             cfg.fit_window(w);
         }
+        cfg.scheduler.lean_results |= cfg.lean_prompt;
         let max = cfg.max_iterations.max(1);
         let provider = self.deps.provider.clone();
         let store = RunStateStore::new(&self.deps.runs_root);
@@ -409,7 +411,7 @@ impl Loop {
         );
         // The tools this run offers: the registry and the late ones ready now.
         let (registry, missing) = self.offered(&cfg);
-        let messages = self.first_messages(&run, &req, &registry);
+        let messages = self.first_messages(&run, &req, &registry, cfg.lean_prompt);
         self.record_start(&trace, &mut log, &req, &run.id);
         self.announce(&events, &req, &run, max);
         if !missing.is_empty() {
@@ -474,26 +476,45 @@ impl Loop {
     /// that no tool has.
     fn offered(&self, cfg: &LoopConfig) -> (Arc<Registry>, Vec<String>) {
         let all = self.deps.late_tools.extend(&self.deps.registry);
-        match &cfg.tools {
+        let (offered, missing) = match &cfg.tools {
             None => (all, Vec::new()),
             Some(names) => {
                 let (subset, missing) = all.subset(names);
                 (Arc::new(subset), missing)
             }
+        };
+        if cfg.lean_prompt {
+            (Arc::new(Registry::clone(&offered).leaned()), missing)
+        } else {
+            (offered, missing)
         }
     }
 
-    /// `[system, *history, user (with recalled memories)]`.
-    fn first_messages(&self, run: &RunDir, req: &RunRequest, registry: &Registry) -> Vec<Message> {
+    /// `[system, *history, user (with recalled memories)]`. A lean prompt
+    /// moves the run's context (state, date) from the end of the system
+    /// text to the head of the user message, so the system text and the
+    /// tool schemas after it are the same from run to run (docs §4.3).
+    fn first_messages(
+        &self,
+        run: &RunDir,
+        req: &RunRequest,
+        registry: &Registry,
+        lean: bool,
+    ) -> Vec<Message> {
         let state_summary =
             context::workspace_summary(Some(&run.path), Some(&req.workspace), &self.counters);
-        let mut system = context::system_prompt(&PromptInputs {
+        let inputs = PromptInputs {
             registry,
             skills: &self.deps.skills,
             state: &state_summary,
             memory_snapshot: &self.deps.memory_snapshot,
             now: chrono::Utc::now(),
-        });
+        };
+        let mut system = if lean {
+            context::stable_system_prompt(&inputs)
+        } else {
+            context::system_prompt(&inputs)
+        };
         let role = self.deps.role_instructions.trim();
         if !role.is_empty() {
             system.push_str("\n\n## Your role\n");
@@ -506,9 +527,13 @@ impl Loop {
             .as_ref()
             .map(|r| r.recall(&req.prompt, 3))
             .unwrap_or_default();
+        let mut user = context::with_recall(&req.prompt, &recalled);
+        if lean {
+            user = context::with_run_context(&context::run_context(&inputs), &user);
+        }
         let mut messages = vec![Message::system(system)];
         messages.extend(req.history.iter().cloned());
-        messages.push(Message::user(context::with_recall(&req.prompt, &recalled)));
+        messages.push(Message::user(user));
         messages
     }
 

@@ -119,10 +119,11 @@ fn report_first_request(config: &crate::config::Config) {
     if let Some(p) = &config.provider {
         let opt = |v: Option<String>| v.unwrap_or_else(|| "server default".into());
         println!(
-            "sampling      temperature={} max_tokens={} text_tool_calls={}",
+            "sampling      temperature={} max_tokens={} text_tool_calls={} lean_prompt={}",
             opt(p.temperature.map(|t| t.to_string())),
             opt(p.max_tokens.map(|m| m.to_string())),
-            if p.text_tool_calls { "on" } else { "off" }
+            if p.text_tool_calls { "on" } else { "off" },
+            if p.lean_prompt { "on" } else { "off" }
         );
     }
     let setup = super::AgentSetup::new(config);

@@ -409,10 +409,14 @@ impl AgentSetup {
         prompt: &str,
     ) -> crate::agent::context::FirstRequest {
         use crate::agent::context;
-        let registry = match &config.agent.tools {
+        let mut registry = match &config.agent.tools {
             Some(names) => self.registry.subset(names).0,
             None => crate::tools::Registry::clone(&self.registry),
         };
+        let lean = config.agent.lean_prompt;
+        if lean {
+            registry = registry.leaned();
+        }
         let runs = config.paths.runs_dir().join("20260101_000000_abcdef");
         let workspace = config
             .paths
@@ -420,13 +424,21 @@ impl AgentSetup {
             .join("0123456789ab")
             .join("workspace");
         let state = context::workspace_summary(Some(&runs), Some(&workspace), &[]);
-        let system = context::system_prompt(&context::PromptInputs {
+        let inputs = context::PromptInputs {
             registry: &registry,
             skills: &self.skills,
             state: &state,
             memory_snapshot: &self.memory_snapshot,
             now: chrono::Utc::now(),
-        });
+        };
+        let (system, prompt) = if lean {
+            (
+                context::stable_system_prompt(&inputs),
+                context::with_run_context(&context::run_context(&inputs), prompt),
+            )
+        } else {
+            (context::system_prompt(&inputs), prompt.to_string())
+        };
         let model = config
             .provider
             .as_ref()
@@ -435,7 +447,7 @@ impl AgentSetup {
         let estimator =
             crate::llm::tokens::Estimator::from_name(&config.agent.compaction.estimator, &model)
                 .unwrap_or_else(|| crate::llm::tokens::Estimator::for_model(&model));
-        context::first_request(&system, prompt, &registry, &estimator)
+        context::first_request(&system, &prompt, &registry, &estimator)
     }
 
     pub fn deps(&self, provider: Arc<dyn Provider>, config: &Config) -> crate::agent::LoopDeps {

@@ -8,6 +8,8 @@
 //!   may be missing at the end of the reply);
 //! - `<tools>` followed by one JSON call per line;
 //! - fenced blocks (```` ```json ````, ```` ```tool_call ````, or no tag);
+//! - a reply that opens with a tag named after the tool, its arguments
+//!   after it (`<backtest> {…}`, `<function=backtest>{…}</function>`);
 //! - a reply that is nothing but JSON.
 //!
 //! A call is a JSON object with `name` (or `function`, a name or an object
@@ -28,6 +30,8 @@ pub enum TextCallForm {
     ToolCallTag,
     ToolsLines,
     FencedJson,
+    /// `<name> {arguments}`: the tag names the tool.
+    NamedTag,
     BareJson,
 }
 
@@ -37,6 +41,7 @@ impl TextCallForm {
             TextCallForm::ToolCallTag => "tool_call_tag",
             TextCallForm::ToolsLines => "tools_lines",
             TextCallForm::FencedJson => "fenced_json",
+            TextCallForm::NamedTag => "named_tag",
             TextCallForm::BareJson => "bare_json",
         }
     }
@@ -65,6 +70,10 @@ static TOOL_CALL_TAG: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?s)<tool_call>\s*(.*?)\s*(?:</tool_call>|\z)").ok());
 static TOOLS_TAG: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?s)<tools>\s*(.*?)\s*(?:</tools>|\z)").ok());
+/// A reply opening with `<name>` or `<function=name>`, JSON after it.
+static NAMED_TAG: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?s)\A\s*<(?:function=)?([A-Za-z_][A-Za-z0-9_.\-]*)>\s*(\{.*)").ok()
+});
 static FENCE: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?s)```[ \t]*([A-Za-z_]*)[ \t]*\n?(.*?)(?:```|\z)").ok());
 
@@ -109,6 +118,9 @@ pub fn parse(text: &str) -> Option<TextCalls> {
             });
         }
     }
+    if let Some(found) = named_tag(text) {
+        return Some(found);
+    }
     let trimmed = text.trim();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         let mut repairs = Vec::new();
@@ -125,6 +137,56 @@ pub fn parse(text: &str) -> Option<TextCalls> {
     None
 }
 
+/// `<backtest> {"symbols": ["IBM"], …}` (the 1.5B model wrote this once
+/// the schemas were lean): the tag is the tool, the JSON its arguments, or
+/// a whole call. The closing tag is optional; text after it is the rest.
+fn named_tag(text: &str) -> Option<TextCalls> {
+    let caps = NAMED_TAG.as_ref()?.captures(text)?;
+    let (name, body) = (caps.get(1)?.as_str(), caps.get(2)?.as_str());
+    if ["tool_call", "tools", "function"].contains(&name) {
+        return None;
+    }
+    let mut repairs = Vec::new();
+    let (value, used) = match first_value(body) {
+        Some(v) => v,
+        None => {
+            let (fixed, applied) = repair(body);
+            let (v, _) = first_value(&fixed)?;
+            repairs = applied;
+            // The repaired text has other offsets: nothing after it is kept.
+            (v, body.len())
+        }
+    };
+    let mut calls = calls_of(&value);
+    if calls.is_empty() {
+        let Value::Object(args) = value else {
+            return None;
+        };
+        calls.push(TextCall {
+            name: name.to_string(),
+            arguments: Value::Object(args),
+        });
+    }
+    let after = body[used..].trim_start();
+    let after = after
+        .strip_prefix(&format!("</{name}>"))
+        .or_else(|| after.strip_prefix("</function>"))
+        .unwrap_or(after);
+    Some(TextCalls {
+        calls,
+        form: TextCallForm::NamedTag,
+        rest: after.trim().to_string(),
+        repairs,
+    })
+}
+
+/// The first JSON value of `text` and the bytes it took.
+fn first_value(text: &str) -> Option<(Value, usize)> {
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let v = values.next()?.ok()?;
+    Some((v, values.byte_offset()))
+}
+
 /// Whether text that starts like this could still turn out to be a call
 /// (the assembler holds such text back from the live stream).
 pub fn may_open_call(text: &str) -> Option<bool> {
@@ -139,7 +201,35 @@ pub fn may_open_call(text: &str) -> Option<bool> {
     if OPENERS.iter().any(|o| o.starts_with(t)) {
         return None;
     }
-    Some(false)
+    named_tag_opens(t)
+}
+
+/// `<name>` then `{`: a call in the named-tag form; `<name` or `<name>`
+/// alone is undecided; anything else is text.
+fn named_tag_opens(t: &str) -> Option<bool> {
+    let Some(rest) = t.strip_prefix('<') else {
+        return Some(false);
+    };
+    let rest = rest.strip_prefix("function=").unwrap_or(rest);
+    let name_len = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+        .unwrap_or(rest.len());
+    let after = &rest[name_len..];
+    if after.is_empty() {
+        // `<`, `<backt`, `<function=`: the tag is not closed yet.
+        return None;
+    }
+    let Some(after) = after.strip_prefix('>') else {
+        return Some(false);
+    };
+    if name_len == 0 {
+        return Some(false);
+    }
+    match after.trim_start().chars().next() {
+        None => None,
+        Some('{') => Some(true),
+        Some(_) => Some(false),
+    }
 }
 
 /// Every call in one block's body: a JSON value, or JSON values one after
@@ -447,11 +537,51 @@ mod tests {
         assert_eq!(may_open_call("```json"), Some(true));
         assert_eq!(may_open_call("{\"name\""), Some(true));
         assert_eq!(may_open_call("The answer"), Some(false));
-        assert_eq!(may_open_call("<b>"), Some(false));
+        assert_eq!(may_open_call("<b>bold"), Some(false));
+        assert_eq!(may_open_call("<backtest>"), None);
+        assert_eq!(may_open_call("<backtest> {\"sym"), Some(true));
+        assert_eq!(may_open_call("<function=backtest>{"), Some(true));
+        assert_eq!(may_open_call("< b"), Some(false));
+        assert_eq!(may_open_call("<3 is a heart"), Some(false));
+    }
+
+    #[test]
+    fn a_tag_named_after_the_tool_holds_its_arguments() {
+        let t = parse("<backtest> {\"strategy\": \"sma_crossover\", \"params\": {\"fast\": 10, \"slow\": 30}, \"symbols\": [\"IBM\"], \"validation\": {\"monte_carlo\": true}}").unwrap();
+        assert_eq!(t.form, TextCallForm::NamedTag);
+        assert_eq!(t.calls.len(), 1);
+        assert_eq!(t.calls[0].name, "backtest");
+        assert_eq!(t.calls[0].arguments["symbols"], json!(["IBM"]));
+        assert_eq!(t.rest, "");
+        let t =
+            parse("<function=get_market_data>{\"symbol\": \"AAPL\"}</function>\nThen I answer.")
+                .unwrap();
+        assert_eq!(t.calls[0].name, "get_market_data");
+        assert_eq!(t.calls[0].arguments, json!({"symbol": "AAPL"}));
+        assert_eq!(t.rest, "Then I answer.");
+        let t = parse("<get_market_data>\n{'symbol': 'IBM', 'adjusted': True}\n</get_market_data>")
+            .unwrap();
+        assert_eq!(
+            t.calls[0].arguments,
+            json!({"symbol": "IBM", "adjusted": true})
+        );
+        assert!(t.repairs.contains(&"python_literals"), "{:?}", t.repairs);
+        // A whole call inside a tag is that call.
+        let (c, _) =
+            one("<call>{\"name\": \"backtest\", \"arguments\": {\"symbols\": [\"IBM\"]}}</call>");
+        assert_eq!(c.name, "backtest");
+        // Text that merely starts with markup is not a call.
+        assert!(parse("<b>Note</b> {not json}").is_none());
+        assert!(parse("The tag <backtest> {\"x\": 1} is mid-text").is_none());
     }
 
     #[test]
     fn regexes_compile() {
-        assert!(TOOL_CALL_TAG.is_some() && TOOLS_TAG.is_some() && FENCE.is_some());
+        assert!(
+            TOOL_CALL_TAG.is_some()
+                && TOOLS_TAG.is_some()
+                && FENCE.is_some()
+                && NAMED_TAG.is_some()
+        );
     }
 }

@@ -393,10 +393,10 @@ pub struct BacktestArgs {
     /// sma_crossover, ema_crossover, buy_and_hold, rsi_mean_reversion, momentum, breakout, bollinger_reversion, pairs, or rules (with entry and exit)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<String>,
-    /// Strategy parameters, e.g. sma_crossover {"fast": 20, "slow": 50}; rsi_mean_reversion {"period": 14, "lower": 30, "upper": 70}; momentum {"lookback": 20}; breakout {"window": 20}
+    /// The strategy's parameters by name: sma_crossover and ema_crossover fast, slow (days); rsi_mean_reversion period, lower, upper; momentum lookback; breakout window; bollinger_reversion window, k
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Map<String, Value>>,
-    /// Tickers, e.g. ["AAPL"] (pairs: two)
+    /// The tickers, a list of strings (pairs: two)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Vec<String>>")]
     pub symbols: Option<Value>,
@@ -406,13 +406,13 @@ pub struct BacktestArgs {
     /// Last date, YYYY-MM-DD
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<String>,
-    /// Commission per fill as a fraction (0.001 = 10 bp)
+    /// The user's commission per trade as a fraction of its value; null (the default) for the market's usual costs
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commission_rate: Option<f64>,
-    /// Slippage per fill as a fraction (0.0005 = 5 bp)
+    /// The user's slippage per trade as a fraction of the price; null (the default) for the market's usual costs
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slippage: Option<f64>,
-    /// Starting cash (default 1000000)
+    /// Starting cash; leave out for the default
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initial_cash: Option<f64>,
     /// Benchmark ticker (default SPY for US stocks)
@@ -786,6 +786,10 @@ pub struct MarketDataOutput<P = ProvenanceBrief> {
     /// Null when there are no rows.
     pub summary: Option<PriceSummary>,
     pub provenance: P,
+    /// Harmless slips in the arguments that were read another way
+    /// (`last_n` 0 for no `last_n`, docs §2.2.1).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub argument_warnings: Vec<String>,
     /// Last, so that a page cut to a small window keeps the summary
     /// (docs §3.9).
     pub columns: Vec<String>,

@@ -95,6 +95,18 @@ pub trait Tool: Send + Sync {
     fn timeout(&self) -> Option<Duration> {
         None
     }
+    /// The properties a lean schema offers (docs §4.7); `None`: all.
+    fn lean_properties(&self) -> Option<&[&str]> {
+        None
+    }
+    /// A successful result as a small model reads it best (docs §2.7):
+    /// what answers the question, without the bulk (full provenance,
+    /// artifact paths, long pages); `None` keeps it whole. The model sees
+    /// it with a lean prompt; the trace and the UI keep the whole result.
+    fn lean_result(&self, output: &Value) -> Option<Value> {
+        let _ = output;
+        None
+    }
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
     /// [`Tool::call`] with the structured output, which the scheduler puts
     /// on `tool_call_finished`; a tool without one answers with text only.

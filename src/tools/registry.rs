@@ -12,6 +12,8 @@ use crate::model::ToolSpec;
 pub struct Registry {
     tools: Vec<Arc<dyn Tool>>,
     by_name: HashMap<String, usize>,
+    /// Offer each tool's lean schema ([`Tool::lean_properties`]).
+    lean: bool,
 }
 
 impl std::fmt::Debug for Registry {
@@ -62,7 +64,10 @@ impl Registry {
     /// The named tools, in the order named (docs §4.7), and the names
     /// that are not registered.
     pub fn subset(&self, names: &[String]) -> (Registry, Vec<String>) {
-        let mut out = Registry::new();
+        let mut out = Registry {
+            lean: self.lean,
+            ..Registry::new()
+        };
         let mut missing = Vec::new();
         for name in names {
             let name = name.trim();
@@ -78,15 +83,41 @@ impl Registry {
     }
 
     /// Function schemas for the model's `tools` parameter.
+    /// The same tools, offered with their lean schemas: a small model
+    /// fills in every property it is shown, so the rarely needed ones are
+    /// left out of the schema, though still accepted (docs §4.7).
+    pub fn leaned(mut self) -> Registry {
+        self.lean = true;
+        self
+    }
+
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools
             .iter()
-            .map(|t| ToolSpec {
-                name: t.name().to_string(),
-                description: t.description().to_string(),
-                parameters: t.parameters(),
+            .map(|t| {
+                let mut parameters = t.parameters();
+                if self.lean
+                    && let Some(keep) = t.lean_properties()
+                {
+                    keep_properties(&mut parameters, keep);
+                }
+                ToolSpec {
+                    name: t.name().to_string(),
+                    description: t.description().to_string(),
+                    parameters,
+                }
             })
             .collect()
+    }
+}
+
+/// A schema with only the `keep` properties (and of `required`, only those).
+fn keep_properties(schema: &mut Value, keep: &[&str]) {
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.retain(|k, _| keep.contains(&k.as_str()));
+    }
+    if let Some(Value::Array(required)) = schema.get_mut("required") {
+        required.retain(|k| k.as_str().is_some_and(|k| keep.contains(&k)));
     }
 }
 

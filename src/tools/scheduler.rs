@@ -36,6 +36,9 @@ pub struct SchedulerConfig {
     pub max_parallel: usize,
     /// Characters of a result the model sees (docs §2.7: 10 000).
     pub result_limit: usize,
+    /// The model sees each tool's lean result ([`Tool::lean_result`]):
+    /// a lean prompt's small model (docs §2.7).
+    pub lean_results: bool,
     /// After the user cancels, how long a running write tool may take to
     /// notice before it is abandoned. The original waits forever (docs §12.20).
     pub write_cancel_grace: Duration,
@@ -48,6 +51,7 @@ impl Default for SchedulerConfig {
             heartbeat_interval: Duration::from_secs(3),
             max_parallel: 8,
             result_limit: 10_000,
+            lean_results: false,
             write_cancel_grace: Duration::from_secs(10),
         }
     }
@@ -522,8 +526,17 @@ impl CallRun<'_> {
                 }
             }
         };
+        let lean = match (&output, status) {
+            (Some(v), ToolCallStatus::Ok) if self.config.lean_results => {
+                self.tool.lean_result(v).map(|l| l.to_string())
+            }
+            _ => None,
+        };
         let outcome = CallOutcome {
-            model_content: truncate_for_model(&raw, self.config.result_limit),
+            model_content: truncate_for_model(
+                lean.as_ref().unwrap_or(&raw),
+                self.config.result_limit,
+            ),
             error_code: error_code(&raw),
             call,
             args: self.args,

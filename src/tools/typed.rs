@@ -38,6 +38,15 @@ pub trait TypedTool: Send + Sync {
     fn timeout(&self) -> Option<Duration> {
         None
     }
+    /// See [`Tool::lean_properties`].
+    fn lean_properties(&self) -> Option<&[&str]> {
+        None
+    }
+    /// See [`Tool::lean_result`].
+    fn lean_result(&self, output: &Value) -> Option<Value> {
+        let _ = output;
+        None
+    }
     fn run<'a>(
         &'a self,
         args: Self::Args,
@@ -91,6 +100,12 @@ impl<T: TypedTool> Tool for T {
     }
     fn timeout(&self) -> Option<Duration> {
         TypedTool::timeout(self)
+    }
+    fn lean_properties(&self) -> Option<&[&str]> {
+        TypedTool::lean_properties(self)
+    }
+    fn lean_result(&self, output: &Value) -> Option<Value> {
+        TypedTool::lean_result(self, output)
     }
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move { reply(self, args, ctx).await.map(|r| r.text) })
@@ -225,13 +240,13 @@ mod tests {
                 parameters_schema::<BacktestArgs>(),
                 json!({"type": "object", "properties": {
             "strategy": {"type": "string", "description": "sma_crossover, ema_crossover, buy_and_hold, rsi_mean_reversion, momentum, breakout, bollinger_reversion, pairs, or rules (with entry and exit)"},
-            "params": {"type": "object", "description": "Strategy parameters, e.g. sma_crossover {\"fast\": 20, \"slow\": 50}; rsi_mean_reversion {\"period\": 14, \"lower\": 30, \"upper\": 70}; momentum {\"lookback\": 20}; breakout {\"window\": 20}"},
-            "symbols": {"type": "array", "items": {"type": "string"}, "description": "Tickers, e.g. [\"AAPL\"] (pairs: two)"},
+            "params": {"type": "object", "description": "The strategy's parameters by name: sma_crossover and ema_crossover fast, slow (days); rsi_mean_reversion period, lower, upper; momentum lookback; breakout window; bollinger_reversion window, k"},
+            "symbols": {"type": "array", "items": {"type": "string"}, "description": "The tickers, a list of strings (pairs: two)"},
             "start": {"type": "string", "description": "First date, YYYY-MM-DD"},
             "end": {"type": "string", "description": "Last date, YYYY-MM-DD"},
-            "commission_rate": {"type": "number", "description": "Commission per fill as a fraction (0.001 = 10 bp)"},
-            "slippage": {"type": "number", "description": "Slippage per fill as a fraction (0.0005 = 5 bp)"},
-            "initial_cash": {"type": "number", "description": "Starting cash (default 1000000)"},
+            "commission_rate": {"type": "number", "description": "The user's commission per trade as a fraction of its value; null (the default) for the market's usual costs"},
+            "slippage": {"type": "number", "description": "The user's slippage per trade as a fraction of the price; null (the default) for the market's usual costs"},
+            "initial_cash": {"type": "number", "description": "Starting cash; leave out for the default"},
             "benchmark": {"type": "string", "description": "Benchmark ticker (default SPY for US stocks)"},
             "entry": {"type": "string", "description": "rules: when to be long, e.g. \"sma(close, 20) > sma(close, 50)\" (sma ema rsi std highest lowest lag roc bb_upper bb_lower macd macd_signal macd_hist atr crosses_above crosses_below on open high low close volume)"},
             "exit": {"type": "string", "description": "rules: when to exit, e.g. \"crosses_below(sma(close, 20), sma(close, 50))\""},

@@ -511,6 +511,79 @@ async fn the_same_failing_call_is_stopped() {
     assert_eq!(trace_records(&home, "repeated_failure").len(), 2);
 }
 
+/// A small window's first compaction gate is low: the 1.5B model's batch of
+/// seven calls came back over it, and the results the model had not read
+/// yet were cleared (all but three), so it called the same tools again.
+/// Results after the model's last turn are kept; read ones are cleared.
+#[tokio::test]
+async fn a_batch_is_never_cleared_before_the_model_reads_it() {
+    let home = Home::new();
+    let vol = |s: &str| {
+        let args = json!({"symbol": s, "indicator": "volatility", "params": {"window": 20}, "start": "2010-12-01", "end": "2010-12-31"});
+        args.to_string()
+    };
+    let (a, m, i, s, g) = (vol("AAPL"), vol("MSFT"), vol("IBM"), vol("SPY"), vol("GLD"));
+    let batch = tool_call_reply(&[
+        ("c1", "technical_indicator", &a),
+        ("c2", "technical_indicator", &m),
+        ("c3", "technical_indicator", &i),
+        ("c4", "technical_indicator", &s),
+        ("c5", "technical_indicator", &g),
+    ]);
+    let next = tool_call_reply(&[
+        ("c6", "technical_indicator", &vol("QQQ")),
+        ("c7", "technical_indicator", &vol("TLT")),
+    ]);
+    let server = TestServer::start(vec![batch, next, text_reply("Done.")]).await;
+    // The first gate (half the threshold) lies between the first request
+    // and the one after the batch; the second gate is never reached.
+    let cfg = LoopConfig {
+        token_threshold: 9_000,
+        ..config()
+    };
+    let ran = run_with(
+        &home,
+        provider(&server),
+        registry(),
+        cfg,
+        "Which was the most volatile in December 2010?",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Success,
+        "{}",
+        ran.outcome.reason
+    );
+    let results = |n: usize| -> Vec<String> {
+        messages(&server.requests()[n].body)
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let first = results(1);
+    assert_eq!(first.len(), 5);
+    assert!(
+        first.iter().all(|r| r.contains("\"volatility\":")),
+        "every result of the batch reaches the model: {first:?}"
+    );
+    let second = results(2);
+    assert_eq!(second.len(), 7);
+    assert!(
+        second[..4].iter().all(|r| r == "[cleared]"),
+        "read results are cleared, all but the last three: {second:?}"
+    );
+    assert!(
+        second[4..].iter().all(|r| r.contains("\"volatility\":")),
+        "the new ones are kept: {second:?}"
+    );
+    assert!(ran.events.iter().any(
+        |e| matches!(e, AgentEvent::CompactionFinished { layer, .. } if layer == "microcompact")
+    ));
+}
+
 /// A hosted provider's reply that only looks like a call is its answer
 /// (text-form calls are read for local servers, docs §2.11.1).
 #[tokio::test]
@@ -614,6 +687,174 @@ async fn a_backtest_takes_flat_arguments_and_its_slips_are_put_right() {
     assert_eq!(config["codes"], json!(["AAPL"]));
     assert_eq!(config["commission_rate"], json!(0.001));
     assert_eq!(config["strategy"]["params"]["slow"], 50);
+}
+
+/// A reply that opens with a tag named after the tool, its arguments after
+/// it: the 1.5B model wrote `<backtest> {…}` in the evaluation. Here with
+/// its other recorded slips: `sma_fast`/`sma_slow` for `fast`/`slow`, and
+/// `null` costs for the market's usual ones.
+#[tokio::test]
+async fn a_tag_named_after_the_tool_is_a_call_and_its_slips_are_read() {
+    let home = Home::new();
+    let call = "<backtest> {\"strategy\": \"sma_crossover\", \"params\": {\"sma_fast\": 10, \"sma_slow\": 30}, \"symbols\": [\"IBM\"], \"start\": \"2006-01-01\", \"end\": \"2008-12-31\", \"commission_rate\": null, \"slippage\": null}";
+    let answer = "The crossover backtest on IBM ran; its metrics are above.";
+    let server = TestServer::start(vec![text_reply(call), text_reply(answer)]).await;
+    let ran = run_with(
+        &home,
+        provider(&server),
+        registry_with_backtest(),
+        config(),
+        "Backtest a 10/30-day SMA crossover on IBM from 2006 to 2008",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Success,
+        "{}",
+        ran.outcome.reason
+    );
+    assert_eq!(ran.outcome.content, answer);
+    assert_eq!(
+        finished_tools(&ran),
+        vec![("backtest".to_string(), ToolCallStatus::Ok)]
+    );
+    let records = trace_records(&home, "text_tool_call");
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["form"], "named_tag");
+    let config: Value = read_json(&ran.outcome.run_dir.join("config.json"));
+    assert_eq!(
+        config["strategy"],
+        json!({"name": "sma_crossover", "params": {"fast": 10, "slow": 30}})
+    );
+    assert!(
+        config.get("commission_rate").is_none() && config.get("slippage").is_none(),
+        "null costs are the market's usual ones: {config}"
+    );
+    let second = messages(&server.requests()[1].body);
+    let result = second.iter().find(|m| m["role"] == "tool").unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        result.contains("`params.sma_fast` was read as `fast`"),
+        "{result}"
+    );
+}
+
+/// A lean prompt (the local presets' default) is the same from run to run
+/// up to the user's message, tool schemas included, so a server's prefix
+/// cache holds: the run's directory and the time travel in the user
+/// message. Its schemas leave out the rarely needed properties, which
+/// are still accepted (docs §4.3, §4.7).
+#[tokio::test]
+async fn a_lean_prompt_keeps_the_prefix_the_same_across_runs() {
+    let home = Home::new();
+    let server = TestServer::start(vec![
+        text_reply("First."),
+        text_reply("Second."),
+        text_reply("Third."),
+    ])
+    .await;
+    let lean = LoopConfig {
+        lean_prompt: true,
+        ..config()
+    };
+    let reg = registry_with_backtest();
+    for prompt in ["How did IBM do in 2008?", "And MSFT?"] {
+        let deps = LoopDeps::new(
+            provider(&server),
+            reg.clone(),
+            lean.clone(),
+            home.paths.runs_dir(),
+        );
+        let ran = run_loop(
+            &mut Loop::new(deps),
+            &home,
+            prompt,
+            CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(
+            ran.outcome.status,
+            RunStatus::Success,
+            "{}",
+            ran.outcome.reason
+        );
+        // A second apart, so that the time could differ.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+    let full = run_with(
+        &home,
+        provider(&server),
+        reg,
+        config(),
+        "And AAPL?",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(full.outcome.status, RunStatus::Success);
+    let reqs = server.requests();
+    let (a, b, c) = (
+        messages(&reqs[0].body),
+        messages(&reqs[1].body),
+        messages(&reqs[2].body),
+    );
+    assert_eq!(a[0]["role"], "system");
+    assert_eq!(a[0], b[0], "the system text is the same from run to run");
+    assert_eq!(reqs[0].body["tools"], reqs[1].body["tools"]);
+    let system = a[0]["content"].as_str().unwrap();
+    assert!(
+        !system.contains("Today is") && !system.contains("run_dir"),
+        "{system}"
+    );
+    let user = a.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        user.starts_with("<run-context>\n## State\n- run_dir: "),
+        "{user}"
+    );
+    assert!(
+        user.contains("Today is ") && user.ends_with("\n\nHow did IBM do in 2008?"),
+        "{user}"
+    );
+    // Without a lean prompt the context ends the system text, as before.
+    let system = c[0]["content"].as_str().unwrap();
+    assert!(system.contains("## State\n- run_dir: ") && system.contains("Today is "));
+    assert_eq!(c.last().unwrap()["content"], "And AAPL?");
+    let props = |body: &Value, tool: &str| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["function"]["name"] == tool)
+            .unwrap()["function"]["parameters"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        props(&reqs[0].body, "backtest"),
+        [
+            "strategy",
+            "params",
+            "symbols",
+            "start",
+            "end",
+            "commission_rate",
+            "slippage"
+        ]
+    );
+    assert_eq!(
+        props(&reqs[0].body, "get_market_data"),
+        ["symbol", "start", "end", "offset", "last_n"]
+    );
+    let all = props(&reqs[2].body, "backtest");
+    assert!(
+        all.contains(&"config".to_string()) && all.contains(&"validation".to_string()),
+        "{all:?}"
+    );
 }
 
 /// The first request of the local profile fits a small window: its tools

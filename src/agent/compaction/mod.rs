@@ -362,9 +362,27 @@ impl Compactor {
         params: CollapseParams,
     ) -> u64 {
         let name = layer.as_str();
-        let touched: Vec<Touched> = if layer == Layer::Micro {
-            microcompact(messages, self.deps.settings.keep_recent)
+        // What came after the model's last turn, it has not read yet: never
+        // cleared or cut. The original clears a batch's own results when the
+        // batch has more than 3 calls, so the model never sees them, and the
+        // 1.5B model called the same tools again (docs §3.2). After a
+        // context-size error they are what overflowed, and are cut (§3.9).
+        let unread = if trigger == Trigger::ContextError {
+            0
         } else {
+            unread_since_last_turn(messages)
+        };
+        let unread_results = messages[messages.len() - unread..]
+            .iter()
+            .filter(|m| m.role == crate::model::Role::Tool)
+            .count();
+        let touched: Vec<Touched> = if layer == Layer::Micro {
+            microcompact(messages, self.deps.settings.keep_recent.max(unread_results))
+        } else {
+            let params = CollapseParams {
+                preserve_recent: params.preserve_recent.max(unread),
+                ..params
+            };
             collapse(messages, params)
         };
         if touched.is_empty() {
@@ -587,6 +605,15 @@ impl TypedTool for CompactTool {
             })
         })
     }
+}
+
+/// Messages after the last assistant message (the results of its calls
+/// and any steering), counted from the end; 0 without an assistant turn.
+fn unread_since_last_turn(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .rposition(|m| m.role == crate::model::Role::Assistant)
+        .map_or(0, |i| messages.len() - i - 1)
 }
 
 #[cfg(test)]

@@ -797,7 +797,63 @@ impl TypedTool for Backtest {
     }
 
     fn description(&self) -> &str {
-        "Run a daily backtest in a sandbox; returns total and annual return, Sharpe, max drawdown, win rate, trade count, the benchmark's return and the artifacts' paths. Give strategy, params, symbols, start and end (costs optional), or a whole `config`; without a strategy, code/signal_engine.py in the run dir runs (see the backtest-design skill). Signals execute at the next bar's open."
+        "Trading strategies only, not a stock's own return (get_market_data's summary gives that): backtest one on daily bars in a sandbox. Give strategy, params, symbols, start and end. Returns total and annual return, Sharpe, max drawdown, win rate, trade count, the benchmark's return and the artifacts' paths; signals execute at the next bar's open. Also takes a whole `config`, or runs code/signal_engine.py from the run dir when no strategy is given (see the backtest-design skill)."
+    }
+
+    fn lean_properties(&self) -> Option<&[&str]> {
+        Some(&[
+            "strategy",
+            "params",
+            "symbols",
+            "start",
+            "end",
+            "commission_rate",
+            "slippage",
+        ])
+    }
+
+    /// The summary, the headline metrics and what went wrong or was put
+    /// right; no artifact paths, engine logs or secondary metrics.
+    fn lean_result(&self, output: &Value) -> Option<Value> {
+        const KEEP: [&str; 9] = [
+            "status",
+            "summary",
+            "metrics",
+            "error_code",
+            "error",
+            "issues",
+            "warnings",
+            "validation",
+            "argument_warnings",
+        ];
+        const METRICS: [&str; 8] = [
+            "total_return",
+            "annual_return",
+            "sharpe",
+            "max_drawdown",
+            "win_rate",
+            "trade_count",
+            "benchmark_return",
+            "excess_return",
+        ];
+        let mut o = output.as_object()?.clone();
+        o.retain(|k, v| KEEP.contains(&k.as_str()) && !v.is_null());
+        if let Some(Value::Object(m)) = o.get_mut("metrics") {
+            m.retain(|k, v| METRICS.contains(&k.as_str()) && !v.is_null());
+            // Four decimals (a hundredth of a percent): fifteen digits cost
+            // a small model tokens and tempt it to copy them all.
+            for v in m.values_mut() {
+                if let Some(x) = v.as_f64().filter(|x| x.fract() != 0.0) {
+                    *v = json!((x * 1e4).round() / 1e4);
+                }
+            }
+        }
+        if o.get("warnings")
+            .is_some_and(|w| w.as_array().is_some_and(Vec::is_empty))
+        {
+            o.remove("warnings");
+        }
+        Some(Value::Object(o))
     }
 
     fn readonly(&self) -> bool {

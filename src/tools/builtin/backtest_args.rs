@@ -3,7 +3,9 @@
 //! inline `config`, and the harmless slips small models make in it put
 //! right, each with a warning in the result (docs §2.2.1): `validation` as a
 //! string, `codes` as a comma-separated string, a JSON string where an
-//! object belongs, numbers written as strings.
+//! object belongs, numbers written as strings, a strategy's parameters
+//! under another spelling (`sma_fast` for `fast`) or wrapped in the
+//! strategy's name.
 
 use serde_json::{Map, Value, json};
 
@@ -102,6 +104,7 @@ pub fn tidy(cfg: &mut Map<String, Value>) -> Vec<String> {
         strategy.insert("params".into(), v);
     }
     tidy_validation(cfg, &mut warnings);
+    tidy_params(cfg, &mut warnings);
     for key in [
         "commission_rate",
         "slippage",
@@ -156,6 +159,101 @@ fn tidy_validation(cfg: &mut Map<String, Value>, warnings: &mut Vec<String>) {
     let block = Value::Object(block);
     warnings.push(format!("`validation` was {was}; read as {block}"));
     cfg.insert("validation".into(), block);
+}
+
+/// The parameters of the built-in strategies that small models respell.
+fn strategy_params(name: &str) -> &'static [&'static str] {
+    match name
+        .trim()
+        .to_ascii_lowercase()
+        .replace(['-', ' '], "_")
+        .as_str()
+    {
+        "sma_crossover" | "sma_cross" | "ma_crossover" | "ema_crossover" | "ema_cross" => {
+            &["fast", "slow"]
+        }
+        "rsi_mean_reversion" | "rsi_reversion" | "rsi" => &["period", "lower", "upper"],
+        "momentum" => &["lookback"],
+        "breakout" | "donchian_breakout" | "donchian" => &["window"],
+        "bollinger_reversion" | "bollinger_mean_reversion" | "bollinger" => &["window", "k"],
+        _ => &[],
+    }
+}
+
+/// A parameter's name without the decorations small models add
+/// (`sma_fast`, `fast_period`, `short_window`), if that is a known one.
+fn known_param(key: &str, known: &[&str]) -> Option<&'static str> {
+    const PREFIXES: [&str; 4] = ["sma_", "ema_", "ma_", "rsi_"];
+    const SUFFIXES: [&str; 7] = [
+        "_period", "_window", "_ma", "_sma", "_ema", "_length", "_days",
+    ];
+    let mut k = key.trim().to_ascii_lowercase();
+    for p in PREFIXES {
+        if let Some(rest) = k.strip_prefix(p) {
+            k = rest.to_string();
+        }
+    }
+    for s in SUFFIXES {
+        if let Some(rest) = k.strip_suffix(s) {
+            k = rest.to_string();
+        }
+    }
+    let k = match (k.as_str(), known.contains(&"fast")) {
+        ("short", true) => "fast".to_string(),
+        ("long", true) => "slow".to_string(),
+        _ => k,
+    };
+    ALL_PARAMS
+        .iter()
+        .find(|p| **p == k && known.contains(p))
+        .copied()
+}
+
+const ALL_PARAMS: [&str; 8] = [
+    "fast", "slow", "period", "lower", "upper", "lookback", "window", "k",
+];
+
+/// `{"sma_crossover": {"fast": 20, "slow": 50}}` is the inner object;
+/// `sma_fast` is `fast` (only where the strategy takes `fast` and it is
+/// not given as well).
+fn tidy_params(cfg: &mut Map<String, Value>, warnings: &mut Vec<String>) {
+    let Some(Value::Object(strategy)) = cfg.get_mut("strategy") else {
+        return;
+    };
+    let name = strategy
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let known = strategy_params(&name);
+    let Some(Value::Object(params)) = strategy.get_mut("params") else {
+        return;
+    };
+    if params.len() == 1
+        && let Some((key, Value::Object(inner))) = params.iter().next()
+        && !known.contains(&key.as_str())
+    {
+        warnings.push(format!(
+            "`params` held the object `{key}`; read its keys as the parameters"
+        ));
+        *params = inner.clone();
+    }
+    let keys: Vec<String> = params.keys().cloned().collect();
+    for key in keys {
+        if known.contains(&key.as_str()) {
+            continue;
+        }
+        let Some(to) = known_param(&key, known) else {
+            continue;
+        };
+        if params.contains_key(to) {
+            continue;
+        }
+        if let Some(v) = params.remove(&key) {
+            warnings.push(format!("`params.{key}` was read as `{to}`"));
+            params.insert(to.to_string(), v);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -240,5 +338,48 @@ mod tests {
             cfg["validation"],
             json!({"monte_carlo": true, "walk_forward": true})
         );
+    }
+
+    /// Parameter spellings the 1.5B model wrote in the evaluation.
+    #[test]
+    fn respelled_and_wrapped_strategy_params_are_read() {
+        let read = |strategy: Value| {
+            let mut cfg = json!({ "strategy": strategy }).as_object().unwrap().clone();
+            let warnings = tidy(&mut cfg);
+            (cfg["strategy"]["params"].clone(), warnings)
+        };
+        let (p, w) =
+            read(json!({"name": "sma_crossover", "params": {"sma_fast": 20, "sma_slow": 50}}));
+        assert_eq!(p, json!({"fast": 20, "slow": 50}));
+        assert_eq!(
+            w,
+            [
+                "`params.sma_fast` was read as `fast`",
+                "`params.sma_slow` was read as `slow`"
+            ]
+        );
+        let (p, w) = read(
+            json!({"name": "sma_crossover", "params": {"sma_crossover": {"fast": 20, "slow": 50}}}),
+        );
+        assert_eq!(p, json!({"fast": 20, "slow": 50}));
+        assert_eq!(
+            w,
+            ["`params` held the object `sma_crossover`; read its keys as the parameters"]
+        );
+        let (p, _) = read(
+            json!({"name": "ema_crossover", "params": {"short_window": 5, "long_window": 20}}),
+        );
+        assert_eq!(p, json!({"fast": 5, "slow": 20}));
+        let (p, _) =
+            read(json!({"name": "rsi_mean_reversion", "params": {"rsi_period": 10, "lower": 25}}));
+        assert_eq!(p, json!({"period": 10, "lower": 25}));
+        // Not a clear slip: left for the engine to refuse with its own message.
+        let (p, w) = read(
+            json!({"name": "sma_crossover", "params": {"fast": 20, "fast_period": 10, "sma": 5}}),
+        );
+        assert_eq!(p, json!({"fast": 20, "fast_period": 10, "sma": 5}));
+        assert!(w.is_empty(), "{w:?}");
+        let (p, _) = read(json!({"name": "momentum", "params": {"sma_fast": 3}}));
+        assert_eq!(p, json!({"sma_fast": 3}));
     }
 }

@@ -67,6 +67,40 @@ pub fn register_market_tools_with(
     Ok(())
 }
 
+/// Rows of a market-data page a small model is shown (docs §2.7): its
+/// summary covers the whole range, `next_offset` pages on.
+const LEAN_ROWS: usize = 10;
+/// Rows of an indicator's history a small model is shown.
+const LEAN_TAIL: usize = 5;
+
+/// A market-data page for a small model: the first [`LEAN_ROWS`] rows (the
+/// paging fields say so) and the provenance's source only.
+fn lean_page(output: &Value) -> Option<Value> {
+    let mut o = output.as_object()?.clone();
+    brief_provenance(&mut o);
+    let offset = o.get("offset").and_then(Value::as_u64)?;
+    let total = o.get("total").and_then(Value::as_u64)?;
+    if let Some(Value::Array(rows)) = o.get_mut("rows")
+        && rows.len() > LEAN_ROWS
+    {
+        rows.truncate(LEAN_ROWS);
+        let next = offset + LEAN_ROWS as u64;
+        o.insert("returned".into(), json!(LEAN_ROWS));
+        o.insert("next_offset".into(), json!(next));
+        o.insert("complete".into(), json!(next >= total));
+    }
+    Some(Value::Object(o))
+}
+
+/// `provenance` as its source alone: the rest (location, fetch time, the
+/// adjustments' wording, dropped rows) is for the reader of the trace.
+fn brief_provenance(o: &mut serde_json::Map<String, Value>) {
+    if let Some(p) = o.get_mut("provenance") {
+        let source = p.get("source").cloned().unwrap_or(Value::Null);
+        *p = json!({ "source": source });
+    }
+}
+
 /// One ticker per call (docs §2.12): `"AAPL,MSFT,IBM"` is refused with
 /// what to do instead, rather than read as one odd symbol or a file name.
 fn one_ticker<'a>(symbol: &'a str, tool: &str) -> Result<&'a str, ToolError> {
@@ -235,7 +269,13 @@ impl TypedTool for GetMarketData {
         "get_market_data"
     }
     fn description(&self) -> &str {
-        "Daily OHLCV bars for a symbol (split- and dividend-adjusted), paged, with provenance; last_n gives the last N rows of the range (\"the last 20 trading days to D\": last_n 20, end D). Sources: the embedded offline market (106 US stocks and 25 ETFs such as SPY, QQQ, TLT, GLD, 2000-01-03 to 2017-11-10), CSV or Parquet files in the workspace, Yahoo, Stooq; 'auto' picks by symbol and falls back."
+        "Prices and returns: one ticker's daily bars over a date range (split- and dividend-adjusted), paged, with provenance; its summary gives the first and last close and the total return over the range. last_n gives the last N rows of the range (\"the last 20 trading days to D\": last_n 20, end D). Data: the embedded offline market (106 US stocks and 25 ETFs such as SPY, QQQ, TLT, GLD, 2000-01-03 to 2017-11-10), CSV or Parquet files in the workspace, Yahoo, Stooq."
+    }
+    fn lean_properties(&self) -> Option<&[&str]> {
+        Some(&["symbol", "start", "end", "last_n", "offset"])
+    }
+    fn lean_result(&self, output: &Value) -> Option<Value> {
+        lean_page(output)
     }
     fn run<'a>(
         &'a self,
@@ -248,11 +288,13 @@ impl TypedTool for GetMarketData {
                 opt_date(args.start.as_deref(), "start")?,
                 opt_date(args.end.as_deref(), "end")?,
             );
+            let mut argument_warnings = Vec::new();
+            // `last_n: 0` is a small model's way of leaving it out.
             let last_n = match opt_usize(args.last_n, "last_n")? {
                 Some(0) => {
-                    return Err(ToolError::InvalidArguments(
-                        "'last_n' must be at least 1".into(),
-                    ));
+                    argument_warnings
+                        .push("`last_n` 0 was read as no `last_n`: the whole range".to_string());
+                    None
                 }
                 n => n,
             };
@@ -306,6 +348,7 @@ impl TypedTool for GetMarketData {
                 complete: next >= total,
                 summary: summary(b),
                 provenance: series.provenance,
+                argument_warnings,
             })
         })
     }
@@ -359,7 +402,20 @@ impl TypedTool for TechnicalIndicator {
         "technical_indicator"
     }
     fn description(&self) -> &str {
-        "Compute a technical indicator on a symbol's daily closes (sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation); returns the latest values, each series' lowest and highest value with its date, a short history and provenance. Values are computed on history before start (warm-up), so a value on a date does not depend on start."
+        "An indicator on a date: one ticker's sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown or correlation; returns the latest value, each series' lowest and highest value with its date, a short history and provenance. One ticker per call. Values are computed on history before start (warm-up), so a value on a date does not depend on start, and a one-day range (start = end) gives that day's value."
+    }
+    fn lean_properties(&self) -> Option<&[&str]> {
+        Some(&["symbol", "indicator", "params", "start", "end"])
+    }
+    fn lean_result(&self, output: &Value) -> Option<Value> {
+        let mut o = output.as_object()?.clone();
+        brief_provenance(&mut o);
+        o.remove("other_provenance");
+        if let Some(Value::Array(tail)) = o.get_mut("tail") {
+            let cut = tail.len().saturating_sub(LEAN_TAIL);
+            tail.drain(..cut);
+        }
+        Some(Value::Object(o))
     }
     fn run<'a>(
         &'a self,

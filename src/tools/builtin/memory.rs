@@ -174,6 +174,9 @@ impl TypedTool for Remember {
     fn description(&self) -> &str {
         "Persistent memory across sessions: save a finding or preference (action save: title, content, memory_type, optional description/keywords), recall by query, forget by title, or reinforce a memory that helped or misled."
     }
+    fn lean_properties(&self) -> Option<&[&str]> {
+        Some(&["action", "title", "content", "memory_type", "query"])
+    }
     fn readonly(&self) -> bool {
         false
     }
