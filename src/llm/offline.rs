@@ -771,6 +771,23 @@ fn backtest_answer(v: &BacktestOutput) -> String {
     }
     if let Some(a) = &v.assumptions {
         let mut clauses = assumption_clauses(a);
+        // Why the benchmark or the risk-free rate is not the default one
+        // (docs §7.5), next to the assumption it qualifies.
+        let note = |k: &str| m.other.get(k).and_then(Value::as_str).map(str::to_string);
+        if let (Some(n), Some(last)) = (note("benchmark_note"), clauses.last_mut()) {
+            last.push_str(&format!(" ({n})"));
+        }
+        if let Some(rf) = note("risk_free") {
+            let over = if rf == "treasury_3m" {
+                "Sharpe and Sortino over the 3-month Treasury yield"
+            } else {
+                "Sharpe and Sortino over a zero risk-free rate"
+            };
+            clauses.push(match note("risk_free_note") {
+                Some(n) => format!("{over} ({n})"),
+                None => over.to_string(),
+            });
+        }
         if let Some(w) = &v.warmup {
             clauses.push(warmup_clause(w));
         }
@@ -794,6 +811,9 @@ fn backtest_answer(v: &BacktestOutput) -> String {
 /// The warm-up a backtest's signals had (docs §7.4.1), as one clause of
 /// its assumptions; a shortfall is said plainly.
 fn warmup_clause(w: &WarmupInfo) -> String {
+    if w.bars_needed == Some(0) {
+        return "no warm-up needed (the signal reads no history)".to_string();
+    }
     let needed = w
         .bars_needed
         .map_or_else(|| "all the history".to_string(), |n| format!("{n} bars"));
@@ -864,7 +884,7 @@ fn assumption_clauses(a: &BacktestAssumptions) -> Vec<String> {
     });
     clauses.push(
         if a.allow_short {
-            "short selling allowed"
+            "the market's rules allow short selling (the strategy decides whether it shorts)"
         } else {
             "no short selling"
         }
@@ -1313,6 +1333,43 @@ mod tests {
         );
     }
 
+    /// Why the benchmark or the risk-free rate is not the default, and
+    /// the warm-up, are said beside the assumption they qualify.
+    #[test]
+    fn a_backtest_answer_says_why_its_benchmark_and_rate_fell_back() {
+        let metrics = BacktestMetrics::from_map(
+            json!({"sharpe": 0.27, "risk_free": "treasury_3m",
+                   "risk_free_note": "the curve ends 2017-03-29; its last yield is carried on",
+                   "benchmark_note": "SPY's data begins 2005-02-25, after the start: equal weight used"})
+            .as_object()
+            .unwrap()
+            .clone(),
+        );
+        let out = BacktestOutput {
+            status: "ok".into(),
+            metrics: Some(metrics),
+            assumptions: Some(BacktestAssumptions {
+                benchmark: "equal_weight".into(),
+                bars_per_year: 252.0,
+                ..Default::default()
+            }),
+            warmup: Some(WarmupInfo {
+                bars_needed: Some(0),
+                bars_used: 0,
+                note: None,
+            }),
+            ..Default::default()
+        };
+        let t = answer("x", "backtest", &serde_json::to_value(&out).unwrap());
+        for part in [
+            "(SPY's data begins 2005-02-25, after the start: equal weight used);",
+            "Sharpe and Sortino over the 3-month Treasury yield (the curve ends 2017-03-29; its last yield is carried on);",
+            "no warm-up needed (the signal reads no history).",
+        ] {
+            assert!(t.contains(part), "{part} in {t}");
+        }
+    }
+
     /// Every backtest answer says what the run assumed: costs, lots,
     /// shorting, cash, prices, annualisation and the benchmark as used.
     #[test]
@@ -1338,7 +1395,7 @@ mod tests {
         };
         let t = answer("x", "backtest", &serde_json::to_value(&out).unwrap());
         assert!(
-            t.contains("Assumptions: no commission; slippage 0.05 % (5 bp) of the price, against each fill; whole shares; short selling allowed; initial cash 1000000.00; prices split- and dividend-adjusted; returns, Sharpe and volatility annualized over 252 bars a year; benchmark SPY."),
+            t.contains("Assumptions: no commission; slippage 0.05 % (5 bp) of the price, against each fill; whole shares; the market's rules allow short selling (the strategy decides whether it shorts); initial cash 1000000.00; prices split- and dividend-adjusted; returns, Sharpe and volatility annualized over 252 bars a year; benchmark SPY."),
             "{t}"
         );
         assert!(t.contains("| benchmark (SPY) return | 30.00 % |"), "{t}");
