@@ -21,6 +21,7 @@ use vibedesk::tools::{
     BackgroundQueue, CallOutcome, Registry, Scheduler, SchedulerConfig, ToolContext,
 };
 
+use crate::support::harness::vibedesk;
 use crate::support::server::{TestServer, text_reply, tool_call_reply};
 
 const BIN: &str = env!("CARGO_BIN_EXE_vibedesk");
@@ -530,17 +531,6 @@ async fn the_agent_calls_the_time_server_and_reads_the_answer() {
         answer["datetime"].as_str().unwrap().starts_with(&year),
         "{answer}"
     );
-}
-
-fn vibedesk(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("VIBEDESK_HOME", home)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    c
 }
 
 #[tokio::test]

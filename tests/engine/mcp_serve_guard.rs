@@ -25,14 +25,8 @@ const POLICY: &str = concat!(
 
 /// `vibedesk ARGS` with a clean environment in a temp home.
 fn vibedesk(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("VIBEDESK_HOME", home)
-        .current_dir(home)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
+    let mut c = crate::support::harness::vibedesk(home);
+    c.current_dir(home);
     c
 }
 
