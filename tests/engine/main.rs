@@ -16,6 +16,7 @@ mod offline_market;
 mod pairs;
 mod planner;
 mod provider;
+mod quant_goldens;
 mod research_data;
 mod sandbox;
 mod secrets_limits;
