@@ -295,6 +295,7 @@ pub fn mcp_status_event(s: &crate::mcp::ServerStatus) -> crate::agent::AgentEven
 impl AgentSetup {
     /// The tools: file tools and `bash`, the agent's `compact`, market data
     /// and indicators (embedded dataset first, online sources as fallback),
+    /// the quant tools (options, portfolios, risk),
     /// `backtest`/`read_artifact` (the engine in the sandbox), and the memory
     /// and skill tools. Memory is opened once here, so its snapshot is
     /// frozen for the session (docs §4.4).
@@ -308,6 +309,14 @@ impl AgentSetup {
         let _ = crate::tools::builtin::register_defaults_with(&mut registry, runner.clone());
         let _ = crate::agent::register_agent_tools(&mut registry);
         let _ = market::register_market_tools(&mut registry, config.paths.cache_dir.clone());
+        // The quant desk (docs §15): options, portfolios, risk.
+        let _ = crate::tools::builtin::quant::register_quant_tools(
+            &mut registry,
+            crate::research::data::DataConfig {
+                cache_dir: Some(config.paths.cache_dir.clone()),
+                ..crate::research::data::DataConfig::default()
+            },
+        );
         let mut backtest_config =
             backtest::BacktestToolConfig::new(Some(config.paths.cache_dir.clone()));
         backtest_config.runner = runner;

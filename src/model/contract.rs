@@ -67,6 +67,10 @@ fn tidy(v: &mut Value) {
             if let Some(items) = map.get_mut("items") {
                 tidy(items);
             }
+            // A map's value schema (`{name: number}`) too.
+            if let Some(values @ Value::Object(_)) = map.get_mut("additionalProperties") {
+                tidy(values);
+            }
         }
         Value::Array(a) => a.iter_mut().for_each(tidy),
         _ => {}

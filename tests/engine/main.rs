@@ -17,6 +17,7 @@ mod pairs;
 mod planner;
 mod provider;
 mod quant_goldens;
+mod quant_tools;
 mod research_data;
 mod sandbox;
 mod secrets_limits;

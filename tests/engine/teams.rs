@@ -109,7 +109,7 @@ const REQUIRED: [&str; 10] = [
 ];
 
 /// The tools a preset may name (the contract's list).
-const ALLOWED_TOOLS: [&str; 13] = [
+const ALLOWED_TOOLS: [&str; 18] = [
     "bash",
     "read_file",
     "list_dir",
@@ -123,6 +123,11 @@ const ALLOWED_TOOLS: [&str; 13] = [
     "load_skill",
     "get_market_data",
     "technical_indicator",
+    "option_price",
+    "implied_volatility",
+    "option_strategy",
+    "portfolio_optimize",
+    "risk_report",
 ];
 
 fn repo() -> PathBuf {
@@ -153,6 +158,11 @@ fn registry_names() -> BTreeSet<String> {
     let mut r = vibedesk::tools::Registry::new();
     vibedesk::tools::builtin::register_defaults(&mut r).unwrap();
     market::register_market_tools(&mut r, dir.path().join("cache")).unwrap();
+    vibedesk::tools::builtin::quant::register_quant_tools(
+        &mut r,
+        vibedesk::research::data::DataConfig::offline(),
+    )
+    .unwrap();
     backtest::register_backtest_tools(
         &mut r,
         backtest::BacktestToolConfig::new(Some(dir.path().join("cache"))),
