@@ -899,6 +899,10 @@ fn assumption_clauses(a: &BacktestAssumptions) -> Vec<String> {
         "returns, Sharpe and volatility annualized over {} bars a year",
         a.bars_per_year
     ));
+    if let Some(o) = &a.optimizer {
+        clauses.push(format!("weights by the {o}"));
+    }
+    // Last: a benchmark note is added to this clause.
     clauses.push(format!("benchmark {}", benchmark_name(&a.benchmark)));
     clauses
 }

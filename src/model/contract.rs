@@ -625,6 +625,10 @@ pub struct BacktestAssumptions {
     pub bars_per_year: f64,
     /// The benchmark as used: a ticker, or `equal_weight` of the codes.
     pub benchmark: String,
+    /// The portfolio optimizer that set the weights, in words (docs
+    /// §7.4.2); absent when the signals' weights were used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optimizer: Option<String>,
     /// The `config.json` keys the tool filled from `[backtest]` in
     /// `config.toml` because the call gave none.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -269,7 +269,7 @@ mod tests {
         let r: Vec<f64> = (0..250)
             .map(|i| ((i * 37 % 101) as f64 - 50.0) / 2000.0)
             .collect();
-        let rep = risk_report(&[r.clone()], &[1.0], 0.95, 1).unwrap();
+        let rep = risk_report(std::slice::from_ref(&r), &[1.0], 0.95, 1).unwrap();
         assert_eq!(rep.component_var, vec![1.0]);
         assert_eq!((rep.hhi, rep.effective_n), (1.0, 1.0));
         assert!(rep.es_historical >= rep.var_historical);
@@ -296,7 +296,7 @@ mod tests {
     #[test]
     fn bad_inputs_say_what_to_give() {
         let r = vec![0.01; 10];
-        let e = risk_report(&[r.clone()], &[1.0], 95.0, 1)
+        let e = risk_report(std::slice::from_ref(&r), &[1.0], 95.0, 1)
             .unwrap_err()
             .to_string();
         assert!(e.contains("0.99 for 99 %"), "{e}");

@@ -3,6 +3,7 @@
 mod agent_loop;
 mod architecture;
 mod backtest;
+mod backtest_optimizer;
 mod cli;
 mod compaction;
 mod docs;
