@@ -439,7 +439,7 @@ pub fn provider_or_offline(
         Some(p) => build_provider(p).map(|p| (p, None)),
         None => Ok((
             Arc::new(crate::llm::offline::OfflineProvider::new()),
-            Some("no model is configured: the offline planner answers plain requests (backtests, prices, indicators, memory) from the built-in data; `vibedesk doctor` shows how to connect a model".to_string()),
+            Some("no model is configured: the offline planner answers plain requests (backtests, prices, indicators, options, portfolios, risk, memory) from the built-in data; `vibedesk doctor` shows how to connect a model".to_string()),
         )),
     }
 }

@@ -117,7 +117,12 @@ pub struct OptionPriceArgs {
     /// Underlying price; absent: the last close of 'symbol' on or before 'as_of'
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spot: Option<f64>,
-    pub strike: f64,
+    /// Strike price (or give 'moneyness')
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strike: Option<f64>,
+    /// Strike as a multiple of the spot when no strike is given (1 = at the money, 1.1 = 10 % above)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moneyness: Option<f64>,
     /// Years to expiry (0.25 for three months)
     pub expiry_years: f64,
     /// Annual volatility (0.2 for 20 %); absent: the realised volatility of 'symbol' over the last 252 daily returns
@@ -154,10 +159,14 @@ pub struct OptionInputsUsed {
     pub dividend_yield: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steps: Option<usize>,
-    /// The data behind an input that was not given (`spot: AAPL close
-    /// 2017-11-10`), one line each.
+    /// Where each input that was not given as a number came from
+    /// (`spot: AAPL adjusted close 174.67 on 2017-11-10`, `dividend_yield:
+    /// 0 (not given)`), one line each, keyed by the argument's name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<String>,
+    /// The date of the symbol's data the inputs were read at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
 }
 
 /// `option_price`'s answer (QuantLib's units: vega and rho per 1.00,
@@ -188,8 +197,15 @@ pub struct OptionPriceOutput {
 pub struct ImpliedVolatilityArgs {
     #[schemars(with = "OptionKindName")]
     pub kind: String,
-    pub spot: f64,
-    pub strike: f64,
+    /// Underlying price; absent: the last close of 'symbol' on or before 'as_of'
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spot: Option<f64>,
+    /// Strike price (or give 'moneyness')
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strike: Option<f64>,
+    /// Strike as a multiple of the spot when no strike is given (1 = at the money)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moneyness: Option<f64>,
     /// Years to expiry
     pub expiry_years: f64,
     /// The option's market price (European)
@@ -200,6 +216,12 @@ pub struct ImpliedVolatilityArgs {
     /// Continuous annual dividend yield (default 0)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dividend_yield: Option<f64>,
+    /// Ticker whose last close is the spot when 'spot' is absent
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    /// Date for 'symbol', YYYY-MM-DD (default: its last bar)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
 }
 
 /// `implied_volatility`'s answer.
@@ -212,6 +234,10 @@ pub struct ImpliedVolatilityOutput {
     pub iterations: u32,
     /// The Black–Scholes–Merton price at that volatility.
     pub price_check: f64,
+    /// The inputs (volatility: the one found), and where each came from.
+    pub inputs: OptionInputsUsed,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
 }
 
 /// One leg of `option_strategy`.
@@ -222,6 +248,9 @@ pub struct LegArgs {
     /// Strike (options; not for stock)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strike: Option<f64>,
+    /// Strike as a multiple of the spot when no strike is given (1 = at the money)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moneyness: Option<f64>,
     /// Units; negative = short
     pub quantity: f64,
     /// Price paid per unit; absent: Black–Scholes–Merton (options) or the spot (stock)

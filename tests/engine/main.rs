@@ -18,6 +18,7 @@ mod pairs;
 mod planner;
 mod provider;
 mod quant_goldens;
+mod quant_teams;
 mod quant_tools;
 mod research_data;
 mod sandbox;

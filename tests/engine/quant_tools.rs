@@ -148,7 +148,7 @@ async fn mcp_serve_offers_and_runs_the_quant_tools() {
         |name: &str| tools.iter().find(|t| t["name"] == name).unwrap()["inputSchema"].clone();
     assert_eq!(
         schema("option_price")["required"],
-        json!(["kind", "strike", "expiry_years"])
+        json!(["kind", "expiry_years"])
     );
     assert_eq!(
         schema("portfolio_optimize")["properties"]["method"]["enum"],

@@ -1069,7 +1069,7 @@ type Run = (
 async fn no_shipped_team_report_has_a_bare_number() {
     // Every preset on embedded symbols (crypto_desk too: its rule needs
     // prices, and a crypto pair would be fetched online).
-    let runs: [Run; 11] = [
+    let runs: [Run; 12] = [
         ("investment_committee", &[("target", "AAPL")], &["AAPL"]),
         (
             "pairs_stat_arb",
@@ -1093,6 +1093,7 @@ async fn no_shipped_team_report_has_a_bare_number() {
         ("portfolio_review", &[], &["AAPL", "MSFT", "IBM"]),
         ("risk_committee", &[("target", "IBM")], &["IBM", "MSFT"]),
         ("technical_analysis_panel", &[("target", "AAPL")], &["AAPL"]),
+        ("options_desk", &[("target", "IBM")], &["IBM"]),
     ];
     let reports =
         futures_util::future::join_all(runs.iter().map(|(name, vars, _)| swarm_report(name, vars)))

@@ -43,7 +43,7 @@ pub fn register_quant_tools(
 ) -> Result<(), DuplicateTool> {
     let data = Arc::new(MarketData::new(config));
     registry.register(Arc::new(OptionPrice { data: data.clone() }))?;
-    registry.register(Arc::new(ImpliedVolatility))?;
+    registry.register(Arc::new(ImpliedVolatility { data: data.clone() }))?;
     registry.register(Arc::new(OptionStrategy { data: data.clone() }))?;
     registry.register(Arc::new(PortfolioOptimize { data: data.clone() }))?;
     registry.register(Arc::new(RiskReport { data }))?;
@@ -141,25 +141,30 @@ async fn symbol_market(
     })
 }
 
-/// Spot, volatility and rate: as given, else from `symbol`'s data.
+/// Spot, volatility and rate: as given, else from `symbol`'s data; each
+/// input not given as a number is named in `sources`.
 struct Filled {
     spot: f64,
     volatility: f64,
     rate: f64,
     sources: Vec<String>,
+    as_of: Option<NaiveDate>,
 }
 
-async fn fill(
-    data: &MarketData,
-    ctx: &ToolContext,
-    symbol: Option<&str>,
-    as_of: Option<&str>,
+/// What an option call gives of its market.
+struct Given<'a> {
+    symbol: Option<&'a str>,
+    as_of: Option<&'a str>,
     spot: Option<f64>,
-    volatility: Option<f64>,
+    /// `None` when the tool does not take one (implied volatility).
+    volatility: Option<Option<f64>>,
     rate: Option<f64>,
-) -> Result<Filled, ToolError> {
-    let symbol = symbol.map(str::trim).filter(|s| !s.is_empty());
-    let needs = spot.is_none() || volatility.is_none() || rate.is_none();
+}
+
+async fn fill(data: &MarketData, ctx: &ToolContext, g: Given<'_>) -> Result<Filled, ToolError> {
+    let symbol = g.symbol.map(str::trim).filter(|s| !s.is_empty());
+    let needs_vol = matches!(g.volatility, Some(None));
+    let needs = g.spot.is_none() || needs_vol || g.rate.is_none();
     let Some(sym) = symbol.filter(|_| needs) else {
         let missing = |v: Option<f64>, k: &str| {
             v.ok_or_else(|| {
@@ -168,33 +173,42 @@ async fn fill(
                 ))
             })
         };
+        let mut sources = Vec::new();
+        if g.rate.is_none() {
+            sources.push("rate: not given, so 0".to_string());
+        }
         return Ok(Filled {
-            spot: missing(spot, "spot")?,
-            volatility: missing(volatility, "volatility")?,
-            rate: rate.unwrap_or(0.0),
-            sources: Vec::new(),
+            spot: missing(g.spot, "spot")?,
+            volatility: match g.volatility {
+                Some(v) => missing(v, "volatility")?,
+                None => f64::NAN,
+            },
+            rate: g.rate.unwrap_or(0.0),
+            sources,
+            as_of: None,
         });
     };
-    let as_of = opt_date(as_of, "as_of")?;
+    let as_of = opt_date(g.as_of, "as_of")?;
     let m = symbol_market(data, ctx, sym, as_of).await?;
     let mut sources = Vec::new();
-    let spot = spot.unwrap_or_else(|| {
+    let spot = g.spot.unwrap_or_else(|| {
         sources.push(format!(
             "spot: {sym} adjusted close {} on {}",
             m.spot, m.date
         ));
         m.spot
     });
-    let volatility = match (volatility, m.volatility) {
-        (Some(v), _) => v,
-        (None, Some((v, n))) => {
+    let volatility = match (g.volatility, m.volatility) {
+        (None, _) => f64::NAN,
+        (Some(Some(v)), _) => v,
+        (Some(None), Some((v, n))) => {
             sources.push(format!(
                 "volatility: {sym} realised, {n} daily returns to {} (ddof 1, × √252) = {v:.6}",
                 m.date
             ));
             v
         }
-        (None, None) => {
+        (Some(None), None) => {
             return Err(ToolError::failed(
                 "no_data",
                 format!(
@@ -204,7 +218,7 @@ async fn fill(
             ));
         }
     };
-    let rate = rate.unwrap_or_else(|| {
+    let rate = g.rate.unwrap_or_else(|| {
         sources.push(m.rate_note.clone());
         m.rate.unwrap_or(0.0)
     });
@@ -213,7 +227,31 @@ async fn fill(
         volatility,
         rate,
         sources,
+        as_of: Some(m.date),
     })
+}
+
+/// The strike: as given, else `moneyness` × spot (named in `sources`).
+fn strike_of(
+    strike: Option<f64>,
+    moneyness: Option<f64>,
+    spot: f64,
+    sources: &mut Vec<String>,
+    key: &str,
+) -> Result<f64, ToolError> {
+    match (strike, moneyness) {
+        (Some(k), _) => Ok(k),
+        (None, Some(m)) if m.is_finite() && m > 0.0 => {
+            sources.push(format!("{key}: {m} × spot = {}", m * spot));
+            Ok(m * spot)
+        }
+        (None, Some(m)) => Err(ToolError::InvalidArguments(format!(
+            "'moneyness' must be a number > 0 (1 = at the money), got {m}"
+        ))),
+        (None, None) => Err(ToolError::InvalidArguments(format!(
+            "'{key}' is required: give it, or 'moneyness' (1 = at the money)"
+        ))),
+    }
 }
 
 /// The units line every option answer carries.
@@ -252,20 +290,32 @@ impl TypedTool for OptionPrice {
                     )));
                 }
             };
-            let f = fill(
+            let mut f = fill(
                 &self.data,
                 ctx,
-                args.symbol.as_deref(),
-                args.as_of.as_deref(),
-                args.spot,
-                args.volatility,
-                args.rate,
+                Given {
+                    symbol: args.symbol.as_deref(),
+                    as_of: args.as_of.as_deref(),
+                    spot: args.spot,
+                    volatility: Some(args.volatility),
+                    rate: args.rate,
+                },
             )
             .await?;
+            let strike = strike_of(
+                args.strike,
+                args.moneyness,
+                f.spot,
+                &mut f.sources,
+                "strike",
+            )?;
+            if args.dividend_yield.is_none() {
+                f.sources.push("dividend_yield: not given, so none".into());
+            }
             let inputs = OptionInputs {
                 kind,
                 spot: f.spot,
-                strike: args.strike,
+                strike,
                 expiry_years: args.expiry_years,
                 volatility: f.volatility,
                 rate: f.rate,
@@ -294,7 +344,7 @@ impl TypedTool for OptionPrice {
                 vega: g.vega,
                 theta: g.theta,
                 rho: g.rho,
-                inputs: used(&inputs, american.then_some(steps), f.sources),
+                inputs: used(&inputs, american.then_some(steps), f.sources, f.as_of),
                 symbol: args.symbol.clone(),
                 units: OPTION_UNITS.into(),
             })
@@ -302,8 +352,14 @@ impl TypedTool for OptionPrice {
     }
 }
 
-fn used(i: &OptionInputs, steps: Option<usize>, sources: Vec<String>) -> OptionInputsUsed {
+fn used(
+    i: &OptionInputs,
+    steps: Option<usize>,
+    sources: Vec<String>,
+    as_of: Option<NaiveDate>,
+) -> OptionInputsUsed {
     OptionInputsUsed {
+        as_of: as_of.map(|d| d.to_string()),
         spot: i.spot,
         strike: Some(i.strike),
         expiry_years: i.expiry_years,
@@ -318,7 +374,9 @@ fn used(i: &OptionInputs, steps: Option<usize>, sources: Vec<String>) -> OptionI
 // ---------------------------------------------------------------------------
 // implied_volatility
 
-pub struct ImpliedVolatility;
+pub struct ImpliedVolatility {
+    data: Arc<MarketData>,
+}
 
 impl TypedTool for ImpliedVolatility {
     type Args = ImpliedVolatilityArgs;
@@ -328,42 +386,66 @@ impl TypedTool for ImpliedVolatility {
         "implied_volatility"
     }
     fn description(&self) -> &str {
-        "The Black–Scholes–Merton volatility at which a European call or put is worth a given price (continuous rate and dividend yield). A price outside the no-arbitrage bounds is an error that states the bounds."
+        "The Black–Scholes–Merton volatility at which a European call or put is worth a given price (continuous rate and dividend yield). A price outside the no-arbitrage bounds is an error that states the bounds. Spot and rate as given, or from a symbol's data."
     }
     fn run<'a>(
         &'a self,
         args: ImpliedVolatilityArgs,
-        _ctx: &'a ToolContext,
+        ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
         Box::pin(async move {
             let kind = option_kind(&args.kind)?;
-            let (rate, q) = (args.rate.unwrap_or(0.0), args.dividend_yield.unwrap_or(0.0));
+            let mut f = fill(
+                &self.data,
+                ctx,
+                Given {
+                    symbol: args.symbol.as_deref(),
+                    as_of: args.as_of.as_deref(),
+                    spot: args.spot,
+                    volatility: None,
+                    rate: args.rate,
+                },
+            )
+            .await?;
+            let strike = strike_of(
+                args.strike,
+                args.moneyness,
+                f.spot,
+                &mut f.sources,
+                "strike",
+            )?;
+            if args.dividend_yield.is_none() {
+                f.sources.push("dividend_yield: not given, so none".into());
+            }
+            let q = args.dividend_yield.unwrap_or(0.0);
             let iv = implied_volatility(
                 kind,
-                args.spot,
-                args.strike,
+                f.spot,
+                strike,
                 args.expiry_years,
                 args.price,
-                rate,
+                f.rate,
                 q,
             )
             .map_err(option_error)?;
-            let check = black_scholes(&OptionInputs {
+            let inputs = OptionInputs {
                 kind,
-                spot: args.spot,
-                strike: args.strike,
+                spot: f.spot,
+                strike,
                 expiry_years: args.expiry_years,
                 volatility: iv.volatility,
-                rate,
+                rate: f.rate,
                 dividend_yield: q,
-            })
-            .map_err(option_error)?;
+            };
+            let check = black_scholes(&inputs).map_err(option_error)?;
             Ok(ImpliedVolatilityOutput {
                 status: "ok".into(),
                 kind: kind.as_str().into(),
                 volatility: iv.volatility,
                 iterations: iv.iterations,
                 price_check: check.price,
+                inputs: used(&inputs, None, f.sources, f.as_of),
+                symbol: args.symbol.clone(),
             })
         })
     }
@@ -376,7 +458,7 @@ pub struct OptionStrategy {
     data: Arc<MarketData>,
 }
 
-fn leg_of(i: usize, l: &LegArgs) -> Result<Leg, ToolError> {
+fn leg_of(i: usize, l: &LegArgs, spot: f64, sources: &mut Vec<String>) -> Result<Leg, ToolError> {
     let kind = match l.kind.trim().to_ascii_lowercase().as_str() {
         "call" => LegKind::Call,
         "put" => LegKind::Put,
@@ -387,9 +469,19 @@ fn leg_of(i: usize, l: &LegArgs) -> Result<Leg, ToolError> {
             )));
         }
     };
+    let strike = match (kind, l.strike, l.moneyness) {
+        (LegKind::Stock, ..) | (_, Some(_), _) | (_, None, None) => l.strike,
+        (_, None, Some(_)) => Some(strike_of(
+            None,
+            l.moneyness,
+            spot,
+            sources,
+            &format!("legs[{i}].strike"),
+        )?),
+    };
     Ok(Leg {
         kind,
-        strike: l.strike,
+        strike,
         quantity: l.quantity,
         premium: l.premium,
     })
@@ -411,12 +503,6 @@ impl TypedTool for OptionStrategy {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
         Box::pin(async move {
-            let legs = args
-                .legs
-                .iter()
-                .enumerate()
-                .map(|(i, l)| leg_of(i, l))
-                .collect::<Result<Vec<_>, _>>()?;
             let range = match args.spot_range.as_deref() {
                 None => None,
                 Some([lo, hi]) => Some((*lo, *hi)),
@@ -428,16 +514,27 @@ impl TypedTool for OptionStrategy {
                 }
             };
             let points = opt_usize(args.points, "points")?;
-            let f = fill(
+            let mut f = fill(
                 &self.data,
                 ctx,
-                args.symbol.as_deref(),
-                args.as_of.as_deref(),
-                args.spot,
-                args.volatility,
-                args.rate,
+                Given {
+                    symbol: args.symbol.as_deref(),
+                    as_of: args.as_of.as_deref(),
+                    spot: args.spot,
+                    volatility: Some(args.volatility),
+                    rate: args.rate,
+                },
             )
             .await?;
+            let legs = args
+                .legs
+                .iter()
+                .enumerate()
+                .map(|(i, l)| leg_of(i, l, f.spot, &mut f.sources))
+                .collect::<Result<Vec<_>, _>>()?;
+            if args.dividend_yield.is_none() {
+                f.sources.push("dividend_yield: not given, so none".into());
+            }
             let market = Market {
                 spot: f.spot,
                 volatility: f.volatility,
@@ -446,7 +543,7 @@ impl TypedTool for OptionStrategy {
                 dividend_yield: args.dividend_yield.unwrap_or(0.0),
             };
             let r = strategy::analyze(&legs, &market, range, points).map_err(option_error)?;
-            Ok(strategy_output(r, &market, f.sources, args.symbol.clone()))
+            Ok(strategy_output(r, &market, f, args.symbol.clone()))
         })
     }
 }
@@ -454,7 +551,7 @@ impl TypedTool for OptionStrategy {
 fn strategy_output(
     r: strategy::StrategyResult,
     m: &Market,
-    sources: Vec<String>,
+    f: Filled,
     symbol: Option<String>,
 ) -> OptionStrategyOutput {
     OptionStrategyOutput {
@@ -508,7 +605,8 @@ fn strategy_output(
             rate: m.rate,
             dividend_yield: m.dividend_yield,
             steps: None,
-            sources,
+            sources: f.sources,
+            as_of: f.as_of.map(|d| d.to_string()),
         },
         symbol,
     }
@@ -920,7 +1018,11 @@ mod tests {
             "{v}"
         );
         assert_eq!(v["model"], "black_scholes_merton");
-        assert_eq!(v["inputs"]["sources"], json!(null));
+        // Only the defaulted input is named; the others were given.
+        assert_eq!(
+            v["inputs"]["sources"],
+            json!(["dividend_yield: not given, so none"])
+        );
     }
 
     #[tokio::test]
@@ -932,7 +1034,7 @@ mod tests {
         .await
         .unwrap();
         let sources: Vec<String> = serde_json::from_value(v["inputs"]["sources"].clone()).unwrap();
-        assert_eq!(sources.len(), 3, "{v}");
+        assert_eq!(sources.len(), 4, "{v}");
         assert!(
             sources[0].starts_with("spot: AAPL adjusted close ")
                 && sources[0].ends_with(" on 2010-06-30"),
