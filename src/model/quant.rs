@@ -338,6 +338,9 @@ pub struct StressOutput {
 #[serde(default)]
 pub struct OptionStrategyOutput {
     pub status: String,
+    /// The position's name when its legs have a known shape ("straddle",
+    /// "bull call spread", "short strangle" …), else "position".
+    pub position: String,
     pub legs: Vec<PricedLegOutput>,
     /// Σ quantity × premium: positive paid, negative received.
     pub net_premium: f64,

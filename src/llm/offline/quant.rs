@@ -639,28 +639,6 @@ fn pct(x: f64) -> String {
     format!("{:.2} %", x * 100.0)
 }
 
-/// The name of a position from its legs (the planner's names).
-fn position_name(legs: &[crate::model::quant::PricedLegOutput]) -> String {
-    let shape: Vec<(i64, &str)> = legs
-        .iter()
-        .map(|l| (l.quantity.signum() as i64, l.kind.as_str()))
-        .collect();
-    for (name, want) in POSITIONS {
-        let w: Vec<(i64, &str)> = want
-            .iter()
-            .map(|(q, k, _)| (q.signum() as i64, *k))
-            .collect();
-        let neg: Vec<(i64, &str)> = w.iter().map(|(q, k)| (-q, *k)).collect();
-        if shape == w {
-            return name.to_string();
-        }
-        if shape == neg {
-            return format!("short {name}");
-        }
-    }
-    "position".into()
-}
-
 /// The key-figure rows (label, value, as of) of a quant tool's result;
 /// `None` for another tool.
 pub(super) fn key_rows(
@@ -736,7 +714,7 @@ fn strategy_rows(result: &Value) -> Option<Vec<(String, String, String)>> {
     let label = format!(
         "{} {}(K {}, {} y)",
         v.symbol.as_deref().unwrap_or("option"),
-        position_name(&v.legs),
+        v.position,
         strikes.join("/"),
         trim(v.inputs.expiry_years)
     );
@@ -1028,7 +1006,7 @@ fn implied_answer(o: &ImpliedVolatilityOutput) -> String {
 }
 
 fn strategy_answer(request: &str, o: &OptionStrategyOutput) -> String {
-    let name = position_name(&o.legs);
+    let name = &o.position;
     let mut out = format!(
         "## {} {name}, {} to expiry\n\n| leg | strike | quantity | premium |\n|---|---|---|---|\n",
         o.symbol.as_deref().unwrap_or("Option"),

@@ -98,6 +98,8 @@ pub struct StressRow {
 /// Everything [`analyze`] finds.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StrategyResult {
+    /// The position's name when its legs have a known shape ([`name_of`]).
+    pub name: String,
     pub legs: Vec<PricedLeg>,
     pub net_premium: f64,
     /// (underlying at expiry, profit and loss), sorted by the underlying;
@@ -147,6 +149,7 @@ pub fn analyze(
     let greeks = position_greeks(&priced, market);
     let stress = stress(&priced, market, greeks.price);
     Ok(StrategyResult {
+        name: name_of(&priced),
         legs: priced,
         net_premium,
         payoff,
@@ -156,6 +159,44 @@ pub fn analyze(
         greeks,
         stress,
     })
+}
+
+/// The name of a known shape of legs (one unit each way): "straddle",
+/// "strangle", "bull call spread", "bear put spread", "covered call",
+/// "protective put", "collar", each "short …" when every sign is flipped;
+/// else "position".
+pub fn name_of(legs: &[PricedLeg]) -> String {
+    use LegKind::{Call, Put, Stock};
+    let mut shape: Vec<(LegKind, f64, f64)> = legs
+        .iter()
+        .map(|l| (l.kind, l.quantity.signum(), l.strike.unwrap_or(0.0)))
+        .collect();
+    // Stock first, then by strike: the order the names are written in.
+    shape.sort_by(|a, b| {
+        (a.0 != Stock)
+            .cmp(&(b.0 != Stock))
+            .then(a.2.total_cmp(&b.2))
+            .then((a.0 == Call).cmp(&(b.0 == Call)))
+    });
+    let named = |sign: f64| -> Option<&'static str> {
+        let s: Vec<(LegKind, f64)> = shape.iter().map(|(k, q, _)| (*k, q * sign)).collect();
+        let k: Vec<f64> = shape.iter().map(|l| l.2).collect();
+        Some(match s.as_slice() {
+            [(Put, 1.0), (Call, 1.0)] if k[0] == k[1] => "straddle",
+            [(Put, 1.0), (Call, 1.0)] => "strangle",
+            [(Call, 1.0), (Call, -1.0)] => "bull call spread",
+            [(Put, -1.0), (Put, 1.0)] => "bear put spread",
+            [(Stock, 1.0), (Call, -1.0)] => "covered call",
+            [(Stock, 1.0), (Put, 1.0)] => "protective put",
+            [(Stock, 1.0), (Put, 1.0), (Call, -1.0)] => "collar",
+            _ => return None,
+        })
+    };
+    match (named(1.0), named(-1.0)) {
+        (Some(n), _) => n.to_string(),
+        (None, Some(n)) => format!("short {n}"),
+        (None, None) => "position".to_string(),
+    }
 }
 
 fn check_market(m: &Market) -> Result<(), OptionError> {
@@ -414,6 +455,7 @@ mod tests {
         ];
         let r = analyze(&legs, &market(), None, None).unwrap();
         assert_eq!(r.net_premium, 3.0);
+        assert_eq!(r.name, "bull call spread");
         assert_eq!(r.breakevens, vec![103.0]);
         assert_eq!(r.max_profit, Some(7.0));
         assert_eq!(r.max_loss, Some(3.0));
@@ -431,6 +473,7 @@ mod tests {
         ];
         let r = analyze(&legs, &market(), None, None).unwrap();
         assert_eq!(r.breakevens, vec![92.0, 108.0]);
+        assert_eq!(r.name, "short straddle");
         assert_eq!(r.max_profit, Some(8.0));
         assert_eq!(r.max_loss, None);
         assert!(r.greeks.gamma < 0.0 && r.greeks.vega < 0.0);
@@ -453,6 +496,7 @@ mod tests {
             },
         ];
         let r = analyze(&legs, &market(), None, None).unwrap();
+        assert_eq!(r.name, "covered call");
         let call = r.legs[1].premium;
         assert!(r.legs[1].premium_from_model && call > 0.0 && call < 5.0);
         assert_eq!(r.net_premium, 100.0 - call);

@@ -556,6 +556,7 @@ fn strategy_output(
 ) -> OptionStrategyOutput {
     OptionStrategyOutput {
         status: "ok".into(),
+        position: r.name.clone(),
         legs: r
             .legs
             .iter()
