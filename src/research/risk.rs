@@ -20,7 +20,7 @@
 
 use serde::Serialize;
 
-use crate::research::portfolio::covariance::{TRADING_DAYS, sample_cov};
+use crate::research::portfolio::covariance::{TRADING_DAYS, sample_cov_times};
 use crate::research::stats::{
     excess_kurtosis, mean, norm_pdf, norm_ppf, quantile_sorted, skewness, std_dev,
 };
@@ -232,8 +232,8 @@ fn components(columns: &[Vec<f64>], weights: &[f64], z: f64, h: f64, var: f64) -
     if columns.len() == 1 {
         return vec![1.0];
     }
-    let cov = sample_cov(columns);
-    let sw = cov.times(weights);
+    // Σw alone, without forming Σ.
+    let sw = sample_cov_times(columns, weights);
     let sigma = sw
         .iter()
         .zip(weights)

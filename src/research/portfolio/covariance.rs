@@ -78,8 +78,7 @@ fn centred(columns: &[Vec<f64>]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// Σ_t a_t·b_t over two columns, four lanes at a time (the covariance's
-/// inner loop: 12 million products for 100 assets × 2,520 days).
+/// Σ_t a_t·b_t over two columns, four lanes at a time.
 fn cross(a: &[f64], b: &[f64]) -> f64 {
     let mut acc = [0.0; 4];
     let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
@@ -93,18 +92,81 @@ fn cross(a: &[f64], b: &[f64]) -> f64 {
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
-/// Xᵀ·X / divisor for centred columns X.
+/// `a` against four columns at once, each with four lanes: `a` is read
+/// once for four products (the covariance's inner loop: 12.7 million
+/// products for 100 assets × 2,520 days).
+fn cross4(a: &[f64], b: [&[f64]; 4]) -> [f64; 4] {
+    let n = a.len();
+    let body = n - n % 4;
+    let mut acc = [[0.0; 4]; 4];
+    let mut t = 0;
+    while t < body {
+        let x = &a[t..t + 4];
+        for (j, col) in b.iter().enumerate() {
+            let y = &col[t..t + 4];
+            for k in 0..4 {
+                acc[j][k] += x[k] * y[k];
+            }
+        }
+        t += 4;
+    }
+    let mut out = [0.0; 4];
+    for (j, col) in b.iter().enumerate() {
+        let tail: f64 = (body..n).map(|t| a[t] * col[t]).sum();
+        out[j] = (acc[j][0] + acc[j][1]) + (acc[j][2] + acc[j][3]) + tail;
+    }
+    out
+}
+
+/// Xᵀ·X / divisor for centred columns X (the lower triangle computed,
+/// mirrored).
 fn gram(x: &[Vec<f64>], divisor: f64) -> Matrix {
     let n = x.len();
     let mut m = Matrix::zeros(n);
+    let mut put = |i: usize, j: usize, v: f64| {
+        m.data[i * n + j] = v / divisor;
+        m.data[j * n + i] = v / divisor;
+    };
     for i in 0..n {
-        for j in 0..=i {
-            let v = cross(&x[i], &x[j]) / divisor;
-            m.data[i * n + j] = v;
-            m.data[j * n + i] = v;
+        let mut j = 0;
+        while j + 4 <= i + 1 {
+            let v = cross4(&x[i], [&x[j], &x[j + 1], &x[j + 2], &x[j + 3]]);
+            for (k, vk) in v.iter().enumerate() {
+                put(i, j + k, *vk);
+            }
+            j += 4;
+        }
+        for jj in j..=i {
+            put(i, jj, cross(&x[i], &x[jj]));
         }
     }
     m
+}
+
+/// Σ·w without forming Σ (the sample covariance, ddof 1, not annualised):
+/// the covariance of each column with the book's returns, in O(assets ×
+/// days). Equal weights, inverse volatility and the risk report need only
+/// this.
+pub fn sample_cov_times(columns: &[Vec<f64>], w: &[f64]) -> Vec<f64> {
+    let x = centred(columns);
+    let days = x.first().map_or(0, Vec::len);
+    let mut p = vec![0.0; days];
+    for (c, wi) in x.iter().zip(w) {
+        for (pt, xt) in p.iter_mut().zip(c) {
+            *pt += wi * xt;
+        }
+    }
+    x.iter()
+        .map(|c| cross(c, &p) / (days as f64 - 1.0))
+        .collect()
+}
+
+/// Each column's sample variance (ddof 1, not annualised).
+pub fn sample_variances(columns: &[Vec<f64>]) -> Vec<f64> {
+    columns
+        .iter()
+        .map(|c| crate::research::stats::variance(c, 1))
+        .collect()
 }
 
 /// The sample covariance (ddof 1) of daily returns, not annualised.

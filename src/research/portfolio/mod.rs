@@ -234,8 +234,13 @@ pub fn optimize(
         ));
     }
     let days = columns[0].len();
-    let (cov, shrinkage) = covariance_of(columns, o.covariance);
     let mu: Vec<f64> = means(columns).iter().map(|m| m * TRADING_DAYS).collect();
+    let lean = matches!(o.method, Method::EqualWeight | Method::InverseVolatility);
+    if lean && o.covariance == CovarianceKind::Sample {
+        // These need the variances and Σw only, not Σ itself.
+        return lean_weights(columns, &mu, o).ok_or(PortfolioError::Singular { assets: n, days });
+    }
+    let (cov, shrinkage) = covariance_of(columns, o.covariance);
     let singular = || PortfolioError::Singular { assets: n, days };
     let weights = weights_for(&cov, &mu, o).map_err(|e| match e {
         WeightsError::Qp(QpError::NotPositiveDefinite { .. }) => singular(),
@@ -395,6 +400,36 @@ pub fn capped(mut w: Vec<f64>, lo: f64, hi: f64) -> Vec<f64> {
     w
 }
 
+/// Equal or inverse-volatility weights and their figures from the
+/// variances and Σw (the same numbers as through Σ, in O(assets × days)).
+fn lean_weights(columns: &[Vec<f64>], mu: &[f64], o: &OptimizeOptions) -> Option<Portfolio> {
+    let n = columns.len();
+    let weights = match o.method {
+        Method::InverseVolatility => {
+            let vars = covariance::sample_variances(columns);
+            if vars.iter().any(|v| v.is_nan() || *v <= 0.0) {
+                return None;
+            }
+            let inv: Vec<f64> = vars
+                .iter()
+                .map(|v| 1.0 / (v * TRADING_DAYS).sqrt())
+                .collect();
+            let total: f64 = inv.iter().sum();
+            capped(
+                inv.iter().map(|v| v / total).collect(),
+                o.min_weight,
+                o.max_weight,
+            )
+        }
+        _ => vec![1.0 / n as f64; n],
+    };
+    let sw: Vec<f64> = covariance::sample_cov_times(columns, &weights)
+        .iter()
+        .map(|v| v * TRADING_DAYS)
+        .collect();
+    Some(describe_sw(weights, sw, mu, o.risk_free_rate, None))
+}
+
 /// The figures of a weight vector.
 pub fn describe(
     weights: Vec<f64>,
@@ -404,6 +439,17 @@ pub fn describe(
     shrinkage: Option<f64>,
 ) -> Portfolio {
     let sw = cov.times(&weights);
+    describe_sw(weights, sw, mu, rf, shrinkage)
+}
+
+/// The figures of a weight vector from Σw.
+fn describe_sw(
+    weights: Vec<f64>,
+    sw: Vec<f64>,
+    mu: &[f64],
+    rf: f64,
+    shrinkage: Option<f64>,
+) -> Portfolio {
     let variance: f64 = sw.iter().zip(&weights).map(|(a, b)| a * b).sum();
     let volatility = variance.sqrt();
     let expected_return: f64 = mu.iter().zip(&weights).map(|(a, b)| a * b).sum();
