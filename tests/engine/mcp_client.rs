@@ -641,6 +641,7 @@ fn the_workstation_chat_shows_server_states_as_notices() {
         state,
         tools,
         reason: reason.map(String::from),
+        notes: Vec::new(),
     };
     chat.apply(&status(McpServerState::Starting, 0, None));
     chat.apply(&status(McpServerState::Ready, 2, None));
@@ -899,6 +900,7 @@ async fn failure_reasons_are_stable_and_say_what_the_server_did() {
     let logs = tempfile::tempdir().unwrap();
     let options = StartOptions {
         log_dir: Some(logs.path().to_path_buf()),
+        ..StartOptions::default()
     };
     let traceback = stdio(
         "traceback",
