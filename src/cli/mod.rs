@@ -280,7 +280,7 @@ pub(crate) fn mcp_start_options(config: &Config) -> crate::mcp::StartOptions {
         log_dir: Some(config.paths.logs_dir().join("mcp")),
         jobs_dir: Some(config.paths.jobs_dir()),
         max_tools: crate::mcp::config::load_max_tools(&config.config_file)
-            .unwrap_or(crate::mcp::offer::DEFAULT_MAX_TOOLS),
+            .unwrap_or(crate::mcp::config::DEFAULT_MAX_TOOLS),
     }
 }
 

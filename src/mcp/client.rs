@@ -33,9 +33,8 @@ use tokio::time::Instant;
 
 use super::client_link::{ProgressRoutes, ServerLink, ToolSummary};
 use super::config::{McpServerConfig, McpTransport};
-use super::offer::{allocate, checked_tools, left_out_note};
+use super::offer::{Checked, allocate, checked_tools, left_out_note};
 use super::stdio::{StdioWatch, describe_status, watch_child};
-use super::tool::McpTool;
 use crate::tools::{LateTools, Registry, Tool};
 
 /// Why a server did not start, in words that stay the same from one run to
@@ -195,7 +194,7 @@ impl Default for StartOptions {
         StartOptions {
             log_dir: None,
             jobs_dir: None,
-            max_tools: super::offer::DEFAULT_MAX_TOOLS,
+            max_tools: super::config::DEFAULT_MAX_TOOLS,
         }
     }
 }
@@ -217,7 +216,7 @@ struct Shared {
     stopping: Arc<AtomicBool>,
     /// Its checked tools once ready, before the cap, and the notes of the
     /// checks.
-    checked: Arc<Mutex<Option<(Vec<Arc<McpTool>>, Vec<String>)>>>,
+    checked: Arc<Mutex<Option<Checked>>>,
 }
 
 /// The servers' tools together: what each offers under the cap, kept in
@@ -238,25 +237,27 @@ impl Offer {
     /// another ready server whose share changed reports again.
     fn rebalance(&self, ready: usize) {
         let _turn = self.turn.lock();
-        let lists: Vec<Option<(Vec<Arc<McpTool>>, Vec<String>)>> = self
+        let lists: Vec<Option<Checked>> = self
             .servers
             .iter()
             .map(|s| s.checked.lock().ok().and_then(|c| c.clone()))
             .collect();
         let counts: Vec<usize> = lists
             .iter()
-            .map(|l| l.as_ref().map_or(0, |(t, _)| t.len()))
+            .map(|l| l.as_ref().map_or(0, |c| c.tools.len()))
             .collect();
         let given = allocate(&counts, self.cap);
         let offered: Vec<Arc<dyn Tool>> = lists
             .iter()
             .zip(&given)
-            .filter_map(|(l, n)| l.as_ref().map(|(t, _)| (t, *n)))
+            .filter_map(|(l, n)| l.as_ref().map(|c| (&c.tools, *n)))
             .flat_map(|(t, n)| t[..n].iter().map(|t| t.clone() as Arc<dyn Tool>))
             .collect();
         self.late.set(offered);
         for (i, (shared, list)) in self.servers.iter().zip(&lists).enumerate() {
-            let Some((tools, notes)) = list else { continue };
+            let Some(Checked { tools, notes }) = list else {
+                continue;
+            };
             let Ok(mut s) = shared.status.lock() else {
                 continue;
             };
@@ -527,7 +528,7 @@ async fn start_server(start: Start, pending: crate::tools::late::Pending) {
     let checked = checked_tools(&config, &link, &remote_tools);
     let count = checked.tools.len();
     if let Ok(mut c) = shared.checked.lock() {
-        *c = Some((checked.tools, checked.notes));
+        *c = Some(checked);
     }
     // Into `late` and the statuses, before the run waiting on `pending`
     // looks.

@@ -14,6 +14,10 @@ use serde::Deserialize;
 /// Default bound on a server's start-up: spawn (or connect), handshake and
 /// the tool list (docs §13.2).
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// MCP tools offered per request, all servers together, by default: with
+/// vibedesk's own tools (about 20) under the 128 providers commonly take
+/// (docs §13.3).
+pub const DEFAULT_MAX_TOOLS: usize = 100;
 /// Default deadline of one tool call (docs §13.3).
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -55,14 +59,14 @@ fn section_max_tools(table: &toml::Table, path: &Path) -> Result<usize, McpConfi
         problem,
     };
     let Some(section) = table.get("mcp") else {
-        return Ok(super::offer::DEFAULT_MAX_TOOLS);
+        return Ok(DEFAULT_MAX_TOOLS);
     };
     let raw: RawSection = section
         .clone()
         .try_into()
         .map_err(|e: toml::de::Error| problem(e.message().to_string()))?;
     match raw.max_tools {
-        None => Ok(super::offer::DEFAULT_MAX_TOOLS),
+        None => Ok(DEFAULT_MAX_TOOLS),
         Some(n) => usize::try_from(n)
             .ok()
             .filter(|n| *n <= MAX_TOOLS_LIMIT)
@@ -80,7 +84,7 @@ pub fn load_max_tools(config_file: &Path) -> Result<usize, McpConfigError> {
     let text = match std::fs::read_to_string(config_file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(super::offer::DEFAULT_MAX_TOOLS);
+            return Ok(DEFAULT_MAX_TOOLS);
         }
         Err(source) => {
             return Err(McpConfigError::Read {

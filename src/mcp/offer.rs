@@ -1,7 +1,7 @@
 //! Which of the servers' tools a request offers (docs §13.3): each tool's
 //! schema checked ([`super::schema`]), an invalid one skipped with a note,
-//! and all servers' tools together cut to a cap ([`DEFAULT_MAX_TOOLS`],
-//! `[mcp] max_tools`), since providers refuse requests with more tools
+//! and all servers' tools together cut to a cap (`[mcp] max_tools`,
+//! [`super::config::DEFAULT_MAX_TOOLS`] by default), since providers refuse requests with more tools
 //! than they take (commonly 128) and every tool costs tokens on every
 //! request: one server with 5,033 tools made each request 3 MB.
 //!
@@ -16,14 +16,12 @@ use super::client_link::{ServerLink, ToolSummary};
 use super::config::McpServerConfig;
 use super::tool::McpTool;
 
-/// MCP tools offered per request, all servers together, by default: with
-/// vibedesk's own tools (about 20) under the 128 providers commonly take.
-pub const DEFAULT_MAX_TOOLS: usize = 100;
 /// Names quoted in a note before "and N more".
 const NAMED: usize = 5;
 
 /// A server's tools as offered: those that passed the checks, and a note
 /// for each kind of tool skipped.
+#[derive(Clone)]
 pub struct Checked {
     pub tools: Vec<Arc<McpTool>>,
     pub notes: Vec<String>,

@@ -149,105 +149,76 @@ fn check_object(o: &Map<String, Value>, path: &str, depth: usize) -> Result<(), 
         });
     }
     for (key, v) in o {
-        let k = key.as_str();
-        let at = format!("{path}/{k}");
-        match k {
-            "type" => check_type(v).map_err(|p| err(path, k, p))?,
-            "required" => check_string_list(v).map_err(|p| err(path, k, p))?,
-            "enum" => {
-                if !v.is_array() {
-                    return Err(err(path, k, format!("must be an array, got {}", short(v))));
-                }
-            }
-            "items" => match v {
-                // Draft 4-7's tuple form.
-                Value::Array(a) => {
-                    for (i, s) in a.iter().enumerate() {
-                        check_schema_value(s, &format!("{at}/{i}"), depth)?;
-                    }
-                }
-                other => check_schema_value(other, &at, depth)?,
-            },
-            "dependentRequired" => check_map(v, |name, deps| {
-                check_string_list(deps).map_err(|p| err(&at, name, p))
-            })
-            .map_err(|e| e.unwrap_or_else(|p| err(path, k, p)))?,
-            "dependencies" => check_map(v, |name, dep| {
-                if dep.is_array() {
-                    check_string_list(dep).map_err(|p| err(&at, name, p))
-                } else {
-                    check_schema_value(dep, &format!("{at}/{name}"), depth)
-                }
-            })
-            .map_err(|e| e.unwrap_or_else(|p| err(path, k, p)))?,
-            "multipleOf" => {
-                if !v.as_f64().is_some_and(|x| x > 0.0) {
-                    return Err(err(
-                        path,
-                        k,
-                        format!("must be a number above 0, got {}", short(v)),
-                    ));
-                }
-            }
-            "minimum" | "maximum" => {
-                if !v.is_number() {
-                    return Err(err(path, k, format!("must be a number, got {}", short(v))));
-                }
-            }
-            // A number since draft 6, a boolean in draft 4.
-            "exclusiveMinimum" | "exclusiveMaximum" => {
-                if !v.is_number() && !v.is_boolean() {
-                    return Err(err(path, k, format!("must be a number, got {}", short(v))));
-                }
-            }
-            _ if ONE_SCHEMA.contains(&k) => check_schema_value(v, &at, depth)?,
-            _ if SCHEMA_MAPS.contains(&k) => check_map(v, |name, s| {
-                check_schema_value(s, &format!("{at}/{name}"), depth)
-            })
-            .map_err(|e| e.unwrap_or_else(|p| err(path, k, p)))?,
-            _ if SCHEMA_LISTS.contains(&k) => match v.as_array() {
-                Some(a) if !a.is_empty() => {
-                    for (i, s) in a.iter().enumerate() {
-                        check_schema_value(s, &format!("{at}/{i}"), depth)?;
-                    }
-                }
-                _ => {
-                    return Err(err(
-                        path,
-                        k,
-                        format!("must be a non-empty array of schemas, got {}", short(v)),
-                    ));
-                }
-            },
-            _ if COUNTS.contains(&k) => {
-                if !v.as_u64().is_some() {
-                    return Err(err(
-                        path,
-                        k,
-                        format!("must be a non-negative integer, got {}", short(v)),
-                    ));
-                }
-            }
-            _ if STRINGS.contains(&k) => {
-                if !v.is_string() {
-                    return Err(err(path, k, format!("must be a string, got {}", short(v))));
-                }
-            }
-            _ if BOOLEANS.contains(&k) => {
-                if !v.is_boolean() {
-                    return Err(err(
-                        path,
-                        k,
-                        format!("must be true or false, got {}", short(v)),
-                    ));
-                }
-            }
-            // `const`, `default`, `examples` take any value; other keywords
-            // are annotations the meta-schema allows.
-            _ => {}
+        if let Some(problem) = value_problem(key, v) {
+            return Err(err(path, key, problem));
         }
+        check_subschemas(key, v, path, depth)?;
     }
     Ok(())
+}
+
+/// What is wrong with the value of a keyword that takes no schema, if
+/// anything. `const`, `default`, `examples` take any value; keywords the
+/// meta-schema does not name are annotations it allows.
+fn value_problem(k: &str, v: &Value) -> Option<String> {
+    let bad = |ok: bool, want: &str| (!ok).then(|| format!("must be {want}, got {}", short(v)));
+    match k {
+        "type" => check_type(v).err(),
+        "required" => check_string_list(v).err(),
+        "enum" => bad(v.is_array(), "an array"),
+        "multipleOf" => bad(v.as_f64().is_some_and(|x| x > 0.0), "a number above 0"),
+        "minimum" | "maximum" => bad(v.is_number(), "a number"),
+        // A number since draft 6, a boolean in draft 4.
+        "exclusiveMinimum" | "exclusiveMaximum" => bad(v.is_number() || v.is_boolean(), "a number"),
+        _ if COUNTS.contains(&k) => bad(v.as_u64().is_some(), "a non-negative integer"),
+        _ if STRINGS.contains(&k) => bad(v.is_string(), "a string"),
+        _ if BOOLEANS.contains(&k) => bad(v.is_boolean(), "true or false"),
+        _ => None,
+    }
+}
+
+/// The schemas inside a keyword that holds some, checked in turn.
+fn check_subschemas(k: &str, v: &Value, path: &str, depth: usize) -> Result<(), SchemaError> {
+    let at = format!("{path}/{k}");
+    match k {
+        // Draft 4-7's tuple form, or one schema.
+        "items" => match v {
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, s)| check_schema_value(s, &format!("{at}/{i}"), depth)),
+            other => check_schema_value(other, &at, depth),
+        },
+        "dependentRequired" => check_map(v, |name, deps| {
+            check_string_list(deps).map_err(|p| err(&at, name, p))
+        })
+        .map_err(|e| e.unwrap_or_else(|p| err(path, k, p))),
+        "dependencies" => check_map(v, |name, dep| {
+            if dep.is_array() {
+                check_string_list(dep).map_err(|p| err(&at, name, p))
+            } else {
+                check_schema_value(dep, &format!("{at}/{name}"), depth)
+            }
+        })
+        .map_err(|e| e.unwrap_or_else(|p| err(path, k, p))),
+        _ if ONE_SCHEMA.contains(&k) => check_schema_value(v, &at, depth),
+        _ if SCHEMA_MAPS.contains(&k) => check_map(v, |name, s| {
+            check_schema_value(s, &format!("{at}/{name}"), depth)
+        })
+        .map_err(|e| e.unwrap_or_else(|p| err(path, k, p))),
+        _ if SCHEMA_LISTS.contains(&k) => match v.as_array() {
+            Some(a) if !a.is_empty() => a
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, s)| check_schema_value(s, &format!("{at}/{i}"), depth)),
+            _ => Err(err(
+                path,
+                k,
+                format!("must be a non-empty array of schemas, got {}", short(v)),
+            )),
+        },
+        _ => Ok(()),
+    }
 }
 
 /// `type`: a known type name, or a non-empty array of them. (The

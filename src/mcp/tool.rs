@@ -145,7 +145,8 @@ impl McpTool {
                 biased;
                 r = &mut response => break r,
                 Ok(()) = progress.rx.changed() => {
-                    if let Some(p) = progress.take_new() {
+                    let latest = progress.rx.borrow_and_update().clone();
+                    if let Some(p) = latest {
                         relay(&p);
                     }
                 }
