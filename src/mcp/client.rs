@@ -705,6 +705,12 @@ async fn connect_stdio(
     Ok((service, tools, Some(watch)))
 }
 
+/// What the HTTP transport reads of one event or response: four times the
+/// most one answer may be, so that an answer over it is refused by its
+/// size, as over stdio (docs §13.3), rather than by the SDK closing the
+/// whole connection at its own 16 MiB bound. Past this the SDK still does.
+pub const HTTP_READ_BYTES: usize = 4 * super::stdio::MAX_MESSAGE_BYTES;
+
 /// The handshake and tool list over streamable HTTP.
 async fn connect_http(
     config: &McpServerConfig,
@@ -713,6 +719,8 @@ async fn connect_http(
     deadline: Instant,
 ) -> Result<Connected, StartError> {
     let mut http = StreamableHttpClientTransportConfig::with_uri(url);
+    http.max_sse_event_size = HTTP_READ_BYTES;
+    http.max_json_response_size = HTTP_READ_BYTES;
     if let Some(var) = bearer_token_env {
         // From memory: the variable left the environment at start (docs §6.1).
         let token = crate::secrets::var(var)

@@ -173,7 +173,13 @@ impl McpTool {
         guard.id = None;
         match result.map_err(|e| self.call_error(e))? {
             ServerResult::CallToolResult(r) => {
-                let value = serde_json::to_value(&r).unwrap_or(Value::Null);
+                // Over HTTP an answer may arrive larger than one message
+                // may be (see `HTTP_READ_BYTES`): refused the same way.
+                let bytes = serde_json::to_vec(&r).unwrap_or_default();
+                if bytes.len() > super::stdio::MAX_MESSAGE_BYTES {
+                    return Err(self.too_large());
+                }
+                let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
                 result_reply(&value)
             }
             other => Err(ToolError::failed(

@@ -71,7 +71,7 @@ pub(crate) fn stdio(
     }
 }
 
-fn http(name: &str, port: u16, tool_timeout: Duration) -> McpServerConfig {
+pub(crate) fn http(name: &str, port: u16, tool_timeout: Duration) -> McpServerConfig {
     McpServerConfig {
         name: name.into(),
         transport: McpTransport::Http {
@@ -96,14 +96,14 @@ pub(crate) fn status_log() -> (StatusSink, Arc<Mutex<Vec<ServerStatus>>>) {
 }
 
 /// The fixture server on a free loopback port, accepting connections.
-struct Fixture {
+pub(crate) struct Fixture {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     markers: tempfile::TempDir,
 }
 
 impl Fixture {
-    async fn start() -> Fixture {
+    pub(crate) async fn start() -> Fixture {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

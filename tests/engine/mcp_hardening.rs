@@ -583,3 +583,48 @@ async fn a_clean_exit_leaves_no_mcp_server_process() {
     let records = std::fs::read_dir(&jobs).map(|d| d.count()).unwrap_or(0);
     assert_eq!(records, 0, "the job record is gone");
 }
+
+/// Over streamable HTTP too, an answer over 16 MiB fails its call at once
+/// with `mcp_result_too_large`, and the server serves on. Before, the SDK
+/// closed the connection at its 16 MiB bound and the server counted as
+/// gone for the rest of the session.
+#[tokio::test]
+async fn an_over_large_result_over_http_fails_at_once() {
+    if !peers_available() {
+        return;
+    }
+    let fixture = crate::mcp_client::Fixture::start().await;
+    let (sink, _) = status_log();
+    let config = crate::mcp_client::http("web", fixture.port, Duration::from_secs(40));
+    let clients = McpClients::start(&[config], &StartOptions::default(), &sink).await;
+    assert_eq!(
+        clients.statuses()[0].state,
+        ServerState::Ready,
+        "{:?}",
+        clients.statuses()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let (out, _) = schedule(&clients, "mcp__web__big", json!({}), dir.path()).await;
+    let took = started.elapsed();
+    assert_eq!(
+        out.error_code.as_deref(),
+        Some("mcp_result_too_large"),
+        "{}",
+        out.raw
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "took {took:?} (deadline 40 s)"
+    );
+    let (out, _) = schedule(
+        &clients,
+        "mcp__web__echo",
+        json!({"text": "still here"}),
+        dir.path(),
+    )
+    .await;
+    assert_eq!(out.raw, "still here");
+    assert_eq!(clients.statuses()[0].state, ServerState::Ready);
+    clients.shutdown().await;
+}
