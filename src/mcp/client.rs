@@ -214,6 +214,9 @@ struct Shared {
     pgid: Arc<Mutex<Option<i32>>>,
     /// Set before an intended stop, so nothing reports `exited`.
     stopping: Arc<AtomicBool>,
+    /// A stdio server's child as watched, once spawned: shutdown waits for
+    /// it to be reaped, which removes its job record.
+    child: Arc<Mutex<Option<StdioWatch>>>,
     /// Its checked tools once ready, before the cap, and the notes of the
     /// checks.
     checked: Arc<Mutex<Option<Checked>>>,
@@ -327,6 +330,7 @@ impl McpClients {
                 live: Arc::default(),
                 pgid: Arc::default(),
                 stopping: Arc::default(),
+                child: Arc::default(),
                 checked: Arc::default(),
             })
             .collect();
@@ -421,15 +425,25 @@ impl McpClients {
     pub async fn shutdown(mut self) {
         let servers = std::mem::take(&mut self.servers);
         let mut monitors = Vec::new();
+        let mut children = Vec::new();
         for mut server in servers {
             if let Some(live) = server.stop() {
                 live.cancel.cancel();
                 monitors.push(live.monitor);
             }
+            children.extend(server.shared.child.lock().ok().and_then(|c| c.clone()));
         }
         // The monitors own the connections; closing them is quick once the
         // children are gone, and never worth holding up the exit for long.
+        // Each child is reaped (its job record removed) before the process
+        // exits, so a clean exit leaves no record behind (docs §13.2).
+        let reaped = join_all(
+            children
+                .iter()
+                .map(|c| c.exit_within(Duration::from_secs(2))),
+        );
         let _ = tokio::time::timeout(Duration::from_secs(2), join_all(monitors)).await;
+        let _ = reaped.await;
     }
 }
 
@@ -492,8 +506,12 @@ async fn start_server(start: Start, pending: crate::tools::late::Pending) {
         offer,
         index,
     } = start;
-    let mut log = None;
-    let started = connect(&config, &options, &shared.pgid, &mut log).await;
+    let started = connect(&config, &options, &shared).await;
+    let log = shared
+        .child
+        .lock()
+        .ok()
+        .and_then(|c| c.as_ref().and_then(|w| w.log.clone()));
     let (service, remote_tools, stdio) = match started {
         Ok(ok) => ok,
         Err(e) => {
@@ -609,12 +627,12 @@ type Connected = (
 );
 
 /// Spawns or connects, shakes hands and lists the tools, by the start-up
-/// deadline. `log` is set to the stderr log as soon as there is one.
+/// deadline. A stdio child's group and watch go into `shared` as soon as
+/// it is spawned.
 async fn connect(
     config: &McpServerConfig,
     options: &StartOptions,
-    pgid: &Mutex<Option<i32>>,
-    log: &mut Option<PathBuf>,
+    shared: &Shared,
 ) -> Result<Connected, StartError> {
     let deadline = Instant::now() + config.startup_timeout;
     match &config.transport {
@@ -632,7 +650,7 @@ async fn connect(
                 command: command.clone(),
                 source,
             })?;
-            connect_stdio(config, spawned, options, pgid, log, deadline).await
+            connect_stdio(config, spawned, options, shared, deadline).await
         }
         McpTransport::Http {
             url,
@@ -647,8 +665,7 @@ async fn connect_stdio(
     config: &McpServerConfig,
     spawned: super::spawn::Spawned,
     options: &StartOptions,
-    pgid: &Mutex<Option<i32>>,
-    log: &mut Option<PathBuf>,
+    shared: &Shared,
     deadline: Instant,
 ) -> Result<Connected, StartError> {
     let super::spawn::Spawned {
@@ -657,7 +674,7 @@ async fn connect_stdio(
         record,
     } = spawned;
     let pid = child.id();
-    if let (Some(pid), Ok(mut slot)) = (pid, pgid.lock()) {
+    if let (Some(pid), Ok(mut slot)) = (pid, shared.pgid.lock()) {
         *slot = i32::try_from(pid).ok();
     }
     let stdin = child.stdin.take();
@@ -679,7 +696,9 @@ async fn connect_stdio(
         options.log_dir.as_deref(),
         &header,
     );
-    log.clone_from(&watch.log);
+    if let Ok(mut slot) = shared.child.lock() {
+        *slot = Some(watch.clone());
+    }
     let Some(stdin) = stdin else {
         return Err(StartError::Handshake("the child has no stdin".into()));
     };

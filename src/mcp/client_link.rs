@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleClient};
@@ -117,6 +118,7 @@ impl ProgressRoutes {
             routes: self.clone(),
             token,
             rx,
+            seen: false,
         }
     }
 }
@@ -126,15 +128,54 @@ pub(crate) struct ProgressRoute {
     routes: ProgressRoutes,
     token: ProgressToken,
     pub(crate) rx: watch::Receiver<Option<ProgressNotificationParam>>,
+    /// Whether any notification came for the call.
+    seen: bool,
 }
 
+/// After a call's result, how long progress may keep arriving before the
+/// call counts as quiet, and the most that is waited in all.
+const SETTLE_QUIET: Duration = Duration::from_millis(25);
+const SETTLE_MOST: Duration = Duration::from_millis(250);
+
 impl ProgressRoute {
-    /// The latest notification not yet taken, if any.
-    pub(crate) fn take_new(&mut self) -> Option<ProgressNotificationParam> {
+    /// Relays the latest notification as the call's `tool_progress` (stage
+    /// `mcp`), coalesced with the rest by the call's handle (docs §2.9).
+    pub(crate) fn relay_latest(&mut self) {
+        let latest = self.rx.borrow_and_update().clone();
+        if let Some(p) = latest {
+            self.seen = true;
+            crate::tools::progress::emit(
+                "mcp",
+                Some(p.progress),
+                p.total,
+                p.message.as_deref().unwrap_or(""),
+            );
+        }
+    }
+
+    /// After the result: the SDK hands each notification to a task of its
+    /// own, so the last ones, sent just before the result, may still be on
+    /// their way. A call that reported progress waits until none has come
+    /// for [`SETTLE_QUIET`] (at most [`SETTLE_MOST`]) and relays the
+    /// latest; one that never did only lets those tasks run.
+    pub(crate) async fn settle(&mut self) {
+        if !self.seen && !self.rx.has_changed().unwrap_or(false) {
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+        }
         if self.rx.has_changed().unwrap_or(false) {
-            self.rx.borrow_and_update().clone()
-        } else {
-            None
+            self.relay_latest();
+        }
+        if !self.seen {
+            return;
+        }
+        let until = tokio::time::Instant::now() + SETTLE_MOST;
+        while tokio::time::Instant::now() < until {
+            match tokio::time::timeout(SETTLE_QUIET, self.rx.changed()).await {
+                Ok(Ok(())) => self.relay_latest(),
+                Ok(Err(_)) | Err(_) => return,
+            }
         }
     }
 }

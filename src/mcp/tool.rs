@@ -144,12 +144,7 @@ impl McpTool {
             tokio::select! {
                 biased;
                 r = &mut response => break r,
-                Ok(()) = progress.rx.changed() => {
-                    let latest = progress.rx.borrow_and_update().clone();
-                    if let Some(p) = latest {
-                        relay(&p);
-                    }
-                }
+                Ok(()) = progress.rx.changed() => progress.relay_latest(),
                 _ = ctx.cancel.cancelled() => {
                     return Err(ToolError::failed("cancelled", "the call was cancelled; the MCP server was told to stop"));
                 }
@@ -161,16 +156,13 @@ impl McpTool {
                 }
             }
         };
-        // The SDK hands each notification to a task of its own, so the last
-        // one, sent just before the result, may still be on its way: give
-        // those tasks their turn, then relay what arrived.
-        for _ in 0..4 {
-            tokio::task::yield_now().await;
-        }
-        if let Some(p) = progress.take_new() {
-            relay(&p);
-        }
         guard.id = None;
+        progress.settle().await;
+        self.reply_of(result)
+    }
+
+    /// The server's answer to the call as the reply the model reads.
+    fn reply_of(&self, result: Result<ServerResult, ServiceError>) -> Result<ToolReply, ToolError> {
         match result.map_err(|e| self.call_error(e))? {
             ServerResult::CallToolResult(r) => {
                 // Over HTTP an answer may arrive larger than one message
@@ -236,17 +228,6 @@ impl McpTool {
             ),
         }
     }
-}
-
-/// A server's progress notification as the call's `tool_progress` (stage
-/// `mcp`), coalesced with the rest by the call's handle (docs §2.9).
-fn relay(p: &rmcp::model::ProgressNotificationParam) {
-    crate::tools::progress::emit(
-        "mcp",
-        Some(p.progress),
-        p.total,
-        p.message.as_deref().unwrap_or(""),
-    );
 }
 
 /// The scheduler's own timeout result (docs §2.4), for write calls that
