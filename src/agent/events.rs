@@ -179,6 +179,11 @@ pub enum AgentEvent {
         tools: usize,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// For `ready`: tools skipped for an invalid schema, and tools left
+        /// out by the cap on MCP tools per request with how to choose
+        /// (docs §13.3).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notes: Vec<String>,
     },
     /// A research team's run begins (docs §14.4): its tasks, and their
     /// topological layers (a task's dependencies are all in earlier layers).

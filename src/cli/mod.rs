@@ -170,20 +170,23 @@ pub(crate) fn load_config(overrides: &Overrides) -> Result<Config, CliError> {
     Config::load(overrides).map_err(CliError::usage)
 }
 
-/// Logs go to a 0600 file in the state dir, never to the terminal.
+/// `vibedesk.log` is cut at this size; the previous one is kept as
+/// `vibedesk.log.1`, so the log never holds more than twice this (docs §5.5).
+pub const VIBEDESK_LOG_CAP: u64 = 10 * 1024 * 1024;
+
+/// What is logged unless `VIBEDESK_LOG` says otherwise: `info`, except the
+/// MCP SDK's per-message lines (one for every progress notification a
+/// server sends: 21 MB in 10 s from a server reporting in a loop).
+pub const DEFAULT_LOG_FILTER: &str = "info,rmcp::service=warn";
+
+/// Logs go to a 0600 file in the state dir, never to the terminal, capped
+/// with one rotation.
 pub(crate) fn init_logging(config: &Config) -> Option<tracing_appender::non_blocking::WorkerGuard> {
-    use std::os::unix::fs::OpenOptionsExt;
     let dir = config.paths.logs_dir();
-    std::fs::create_dir_all(&dir).ok()?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(dir.join("vibedesk.log"))
-        .ok()?;
+    let file = crate::logfile::LogFile::open(&dir, "vibedesk.log", VIBEDESK_LOG_CAP).ok()?;
     let (writer, guard) = tracing_appender::non_blocking(file);
     let filter = tracing_subscriber::EnvFilter::try_from_env("VIBEDESK_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer)
@@ -267,11 +270,17 @@ pub struct AgentSetup {
     pub notes: Vec<String>,
 }
 
-/// Where MCP servers' stderr logs go: `<state>/logs/mcp/<name>.log`
-/// (docs §13.2).
+/// Where MCP servers' stderr logs go (`<state>/logs/mcp/<name>.log`) and
+/// their job records (the sandbox's, so the next start reaps them), and
+/// `[mcp] max_tools` (docs §13.2, §13.3). A bad `[mcp]` was refused with the
+/// servers' entries already (`AgentSetup::mcp_servers`); here it falls back
+/// to the default.
 pub(crate) fn mcp_start_options(config: &Config) -> crate::mcp::StartOptions {
     crate::mcp::StartOptions {
         log_dir: Some(config.paths.logs_dir().join("mcp")),
+        jobs_dir: Some(config.paths.jobs_dir()),
+        max_tools: crate::mcp::config::load_max_tools(&config.config_file)
+            .unwrap_or(crate::mcp::config::DEFAULT_MAX_TOOLS),
     }
 }
 
@@ -289,6 +298,7 @@ pub fn mcp_status_event(s: &crate::mcp::ServerStatus) -> crate::agent::AgentEven
         },
         tools: s.tools.len(),
         reason: s.reason.clone(),
+        notes: s.notes.clone(),
     }
 }
 

@@ -317,7 +317,11 @@ impl VibedeskServer {
         // The handle (and with it the channel's sender) is gone once the
         // call returns, so the forwarder drains and ends: every progress
         // notification is sent before the result.
-        let reply = handle.scope(call).await;
+        let reply = handle.clone().scope(call).await;
+        // The latest report held back by the coalescing (docs §2.9) goes
+        // before the result.
+        handle.finish();
+        drop(handle);
         let _ = forward.await;
         reply
     }

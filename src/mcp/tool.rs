@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientNotification,
@@ -17,7 +16,7 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
 use serde_json::{Map, Value, json};
 
-use super::client_link::{ServerLink, ToolSummary};
+use super::client_link::{ServerLink, ToolSummary, oversized_arrived};
 use crate::tools::{Tool, ToolContext, ToolError, ToolReply, ToolResult};
 
 /// Model APIs accept function names of at most 64 characters.
@@ -132,11 +131,7 @@ impl McpTool {
         };
         // Notifications sent before this subscription are not relayed: the
         // token is known only once the request is on its way.
-        let mut progress = self
-            .link
-            .progress
-            .subscribe(handle.progress_token.clone())
-            .await;
+        let mut progress = self.link.progress.subscribe(handle.progress_token.clone());
         let response = handle.await_response();
         tokio::pin!(response);
         // A read-only call is stopped by the scheduler at the deadline (the
@@ -144,20 +139,17 @@ impl McpTool {
         // (docs §2.4), so the deadline is enforced here for those.
         let own_deadline = (!self.readonly).then(|| tokio::time::Instant::now() + self.timeout);
         let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
+        let mut oversized = self.link.oversized_watch();
         let result = loop {
             tokio::select! {
                 biased;
                 r = &mut response => break r,
-                Some(p) = progress.next() => {
-                    crate::tools::progress::emit(
-                        "mcp",
-                        Some(p.progress),
-                        p.total,
-                        p.message.as_deref().unwrap_or(""),
-                    );
-                }
+                Ok(()) = progress.rx.changed() => progress.relay_latest(),
                 _ = ctx.cancel.cancelled() => {
                     return Err(ToolError::failed("cancelled", "the call was cancelled; the MCP server was told to stop"));
+                }
+                _ = oversized_arrived(&mut oversized) => {
+                    return Err(self.too_large());
                 }
                 _ = tokio::time::sleep_until(own_deadline.unwrap_or(far)), if own_deadline.is_some() => {
                     return Ok(ToolReply { text: timeout_json(&self.name, self.timeout), output: None });
@@ -165,9 +157,21 @@ impl McpTool {
             }
         };
         guard.id = None;
+        progress.settle().await;
+        self.reply_of(result)
+    }
+
+    /// The server's answer to the call as the reply the model reads.
+    fn reply_of(&self, result: Result<ServerResult, ServiceError>) -> Result<ToolReply, ToolError> {
         match result.map_err(|e| self.call_error(e))? {
             ServerResult::CallToolResult(r) => {
-                let value = serde_json::to_value(&r).unwrap_or(Value::Null);
+                // Over HTTP an answer may arrive larger than one message
+                // may be (see `HTTP_READ_BYTES`): refused the same way.
+                let bytes = serde_json::to_vec(&r).unwrap_or_default();
+                if bytes.len() > super::stdio::MAX_MESSAGE_BYTES {
+                    return Err(self.too_large());
+                }
+                let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
                 result_reply(&value)
             }
             other => Err(ToolError::failed(
@@ -180,12 +184,33 @@ impl McpTool {
         }
     }
 
+    /// The answer was over the limit on one message (docs §13.3).
+    fn too_large(&self) -> ToolError {
+        ToolError::failed(
+            super::stdio::RESULT_TOO_LARGE,
+            format!(
+                "the MCP server '{}' answered with more than {} MiB, the most one MCP message may be, so the answer was dropped; ask for less (a narrower query, fewer rows or a smaller page)",
+                self.link.name,
+                super::stdio::MAX_MESSAGE_BYTES / (1024 * 1024)
+            ),
+        )
+    }
+
     fn call_error(&self, e: ServiceError) -> ToolError {
         match e {
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 self.link
                     .connection_lost(&format!("the connection failed during a call: {e}"));
                 self.server_gone("went away during the call")
+            }
+            ServiceError::McpError(data)
+                if data
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("vibedesk_error"))
+                    .is_some_and(|e| e == super::stdio::RESULT_TOO_LARGE) =>
+            {
+                self.too_large()
             }
             ServiceError::McpError(data) => ToolError::failed(
                 "mcp_error",
@@ -335,6 +360,12 @@ impl Tool for McpTool {
 
     fn readonly(&self) -> bool {
         self.readonly
+    }
+
+    /// Against the whole schema, nested objects and `enum`s included: a
+    /// call the server would refuse never reaches it (docs §13.3).
+    fn check_arguments(&self, args: &Value) -> Result<(), String> {
+        super::schema::check_arguments(&self.schema, args)
     }
 
     /// The same arguments may answer differently later (time, live data).

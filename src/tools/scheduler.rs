@@ -20,7 +20,7 @@ use super::events::{BatchCall, BatchMode, ToolCallStatus, ToolEvent, ToolEventSi
 use super::finalize::{error_code, is_success, preview, preview_args, truncate_for_model};
 use super::progress::{ProgressHandle, round2};
 use super::redact::{Sink, redact_tool_result, redact_value};
-use super::registry::{Registry, check_arguments};
+use super::registry::Registry;
 use super::{Tool, ToolContext};
 use crate::model::ToolCall;
 use crate::store::trace_record::ToolResultStatus;
@@ -236,7 +236,6 @@ impl Scheduler {
             }
         };
         let Some(tool) = self.registry.get(name).cloned() else {
-            let available = self.registry.names().join(", ");
             return done(not_run(
                 call,
                 args,
@@ -244,16 +243,16 @@ impl Scheduler {
                 error_json(
                     name,
                     "unknown_tool",
-                    &format!("Tool '{name}' not found. Available tools: {available}"),
+                    &unknown_tool_message(name, &self.registry),
                 ),
             ));
         };
-        if let Err(problem) = check_arguments(&tool.parameters(), &args) {
+        if let Err(problem) = tool.check_arguments(&args) {
             return done(not_run(
                 call,
                 args,
                 ToolCallStatus::Error,
-                error_json(name, "invalid_arguments", &problem.to_string()),
+                error_json(name, "invalid_arguments", &problem),
             ));
         }
         // Dedupe on name *and* arguments: the original keys on the name only,
@@ -522,6 +521,9 @@ impl CallRun<'_> {
                 }
             }
         };
+        // The latest progress still held back by the coalescing goes out
+        // before the call's end (docs §2.9).
+        progress.finish();
         let outcome = CallOutcome {
             model_content: truncate_for_model(&raw, self.config.result_limit),
             error_code: error_code(&raw),
@@ -550,6 +552,28 @@ fn emit_finished(sink: &ToolEventSink, iter: u64, o: &CallOutcome) {
         output: o.output.as_ref().map(|v| redact_value(v, Sink::Result)),
     });
 }
+
+/// Names at most [`UNKNOWN_TOOL_SUGGESTIONS`] of the closest tools, never
+/// the whole list: with thousands of MCP tools that alone was 44k tokens
+/// (docs §2.2).
+fn unknown_tool_message(name: &str, registry: &Registry) -> String {
+    let names = registry.names();
+    let close = crate::text::closest(name, &names, UNKNOWN_TOOL_SUGGESTIONS);
+    let offered = names.len();
+    if close.is_empty() {
+        format!(
+            "Tool '{name}' not found, and no offered tool has a similar name; call one of the {offered} tools of this request by its exact name"
+        )
+    } else {
+        format!(
+            "Tool '{name}' not found. Closest: {}. Call one of the {offered} tools of this request by its exact name",
+            close.join(", ")
+        )
+    }
+}
+
+/// How many names an unknown-tool error suggests.
+pub const UNKNOWN_TOOL_SUGGESTIONS: usize = 5;
 
 /// `<1 s` → two decimals, else whole seconds (docs §2.4).
 fn timeout_label(seconds: f64) -> String {

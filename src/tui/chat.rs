@@ -809,6 +809,7 @@ fn event_notice(event: &AgentEvent) -> Option<(NoticeKind, String)> {
             state,
             tools,
             reason,
+            notes,
         } => {
             let reason = reason.as_deref().unwrap_or("no reason given");
             match state {
@@ -817,9 +818,17 @@ fn event_notice(event: &AgentEvent) -> Option<(NoticeKind, String)> {
                     NoticeKind::Info,
                     format!("MCP server {server} starting; its tools join when it is ready"),
                 ),
-                McpServerState::Ready => (
+                McpServerState::Ready if notes.is_empty() => (
                     NoticeKind::Info,
                     format!("MCP server {server} ready: {tools} tool(s)"),
+                ),
+                // Skipped or left-out tools (docs §13.3): a warning, in full.
+                McpServerState::Ready => (
+                    NoticeKind::Warning,
+                    format!(
+                        "MCP server {server} ready: {tools} tool(s); {}",
+                        notes.join("; ")
+                    ),
                 ),
                 McpServerState::Failed => (
                     NoticeKind::Warning,

@@ -10,6 +10,7 @@ mod docs;
 mod loop_http;
 mod malformed;
 mod mcp_client;
+mod mcp_hardening;
 mod mcp_serve_guard;
 mod mcp_server;
 mod memory;
