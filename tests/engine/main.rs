@@ -7,6 +7,7 @@ mod backtest_optimizer;
 mod cli;
 mod compaction;
 mod docs;
+mod factor_goldens;
 mod loop_http;
 mod malformed;
 mod mcp_client;
