@@ -120,6 +120,19 @@ const EXPOSED: &[Exposure] = &[
         name: "risk_report",
         builtin: "risk_report",
     },
+    // Is the edge real (docs §17).
+    Exposure {
+        name: "factor_ic",
+        builtin: "factor_ic",
+    },
+    Exposure {
+        name: "regression",
+        builtin: "regression",
+    },
+    Exposure {
+        name: "overfitting",
+        builtin: "overfitting",
+    },
 ];
 
 /// The MCP names `vibedesk mcp serve` offers under `policy`, in

@@ -8,6 +8,7 @@ mod cli;
 mod compaction;
 mod docs;
 mod factor_goldens;
+mod factor_tools;
 mod loop_http;
 mod malformed;
 mod mcp_client;

@@ -184,7 +184,10 @@ async fn http_needs_the_token_made_once_and_kept_private() {
                 "implied_volatility",
                 "option_strategy",
                 "portfolio_optimize",
-                "risk_report"
+                "risk_report",
+                "factor_ic",
+                "regression",
+                "overfitting"
             ])
         );
     }
@@ -351,7 +354,10 @@ async fn by_default_memory_is_read_only_and_sessions_are_private() {
             "implied_volatility",
             "option_strategy",
             "portfolio_optimize",
-            "risk_report"
+            "risk_report",
+            "factor_ic",
+            "regression",
+            "overfitting"
         ]
     );
     let refused = seen["remember"]["protocol_error"].as_str().unwrap();

@@ -39,6 +39,9 @@ const SERVED: &[(&str, bool)] = &[
     ("option_strategy", true),
     ("portfolio_optimize", true),
     ("risk_report", true),
+    ("factor_ic", true),
+    ("regression", true),
+    ("overfitting", true),
 ];
 
 pub(crate) fn python_mcp_available() -> bool {

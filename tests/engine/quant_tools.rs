@@ -26,7 +26,7 @@ const QUANT: [&str; 5] = [
 /// Speaks newline-delimited JSON-RPC to `vibedesk mcp serve` (stdio):
 /// initialises, then sends `requests` (ids 2…) and returns their answers
 /// by id.
-async fn mcp_session(home: &Path, requests: &[Value]) -> Vec<Value> {
+pub(crate) async fn mcp_session(home: &Path, requests: &[Value]) -> Vec<Value> {
     let mut child = crate::support::harness::vibedesk(home)
         .current_dir(home)
         .args(["mcp", "serve"])
@@ -91,7 +91,7 @@ async fn mcp_session(home: &Path, requests: &[Value]) -> Vec<Value> {
     answers.into_iter().map(Option::unwrap).collect()
 }
 
-fn call(name: &str, arguments: Value) -> Value {
+pub(crate) fn call(name: &str, arguments: Value) -> Value {
     json!({"method": "tools/call", "params": {"name": name, "arguments": arguments}})
 }
 

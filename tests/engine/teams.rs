@@ -109,7 +109,7 @@ const REQUIRED: [&str; 10] = [
 ];
 
 /// The tools a preset may name (the contract's list).
-const ALLOWED_TOOLS: [&str; 18] = [
+const ALLOWED_TOOLS: [&str; 21] = [
     "bash",
     "read_file",
     "list_dir",
@@ -128,6 +128,9 @@ const ALLOWED_TOOLS: [&str; 18] = [
     "option_strategy",
     "portfolio_optimize",
     "risk_report",
+    "factor_ic",
+    "regression",
+    "overfitting",
 ];
 
 fn repo() -> PathBuf {
@@ -159,6 +162,11 @@ fn registry_names() -> BTreeSet<String> {
     vibedesk::tools::builtin::register_defaults(&mut r).unwrap();
     market::register_market_tools(&mut r, dir.path().join("cache")).unwrap();
     vibedesk::tools::builtin::quant::register_quant_tools(
+        &mut r,
+        vibedesk::research::data::DataConfig::offline(),
+    )
+    .unwrap();
+    vibedesk::tools::builtin::factor::register_factor_tools(
         &mut r,
         vibedesk::research::data::DataConfig::offline(),
     )

@@ -185,8 +185,8 @@ pub struct HorizonIc {
     pub t_stat_nw: f64,
     /// Share of scored dates with IC > 0.
     pub hit_rate: f64,
-    /// Dates with a forward return that were not scored (too few names,
-    /// or a constant side).
+    /// Dates with a factor value and a forward return that were not scored
+    /// (too few names, or a constant side).
     pub skipped: usize,
     /// Mean h-day forward return by quantile, lowest factor first: the
     /// equal-weight mean within a bucket on a date, averaged over dates.
@@ -292,6 +292,11 @@ fn score_horizon(
     let (mut spread_sum, mut spread_n) = (0.0, 0usize);
     for row in 0..t - h {
         let f = &panel.factor[row * n..(row + 1) * n];
+        // A date without any factor value (an inline factor's off days) is
+        // not a date of the study.
+        if !f.iter().any(|v| v.is_finite()) {
+            continue;
+        }
         let b = &buckets[row * n..(row + 1) * n];
         s.fa.clear();
         s.fb.clear();
@@ -535,6 +540,52 @@ mod tests {
         // Constant factor: every date's IC is undefined.
         let e = factor_ic(&p, &o).unwrap_err();
         assert!(matches!(e, FactorError::TooFew(_)), "{e}");
+    }
+
+    /// Prices after a date change nothing on or before it: the factor
+    /// reads data up to t only (docs §17.1.2).
+    #[test]
+    fn an_indicator_factor_never_reads_the_future() {
+        let (t, n) = (400, 4);
+        let close = walk(t, n, 3);
+        let bars_of = |close: &[f64]| -> Vec<Bars> {
+            (0..n)
+                .map(|j| {
+                    let mut b = Bars::default();
+                    for (i, d) in dates(t).iter().enumerate() {
+                        let c = close[i * n + j];
+                        b.push(*d, c, c, c, c, 0.0);
+                    }
+                    b
+                })
+                .collect()
+        };
+        let spec = IndicatorSpec::Momentum {
+            window: 60,
+            skip: 5,
+        };
+        let names = ["A", "B", "C", "D"];
+        let cut = 250;
+        let mut later = close.clone();
+        for v in &mut later[cut * n..] {
+            *v *= 3.0;
+        }
+        let (a, b) = (bars_of(&close), bars_of(&later));
+        let pa: Vec<(&str, &Bars)> = names.iter().copied().zip(&a).collect();
+        let pb: Vec<(&str, &Bars)> = names.iter().copied().zip(&b).collect();
+        let start = Some(dates(t)[100]);
+        let (x, y) = (
+            indicator_panel(&spec, &pa, start, None).unwrap(),
+            indicator_panel(&spec, &pb, start, None).unwrap(),
+        );
+        // Rows are dates from the 100th: the cut is row 150.
+        let row = (cut - 100) * n;
+        assert_eq!(x.factor[..row], y.factor[..row]);
+        assert!(
+            x.factor[..row].iter().all(|v| v.is_finite()),
+            "warm from before start"
+        );
+        assert_ne!(x.factor[row + 5 * n..], y.factor[row + 5 * n..]);
     }
 
     #[test]

@@ -177,6 +177,8 @@ def ic_study(factor, close, horizons, q, min_names):
         spreads = []
         skipped = 0
         for t in range(T - h):
+            if not np.isfinite(factor[t]).any():
+                continue  # no factor value: not a date of the study
             with np.errstate(invalid="ignore", divide="ignore"):
                 fwd = close[t + h] / close[t] - 1.0
             fwd[~(close[t] > 0)] = np.nan
