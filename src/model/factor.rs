@@ -60,7 +60,7 @@ pub struct FactorIcArgs {
     /// Buckets by factor value (default 5: quintiles)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantiles: Option<i64>,
-    /// Every date's IC in ic_series (default: the monthly mean IC when there are more than 260 dates)
+    /// Every scored date's IC in ic_series (default: the last 5)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full_series: Option<bool>,
 }
@@ -87,10 +87,11 @@ pub struct HorizonIcOutput {
     /// Top quantile minus bottom, per date then averaged.
     pub spread: f64,
     pub top_turnover: f64,
-    /// `[date, IC]` rows: every scored date, or month ends with the month's
-    /// mean IC (`ic_series_kind`).
+    /// `[year, mean IC (6 decimals), dates scored]` for each calendar year.
+    pub ic_by_year: Vec<(i32, f64, usize)>,
+    /// `[date, IC]` of the last 5 scored dates, or of every one with
+    /// `full_series`.
     pub ic_series: Vec<(String, f64)>,
-    pub ic_series_kind: String,
 }
 
 /// Where a tool's data came from.
@@ -220,6 +221,21 @@ pub struct OverfittingArgs {
     /// Last date, YYYY-MM-DD (symbols)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<String>,
+    /// A reported Sharpe ratio (annualised) instead of returns: with 'observations', and 'skewness' / 'kurtosis' when known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharpe: Option<f64>,
+    /// Daily returns behind 'sharpe'
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observations: Option<i64>,
+    /// Skewness of those returns (default 0)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skewness: Option<f64>,
+    /// Kurtosis of those returns, 3 for a normal (default 3)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kurtosis: Option<f64>,
+    /// The strategy's name for 'sharpe' (default "the strategy")
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Configurations tried in all (default: the strategies given)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trials: Option<i64>,

@@ -38,8 +38,24 @@ use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
 const MAX_SYMBOLS: usize = 200;
 /// Trading days a year: the annualisation throughout (docs §17).
 const PERIODS_PER_YEAR: f64 = 252.0;
-/// Longest IC series or rolling-beta list shown before it is thinned.
+/// Longest rolling-beta list shown before it is thinned.
 const MAX_POINTS: usize = 260;
+/// Scored dates whose IC is listed without `full_series` (the answer
+/// stays within the model's 10,000-character result, docs §2.7).
+const LAST_DATES: usize = 5;
+
+/// A request for `symbol` over `range`. Without an end, a symbol of the
+/// embedded set is read there alone: "all the data" is its history to
+/// 2017-11-10, not that plus a round of online sources for the years
+/// since (docs §17.1.1).
+fn request(symbol: &str, range: (Option<NaiveDate>, Option<NaiveDate>)) -> DataRequest {
+    let r = DataRequest::new(symbol).range(range.0, range.1);
+    if range.1.is_none() && data::embedded::has(symbol) {
+        r.source(data::SourceChoice::Explicit(data::Source::Embedded))
+    } else {
+        r
+    }
+}
 
 /// Registers the three tools, sharing one data service.
 pub fn register_factor_tools(
@@ -244,16 +260,14 @@ async fn indicator_built(
 ) -> Result<Built, ToolError> {
     let need = spec.warmup();
     let (series, empty) = load_all(data, ctx, universe, |s| {
-        DataRequest::new(s)
-            .range(range.0, range.1)
-            .history(need.bars())
+        request(s, range).history(need.bars())
     })
     .await?;
     let named: Vec<(&str, &data::Bars)> = series
         .iter()
         .map(|s| (s.symbol.as_str(), &s.bars))
         .collect();
-    let record = WarmupRecord::of(need, range.0, &named);
+    let warmup = warmup_line(need, range.0, &named);
     let panel = indicator_panel(spec, &named, range.0, range.1).map_err(factor_error)?;
     let mut notes = Vec::new();
     if !empty.is_empty() {
@@ -266,8 +280,46 @@ async fn indicator_built(
         panel,
         notes,
         sources: source_lines(&series),
-        warmup: Some(record.describe()),
+        warmup: Some(warmup),
     })
+}
+
+/// The warm-up in one line (docs §7.4.1): one note per short symbol
+/// would run to pages over a hundred stocks, so those are counted and the
+/// first few named.
+fn warmup_line(
+    need: crate::research::indicators::Warmup,
+    start: Option<NaiveDate>,
+    named: &[(&str, &data::Bars)],
+) -> String {
+    let record = WarmupRecord::of(need, start, named);
+    let needed = need.bars();
+    let short: Vec<&str> = named
+        .iter()
+        .filter(|(_, b)| crate::research::warmup::bars_before(b, start) < needed)
+        .map(|(s, _)| *s)
+        .collect();
+    if start.is_none() {
+        return format!(
+            "warm-up: {needed} bars; with no start, each symbol's factor begins once it has {needed} bars of its own"
+        );
+    }
+    if short.len() <= 3 {
+        return record.describe();
+    }
+    let shown: Vec<&str> = short.iter().take(5).copied().collect();
+    format!(
+        "warm-up: {needed} bars needed; {} of {} symbols had fewer before {} ({}{}): each one's factor is missing until it has {needed} bars of its own",
+        short.len(),
+        named.len(),
+        start.map_or_else(String::new, |d| d.to_string()),
+        shown.join(", "),
+        if short.len() > shown.len() {
+            ", …"
+        } else {
+            ""
+        }
+    )
 }
 
 /// An inline factor: each value sits on the symbol's last bar on or before
@@ -282,10 +334,7 @@ async fn inline_built(
 ) -> Result<Built, ToolError> {
     let first = rows.first().map(|r| r.0);
     let start = range.0.or(first);
-    let (series, empty) = load_all(data, ctx, universe, |s| {
-        DataRequest::new(s).range(start, range.1)
-    })
-    .await?;
+    let (series, empty) = load_all(data, ctx, universe, |s| request(s, (start, range.1))).await?;
     let mut columns = Vec::with_capacity(series.len());
     let mut unplaced = 0usize;
     for s in &series {
@@ -386,7 +435,7 @@ impl TypedTool for FactorIc {
             let o = IcOptions {
                 horizons,
                 quantiles: q,
-                min_names: 5,
+                min_names: 3,
             };
             let study = factor_ic(&built.panel, &o).map_err(factor_error)?;
             let (name, params) = match &spec {
@@ -435,23 +484,13 @@ fn ic_output(
     }
 }
 
-const IC_CONVENTIONS: &str = "IC = Spearman rank correlation (ties averaged, as scipy's spearmanr) across the names with a factor value and a forward return on a date, scored when at least max(5, quantiles) names have both; forward return over h trading days = adjusted close[t+h] / close[t] − 1, starting at the factor's date and ending within start..end; the factor on t uses data up to t only (an indicator is computed on each symbol's history from before start); ic_std with ddof 1, ic_ir = ic_mean / ic_std per date (not annualised), t_stat = ic_mean / (ic_std / √n), t_stat_nw with Newey–West errors over h − 1 lags (overlapping h-day returns), hit_rate = share of dates with IC > 0; quantiles: each date's names with a factor value sorted by it (ties in ticker order), the i-th of m in Q⌊i·q/m⌋+1, equal-weight mean forward return per quantile per date averaged over dates; spread = Qtop − Q1 per date, averaged; top_turnover = share of Qtop's names not in Qtop h dates earlier";
+const IC_CONVENTIONS: &str = "IC = Spearman rank correlation (ties averaged, as scipy's spearmanr) across the names with a factor value and a forward return on a date, scored when at least max(3, quantiles) names have both; forward return over h trading days = adjusted close[t+h] / close[t] − 1, starting at the factor's date and ending within start..end; the factor on t uses data up to t only (an indicator is computed on each symbol's history from before start); ic_std with ddof 1, ic_ir = ic_mean / ic_std per date (not annualised), t_stat = ic_mean / (ic_std / √n), t_stat_nw with Newey–West errors over h − 1 lags (overlapping h-day returns), hit_rate = share of dates with IC > 0; quantiles: each date's names with a factor value sorted by it (ties in ticker order), the i-th of m in Q⌊i·q/m⌋+1, equal-weight mean forward return per quantile per date averaged over dates; spread = Qtop − Q1 per date, averaged; top_turnover = share of Qtop's names not in Qtop h dates earlier";
 
 fn horizon_output(p: &Panel, h: &HorizonIc, full: bool) -> HorizonIcOutput {
-    let (ic_series, kind) = if full || h.ic.len() <= MAX_POINTS {
-        (
-            h.rows
-                .iter()
-                .zip(&h.ic)
-                .map(|(r, ic)| (p.dates[*r].to_string(), *ic))
-                .collect(),
-            "daily".to_string(),
-        )
+    let from = if full {
+        0
     } else {
-        (
-            monthly_ic(p, h),
-            "monthly mean of the daily ICs, dated at the month's last scored date".to_string(),
-        )
+        h.ic.len().saturating_sub(LAST_DATES)
     };
     HorizonIcOutput {
         forward_days: h.horizon,
@@ -467,26 +506,31 @@ fn horizon_output(p: &Panel, h: &HorizonIc, full: bool) -> HorizonIcOutput {
         quantile_returns: h.quantile_returns.clone(),
         spread: h.spread,
         top_turnover: h.top_turnover,
-        ic_series,
-        ic_series_kind: kind,
+        ic_by_year: yearly_ic(p, h),
+        ic_series: h.rows[from..]
+            .iter()
+            .zip(&h.ic[from..])
+            .map(|(r, ic)| (p.dates[*r].to_string(), *ic))
+            .collect(),
     }
 }
 
-fn monthly_ic(p: &Panel, h: &HorizonIc) -> Vec<(String, f64)> {
-    let mut out: Vec<(NaiveDate, f64, usize)> = Vec::new();
+/// Each calendar year's mean IC and the dates it rests on.
+fn yearly_ic(p: &Panel, h: &HorizonIc) -> Vec<(i32, f64, usize)> {
+    let mut out: Vec<(i32, f64, usize)> = Vec::new();
     for (r, ic) in h.rows.iter().zip(&h.ic) {
-        let d = p.dates[*r];
+        let y = p.dates[*r].year();
         match out.last_mut() {
-            Some(last) if (last.0.year(), last.0.month()) == (d.year(), d.month()) => {
-                last.0 = d;
+            Some(last) if last.0 == y => {
                 last.1 += ic;
                 last.2 += 1;
             }
-            _ => out.push((d, *ic, 1)),
+            _ => out.push((y, *ic, 1)),
         }
     }
+    // Six decimals: a year's mean is read, not recomputed.
     out.into_iter()
-        .map(|(d, s, n)| (d.to_string(), s / n as f64))
+        .map(|(y, s, n)| (y, (s / n as f64 * 1e6).round() / 1e6, n))
         .collect()
 }
 
@@ -686,12 +730,7 @@ async fn monthly_columns(
             continue;
         }
         // 30 bars before the start reach the month-end before it.
-        let s = fetch(
-            data,
-            ctx,
-            DataRequest::new(t).range(range.0, range.1).history(30),
-        )
-        .await?;
+        let s = fetch(data, ctx, request(t, range).history(30)).await?;
         let m = month_end_returns(&s.bars.dates, &s.bars.close, range.0, range.1);
         if m.is_empty() {
             return Err(no_data(t, range.0, range.1));
@@ -948,11 +987,68 @@ pub struct Overfitting {
     data: Arc<MarketData>,
 }
 
-/// Strategies' daily returns, named, with where they came from.
+/// Strategies' daily returns, named, with where they came from; or one
+/// reported Sharpe's moments (no returns).
 struct Strategies {
     names: Vec<String>,
     columns: Vec<Vec<f64>>,
+    moments: Option<SharpeMoments>,
     data: StudyData,
+}
+
+/// A reported Sharpe ratio's moments: per period, with the skewness and
+/// kurtosis given or a normal's.
+fn reported(a: &OverfittingArgs, sharpe: f64) -> Result<Strategies, ToolError> {
+    let n = opt_usize(a.observations, "observations")?.ok_or_else(|| {
+        ToolError::InvalidArguments(
+            "'sharpe' needs 'observations': the number of daily returns behind it (252 a year)"
+                .into(),
+        )
+    })?;
+    if n < 3 || !sharpe.is_finite() {
+        return Err(ToolError::InvalidArguments(format!(
+            "a reported Sharpe needs a finite 'sharpe' and at least 3 observations, got {sharpe} over {n}"
+        )));
+    }
+    let (skew, kurt) = (a.skewness.unwrap_or(0.0), a.kurtosis.unwrap_or(3.0));
+    let per = sharpe / PERIODS_PER_YEAR.sqrt();
+    let m = SharpeMoments {
+        n,
+        mean: f64::NAN,
+        std: f64::NAN,
+        sharpe: per,
+        skewness: skew,
+        kurtosis: kurt,
+    };
+    let d = m.dispersion();
+    if d.is_nan() || d <= 0.0 {
+        return Err(ToolError::InvalidArguments(format!(
+            "skewness {skew} and kurtosis {kurt} leave 1 − γ₃·SR + (γ₄ − 1)/4·SR² ≤ 0: check them (kurtosis is 3 for a normal, not excess)"
+        )));
+    }
+    let mut notes = vec![format!(
+        "a reported Sharpe of {sharpe} (annualised, ÷ √252 = {per:.6} a day) over {n} daily returns"
+    )];
+    if a.skewness.is_none() || a.kurtosis.is_none() {
+        notes.push(format!(
+            "skewness {skew} and kurtosis {kurt}{}: the returns' own moments were not given",
+            if a.skewness.is_none() && a.kurtosis.is_none() {
+                " (a normal's)"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(Strategies {
+        names: vec![a.name.clone().unwrap_or_else(|| "the strategy".into())],
+        columns: Vec::new(),
+        moments: Some(m),
+        data: StudyData {
+            origin: "a reported Sharpe ratio".into(),
+            notes,
+            ..StudyData::default()
+        },
+    })
 }
 
 /// A run's daily returns from `artifacts/equity.csv` (`timestamp`, `ret`;
@@ -1025,6 +1121,7 @@ fn runs_strategies(ctx: &ToolContext, runs: &[String]) -> Result<Strategies, Too
     Ok(Strategies {
         names: per.into_iter().map(|(n, _)| n).collect(),
         columns,
+        moments: None,
         data: StudyData {
             origin: "backtest runs".into(),
             start: dates.first().map(ToString::to_string),
@@ -1045,11 +1142,19 @@ async fn strategies(
     ctx: &ToolContext,
     a: &OverfittingArgs,
 ) -> Result<Strategies, ToolError> {
-    let given = [a.returns.is_some(), a.runs.is_some(), a.symbols.is_some()];
+    let given = [
+        a.returns.is_some(),
+        a.runs.is_some(),
+        a.symbols.is_some(),
+        a.sharpe.is_some(),
+    ];
     if given.iter().filter(|g| **g).count() != 1 {
         return Err(ToolError::InvalidArguments(
-            "give one of 'returns' ({\"name\": [daily returns]}), 'runs' (backtest run directories) or 'symbols' (with start and end)".into(),
+            "give one of 'returns' ({\"name\": [daily returns]}), 'runs' (backtest run directories), 'symbols' (with start and end) or 'sharpe' (annualised, with 'observations')".into(),
         ));
+    }
+    if let Some(sharpe) = a.sharpe {
+        return reported(a, sharpe);
     }
     if let Some(runs) = &a.runs {
         return runs_strategies(ctx, runs);
@@ -1064,6 +1169,7 @@ async fn strategies(
         return Ok(Strategies {
             names: r.0.iter().map(|(n, _)| n.clone()).collect(),
             columns: r.0.iter().map(|(_, c)| c.clone()).collect(),
+            moments: None,
             data: StudyData {
                 origin: "inline".into(),
                 ..StudyData::default()
@@ -1084,6 +1190,7 @@ async fn strategies(
     Ok(Strategies {
         names: r.names,
         columns: r.columns,
+        moments: None,
         data: StudyData {
             origin: "market data".into(),
             start: r.data.start,
@@ -1159,7 +1266,7 @@ fn deflate(
 ) -> Result<OverfittingOutput, ToolError> {
     let scale = PERIODS_PER_YEAR.sqrt();
     let bench = o.benchmark / scale;
-    let mut moments = Vec::with_capacity(s.columns.len());
+    let mut moments: Vec<SharpeMoments> = s.moments.into_iter().collect();
     for (name, c) in s.names.iter().zip(&s.columns) {
         moments.push(
             SharpeMoments::of(c)
@@ -1229,7 +1336,7 @@ fn deflate(
     })
 }
 
-const OVERFIT_CONVENTIONS: &str = "per-period (daily) Sharpe = mean / std (ddof 1), no risk-free rate subtracted, annualised × √252 only for display; skewness and kurtosis are population moments (kurtosis 3 for a normal); PSR(SR*) = Φ((SR − SR*)·√(n − 1) / √(1 − γ₃·SR + (γ₄ − 1)/4·SR²)) with SR* = benchmark_sharpe / √252 (Bailey & López de Prado 2012); DSR = PSR(SR₀), SR₀ = SR* + √V·((1 − γ)·Φ⁻¹(1 − 1/N) + γ·Φ⁻¹(1 − 1/(N·e))), N = trials, γ = 0.5772… (Bailey & López de Prado 2014); min_track_record = 1 + (1 − γ₃·SR + (γ₄ − 1)/4·SR²)·(Φ⁻¹(confidence) / (SR − SR*))² periods; PBO by CSCV (Bailey, Borwein, López de Prado & Zhu 2017): rows cut into 'partitions' equal blocks (the oldest rows that do not fit dropped), every half of the blocks in sample, the in-sample best strategy's out-of-sample rank ω = rank/(N+1), PBO = share of logit(ω) ≤ 0; the best strategy is the one with the highest Sharpe";
+const OVERFIT_CONVENTIONS: &str = "per-period (daily) Sharpe = mean / std (ddof 1) of the returns given, no risk-free rate subtracted from them (a reported 'sharpe' is taken as it was computed, ÷ √252), annualised × √252 only for display; skewness and kurtosis are population moments (kurtosis 3 for a normal); PSR(SR*) = Φ((SR − SR*)·√(n − 1) / √(1 − γ₃·SR + (γ₄ − 1)/4·SR²)) with SR* = benchmark_sharpe / √252 (Bailey & López de Prado 2012); DSR = PSR(SR₀), SR₀ = SR* + √V·((1 − γ)·Φ⁻¹(1 − 1/N) + γ·Φ⁻¹(1 − 1/(N·e))), N = trials, γ = 0.5772… (Bailey & López de Prado 2014); min_track_record = 1 + (1 − γ₃·SR + (γ₄ − 1)/4·SR²)·(Φ⁻¹(confidence) / (SR − SR*))² periods; PBO by CSCV (Bailey, Borwein, López de Prado & Zhu 2017): rows cut into 'partitions' equal blocks (the oldest rows that do not fit dropped), every half of the blocks in sample, the in-sample best strategy's out-of-sample rank ω = rank/(N+1), PBO = share of logit(ω) ≤ 0; the best strategy is the one with the highest Sharpe";
 
 /// The trials' Sharpe variance (per period) and where it came from.
 fn trial_variance(
@@ -1374,10 +1481,9 @@ mod tests {
         assert_eq!(h["forward_days"], 21);
         assert_eq!(h["quantile_returns"].as_array().unwrap().len(), 4);
         assert!(h["ic_mean"].as_f64().unwrap().abs() < 1.0);
-        assert_eq!(
-            h["ic_series_kind"],
-            "monthly mean of the daily ICs, dated at the month's last scored date"
-        );
+        assert_eq!(h["ic_series"].as_array().unwrap().len(), 5);
+        assert_eq!(h["ic_by_year"][0][0], 2011);
+        assert_eq!(h["ic_by_year"].as_array().unwrap().len(), 2);
         let warm = v["warmup"].as_str().unwrap();
         assert!(warm.starts_with("warm-up: 252 bars needed"), "{warm}");
         assert_eq!(v["data"]["start"], "2011-01-03");
@@ -1407,7 +1513,6 @@ mod tests {
         let h = &v["horizons"][0];
         assert_eq!(h["dates_scored"], 3, "{v}");
         assert_eq!(h["ic_series"][1][0], "2011-07-29");
-        assert_eq!(h["ic_series_kind"], "daily");
         let e = call("factor_ic", json!({"factor": {"2011-06-30": 3}}))
             .await
             .unwrap_err();
