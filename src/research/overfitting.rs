@@ -206,52 +206,90 @@ pub fn pbo_cscv(columns: &[Vec<f64>], partitions: usize) -> Result<Pbo, OverfitE
     Ok(cscv(&blocks, n, s, m, from))
 }
 
+/// CSCV over every choice of half the blocks, in `itertools.combinations`
+/// order (lexicographic), keeping the in-sample sums of each prefix of the
+/// choice so that moving to the next choice re-adds only the blocks after
+/// the one that changed. Strategies are compared by the signed square of
+/// their Sharpe, m·|m|/σ², which orders them as the Sharpe does without a
+/// square root; the winner's own Sharpe is then computed in full.
 fn cscv(b: &Blocks, n: usize, s: usize, m: usize, from: usize) -> Pbo {
-    let half = s / 2;
+    let k = s / 2;
     let (tot_sum, tot_sq) = totals(b, n, s);
-    let (mut is_sum, mut is_sq) = (vec![0.0; n], vec![0.0; n]);
+    let count = (k * m) as f64;
+    let var_of = |sum: f64, sq: f64| (sq - sum * sum / count) / (count - 1.0);
+    let mut c: Vec<usize> = (0..k).collect();
+    // pre[i]: the sums over blocks c[0..=i], sums then squares (2n wide).
+    let mut pre = vec![0.0; k * 2 * n];
+    let add = |pre: &mut [f64], i: usize, blk: usize| {
+        let (lo, hi) = pre.split_at_mut(i * 2 * n);
+        let row = &mut hi[..2 * n];
+        let (a, q) = (
+            &b.sum[blk * n..(blk + 1) * n],
+            &b.sumsq[blk * n..(blk + 1) * n],
+        );
+        let prev = if i == 0 {
+            None
+        } else {
+            Some(&lo[(i - 1) * 2 * n..])
+        };
+        for j in 0..n {
+            let (ps, pq) = prev.map_or((0.0, 0.0), |p| (p[j], p[n + j]));
+            row[j] = ps + a[j];
+            row[n + j] = pq + q[j];
+        }
+    };
+    for (i, blk) in c.iter().enumerate() {
+        add(&mut pre, i, *blk);
+    }
     let mut logits = Vec::new();
     let (mut losses, mut pairs) = (0usize, Vec::new());
-    let count = (half * m) as f64;
-    // Every mask of s bits with s/2 set, in increasing order (Gosper).
-    let mut mask: u32 = (1u32 << half) - 1;
-    while mask < (1u32 << s) {
-        is_sum.iter_mut().for_each(|v| *v = 0.0);
-        is_sq.iter_mut().for_each(|v| *v = 0.0);
-        for blk in (0..s).filter(|k| mask >> k & 1 == 1) {
-            let (a, q) = (
-                &b.sum[blk * n..(blk + 1) * n],
-                &b.sumsq[blk * n..(blk + 1) * n],
-            );
-            for j in 0..n {
-                is_sum[j] += a[j];
-                is_sq[j] += q[j];
-            }
-        }
-        let sharpe = |sum: f64, sq: f64, j: usize| {
-            let var = (sq - sum * sum / count) / (count - 1.0);
-            (b.shift[j] + sum / count) / var.sqrt()
-        };
-        let mut best = (0usize, f64::NEG_INFINITY);
+    // Each strategy's signed square as a fraction m·|m| / (n−1)σ² (the
+    // common n − 1 dropped): compared by cross-multiplying, no division.
+    let (mut num, mut den) = (vec![0.0; n], vec![0.0; n]);
+    let inv = 1.0 / count;
+    loop {
+        let last = &pre[(k - 1) * 2 * n..k * 2 * n];
+        let (is_sum, is_sq) = last.split_at(n);
+        let (mut best, mut bn, mut bd) = (0usize, f64::NEG_INFINITY, 1.0);
         for j in 0..n {
-            let sr = sharpe(is_sum[j], is_sq[j], j);
-            if sr > best.1 {
-                best = (j, sr);
+            let (sm, sq) = (is_sum[j], is_sq[j]);
+            let mean = b.shift[j] + sm * inv;
+            let (a, d) = (mean * mean.abs(), sq - sm * sm * inv);
+            if a * bd > bn * d {
+                (best, bn, bd) = (j, a, d);
             }
+            let (os, oq) = (tot_sum[j] - sm, tot_sq[j] - sq);
+            let mean = b.shift[j] + os * inv;
+            num[j] = mean * mean.abs();
+            den[j] = oq - os * os * inv;
         }
-        let oos: Vec<f64> = (0..n)
-            .map(|j| sharpe(tot_sum[j] - is_sum[j], tot_sq[j] - is_sq[j], j))
-            .collect();
-        let w = oos[best.0];
-        let below = oos.iter().filter(|v| **v < w).count() as f64;
-        let ties = oos.iter().filter(|v| **v == w).count() as f64 - 1.0;
-        let omega = (1.0 + below + ties / 2.0) / (n as f64 + 1.0);
+        let (wn, wd) = (num[best], den[best]);
+        let (mut below, mut ties) = (0usize, 0usize);
+        for j in 0..n {
+            let (l, r) = (num[j] * wd, wn * den[j]);
+            below += usize::from(l < r);
+            ties += usize::from(l == r);
+        }
+        let omega = (1.0 + below as f64 + ties.saturating_sub(1) as f64 / 2.0) / (n as f64 + 1.0);
         logits.push((omega / (1.0 - omega)).ln());
-        losses += usize::from(w < 0.0);
-        pairs.push((best.1, w));
-        let low = mask & mask.wrapping_neg();
-        let ripple = mask + low;
-        mask = (((ripple ^ mask) >> 2) / low) | ripple;
+        let sharpe =
+            |sum: f64, sq: f64, j: usize| (b.shift[j] + sum / count) / var_of(sum, sq).sqrt();
+        let j = best;
+        let oos = sharpe(tot_sum[j] - is_sum[j], tot_sq[j] - is_sq[j], j);
+        losses += usize::from(oos < 0.0);
+        pairs.push((sharpe(is_sum[j], is_sq[j], j), oos));
+        // The next choice: the rightmost index that can move, then the
+        // ones after it packed behind; their prefix sums again.
+        let Some(i) = (0..k).rev().find(|&i| c[i] < s - k + i) else {
+            break;
+        };
+        c[i] += 1;
+        for t in i + 1..k {
+            c[t] = c[t - 1] + 1;
+        }
+        for (t, blk) in c.iter().enumerate().skip(i) {
+            add(&mut pre, t, *blk);
+        }
     }
     let combos = logits.len();
     Pbo {

@@ -17,7 +17,7 @@ use chrono::NaiveDate;
 
 use super::data::Bars;
 use super::indicators::IndicatorSpec;
-use rank::{RankScratch, spearman_into};
+use rank::{RankScratch, spearman_sorted_a};
 
 /// Why a factor study cannot run.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -201,10 +201,10 @@ pub struct HorizonIc {
 /// Scores `panel`'s factor against forward returns over each horizon.
 pub fn factor_ic(panel: &Panel, o: &IcOptions) -> Result<Vec<HorizonIc>, FactorError> {
     check_options(panel, o)?;
-    let buckets = assign_buckets(panel, o.quantiles);
+    let sorted = sort_rows(panel, o.quantiles);
     o.horizons
         .iter()
-        .map(|&h| score_horizon(panel, &buckets, o, h))
+        .map(|&h| score_horizon(panel, &sorted, o, h))
         .collect()
 }
 
@@ -238,31 +238,52 @@ fn check_options(panel: &Panel, o: &IcOptions) -> Result<(), FactorError> {
 /// No bucket.
 const NONE: u8 = u8::MAX;
 
-/// Each (date, symbol)'s bucket by factor value among that date's names
-/// with a value: sorted by value (ties by symbol order), the i-th of m goes
-/// to bucket ⌊i·q/m⌋. Dates with fewer than q values get none.
-fn assign_buckets(panel: &Panel, q: usize) -> Vec<u8> {
+/// Each date's names with a factor value in ascending order of it (ties in
+/// symbol order), and each (date, symbol)'s bucket: the i-th of m goes to
+/// bucket ⌊i·q/m⌋; dates with fewer than q values get none.
+struct Sorted {
+    buckets: Vec<u8>,
+    /// Row r's names are `order[start[r]..start[r + 1]]`.
+    order: Vec<u32>,
+    start: Vec<usize>,
+}
+
+fn sort_rows(panel: &Panel, q: usize) -> Sorted {
     let n = panel.width();
-    let mut out = vec![NONE; panel.factor.len()];
-    let mut idx: Vec<usize> = Vec::with_capacity(n);
+    let mut buckets = vec![NONE; panel.factor.len()];
+    let mut order: Vec<u32> = Vec::with_capacity(panel.factor.len());
+    let mut start = Vec::with_capacity(panel.rows() + 1);
+    let mut pairs: Vec<(f64, u32)> = Vec::with_capacity(n);
     for (row, f) in panel.factor.chunks_exact(n).enumerate() {
-        idx.clear();
-        idx.extend((0..n).filter(|&j| f[j].is_finite()));
-        let m = idx.len();
+        start.push(order.len());
+        pairs.clear();
+        pairs.extend(
+            (0..n)
+                .filter(|&j| f[j].is_finite())
+                .map(|j| (f[j], j as u32)),
+        );
+        // Stable: equal values (−0 and +0 too) keep the symbols' order.
+        pairs.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+        order.extend(pairs.iter().map(|p| p.1));
+        let m = pairs.len();
         if m < q {
             continue;
         }
-        // Stable sort: equal values (−0 and +0 too) keep the symbols' order.
-        idx.sort_by(|&a, &b| f[a].partial_cmp(&f[b]).unwrap_or(std::cmp::Ordering::Equal));
-        for (i, &j) in idx.iter().enumerate() {
-            out[row * n + j] = (i * q / m) as u8;
+        for (i, p) in pairs.iter().enumerate() {
+            buckets[row * n + p.1 as usize] = (i * q / m) as u8;
         }
     }
-    out
+    start.push(order.len());
+    Sorted {
+        buckets,
+        order,
+        start,
+    }
 }
 
 /// Per-date sums of one horizon, reused across dates.
 struct Scratch {
+    fwd: Vec<f64>,
     fa: Vec<f64>,
     fb: Vec<f64>,
     rank: RankScratch,
@@ -270,14 +291,79 @@ struct Scratch {
     bcnt: Vec<usize>,
 }
 
+/// Running sums of the quantile returns and the spread over dates.
+struct QuantileSums {
+    sum: Vec<f64>,
+    count: Vec<usize>,
+    spread_sum: f64,
+    spread_n: usize,
+}
+
+impl QuantileSums {
+    fn add(&mut self, bsum: &[f64], bcnt: &[usize]) {
+        let q = bsum.len();
+        for k in 0..q {
+            if bcnt[k] > 0 {
+                self.sum[k] += bsum[k] / bcnt[k] as f64;
+                self.count[k] += 1;
+            }
+        }
+        if bcnt[0] > 0 && bcnt[q - 1] > 0 {
+            self.spread_sum += bsum[q - 1] / bcnt[q - 1] as f64 - bsum[0] / bcnt[0] as f64;
+            self.spread_n += 1;
+        }
+    }
+}
+
+/// One date's IC (NaN when it cannot be scored), filling `s.bsum`/`s.bcnt`.
+fn score_row(
+    panel: &Panel,
+    sorted: &Sorted,
+    row: usize,
+    h: usize,
+    need: usize,
+    s: &mut Scratch,
+) -> f64 {
+    let n = panel.width();
+    let f = &panel.factor[row * n..(row + 1) * n];
+    let b = &sorted.buckets[row * n..(row + 1) * n];
+    s.fa.clear();
+    s.fb.clear();
+    s.bsum.iter_mut().for_each(|x| *x = 0.0);
+    s.bcnt.iter_mut().for_each(|x| *x = 0);
+    for (j, bj) in b.iter().enumerate() {
+        let r = forward(panel, row, j, h);
+        s.fwd[j] = r;
+        if r.is_finite() && *bj != NONE {
+            s.bsum[*bj as usize] += r;
+            s.bcnt[*bj as usize] += 1;
+        }
+    }
+    // The names in factor order, so the factor's ranks need no sort.
+    for &j in &sorted.order[sorted.start[row]..sorted.start[row + 1]] {
+        let r = s.fwd[j as usize];
+        if r.is_finite() {
+            s.fa.push(f[j as usize]);
+            s.fb.push(r);
+        }
+    }
+    if s.fa.len() >= need {
+        spearman_sorted_a(&s.fa, &s.fb, &mut s.rank)
+    } else {
+        f64::NAN
+    }
+}
+
 fn score_horizon(
     panel: &Panel,
-    buckets: &[u8],
+    sorted: &Sorted,
     o: &IcOptions,
     h: usize,
 ) -> Result<HorizonIc, FactorError> {
     let (t, n, q) = (panel.rows(), panel.width(), o.quantiles);
+    let need = o.min_names.max(q).max(3);
     let mut s = Scratch {
+        fwd: vec![f64::NAN; n],
         fa: Vec::with_capacity(n),
         fb: Vec::with_capacity(n),
         rank: RankScratch::default(),
@@ -288,39 +374,19 @@ fn score_horizon(
         horizon: h,
         ..HorizonIc::default()
     };
-    let (mut qsum, mut qcnt) = (vec![0.0; q], vec![0usize; q]);
-    let (mut spread_sum, mut spread_n) = (0.0, 0usize);
+    let mut sums = QuantileSums {
+        sum: vec![0.0; q],
+        count: vec![0; q],
+        spread_sum: 0.0,
+        spread_n: 0,
+    };
     for row in 0..t - h {
-        let f = &panel.factor[row * n..(row + 1) * n];
         // A date without any factor value (an inline factor's off days) is
         // not a date of the study.
-        if !f.iter().any(|v| v.is_finite()) {
+        if sorted.start[row] == sorted.start[row + 1] {
             continue;
         }
-        let b = &buckets[row * n..(row + 1) * n];
-        s.fa.clear();
-        s.fb.clear();
-        s.bsum.iter_mut().for_each(|x| *x = 0.0);
-        s.bcnt.iter_mut().for_each(|x| *x = 0);
-        for j in 0..n {
-            let r = forward(panel, row, j, h);
-            if !r.is_finite() {
-                continue;
-            }
-            if f[j].is_finite() {
-                s.fa.push(f[j]);
-                s.fb.push(r);
-            }
-            if b[j] != NONE {
-                s.bsum[b[j] as usize] += r;
-                s.bcnt[b[j] as usize] += 1;
-            }
-        }
-        let ic = if s.fa.len() >= o.min_names.max(q).max(3) {
-            spearman_into(&s.fa, &s.fb, &mut s.rank)
-        } else {
-            f64::NAN
-        };
+        let ic = score_row(panel, sorted, row, h, need, &mut s);
         if !ic.is_finite() {
             out.skipped += 1;
             continue;
@@ -328,36 +394,27 @@ fn score_horizon(
         out.rows.push(row);
         out.ic.push(ic);
         out.names.push(s.fa.len());
-        for k in 0..q {
-            if s.bcnt[k] > 0 {
-                qsum[k] += s.bsum[k] / s.bcnt[k] as f64;
-                qcnt[k] += 1;
-            }
-        }
-        if s.bcnt[0] > 0 && s.bcnt[q - 1] > 0 {
-            spread_sum += s.bsum[q - 1] / s.bcnt[q - 1] as f64 - s.bsum[0] / s.bcnt[0] as f64;
-            spread_n += 1;
-        }
+        sums.add(&s.bsum, &s.bcnt);
     }
     if out.ic.len() < 2 {
         return Err(FactorError::TooFew(format!(
-            "{} date(s) had at least {} names with a factor value and a {h}-day forward return",
-            out.ic.len(),
-            o.min_names.max(q).max(3)
+            "{} date(s) had at least {need} names with a factor value and a {h}-day forward return",
+            out.ic.len()
         )));
     }
     summarise(&mut out);
-    out.quantile_returns = qsum
+    out.quantile_returns = sums
+        .sum
         .iter()
-        .zip(&qcnt)
+        .zip(&sums.count)
         .map(|(s, c)| if *c > 0 { s / *c as f64 } else { f64::NAN })
         .collect();
-    out.spread = if spread_n > 0 {
-        spread_sum / spread_n as f64
+    out.spread = if sums.spread_n > 0 {
+        sums.spread_sum / sums.spread_n as f64
     } else {
         f64::NAN
     };
-    out.top_turnover = top_turnover(buckets, n, t, h, (q - 1) as u8);
+    out.top_turnover = top_turnover(&sorted.buckets, n, t, h, (q - 1) as u8);
     Ok(out)
 }
 

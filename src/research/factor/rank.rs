@@ -10,32 +10,59 @@
 /// Reusable buffers for [`spearman_into`].
 #[derive(Clone, Debug, Default)]
 pub struct RankScratch {
-    order: Vec<usize>,
+    pairs: Vec<(f64, u32)>,
     ra: Vec<f64>,
     rb: Vec<f64>,
 }
 
-/// Average ranks (1-based) of finite `x` into `out`, sorting `order`.
-pub fn rank_average(x: &[f64], order: &mut Vec<usize>, out: &mut Vec<f64>) {
+/// Average ranks (1-based) of finite `x` into `out`: (value, place) pairs
+/// sorted together (no indirection), then each run of equal values given
+/// the mean of the ranks it spans.
+pub fn rank_average(x: &[f64], pairs: &mut Vec<(f64, u32)>, out: &mut Vec<f64>) {
     let n = x.len();
-    order.clear();
-    order.extend(0..n);
-    order.sort_unstable_by(|&i, &j| x[i].total_cmp(&x[j]));
+    pairs.clear();
+    pairs.extend(x.iter().enumerate().map(|(i, v)| (*v, i as u32)));
+    pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
     out.clear();
     out.resize(n, 0.0);
     let mut i = 0;
     while i < n {
         let mut j = i + 1;
-        while j < n && x[order[j]] == x[order[i]] {
+        // −0 and +0 sort apart but are equal: one run.
+        while j < n && pairs[j].0 == pairs[i].0 {
             j += 1;
         }
         // Ranks i+1 ..= j share their mean.
         let r = (i + 1 + j) as f64 / 2.0;
-        for &k in &order[i..j] {
-            out[k] = r;
+        for p in &pairs[i..j] {
+            out[p.1 as usize] = r;
         }
         i = j;
     }
+}
+
+/// Average ranks of values already in ascending order (ties adjacent).
+pub fn rank_sorted(x: &[f64], out: &mut Vec<f64>) {
+    let n = x.len();
+    out.clear();
+    out.resize(n, 0.0);
+    let mut i = 0;
+    while i < n {
+        let mut j = i + 1;
+        while j < n && x[j] == x[i] {
+            j += 1;
+        }
+        let r = (i + 1 + j) as f64 / 2.0;
+        out[i..j].iter_mut().for_each(|v| *v = r);
+        i = j;
+    }
+}
+
+/// Spearman's correlation of `a`, already ascending, with `b`.
+pub fn spearman_sorted_a(a: &[f64], b: &[f64], s: &mut RankScratch) -> f64 {
+    rank_sorted(a, &mut s.ra);
+    rank_average(b, &mut s.pairs, &mut s.rb);
+    pearson(&s.ra, &s.rb)
 }
 
 /// Pearson's correlation as `np.corrcoef` forms it; NaN when either side
@@ -66,8 +93,8 @@ pub fn pearson(a: &[f64], b: &[f64]) -> f64 {
 
 /// Spearman's rank correlation of paired finite values.
 pub fn spearman_into(a: &[f64], b: &[f64], s: &mut RankScratch) -> f64 {
-    rank_average(a, &mut s.order, &mut s.ra);
-    rank_average(b, &mut s.order, &mut s.rb);
+    rank_average(a, &mut s.pairs, &mut s.ra);
+    rank_average(b, &mut s.pairs, &mut s.rb);
     pearson(&s.ra, &s.rb)
 }
 
@@ -85,8 +112,12 @@ mod tests {
         let (mut o, mut r) = (Vec::new(), Vec::new());
         rank_average(&[3.0, 1.0, 3.0, 2.0, 3.0], &mut o, &mut r);
         assert_eq!(r, vec![4.0, 1.0, 4.0, 2.0, 4.0]);
+        rank_average(&[0.0, -0.0, 1.0], &mut o, &mut r);
+        assert_eq!(r, vec![1.5, 1.5, 3.0]);
         rank_average(&[], &mut o, &mut r);
         assert!(r.is_empty());
+        rank_sorted(&[1.0, 2.0, 2.0, 5.0], &mut r);
+        assert_eq!(r, vec![1.0, 2.5, 2.5, 4.0]);
     }
 
     #[test]
