@@ -28,5 +28,6 @@ mod status;
 mod support;
 mod swarm;
 mod teams;
+mod ts_goldens;
 mod tui;
 mod warmup;
