@@ -29,5 +29,6 @@ mod support;
 mod swarm;
 mod teams;
 mod ts_goldens;
+mod ts_tools;
 mod tui;
 mod warmup;

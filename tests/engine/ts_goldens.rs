@@ -169,6 +169,7 @@ fn adf_matches_statsmodels_adfuller() {
 fn kpss_matches_statsmodels() {
     let cases = GOLDEN["kpss"].as_array().unwrap();
     assert!(cases.len() >= 20);
+    let mut worst = (0.0f64, 0.0f64);
     for c in cases {
         let x = level(c["series"].as_str().unwrap());
         let lags = match c["nlags"].as_u64() {
@@ -177,6 +178,10 @@ fn kpss_matches_statsmodels() {
         };
         let r = kpss(&x, trend(c["regression"].as_str().unwrap()), lags).unwrap();
         let label = format!("{c}");
+        worst = (
+            worst.0.max((r.statistic - f(c, "statistic")).abs()),
+            worst.1.max((r.p_value - f(c, "p_value")).abs()),
+        );
         assert_eq!(r.lags as u64, c["lags"].as_u64().unwrap(), "{label}");
         assert!(
             (r.statistic - f(c, "statistic")).abs() < 1e-8,
@@ -199,12 +204,17 @@ fn kpss_matches_statsmodels() {
             ]
         );
     }
+    eprintln!(
+        "kpss: worst statistic {:.1e}, p-value {:.1e}",
+        worst.0, worst.1
+    );
 }
 
 #[test]
 fn engle_granger_matches_statsmodels_coint() {
     let cases = GOLDEN["engle_granger"].as_array().unwrap();
     assert!(cases.len() >= 20);
+    let mut worst = (0.0f64, 0.0f64, 0.0f64);
     for c in cases {
         let (y0, y1) = match c["pair"].as_str().unwrap() {
             "seeded_coint" => (seeded("coint_y"), seeded("coint_x")),
@@ -216,6 +226,11 @@ fn engle_granger_matches_statsmodels_coint() {
         let auto = Autolag::parse(c["autolag"].as_str().unwrap()).unwrap();
         let r = engle_granger(&y0, &y1, trend(c["trend"].as_str().unwrap()), auto, None).unwrap();
         let label = format!("{c}");
+        worst = (
+            worst.0.max((r.statistic - f(c, "statistic")).abs()),
+            worst.1.max((r.p_value - f(c, "p_value")).abs()),
+            worst.2.max((r.hedge_ratio - f(c, "hedge_ratio")).abs()),
+        );
         assert_eq!(
             r.used_lag as u64,
             c["used_lag"].as_u64().unwrap(),
@@ -257,6 +272,10 @@ fn engle_granger_matches_statsmodels_coint() {
             None => assert_eq!(r.half_life.half_life, None),
         }
     }
+    eprintln!(
+        "engle_granger: worst statistic {:.1e}, p-value {:.1e}, hedge ratio {:.1e}",
+        worst.0, worst.1, worst.2
+    );
 }
 
 #[test]
