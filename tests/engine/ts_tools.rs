@@ -93,3 +93,117 @@ async fn mcp_serve_offers_and_runs_the_time_series_tools() {
     let text = bad["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("at least 10 observations"), "{text}");
 }
+
+/// The final answer of `vibedesk run --json -p PROMPT` offline, and the
+/// tools called.
+async fn ask(prompt: &str) -> (String, Vec<Value>) {
+    let home = tempfile::tempdir().unwrap();
+    let out = crate::support::harness::vibedesk(home.path())
+        .args(["run", "--json", "-p", prompt])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{prompt}: {stdout}");
+    let evs: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let calls: Vec<Value> = evs
+        .iter()
+        .filter(|e| e["type"] == "tool_call_finished")
+        .cloned()
+        .collect();
+    let answer = evs.iter().rfind(|e| e["type"] == "answer").unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (answer, calls)
+}
+
+/// The value cell of the first table row whose first cell is `label`.
+fn cell(text: &str, label: &str) -> String {
+    text.lines()
+        .find(|l| l.starts_with(&format!("| {label} |")))
+        .unwrap_or_else(|| panic!("no row {label} in:\n{text}"))
+        .split('|')
+        .nth(2)
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[tokio::test]
+async fn the_planner_tests_ko_pep_for_cointegration_and_states_the_inputs() {
+    let (answer, calls) = ask("is KO/PEP cointegrated 2010–2015").await;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["tool"], "stat_test");
+    let logs = |s: &str| -> Vec<f64> {
+        closes(s, "2010-01-01", "2015-12-31")
+            .iter()
+            .map(|c| c.ln())
+            .collect()
+    };
+    let r = engle_granger(
+        &logs("KO"),
+        &logs("PEP"),
+        Trend::Constant,
+        Autolag::Aic,
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        cell(&answer, "KO/PEP Engle–Granger statistic"),
+        format!("{:.4}", r.statistic)
+    );
+    assert_eq!(
+        cell(&answer, "KO/PEP Engle–Granger p-value"),
+        format!("{:.4}", r.p_value)
+    );
+    assert_eq!(
+        cell(
+            &answer,
+            "KO/PEP hedge ratio (Engle–Granger, β of the second leg)"
+        ),
+        format!("{:.4}", r.hedge_ratio)
+    );
+    for want in [
+        "natural logs of the adjusted closes on the 1510 dates every series traded, 2010-01-04 to 2015-12-31",
+        "regression with a constant (c, the default)",
+        "lag chosen by AIC",
+        "MacKinnon (1994) p-value",
+    ] {
+        assert!(answer.contains(want), "{want} in:\n{answer}");
+    }
+    let verdict = if r.p_value < 0.05 {
+        "are cointegrated at 5 %"
+    } else {
+        "no cointegration at 5 %"
+    };
+    assert!(answer.contains(verdict), "{answer}");
+}
+
+#[tokio::test]
+async fn the_planner_forecasts_spy_volatility_with_garch_and_states_the_inputs() {
+    let (answer, calls) = ask("GARCH vol forecast for SPY").await;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["tool"], "volatility_model");
+    // The last 2,520 returns of the embedded SPY, in percent.
+    let c = closes("SPY", "2000-01-01", "2017-12-31");
+    let c = &c[c.len() - 2521..];
+    let pct: Vec<f64> = c.windows(2).map(|w| 100.0 * (w[1] / w[0] - 1.0)).collect();
+    let fit = fit_garch(&pct).unwrap();
+    assert_eq!(cell(&answer, "α"), format!("{:.4}", fit.params.alpha));
+    assert_eq!(cell(&answer, "β"), format!("{:.4}", fit.params.beta));
+    let day10 = (252.0 * fit.forecast(10)[9]).sqrt() / 100.0;
+    assert_eq!(cell(&answer, "10"), format!("{:.2} %", day10 * 100.0));
+    for want in [
+        "no start given: the last 2520 daily returns (ten years)",
+        "2520 daily returns; horizon 10 days",
+        "returns in percent",
+        "annualized as √(252·σ²)/100",
+    ] {
+        assert!(answer.contains(want), "{want} in:\n{answer}");
+    }
+}
