@@ -678,7 +678,7 @@ impl VolatilityModel {
                 Ok(Series {
                     name: c.names[0].clone(),
                     returns,
-                    dates: Some(c.dates[1..].to_vec()),
+                    dates: Some(c.dates.get(1..).unwrap_or_default().to_vec()),
                     data: c.data,
                 })
             }
