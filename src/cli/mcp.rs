@@ -25,7 +25,7 @@ pub enum McpCommand {
         /// Only this server's tools.
         server: Option<String>,
     },
-    /// Serve vibedesk's research tools (backtest, market data, indicators, memory, skills) to another agent over MCP: stdio, or --http.
+    /// Serve vibedesk's research tools (backtest, market data, indicators, options, portfolios, risk, memory, skills) to another agent over MCP: stdio, or --http.
     Serve(ServeArgs),
 }
 

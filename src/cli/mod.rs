@@ -305,6 +305,7 @@ pub fn mcp_status_event(s: &crate::mcp::ServerStatus) -> crate::agent::AgentEven
 impl AgentSetup {
     /// The tools: file tools and `bash`, the agent's `compact`, market data
     /// and indicators (embedded dataset first, online sources as fallback),
+    /// the quant tools (options, portfolios, risk),
     /// `backtest`/`read_artifact` (the engine in the sandbox), and the memory
     /// and skill tools. Memory is opened once here, so its snapshot is
     /// frozen for the session (docs §4.4).
@@ -318,6 +319,14 @@ impl AgentSetup {
         let _ = crate::tools::builtin::register_defaults_with(&mut registry, runner.clone());
         let _ = crate::agent::register_agent_tools(&mut registry);
         let _ = market::register_market_tools(&mut registry, config.paths.cache_dir.clone());
+        // The quant desk (docs §15): options, portfolios, risk.
+        let _ = crate::tools::builtin::quant::register_quant_tools(
+            &mut registry,
+            crate::research::data::DataConfig {
+                cache_dir: Some(config.paths.cache_dir.clone()),
+                ..crate::research::data::DataConfig::default()
+            },
+        );
         let mut backtest_config =
             backtest::BacktestToolConfig::new(Some(config.paths.cache_dir.clone()));
         backtest_config.runner = runner;
@@ -440,7 +449,7 @@ pub fn provider_or_offline(
         Some(p) => build_provider(p).map(|p| (p, None)),
         None => Ok((
             Arc::new(crate::llm::offline::OfflineProvider::new()),
-            Some("no model is configured: the offline planner answers plain requests (backtests, prices, indicators, memory) from the built-in data; `vibedesk doctor` shows how to connect a model".to_string()),
+            Some("no model is configured: the offline planner answers plain requests (backtests, prices, indicators, options, portfolios, risk, memory) from the built-in data; `vibedesk doctor` shows how to connect a model".to_string()),
         )),
     }
 }

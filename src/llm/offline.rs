@@ -17,9 +17,11 @@
 mod board;
 mod dates;
 mod preferences;
+mod quant;
 mod rule;
 mod team;
 mod verdict;
+mod verdict_quant;
 mod verdict_teams;
 
 use std::sync::LazyLock;
@@ -261,7 +263,7 @@ fn after_assumptions(text: &str, note: &str) -> String {
 fn unsupported(request: &str) -> String {
     let preview: String = request.chars().take(80).collect();
     format!(
-        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):\n\n- **backtest**: \"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\" (also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold)\n- **prices**: \"show MSFT's last 30 days in 2010\"\n- **indicators**: \"RSI of IBM\", \"20-day SMA of GOOGL in 2011\", \"MACD of AAPL\"\n- **memory**: \"remember that I prefer 10 bp fees\", \"what do you remember about fees\"\n- **context**: \"compact\"\n\n{CONNECT_HELP}\n"
+        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):\n\n- **backtest**: \"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\" (also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold)\n- **prices**: \"show MSFT's last 30 days in 2010\"\n- **indicators**: \"RSI of IBM\", \"20-day SMA of GOOGL in 2011\", \"MACD of AAPL\"\n- **options, portfolios, risk**: \"price a 3-month 110 call on AAPL\", \"optimize AAPL, MSFT, JPM, XOM and KO for minimum variance over 2015–2016\", \"99 % ES of an equal-weight SPY/TLT book in 2008\", \"a 3-month at-the-money straddle on IBM\"\n- **memory**: \"remember that I prefer 10 bp fees\", \"what do you remember about fees\"\n- **context**: \"compact\"\n\n{CONNECT_HELP}\n"
     )
 }
 
@@ -442,6 +444,10 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             },
         ));
     }
+    // Options, portfolio weights and a book's risk (docs §15.7).
+    if let Some(call) = quant::intent(text) {
+        return Some(call);
+    }
     let sym = symbol(text)?;
     let (start, end) = date_range(text);
     if has(text, &["backtest", "back-test", "back test", "simulate"])
@@ -616,6 +622,10 @@ fn backtest_config(
         "end_date": end,
         "strategy": strategy,
     });
+    // A portfolio optimizer named with the backtest (docs §7.4.2).
+    if let Some(m) = quant::optimizer_named(&lower) {
+        cfg["optimizer"] = json!(m);
+    }
     // Rates out of range are left to the config check, which says why.
     let (commission, slippage) = cost_rates(text);
     if let Some(c) = commission {
@@ -704,6 +714,8 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         "get_market_data" => typed(v).map(|o| prices_answer(request, &o)),
         "technical_indicator" => typed(v).map(|o| indicator_answer(&o)),
         "remember" | "recall" => typed(v).map(|o| remember_answer(&o)),
+        "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
+        | "risk_report" => quant::answer(request, tool, v),
         "compact" => Some(
             "Done: the conversation will be compacted into a summary now (watch the gauge).\n"
                 .into(),
@@ -717,7 +729,14 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         )
     });
     // How the request's dates were read, when not as written (docs §2.13).
-    let dated = matches!(tool, "backtest" | "get_market_data" | "technical_indicator");
+    let dated = matches!(
+        tool,
+        "backtest"
+            | "get_market_data"
+            | "technical_indicator"
+            | "portfolio_optimize"
+            | "risk_report"
+    );
     match dated.then(|| dates::read(request).note()).flatten() {
         Some(note) => format!("{note}\n\n{text}"),
         None => text,
@@ -899,6 +918,10 @@ fn assumption_clauses(a: &BacktestAssumptions) -> Vec<String> {
         "returns, Sharpe and volatility annualized over {} bars a year",
         a.bars_per_year
     ));
+    if let Some(o) = &a.optimizer {
+        clauses.push(format!("weights by the {o}"));
+    }
+    // Last: a benchmark note is added to this clause.
     clauses.push(format!("benchmark {}", benchmark_name(&a.benchmark)));
     clauses
 }

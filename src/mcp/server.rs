@@ -99,6 +99,27 @@ const EXPOSED: &[Exposure] = &[
         name: "load_skill",
         builtin: "load_skill",
     },
+    // The quant desk (docs §15), under their own names.
+    Exposure {
+        name: "option_price",
+        builtin: "option_price",
+    },
+    Exposure {
+        name: "implied_volatility",
+        builtin: "implied_volatility",
+    },
+    Exposure {
+        name: "option_strategy",
+        builtin: "option_strategy",
+    },
+    Exposure {
+        name: "portfolio_optimize",
+        builtin: "portfolio_optimize",
+    },
+    Exposure {
+        name: "risk_report",
+        builtin: "risk_report",
+    },
 ];
 
 /// The MCP names `vibedesk mcp serve` offers under `policy`, in

@@ -46,6 +46,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../assets/skills/overfitting-checks/SKILL.md"),
     ),
     (
+        "quant-desk",
+        include_str!("../../assets/skills/quant-desk/SKILL.md"),
+    ),
+    (
         "regime-analysis",
         include_str!("../../assets/skills/regime-analysis/SKILL.md"),
     ),

@@ -67,6 +67,10 @@ fn tidy(v: &mut Value) {
             if let Some(items) = map.get_mut("items") {
                 tidy(items);
             }
+            // A map's value schema (`{name: number}`) too.
+            if let Some(values @ Value::Object(_)) = map.get_mut("additionalProperties") {
+                tidy(values);
+            }
         }
         Value::Array(a) => a.iter_mut().for_each(tidy),
         _ => {}
@@ -621,6 +625,10 @@ pub struct BacktestAssumptions {
     pub bars_per_year: f64,
     /// The benchmark as used: a ticker, or `equal_weight` of the codes.
     pub benchmark: String,
+    /// The portfolio optimizer that set the weights, in words (docs
+    /// §7.4.2); absent when the signals' weights were used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optimizer: Option<String>,
     /// The `config.json` keys the tool filled from `[backtest]` in
     /// `config.toml` because the call gave none.
     #[serde(skip_serializing_if = "Vec::is_empty")]

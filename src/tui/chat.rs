@@ -10,6 +10,7 @@ use ratatui::text::Line;
 
 use super::backtest::{self, BacktestCell, BacktestInfo, EquitySeries, LoadRequest};
 use super::cells::{Cell, CellKind, NoticeKind, Toggles, ToolCell, ToolCellState};
+use super::payoff;
 use super::theme::Theme;
 use crate::agent::events::{
     AgentEvent, McpServerState, NoticeLevel, RunStatus, ToolCallStatus, ToolEvent,
@@ -433,6 +434,16 @@ impl Chat {
                 {
                     self.push_backtest(cell);
                 }
+                // A position's payoff is drawn from the output itself.
+                if tool == payoff::TOOL
+                    && *status == ToolCallStatus::Ok
+                    && let Some(cell) = match output {
+                        Some(out) => payoff::cell_for_output(call_id, out),
+                        None => payoff::cell_for_result(call_id, preview),
+                    }
+                {
+                    self.push(CellKind::Payoff(cell));
+                }
             }
             ToolEvent::ToolHeartbeat { .. }
             | ToolEvent::ToolProgress { .. }
@@ -517,6 +528,15 @@ impl Chat {
                         )
                     {
                         self.push_backtest(cell);
+                    }
+                    if msg.name.as_deref() == Some(payoff::TOOL)
+                        && !failed
+                        && let Some(cell) = payoff::cell_for_result(
+                            msg.tool_call_id.as_deref().unwrap_or(""),
+                            &msg.content,
+                        )
+                    {
+                        self.push(CellKind::Payoff(cell));
                     }
                 }
                 Role::System => {}

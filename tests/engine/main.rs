@@ -3,6 +3,7 @@
 mod agent_loop;
 mod architecture;
 mod backtest;
+mod backtest_optimizer;
 mod cli;
 mod compaction;
 mod docs;
@@ -17,6 +18,9 @@ mod offline_market;
 mod pairs;
 mod planner;
 mod provider;
+mod quant_goldens;
+mod quant_teams;
+mod quant_tools;
 mod research_data;
 mod sandbox;
 mod secrets_limits;

@@ -179,7 +179,12 @@ async fn http_needs_the_token_made_once_and_kept_private() {
                 "market_data",
                 "indicators",
                 "recall",
-                "load_skill"
+                "load_skill",
+                "option_price",
+                "implied_volatility",
+                "option_strategy",
+                "portfolio_optimize",
+                "risk_report"
             ])
         );
     }
@@ -341,7 +346,12 @@ async fn by_default_memory_is_read_only_and_sessions_are_private() {
             "market_data",
             "indicators",
             "recall",
-            "load_skill"
+            "load_skill",
+            "option_price",
+            "implied_volatility",
+            "option_strategy",
+            "portfolio_optimize",
+            "risk_report"
         ]
     );
     let refused = seen["remember"]["protocol_error"].as_str().unwrap();

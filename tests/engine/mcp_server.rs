@@ -34,6 +34,11 @@ const SERVED: &[(&str, bool)] = &[
     ("recall", true),
     ("session_search", true),
     ("load_skill", true),
+    ("option_price", true),
+    ("implied_volatility", true),
+    ("option_strategy", true),
+    ("portfolio_optimize", true),
+    ("risk_report", true),
 ];
 
 pub(crate) fn python_mcp_available() -> bool {

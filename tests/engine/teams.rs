@@ -109,7 +109,7 @@ const REQUIRED: [&str; 10] = [
 ];
 
 /// The tools a preset may name (the contract's list).
-const ALLOWED_TOOLS: [&str; 13] = [
+const ALLOWED_TOOLS: [&str; 18] = [
     "bash",
     "read_file",
     "list_dir",
@@ -123,6 +123,11 @@ const ALLOWED_TOOLS: [&str; 13] = [
     "load_skill",
     "get_market_data",
     "technical_indicator",
+    "option_price",
+    "implied_volatility",
+    "option_strategy",
+    "portfolio_optimize",
+    "risk_report",
 ];
 
 fn repo() -> PathBuf {
@@ -153,6 +158,11 @@ fn registry_names() -> BTreeSet<String> {
     let mut r = vibedesk::tools::Registry::new();
     vibedesk::tools::builtin::register_defaults(&mut r).unwrap();
     market::register_market_tools(&mut r, dir.path().join("cache")).unwrap();
+    vibedesk::tools::builtin::quant::register_quant_tools(
+        &mut r,
+        vibedesk::research::data::DataConfig::offline(),
+    )
+    .unwrap();
     backtest::register_backtest_tools(
         &mut r,
         backtest::BacktestToolConfig::new(Some(dir.path().join("cache"))),
@@ -1059,7 +1069,7 @@ type Run = (
 async fn no_shipped_team_report_has_a_bare_number() {
     // Every preset on embedded symbols (crypto_desk too: its rule needs
     // prices, and a crypto pair would be fetched online).
-    let runs: [Run; 11] = [
+    let runs: [Run; 12] = [
         ("investment_committee", &[("target", "AAPL")], &["AAPL"]),
         (
             "pairs_stat_arb",
@@ -1083,6 +1093,7 @@ async fn no_shipped_team_report_has_a_bare_number() {
         ("portfolio_review", &[], &["AAPL", "MSFT", "IBM"]),
         ("risk_committee", &[("target", "IBM")], &["IBM", "MSFT"]),
         ("technical_analysis_panel", &[("target", "AAPL")], &["AAPL"]),
+        ("options_desk", &[("target", "IBM")], &["IBM"]),
     ];
     let reports =
         futures_util::future::join_all(runs.iter().map(|(name, vars, _)| swarm_report(name, vars)))

@@ -43,7 +43,9 @@ const CORRELATION_WINDOW: u32 = 60;
 /// Words that make a sentence a request for data when it starts with one
 /// (an instruction); a sentence that merely mentions "drawdown" or "the
 /// backtests" (as a decider's does) calls nothing.
-const VERBS: [&str; 9] = [
+const VERBS: [&str; 11] = [
+    "price",
+    "stress",
     "compute",
     "calculate",
     "measure",
@@ -221,6 +223,10 @@ fn sentence_calls(
                 config: Some(backtest_config(sentence, syms, start, end)),
             },
         )];
+    }
+    // Options, portfolio weights and risk (docs §15.7).
+    if let Some(calls) = super::quant::sentence_calls(sentence, syms, range) {
+        return calls;
     }
     let mut out = Vec::new();
     if names(lower, "recall") || names(lower, "memory") {
@@ -514,6 +520,12 @@ fn key_rows(o: &Outcome<'_>) -> Vec<KeyRow> {
         "backtest" => typed::<BacktestOutput>(&o.result)
             .map(|v| backtest_rows(&o.args, &v))
             .unwrap_or_default(),
+        "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
+        | "risk_report" => super::quant::key_rows(o.tool, &o.args, &o.result)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(f, v, d)| row(f, v, d))
+            .collect(),
         "recall" | "remember" => typed::<MemoryOutput>(&o.result)
             .map(|v| {
                 vec![row(
@@ -761,6 +773,8 @@ fn detail(o: &Outcome<'_>) -> String {
             typed(&o.result).map(|v| prices_answer(&format!("the last {PRICE_ROWS} rows"), &v))
         }
         "technical_indicator" => typed(&o.result).map(|v| indicator_answer(&v)),
+        "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
+        | "risk_report" => super::quant::answer("", o.tool, &o.result),
         "backtest" => typed::<BacktestOutput>(&o.result).map(|v| {
             let (label, period) = backtest_label(&o.args);
             backtest_answer(&v).replacen(

@@ -675,7 +675,7 @@ pub(super) fn macro_regimes(b: &Board) -> Verdict {
 
 /// `portfolio_review`: flags per holding, where the risk sits.
 pub(super) fn portfolio(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): a holding is flagged for a deepest drawdown ≤ −50 %, for a latest 60-day annualized volatility ≥ 40 %, and for a latest 60-day correlation ≥ 0.7 with another holding (both are flagged); the book's risk sits in the holding with the highest latest volatility; the holding with the most flags (ties: the more volatile) is the one to look at next; a trend rule whose Sharpe beats buy and hold's by 0.2 or more is noted. No trading instructions or sizes.";
+    let rule = "Rule (docs §14.7): a holding is flagged for a deepest drawdown ≤ −50 %, for a latest 60-day annualized volatility ≥ 40 %, for a latest 60-day correlation ≥ 0.7 with another holding (both are flagged), and for a share of the equal-weight book's variance of at least 1.5 times its equal share (`portfolio_optimize`'s risk contributions); the book's risk sits in the holding with the largest share (without the shares: the highest latest volatility); the holding with the most flags (ties: the more volatile) is the one to look at next; the minimum-variance weights are set beside it; a trend rule whose Sharpe beats buy and hold's by 0.2 or more is noted. No trading instructions or sizes.";
     let mut flags: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let vols = b.all("holding_risk", &["volatility", "latest"]);
     for d in b.all("holding_risk", &["drawdown", "deepest"]) {
@@ -703,6 +703,14 @@ pub(super) fn portfolio(b: &Board) -> Verdict {
             }
         }
     }
+    let shares = b.all("diversification", &["equal_weight", "risk contribution"]);
+    let equal_share = 100.0 / shares.len().max(1) as f64;
+    for c in &shares {
+        let e = flags.entry(sym(c).to_string()).or_default();
+        if c.value >= 1.5 * equal_share {
+            e.push(c.cite());
+        }
+    }
     if flags.is_empty() {
         return Verdict::none(
             "Decision",
@@ -725,12 +733,21 @@ pub(super) fn portfolio(b: &Board) -> Verdict {
             }
         })
         .collect();
-    if let Some(top) = vols.iter().max_by(|a, c| a.value.total_cmp(&c.value)) {
+    let largest = shares.iter().max_by(|a, c| a.value.total_cmp(&c.value));
+    if let Some(top) = largest.or(vols.iter().max_by(|a, c| a.value.total_cmp(&c.value))) {
         body.push(format!(
             "- The book's risk sits in {}: {}.",
             sym(top),
             top.cite()
         ));
+    }
+    let mix: Vec<String> = b
+        .all("diversification", &["min_variance", "weight"])
+        .iter()
+        .map(|f| f.cite())
+        .collect();
+    if !mix.is_empty() {
+        body.push(format!("- The minimum-variance mix: {}.", mix.join("; ")));
     }
     if let (Some(t), Some(h)) = (
         b.get("performance", &["sma_crossover", "Sharpe"]),
@@ -766,7 +783,7 @@ pub(super) fn portfolio(b: &Board) -> Verdict {
 
 /// `risk_committee`: limits breached, ranked by size, and the levels to watch.
 pub(super) fn risk_memo(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): three limits — the latest 20-day annualized volatility at 40 %, a loss of 30 % (or a max drawdown of 40 %) over the stress window, and a 60-day correlation with the second holding at 0.8; each reading is sized as its share of its limit and ranked. No breach: green; one: amber; two or more: red. Two of the three must be assessed. Analytical levels, no trading instructions.";
+    let rule = "Rule (docs §14.7): four limits — the latest 20-day annualized volatility at 40 %, a 1-day 99 % historical expected shortfall of 5 %, a loss of 30 % (or a max drawdown of 40 %) over the stress window, and a 60-day correlation with the second holding at 0.8; each reading is sized as its share of its limit and ranked. No breach: green; one: amber; two or more: red. Two of the four must be assessed. Analytical levels, no trading instructions.";
     let mut n = Need::new(b);
     let mut risks: Vec<(f64, bool, String)> = Vec::new();
     if let Some(v) = n.get(
@@ -778,6 +795,18 @@ pub(super) fn risk_memo(b: &Board) -> Verdict {
             v.value / 40.0,
             v.value >= 40.0,
             format!("volatility limit 40 %: {}", v.cite()),
+        ));
+    }
+    // The tail of daily returns, from `risk_report` (docs §15.4).
+    if let Some(es) = n.get(
+        "market_risk",
+        &["99 % ES", "historical"],
+        "the 99 % expected shortfall",
+    ) {
+        risks.push((
+            es.value / 5.0,
+            es.value >= 5.0,
+            format!("expected shortfall limit 5 %: {}", es.cite()),
         ));
     }
     let loss = n.get(
@@ -832,6 +861,9 @@ pub(super) fn risk_memo(b: &Board) -> Verdict {
     body.push(String::new());
     if let Some(a) = b.get("market_risk", &["ATR(14)", "latest"]) {
         body.push(format!("- Also watch the daily range: {}.", a.cite()));
+    }
+    if let Some(v) = b.get("market_risk", &["99 % VaR", "historical"]) {
+        body.push(format!("- The 99 % daily loss line: {}.", v.cite()));
     }
     Verdict {
         title: format!(

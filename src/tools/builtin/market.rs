@@ -68,7 +68,10 @@ pub fn register_market_tools_with(
 }
 
 /// An optional date argument; blank is absent.
-fn opt_date(value: Option<&str>, key: &'static str) -> Result<Option<NaiveDate>, ToolError> {
+pub(super) fn opt_date(
+    value: Option<&str>,
+    key: &'static str,
+) -> Result<Option<NaiveDate>, ToolError> {
     match value {
         None => Ok(None),
         Some(s) if s.trim().is_empty() => Ok(None),
@@ -101,7 +104,7 @@ fn session_data(data: &MarketData, ctx: &ToolContext) -> MarketData {
     data.with_local_dirs(vec![ctx.workspace.clone(), ctx.workspace.join("data")])
 }
 
-async fn fetch(
+pub(super) async fn fetch(
     data: &MarketData,
     ctx: &ToolContext,
     req: DataRequest,

@@ -5,6 +5,7 @@ pub mod backtest;
 pub mod fs;
 pub mod market;
 pub mod memory;
+pub mod quant;
 pub mod shell;
 
 use std::sync::Arc;
