@@ -31,10 +31,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::model::ToolCall;
 use crate::tools::events::{ToolEvent, ToolEventSink};
 use crate::tools::finalize::{is_success, truncate_for_model};
-use crate::tools::invoke::{Invocation, invoke};
+use crate::tools::invoke::{Invocation, invoke_outside};
 use crate::tools::origin;
 use crate::tools::redact::{Sink, redact_tool_result, redact_value};
 use crate::tools::scheduler::SchedulerConfig;
@@ -317,7 +316,6 @@ impl VibedeskServer {
                 let _ = tx.send(progress_message(&stage, current, total, &message));
             }
         });
-        let call = ToolCall::new(&ctx.call_id, served.exposure.name, args.to_string());
         let invocation = Invocation {
             iter: 0,
             tool: served.tool.clone(),
@@ -327,7 +325,7 @@ impl VibedeskServer {
             sink: &sink,
             run_cancel: cancel,
         };
-        let outcome = invoke(invocation, call, ctx.clone()).await;
+        let outcome = invoke_outside(invocation, ctx.clone()).await;
         // Every progress notification goes before the result: the sink (and
         // with it the channel's sender) is dropped, so the forwarder drains
         // and ends.

@@ -15,9 +15,66 @@ use super::events::{ToolCallStatus, ToolEvent, ToolEventSink};
 use super::finalize::{error_code, is_success, preview, truncate_for_model};
 use super::progress::{ProgressHandle, round2};
 use super::redact::{Sink, redact_tool_result, redact_value};
-use super::scheduler::{CallOutcome, SchedulerConfig, cancelled_json};
 use super::{Tool, ToolContext};
 use crate::model::ToolCall;
+
+#[derive(Clone, Debug)]
+pub struct SchedulerConfig {
+    /// Deadline for a call whose tool names none; `None` disables (docs §2.6: 1 800 s).
+    pub default_timeout: Option<Duration>,
+    /// Heartbeat period, floored at 0.5 s (docs §2.4: 3 s).
+    pub heartbeat_interval: Duration,
+    /// Concurrent read-only calls per batch (docs §2.3: 8).
+    pub max_parallel: usize,
+    /// Characters of a result the model sees (docs §2.7: 10 000).
+    pub result_limit: usize,
+    /// After the user cancels, how long a running write tool may take to
+    /// notice before it is abandoned. The original waits forever (docs §12.20).
+    pub write_cancel_grace: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            default_timeout: Some(Duration::from_secs(1800)),
+            heartbeat_interval: Duration::from_secs(3),
+            max_parallel: 8,
+            result_limit: 10_000,
+            write_cancel_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What happened to one call.
+#[derive(Clone, Debug)]
+pub struct CallOutcome {
+    pub call: ToolCall,
+    /// Parsed arguments (`Null` when they were not valid JSON).
+    pub args: Value,
+    pub status: ToolCallStatus,
+    /// The full, unredacted result.
+    pub raw: String,
+    /// A typed tool's result as data (unredacted), when it ran and answered.
+    pub output: Option<Value>,
+    /// What the model sees: the raw result, truncated (docs §2.5 step 7).
+    pub model_content: String,
+    pub elapsed: Duration,
+    pub error_code: Option<String>,
+    /// Whether the tool actually ran.
+    pub executed: bool,
+}
+
+impl CallOutcome {
+    pub fn succeeded(&self) -> bool {
+        self.status == ToolCallStatus::Ok
+    }
+}
+
+/// A call answered without running (boxed: an outcome is large).
+pub(super) fn cancelled_json(tool: &str, message: &str) -> String {
+    json!({"status": "cancelled", "error_code": "cancelled", "tool": tool, "error": message})
+        .to_string()
+}
 
 /// One call to run, with what it needs borrowed from its caller.
 pub struct Invocation<'a> {
@@ -35,6 +92,13 @@ pub struct Invocation<'a> {
     pub sink: &'a ToolEventSink,
     /// The caller's cancellation: the agent's run, or an MCP client's request.
     pub run_cancel: &'a CancellationToken,
+}
+
+/// A call from outside a conversation (an MCP client's), named by its
+/// context's call id and the tool's name, its arguments as given.
+pub async fn invoke_outside(inv: Invocation<'_>, ctx: ToolContext) -> CallOutcome {
+    let call = ToolCall::new(&ctx.call_id, inv.tool.name(), inv.args.to_string());
+    invoke(inv, call, ctx).await
 }
 
 /// Runs one call with heartbeats, its deadline and cancellation (docs §2.4),

@@ -17,40 +17,14 @@ use tokio::time::Instant;
 
 use super::events::{BatchCall, BatchMode, ToolCallStatus, ToolEvent, ToolEventSink};
 use super::finalize::{error_code, preview_args};
-use super::invoke::{Invocation, emit_finished, invoke};
+pub use super::invoke::{CallOutcome, SchedulerConfig};
+use super::invoke::{Invocation, cancelled_json, emit_finished, invoke};
 use super::redact::{Sink, redact_tool_result, redact_value};
 use super::registry::Registry;
 use super::{Tool, ToolContext};
 use crate::model::ToolCall;
 use crate::store::trace_record::ToolResultStatus;
 use crate::store::{SharedTrace, TraceRecord, trace_record};
-
-#[derive(Clone, Debug)]
-pub struct SchedulerConfig {
-    /// Deadline for a call whose tool names none; `None` disables (docs §2.6: 1 800 s).
-    pub default_timeout: Option<Duration>,
-    /// Heartbeat period, floored at 0.5 s (docs §2.4: 3 s).
-    pub heartbeat_interval: Duration,
-    /// Concurrent read-only calls per batch (docs §2.3: 8).
-    pub max_parallel: usize,
-    /// Characters of a result the model sees (docs §2.7: 10 000).
-    pub result_limit: usize,
-    /// After the user cancels, how long a running write tool may take to
-    /// notice before it is abandoned. The original waits forever (docs §12.20).
-    pub write_cancel_grace: Duration,
-}
-
-impl Default for SchedulerConfig {
-    fn default() -> Self {
-        SchedulerConfig {
-            default_timeout: Some(Duration::from_secs(1800)),
-            heartbeat_interval: Duration::from_secs(3),
-            max_parallel: 8,
-            result_limit: 10_000,
-            write_cancel_grace: Duration::from_secs(10),
-        }
-    }
-}
 
 /// A refusal from the authorization hook.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,32 +39,6 @@ pub trait Authorizer: Send + Sync {
     fn authorize(&self, tool: &str, args: &Value) -> Result<(), Denial>;
 }
 
-/// What happened to one call.
-#[derive(Clone, Debug)]
-pub struct CallOutcome {
-    pub call: ToolCall,
-    /// Parsed arguments (`Null` when they were not valid JSON).
-    pub args: Value,
-    pub status: ToolCallStatus,
-    /// The full, unredacted result.
-    pub raw: String,
-    /// A typed tool's result as data (unredacted), when it ran and answered.
-    pub output: Option<Value>,
-    /// What the model sees: the raw result, truncated (docs §2.5 step 7).
-    pub model_content: String,
-    pub elapsed: Duration,
-    pub error_code: Option<String>,
-    /// Whether the tool actually ran.
-    pub executed: bool,
-}
-
-impl CallOutcome {
-    pub fn succeeded(&self) -> bool {
-        self.status == ToolCallStatus::Ok
-    }
-}
-
-/// A call answered without running (boxed: an outcome is large).
 fn done(outcome: CallOutcome) -> Plan {
     Plan::Done(Box::new(outcome))
 }
@@ -431,11 +379,6 @@ pub const UNKNOWN_TOOL_SUGGESTIONS: usize = 5;
 
 fn error_json(tool: &str, code: &str, message: &str) -> String {
     json!({"status": "error", "error_code": code, "tool": tool, "error": message}).to_string()
-}
-
-pub(super) fn cancelled_json(tool: &str, message: &str) -> String {
-    json!({"status": "cancelled", "error_code": "cancelled", "tool": tool, "error": message})
-        .to_string()
 }
 
 fn not_run(call: &ToolCall, args: Value, status: ToolCallStatus, raw: String) -> CallOutcome {
