@@ -6,6 +6,7 @@
 
 pub mod contract;
 pub mod quant;
+pub mod stats;
 pub mod universe;
 
 use serde::{Deserialize, Deserializer, Serialize};

@@ -327,6 +327,14 @@ impl AgentSetup {
                 ..crate::research::data::DataConfig::default()
             },
         );
+        // Time-series tests and volatility models (docs §16).
+        let _ = crate::tools::builtin::stats::register_stats_tools(
+            &mut registry,
+            crate::research::data::DataConfig {
+                cache_dir: Some(config.paths.cache_dir.clone()),
+                ..crate::research::data::DataConfig::default()
+            },
+        );
         let mut backtest_config =
             backtest::BacktestToolConfig::new(Some(config.paths.cache_dir.clone()));
         backtest_config.runner = runner;

@@ -19,6 +19,7 @@ mod dates;
 mod preferences;
 mod quant;
 mod rule;
+mod stats;
 mod team;
 mod verdict;
 mod verdict_quant;
@@ -444,6 +445,10 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             },
         ));
     }
+    // Time-series tests and volatility forecasts (docs §16.7).
+    if let Some(call) = stats::intent(text) {
+        return Some(call);
+    }
     // Options, portfolio weights and a book's risk (docs §15.7).
     if let Some(call) = quant::intent(text) {
         return Some(call);
@@ -592,8 +597,11 @@ fn backtest_config(
     let strategy = if BUY_AND_HOLD.iter().any(|w| lower.contains(w)) {
         json!({"name": "buy_and_hold"})
     } else if names(&lower, "pairs") || lower.contains("spread trade") {
-        // docs §7.7: the legs are the first two codes named.
-        json!({"name": "pairs", "params": {"window": 60, "entry": 2.0, "exit": 0.5}})
+        // docs §7.7: the legs are the first two codes named; a cointegration
+        // hedge holds the formation window's Engle–Granger ratio (§16.3).
+        let params = stats::pairs_params(&lower)
+            .unwrap_or_else(|| json!({"window": 60, "entry": 2.0, "exit": 0.5}));
+        json!({"name": "pairs", "params": params})
     } else if names(&lower, "rsi") {
         json!({"name": "rsi_mean_reversion", "params": {"period": 14, "lower": 30, "upper": 70}})
     } else if names(&lower, "bollinger") {
@@ -716,6 +724,7 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         "remember" | "recall" => typed(v).map(|o| remember_answer(&o)),
         "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
         | "risk_report" => quant::answer(request, tool, v),
+        "stat_test" | "volatility_model" => stats::answer(tool, v),
         "compact" => Some(
             "Done: the conversation will be compacted into a summary now (watch the gauge).\n"
                 .into(),
@@ -736,6 +745,8 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
             | "technical_indicator"
             | "portfolio_optimize"
             | "risk_report"
+            | "stat_test"
+            | "volatility_model"
     );
     match dated.then(|| dates::read(request).note()).flatten() {
         Some(note) => format!("{note}\n\n{text}"),

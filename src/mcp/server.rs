@@ -121,6 +121,15 @@ const EXPOSED: &[Exposure] = &[
         name: "risk_report",
         builtin: "risk_report",
     },
+    // Time-series tests and volatility models (docs §16).
+    Exposure {
+        name: "stat_test",
+        builtin: "stat_test",
+    },
+    Exposure {
+        name: "volatility_model",
+        builtin: "volatility_model",
+    },
 ];
 
 /// The MCP names `vibedesk mcp serve` offers under `policy`, in

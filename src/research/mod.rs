@@ -16,4 +16,5 @@ pub mod portfolio;
 pub mod returns;
 pub mod risk;
 pub mod stats;
+pub mod timeseries;
 pub mod warmup;

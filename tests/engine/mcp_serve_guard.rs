@@ -184,7 +184,9 @@ async fn http_needs_the_token_made_once_and_kept_private() {
                 "implied_volatility",
                 "option_strategy",
                 "portfolio_optimize",
-                "risk_report"
+                "risk_report",
+                "stat_test",
+                "volatility_model"
             ])
         );
     }
@@ -351,7 +353,9 @@ async fn by_default_memory_is_read_only_and_sessions_are_private() {
             "implied_volatility",
             "option_strategy",
             "portfolio_optimize",
-            "risk_report"
+            "risk_report",
+            "stat_test",
+            "volatility_model"
         ]
     );
     let refused = seen["remember"]["protocol_error"].as_str().unwrap();

@@ -39,6 +39,8 @@ const SERVED: &[(&str, bool)] = &[
     ("option_strategy", true),
     ("portfolio_optimize", true),
     ("risk_report", true),
+    ("stat_test", true),
+    ("volatility_model", true),
 ];
 
 pub(crate) fn python_mcp_available() -> bool {

@@ -26,7 +26,7 @@ const QUANT: [&str; 5] = [
 /// Speaks newline-delimited JSON-RPC to `vibedesk mcp serve` (stdio):
 /// initialises, then sends `requests` (ids 2…) and returns their answers
 /// by id.
-async fn mcp_session(home: &Path, requests: &[Value]) -> Vec<Value> {
+pub(crate) async fn mcp_session(home: &Path, requests: &[Value]) -> Vec<Value> {
     let mut child = crate::support::harness::vibedesk(home)
         .current_dir(home)
         .args(["mcp", "serve"])

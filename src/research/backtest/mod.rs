@@ -504,7 +504,12 @@ pub fn evaluate_warm(
     }
     if let StrategySpec::Builtin(strategies::Builtin::Pairs(p)) = &cfg.strategy {
         let legs: Vec<&crate::research::data::Bars> = series.iter().map(|s| &s.bars).collect();
-        scalars.extend(pairs::stats(p, &legs, &codes));
+        let history: Vec<&crate::research::data::Bars> = warm
+            .map_or(series, |w| w.history)
+            .iter()
+            .map(|s| &s.bars)
+            .collect();
+        scalars.extend(pairs::stats(p, &legs, &history, &codes));
     }
     let mut nested = nested_results(&panel, &sim, &codes, validation.as_ref());
     if let Some(o) = &optimized {
