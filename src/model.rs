@@ -7,6 +7,7 @@
 pub mod contract;
 pub mod factor;
 pub mod quant;
+pub mod stats;
 pub mod universe;
 
 use serde::{Deserialize, Deserializer, Serialize};

@@ -328,6 +328,14 @@ impl AgentSetup {
                 ..crate::research::data::DataConfig::default()
             },
         );
+        // Time-series tests and volatility models (docs §16).
+        let _ = crate::tools::builtin::stats::register_stats_tools(
+            &mut registry,
+            crate::research::data::DataConfig {
+                cache_dir: Some(config.paths.cache_dir.clone()),
+                ..crate::research::data::DataConfig::default()
+            },
+        );
         // Is the edge real (docs §17): factor IC, regressions, overfitting.
         let _ = crate::tools::builtin::factor::register_factor_tools(
             &mut registry,
@@ -340,6 +348,12 @@ impl AgentSetup {
             backtest::BacktestToolConfig::new(Some(config.paths.cache_dir.clone()));
         backtest_config.runner = runner;
         backtest_config.defaults = config.backtest.config_keys();
+        // A tool timeout under the engine's own deadline is the engine's too:
+        // the backtest is a write tool, which the call path only warns about
+        // at its deadline, so the sandbox is what stops it (docs §2.6).
+        if let Some(limit) = config.agent.scheduler.default_timeout {
+            backtest_config.timeout = backtest_config.timeout.min(limit);
+        }
         let _ = backtest::register_backtest_tools(&mut registry, backtest_config);
         let flags = crate::memory::MemoryFlags::from_env();
         let mut notes = crate::memory::maintenance::warnings(&flags);

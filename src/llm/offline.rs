@@ -20,6 +20,7 @@ mod factor;
 mod preferences;
 mod quant;
 mod rule;
+mod stats;
 mod team;
 mod verdict;
 mod verdict_quant;
@@ -452,6 +453,10 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             },
         ));
     }
+    // Time-series tests and volatility forecasts (docs §16.7).
+    if let Some(call) = stats::intent(text) {
+        return Some(call);
+    }
     // A factor's IC, a beta, a deflated Sharpe (docs §17.4).
     if let Some(call) = factor::intent(text) {
         return Some(call);
@@ -604,8 +609,11 @@ fn backtest_config(
     let strategy = if BUY_AND_HOLD.iter().any(|w| lower.contains(w)) {
         json!({"name": "buy_and_hold"})
     } else if names(&lower, "pairs") || lower.contains("spread trade") {
-        // docs §7.7: the legs are the first two codes named.
-        json!({"name": "pairs", "params": {"window": 60, "entry": 2.0, "exit": 0.5}})
+        // docs §7.7: the legs are the first two codes named; a cointegration
+        // hedge holds the formation window's Engle–Granger ratio (§16.3).
+        let params = stats::pairs_params(&lower)
+            .unwrap_or_else(|| json!({"window": 60, "entry": 2.0, "exit": 0.5}));
+        json!({"name": "pairs", "params": params})
     } else if names(&lower, "rsi") {
         json!({"name": "rsi_mean_reversion", "params": {"period": 14, "lower": 30, "upper": 70}})
     } else if names(&lower, "bollinger") {
@@ -728,6 +736,7 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         "remember" | "recall" => typed(v).map(|o| remember_answer(&o)),
         "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
         | "risk_report" => quant::answer(request, tool, v),
+        "stat_test" | "volatility_model" => stats::answer(tool, v),
         "factor_ic" | "regression" | "overfitting" => factor::answer(request, tool, v),
         "compact" => Some(
             "Done: the conversation will be compacted into a summary now (watch the gauge).\n"
@@ -749,6 +758,8 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
             | "technical_indicator"
             | "portfolio_optimize"
             | "risk_report"
+            | "stat_test"
+            | "volatility_model"
             | "factor_ic"
             | "regression"
     );

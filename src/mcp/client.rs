@@ -35,6 +35,7 @@ use super::client_link::{ProgressRoutes, ServerLink, ToolSummary};
 use super::config::{McpServerConfig, McpTransport};
 use super::offer::{Checked, allocate, checked_tools, left_out_note};
 use super::stdio::{StdioWatch, describe_status, watch_child};
+use super::tool::McpTool;
 use crate::tools::{LateTools, Registry, Tool};
 
 /// Why a server did not start, in words that stay the same from one run to
@@ -250,11 +251,11 @@ impl Offer {
             .map(|l| l.as_ref().map_or(0, |c| c.tools.len()))
             .collect();
         let given = allocate(&counts, self.cap);
-        let offered: Vec<Arc<dyn Tool>> = lists
+        let (kept, clashes) = distinct_names(&lists, &given);
+        let offered: Vec<Arc<dyn Tool>> = kept
             .iter()
-            .zip(&given)
-            .filter_map(|(l, n)| l.as_ref().map(|c| (&c.tools, *n)))
-            .flat_map(|(t, n)| t[..n].iter().map(|t| t.clone() as Arc<dyn Tool>))
+            .flatten()
+            .map(|t| t.clone() as Arc<dyn Tool>)
             .collect();
         self.late.set(offered);
         for (i, (shared, list)) in self.servers.iter().zip(&lists).enumerate() {
@@ -264,10 +265,11 @@ impl Offer {
             let Ok(mut s) = shared.status.lock() else {
                 continue;
             };
-            let changed = s.tools.len() != given[i];
-            s.tools = tools[..given[i]].iter().map(|t| t.summary()).collect();
+            let changed = s.tools.len() != kept[i].len();
+            s.tools = kept[i].iter().map(|t| t.summary()).collect();
             s.left_out = tools[given[i]..].iter().map(|t| t.summary()).collect();
             s.notes = notes.clone();
+            s.notes.extend(clashes[i].iter().cloned());
             if !s.left_out.is_empty() {
                 let note = left_out_note(&s.name, &s.left_out, given[i], self.cap);
                 s.notes.push(note);
@@ -280,6 +282,49 @@ impl Offer {
             }
         }
     }
+}
+
+/// The tools each server offers under its share, with every name
+/// distinct: a tool whose name an earlier server's tool (configuration
+/// order) already has takes its qualified name, and one whose qualified
+/// name is taken too is skipped; each case is a note for `mcp list` and
+/// the workstation (docs §13.3).
+fn distinct_names(
+    lists: &[Option<Checked>],
+    given: &[usize],
+) -> (Vec<Vec<Arc<McpTool>>>, Vec<Vec<String>>) {
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut kept = Vec::with_capacity(lists.len());
+    let mut notes = Vec::with_capacity(lists.len());
+    for (list, n) in lists.iter().zip(given) {
+        let mut mine = Vec::new();
+        let mut said = Vec::new();
+        for tool in list.iter().flat_map(|c| &c.tools[..*n]) {
+            let plain = tool.summary().name;
+            if seen.insert(plain.clone()) {
+                mine.push(tool.clone());
+                continue;
+            }
+            let renamed = tool.qualified();
+            let name = renamed.summary().name;
+            if seen.insert(name.clone()) {
+                said.push(format!(
+                    "tool `{}` is offered as `{name}`: its name `{plain}` is another MCP tool's",
+                    tool.summary().remote_name
+                ));
+                mine.push(Arc::new(renamed));
+            } else {
+                tracing::warn!(tool = %plain, "MCP tool skipped: its name is taken");
+                said.push(format!(
+                    "skipped tool `{}`: its names `{plain}` and `{name}` are other MCP tools'",
+                    tool.summary().remote_name
+                ));
+            }
+        }
+        kept.push(mine);
+        notes.push(said);
+    }
+    (kept, notes)
 }
 
 struct Server {
@@ -410,8 +455,9 @@ impl McpClients {
         self.late.snapshot()
     }
 
-    /// Adds the tools to `registry`. A name that is taken (two servers
-    /// mapping to the same sanitised name) keeps the first and is logged.
+    /// Adds the tools to `registry`. Their names are distinct among
+    /// themselves ([`distinct_names`]); one taken by a tool already in
+    /// `registry` is logged and left out.
     pub fn register(&self, registry: &mut Registry) {
         for tool in self.tools() {
             if let Err(e) = registry.register(tool) {

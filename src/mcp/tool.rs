@@ -23,10 +23,29 @@ use crate::tools::{Tool, ToolContext, ToolError, ToolReply, ToolResult};
 const MAX_NAME: usize = 64;
 
 /// `mcp__<server>__<tool>`, with any character a model API would refuse
-/// replaced by `_` and cut to 64 characters.
+/// replaced by `_`; a name over 64 characters is cut and tagged with a
+/// hash of the whole name, so two long names sharing their first 55
+/// characters stay apart (as codex's `qualify_tools` does).
 pub fn registry_name(server: &str, tool: &str) -> String {
-    let raw = format!("mcp__{server}__{tool}");
-    raw.chars()
+    let clean = sanitised(server, tool);
+    if clean.len() <= MAX_NAME {
+        clean
+    } else {
+        tagged(&clean, server, tool)
+    }
+}
+
+/// The name a tool takes when its [`registry_name`] is already offered by
+/// another (two raw names that sanitise alike, `a.b` and `a_b`): the
+/// sanitised name cut to leave room for `_` and 8 hex digits of a hash of
+/// the raw server and tool names.
+pub fn qualified_name(server: &str, tool: &str) -> String {
+    tagged(&sanitised(server, tool), server, tool)
+}
+
+fn sanitised(server: &str, tool: &str) -> String {
+    format!("mcp__{server}__{tool}")
+        .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
                 c
@@ -34,10 +53,29 @@ pub fn registry_name(server: &str, tool: &str) -> String {
                 '_'
             }
         })
-        .take(MAX_NAME)
         .collect()
 }
 
+fn tagged(clean: &str, server: &str, tool: &str) -> String {
+    let tag = format!("_{:08x}", name_hash(server, tool));
+    // `clean` is ASCII, so byte and character counts agree.
+    let mut out: String = clean.chars().take(MAX_NAME - tag.len()).collect();
+    out.push_str(&tag);
+    out
+}
+
+/// 32 bits of FNV-1a over `server NUL tool`: stable across runs and
+/// builds, so a tool keeps its name from one session to the next.
+fn name_hash(server: &str, tool: &str) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in server.bytes().chain([0]).chain(tool.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (h ^ (h >> 32)) as u32
+}
+
+#[derive(Clone)]
 pub struct McpTool {
     link: Arc<ServerLink>,
     name: String,
@@ -76,6 +114,15 @@ impl McpTool {
                 .unwrap_or(false),
             timeout,
             link,
+        }
+    }
+
+    /// This tool under its [`qualified_name`], for when its plain name is
+    /// taken.
+    pub fn qualified(&self) -> McpTool {
+        McpTool {
+            name: qualified_name(&self.link.name, &self.remote_name),
+            ..self.clone()
         }
     }
 
@@ -401,7 +448,18 @@ mod tests {
             "mcp__time__get_current_time"
         );
         assert_eq!(registry_name("fs", "read.file"), "mcp__fs__read_file");
-        assert_eq!(registry_name("s", &"x".repeat(100)).len(), 64);
+        let long = registry_name("s", &"x".repeat(100));
+        assert_eq!(long.len(), 64);
+        // Two long names alike in their first 64 characters stay apart.
+        let other = registry_name("s", &format!("{}y", "x".repeat(100)));
+        assert_eq!(other.len(), 64);
+        assert_ne!(long, other);
+        assert!(long.starts_with(&"mcp__s__xxxx".to_string()));
+        // Names that sanitise alike get apart once qualified.
+        assert_eq!(registry_name("a.b", "t"), registry_name("a_b", "t"));
+        assert_ne!(qualified_name("a.b", "t"), qualified_name("a_b", "t"));
+        assert!(qualified_name("a.b", "t").starts_with("mcp__a_b__t_"));
+        assert_eq!(qualified_name("a.b", "t"), qualified_name("a.b", "t"));
     }
 
     #[test]

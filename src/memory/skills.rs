@@ -74,6 +74,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../assets/skills/technical-indicators/SKILL.md"),
     ),
     (
+        "time-series-tests",
+        include_str!("../../assets/skills/time-series-tests/SKILL.md"),
+    ),
+    (
         "transaction-costs",
         include_str!("../../assets/skills/transaction-costs/SKILL.md"),
     ),

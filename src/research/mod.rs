@@ -21,4 +21,5 @@ pub mod returns;
 pub mod risk;
 pub mod seeded;
 pub mod stats;
+pub mod timeseries;
 pub mod warmup;

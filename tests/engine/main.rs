@@ -30,5 +30,7 @@ mod status;
 mod support;
 mod swarm;
 mod teams;
+mod ts_goldens;
+mod ts_tools;
 mod tui;
 mod warmup;

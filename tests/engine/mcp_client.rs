@@ -1067,3 +1067,54 @@ async fn a_chatty_server_gets_a_rate_limited_log_of_its_own() {
     let main = size(&logs.join("vibedesk.log"));
     assert!(main < 64 * 1024, "vibedesk.log grew to {main} bytes");
 }
+
+/// Two servers whose names sanitise alike (`py.a`, `py_a`) offer a tool of
+/// the same name: the second takes the qualified name, says so in its
+/// status notes, and both tools answer (issue 26: before, the second was
+/// dropped with a log line).
+#[tokio::test]
+async fn tools_whose_names_sanitise_alike_stay_apart_and_are_reported() {
+    if !peers_available() {
+        return;
+    }
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/engine/mcp/stdio_server.py"
+    );
+    let (sink, _) = status_log();
+    let servers = [
+        stdio("py.a", "python3", &[script, "0"], Duration::from_secs(20)),
+        stdio("py_a", "python3", &[script, "0"], Duration::from_secs(20)),
+    ];
+    let clients = McpClients::start(&servers, &StartOptions::default(), &sink).await;
+    let st = clients.statuses();
+    assert!(st.iter().all(|s| s.state == ServerState::Ready), "{st:?}");
+    let first: Vec<&str> = st[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(first.contains(&"mcp__py_a__echo"), "{first:?}");
+    let renamed = st[1]
+        .tools
+        .iter()
+        .find(|t| t.remote_name == "echo")
+        .expect("the second server's echo is offered");
+    assert_ne!(renamed.name, "mcp__py_a__echo");
+    assert!(
+        renamed.name.starts_with("mcp__py_a__echo_"),
+        "{}",
+        renamed.name
+    );
+    assert!(
+        st[1]
+            .notes
+            .iter()
+            .any(|n| n.contains(&renamed.name) && n.contains("another MCP tool's")),
+        "{:?}",
+        st[1].notes
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["mcp__py_a__echo", renamed.name.as_str()] {
+        let (out, _) = schedule(&clients, name, json!({"text": "hi"}), dir.path()).await;
+        assert!(out.error_code.is_none(), "{name}: {}", out.raw);
+        assert!(out.raw.contains("hi"), "{name}: {}", out.raw);
+    }
+    clients.shutdown().await;
+}

@@ -185,6 +185,8 @@ async fn http_needs_the_token_made_once_and_kept_private() {
                 "option_strategy",
                 "portfolio_optimize",
                 "risk_report",
+                "stat_test",
+                "volatility_model",
                 "factor_ic",
                 "regression",
                 "overfitting"
@@ -355,6 +357,8 @@ async fn by_default_memory_is_read_only_and_sessions_are_private() {
             "option_strategy",
             "portfolio_optimize",
             "risk_report",
+            "stat_test",
+            "volatility_model",
             "factor_ic",
             "regression",
             "overfitting"

@@ -17,13 +17,13 @@ use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use vibedesk::agent::LoopDeps;
-use vibedesk::agent::events::{AgentEvent, RunStatus, SwarmTaskStatus};
+use vibedesk::agent::events::{AgentEvent, RunStatus, TaskState};
 use vibedesk::llm::scripted::ScriptedProvider;
 use vibedesk::llm::{LlmError, Provider};
 use vibedesk::model::Role;
 use vibedesk::swarm::preset::parse;
 use vibedesk::swarm::scheduler::ProviderFactory;
-use vibedesk::swarm::{SwarmError, SwarmOptions, SwarmOutcome, TaskState};
+use vibedesk::swarm::{SwarmError, SwarmOptions, SwarmOutcome};
 use vibedesk::tools::{Tool, ToolContext, ToolResult};
 
 use crate::support::harness::vibedesk;
@@ -528,7 +528,7 @@ tasks:
             _ => None,
         })
         .unwrap();
-    assert_eq!(finished, SwarmTaskStatus::TimedOut);
+    assert_eq!(finished, TaskState::TimedOut);
 }
 
 /// `ta` answers with one of its two calls failed, `tb`'s only call fails,
@@ -624,7 +624,7 @@ async fn a_partial_member_passes_its_answer_on_and_the_team_is_partial() {
     );
     assert!(team.events.iter().any(|e| matches!(
         e,
-        AgentEvent::SwarmTaskFinished { task, status: SwarmTaskStatus::Partial, .. } if task == "ta"
+        AgentEvent::SwarmTaskFinished { task, status: TaskState::Partial, .. } if task == "ta"
     )));
     assert!(matches!(
         team.events.last(),

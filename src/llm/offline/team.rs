@@ -239,6 +239,10 @@ fn sentence_calls(
             },
         )];
     }
+    // Time-series tests and volatility forecasts (docs §16.7).
+    if let Some(calls) = super::stats::sentence_calls(sentence, syms, range) {
+        return calls;
+    }
     // Options, portfolio weights and risk (docs §15.7).
     if let Some(calls) = super::quant::sentence_calls(sentence, syms, range) {
         return calls;
@@ -541,6 +545,11 @@ fn key_rows(o: &Outcome<'_>) -> Vec<KeyRow> {
             .into_iter()
             .map(|(f, v, d)| row(f, v, d))
             .collect(),
+        "stat_test" | "volatility_model" => super::stats::key_rows(o.tool, &o.result)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(f, v, d)| row(f, v, d))
+            .collect(),
         "factor_ic" | "regression" | "overfitting" => super::factor::key_rows(o.tool, &o.result)
             .unwrap_or_default()
             .into_iter()
@@ -764,11 +773,29 @@ fn pair_rows(label: &str, period: &str, m: &super::BacktestMetrics) -> Vec<KeyRo
         .and_then(Value::as_str)
         .unwrap_or(period)
         .to_string();
+    let text = |k: &str| m.other.get(k).and_then(Value::as_str).unwrap_or("");
+    let fixed = text("pair_hedge") == "cointegration";
+    let how = if fixed {
+        format!(
+            "Engle–Granger on the formation window {} to {}, held fixed",
+            text("pair_formation_start"),
+            text("pair_formation_end")
+        )
+    } else {
+        "latest".to_string()
+    };
     let mut rows = vec![row(
-        format!("{label} hedge ratio (β of ln {a} on ln {b}, latest)"),
+        format!("{label} hedge ratio (β of ln {a} on ln {b}, {how})"),
         format!("{beta:.4}"),
         z_date.clone(),
     )];
+    if let (true, Some(p)) = (fixed, get("pair_coint_p_value")) {
+        rows.push(row(
+            format!("{label} formation Engle–Granger p-value"),
+            format!("{p:.4}"),
+            text("pair_formation_end").to_string(),
+        ));
+    }
     if let Some(z) = get("pair_zscore") {
         rows.push(row(
             format!("{label} spread z-score (latest)"),
@@ -799,6 +826,7 @@ fn detail(o: &Outcome<'_>) -> String {
         "technical_indicator" => typed(&o.result).map(|v| indicator_answer(&v)),
         "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
         | "risk_report" => super::quant::answer("", o.tool, &o.result),
+        "stat_test" | "volatility_model" => super::stats::answer(o.tool, &o.result),
         "factor_ic" | "regression" | "overfitting" => super::factor::answer("", o.tool, &o.result),
         "backtest" => typed::<BacktestOutput>(&o.result).map(|v| {
             let (label, period) = backtest_label(&o.args);

@@ -57,9 +57,10 @@ fn table(head: &str, rows: Vec<String>) -> Vec<String> {
     out
 }
 
-/// `pairs_stat_arb`: co-movement, reversion and the traded spread.
+/// `pairs_stat_arb`: co-movement, cointegration, reversion and the traded
+/// spread (docs §14.7, §16.3).
 pub(super) fn pairs(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): co-movement passes when the latest 60-day return correlation is ≥ 0.5 and fails below 0.3; reversion passes when the spread's half-life is ≤ 30 bars and fails above 60 bars or when the spread does not revert; the spread trade after costs on both legs passes at a Sharpe ≥ 0.5 and fails below 0. Any fail: not worth a spread model; three passes: worth a spread model; else: watch list. Research by rule, not advice.";
+    let rule = "Rule (docs §14.7): co-movement passes when the latest 60-day return correlation is ≥ 0.5 and fails below 0.3; cointegration passes when the Engle–Granger p-value over the period (docs §16.3) is ≤ 0.05 and fails above 0.10; reversion passes when the cointegrated spread's half-life is ≤ 30 bars and fails above 60 bars or when the spread does not revert; the spread trade after costs on both legs passes at a Sharpe ≥ 0.5 and fails below 0. Any fail: not worth a spread model; four passes: worth a spread model; else: watch list. Research by rule, not advice.";
     let mut n = Need::new(b);
     let mut tests: Vec<(&str, Mark, String)> = Vec::new();
     if let Some(c) = n.get(
@@ -69,8 +70,26 @@ pub(super) fn pairs(b: &Board) -> Verdict {
     ) {
         tests.push(("co-movement", by(c.value, 0.5, 0.3, true), c.cite()));
     }
+    // The test over the whole period, not the backtest's formation window.
+    let coint = b
+        .all("reversion", &["Engle–Granger p-value"])
+        .into_iter()
+        .find(|f| !f.label.contains("formation"));
+    match coint {
+        Some(p) => tests.push(("cointegration", by(p.value, 0.05, 0.10, false), p.cite())),
+        None => {
+            n.get(
+                "reversion",
+                &["Engle–Granger p-value"],
+                "the Engle–Granger p-value",
+            );
+        }
+    }
     let hedge = n.get("reversion", &["hedge ratio"], "the pair's hedge ratio");
-    match (hedge, b.get("reversion", &["half-life"])) {
+    let half_life = b
+        .get("reversion", &["cointegrated spread half-life"])
+        .or_else(|| b.get("reversion", &["half-life"]));
+    match (hedge, half_life) {
         (_, Some(h)) => tests.push(("reversion", by(h.value, 30.0, 60.0, false), h.cite())),
         (Some(h), None) => tests.push((
             "reversion",
@@ -93,7 +112,7 @@ pub(super) fn pairs(b: &Board) -> Verdict {
             s.cite(),
         ));
     }
-    if tests.len() < 3 {
+    if tests.len() < 4 {
         return Verdict::none("Decision", rule, &n.reasons());
     }
     let marks: Vec<Mark> = tests.iter().map(|t| t.1).collect();

@@ -793,6 +793,14 @@ impl BacktestConfig {
             issues.extend(super::pairs::check_config(&codes, costs.allow_short));
         }
 
+        // A cointegration hedge's formation window ends before the start
+        // (docs §7.7).
+        let mut strategy = strategy;
+        if let (Some(super::StrategySpec::Builtin(super::strategies::Builtin::Pairs(p))), Some(s)) =
+            (strategy.as_mut(), start)
+        {
+            p.start = Some(s);
+        }
         match (issues.is_empty(), start, end, strategy) {
             (true, Some(start_date), Some(end_date), Some(strategy)) => Ok(BacktestConfig {
                 codes,

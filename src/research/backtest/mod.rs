@@ -27,6 +27,7 @@ pub mod metrics;
 pub mod optimizer;
 pub mod pairs;
 pub mod python;
+pub mod rebalance;
 pub mod rules;
 pub mod run_card;
 pub mod strategies;
@@ -453,7 +454,7 @@ pub fn evaluate_warm(
     let mut targets = engine::align_targets_from(&panel, signals, entry, &rules, limit);
     let optimized = cfg.optimizer.as_ref().map(|spec| {
         let history = warm.map_or(series, |w| w.history);
-        optimizer::apply(spec, &panel, &mut targets, history, limit)
+        rebalance::apply(spec, &panel, &mut targets, history, limit)
     });
     if let Some(o) = &optimized {
         warnings.extend(o.warnings());
@@ -503,7 +504,12 @@ pub fn evaluate_warm(
     }
     if let StrategySpec::Builtin(strategies::Builtin::Pairs(p)) = &cfg.strategy {
         let legs: Vec<&crate::research::data::Bars> = series.iter().map(|s| &s.bars).collect();
-        scalars.extend(pairs::stats(p, &legs, &codes));
+        let history: Vec<&crate::research::data::Bars> = warm
+            .map_or(series, |w| w.history)
+            .iter()
+            .map(|s| &s.bars)
+            .collect();
+        scalars.extend(pairs::stats(p, &legs, &history, &codes));
     }
     let mut nested = nested_results(&panel, &sim, &codes, validation.as_ref());
     if let Some(o) = &optimized {

@@ -8,6 +8,7 @@ pub mod market;
 pub mod memory;
 pub mod quant;
 pub mod shell;
+pub mod stats;
 
 use std::sync::Arc;
 
