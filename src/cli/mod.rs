@@ -305,7 +305,8 @@ pub fn mcp_status_event(s: &crate::mcp::ServerStatus) -> crate::agent::AgentEven
 impl AgentSetup {
     /// The tools: file tools and `bash`, the agent's `compact`, market data
     /// and indicators (embedded dataset first, online sources as fallback),
-    /// the quant tools (options, portfolios, risk),
+    /// the quant tools (options, portfolios, risk), factor IC, regression
+    /// and overfitting,
     /// `backtest`/`read_artifact` (the engine in the sandbox), and the memory
     /// and skill tools. Memory is opened once here, so its snapshot is
     /// frozen for the session (docs §4.4).
@@ -329,6 +330,14 @@ impl AgentSetup {
         );
         // Time-series tests and volatility models (docs §16).
         let _ = crate::tools::builtin::stats::register_stats_tools(
+            &mut registry,
+            crate::research::data::DataConfig {
+                cache_dir: Some(config.paths.cache_dir.clone()),
+                ..crate::research::data::DataConfig::default()
+            },
+        );
+        // Is the edge real (docs §17): factor IC, regressions, overfitting.
+        let _ = crate::tools::builtin::factor::register_factor_tools(
             &mut registry,
             crate::research::data::DataConfig {
                 cache_dir: Some(config.paths.cache_dir.clone()),

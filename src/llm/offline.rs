@@ -16,6 +16,7 @@
 
 mod board;
 mod dates;
+mod factor;
 mod preferences;
 mod quant;
 mod rule;
@@ -221,7 +222,14 @@ pub fn plan_request(messages: &[Message], offered: &[String], request: Option<&s
             _ => text,
         });
     }
-    match intent(&request) {
+    // "Does this Sharpe survive …": the conversation's last backtest.
+    let call = factor::from_context(&request, &messages[..at]).or_else(|| intent(&request));
+    if call.is_none()
+        && let Some(reply) = factor::needs_a_sharpe(&request)
+    {
+        return Plan::Answer(reply);
+    }
+    match call {
         Some(call) if offered.contains(&call.name) => remembered.apply(Plan::Call(call)),
         Some(call) => Plan::Answer(format!(
             "That needs the `{}` tool, which is not available in this session. {CONNECT_HELP}",
@@ -264,7 +272,7 @@ fn after_assumptions(text: &str, note: &str) -> String {
 fn unsupported(request: &str) -> String {
     let preview: String = request.chars().take(80).collect();
     format!(
-        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):\n\n- **backtest**: \"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\" (also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold)\n- **prices**: \"show MSFT's last 30 days in 2010\"\n- **indicators**: \"RSI of IBM\", \"20-day SMA of GOOGL in 2011\", \"MACD of AAPL\"\n- **options, portfolios, risk**: \"price a 3-month 110 call on AAPL\", \"optimize AAPL, MSFT, JPM, XOM and KO for minimum variance over 2015–2016\", \"99 % ES of an equal-weight SPY/TLT book in 2008\", \"a 3-month at-the-money straddle on IBM\"\n- **memory**: \"remember that I prefer 10 bp fees\", \"what do you remember about fees\"\n- **context**: \"compact\"\n\n{CONNECT_HELP}\n"
+        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):\n\n- **backtest**: \"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\" (also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold)\n- **prices**: \"show MSFT's last 30 days in 2010\"\n- **indicators**: \"RSI of IBM\", \"20-day SMA of GOOGL in 2011\", \"MACD of AAPL\"\n- **options, portfolios, risk**: \"price a 3-month 110 call on AAPL\", \"optimize AAPL, MSFT, JPM, XOM and KO for minimum variance over 2015–2016\", \"99 % ES of an equal-weight SPY/TLT book in 2008\", \"a 3-month at-the-money straddle on IBM\"\n- **is the edge real**: \"IC of 12-1 momentum on the offline universe\", \"beta of AAPL to the market factor 2010–2017\", \"does a Sharpe of 1.4 over 3 years survive 50 trials\"\n- **memory**: \"remember that I prefer 10 bp fees\", \"what do you remember about fees\"\n- **context**: \"compact\"\n\n{CONNECT_HELP}\n"
     )
 }
 
@@ -447,6 +455,10 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
     }
     // Time-series tests and volatility forecasts (docs §16.7).
     if let Some(call) = stats::intent(text) {
+        return Some(call);
+    }
+    // A factor's IC, a beta, a deflated Sharpe (docs §17.4).
+    if let Some(call) = factor::intent(text) {
         return Some(call);
     }
     // Options, portfolio weights and a book's risk (docs §15.7).
@@ -725,6 +737,7 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
         | "risk_report" => quant::answer(request, tool, v),
         "stat_test" | "volatility_model" => stats::answer(tool, v),
+        "factor_ic" | "regression" | "overfitting" => factor::answer(request, tool, v),
         "compact" => Some(
             "Done: the conversation will be compacted into a summary now (watch the gauge).\n"
                 .into(),
@@ -747,6 +760,8 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
             | "risk_report"
             | "stat_test"
             | "volatility_model"
+            | "factor_ic"
+            | "regression"
     );
     match dated.then(|| dates::read(request).note()).flatten() {
         Some(note) => format!("{note}\n\n{text}"),
@@ -798,6 +813,11 @@ fn backtest_answer(v: &BacktestOutput) -> String {
         if val != "n/a" || !k.starts_with("benchmark") {
             out.push_str(&format!("| {k} | {val} |\n"));
         }
+    }
+    // The bars behind the Sharpe: "does this Sharpe survive …" reads them
+    // (docs §17.4).
+    if let Some(n) = m.other.get("bars").and_then(Value::as_u64) {
+        out.push_str(&format!("| bars | {n} |\n"));
     }
     if let Some(a) = &v.assumptions {
         let mut clauses = assumption_clauses(a);

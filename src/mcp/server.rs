@@ -130,6 +130,19 @@ const EXPOSED: &[Exposure] = &[
         name: "volatility_model",
         builtin: "volatility_model",
     },
+    // Is the edge real (docs §17).
+    Exposure {
+        name: "factor_ic",
+        builtin: "factor_ic",
+    },
+    Exposure {
+        name: "regression",
+        builtin: "regression",
+    },
+    Exposure {
+        name: "overfitting",
+        builtin: "overfitting",
+    },
 ];
 
 /// The MCP names `vibedesk mcp serve` offers under `policy`, in

@@ -122,6 +122,7 @@ pub enum IndicatorName {
     LogReturns,
     Drawdown,
     Correlation,
+    Momentum,
 }
 
 impl IndicatorName {
@@ -138,6 +139,7 @@ impl IndicatorName {
             IndicatorName::LogReturns => "log_returns",
             IndicatorName::Drawdown => "drawdown",
             IndicatorName::Correlation => "correlation",
+            IndicatorName::Momentum => "momentum",
         }
     }
 }
@@ -296,7 +298,7 @@ pub struct IndicatorArgs {
     pub symbol: String,
     #[schemars(with = "IndicatorName")]
     pub indicator: String,
-    /// e.g. {"window": 20}; rsi/atr {"period": 14}; macd {"fast": 12, "slow": 26, "signal": 9}; bollinger {"window": 20, "k": 2}; volatility {"window": 20}; correlation {"with": "MSFT", "window": 20}
+    /// e.g. {"window": 20}; rsi/atr {"period": 14}; macd {"fast": 12, "slow": 26, "signal": 9}; bollinger {"window": 20, "k": 2}; volatility {"window": 20}; correlation {"with": "MSFT", "window": 20}; momentum {"window": 252, "skip": 21} (12-1)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Map<String, Value>>,
     /// First date, YYYY-MM-DD

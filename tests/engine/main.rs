@@ -7,6 +7,8 @@ mod backtest_optimizer;
 mod cli;
 mod compaction;
 mod docs;
+mod factor_goldens;
+mod factor_tools;
 mod loop_http;
 mod malformed;
 mod mcp_client;

@@ -186,7 +186,10 @@ async fn http_needs_the_token_made_once_and_kept_private() {
                 "portfolio_optimize",
                 "risk_report",
                 "stat_test",
-                "volatility_model"
+                "volatility_model",
+                "factor_ic",
+                "regression",
+                "overfitting"
             ])
         );
     }
@@ -355,7 +358,10 @@ async fn by_default_memory_is_read_only_and_sessions_are_private() {
             "portfolio_optimize",
             "risk_report",
             "stat_test",
-            "volatility_model"
+            "volatility_model",
+            "factor_ic",
+            "regression",
+            "overfitting"
         ]
     );
     let refused = seen["remember"]["protocol_error"].as_str().unwrap();

@@ -41,6 +41,9 @@ const SERVED: &[(&str, bool)] = &[
     ("risk_report", true),
     ("stat_test", true),
     ("volatility_model", true),
+    ("factor_ic", true),
+    ("regression", true),
+    ("overfitting", true),
 ];
 
 pub(crate) fn python_mcp_available() -> bool {

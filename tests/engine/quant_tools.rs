@@ -91,7 +91,7 @@ pub(crate) async fn mcp_session(home: &Path, requests: &[Value]) -> Vec<Value> {
     answers.into_iter().map(Option::unwrap).collect()
 }
 
-fn call(name: &str, arguments: Value) -> Value {
+pub(crate) fn call(name: &str, arguments: Value) -> Value {
     json!({"method": "tools/call", "params": {"name": name, "arguments": arguments}})
 }
 

@@ -109,7 +109,7 @@ const REQUIRED: [&str; 10] = [
 ];
 
 /// The tools a preset may name (the contract's list).
-const ALLOWED_TOOLS: [&str; 20] = [
+const ALLOWED_TOOLS: [&str; 23] = [
     "bash",
     "read_file",
     "list_dir",
@@ -130,6 +130,9 @@ const ALLOWED_TOOLS: [&str; 20] = [
     "risk_report",
     "stat_test",
     "volatility_model",
+    "factor_ic",
+    "regression",
+    "overfitting",
 ];
 
 fn repo() -> PathBuf {
@@ -166,6 +169,11 @@ fn registry_names() -> BTreeSet<String> {
     )
     .unwrap();
     vibedesk::tools::builtin::stats::register_stats_tools(
+        &mut r,
+        vibedesk::research::data::DataConfig::offline(),
+    )
+    .unwrap();
+    vibedesk::tools::builtin::factor::register_factor_tools(
         &mut r,
         vibedesk::research::data::DataConfig::offline(),
     )

@@ -111,8 +111,8 @@ pub(super) fn is_member(message: &str) -> bool {
 /// when it needs none), its answer.
 pub(super) fn plan(message: &str, outcomes: &[Outcome<'_>], offered: &[String]) -> Plan {
     if outcomes.is_empty() {
-        let (own, _) = split_upstream(message);
-        let mut calls = member_calls(own, Some(offered));
+        let (own, upstream) = split_upstream(message);
+        let mut calls = member_calls_with(own, Some(offered), upstream);
         match calls.len() {
             0 => {}
             1 => return Plan::Call(calls.remove(0)),
@@ -153,8 +153,19 @@ fn sentences(text: &str) -> Vec<&str> {
 /// The calls the member's own request asks for, in the order asked,
 /// without repeats; only tools in `offered` when it is given.
 fn member_calls(own: &str, offered: Option<&[String]>) -> Vec<PlannedCall> {
+    member_calls_with(own, offered, None)
+}
+
+/// [`member_calls`] with the upstream block, whose figures a deflated
+/// Sharpe reads (docs §17.4).
+fn member_calls_with(
+    own: &str,
+    offered: Option<&[String]>,
+    upstream: Option<&str>,
+) -> Vec<PlannedCall> {
     let primary = symbol(own);
     let whole = date_range(own);
+    let board = upstream.map(upstream_board).unwrap_or_default();
     let mut out: Vec<PlannedCall> = Vec::new();
     for sentence in sentences(own) {
         let lower = sentence.to_lowercase();
@@ -169,9 +180,13 @@ fn member_calls(own: &str, offered: Option<&[String]>) -> Vec<PlannedCall> {
         if syms.is_empty() {
             syms.extend(primary.clone());
         }
-        syms.truncate(MAX_SYMBOLS);
         let range = sentence_range(sentence, &whole);
-        for call in sentence_calls(sentence, &lower, &syms, &range, offered) {
+        // A factor's universe is every ticker named (docs §17.4).
+        let edge = super::factor::sentence_calls(sentence, &syms, &range, &board);
+        syms.truncate(MAX_SYMBOLS);
+        let calls =
+            edge.unwrap_or_else(|| sentence_calls(sentence, &lower, &syms, &range, offered));
+        for call in calls {
             let offered_ok = offered.is_none_or(|o| o.contains(&call.name));
             if offered_ok && !out.contains(&call) && out.len() < MAX_CALLS {
                 out.push(call);
@@ -535,6 +550,11 @@ fn key_rows(o: &Outcome<'_>) -> Vec<KeyRow> {
             .into_iter()
             .map(|(f, v, d)| row(f, v, d))
             .collect(),
+        "factor_ic" | "regression" | "overfitting" => super::factor::key_rows(o.tool, &o.result)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(f, v, d)| row(f, v, d))
+            .collect(),
         "recall" | "remember" => typed::<MemoryOutput>(&o.result)
             .map(|v| {
                 vec![row(
@@ -726,6 +746,10 @@ fn backtest_rows(args: &Value, v: &BacktestOutput) -> Vec<KeyRow> {
     .into_iter()
     .map(|(k, val)| row(format!("{label} {k}"), val, period.clone()))
     .collect();
+    // The bars behind the Sharpe, for a deflated Sharpe downstream (§17.4).
+    if let Some(n) = m.other.get("bars").and_then(Value::as_u64) {
+        rows.push(row(format!("{label} bars"), n.to_string(), period.clone()));
+    }
     rows.extend(pair_rows(&label, &period, m));
     rows
 }
@@ -803,6 +827,7 @@ fn detail(o: &Outcome<'_>) -> String {
         "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
         | "risk_report" => super::quant::answer("", o.tool, &o.result),
         "stat_test" | "volatility_model" => super::stats::answer(o.tool, &o.result),
+        "factor_ic" | "regression" | "overfitting" => super::factor::answer("", o.tool, &o.result),
         "backtest" => typed::<BacktestOutput>(&o.result).map(|v| {
             let (label, period) = backtest_label(&o.args);
             backtest_answer(&v).replacen(
@@ -822,6 +847,15 @@ struct Section<'a> {
     task: &'a str,
     role: &'a str,
     body: &'a str,
+}
+
+/// The upstream members' key figures on one board.
+fn upstream_board(text: &str) -> Board {
+    let mut b = Board::default();
+    for s in upstream_sections(text) {
+        b.read(s.key, s.body);
+    }
+    b
 }
 
 fn upstream_sections(text: &str) -> Vec<Section<'_>> {

@@ -264,11 +264,34 @@ pub(super) fn quant_desk(b: &Board) -> Verdict {
         }
         None => "Decision: no rule earned its place".into(),
     };
+    let mut body = body;
+    body.extend(deflated(b));
     Verdict {
         title,
         rule: SURVIVAL_RULE.into(),
         body,
     }
+}
+
+/// The desk's own deflated Sharpe of its best in-sample rule (docs §17.3,
+/// §17.4): reported beside the decision, not part of its rule.
+fn deflated(b: &Board) -> Vec<String> {
+    let Some(d) = b.get(OWN, &["deflated Sharpe ratio"]) else {
+        return vec![format!(
+            "- Deflated Sharpe: {}.",
+            b.missing(OWN, "the deflated Sharpe ratio")
+        )];
+    };
+    let mut line = format!("- Deflated for the rules tried (docs §17.3): {}", d.cite());
+    if let Some(l) = b.get(OWN, &["reaches by luck"]) {
+        line.push_str(&format!("; {}", l.cite()));
+    }
+    line.push_str(if d.value >= 0.95 {
+        ": the best in-sample Sharpe survives deflation at 95 %."
+    } else {
+        ": below 0.95, at 95 % confidence the best in-sample Sharpe is not told apart from the best of that many rules by luck."
+    });
+    vec![line]
 }
 
 /// Commission plus slippage (in %) named in a backtest label ("at 0.30 %
@@ -617,6 +640,30 @@ pub(super) fn factors(b: &Board) -> Verdict {
         (None, true) => "Decision: low volatility deserves a full study".into(),
         (None, false) => "Decision: no factor deserves a full study on this evidence".into(),
     };
+    // Each factor's rank IC (docs §17.1), cited beside the rule's margins.
+    for (key, name, sign) in [
+        ("momentum", "momentum", ""),
+        (
+            "low_volatility",
+            "volatility",
+            " (a low-volatility effect is a negative IC)",
+        ),
+        (
+            "reversal",
+            "one-month return",
+            " (a reversal is a negative IC)",
+        ),
+    ] {
+        if let Some(m) = b.get(key, &["21-day IC mean"]) {
+            let t = b
+                .get(key, &["21-day IC t"])
+                .map_or(String::new(), |t| format!(", {}", t.cite()));
+            body.push(format!(
+                "- The {name} factor's rank IC{sign}: {}{t}.",
+                m.cite()
+            ));
+        }
+    }
     body.push("- The universe is small and survivor-biased (today's large caps); a full study needs a point-in-time universe and ranked portfolios.".into());
     Verdict {
         title,

@@ -308,7 +308,7 @@ impl TypedTool for TechnicalIndicator {
         "technical_indicator"
     }
     fn description(&self) -> &str {
-        "Compute a technical indicator on a symbol's daily closes (sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation); returns the latest values, each series' lowest and highest value with its date, a short history and provenance. Values are computed on history before start (warm-up), so a value on a date does not depend on start."
+        "Compute a technical indicator on a symbol's daily closes (sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation, momentum); returns the latest values, each series' lowest and highest value with its date, a short history and provenance. Values are computed on history before start (warm-up), so a value on a date does not depend on start."
     }
     fn run<'a>(
         &'a self,

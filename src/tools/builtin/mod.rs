@@ -2,6 +2,7 @@
 
 mod args;
 pub mod backtest;
+pub mod factor;
 pub mod fs;
 pub mod market;
 pub mod memory;

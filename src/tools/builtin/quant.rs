@@ -617,15 +617,15 @@ fn strategy_output(
 // Returns from symbols or inline.
 
 /// Named daily return columns, with dates when they came from market data.
-struct Returns {
-    names: Vec<String>,
-    columns: Vec<Vec<f64>>,
+pub(crate) struct Returns {
+    pub(crate) names: Vec<String>,
+    pub(crate) columns: Vec<Vec<f64>>,
     /// The close dates (one more than the returns), market data only.
-    dates: Option<Vec<NaiveDate>>,
-    data: ReturnsData,
+    pub(crate) dates: Option<Vec<NaiveDate>>,
+    pub(crate) data: ReturnsData,
 }
 
-async fn returns_from(
+pub(crate) async fn returns_from(
     data: &MarketData,
     ctx: &ToolContext,
     symbols: Option<&[String]>,
