@@ -31,6 +31,10 @@ use serde_json::{Value, json};
 use vibedesk::research::data::embedded;
 use vibedesk::research::timeseries::{Autolag, Trend, adf, engle_granger, fit_garch};
 
+/// The factor rows: 12-1 momentum IC and PBO (docs §17.6).
+#[path = "stats/factor.rs"]
+mod factor;
+
 /// Days of the ADF and GARCH inputs.
 const DAYS: usize = 2_520;
 /// Every this-many-th pair is timed in Python.
@@ -218,4 +222,6 @@ fn main() {
         );
         println!("\nslowest ratio: {worst:.0}× (target: 10× or more on every row)");
     }
+    println!();
+    factor::main();
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python references' side of `cargo bench --bench stats_factor` (docs §17.6).
+"""The Python references' side of `cargo bench --bench stats` (its factor rows) (docs §17.6).
 
 Reads the inputs the Rust bench wrote in DIR (the offline market's closes of its
 106 stocks as lens.i64 / days.i64 / close.f64, seeded strategy returns as

@@ -20,9 +20,8 @@
 //! without them only our times print. Each row reports ours, the
 //! reference's, their ratio, and checks both computed the same thing.
 //!
-//! `cargo bench --bench stats_factor`
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The second half of `cargo bench --bench stats` (`benches/stats.rs`
+//! runs it after the time-series rows).
 
 use std::path::Path;
 use std::process::Command;
@@ -98,7 +97,7 @@ fn baseline(dir: &Path) -> Option<Value> {
     serde_json::from_slice(&out.stdout).ok()
 }
 
-fn main() {
+pub fn main() {
     let day = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
     let (start, end) = (day("2005-01-01"), day("2017-12-31"));
     let stocks: Vec<&str> = vibedesk::model::universe::all()
