@@ -245,6 +245,10 @@ pub struct FileConfig {
     /// and validated by the `mcp` room (`mcp::config`, docs §13.1).
     #[serde(default)]
     pub mcp_servers: Option<toml::Table>,
+    /// `[mcp]`: settings of all MCP servers together (`max_tools`), read
+    /// and validated by the `mcp` room (docs §13.3).
+    #[serde(default)]
+    pub mcp: Option<toml::Table>,
     /// `[swarm]`: research teams (docs §14.3).
     #[serde(default)]
     pub swarm: SwarmSection,

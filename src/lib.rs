@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod fsio;
 pub mod llm;
+pub mod logfile;
 pub mod mcp;
 pub mod memory;
 pub mod model;

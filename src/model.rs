@@ -5,6 +5,9 @@
 //! [`universe`] lists the embedded offline market's tickers.
 
 pub mod contract;
+pub mod factor;
+pub mod quant;
+pub mod stats;
 pub mod universe;
 
 use serde::{Deserialize, Deserializer, Serialize};

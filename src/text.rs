@@ -31,6 +31,40 @@ pub fn suggest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
         .map(|(_, c)| c)
 }
 
+/// Up to `n` of `candidates` closest to `given`, best first: those whose
+/// last `__` part is `given` (a bare MCP tool name for `mcp__server__tool`),
+/// then those containing it or contained in it, then those within an edit
+/// distance of a third of its length (at least 2); ties keep the
+/// candidates' order. Case-insensitive.
+pub fn closest<'a>(given: &str, candidates: &[&'a str], n: usize) -> Vec<&'a str> {
+    let g = given.to_ascii_lowercase();
+    if g.is_empty() {
+        return Vec::new();
+    }
+    let limit = (g.chars().count() / 3).max(2);
+    let mut scored: Vec<(usize, &'a str)> = candidates
+        .iter()
+        .filter_map(|&c| {
+            let lc = c.to_ascii_lowercase();
+            let tail = lc.rsplit("__").next().unwrap_or(&lc);
+            let score = if tail == g {
+                0
+            } else if lc.contains(&g) || (tail.len() >= 3 && g.contains(tail)) {
+                1
+            } else {
+                let d = edit_distance(&g, &lc).min(edit_distance(&g, tail));
+                if d > limit {
+                    return None;
+                }
+                2 + d
+            };
+            Some((score, c))
+        })
+        .collect();
+    scored.sort_by_key(|(score, _)| *score);
+    scored.into_iter().take(n).map(|(_, c)| c).collect()
+}
+
 /// The first `chars` characters of `text`, cut on a character boundary, for
 /// previews.
 pub fn preview(text: &str, chars: usize) -> String {
@@ -131,6 +165,33 @@ mod tests {
         assert_eq!(preview("价格价格", 3), "价格价");
         assert_eq!(preview("abc", 0), "");
         assert_eq!(preview("abc", 3), "abc");
+    }
+
+    #[test]
+    fn closest_names_come_first_and_few() {
+        let names = [
+            "read_file",
+            "mcp__time__get_current_time",
+            "mcp__time__convert_time",
+            "write_file",
+            "bash",
+        ];
+        assert_eq!(
+            closest("get_current_time", &names, 3),
+            vec!["mcp__time__get_current_time"]
+        );
+        assert_eq!(closest("reed_file", &names, 3), vec!["read_file"]);
+        assert_eq!(
+            closest("time", &names, 5),
+            vec!["mcp__time__get_current_time", "mcp__time__convert_time"]
+        );
+        assert!(closest("zzzzzz", &names, 3).is_empty());
+        let many: Vec<String> = (0..5000)
+            .map(|i| format!("mcp__big__tool_{i:04}"))
+            .collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert_eq!(closest("tool_0042", &refs, 5)[0], "mcp__big__tool_0042");
+        assert_eq!(closest("tool_0042", &refs, 5).len(), 5);
     }
 
     #[test]

@@ -190,6 +190,11 @@ pub enum AgentEvent {
         tools: usize,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// For `ready`: tools skipped for an invalid schema, and tools left
+        /// out by the cap on MCP tools per request with how to choose
+        /// (docs §13.3).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notes: Vec<String>,
     },
     /// A research team's run begins (docs §14.4): its tasks, and their
     /// topological layers (a task's dependencies are all in earlier layers).
@@ -216,7 +221,7 @@ pub enum AgentEvent {
     },
     SwarmTaskFinished {
         task: String,
-        status: SwarmTaskStatus,
+        status: TaskState,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
         seconds: f64,
@@ -252,13 +257,23 @@ pub struct SwarmTaskInfo {
     pub depends_on: Vec<String>,
 }
 
-/// How a team's task ended (docs §14.3). A task whose upstream failed is
-/// `failed` with a reason that names that upstream task; one whose worker's
-/// run ended `partial` is `partial` (it has an answer to pass on).
+/// Where a team's task is, and how it ended (docs §14.3): the one type the
+/// scheduler's events, `run.json` and the Teams view share. A task whose
+/// upstream failed is `failed` with a reason that names that upstream task;
+/// one whose worker's run ended `partial` is `partial` (it has an answer to
+/// pass on). `swarm_task_finished` carries only the finished states.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum SwarmTaskStatus {
+pub enum TaskState {
+    /// Its dependencies have not all finished yet.
+    Pending,
+    Running,
+    /// An attempt failed; the next one starts with a fresh loop (the view
+    /// shows this; `run.json` keeps `running`).
+    Retrying,
     Success,
+    /// The worker answered, but some of its tool calls failed: its answer
+    /// still goes to the tasks that depend on it.
     Partial,
     Failed,
     TimedOut,
@@ -266,16 +281,47 @@ pub enum SwarmTaskStatus {
     Interrupted,
 }
 
-impl SwarmTaskStatus {
+impl TaskState {
+    /// The wire and `run.json` name.
     pub fn as_str(self) -> &'static str {
         match self {
-            SwarmTaskStatus::Success => "success",
-            SwarmTaskStatus::Partial => "partial",
-            SwarmTaskStatus::Failed => "failed",
-            SwarmTaskStatus::TimedOut => "timed_out",
-            SwarmTaskStatus::Cancelled => "cancelled",
-            SwarmTaskStatus::Interrupted => "interrupted",
+            TaskState::Pending => "pending",
+            TaskState::Running => "running",
+            TaskState::Retrying => "retrying",
+            TaskState::Success => "success",
+            TaskState::Partial => "partial",
+            TaskState::Failed => "failed",
+            TaskState::TimedOut => "timed_out",
+            TaskState::Cancelled => "cancelled",
+            TaskState::Interrupted => "interrupted",
         }
+    }
+
+    /// The Teams view's word for it.
+    pub fn label(self) -> &'static str {
+        match self {
+            TaskState::Pending => "waiting",
+            TaskState::TimedOut => "timed out",
+            other => other.as_str(),
+        }
+    }
+
+    /// An attempt runs or is about to (its clocks move).
+    pub fn is_live(self) -> bool {
+        matches!(self, TaskState::Running | TaskState::Retrying)
+    }
+
+    pub fn is_finished(self) -> bool {
+        !matches!(
+            self,
+            TaskState::Pending | TaskState::Running | TaskState::Retrying
+        )
+    }
+
+    /// The task ended with an answer its dependents may read: `success`
+    /// or `partial` (docs §14.3).
+    pub fn delivered(self) -> bool {
+        matches!(self, TaskState::Success | TaskState::Partial)
     }
 }
 

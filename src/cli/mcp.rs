@@ -25,7 +25,7 @@ pub enum McpCommand {
         /// Only this server's tools.
         server: Option<String>,
     },
-    /// Serve vibedesk's research tools (backtest, market data, indicators, memory, skills) to another agent over MCP: stdio, or --http.
+    /// Serve vibedesk's research tools (backtest, market data, indicators, options, portfolios, risk, memory, skills) to another agent over MCP: stdio, or --http.
     Serve(ServeArgs),
 }
 
@@ -146,7 +146,7 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
         registry: setup.registry.clone(),
         runs_root: config.paths.data_dir.join("mcp"),
         workspace,
-        result_limit: config.agent.scheduler.result_limit,
+        scheduler: config.agent.scheduler.clone(),
         policy: ServePolicy {
             memory_write: args.allow_memory_write,
             sessions: args.allow_sessions,

@@ -175,20 +175,23 @@ pub(crate) fn load_config(overrides: &Overrides) -> Result<Config, CliError> {
     Config::load(overrides).map_err(CliError::usage)
 }
 
-/// Logs go to a 0600 file in the state dir, never to the terminal.
+/// `vibedesk.log` is cut at this size; the previous one is kept as
+/// `vibedesk.log.1`, so the log never holds more than twice this (docs §5.5).
+pub const VIBEDESK_LOG_CAP: u64 = 10 * 1024 * 1024;
+
+/// What is logged unless `VIBEDESK_LOG` says otherwise: `info`, except the
+/// MCP SDK's per-message lines (one for every progress notification a
+/// server sends: 21 MB in 10 s from a server reporting in a loop).
+pub const DEFAULT_LOG_FILTER: &str = "info,rmcp::service=warn";
+
+/// Logs go to a 0600 file in the state dir, never to the terminal, capped
+/// with one rotation.
 pub(crate) fn init_logging(config: &Config) -> Option<tracing_appender::non_blocking::WorkerGuard> {
-    use std::os::unix::fs::OpenOptionsExt;
     let dir = config.paths.logs_dir();
-    std::fs::create_dir_all(&dir).ok()?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(dir.join("vibedesk.log"))
-        .ok()?;
+    let file = crate::logfile::LogFile::open(&dir, "vibedesk.log", VIBEDESK_LOG_CAP).ok()?;
     let (writer, guard) = tracing_appender::non_blocking(file);
     let filter = tracing_subscriber::EnvFilter::try_from_env("VIBEDESK_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer)
@@ -274,11 +277,17 @@ pub struct AgentSetup {
     pub notes: Vec<String>,
 }
 
-/// Where MCP servers' stderr logs go: `<state>/logs/mcp/<name>.log`
-/// (docs §13.2).
+/// Where MCP servers' stderr logs go (`<state>/logs/mcp/<name>.log`) and
+/// their job records (the sandbox's, so the next start reaps them), and
+/// `[mcp] max_tools` (docs §13.2, §13.3). A bad `[mcp]` was refused with the
+/// servers' entries already (`AgentSetup::mcp_servers`); here it falls back
+/// to the default.
 pub(crate) fn mcp_start_options(config: &Config) -> crate::mcp::StartOptions {
     crate::mcp::StartOptions {
         log_dir: Some(config.paths.logs_dir().join("mcp")),
+        jobs_dir: Some(config.paths.jobs_dir()),
+        max_tools: crate::mcp::config::load_max_tools(&config.config_file)
+            .unwrap_or(crate::mcp::config::DEFAULT_MAX_TOOLS),
     }
 }
 
@@ -296,12 +305,15 @@ pub fn mcp_status_event(s: &crate::mcp::ServerStatus) -> crate::agent::AgentEven
         },
         tools: s.tools.len(),
         reason: s.reason.clone(),
+        notes: s.notes.clone(),
     }
 }
 
 impl AgentSetup {
     /// The tools: file tools and `bash`, the agent's `compact`, market data
     /// and indicators (embedded dataset first, online sources as fallback),
+    /// the quant tools (options, portfolios, risk), factor IC, regression
+    /// and overfitting,
     /// `backtest`/`read_artifact` (the engine in the sandbox), and the memory
     /// and skill tools. Memory is opened once here, so its snapshot is
     /// frozen for the session (docs §4.4).
@@ -315,10 +327,40 @@ impl AgentSetup {
         let _ = crate::tools::builtin::register_defaults_with(&mut registry, runner.clone());
         let _ = crate::agent::register_agent_tools(&mut registry);
         let _ = market::register_market_tools(&mut registry, config.paths.cache_dir.clone());
+        // The quant desk (docs §15): options, portfolios, risk.
+        let _ = crate::tools::builtin::quant::register_quant_tools(
+            &mut registry,
+            crate::research::data::DataConfig {
+                cache_dir: Some(config.paths.cache_dir.clone()),
+                ..crate::research::data::DataConfig::default()
+            },
+        );
+        // Time-series tests and volatility models (docs §16).
+        let _ = crate::tools::builtin::stats::register_stats_tools(
+            &mut registry,
+            crate::research::data::DataConfig {
+                cache_dir: Some(config.paths.cache_dir.clone()),
+                ..crate::research::data::DataConfig::default()
+            },
+        );
+        // Is the edge real (docs §17): factor IC, regressions, overfitting.
+        let _ = crate::tools::builtin::factor::register_factor_tools(
+            &mut registry,
+            crate::research::data::DataConfig {
+                cache_dir: Some(config.paths.cache_dir.clone()),
+                ..crate::research::data::DataConfig::default()
+            },
+        );
         let mut backtest_config =
             backtest::BacktestToolConfig::new(Some(config.paths.cache_dir.clone()));
         backtest_config.runner = runner;
         backtest_config.defaults = config.backtest.config_keys();
+        // A tool timeout under the engine's own deadline is the engine's too:
+        // the backtest is a write tool, which the call path only warns about
+        // at its deadline, so the sandbox is what stops it (docs §2.6).
+        if let Some(limit) = config.agent.scheduler.default_timeout {
+            backtest_config.timeout = backtest_config.timeout.min(limit);
+        }
         let _ = backtest::register_backtest_tools(&mut registry, backtest_config);
         let flags = crate::memory::MemoryFlags::from_env();
         let mut notes = crate::memory::maintenance::warnings(&flags);
@@ -487,7 +529,7 @@ pub fn provider_or_offline(
         Some(p) => build_provider(p).map(|p| (p, None)),
         None => Ok((
             Arc::new(crate::llm::offline::OfflineProvider::new()),
-            Some("no model is configured: the offline planner answers plain requests (backtests, prices, indicators, memory) from the built-in data; `vibedesk doctor` shows how to connect a model".to_string()),
+            Some("no model is configured: the offline planner answers plain requests (backtests, prices, indicators, options, portfolios, risk, memory) from the built-in data; `vibedesk doctor` shows how to connect a model".to_string()),
         )),
     }
 }

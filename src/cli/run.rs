@@ -340,11 +340,15 @@ async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
                 state,
                 tools,
                 reason,
+                notes,
             } => {
                 let reason = reason.as_deref().unwrap_or("");
                 match state {
                     McpServerState::Ready => {
-                        eprintln!("  MCP server {server} ready ({tools} tool(s))")
+                        eprintln!("  MCP server {server} ready ({tools} tool(s))");
+                        for note in notes {
+                            eprintln!("  ⚠ MCP server {server}: {note}");
+                        }
                     }
                     McpServerState::Starting => eprintln!("  MCP server {server} starting"),
                     McpServerState::Failed => {

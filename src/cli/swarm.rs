@@ -18,12 +18,12 @@ use super::{
     AgentSetup, CliError, ProviderArgs, build_provider, exit, init_logging, load_config,
     provider_or_offline,
 };
+use crate::agent::events::TaskState;
 use crate::agent::events::{AgentEvent, RunStatus};
 use crate::agent::{EventSink, LoopDeps};
 use crate::config::{Config, Overrides};
 use crate::llm::{LlmError, Provider};
 use crate::store::run_state::Status;
-use crate::swarm::record::TaskState;
 use crate::swarm::scheduler::{DEFAULT_DEADLINE, DEFAULT_MAX_WORKERS, ProviderFactory};
 use crate::swarm::workers::{self, WorkersError};
 use crate::swarm::{Catalog, SwarmOptions, preset};
@@ -553,7 +553,7 @@ async fn print_events(mut rx: mpsc::UnboundedReceiver<AgentEvent>, json: bool) {
                 seconds,
                 tokens,
             } => {
-                let mark = task_mark(TaskState::from(*status));
+                let mark = task_mark(*status);
                 let why = reason
                     .as_ref()
                     .map(|r| format!(" — {r}"))
@@ -582,6 +582,7 @@ fn task_mark(state: TaskState) -> &'static str {
     match state {
         TaskState::Pending => "○",
         TaskState::Running => "▶",
+        TaskState::Retrying => "↻",
         TaskState::Success => "✓",
         TaskState::Partial => "◐",
         TaskState::TimedOut => "⏱",

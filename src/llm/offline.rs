@@ -16,10 +16,14 @@
 
 mod board;
 mod dates;
+mod factor;
 mod preferences;
+mod quant;
 mod rule;
+mod stats;
 mod team;
 mod verdict;
+mod verdict_quant;
 mod verdict_teams;
 
 use std::sync::LazyLock;
@@ -218,7 +222,14 @@ pub fn plan_request(messages: &[Message], offered: &[String], request: Option<&s
             _ => text,
         });
     }
-    match intent(&request) {
+    // "Does this Sharpe survive …": the conversation's last backtest.
+    let call = factor::from_context(&request, &messages[..at]).or_else(|| intent(&request));
+    if call.is_none()
+        && let Some(reply) = factor::needs_a_sharpe(&request)
+    {
+        return Plan::Answer(reply);
+    }
+    match call {
         Some(call) if offered.contains(&call.name) => remembered.apply(Plan::Call(call)),
         Some(call) => Plan::Answer(format!(
             "That needs the `{}` tool, which is not available in this session. {CONNECT_HELP}",
@@ -261,7 +272,7 @@ fn after_assumptions(text: &str, note: &str) -> String {
 fn unsupported(request: &str) -> String {
     let preview: String = request.chars().take(80).collect();
     format!(
-        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):\n\n- **backtest**: \"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\" (also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold)\n- **prices**: \"show MSFT's last 30 days in 2010\"\n- **indicators**: \"RSI of IBM\", \"20-day SMA of GOOGL in 2011\", \"MACD of AAPL\"\n- **memory**: \"remember that I prefer 10 bp fees\", \"what do you remember about fees\"\n- **context**: \"compact\"\n\n{CONNECT_HELP}\n"
+        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):\n\n- **backtest**: \"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\" (also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold)\n- **prices**: \"show MSFT's last 30 days in 2010\"\n- **indicators**: \"RSI of IBM\", \"20-day SMA of GOOGL in 2011\", \"MACD of AAPL\"\n- **options, portfolios, risk**: \"price a 3-month 110 call on AAPL\", \"optimize AAPL, MSFT, JPM, XOM and KO for minimum variance over 2015–2016\", \"99 % ES of an equal-weight SPY/TLT book in 2008\", \"a 3-month at-the-money straddle on IBM\"\n- **is the edge real**: \"IC of 12-1 momentum on the offline universe\", \"beta of AAPL to the market factor 2010–2017\", \"does a Sharpe of 1.4 over 3 years survive 50 trials\"\n- **memory**: \"remember that I prefer 10 bp fees\", \"what do you remember about fees\"\n- **context**: \"compact\"\n\n{CONNECT_HELP}\n"
     )
 }
 
@@ -442,6 +453,18 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             },
         ));
     }
+    // Time-series tests and volatility forecasts (docs §16.7).
+    if let Some(call) = stats::intent(text) {
+        return Some(call);
+    }
+    // A factor's IC, a beta, a deflated Sharpe (docs §17.4).
+    if let Some(call) = factor::intent(text) {
+        return Some(call);
+    }
+    // Options, portfolio weights and a book's risk (docs §15.7).
+    if let Some(call) = quant::intent(text) {
+        return Some(call);
+    }
     let sym = symbol(text)?;
     let (start, end) = date_range(text);
     if has(text, &["backtest", "back-test", "back test", "simulate"])
@@ -586,8 +609,11 @@ fn backtest_config(
     let strategy = if BUY_AND_HOLD.iter().any(|w| lower.contains(w)) {
         json!({"name": "buy_and_hold"})
     } else if names(&lower, "pairs") || lower.contains("spread trade") {
-        // docs §7.7: the legs are the first two codes named.
-        json!({"name": "pairs", "params": {"window": 60, "entry": 2.0, "exit": 0.5}})
+        // docs §7.7: the legs are the first two codes named; a cointegration
+        // hedge holds the formation window's Engle–Granger ratio (§16.3).
+        let params = stats::pairs_params(&lower)
+            .unwrap_or_else(|| json!({"window": 60, "entry": 2.0, "exit": 0.5}));
+        json!({"name": "pairs", "params": params})
     } else if names(&lower, "rsi") {
         json!({"name": "rsi_mean_reversion", "params": {"period": 14, "lower": 30, "upper": 70}})
     } else if names(&lower, "bollinger") {
@@ -616,6 +642,10 @@ fn backtest_config(
         "end_date": end,
         "strategy": strategy,
     });
+    // A portfolio optimizer named with the backtest (docs §7.4.2).
+    if let Some(m) = quant::optimizer_named(&lower) {
+        cfg["optimizer"] = json!(m);
+    }
     // Rates out of range are left to the config check, which says why.
     let (commission, slippage) = cost_rates(text);
     if let Some(c) = commission {
@@ -704,6 +734,10 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         "get_market_data" => typed(v).map(|o| prices_answer(request, &o)),
         "technical_indicator" => typed(v).map(|o| indicator_answer(&o)),
         "remember" | "recall" => typed(v).map(|o| remember_answer(&o)),
+        "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
+        | "risk_report" => quant::answer(request, tool, v),
+        "stat_test" | "volatility_model" => stats::answer(tool, v),
+        "factor_ic" | "regression" | "overfitting" => factor::answer(request, tool, v),
         "compact" => Some(
             "Done: the conversation will be compacted into a summary now (watch the gauge).\n"
                 .into(),
@@ -717,7 +751,18 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         )
     });
     // How the request's dates were read, when not as written (docs §2.13).
-    let dated = matches!(tool, "backtest" | "get_market_data" | "technical_indicator");
+    let dated = matches!(
+        tool,
+        "backtest"
+            | "get_market_data"
+            | "technical_indicator"
+            | "portfolio_optimize"
+            | "risk_report"
+            | "stat_test"
+            | "volatility_model"
+            | "factor_ic"
+            | "regression"
+    );
     match dated.then(|| dates::read(request).note()).flatten() {
         Some(note) => format!("{note}\n\n{text}"),
         None => text,
@@ -769,8 +814,30 @@ fn backtest_answer(v: &BacktestOutput) -> String {
             out.push_str(&format!("| {k} | {val} |\n"));
         }
     }
+    // The bars behind the Sharpe: "does this Sharpe survive …" reads them
+    // (docs §17.4).
+    if let Some(n) = m.other.get("bars").and_then(Value::as_u64) {
+        out.push_str(&format!("| bars | {n} |\n"));
+    }
     if let Some(a) = &v.assumptions {
         let mut clauses = assumption_clauses(a);
+        // Why the benchmark or the risk-free rate is not the default one
+        // (docs §7.5), next to the assumption it qualifies.
+        let note = |k: &str| m.other.get(k).and_then(Value::as_str).map(str::to_string);
+        if let (Some(n), Some(last)) = (note("benchmark_note"), clauses.last_mut()) {
+            last.push_str(&format!(" ({n})"));
+        }
+        if let Some(rf) = note("risk_free") {
+            let over = if rf == "treasury_3m" {
+                "Sharpe and Sortino over the 3-month Treasury yield"
+            } else {
+                "Sharpe and Sortino over a zero risk-free rate"
+            };
+            clauses.push(match note("risk_free_note") {
+                Some(n) => format!("{over} ({n})"),
+                None => over.to_string(),
+            });
+        }
         if let Some(w) = &v.warmup {
             clauses.push(warmup_clause(w));
         }
@@ -794,6 +861,9 @@ fn backtest_answer(v: &BacktestOutput) -> String {
 /// The warm-up a backtest's signals had (docs §7.4.1), as one clause of
 /// its assumptions; a shortfall is said plainly.
 fn warmup_clause(w: &WarmupInfo) -> String {
+    if w.bars_needed == Some(0) {
+        return "no warm-up needed (the signal reads no history)".to_string();
+    }
     let needed = w
         .bars_needed
         .map_or_else(|| "all the history".to_string(), |n| format!("{n} bars"));
@@ -864,7 +934,7 @@ fn assumption_clauses(a: &BacktestAssumptions) -> Vec<String> {
     });
     clauses.push(
         if a.allow_short {
-            "short selling allowed"
+            "the market's rules allow short selling (the strategy decides whether it shorts)"
         } else {
             "no short selling"
         }
@@ -879,6 +949,10 @@ fn assumption_clauses(a: &BacktestAssumptions) -> Vec<String> {
         "returns, Sharpe and volatility annualized over {} bars a year",
         a.bars_per_year
     ));
+    if let Some(o) = &a.optimizer {
+        clauses.push(format!("weights by the {o}"));
+    }
+    // Last: a benchmark note is added to this clause.
     clauses.push(format!("benchmark {}", benchmark_name(&a.benchmark)));
     clauses
 }
@@ -1313,6 +1387,43 @@ mod tests {
         );
     }
 
+    /// Why the benchmark or the risk-free rate is not the default, and
+    /// the warm-up, are said beside the assumption they qualify.
+    #[test]
+    fn a_backtest_answer_says_why_its_benchmark_and_rate_fell_back() {
+        let metrics = BacktestMetrics::from_map(
+            json!({"sharpe": 0.27, "risk_free": "treasury_3m",
+                   "risk_free_note": "the curve ends 2017-03-29; its last yield is carried on",
+                   "benchmark_note": "SPY's data begins 2005-02-25, after the start: equal weight used"})
+            .as_object()
+            .unwrap()
+            .clone(),
+        );
+        let out = BacktestOutput {
+            status: "ok".into(),
+            metrics: Some(metrics),
+            assumptions: Some(BacktestAssumptions {
+                benchmark: "equal_weight".into(),
+                bars_per_year: 252.0,
+                ..Default::default()
+            }),
+            warmup: Some(WarmupInfo {
+                bars_needed: Some(0),
+                bars_used: 0,
+                note: None,
+            }),
+            ..Default::default()
+        };
+        let t = answer("x", "backtest", &serde_json::to_value(&out).unwrap());
+        for part in [
+            "(SPY's data begins 2005-02-25, after the start: equal weight used);",
+            "Sharpe and Sortino over the 3-month Treasury yield (the curve ends 2017-03-29; its last yield is carried on);",
+            "no warm-up needed (the signal reads no history).",
+        ] {
+            assert!(t.contains(part), "{part} in {t}");
+        }
+    }
+
     /// Every backtest answer says what the run assumed: costs, lots,
     /// shorting, cash, prices, annualisation and the benchmark as used.
     #[test]
@@ -1338,7 +1449,7 @@ mod tests {
         };
         let t = answer("x", "backtest", &serde_json::to_value(&out).unwrap());
         assert!(
-            t.contains("Assumptions: no commission; slippage 0.05 % (5 bp) of the price, against each fill; whole shares; short selling allowed; initial cash 1000000.00; prices split- and dividend-adjusted; returns, Sharpe and volatility annualized over 252 bars a year; benchmark SPY."),
+            t.contains("Assumptions: no commission; slippage 0.05 % (5 bp) of the price, against each fill; whole shares; the market's rules allow short selling (the strategy decides whether it shorts); initial cash 1000000.00; prices split- and dividend-adjusted; returns, Sharpe and volatility annualized over 252 bars a year; benchmark SPY."),
             "{t}"
         );
         assert!(t.contains("| benchmark (SPY) return | 30.00 % |"), "{t}");

@@ -6,20 +6,20 @@
 //! A server that fails to start or dies later is reported with
 //! `mcp_server_status`, with a reason that says what happened in words
 //! ([`StartError`]), and never blocks the others or the run. A stdio server
-//! is a child in its own process group, with only its configured `env` plus
-//! the sandbox allow-list (docs §6.1), its stderr in its own capped log
+//! is a child in a PID namespace and process group of its own, with only
+//! its configured `env` plus the sandbox allow-list (docs §6.1), a job
+//! record ([`super::spawn`]) and its stderr in its own capped log
 //! ([`super::stdio`]); the whole group is killed when the session ends, on
-//! drop as well.
+//! drop as well. The tools offered are checked and capped together
+//! ([`super::offer`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::ProgressNotificationParam;
 use rmcp::service::{
     NotificationContext, QuitReason, RunningService, RunningServiceCancellationToken,
@@ -31,8 +31,9 @@ use serde::Serialize;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::client_link::{ServerLink, ToolSummary};
+use super::client_link::{ProgressRoutes, ServerLink, ToolSummary};
 use super::config::{McpServerConfig, McpTransport};
+use super::offer::{Checked, allocate, checked_tools, left_out_note};
 use super::stdio::{StdioWatch, describe_status, watch_child};
 use super::tool::McpTool;
 use crate::tools::{LateTools, Registry, Tool};
@@ -119,7 +120,7 @@ pub fn seconds_label(d: Duration) -> String {
 /// to the call that owns the progress token.
 #[derive(Clone, Default)]
 pub(crate) struct Handler {
-    pub(crate) progress: ProgressDispatcher,
+    pub(crate) progress: ProgressRoutes,
 }
 
 impl ClientHandler for Handler {
@@ -128,7 +129,7 @@ impl ClientHandler for Handler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.progress.handle_notification(params).await;
+        self.progress.route(params);
     }
 
     /// Servers see vibedesk, not the SDK, as their client.
@@ -164,20 +165,43 @@ pub struct ServerStatus {
     pub state: ServerState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The tools offered.
     pub tools: Vec<ToolSummary>,
+    /// Tools left out by the cap on MCP tools per request (docs §13.3).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<ToolSummary>,
+    /// What the user should know of a ready server: tools skipped for an
+    /// invalid schema, tools left out by the cap and how to choose.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// How servers are started.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StartOptions {
     /// Where each stdio server's stderr log goes (`<dir>/<name>.log`);
     /// `None` keeps only the tail that failure reasons quote.
     pub log_dir: Option<PathBuf>,
+    /// Where each stdio server's job record goes while it runs (the
+    /// sandbox's jobs dir, docs §6.2), so that the next start kills one a
+    /// crash left running; `None` records nothing.
+    pub jobs_dir: Option<PathBuf>,
+    /// MCP tools offered per request, all servers together (docs §13.3).
+    pub max_tools: usize,
+}
+
+impl Default for StartOptions {
+    fn default() -> Self {
+        StartOptions {
+            log_dir: None,
+            jobs_dir: None,
+            max_tools: super::config::DEFAULT_MAX_TOOLS,
+        }
+    }
 }
 
 /// A server that answered: its connection and what ends it.
 struct Live {
-    tools: Vec<Arc<McpTool>>,
     cancel: RunningServiceCancellationToken,
     monitor: JoinHandle<()>,
 }
@@ -191,6 +215,116 @@ struct Shared {
     pgid: Arc<Mutex<Option<i32>>>,
     /// Set before an intended stop, so nothing reports `exited`.
     stopping: Arc<AtomicBool>,
+    /// A stdio server's child as watched, once spawned: shutdown waits for
+    /// it to be reaped, which removes its job record.
+    child: Arc<Mutex<Option<StdioWatch>>>,
+    /// Its checked tools once ready, before the cap, and the notes of the
+    /// checks.
+    checked: Arc<Mutex<Option<Checked>>>,
+}
+
+/// The servers' tools together: what each offers under the cap, kept in
+/// `late` and in each server's status (docs §13.3).
+struct Offer {
+    cap: usize,
+    servers: Vec<Shared>,
+    late: LateTools,
+    sink: StatusSink,
+    /// One re-balancing at a time, so statuses and `late` agree.
+    turn: Mutex<()>,
+}
+
+impl Offer {
+    /// Shares the cap among the ready servers again, after `ready` became
+    /// ready: `late` gets the offered tools, each ready server's status its
+    /// offered and left-out tools and notes; `ready` reports `ready`, and
+    /// another ready server whose share changed reports again.
+    fn rebalance(&self, ready: usize) {
+        let _turn = self.turn.lock();
+        let lists: Vec<Option<Checked>> = self
+            .servers
+            .iter()
+            .map(|s| s.checked.lock().ok().and_then(|c| c.clone()))
+            .collect();
+        let counts: Vec<usize> = lists
+            .iter()
+            .map(|l| l.as_ref().map_or(0, |c| c.tools.len()))
+            .collect();
+        let given = allocate(&counts, self.cap);
+        let (kept, clashes) = distinct_names(&lists, &given);
+        let offered: Vec<Arc<dyn Tool>> = kept
+            .iter()
+            .flatten()
+            .map(|t| t.clone() as Arc<dyn Tool>)
+            .collect();
+        self.late.set(offered);
+        for (i, (shared, list)) in self.servers.iter().zip(&lists).enumerate() {
+            let Some(Checked { tools, notes }) = list else {
+                continue;
+            };
+            let Ok(mut s) = shared.status.lock() else {
+                continue;
+            };
+            let changed = s.tools.len() != kept[i].len();
+            s.tools = kept[i].iter().map(|t| t.summary()).collect();
+            s.left_out = tools[given[i]..].iter().map(|t| t.summary()).collect();
+            s.notes = notes.clone();
+            s.notes.extend(clashes[i].iter().cloned());
+            if !s.left_out.is_empty() {
+                let note = left_out_note(&s.name, &s.left_out, given[i], self.cap);
+                s.notes.push(note);
+            }
+            if i == ready {
+                s.state = ServerState::Ready;
+                (self.sink)(&s);
+            } else if changed && s.state == ServerState::Ready {
+                (self.sink)(&s);
+            }
+        }
+    }
+}
+
+/// The tools each server offers under its share, with every name
+/// distinct: a tool whose name an earlier server's tool (configuration
+/// order) already has takes its qualified name, and one whose qualified
+/// name is taken too is skipped; each case is a note for `mcp list` and
+/// the workstation (docs §13.3).
+fn distinct_names(
+    lists: &[Option<Checked>],
+    given: &[usize],
+) -> (Vec<Vec<Arc<McpTool>>>, Vec<Vec<String>>) {
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut kept = Vec::with_capacity(lists.len());
+    let mut notes = Vec::with_capacity(lists.len());
+    for (list, n) in lists.iter().zip(given) {
+        let mut mine = Vec::new();
+        let mut said = Vec::new();
+        for tool in list.iter().flat_map(|c| &c.tools[..*n]) {
+            let plain = tool.summary().name;
+            if seen.insert(plain.clone()) {
+                mine.push(tool.clone());
+                continue;
+            }
+            let renamed = tool.qualified();
+            let name = renamed.summary().name;
+            if seen.insert(name.clone()) {
+                said.push(format!(
+                    "tool `{}` is offered as `{name}`: its name `{plain}` is another MCP tool's",
+                    tool.summary().remote_name
+                ));
+                mine.push(Arc::new(renamed));
+            } else {
+                tracing::warn!(tool = %plain, "MCP tool skipped: its name is taken");
+                said.push(format!(
+                    "skipped tool `{}`: its names `{plain}` and `{name}` are other MCP tools'",
+                    tool.summary().remote_name
+                ));
+            }
+        }
+        kept.push(mine);
+        notes.push(said);
+    }
+    (kept, notes)
 }
 
 struct Server {
@@ -204,6 +338,8 @@ struct Server {
 #[derive(Default)]
 pub struct McpClients {
     servers: Vec<Server>,
+    /// The offered tools, under the cap.
+    late: LateTools,
 }
 
 impl std::fmt::Debug for McpClients {
@@ -224,21 +360,37 @@ impl McpClients {
         sink: &StatusSink,
         late: &LateTools,
     ) -> Self {
+        let shared: Vec<Shared> = configs
+            .iter()
+            .map(|config| Shared {
+                status: Arc::new(Mutex::new(ServerStatus {
+                    name: config.name.clone(),
+                    target: config.target(),
+                    state: ServerState::Starting,
+                    reason: None,
+                    tools: Vec::new(),
+                    left_out: Vec::new(),
+                    notes: Vec::new(),
+                })),
+                live: Arc::default(),
+                pgid: Arc::default(),
+                stopping: Arc::default(),
+                child: Arc::default(),
+                checked: Arc::default(),
+            })
+            .collect();
+        let offer = Arc::new(Offer {
+            cap: options.max_tools,
+            servers: shared.clone(),
+            late: late.clone(),
+            sink: sink.clone(),
+            turn: Mutex::new(()),
+        });
         let servers = configs
             .iter()
-            .map(|config| {
-                let shared = Shared {
-                    status: Arc::new(Mutex::new(ServerStatus {
-                        name: config.name.clone(),
-                        target: config.target(),
-                        state: ServerState::Starting,
-                        reason: None,
-                        tools: Vec::new(),
-                    })),
-                    live: Arc::default(),
-                    pgid: Arc::default(),
-                    stopping: Arc::default(),
-                };
+            .zip(shared)
+            .enumerate()
+            .map(|(index, (config, shared))| {
                 if let Ok(s) = shared.status.lock() {
                     sink(&s);
                 }
@@ -246,11 +398,13 @@ impl McpClients {
                 let until = Instant::now() + config.startup_timeout + Duration::from_secs(3);
                 let pending = late.pending(&format!("MCP server {}", config.name), until);
                 let start = tokio::spawn(start_server(
-                    config.clone(),
-                    options.clone(),
-                    shared.clone(),
-                    sink.clone(),
-                    late.clone(),
+                    Start {
+                        config: config.clone(),
+                        options: options.clone(),
+                        shared: shared.clone(),
+                        offer: offer.clone(),
+                        index,
+                    },
                     pending,
                 ));
                 Server {
@@ -259,7 +413,10 @@ impl McpClients {
                 }
             })
             .collect();
-        McpClients { servers }
+        McpClients {
+            servers,
+            late: late.clone(),
+        }
     }
 
     /// Starts every server and waits until each is ready or has failed (at
@@ -292,26 +449,15 @@ impl McpClients {
             .collect()
     }
 
-    /// The tools of the servers that started, as registry tools.
+    /// The tools offered (of the servers that started, under the cap), as
+    /// registry tools.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.servers
-            .iter()
-            .filter_map(|s| s.shared.live.lock().ok())
-            .flat_map(|l| {
-                l.as_ref()
-                    .map(|l| {
-                        l.tools
-                            .iter()
-                            .map(|t| t.clone() as Arc<dyn Tool>)
-                            .collect::<Vec<_>>()
-                    })
-                    .unwrap_or_default()
-            })
-            .collect()
+        self.late.snapshot()
     }
 
-    /// Adds the tools to `registry`. A name that is taken (two servers
-    /// mapping to the same sanitised name) keeps the first and is logged.
+    /// Adds the tools to `registry`. Their names are distinct among
+    /// themselves ([`distinct_names`]); one taken by a tool already in
+    /// `registry` is logged and left out.
     pub fn register(&self, registry: &mut Registry) {
         for tool in self.tools() {
             if let Err(e) = registry.register(tool) {
@@ -325,15 +471,25 @@ impl McpClients {
     pub async fn shutdown(mut self) {
         let servers = std::mem::take(&mut self.servers);
         let mut monitors = Vec::new();
+        let mut children = Vec::new();
         for mut server in servers {
             if let Some(live) = server.stop() {
                 live.cancel.cancel();
                 monitors.push(live.monitor);
             }
+            children.extend(server.shared.child.lock().ok().and_then(|c| c.clone()));
         }
         // The monitors own the connections; closing them is quick once the
         // children are gone, and never worth holding up the exit for long.
+        // Each child is reaped (its job record removed) before the process
+        // exits, so a clean exit leaves no record behind (docs §13.2).
+        let reaped = join_all(
+            children
+                .iter()
+                .map(|c| c.exit_within(Duration::from_secs(2))),
+        );
         let _ = tokio::time::timeout(Duration::from_secs(2), join_all(monitors)).await;
+        let _ = reaped.await;
     }
 }
 
@@ -375,19 +531,33 @@ fn kill_group(pgid: &Mutex<Option<i32>>) {
     }
 }
 
-/// One server's start, in its own task: connect, then `ready` with its
-/// tools in `late`, or `failed` with the reason (and, for a stdio server,
-/// where its stderr is). `pending` drops when this ends, however it ends.
-async fn start_server(
+/// What one server's start needs.
+struct Start {
     config: McpServerConfig,
     options: StartOptions,
     shared: Shared,
-    sink: StatusSink,
-    late: LateTools,
-    pending: crate::tools::late::Pending,
-) {
-    let mut log = None;
-    let started = connect(&config, &options, &shared.pgid, &mut log).await;
+    offer: Arc<Offer>,
+    /// Its place in the configuration (and in `offer`).
+    index: usize,
+}
+
+/// One server's start, in its own task: connect, then `ready` with its
+/// tools in `late`, or `failed` with the reason (and, for a stdio server,
+/// where its stderr is). `pending` drops when this ends, however it ends.
+async fn start_server(start: Start, pending: crate::tools::late::Pending) {
+    let Start {
+        config,
+        options,
+        shared,
+        offer,
+        index,
+    } = start;
+    let started = connect(&config, &options, &shared).await;
+    let log = shared
+        .child
+        .lock()
+        .ok()
+        .and_then(|c| c.as_ref().and_then(|w| w.log.clone()));
     let (service, remote_tools, stdio) = match started {
         Ok(ok) => ok,
         Err(e) => {
@@ -401,7 +571,7 @@ async fn start_server(
             if let Ok(mut s) = shared.status.lock() {
                 s.state = ServerState::Failed;
                 s.reason = Some(reason);
-                sink(&s);
+                (offer.sink)(&s);
             }
             drop(pending);
             return;
@@ -410,37 +580,34 @@ async fn start_server(
     if shared.stopping.load(Ordering::SeqCst) {
         return;
     }
-    let link = Arc::new(ServerLink::new(
+    let mut link = ServerLink::new(
         &config.name,
         service.peer().clone(),
         service.service().progress.clone(),
-    ));
-    let tools: Vec<Arc<McpTool>> = remote_tools
-        .iter()
-        .filter(|t| config.offers(&t.name))
-        .map(|t| Arc::new(McpTool::new(link.clone(), t, config.tool_timeout)))
-        .collect();
-    late.add(tools.iter().map(|t| t.clone() as Arc<dyn Tool>));
-    if let Ok(mut s) = shared.status.lock() {
-        s.state = ServerState::Ready;
-        s.tools = tools.iter().map(|t| t.summary()).collect();
-        sink(&s);
+    );
+    if let Some(watch) = &stdio {
+        link = link.with_oversized(watch.unmatched.clone());
     }
-    tracing::info!(server = %config.name, tools = tools.len(), "MCP server ready");
+    let link = Arc::new(link);
+    let checked = checked_tools(&config, &link, &remote_tools);
+    let count = checked.tools.len();
+    if let Ok(mut c) = shared.checked.lock() {
+        *c = Some(checked);
+    }
+    // Into `late` and the statuses, before the run waiting on `pending`
+    // looks.
+    offer.rebalance(index);
+    tracing::info!(server = %config.name, tools = count, "MCP server ready");
     let cancel = service.cancellation_token();
     let monitor = tokio::spawn(watch_exit(
         service,
         link,
         stdio.map(|w| (w, log)),
         shared.clone(),
-        sink,
+        offer.sink.clone(),
     ));
     if let Ok(mut l) = shared.live.lock() {
-        *l = Some(Live {
-            tools,
-            cancel,
-            monitor,
-        });
+        *l = Some(Live { cancel, monitor });
     }
     drop(pending);
 }
@@ -506,32 +673,30 @@ type Connected = (
 );
 
 /// Spawns or connects, shakes hands and lists the tools, by the start-up
-/// deadline. `log` is set to the stderr log as soon as there is one.
+/// deadline. A stdio child's group and watch go into `shared` as soon as
+/// it is spawned.
 async fn connect(
     config: &McpServerConfig,
     options: &StartOptions,
-    pgid: &Mutex<Option<i32>>,
-    log: &mut Option<PathBuf>,
+    shared: &Shared,
 ) -> Result<Connected, StartError> {
     let deadline = Instant::now() + config.startup_timeout;
     match &config.transport {
         McpTransport::Stdio { command, args, env } => {
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args)
-                .env_clear()
-                .envs(child_env(&crate::sandbox::env::parent_env(), env))
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                // Its own group, so the whole tree can be killed at the end
-                // and a Ctrl-C at the terminal reaches only vibedesk.
-                .process_group(0)
-                .kill_on_drop(true);
-            let child = cmd.spawn().map_err(|source| StartError::Spawn {
+            let env = child_env(&crate::sandbox::env::parent_env(), env);
+            let spawned = super::spawn::spawn_server(
+                &config.name,
+                command,
+                args,
+                &env,
+                options.jobs_dir.as_deref(),
+            )
+            .await
+            .map_err(|source| StartError::Spawn {
                 command: command.clone(),
                 source,
             })?;
-            connect_stdio(config, child, options, pgid, log, deadline).await
+            connect_stdio(config, spawned, options, shared, deadline).await
         }
         McpTransport::Http {
             url,
@@ -544,25 +709,42 @@ async fn connect(
 /// explained by what the child did ([`stdio_step`]).
 async fn connect_stdio(
     config: &McpServerConfig,
-    mut child: tokio::process::Child,
+    spawned: super::spawn::Spawned,
     options: &StartOptions,
-    pgid: &Mutex<Option<i32>>,
-    log: &mut Option<PathBuf>,
+    shared: &Shared,
     deadline: Instant,
 ) -> Result<Connected, StartError> {
+    let super::spawn::Spawned {
+        mut child,
+        pid_namespace,
+        record,
+    } = spawned;
     let pid = child.id();
-    if let (Some(pid), Ok(mut slot)) = (pid, pgid.lock()) {
+    if let (Some(pid), Ok(mut slot)) = (pid, shared.pgid.lock()) {
         *slot = i32::try_from(pid).ok();
     }
     let stdin = child.stdin.take();
     let header = format!(
-        "--- {} vibedesk started `{}` (pid {}) ---\n",
+        "--- {} vibedesk started `{}` (pid {}{}) ---\n",
         chrono::Local::now().format("%Y-%m-%d %H:%M:%S"),
         config.target(),
-        pid.unwrap_or(0)
+        pid.unwrap_or(0),
+        if pid_namespace {
+            ", in a PID namespace of its own"
+        } else {
+            ""
+        }
     );
-    let (stdout, watch) = watch_child(child, &config.name, options.log_dir.as_deref(), &header);
-    log.clone_from(&watch.log);
+    let (stdout, watch) = watch_child(
+        child,
+        record,
+        &config.name,
+        options.log_dir.as_deref(),
+        &header,
+    );
+    if let Ok(mut slot) = shared.child.lock() {
+        *slot = Some(watch.clone());
+    }
     let Some(stdin) = stdin else {
         return Err(StartError::Handshake("the child has no stdin".into()));
     };
@@ -588,6 +770,12 @@ async fn connect_stdio(
     Ok((service, tools, Some(watch)))
 }
 
+/// What the HTTP transport reads of one event or response: four times the
+/// most one answer may be, so that an answer over it is refused by its
+/// size, as over stdio (docs §13.3), rather than by the SDK closing the
+/// whole connection at its own 16 MiB bound. Past this the SDK still does.
+pub const HTTP_READ_BYTES: usize = 4 * super::stdio::MAX_MESSAGE_BYTES;
+
 /// The handshake and tool list over streamable HTTP.
 async fn connect_http(
     config: &McpServerConfig,
@@ -596,6 +784,8 @@ async fn connect_http(
     deadline: Instant,
 ) -> Result<Connected, StartError> {
     let mut http = StreamableHttpClientTransportConfig::with_uri(url);
+    http.max_sse_event_size = HTTP_READ_BYTES;
+    http.max_json_response_size = HTTP_READ_BYTES;
     if let Some(var) = bearer_token_env {
         // From memory: the variable left the environment at start (docs §6.1).
         let token = crate::secrets::var(var)

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::client::{McpClients, ServerState, ServerStatus, StartOptions, StatusSink};
+use super::client_link::ToolSummary;
 use super::config::{self, McpConfigError};
 
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +61,9 @@ pub fn render_list(statuses: &[ServerStatus], indent: &str) -> String {
         if let Some(reason) = &s.reason {
             let _ = write!(out, "\n{indent}{:width$}  {reason}", "");
         }
+        for note in &s.notes {
+            let _ = write!(out, "\n{indent}{:width$}  note: {note}", "");
+        }
         out.push('\n');
     }
     out
@@ -92,22 +96,39 @@ pub fn render_tools(
             let _ = writeln!(out, "  {reason}");
         }
         for t in &s.tools {
-            let desc = crate::tools::finalize::preview(&t.description.replace('\n', " "), 100);
-            let mode = if t.readonly {
-                "read-only"
-            } else {
-                "runs alone"
-            };
-            let _ = writeln!(out, "  {}  [{mode}]  {desc}", t.name);
+            let _ = writeln!(out, "{}", tool_line(t));
+        }
+        if !s.left_out.is_empty() {
+            let _ = writeln!(
+                out,
+                "  left out by the cap on MCP tools per request ({}):",
+                s.left_out.len()
+            );
+            for t in &s.left_out {
+                let _ = writeln!(out, "{}", tool_line(t));
+            }
+        }
+        for note in &s.notes {
+            let _ = writeln!(out, "  note: {note}");
         }
     }
     Ok(out)
 }
 
+/// `  name  [read-only]  description`.
+fn tool_line(t: &ToolSummary) -> String {
+    let desc = crate::tools::finalize::preview(&t.description.replace('\n', " "), 100);
+    let mode = if t.readonly {
+        "read-only"
+    } else {
+        "runs alone"
+    };
+    format!("  {}  [{mode}]  {desc}", t.name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::client_link::ToolSummary;
 
     fn status(name: &str, state: ServerState, reason: Option<&str>) -> ServerStatus {
         ServerStatus {
@@ -125,6 +146,8 @@ mod tests {
             } else {
                 Vec::new()
             },
+            left_out: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

@@ -14,6 +14,10 @@ use serde::Deserialize;
 /// Default bound on a server's start-up: spawn (or connect), handshake and
 /// the tool list (docs §13.2).
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// MCP tools offered per request, all servers together, by default: with
+/// vibedesk's own tools (about 20) under the 128 providers commonly take
+/// (docs §13.3).
+pub const DEFAULT_MAX_TOOLS: usize = 100;
 /// Default deadline of one tool call (docs §13.3).
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -33,6 +37,67 @@ pub enum McpConfigError {
         name: String,
         problem: String,
     },
+    #[error("{path}: [mcp]: {problem}")]
+    Section { path: PathBuf, problem: String },
+}
+
+/// The largest `[mcp] max_tools` accepted.
+pub const MAX_TOOLS_LIMIT: usize = 1000;
+
+/// `[mcp]`: what holds for all servers together (docs §13.3).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSection {
+    max_tools: Option<i64>,
+}
+
+/// `[mcp] max_tools`: MCP tools offered per request, all servers together
+/// (0 offers none; at most [`MAX_TOOLS_LIMIT`]).
+fn section_max_tools(table: &toml::Table, path: &Path) -> Result<usize, McpConfigError> {
+    let problem = |problem: String| McpConfigError::Section {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let Some(section) = table.get("mcp") else {
+        return Ok(DEFAULT_MAX_TOOLS);
+    };
+    let raw: RawSection = section
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| problem(e.message().to_string()))?;
+    match raw.max_tools {
+        None => Ok(DEFAULT_MAX_TOOLS),
+        Some(n) => usize::try_from(n)
+            .ok()
+            .filter(|n| *n <= MAX_TOOLS_LIMIT)
+            .ok_or_else(|| {
+                problem(format!(
+                    "`max_tools` must be a whole number from 0 to {MAX_TOOLS_LIMIT}, got {n}"
+                ))
+            }),
+    }
+}
+
+/// `[mcp] max_tools` of the config file, or the default when the file or
+/// the section is absent; a bad value is the error [`load`] gives too.
+pub fn load_max_tools(config_file: &Path) -> Result<usize, McpConfigError> {
+    let text = match std::fs::read_to_string(config_file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(DEFAULT_MAX_TOOLS);
+        }
+        Err(source) => {
+            return Err(McpConfigError::Read {
+                path: config_file.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let table: toml::Table = toml::from_str(&text).map_err(|e| McpConfigError::Parse {
+        path: config_file.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    section_max_tools(&table, config_file)
 }
 
 /// How the session reaches one server.
@@ -133,6 +198,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<McpServerConfig>, McpConfigE
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
+    // `[mcp]` is checked with the servers, so a bad value stops the same
+    // commands.
+    section_max_tools(&table, path)?;
     let Some(servers) = table.get("mcp_servers") else {
         return Ok(Vec::new());
     };
@@ -282,6 +350,17 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(parse_str("model = \"x\"").unwrap().is_empty());
+        let path = Path::new("config.toml");
+        let table = |t: &str| toml::from_str::<toml::Table>(t).unwrap();
+        assert_eq!(section_max_tools(&table(""), path).unwrap(), 100);
+        assert_eq!(
+            section_max_tools(&table("[mcp]\nmax_tools = 0"), path).unwrap(),
+            0
+        );
+        assert_eq!(
+            section_max_tools(&table("[mcp]\nmax_tools = 40"), path).unwrap(),
+            40
+        );
     }
 
     #[test]
@@ -303,6 +382,9 @@ mod tests {
                 "startup_timeout_s",
             ),
             ("[mcp_servers.a]\nurl = \"ftp://h\"", "http://"),
+            ("[mcp]\nmax_tools = -1", "from 0 to 1000, got -1"),
+            ("[mcp]\nmax_tools = 5000", "got 5000"),
+            ("[mcp]\nmax_tool = 5", "max_tool"),
         ];
         for (text, needle) in cases {
             let e = parse_str(text).unwrap_err().to_string();

@@ -7,8 +7,11 @@ pub mod client;
 pub mod client_cli;
 pub mod client_link;
 pub mod config;
+pub mod offer;
+pub mod schema;
 pub mod server;
 pub mod server_http;
+pub mod spawn;
 pub mod stdio;
 pub mod tool;
 

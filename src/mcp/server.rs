@@ -33,9 +33,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::tools::events::{ToolEvent, ToolEventSink};
 use crate::tools::finalize::{is_success, truncate_for_model};
+use crate::tools::invoke::{Invocation, invoke_outside};
 use crate::tools::origin;
-use crate::tools::progress::ProgressHandle;
 use crate::tools::redact::{Sink, redact_tool_result, redact_value};
+use crate::tools::scheduler::SchedulerConfig;
 use crate::tools::{BackgroundQueue, Registry, Tool, ToolContext, ToolError, ToolReply};
 
 /// One tool as served: its MCP name and the built-in behind it.
@@ -99,6 +100,49 @@ const EXPOSED: &[Exposure] = &[
         name: "load_skill",
         builtin: "load_skill",
     },
+    // The quant desk (docs §15), under their own names.
+    Exposure {
+        name: "option_price",
+        builtin: "option_price",
+    },
+    Exposure {
+        name: "implied_volatility",
+        builtin: "implied_volatility",
+    },
+    Exposure {
+        name: "option_strategy",
+        builtin: "option_strategy",
+    },
+    Exposure {
+        name: "portfolio_optimize",
+        builtin: "portfolio_optimize",
+    },
+    Exposure {
+        name: "risk_report",
+        builtin: "risk_report",
+    },
+    // Time-series tests and volatility models (docs §16).
+    Exposure {
+        name: "stat_test",
+        builtin: "stat_test",
+    },
+    Exposure {
+        name: "volatility_model",
+        builtin: "volatility_model",
+    },
+    // Is the edge real (docs §17).
+    Exposure {
+        name: "factor_ic",
+        builtin: "factor_ic",
+    },
+    Exposure {
+        name: "regression",
+        builtin: "regression",
+    },
+    Exposure {
+        name: "overfitting",
+        builtin: "overfitting",
+    },
 ];
 
 /// The MCP names `vibedesk mcp serve` offers under `policy`, in
@@ -120,9 +164,11 @@ pub struct ServeOptions {
     pub runs_root: PathBuf,
     /// The workspace tools resolve local files in (the cwd or `--workspace`).
     pub workspace: PathBuf,
-    /// Characters of a result's text, as the model's `tool` message is cut
-    /// (docs §2.7); `structuredContent` is never cut.
-    pub result_limit: usize,
+    /// The agent's scheduler settings, which every served call runs under
+    /// ([`crate::tools::invoke`]): the deadline of a tool that names none,
+    /// heartbeats, and the characters of a result's text, as the model's
+    /// `tool` message is cut (docs §2.7; `structuredContent` is never cut).
+    pub scheduler: SchedulerConfig,
     /// Which writing and private tools are offered.
     pub policy: ServePolicy,
 }
@@ -163,7 +209,7 @@ struct Shared {
     run_dir: PathBuf,
     workspace: PathBuf,
     session_id: String,
-    result_limit: usize,
+    scheduler: SchedulerConfig,
     calls: AtomicU64,
     background: BackgroundQueue,
 }
@@ -211,7 +257,7 @@ impl VibedeskServer {
                 run_dir,
                 workspace: options.workspace,
                 session_id: format!("mcp-{session_id}"),
-                result_limit: options.result_limit,
+                scheduler: options.scheduler,
                 calls: AtomicU64::new(0),
                 background: BackgroundQueue::default(),
             }),
@@ -266,20 +312,20 @@ impl VibedeskServer {
         })
     }
 
-    /// Runs one call; progress goes to the client when it sent a token.
+    /// Runs one call through the agent's call path ([`invoke`]): the same
+    /// deadline, cancellation and limits; progress goes to the client when
+    /// it sent a token. `cancel` is the client's request: cancelling it
+    /// stops the call as the user's Ctrl-C stops an agent's.
     async fn run(
         &self,
         served: &Served,
         args: Value,
         ctx: &ToolContext,
+        cancel: &CancellationToken,
         progress: Option<(Peer<RoleServer>, ProgressToken)>,
     ) -> Result<ToolReply, ToolError> {
-        let call = served.tool.call_with_output(args, ctx);
-        let Some((peer, token)) = progress else {
-            return call.await;
-        };
         let (tx, rx) = mpsc::unbounded_channel();
-        let forward = tokio::spawn(forward_progress(peer, token, rx));
+        let forward = progress.map(|(peer, token)| tokio::spawn(forward_progress(peer, token, rx)));
         let sink: ToolEventSink = Arc::new(move |event| {
             if let ToolEvent::ToolProgress {
                 stage,
@@ -292,13 +338,27 @@ impl VibedeskServer {
                 let _ = tx.send(progress_message(&stage, current, total, &message));
             }
         });
-        let handle = ProgressHandle::new(sink, &ctx.call_id, served.exposure.name);
-        // The handle (and with it the channel's sender) is gone once the
-        // call returns, so the forwarder drains and ends: every progress
-        // notification is sent before the result.
-        let reply = handle.scope(call).await;
-        let _ = forward.await;
-        reply
+        let invocation = Invocation {
+            iter: 0,
+            tool: served.tool.clone(),
+            shown_args: args.clone(),
+            args,
+            config: &self.shared.scheduler,
+            sink: &sink,
+            run_cancel: cancel,
+        };
+        let outcome = invoke_outside(invocation, ctx.clone()).await;
+        // Every progress notification goes before the result: the sink (and
+        // with it the channel's sender) is dropped, so the forwarder drains
+        // and ends.
+        drop(sink);
+        if let Some(forward) = forward {
+            let _ = forward.await;
+        }
+        Ok(ToolReply {
+            text: outcome.raw,
+            output: outcome.output,
+        })
     }
 }
 
@@ -487,11 +547,11 @@ impl ServerHandler for VibedeskServer {
                     .map(|token| (context.peer.clone(), token));
                 let client = client_origin(&context);
                 tracing::info!(tool = name, call = %ctx.call_id, client = %client, "mcp tool call");
-                origin::scope(client, self.run(served, args, &ctx, progress)).await
+                origin::scope(client, self.run(served, args, &ctx, &context.ct, progress)).await
             }
             Err(e) => Err(e),
         };
-        Ok(call_result(name, reply, self.shared.result_limit).into())
+        Ok(call_result(name, reply, self.shared.scheduler.result_limit).into())
     }
 }
 

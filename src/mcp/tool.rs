@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientNotification,
@@ -17,17 +16,36 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
 use serde_json::{Map, Value, json};
 
-use super::client_link::{ServerLink, ToolSummary};
+use super::client_link::{ServerLink, ToolSummary, oversized_arrived};
 use crate::tools::{Tool, ToolContext, ToolError, ToolReply, ToolResult};
 
 /// Model APIs accept function names of at most 64 characters.
 const MAX_NAME: usize = 64;
 
 /// `mcp__<server>__<tool>`, with any character a model API would refuse
-/// replaced by `_` and cut to 64 characters.
+/// replaced by `_`; a name over 64 characters is cut and tagged with a
+/// hash of the whole name, so two long names sharing their first 55
+/// characters stay apart (as codex's `qualify_tools` does).
 pub fn registry_name(server: &str, tool: &str) -> String {
-    let raw = format!("mcp__{server}__{tool}");
-    raw.chars()
+    let clean = sanitised(server, tool);
+    if clean.len() <= MAX_NAME {
+        clean
+    } else {
+        tagged(&clean, server, tool)
+    }
+}
+
+/// The name a tool takes when its [`registry_name`] is already offered by
+/// another (two raw names that sanitise alike, `a.b` and `a_b`): the
+/// sanitised name cut to leave room for `_` and 8 hex digits of a hash of
+/// the raw server and tool names.
+pub fn qualified_name(server: &str, tool: &str) -> String {
+    tagged(&sanitised(server, tool), server, tool)
+}
+
+fn sanitised(server: &str, tool: &str) -> String {
+    format!("mcp__{server}__{tool}")
+        .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
                 c
@@ -35,10 +53,29 @@ pub fn registry_name(server: &str, tool: &str) -> String {
                 '_'
             }
         })
-        .take(MAX_NAME)
         .collect()
 }
 
+fn tagged(clean: &str, server: &str, tool: &str) -> String {
+    let tag = format!("_{:08x}", name_hash(server, tool));
+    // `clean` is ASCII, so byte and character counts agree.
+    let mut out: String = clean.chars().take(MAX_NAME - tag.len()).collect();
+    out.push_str(&tag);
+    out
+}
+
+/// 32 bits of FNV-1a over `server NUL tool`: stable across runs and
+/// builds, so a tool keeps its name from one session to the next.
+fn name_hash(server: &str, tool: &str) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in server.bytes().chain([0]).chain(tool.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (h ^ (h >> 32)) as u32
+}
+
+#[derive(Clone)]
 pub struct McpTool {
     link: Arc<ServerLink>,
     name: String,
@@ -77,6 +114,15 @@ impl McpTool {
                 .unwrap_or(false),
             timeout,
             link,
+        }
+    }
+
+    /// This tool under its [`qualified_name`], for when its plain name is
+    /// taken.
+    pub fn qualified(&self) -> McpTool {
+        McpTool {
+            name: qualified_name(&self.link.name, &self.remote_name),
+            ..self.clone()
         }
     }
 
@@ -132,11 +178,7 @@ impl McpTool {
         };
         // Notifications sent before this subscription are not relayed: the
         // token is known only once the request is on its way.
-        let mut progress = self
-            .link
-            .progress
-            .subscribe(handle.progress_token.clone())
-            .await;
+        let mut progress = self.link.progress.subscribe(handle.progress_token.clone());
         let response = handle.await_response();
         tokio::pin!(response);
         // A read-only call is stopped by the scheduler at the deadline (the
@@ -144,20 +186,17 @@ impl McpTool {
         // (docs §2.4), so the deadline is enforced here for those.
         let own_deadline = (!self.readonly).then(|| tokio::time::Instant::now() + self.timeout);
         let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
+        let mut oversized = self.link.oversized_watch();
         let result = loop {
             tokio::select! {
                 biased;
                 r = &mut response => break r,
-                Some(p) = progress.next() => {
-                    crate::tools::progress::emit(
-                        "mcp",
-                        Some(p.progress),
-                        p.total,
-                        p.message.as_deref().unwrap_or(""),
-                    );
-                }
+                Ok(()) = progress.rx.changed() => progress.relay_latest(),
                 _ = ctx.cancel.cancelled() => {
                     return Err(ToolError::failed("cancelled", "the call was cancelled; the MCP server was told to stop"));
+                }
+                _ = oversized_arrived(&mut oversized) => {
+                    return Err(self.too_large());
                 }
                 _ = tokio::time::sleep_until(own_deadline.unwrap_or(far)), if own_deadline.is_some() => {
                     return Ok(ToolReply { text: timeout_json(&self.name, self.timeout), output: None });
@@ -165,9 +204,21 @@ impl McpTool {
             }
         };
         guard.id = None;
+        progress.settle().await;
+        self.reply_of(result)
+    }
+
+    /// The server's answer to the call as the reply the model reads.
+    fn reply_of(&self, result: Result<ServerResult, ServiceError>) -> Result<ToolReply, ToolError> {
         match result.map_err(|e| self.call_error(e))? {
             ServerResult::CallToolResult(r) => {
-                let value = serde_json::to_value(&r).unwrap_or(Value::Null);
+                // Over HTTP an answer may arrive larger than one message
+                // may be (see `HTTP_READ_BYTES`): refused the same way.
+                let bytes = serde_json::to_vec(&r).unwrap_or_default();
+                if bytes.len() > super::stdio::MAX_MESSAGE_BYTES {
+                    return Err(self.too_large());
+                }
+                let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
                 result_reply(&value)
             }
             other => Err(ToolError::failed(
@@ -180,12 +231,33 @@ impl McpTool {
         }
     }
 
+    /// The answer was over the limit on one message (docs §13.3).
+    fn too_large(&self) -> ToolError {
+        ToolError::failed(
+            super::stdio::RESULT_TOO_LARGE,
+            format!(
+                "the MCP server '{}' answered with more than {} MiB, the most one MCP message may be, so the answer was dropped; ask for less (a narrower query, fewer rows or a smaller page)",
+                self.link.name,
+                super::stdio::MAX_MESSAGE_BYTES / (1024 * 1024)
+            ),
+        )
+    }
+
     fn call_error(&self, e: ServiceError) -> ToolError {
         match e {
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 self.link
                     .connection_lost(&format!("the connection failed during a call: {e}"));
                 self.server_gone("went away during the call")
+            }
+            ServiceError::McpError(data)
+                if data
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("vibedesk_error"))
+                    .is_some_and(|e| e == super::stdio::RESULT_TOO_LARGE) =>
+            {
+                self.too_large()
             }
             ServiceError::McpError(data) => ToolError::failed(
                 "mcp_error",
@@ -337,6 +409,12 @@ impl Tool for McpTool {
         self.readonly
     }
 
+    /// Against the whole schema, nested objects and `enum`s included: a
+    /// call the server would refuse never reaches it (docs §13.3).
+    fn check_arguments(&self, args: &Value) -> Result<(), String> {
+        super::schema::check_arguments(&self.schema, args)
+    }
+
     /// The same arguments may answer differently later (time, live data).
     fn repeatable(&self) -> bool {
         true
@@ -370,7 +448,18 @@ mod tests {
             "mcp__time__get_current_time"
         );
         assert_eq!(registry_name("fs", "read.file"), "mcp__fs__read_file");
-        assert_eq!(registry_name("s", &"x".repeat(100)).len(), 64);
+        let long = registry_name("s", &"x".repeat(100));
+        assert_eq!(long.len(), 64);
+        // Two long names alike in their first 64 characters stay apart.
+        let other = registry_name("s", &format!("{}y", "x".repeat(100)));
+        assert_eq!(other.len(), 64);
+        assert_ne!(long, other);
+        assert!(long.starts_with(&"mcp__s__xxxx".to_string()));
+        // Names that sanitise alike get apart once qualified.
+        assert_eq!(registry_name("a.b", "t"), registry_name("a_b", "t"));
+        assert_ne!(qualified_name("a.b", "t"), qualified_name("a_b", "t"));
+        assert!(qualified_name("a.b", "t").starts_with("mcp__a_b__t_"));
+        assert_eq!(qualified_name("a.b", "t"), qualified_name("a.b", "t"));
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../assets/skills/overfitting-checks/SKILL.md"),
     ),
     (
+        "quant-desk",
+        include_str!("../../assets/skills/quant-desk/SKILL.md"),
+    ),
+    (
         "regime-analysis",
         include_str!("../../assets/skills/regime-analysis/SKILL.md"),
     ),
@@ -68,6 +72,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "technical-indicators",
         include_str!("../../assets/skills/technical-indicators/SKILL.md"),
+    ),
+    (
+        "time-series-tests",
+        include_str!("../../assets/skills/time-series-tests/SKILL.md"),
     ),
     (
         "transaction-costs",

@@ -67,6 +67,10 @@ fn tidy(v: &mut Value) {
             if let Some(items) = map.get_mut("items") {
                 tidy(items);
             }
+            // A map's value schema (`{name: number}`) too.
+            if let Some(values @ Value::Object(_)) = map.get_mut("additionalProperties") {
+                tidy(values);
+            }
         }
         Value::Array(a) => a.iter_mut().for_each(tidy),
         _ => {}
@@ -123,6 +127,7 @@ pub enum IndicatorName {
     LogReturns,
     Drawdown,
     Correlation,
+    Momentum,
 }
 
 impl IndicatorName {
@@ -139,6 +144,7 @@ impl IndicatorName {
             IndicatorName::LogReturns => "log_returns",
             IndicatorName::Drawdown => "drawdown",
             IndicatorName::Correlation => "correlation",
+            IndicatorName::Momentum => "momentum",
         }
     }
 }
@@ -297,7 +303,7 @@ pub struct IndicatorArgs {
     pub symbol: String,
     #[schemars(with = "IndicatorName")]
     pub indicator: String,
-    /// e.g. {"window": 20}; rsi/atr {"period": 14}; macd {"fast": 12, "slow": 26, "signal": 9}; bollinger {"window": 20, "k": 2}; volatility {"window": 20}; correlation {"with": "MSFT", "window": 20}
+    /// e.g. {"window": 20}; rsi/atr {"period": 14}; macd {"fast": 12, "slow": 26, "signal": 9}; bollinger {"window": 20, "k": 2}; volatility {"window": 20}; correlation {"with": "MSFT", "window": 20}; momentum {"window": 252, "skip": 21} (12-1)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Map<String, Value>>,
     /// First date, YYYY-MM-DD
@@ -672,6 +678,10 @@ pub struct BacktestAssumptions {
     pub bars_per_year: f64,
     /// The benchmark as used: a ticker, or `equal_weight` of the codes.
     pub benchmark: String,
+    /// The portfolio optimizer that set the weights, in words (docs
+    /// §7.4.2); absent when the signals' weights were used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optimizer: Option<String>,
     /// The `config.json` keys the tool filled from `[backtest]` in
     /// `config.toml` because the call gave none.
     #[serde(skip_serializing_if = "Vec::is_empty")]

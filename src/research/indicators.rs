@@ -29,6 +29,11 @@
 //! - **Returns** `pct_change()`, **log returns** `ln(cₜ/cₜ₋₁)`: NaN first.
 //! - **Drawdown** `x / cummax(x) − 1` (≤ 0, from the running peak).
 //! - **Correlation** `a.rolling(n).corr(b)` (Pearson; NaN until n pairs).
+//! - **Momentum** (window, skip; 12-1 = 252, 21): `cₜ₋skip / cₜ₋window − 1`,
+//!   the return from `window` bars ago to `skip` bars ago (pandas
+//!   `close.shift(skip) / close.shift(window) − 1`); NaN for the first
+//!   `window` rows. Skipping the last month keeps the short-term reversal
+//!   out of the factor (docs §17.1).
 //!
 //! Like pandas' window functions, ±∞ inputs count as missing.
 
@@ -50,7 +55,7 @@ pub enum IndicatorError {
         detail: String,
     },
     #[error(
-        "unknown indicator '{0}'; valid indicators: sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation"
+        "unknown indicator '{0}'; valid indicators: sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation, momentum"
     )]
     UnknownIndicator(String),
     #[error("{indicator}: parameter '{param}' {problem}")]
@@ -706,6 +711,33 @@ pub fn rolling_correlation(
     Ok(out)
 }
 
+/// Momentum: `close[t − skip] / close[t − window] − 1` (NaN for the first
+/// `window` rows or where a close is missing), data up to t only.
+pub fn momentum(close: &[f64], window: usize, skip: usize) -> Result<Vec<f64>, IndicatorError> {
+    at_least("momentum", "window", window, 1)?;
+    if skip >= window {
+        return Err(IndicatorError::BadParam {
+            indicator: "momentum",
+            param: "skip",
+            problem: format!("must be less than the window ({window})"),
+            value: skip.to_string(),
+        });
+    }
+    Ok((0..close.len())
+        .map(|t| {
+            if t < window {
+                return f64::NAN;
+            }
+            let (a, b) = (close[t - window], close[t - skip]);
+            if a.is_finite() && b.is_finite() && a != 0.0 {
+                b / a - 1.0
+            } else {
+                f64::NAN
+            }
+        })
+        .collect())
+}
+
 // ---------------------------------------------------------------------------
 // Warm-up: how much history before a date an indicator needs (docs §7.4.1).
 
@@ -826,6 +858,12 @@ pub enum IndicatorSpec {
         window: usize,
         with: String,
     },
+    /// The return from `window` bars ago to `skip` bars ago (12-1
+    /// momentum: 252, 21).
+    Momentum {
+        window: usize,
+        skip: usize,
+    },
 }
 
 /// One named output column.
@@ -899,7 +937,7 @@ impl IndicatorSpec {
     /// Parses a name (case-insensitive, a few aliases) and a JSON object of
     /// parameters; missing parameters take the usual defaults (SMA/EMA 20,
     /// RSI 14, MACD 12/26/9, Bollinger 20/2, ATR 14, volatility 20/252,
-    /// correlation 20).
+    /// correlation 20, momentum 252/21).
     pub fn parse(name: &str, params: &Value) -> Result<Self, IndicatorError> {
         let p = if params.is_object() {
             params
@@ -958,6 +996,10 @@ impl IndicatorSpec {
                     with: with.to_string(),
                 }
             }
+            "momentum" | "mom" | "12_1_momentum" | "12_1" => IndicatorSpec::Momentum {
+                window: param_usize("momentum", p, &["window", "lookback", "period", "n"], 252)?,
+                skip: param_usize("momentum", p, &["skip", "gap", "lag"], 21)?,
+            },
             _ => return Err(IndicatorError::UnknownIndicator(name.to_string())),
         })
     }
@@ -976,6 +1018,7 @@ impl IndicatorSpec {
             IndicatorSpec::LogReturns => "log_returns",
             IndicatorSpec::Drawdown => "drawdown",
             IndicatorSpec::Correlation { .. } => "correlation",
+            IndicatorSpec::Momentum { .. } => "momentum",
         }
     }
 
@@ -1001,6 +1044,9 @@ impl IndicatorSpec {
             IndicatorSpec::Correlation { window, with } => {
                 json!({"window": window, "with": with, "of": "simple returns"})
             }
+            IndicatorSpec::Momentum { window, skip } => {
+                json!({"window": window, "skip": skip, "of": "close[t-skip] / close[t-window] - 1"})
+            }
         }
     }
 
@@ -1021,7 +1067,8 @@ impl IndicatorSpec {
                 Warmup::Bars(macd_warmup(fast, slow, signal, false))
             }
             IndicatorSpec::Volatility { window, .. }
-            | IndicatorSpec::Correlation { window, .. } => Warmup::Bars(window),
+            | IndicatorSpec::Correlation { window, .. }
+            | IndicatorSpec::Momentum { window, .. } => Warmup::Bars(window),
             IndicatorSpec::Returns | IndicatorSpec::LogReturns => Warmup::Bars(1),
             IndicatorSpec::Drawdown => Warmup::All,
         }
@@ -1089,6 +1136,9 @@ impl IndicatorSpec {
                 let a = simple_returns(close);
                 let b = simple_returns(other);
                 vec![col("correlation", rolling_correlation(&a, &b, *window)?)]
+            }
+            IndicatorSpec::Momentum { window, skip } => {
+                vec![col("momentum", momentum(close, *window, *skip)?)]
             }
         })
     }
@@ -1261,5 +1311,26 @@ mod tests {
         assert!(e.to_string().contains("with"), "{e}");
         let e = IndicatorSpec::parse("sma", &json!({"window": "ten"})).unwrap_err();
         assert!(e.to_string().contains("window"), "{e}");
+        assert_eq!(
+            IndicatorSpec::parse("momentum", &json!({})).unwrap(),
+            IndicatorSpec::Momentum {
+                window: 252,
+                skip: 21
+            }
+        );
+    }
+
+    #[test]
+    fn momentum_is_the_return_from_window_to_skip_bars_ago() {
+        let x: Vec<f64> = (1..=8).map(f64::from).collect();
+        let m = momentum(&x, 4, 1).unwrap();
+        assert!(m[..4].iter().all(|v| v.is_nan()));
+        // At t = 4: close[3] / close[0] − 1 = 4 / 1 − 1.
+        assert_eq!(m[4], 3.0);
+        assert_eq!(m[7], 7.0 / 4.0 - 1.0);
+        assert!(momentum(&x, 4, 4).is_err());
+        let spec = IndicatorSpec::parse("mom", &json!({"window": 4, "skip": 1})).unwrap();
+        assert_eq!(spec.warmup(), Warmup::Bars(4));
+        assert_eq!(spec.compute(&x, &x, &x, None).unwrap()[0].values[4], 3.0);
     }
 }

@@ -31,6 +31,7 @@ use std::sync::Mutex;
 use std::sync::mpsc;
 
 use nix::sched::CloneFlags;
+use nix::unistd::Pid;
 
 /// Whether this process may create PID namespaces: `CAP_SYS_ADMIN` in its
 /// effective set and a namespace budget above zero. A cheap look at
@@ -114,4 +115,21 @@ fn serve(rx: mpsc::Receiver<Request>, home: OwnedFd) {
             });
         let _ = req.reply.send(spawned);
     }
+}
+
+/// In a forked child before exec: SIGKILL when the thread that forked it
+/// exits (tokio's workers and the namespace spawner live as long as the
+/// process, so in practice: when vibedesk dies), and no run at all when
+/// the parent died between the fork and this call. As a namespace's init
+/// the child sees its parent as pid 0 and cannot tell; the job record lets
+/// the next start end it then (see [`super::jobs`]). Async-signal-safe:
+/// two system calls. Used for sandboxed jobs and MCP servers alike.
+#[cfg(target_os = "linux")]
+pub(crate) fn die_with_parent(parent: Pid, pid_ns: bool) -> io::Result<()> {
+    let errno = |e: nix::errno::Errno| io::Error::from_raw_os_error(e as i32);
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(errno)?;
+    if !pid_ns && nix::unistd::getppid() != parent {
+        return Err(io::Error::from_raw_os_error(nix::libc::ESRCH));
+    }
+    Ok(())
 }

@@ -715,13 +715,7 @@ fn child_setup(
     // terminal (it cannot write to or inject into the user's TUI).
     nix::unistd::setsid().map_err(errno)?;
     #[cfg(target_os = "linux")]
-    {
-        // It fires when the *thread* that forked exits; tokio's workers and
-        // the namespace spawner live as long as the process, so in
-        // practice: when the engine dies.
-        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
-        check_parent(parent, pid_ns)?;
-    }
+    super::pidns::die_with_parent(parent, pid_ns)?;
     #[cfg(not(target_os = "linux"))]
     let _ = (parent, pid_ns);
     limits.apply_in_child();
@@ -730,27 +724,12 @@ fn child_setup(
         nix::unistd::setgroups(&[]).map_err(errno)?;
         nix::unistd::setgid(nix::unistd::Gid::from_raw(gid)).map_err(errno)?;
         nix::unistd::setuid(nix::unistd::Uid::from_raw(uid)).map_err(errno)?;
+        // A credential change clears the parent-death signal: set again.
         #[cfg(target_os = "linux")]
-        {
-            // A credential change clears the parent-death signal: set again.
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
-            check_parent(parent, pid_ns)?;
-        }
+        super::pidns::die_with_parent(parent, pid_ns)?;
     }
     if let Some(rs) = ruleset.take() {
         enforce_in_child(rs)?;
-    }
-    Ok(())
-}
-
-/// The engine may have died between the fork and the parent-death signal:
-/// then the child must not run. As a namespace's init the child sees its
-/// parent (outside the namespace) as pid 0 and cannot tell; the job record
-/// lets the next start end it in that case (see [`super::jobs`]).
-#[cfg(target_os = "linux")]
-fn check_parent(parent: Pid, pid_ns: bool) -> std::io::Result<()> {
-    if !pid_ns && nix::unistd::getppid() != parent {
-        return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
     }
     Ok(())
 }

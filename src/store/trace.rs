@@ -460,8 +460,8 @@ fn sidecar_inside(root: &Path, rel: &str) -> Option<PathBuf> {
     {
         return None;
     }
-    let full = root.join(rel).canonicalize().ok()?;
-    (full.starts_with(root) && full != root && full.is_file()).then_some(full)
+    let full = crate::fsio::confine(&root.join(rel), &[root]).ok()?;
+    (full != root && full.is_file()).then_some(full)
 }
 
 /// The directory holding the trace for `id`: the session's if it has a

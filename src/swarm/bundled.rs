@@ -29,6 +29,10 @@ pub const BUNDLED: &[(&str, &str)] = &[
         include_str!("../../assets/swarm/macro_rates.yaml"),
     ),
     (
+        "options_desk",
+        include_str!("../../assets/swarm/options_desk.yaml"),
+    ),
+    (
         "pairs_stat_arb",
         include_str!("../../assets/swarm/pairs_stat_arb.yaml"),
     ),

@@ -12,9 +12,10 @@ pub mod template;
 pub mod validate;
 pub mod workers;
 
+pub use crate::agent::events::TaskState;
 pub use preset::{LoadedPreset, Preset, PresetError};
 pub use record::{
-    ReconciledRun, RunRecord, RunSummary, TaskState, list_runs, load_run, reconcile_interrupted,
+    ReconciledRun, RunRecord, RunSummary, list_runs, load_run, reconcile_interrupted,
 };
 pub use scheduler::{SwarmError, SwarmOptions, SwarmOutcome, run};
 pub use validate::{Catalog, Inspection, inspect};

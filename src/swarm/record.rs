@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::events::{AgentEvent, SwarmTaskInfo, SwarmTaskStatus};
+use crate::agent::events::{AgentEvent, SwarmTaskInfo, TaskState};
 use crate::fsio::Durability;
 use crate::store::jsonl::{FsyncFailure, JsonlLog};
 use crate::store::run_state::{RunStateStore, Status, current_process_identity, process_is_alive};
@@ -39,61 +39,6 @@ pub fn valid_run_id(id: &str) -> bool {
     id.starts_with("swarm-")
         && id.len() <= 64
         && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-}
-
-/// A task's state in `run.json`: `pending` and `running` while the run
-/// goes, then how it ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskState {
-    Pending,
-    Running,
-    Success,
-    /// The worker answered, but some of its tool calls failed (docs §14.3):
-    /// its answer still goes to the tasks that depend on it.
-    Partial,
-    Failed,
-    TimedOut,
-    Cancelled,
-    Interrupted,
-}
-
-impl TaskState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskState::Pending => "pending",
-            TaskState::Running => "running",
-            TaskState::Success => "success",
-            TaskState::Partial => "partial",
-            TaskState::Failed => "failed",
-            TaskState::TimedOut => "timed_out",
-            TaskState::Cancelled => "cancelled",
-            TaskState::Interrupted => "interrupted",
-        }
-    }
-
-    pub fn is_finished(self) -> bool {
-        !matches!(self, TaskState::Pending | TaskState::Running)
-    }
-
-    /// The task ended with an answer its dependents may read: `success`
-    /// or `partial` (docs §14.3).
-    pub fn delivered(self) -> bool {
-        matches!(self, TaskState::Success | TaskState::Partial)
-    }
-}
-
-impl From<SwarmTaskStatus> for TaskState {
-    fn from(s: SwarmTaskStatus) -> Self {
-        match s {
-            SwarmTaskStatus::Success => TaskState::Success,
-            SwarmTaskStatus::Partial => TaskState::Partial,
-            SwarmTaskStatus::Failed => TaskState::Failed,
-            SwarmTaskStatus::TimedOut => TaskState::TimedOut,
-            SwarmTaskStatus::Cancelled => TaskState::Cancelled,
-            SwarmTaskStatus::Interrupted => TaskState::Interrupted,
-        }
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

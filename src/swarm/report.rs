@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::preset::Preset;
-use super::record::TaskState;
 use crate::agent::events::RunStatus;
+use crate::agent::events::TaskState;
 
 /// One task's part of the report.
 #[derive(Clone, Debug)]

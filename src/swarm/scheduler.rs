@@ -20,11 +20,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::preset::{AgentSpec, Preset};
-use super::record::{EventLog, RunFiles, RunRecord, TaskRecord, TaskState, new_run_id};
+use super::record::{EventLog, RunFiles, RunRecord, TaskRecord, new_run_id};
 use super::template::{UpstreamResult, substitute, upstream_context, user_message};
 use super::validate::{Catalog, Issue, VariableError, inspect, resolve_variables};
 use crate::agent::compaction::CompactionRequest;
-use crate::agent::events::{AgentEvent, RunStatus, SwarmTaskInfo, SwarmTaskStatus};
+use crate::agent::events::{AgentEvent, RunStatus, SwarmTaskInfo, TaskState};
 use crate::agent::{EventSink, Loop, LoopDeps, RunOutcome, RunRequest};
 use crate::llm::{LlmError, Provider};
 use crate::store::run_state::Status;
@@ -606,14 +606,13 @@ async fn sleep_until_opt(at: Option<Instant>) {
     }
 }
 
-fn task_status(state: TaskState) -> SwarmTaskStatus {
-    match state {
-        TaskState::Success => SwarmTaskStatus::Success,
-        TaskState::Partial => SwarmTaskStatus::Partial,
-        TaskState::TimedOut => SwarmTaskStatus::TimedOut,
-        TaskState::Cancelled => SwarmTaskStatus::Cancelled,
-        TaskState::Interrupted => SwarmTaskStatus::Interrupted,
-        TaskState::Failed | TaskState::Pending | TaskState::Running => SwarmTaskStatus::Failed,
+/// The state `swarm_task_finished` carries: a task still unfinished when
+/// its end is reported counts as failed.
+fn task_status(state: TaskState) -> TaskState {
+    if state.is_finished() {
+        state
+    } else {
+        TaskState::Failed
     }
 }
 

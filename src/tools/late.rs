@@ -114,6 +114,15 @@ impl LateTools {
         }
     }
 
+    /// Replaces the whole list (the MCP servers' tools, shared anew under
+    /// their cap each time one becomes ready, docs §13.3). Set it before
+    /// dropping the source's [`Pending`], so a run that waited sees it.
+    pub fn set(&self, tools: Vec<Arc<dyn Tool>>) {
+        if let Ok(mut t) = self.shared.tools.lock() {
+            *t = tools;
+        }
+    }
+
     /// The tools added so far (those of `only`, when restricted).
     pub fn snapshot(&self) -> Vec<Arc<dyn Tool>> {
         let Ok(tools) = self.shared.tools.lock() else {

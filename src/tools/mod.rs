@@ -11,6 +11,7 @@ pub mod background;
 pub mod builtin;
 pub mod events;
 pub mod finalize;
+pub mod invoke;
 pub mod late;
 pub mod origin;
 pub mod progress;
@@ -106,6 +107,12 @@ pub trait Tool: Send + Sync {
     fn lean_result(&self, output: &Value) -> Option<Value> {
         let _ = output;
         None
+    }
+    /// Checks a call's arguments before anything runs (docs §2.2): by
+    /// default the schema's required keys and top-level types. An `Err` is
+    /// the `invalid_arguments` message the model reads.
+    fn check_arguments(&self, args: &Value) -> Result<(), String> {
+        registry::check_arguments(&self.parameters(), args).map_err(|e| e.to_string())
     }
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
     /// [`Tool::call`] with the structured output, which the scheduler puts

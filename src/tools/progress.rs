@@ -2,13 +2,29 @@
 //! (docs §2.9): the scheduler installs a task-local handle around each call,
 //! and [`emit`] finds it. Outside a tool call it is a silent no-op. Unlike the
 //! original, `elapsed_s` is filled in (docs §12.18).
+//!
+//! Progress is coalesced per call: a burst of [`PROGRESS_BURST`] events
+//! passes at once, then at most [`PROGRESS_PER_SECOND`] a second, and
+//! between two the latest replaces the ones before it. A tool (or an MCP
+//! server) reporting in a loop so costs a few events a second, not tens of
+//! thousands, and the last report is still delivered: [`ProgressHandle::finish`]
+//! sends it before the call's `tool_call_finished`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::events::{ToolEvent, ToolEventSink};
+
+/// Progress events a call may send at once before the rate applies.
+pub const PROGRESS_BURST: f64 = 8.0;
+/// Progress events a call sends per second once its burst is spent.
+pub const PROGRESS_PER_SECOND: f64 = 4.0;
+
+/// Float rounding at a timer's wake-up must not cost a token.
+const TOKEN_SLACK: f64 = 1e-6;
 
 tokio::task_local! {
     static CURRENT: ProgressHandle;
@@ -26,6 +42,30 @@ struct Inner {
     started: Instant,
     last_progress: Mutex<Instant>,
     silenced: AtomicBool,
+    gate: Mutex<Gate>,
+}
+
+/// The token bucket and the event waiting for a token.
+struct Gate {
+    tokens: f64,
+    refilled: Instant,
+    pending: Option<ToolEvent>,
+    /// A flush is scheduled for the pending event.
+    armed: bool,
+}
+
+impl Gate {
+    fn refill(&mut self, now: Instant) {
+        let gained = now.duration_since(self.refilled).as_secs_f64() * PROGRESS_PER_SECOND;
+        self.tokens = (self.tokens + gained).min(PROGRESS_BURST);
+        self.refilled = now;
+    }
+
+    /// When the next token is there.
+    fn next_token_at(&self) -> Instant {
+        let missing = (1.0 - self.tokens).max(0.0);
+        self.refilled + Duration::from_secs_f64(missing / PROGRESS_PER_SECOND)
+    }
 }
 
 impl ProgressHandle {
@@ -39,6 +79,12 @@ impl ProgressHandle {
                 started: now,
                 last_progress: Mutex::new(now),
                 silenced: AtomicBool::new(false),
+                gate: Mutex::new(Gate {
+                    tokens: PROGRESS_BURST,
+                    refilled: now,
+                    pending: None,
+                    armed: false,
+                }),
             }),
         }
     }
@@ -47,7 +93,8 @@ impl ProgressHandle {
         self.inner.started.elapsed().as_secs_f64()
     }
 
-    /// Seconds since the tool last reported progress (or started).
+    /// Seconds since the tool last reported progress (or started), counting
+    /// reports that were coalesced away.
     pub fn since_progress_s(&self) -> f64 {
         self.inner
             .last_progress
@@ -59,6 +106,9 @@ impl ProgressHandle {
     /// After a timeout the call is abandoned; late progress must not appear.
     pub fn silence(&self) {
         self.inner.silenced.store(true, Ordering::SeqCst);
+        if let Ok(mut g) = self.inner.gate.lock() {
+            g.pending = None;
+        }
     }
 
     pub fn is_silenced(&self) -> bool {
@@ -72,7 +122,7 @@ impl ProgressHandle {
         if let Ok(mut t) = self.inner.last_progress.lock() {
             *t = Instant::now();
         }
-        (self.inner.sink)(ToolEvent::ToolProgress {
+        let event = ToolEvent::ToolProgress {
             call_id: self.inner.call_id.clone(),
             tool: self.inner.tool.clone(),
             stage: stage.to_string(),
@@ -80,7 +130,70 @@ impl ProgressHandle {
             total,
             message: message.to_string(),
             elapsed_s: round2(self.elapsed_s()),
+        };
+        let Ok(mut gate) = self.inner.gate.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        gate.refill(now);
+        if gate.pending.is_none() && gate.tokens >= 1.0 - TOKEN_SLACK {
+            gate.tokens -= 1.0;
+            // Sent under the lock, so a flush cannot overtake it.
+            (self.inner.sink)(event);
+            return;
+        }
+        gate.pending = Some(event);
+        if !gate.armed {
+            gate.armed = self.schedule_flush(gate.next_token_at());
+        }
+    }
+
+    /// Sends the pending event at `at` from a timer task, which holds the
+    /// handle weakly (a finished call's handle is not kept alive). Without
+    /// a runtime nothing is scheduled: [`ProgressHandle::finish`] sends it.
+    fn schedule_flush(&self, at: Instant) -> bool {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return false;
+        };
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        rt.spawn(async move {
+            tokio::time::sleep_until(at).await;
+            if let Some(inner) = weak.upgrade() {
+                ProgressHandle { inner }.flush(false);
+            }
         });
+        true
+    }
+
+    /// Sends the pending event, if any; `force` spends a token it may not
+    /// have (the call's end). Schedules the next flush when the event must
+    /// still wait.
+    fn flush(&self, force: bool) {
+        let Ok(mut gate) = self.inner.gate.lock() else {
+            return;
+        };
+        gate.armed = false;
+        if gate.pending.is_none() || self.is_silenced() {
+            gate.pending = None;
+            return;
+        }
+        let now = Instant::now();
+        gate.refill(now);
+        if !force && gate.tokens < 1.0 - TOKEN_SLACK {
+            gate.armed = self.schedule_flush(gate.next_token_at());
+            return;
+        }
+        gate.tokens -= 1.0;
+        if let Some(event) = gate.pending.take() {
+            (self.inner.sink)(event);
+        }
+    }
+
+    /// The call is over: its latest progress, if still waiting, is sent
+    /// now, and nothing after it.
+    pub fn finish(&self) {
+        self.flush(true);
+        self.inner.silenced.store(true, Ordering::SeqCst);
     }
 
     /// Runs `fut` with this handle installed for [`emit`].
@@ -139,5 +252,76 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    fn recorder() -> (ToolEventSink, Arc<Mutex<Vec<ToolEvent>>>) {
+        let seen: Arc<Mutex<Vec<ToolEvent>>> = Arc::default();
+        let s = seen.clone();
+        (Arc::new(move |e| s.lock().unwrap().push(e)), seen)
+    }
+
+    fn messages(seen: &Mutex<Vec<ToolEvent>>) -> Vec<String> {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                ToolEvent::ToolProgress { message, .. } => Some(message.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A tool reporting in a loop: the burst passes, then a few a second,
+    /// each the latest at its time, and the last one comes with `finish`.
+    #[tokio::test(start_paused = true)]
+    async fn a_flood_is_coalesced_and_the_last_report_survives() {
+        let (sink, seen) = recorder();
+        let h = ProgressHandle::new(sink, "c1", "t");
+        // 10 000 reports over 10 s, one a millisecond.
+        for i in 0..10_000u32 {
+            h.emit("loop", Some(f64::from(i)), None, &format!("report {i}"));
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        h.finish();
+        let got = messages(&seen);
+        let most = (PROGRESS_BURST + 10.0 * PROGRESS_PER_SECOND) as usize + 2;
+        assert!(got.len() <= most, "{} events: {got:?}", got.len());
+        assert!(got.len() >= 40, "{} events", got.len());
+        assert_eq!(got.first().map(String::as_str), Some("report 0"));
+        assert_eq!(got.last().map(String::as_str), Some("report 9999"));
+        // In order, none twice.
+        let numbers: Vec<u32> = got
+            .iter()
+            .map(|m| m.trim_start_matches("report ").parse().unwrap())
+            .collect();
+        assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{numbers:?}");
+        // Nothing after the end, and no timer sends a stale one later.
+        h.emit("late", None, None, "after the end");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(messages(&seen).len(), got.len());
+    }
+
+    /// A few reports (a backtest's stages) pass as they come.
+    #[tokio::test(start_paused = true)]
+    async fn a_few_reports_pass_unchanged() {
+        let (sink, seen) = recorder();
+        let h = ProgressHandle::new(sink, "c1", "t");
+        for stage in [
+            "validate",
+            "fetch",
+            "simulate",
+            "running",
+            "artifacts",
+            "finalize",
+        ] {
+            h.emit(stage, None, None, stage);
+        }
+        assert_eq!(messages(&seen).len(), 6);
+        // A waiting report goes out on its own once a token is back.
+        for i in 0..5 {
+            h.emit("more", None, None, &format!("more {i}"));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(messages(&seen).last().map(String::as_str), Some("more 4"));
     }
 }

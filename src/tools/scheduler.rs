@@ -14,48 +14,17 @@ use futures_util::future::join_all;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use super::events::{BatchCall, BatchMode, ToolCallStatus, ToolEvent, ToolEventSink};
-use super::finalize::{error_code, is_success, preview, preview_args, truncate_for_model};
-use super::progress::{ProgressHandle, round2};
+use super::finalize::{error_code, preview_args};
+pub use super::invoke::{CallOutcome, SchedulerConfig};
+use super::invoke::{Invocation, cancelled_json, emit_finished, invoke};
 use super::redact::{Sink, redact_tool_result, redact_value};
-use super::registry::{Registry, check_arguments};
+use super::registry::Registry;
 use super::{Tool, ToolContext};
 use crate::model::ToolCall;
 use crate::store::trace_record::ToolResultStatus;
 use crate::store::{SharedTrace, TraceRecord, trace_record};
-
-#[derive(Clone, Debug)]
-pub struct SchedulerConfig {
-    /// Deadline for a call whose tool names none; `None` disables (docs §2.6: 1 800 s).
-    pub default_timeout: Option<Duration>,
-    /// Heartbeat period, floored at 0.5 s (docs §2.4: 3 s).
-    pub heartbeat_interval: Duration,
-    /// Concurrent read-only calls per batch (docs §2.3: 8).
-    pub max_parallel: usize,
-    /// Characters of a result the model sees (docs §2.7: 10 000).
-    pub result_limit: usize,
-    /// The model sees each tool's lean result ([`Tool::lean_result`]):
-    /// a lean prompt's small model (docs §2.7).
-    pub lean_results: bool,
-    /// After the user cancels, how long a running write tool may take to
-    /// notice before it is abandoned. The original waits forever (docs §12.20).
-    pub write_cancel_grace: Duration,
-}
-
-impl Default for SchedulerConfig {
-    fn default() -> Self {
-        SchedulerConfig {
-            default_timeout: Some(Duration::from_secs(1800)),
-            heartbeat_interval: Duration::from_secs(3),
-            max_parallel: 8,
-            result_limit: 10_000,
-            lean_results: false,
-            write_cancel_grace: Duration::from_secs(10),
-        }
-    }
-}
 
 /// A refusal from the authorization hook.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,32 +39,6 @@ pub trait Authorizer: Send + Sync {
     fn authorize(&self, tool: &str, args: &Value) -> Result<(), Denial>;
 }
 
-/// What happened to one call.
-#[derive(Clone, Debug)]
-pub struct CallOutcome {
-    pub call: ToolCall,
-    /// Parsed arguments (`Null` when they were not valid JSON).
-    pub args: Value,
-    pub status: ToolCallStatus,
-    /// The full, unredacted result.
-    pub raw: String,
-    /// A typed tool's result as data (unredacted), when it ran and answered.
-    pub output: Option<Value>,
-    /// What the model sees: the raw result, truncated (docs §2.5 step 7).
-    pub model_content: String,
-    pub elapsed: Duration,
-    pub error_code: Option<String>,
-    /// Whether the tool actually ran.
-    pub executed: bool,
-}
-
-impl CallOutcome {
-    pub fn succeeded(&self) -> bool {
-        self.status == ToolCallStatus::Ok
-    }
-}
-
-/// A call answered without running (boxed: an outcome is large).
 fn done(outcome: CallOutcome) -> Plan {
     Plan::Done(Box::new(outcome))
 }
@@ -240,7 +183,6 @@ impl Scheduler {
             }
         };
         let Some(tool) = self.registry.get(name).cloned() else {
-            let available = self.registry.names().join(", ");
             return done(not_run(
                 call,
                 args,
@@ -248,16 +190,16 @@ impl Scheduler {
                 error_json(
                     name,
                     "unknown_tool",
-                    &format!("Tool '{name}' not found. Available tools: {available}"),
+                    &unknown_tool_message(name, &self.registry),
                 ),
             ));
         };
-        if let Err(problem) = check_arguments(&tool.parameters(), &args) {
+        if let Err(problem) = tool.check_arguments(&args) {
             return done(not_run(
                 call,
                 args,
                 ToolCallStatus::Error,
-                error_json(name, "invalid_arguments", &problem.to_string()),
+                error_json(name, "invalid_arguments", &problem),
             ));
         }
         // Dedupe on name *and* arguments: the original keys on the name only,
@@ -352,7 +294,7 @@ impl Scheduler {
                 cancel: base.cancel.child_token(),
                 ..base.clone()
             };
-            let run = CallRun {
+            let run = Invocation {
                 iter,
                 tool: tool.clone(),
                 args: args.clone(),
@@ -364,7 +306,7 @@ impl Scheduler {
             async move {
                 // Queued until a permit frees up: at most `max_parallel` run at once.
                 let _permit = permits.acquire_owned().await.ok();
-                run.execute(call, ctx).await
+                invoke(run, call, ctx).await
             }
         });
         let outcomes = join_all(futures).await;
@@ -413,173 +355,30 @@ impl Scheduler {
     }
 }
 
-/// One call in flight, with what it needs borrowed from the scheduler.
-struct CallRun<'a> {
-    iter: u64,
-    tool: Arc<dyn Tool>,
-    args: Value,
-    shown_args: Value,
-    config: &'a SchedulerConfig,
-    sink: &'a ToolEventSink,
-    run_cancel: &'a CancellationToken,
-}
-
-impl CallRun<'_> {
-    /// Runs the tool with heartbeats, its deadline and cancellation (docs §2.4).
-    async fn execute(self, call: ToolCall, ctx: ToolContext) -> CallOutcome {
-        let name = self.tool.name().to_string();
-        let readonly = self.tool.readonly();
-        let timeout = self.tool.timeout().or(self.config.default_timeout);
-        (self.sink)(ToolEvent::ToolCallStarted {
-            iter: self.iter,
-            call_id: call.id.clone(),
-            tool: name.clone(),
-            args: self.shown_args.clone(),
-            readonly,
-            timeout_s: timeout.map(|t| t.as_secs_f64()),
-        });
-        let started = Instant::now();
-        let progress = ProgressHandle::new(self.sink.clone(), &call.id, &name);
-        let call_cancel = ctx.cancel.clone();
-        let fut = progress
-            .clone()
-            .scope(self.tool.call_with_output(self.args.clone(), &ctx));
-        tokio::pin!(fut);
-
-        let period = self
-            .config
-            .heartbeat_interval
-            .max(Duration::from_millis(500));
-        let mut heartbeat = tokio::time::interval_at(started + period, period);
-        let deadline = timeout.map(|t| started + t);
-        let mut warned = false;
-        let mut grace_until: Option<Instant> = None;
-        let far = started + Duration::from_secs(86_400 * 365);
-
-        let mut output = None;
-        let (status, raw) = loop {
-            tokio::select! {
-                biased;
-                result = &mut fut => {
-                    break match result {
-                        Ok(reply) => {
-                            output = reply.output;
-                            let text = reply.text;
-                            (if is_success(&text) { ToolCallStatus::Ok } else { ToolCallStatus::Error }, text)
-                        }
-                        Err(e) => (ToolCallStatus::Error, e.to_result_json(&name)),
-                    };
-                }
-                _ = self.run_cancel.cancelled(), if grace_until.is_none() => {
-                    call_cancel.cancel();
-                    if readonly {
-                        progress.silence();
-                        break (ToolCallStatus::Cancelled, cancelled_json(&name, "the run was cancelled while this call was running"));
-                    }
-                    // Write tools get a grace period to stop cleanly (they saw the token).
-                    grace_until = Some(Instant::now() + self.config.write_cancel_grace);
-                }
-                _ = tokio::time::sleep_until(grace_until.unwrap_or(far)), if grace_until.is_some() => {
-                    progress.silence();
-                    break (ToolCallStatus::Cancelled, cancelled_json(&name, "the run was cancelled; this write call did not stop within the grace period and was abandoned, so its effect is unknown"));
-                }
-                _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() && !warned => {
-                    let elapsed = started.elapsed().as_secs_f64();
-                    let limit = timeout.unwrap_or_default().as_secs_f64();
-                    if readonly {
-                        // Really stop it: the token tells tools to kill their
-                        // children, and dropping the future ends the rest.
-                        call_cancel.cancel();
-                        progress.silence();
-                        (self.sink)(ToolEvent::ToolProgress {
-                            call_id: call.id.clone(),
-                            tool: name.clone(),
-                            stage: "timeout".into(),
-                            current: None,
-                            total: None,
-                            message: format!("Tool exceeded {} timeout", timeout_label(limit)),
-                            elapsed_s: round2(elapsed),
-                        });
-                        break (ToolCallStatus::Timeout, json!({
-                            "status": "error", "error_code": "tool_timeout", "tool": name,
-                            "timeout_seconds": limit,
-                            "message": format!("'{name}' did not finish within {} and was stopped; narrow the request or try again", timeout_label(limit)),
-                        }).to_string());
-                    }
-                    warned = true;
-                    (self.sink)(ToolEvent::ToolTimeoutWarning {
-                        call_id: call.id.clone(),
-                        tool: name.clone(),
-                        elapsed_s: round2(elapsed),
-                        timeout_s: limit,
-                    });
-                }
-                _ = heartbeat.tick() => {
-                    if !progress.is_silenced() {
-                        (self.sink)(ToolEvent::ToolHeartbeat {
-                            call_id: call.id.clone(),
-                            tool: name.clone(),
-                            elapsed_s: round2(started.elapsed().as_secs_f64()),
-                            since_progress_s: round2(progress.since_progress_s()),
-                        });
-                    }
-                }
-            }
-        };
-        let lean = match (&output, status) {
-            (Some(v), ToolCallStatus::Ok) if self.config.lean_results => {
-                self.tool.lean_result(v).map(|l| l.to_string())
-            }
-            _ => None,
-        };
-        let outcome = CallOutcome {
-            model_content: truncate_for_model(
-                lean.as_ref().unwrap_or(&raw),
-                self.config.result_limit,
-            ),
-            error_code: error_code(&raw),
-            call,
-            args: self.args,
-            status,
-            raw,
-            output,
-            elapsed: started.elapsed(),
-            executed: true,
-        };
-        emit_finished(self.sink, self.iter, &outcome);
-        outcome
-    }
-}
-
-fn emit_finished(sink: &ToolEventSink, iter: u64, o: &CallOutcome) {
-    sink(ToolEvent::ToolCallFinished {
-        iter,
-        call_id: o.call.id.clone(),
-        tool: o.call.name().to_string(),
-        status: o.status,
-        elapsed_ms: o.elapsed.as_millis() as u64,
-        preview: preview(&redact_tool_result(&o.raw), 200),
-        error_code: o.error_code.clone(),
-        output: o.output.as_ref().map(|v| redact_value(v, Sink::Result)),
-    });
-}
-
-/// `<1 s` → two decimals, else whole seconds (docs §2.4).
-fn timeout_label(seconds: f64) -> String {
-    if seconds < 1.0 {
-        format!("{seconds:.2}s")
+/// Names at most [`UNKNOWN_TOOL_SUGGESTIONS`] of the closest tools, never
+/// the whole list: with thousands of MCP tools that alone was 44k tokens
+/// (docs §2.2).
+fn unknown_tool_message(name: &str, registry: &Registry) -> String {
+    let names = registry.names();
+    let close = crate::text::closest(name, &names, UNKNOWN_TOOL_SUGGESTIONS);
+    let offered = names.len();
+    if close.is_empty() {
+        format!(
+            "Tool '{name}' not found, and no offered tool has a similar name; call one of the {offered} tools of this request by its exact name"
+        )
     } else {
-        format!("{}s", seconds as u64)
+        format!(
+            "Tool '{name}' not found. Closest: {}. Call one of the {offered} tools of this request by its exact name",
+            close.join(", ")
+        )
     }
 }
+
+/// How many names an unknown-tool error suggests.
+pub const UNKNOWN_TOOL_SUGGESTIONS: usize = 5;
 
 fn error_json(tool: &str, code: &str, message: &str) -> String {
     json!({"status": "error", "error_code": code, "tool": tool, "error": message}).to_string()
-}
-
-fn cancelled_json(tool: &str, message: &str) -> String {
-    json!({"status": "cancelled", "error_code": "cancelled", "tool": tool, "error": message})
-        .to_string()
 }
 
 fn not_run(call: &ToolCall, args: Value, status: ToolCallStatus, raw: String) -> CallOutcome {
@@ -653,11 +452,5 @@ mod tests {
         let b: Value = serde_json::from_str(r#"{"a":{"x":[{"p":2,"q":1}],"y":2},"b":1}"#).unwrap();
         assert_eq!(dedupe_key("t", &a), dedupe_key("t", &b));
         assert_ne!(dedupe_key("t", &a), dedupe_key("u", &a));
-    }
-
-    #[test]
-    fn timeout_labels() {
-        assert_eq!(timeout_label(0.05), "0.05s");
-        assert_eq!(timeout_label(1800.0), "1800s");
     }
 }

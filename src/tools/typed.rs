@@ -192,8 +192,8 @@ mod tests {
                 parameters_schema::<IndicatorArgs>(),
                 json!({"type": "object", "properties": {
             "symbol": {"type": "string", "description": "Ticker, e.g. AAPL"},
-            "indicator": {"type": "string", "enum": ["sma", "ema", "rsi", "macd", "bollinger", "atr", "volatility", "returns", "log_returns", "drawdown", "correlation"]},
-            "params": {"type": "object", "description": "e.g. {\"window\": 20}; rsi/atr {\"period\": 14}; macd {\"fast\": 12, \"slow\": 26, \"signal\": 9}; bollinger {\"window\": 20, \"k\": 2}; volatility {\"window\": 20}; correlation {\"with\": \"MSFT\", \"window\": 20}"},
+            "indicator": {"type": "string", "enum": ["sma", "ema", "rsi", "macd", "bollinger", "atr", "volatility", "returns", "log_returns", "drawdown", "correlation", "momentum"]},
+            "params": {"type": "object", "description": "e.g. {\"window\": 20}; rsi/atr {\"period\": 14}; macd {\"fast\": 12, \"slow\": 26, \"signal\": 9}; bollinger {\"window\": 20, \"k\": 2}; volatility {\"window\": 20}; correlation {\"with\": \"MSFT\", \"window\": 20}; momentum {\"window\": 252, \"skip\": 21} (12-1)"},
             "start": {"type": "string", "description": "First date, YYYY-MM-DD"},
             "end": {"type": "string", "description": "Last date, YYYY-MM-DD"},
             "source": {"type": "string", "enum": ["auto", "embedded", "local", "yahoo", "stooq"]},

@@ -45,12 +45,12 @@ pub const CHART_MIN_WIDTH: usize = 99;
 const MAX_EQUITY_BYTES: u64 = 64 << 20;
 /// Columns of the y-axis labels, the same for both charts so their plot
 /// areas line up.
-const LABEL_W: usize = 7;
+pub(super) const LABEL_W: usize = 7;
 /// Decimals of the y-axis labels below 100: three labels on a curve of small
 /// values must not read alike (see [`compact`]).
 const LABEL_SMALL_DECIMALS: usize = 2;
 /// Indent of everything under the cell's first line.
-const PAD: &str = "    ";
+pub(super) const PAD: &str = "    ";
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -680,7 +680,7 @@ fn dd_pct(x: f64) -> String {
 }
 
 /// A y-axis label, right-aligned to [`LABEL_W`].
-fn y_label(text: String, theme: &Theme) -> Span<'static> {
+pub(super) fn y_label(text: String, theme: &Theme) -> Span<'static> {
     Span::styled(format!("{text:>LABEL_W$}"), theme.muted)
 }
 
@@ -809,7 +809,7 @@ fn charts(s: &EquitySeries, width: usize, theme: &Theme, out: &mut Vec<Line<'sta
 
 /// Renders a widget off screen and returns its rows as indented lines, so
 /// it sits in the chat's line cache like any other cell text.
-fn draw(widget: impl Widget, width: usize, height: usize) -> Vec<Line<'static>> {
+pub(super) fn draw(widget: impl Widget, width: usize, height: usize) -> Vec<Line<'static>> {
     let area = Rect::new(0, 0, width.min(u16::MAX as usize) as u16, height as u16);
     let mut buf = Buffer::empty(area);
     widget.render(area, &mut buf);

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::backtest::{self, BacktestCell};
 use super::format::{duration_ms, one_line, thousands, tokens};
 use super::markdown;
+use super::payoff::{self, PayoffCell};
 use super::theme::Theme;
 use super::wrap::{wrap_hard, wrap_spans};
 use crate::agent::events::{RunStatus, ToolCallStatus};
@@ -69,6 +70,8 @@ pub enum CellKind {
     Tool(ToolCell),
     /// A successful backtest: summary, metrics, equity and drawdown curves.
     Backtest(BacktestCell),
+    /// A successful `option_strategy`: the payoff at expiry (docs §15.2.3).
+    Payoff(PayoffCell),
     Notice {
         kind: NoticeKind,
         text: String,
@@ -152,6 +155,7 @@ impl Cell {
                 | CellKind::Reasoning { .. }
                 | CellKind::Compaction { .. }
                 | CellKind::Backtest(_)
+                | CellKind::Payoff(_)
         )
     }
 
@@ -160,7 +164,9 @@ impl Cell {
     pub fn default_expanded(&self, t: Toggles, width: u16) -> bool {
         match self.kind {
             CellKind::Reasoning { .. } => t.show_reasoning,
-            CellKind::Backtest(_) => t.show_details || width as usize >= backtest::CHART_MIN_WIDTH,
+            CellKind::Backtest(_) | CellKind::Payoff(_) => {
+                t.show_details || width as usize >= backtest::CHART_MIN_WIDTH
+            }
             _ => t.show_details,
         }
     }
@@ -206,6 +212,7 @@ impl Cell {
             CellKind::Reasoning { text, .. } => text.clone(),
             CellKind::Tool(t) => format!("{} {} {}", t.tool, t.args, t.result),
             CellKind::Backtest(b) => b.plain_text(),
+            CellKind::Payoff(p) => p.plain_text(),
             CellKind::Notice { text, .. } => text.clone(),
             CellKind::RunEnd { status, reason, .. } => {
                 format!("{} {}", status.as_str(), reason.clone().unwrap_or_default())
@@ -368,6 +375,7 @@ fn render_kind(
         }
         CellKind::Tool(t) => render_tool(t, body_w, theme, expanded, out),
         CellKind::Backtest(b) => backtest::render(b, body_w, theme, expanded, out),
+        CellKind::Payoff(p) => payoff::render(p, body_w, theme, expanded, out),
         CellKind::Notice { kind, text } => render_notice(*kind, text, body_w, theme, out),
         CellKind::RunEnd {
             status,

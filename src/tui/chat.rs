@@ -10,6 +10,7 @@ use ratatui::text::Line;
 
 use super::backtest::{self, BacktestCell, BacktestInfo, EquitySeries, LoadRequest};
 use super::cells::{Cell, CellKind, NoticeKind, Toggles, ToolCell, ToolCellState};
+use super::payoff;
 use super::theme::Theme;
 use crate::agent::events::{
     AgentEvent, McpServerState, NoticeLevel, RunStatus, ToolCallStatus, ToolEvent,
@@ -434,6 +435,16 @@ impl Chat {
                 {
                     self.push_backtest(cell);
                 }
+                // A position's payoff is drawn from the output itself.
+                if tool == payoff::TOOL
+                    && *status == ToolCallStatus::Ok
+                    && let Some(cell) = match output {
+                        Some(out) => payoff::cell_for_output(call_id, out),
+                        None => payoff::cell_for_result(call_id, preview),
+                    }
+                {
+                    self.push(CellKind::Payoff(cell));
+                }
             }
             ToolEvent::ToolHeartbeat { .. }
             | ToolEvent::ToolProgress { .. }
@@ -518,6 +529,15 @@ impl Chat {
                         )
                     {
                         self.push_backtest(cell);
+                    }
+                    if msg.name.as_deref() == Some(payoff::TOOL)
+                        && !failed
+                        && let Some(cell) = payoff::cell_for_result(
+                            msg.tool_call_id.as_deref().unwrap_or(""),
+                            &msg.content,
+                        )
+                    {
+                        self.push(CellKind::Payoff(cell));
                     }
                 }
                 Role::System => {}
@@ -801,6 +821,7 @@ fn event_notice(event: &AgentEvent) -> Option<(NoticeKind, String)> {
             state,
             tools,
             reason,
+            notes,
         } => {
             let reason = reason.as_deref().unwrap_or("no reason given");
             match state {
@@ -809,9 +830,17 @@ fn event_notice(event: &AgentEvent) -> Option<(NoticeKind, String)> {
                     NoticeKind::Info,
                     format!("MCP server {server} starting; its tools join when it is ready"),
                 ),
-                McpServerState::Ready => (
+                McpServerState::Ready if notes.is_empty() => (
                     NoticeKind::Info,
                     format!("MCP server {server} ready: {tools} tool(s)"),
+                ),
+                // Skipped or left-out tools (docs §13.3): a warning, in full.
+                McpServerState::Ready => (
+                    NoticeKind::Warning,
+                    format!(
+                        "MCP server {server} ready: {tools} tool(s); {}",
+                        notes.join("; ")
+                    ),
                 ),
                 McpServerState::Failed => (
                     NoticeKind::Warning,

@@ -30,6 +30,7 @@ pub mod memories;
 pub mod memory_view;
 pub mod overlay;
 pub mod panes;
+pub mod payoff;
 pub mod runtime;
 pub mod settings;
 pub mod swarm;

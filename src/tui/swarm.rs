@@ -15,65 +15,7 @@ use super::cells::NoticeKind;
 use super::chat::Chat;
 use super::gauge::Gauge;
 use super::tool_panel::ToolPanel;
-use crate::agent::events::{AgentEvent, RunStatus, SwarmTaskInfo, SwarmTaskStatus};
-
-/// Where one task of the team is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TaskState {
-    /// Its dependencies have not all finished yet.
-    Waiting,
-    Running,
-    /// An attempt failed; the next one starts with a fresh loop.
-    Retrying,
-    Success,
-    /// Answered, but some of the worker's tool calls failed.
-    Partial,
-    Failed,
-    TimedOut,
-    Cancelled,
-    Interrupted,
-}
-
-impl TaskState {
-    pub fn label(self) -> &'static str {
-        match self {
-            TaskState::Waiting => "waiting",
-            TaskState::Running => "running",
-            TaskState::Retrying => "retrying",
-            TaskState::Success => "success",
-            TaskState::Partial => "partial",
-            TaskState::Failed => "failed",
-            TaskState::TimedOut => "timed out",
-            TaskState::Cancelled => "cancelled",
-            TaskState::Interrupted => "interrupted",
-        }
-    }
-
-    /// An attempt runs or is about to (its clocks move).
-    pub fn is_live(self) -> bool {
-        matches!(self, TaskState::Running | TaskState::Retrying)
-    }
-
-    pub fn is_finished(self) -> bool {
-        !matches!(
-            self,
-            TaskState::Waiting | TaskState::Running | TaskState::Retrying
-        )
-    }
-}
-
-impl From<SwarmTaskStatus> for TaskState {
-    fn from(s: SwarmTaskStatus) -> Self {
-        match s {
-            SwarmTaskStatus::Success => TaskState::Success,
-            SwarmTaskStatus::Partial => TaskState::Partial,
-            SwarmTaskStatus::Failed => TaskState::Failed,
-            SwarmTaskStatus::TimedOut => TaskState::TimedOut,
-            SwarmTaskStatus::Cancelled => TaskState::Cancelled,
-            SwarmTaskStatus::Interrupted => TaskState::Interrupted,
-        }
-    }
-}
+use crate::agent::events::{AgentEvent, RunStatus, SwarmTaskInfo, TaskState};
 
 /// A worker's panels: the same widgets the main chat screen folds its
 /// session's events into.
@@ -142,7 +84,7 @@ impl TeamTask {
             agent: info.agent.clone(),
             role: info.role.clone(),
             depends_on: info.depends_on.clone(),
-            state: TaskState::Waiting,
+            state: TaskState::Pending,
             attempt: 0,
             started_at: None,
             ended_at: None,
@@ -371,7 +313,7 @@ impl TeamBoard {
                 tokens,
             } => {
                 let t = self.task_mut(task);
-                t.state = (*status).into();
+                t.state = *status;
                 t.reason = reason.clone();
                 t.seconds = Some(*seconds);
                 t.tokens = (*tokens).max(t.tokens);

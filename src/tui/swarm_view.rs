@@ -14,8 +14,9 @@ use super::chat::Chat;
 use super::format::{clock, tokens, truncate, width as text_width};
 use super::keymap::{Action, Keymap};
 use super::panes::{Panes, WIDE, panes, section_rule};
-use super::swarm::{SWARM_USAGE, TaskState, TeamBoard, TeamPhase, TeamTask};
+use super::swarm::{SWARM_USAGE, TeamBoard, TeamPhase, TeamTask};
 use super::theme::Theme;
+use crate::agent::events::TaskState;
 
 /// The team's state in a few words, for the status bar.
 pub fn status(b: &TeamBoard, now: Instant) -> String {
@@ -65,7 +66,7 @@ pub fn render(
 
 fn state_mark(state: TaskState, theme: &Theme) -> (&'static str, Style) {
     match state {
-        TaskState::Waiting => ("○", theme.muted),
+        TaskState::Pending => ("○", theme.muted),
         TaskState::Running => ("◐", theme.accent),
         TaskState::Retrying => ("↻", theme.warn),
         TaskState::Success => ("✓", theme.ok),
@@ -367,7 +368,7 @@ fn preview(area: Rect, buf: &mut Buffer, chat: &mut Chat, theme: &Theme) {
 fn activity(t: &TeamTask) -> String {
     let mut parts: Vec<String> = Vec::new();
     match t.state {
-        TaskState::Waiting => {
+        TaskState::Pending => {
             if t.depends_on.is_empty() {
                 parts.push("queued".into());
             } else {

@@ -408,9 +408,14 @@ fn config_errors_each_give_a_clear_message() {
             "positions are fully funded",
         ),
         (
-            json!({"optimizer": "risk_parity"}),
+            json!({"optimizer": "markowitz"}),
+            "invalid_value",
+            "'markowitz' is not one of equal_weight, inverse_volatility, min_variance, max_sharpe, risk_parity, max_diversification, hrp",
+        ),
+        (
+            json!({"constraints": {"max_weight": 0.2}}),
             "unsupported_key",
-            "optimizers are not implemented",
+            "portfolio constraints are not implemented",
         ),
         (
             json!({"intial_cash": 5}),

@@ -7,26 +7,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use vibedesk::store::{MessageLog, read_trace};
 
-use crate::support::harness::{files_under, read_json};
+use crate::support::harness::{files_under, read_json, vibedesk};
 use crate::support::server::{TestServer, json_reply, text_reply, tool_call_reply};
-
-const BIN: &str = env!("CARGO_BIN_EXE_vibedesk");
-
-/// A command with a clean environment: nothing of the user's home, config
-/// or keys leaks in.
-fn vibedesk(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("VIBEDESK_HOME", home)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    c
-}
 
 fn write_script(dir: &Path, name: &str, script: Value) -> PathBuf {
     let p = dir.join(name);

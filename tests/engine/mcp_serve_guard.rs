@@ -25,14 +25,8 @@ const POLICY: &str = concat!(
 
 /// `vibedesk ARGS` with a clean environment in a temp home.
 fn vibedesk(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("VIBEDESK_HOME", home)
-        .current_dir(home)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
+    let mut c = crate::support::harness::vibedesk(home);
+    c.current_dir(home);
     c
 }
 
@@ -185,7 +179,17 @@ async fn http_needs_the_token_made_once_and_kept_private() {
                 "market_data",
                 "indicators",
                 "recall",
-                "load_skill"
+                "load_skill",
+                "option_price",
+                "implied_volatility",
+                "option_strategy",
+                "portfolio_optimize",
+                "risk_report",
+                "stat_test",
+                "volatility_model",
+                "factor_ic",
+                "regression",
+                "overfitting"
             ])
         );
     }
@@ -347,7 +351,17 @@ async fn by_default_memory_is_read_only_and_sessions_are_private() {
             "market_data",
             "indicators",
             "recall",
-            "load_skill"
+            "load_skill",
+            "option_price",
+            "implied_volatility",
+            "option_strategy",
+            "portfolio_optimize",
+            "risk_report",
+            "stat_test",
+            "volatility_model",
+            "factor_ic",
+            "regression",
+            "overfitting"
         ]
     );
     let refused = seen["remember"]["protocol_error"].as_str().unwrap();

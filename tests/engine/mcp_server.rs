@@ -34,6 +34,16 @@ const SERVED: &[(&str, bool)] = &[
     ("recall", true),
     ("session_search", true),
     ("load_skill", true),
+    ("option_price", true),
+    ("implied_volatility", true),
+    ("option_strategy", true),
+    ("portfolio_optimize", true),
+    ("risk_report", true),
+    ("stat_test", true),
+    ("volatility_model", true),
+    ("factor_ic", true),
+    ("regression", true),
+    ("overfitting", true),
 ];
 
 pub(crate) fn python_mcp_available() -> bool {
@@ -354,6 +364,69 @@ async fn malformed_lines_on_stdio_get_an_error_and_serving_goes_on() {
         .unwrap()
         .unwrap();
     assert!(status.success(), "{status}");
+}
+
+/// A served call runs by the agent's call path (issue 26): a backtest past
+/// its deadline (`tool_timeout_seconds`, here 2 s, under the engine's own
+/// 300 s) is stopped and answers a timeout error over MCP, instead of
+/// running as long as its strategy takes.
+#[tokio::test]
+async fn a_served_backtest_past_its_deadline_returns_a_timeout_error() {
+    let home = tempfile::tempdir().unwrap();
+    let slow = home.path().join("slow");
+    std::fs::create_dir_all(slow.join("code")).unwrap();
+    std::fs::write(
+        slow.join("code/signal_engine.py"),
+        "import time\n\nclass SignalEngine:\n    def generate(self, data_map):\n        time.sleep(120)\n        return {}\n",
+    )
+    .unwrap();
+    let mut child = serve(home.path(), &[])
+        .env("VIBEDESK_TOOL_TIMEOUT_SECONDS", "2")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    send(&mut stdin, &init.to_string()).await;
+    assert_eq!(next_message(&mut lines).await["id"], 1);
+    send(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "backtest", "arguments": {
+            "run_dir": slow.to_str().unwrap(),
+            "config": {"codes": ["AAPL"], "start_date": "2010-01-04",
+                       "end_date": "2010-06-30", "source": "embedded"}}}});
+    let started = std::time::Instant::now();
+    send(&mut stdin, &call.to_string()).await;
+    let result = loop {
+        // Progress notifications may come first.
+        let m = tokio::time::timeout(Duration::from_secs(90), next_message(&mut lines))
+            .await
+            .expect("no answer in 90 s: the deadline did not stop the call");
+        if m["id"] == 2 {
+            break m;
+        }
+    };
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("timeout"), "{text}");
+    assert!(text.contains("did not finish within 2s"), "{text}");
+    // Stopped at its deadline, not after the strategy's two minutes.
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
 }
 
 #[tokio::test]

@@ -97,7 +97,7 @@ fn pairs_strategy_matches_the_numpy_golden() {
         let want_half = case["half_life"].as_f64().unwrap();
         assert!((half - want_half).abs() < 1e-7, "{half} vs {want_half}");
         // The reported figures are the last ones of the path.
-        let stats = pairs::stats(&p, &[&a, &b], &["AAA".into(), "BBB".into()]);
+        let stats = pairs::stats(&p, &[&a, &b], &[&a, &b], &["AAA".into(), "BBB".into()]);
         let last_beta = *floats(&case["beta"]).last().unwrap();
         assert!((stats["pair_hedge_ratio"].as_f64().unwrap() - last_beta).abs() < 1e-6);
         let last_z = *floats(&case["z"]).last().unwrap();

@@ -6,27 +6,10 @@
 //! run card), never from the embedded data's prices.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use serde_json::Value;
-use tokio::process::Command;
 
-use crate::support::harness::read_json;
-
-const BIN: &str = env!("CARGO_BIN_EXE_vibedesk");
-
-/// A command with a clean environment and a temp home: no model, so the
-/// offline planner answers.
-fn vibedesk(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("VIBEDESK_HOME", home)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    c
-}
+use crate::support::harness::{read_json, vibedesk};
 
 /// What one offline `run --json` left: its events, its answer, and the
 /// backtest's output when one ran.

@@ -22,14 +22,8 @@ const KEYS: &[(&str, &str)] = &[
 ];
 
 fn vibedesk(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("VIBEDESK_HOME", home)
-        .current_dir(home)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
+    let mut c = crate::support::harness::vibedesk(home);
+    c.current_dir(home);
     c
 }
 
@@ -41,8 +35,10 @@ async fn a_server_vibedesk_starts_finds_no_key_in_its_parents_environ() {
     let ppid = home.path().join("parent-pid.txt");
     std::fs::create_dir_all(home.path().join("config")).unwrap();
     // A stdio "server" that only reads its parent's environment and exits.
+    // Its parent's pid as the host sees it: in the server's PID namespace
+    // (docs §13.2) `$PPID` is 0, but /proc is the host's.
     let script = format!(
-        "echo $PPID > '{}'; tr '\\0' '\\n' 2> '{}' > '{}' < /proc/$PPID/environ",
+        "read -r _ _ _ pp _ < /proc/self/stat; echo $pp > '{}'; tr '\\0' '\\n' 2> '{}' > '{}' < /proc/$pp/environ",
         ppid.display(),
         refused.display(),
         seen.display()

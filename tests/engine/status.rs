@@ -5,7 +5,7 @@
 //! symbol that has no data.
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use serde_json::{Value, json};
 use tokio::process::Command;
@@ -13,21 +13,13 @@ use vibedesk::store::read_trace;
 
 use crate::support::harness::read_json;
 
-const BIN: &str = env!("CARGO_BIN_EXE_vibedesk");
-
 /// A clean environment, and no request leaves the machine: the online data
 /// sources go through a proxy on a closed loopback port, so a symbol with
 /// no embedded data fails at once.
 fn vibedesk(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("VIBEDESK_HOME", home)
-        .env("HTTPS_PROXY", "http://127.0.0.1:9")
-        .env("HTTP_PROXY", "http://127.0.0.1:9")
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
+    let mut c = crate::support::harness::vibedesk(home);
+    c.env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .env("HTTP_PROXY", "http://127.0.0.1:9");
     c
 }
 

@@ -13,26 +13,25 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use vibedesk::agent::LoopDeps;
-use vibedesk::agent::events::{AgentEvent, RunStatus, SwarmTaskStatus};
+use vibedesk::agent::events::{AgentEvent, RunStatus, TaskState};
 use vibedesk::llm::scripted::ScriptedProvider;
 use vibedesk::llm::{LlmError, Provider};
 use vibedesk::model::Role;
 use vibedesk::swarm::preset::parse;
 use vibedesk::swarm::scheduler::ProviderFactory;
-use vibedesk::swarm::{SwarmError, SwarmOptions, SwarmOutcome, TaskState};
+use vibedesk::swarm::{SwarmError, SwarmOptions, SwarmOutcome};
 use vibedesk::tools::{Tool, ToolContext, ToolResult};
 
+use crate::support::harness::vibedesk;
 use crate::support::harness::{
     Behaviour, Home, TestTool, call_turn, read_json, registry_with, scripted, test_config,
     text_turn,
 };
 use crate::support::server::{TestServer, text_reply};
-
-const BIN: &str = env!("CARGO_BIN_EXE_vibedesk");
 
 /// Each named model is its own scripted provider, so every agent (one per
 /// task here) replays its own script whatever the interleaving.
@@ -529,7 +528,7 @@ tasks:
             _ => None,
         })
         .unwrap();
-    assert_eq!(finished, SwarmTaskStatus::TimedOut);
+    assert_eq!(finished, TaskState::TimedOut);
 }
 
 /// `ta` answers with one of its two calls failed, `tb`'s only call fails,
@@ -625,7 +624,7 @@ async fn a_partial_member_passes_its_answer_on_and_the_team_is_partial() {
     );
     assert!(team.events.iter().any(|e| matches!(
         e,
-        AgentEvent::SwarmTaskFinished { task, status: SwarmTaskStatus::Partial, .. } if task == "ta"
+        AgentEvent::SwarmTaskFinished { task, status: TaskState::Partial, .. } if task == "ta"
     )));
     assert!(matches!(
         team.events.last(),
@@ -801,17 +800,6 @@ async fn errors_come_before_anything_starts() {
 }
 
 // ---- the binary ----
-
-fn vibedesk(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("VIBEDESK_HOME", home)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    c
-}
 
 fn events(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)

@@ -109,7 +109,7 @@ const REQUIRED: [&str; 10] = [
 ];
 
 /// The tools a preset may name (the contract's list).
-const ALLOWED_TOOLS: [&str; 13] = [
+const ALLOWED_TOOLS: [&str; 23] = [
     "bash",
     "read_file",
     "list_dir",
@@ -123,6 +123,16 @@ const ALLOWED_TOOLS: [&str; 13] = [
     "load_skill",
     "get_market_data",
     "technical_indicator",
+    "option_price",
+    "implied_volatility",
+    "option_strategy",
+    "portfolio_optimize",
+    "risk_report",
+    "stat_test",
+    "volatility_model",
+    "factor_ic",
+    "regression",
+    "overfitting",
 ];
 
 fn repo() -> PathBuf {
@@ -153,6 +163,21 @@ fn registry_names() -> BTreeSet<String> {
     let mut r = vibedesk::tools::Registry::new();
     vibedesk::tools::builtin::register_defaults(&mut r).unwrap();
     market::register_market_tools(&mut r, dir.path().join("cache")).unwrap();
+    vibedesk::tools::builtin::quant::register_quant_tools(
+        &mut r,
+        vibedesk::research::data::DataConfig::offline(),
+    )
+    .unwrap();
+    vibedesk::tools::builtin::stats::register_stats_tools(
+        &mut r,
+        vibedesk::research::data::DataConfig::offline(),
+    )
+    .unwrap();
+    vibedesk::tools::builtin::factor::register_factor_tools(
+        &mut r,
+        vibedesk::research::data::DataConfig::offline(),
+    )
+    .unwrap();
     backtest::register_backtest_tools(
         &mut r,
         backtest::BacktestToolConfig::new(Some(dir.path().join("cache"))),
@@ -790,18 +815,15 @@ async fn the_committee_states_a_decision_by_its_vote_and_each_side_answers_the_o
     assert!(c.contains("The bear answers the bull's strongest figure"));
 }
 
-/// Two-pass OLS of `y` on `x`: (intercept, slope).
-fn ols(x: &[f64], y: &[f64]) -> (f64, f64) {
-    let n = x.len() as f64;
-    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
-    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let sxx: f64 = x.iter().map(|a| (a - mx) * (a - mx)).sum();
-    (my - sxy / sxx * mx, sxy / sxx)
-}
-
+/// `pairs_stat_arb` on KO/PEP (docs §14.7, §16.3): the tester runs the
+/// Engle–Granger test over the period, trades the spread whose ratio the
+/// test on the formation window before the start fixed, and the head
+/// decides with the cointegration among its tests. Every figure is
+/// recomputed here from the embedded data with the library.
 #[tokio::test]
-async fn pairs_stat_arb_builds_the_spread_and_trades_it() {
-    let report = swarm_report("pairs_stat_arb", &[("target", "AAPL"), ("pair", "MSFT")]).await;
+async fn pairs_stat_arb_tests_cointegration_and_trades_the_spread() {
+    use vibedesk::research::timeseries::{Autolag, Trend, engle_granger};
+    let report = swarm_report("pairs_stat_arb", &[("target", "KO"), ("pair", "PEP")]).await;
     let rows = findings(member(&report, "task-reversion"));
     let value = |part: &str| {
         rows.iter()
@@ -809,47 +831,66 @@ async fn pairs_stat_arb_builds_the_spread_and_trades_it() {
             .unwrap_or_else(|| panic!("{part} in {rows:?}"))
             .clone()
     };
-    let (hedge_label, hedge, hedge_date) = value("hedge ratio");
-    assert!(
-        hedge_label.contains("β of ln AAPL on ln MSFT"),
-        "{hedge_label}"
-    );
-    let (_, z, _) = value("spread z-score");
-    let (_, half, _) = value("spread half-life");
-    assert!(
-        half.ends_with(" bars") || half.starts_with("none"),
-        "{half}"
-    );
-    // The latest hedge ratio and z-score, recomputed here from the data:
-    // OLS of ln AAPL on ln MSFT over the last 60 common closes.
     let day = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
-    let a = vibedesk::research::data::embedded::load(
-        "AAPL",
-        Some(day("2009-01-01")),
-        Some(day("2012-12-31")),
-    )
-    .unwrap();
-    let b = vibedesk::research::data::embedded::load(
-        "MSFT",
-        Some(day("2009-01-01")),
-        Some(day("2012-12-31")),
-    )
-    .unwrap();
-    assert_eq!(a.bars.dates, b.bars.dates, "one calendar");
-    assert_eq!(a.bars.dates.last().unwrap().to_string(), hedge_date);
-    let n = a.bars.len();
-    let y: Vec<f64> = a.bars.close[n - 60..].iter().map(|c| c.ln()).collect();
-    let x: Vec<f64> = b.bars.close[n - 60..].iter().map(|c| c.ln()).collect();
-    let (alpha, beta) = ols(&x, &y);
-    assert_eq!(hedge, format!("{beta:.4}"), "{report}");
-    let res: Vec<f64> = x
-        .iter()
-        .zip(&y)
-        .map(|(x, y)| y - alpha - beta * x)
-        .collect();
-    let sd = (res.iter().map(|r| r * r).sum::<f64>() / 59.0).sqrt();
-    assert_eq!(z, format!("{:.2}", res[59] / sd), "{report}");
-    // The spread is traded: both legs filled, and the head decides by the rule.
+    let logs = |sym: &str, from: &str, to: &str| -> Vec<f64> {
+        vibedesk::research::data::embedded::load(sym, Some(day(from)), Some(day(to)))
+            .unwrap()
+            .bars
+            .close
+            .iter()
+            .map(|c| c.ln())
+            .collect()
+    };
+    // The test over the period, on the log closes.
+    let (ko, pep) = (
+        logs("KO", "2009-01-01", "2012-12-31"),
+        logs("PEP", "2009-01-01", "2012-12-31"),
+    );
+    assert_eq!(ko.len(), pep.len(), "one calendar");
+    let eg = engle_granger(&ko, &pep, Trend::Constant, Autolag::Aic, None).unwrap();
+    assert_eq!(
+        value("Engle–Granger statistic").1,
+        format!("{:.4}", eg.statistic)
+    );
+    assert_eq!(
+        value("KO/PEP Engle–Granger p-value").1,
+        format!("{:.4}", eg.p_value)
+    );
+    assert_eq!(
+        value("hedge ratio (Engle–Granger").1,
+        format!("{:.4}", eg.hedge_ratio)
+    );
+    let half = value("cointegrated spread half-life").1;
+    assert_eq!(
+        half,
+        eg.half_life
+            .half_life
+            .map_or("none: the spread does not revert".into(), |h| format!(
+                "{h:.1} bars"
+            ))
+    );
+    // The traded spread: the ratio of the test on the 252 common bars
+    // before the start, held fixed.
+    let (ko8, pep8) = (
+        logs("KO", "2007-01-01", "2008-12-31"),
+        logs("PEP", "2007-01-01", "2008-12-31"),
+    );
+    let (a, b) = (&ko8[ko8.len() - 252..], &pep8[pep8.len() - 252..]);
+    let formation = engle_granger(a, b, Trend::Constant, Autolag::Aic, None).unwrap();
+    let (label, hedge, _) = value("held fixed");
+    assert!(
+        label.contains(
+            "β of ln KO on ln PEP, Engle–Granger on the formation window 2008-01-03 to 2008-12-31"
+        ),
+        "{label}"
+    );
+    assert_eq!(hedge, format!("{:.4}", formation.hedge_ratio), "{report}");
+    assert_eq!(
+        value("formation Engle–Granger p-value").1,
+        format!("{:.4}", formation.p_value)
+    );
+    value("spread z-score (latest)");
+    // The head decides by the rule, the cointegration among its tests.
     let c = conclusion(&report);
     assert!(
         regex::Regex::new(
@@ -861,15 +902,14 @@ async fn pairs_stat_arb_builds_the_spread_and_trades_it() {
     );
     for test in [
         "| co-movement |",
+        "| cointegration |",
         "| reversion |",
         "| spread trade after costs |",
     ] {
         assert!(c.contains(test), "{test} in {c}");
     }
-    assert!(
-        c.contains("hedge ratio (β of ln AAPL on ln MSFT, latest)")
-            && c.contains("spread z-score (latest)")
-    );
+    assert!(c.contains("KO/PEP Engle–Granger p-value"), "{c}");
+    assert!(c.contains("spread z-score (latest)"), "{c}");
 }
 
 #[tokio::test]
@@ -1059,7 +1099,7 @@ type Run = (
 async fn no_shipped_team_report_has_a_bare_number() {
     // Every preset on embedded symbols (crypto_desk too: its rule needs
     // prices, and a crypto pair would be fetched online).
-    let runs: [Run; 11] = [
+    let runs: [Run; 12] = [
         ("investment_committee", &[("target", "AAPL")], &["AAPL"]),
         (
             "pairs_stat_arb",
@@ -1083,6 +1123,7 @@ async fn no_shipped_team_report_has_a_bare_number() {
         ("portfolio_review", &[], &["AAPL", "MSFT", "IBM"]),
         ("risk_committee", &[("target", "IBM")], &["IBM", "MSFT"]),
         ("technical_analysis_panel", &[("target", "AAPL")], &["AAPL"]),
+        ("options_desk", &[("target", "IBM")], &["IBM"]),
     ];
     let reports =
         futures_util::future::join_all(runs.iter().map(|(name, vars, _)| swarm_report(name, vars)))

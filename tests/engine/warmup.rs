@@ -10,12 +10,11 @@
 //! the embedded set carries.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
+use crate::support::harness::vibedesk;
 use chrono::NaiveDate;
 use serde_json::{Value, json};
-use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 use vibedesk::research::backtest as bt;
 use vibedesk::research::data::{DataConfig, embedded};
@@ -445,17 +444,6 @@ async fn the_last_rows_of_a_range_end_on_its_last_trading_day() {
     assert_eq!(rows.last().unwrap()[0], *before.last().unwrap());
     assert_eq!(rows[0][0], before[before.len() - 20]);
     assert_eq!(out["summary"]["first_date"], before[before.len() - 20]);
-}
-
-fn vibedesk(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("VIBEDESK_HOME", home)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    c
 }
 
 /// The table rows of an answer: `| date | … |` lines with a date.

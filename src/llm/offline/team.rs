@@ -43,7 +43,9 @@ const CORRELATION_WINDOW: u32 = 60;
 /// Words that make a sentence a request for data when it starts with one
 /// (an instruction); a sentence that merely mentions "drawdown" or "the
 /// backtests" (as a decider's does) calls nothing.
-const VERBS: [&str; 9] = [
+const VERBS: [&str; 11] = [
+    "price",
+    "stress",
     "compute",
     "calculate",
     "measure",
@@ -109,8 +111,8 @@ pub(super) fn is_member(message: &str) -> bool {
 /// when it needs none), its answer.
 pub(super) fn plan(message: &str, outcomes: &[Outcome<'_>], offered: &[String]) -> Plan {
     if outcomes.is_empty() {
-        let (own, _) = split_upstream(message);
-        let mut calls = member_calls(own, Some(offered));
+        let (own, upstream) = split_upstream(message);
+        let mut calls = member_calls_with(own, Some(offered), upstream);
         match calls.len() {
             0 => {}
             1 => return Plan::Call(calls.remove(0)),
@@ -151,8 +153,19 @@ fn sentences(text: &str) -> Vec<&str> {
 /// The calls the member's own request asks for, in the order asked,
 /// without repeats; only tools in `offered` when it is given.
 fn member_calls(own: &str, offered: Option<&[String]>) -> Vec<PlannedCall> {
+    member_calls_with(own, offered, None)
+}
+
+/// [`member_calls`] with the upstream block, whose figures a deflated
+/// Sharpe reads (docs §17.4).
+fn member_calls_with(
+    own: &str,
+    offered: Option<&[String]>,
+    upstream: Option<&str>,
+) -> Vec<PlannedCall> {
     let primary = symbol(own);
     let whole = date_range(own);
+    let board = upstream.map(upstream_board).unwrap_or_default();
     let mut out: Vec<PlannedCall> = Vec::new();
     for sentence in sentences(own) {
         let lower = sentence.to_lowercase();
@@ -167,9 +180,13 @@ fn member_calls(own: &str, offered: Option<&[String]>) -> Vec<PlannedCall> {
         if syms.is_empty() {
             syms.extend(primary.clone());
         }
-        syms.truncate(MAX_SYMBOLS);
         let range = sentence_range(sentence, &whole);
-        for call in sentence_calls(sentence, &lower, &syms, &range, offered) {
+        // A factor's universe is every ticker named (docs §17.4).
+        let edge = super::factor::sentence_calls(sentence, &syms, &range, &board);
+        syms.truncate(MAX_SYMBOLS);
+        let calls =
+            edge.unwrap_or_else(|| sentence_calls(sentence, &lower, &syms, &range, offered));
+        for call in calls {
             let offered_ok = offered.is_none_or(|o| o.contains(&call.name));
             if offered_ok && !out.contains(&call) && out.len() < MAX_CALLS {
                 out.push(call);
@@ -221,6 +238,14 @@ fn sentence_calls(
                 ..BacktestArgs::default()
             },
         )];
+    }
+    // Time-series tests and volatility forecasts (docs §16.7).
+    if let Some(calls) = super::stats::sentence_calls(sentence, syms, range) {
+        return calls;
+    }
+    // Options, portfolio weights and risk (docs §15.7).
+    if let Some(calls) = super::quant::sentence_calls(sentence, syms, range) {
+        return calls;
     }
     let mut out = Vec::new();
     if names(lower, "recall") || names(lower, "memory") {
@@ -514,6 +539,22 @@ fn key_rows(o: &Outcome<'_>) -> Vec<KeyRow> {
         "backtest" => typed::<BacktestOutput>(&o.result)
             .map(|v| backtest_rows(&o.args, &v))
             .unwrap_or_default(),
+        "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
+        | "risk_report" => super::quant::key_rows(o.tool, &o.args, &o.result)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(f, v, d)| row(f, v, d))
+            .collect(),
+        "stat_test" | "volatility_model" => super::stats::key_rows(o.tool, &o.result)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(f, v, d)| row(f, v, d))
+            .collect(),
+        "factor_ic" | "regression" | "overfitting" => super::factor::key_rows(o.tool, &o.result)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(f, v, d)| row(f, v, d))
+            .collect(),
         "recall" | "remember" => typed::<MemoryOutput>(&o.result)
             .map(|v| {
                 vec![row(
@@ -705,6 +746,10 @@ fn backtest_rows(args: &Value, v: &BacktestOutput) -> Vec<KeyRow> {
     .into_iter()
     .map(|(k, val)| row(format!("{label} {k}"), val, period.clone()))
     .collect();
+    // The bars behind the Sharpe, for a deflated Sharpe downstream (§17.4).
+    if let Some(n) = m.other.get("bars").and_then(Value::as_u64) {
+        rows.push(row(format!("{label} bars"), n.to_string(), period.clone()));
+    }
     rows.extend(pair_rows(&label, &period, m));
     rows
 }
@@ -728,11 +773,29 @@ fn pair_rows(label: &str, period: &str, m: &super::BacktestMetrics) -> Vec<KeyRo
         .and_then(Value::as_str)
         .unwrap_or(period)
         .to_string();
+    let text = |k: &str| m.other.get(k).and_then(Value::as_str).unwrap_or("");
+    let fixed = text("pair_hedge") == "cointegration";
+    let how = if fixed {
+        format!(
+            "Engle–Granger on the formation window {} to {}, held fixed",
+            text("pair_formation_start"),
+            text("pair_formation_end")
+        )
+    } else {
+        "latest".to_string()
+    };
     let mut rows = vec![row(
-        format!("{label} hedge ratio (β of ln {a} on ln {b}, latest)"),
+        format!("{label} hedge ratio (β of ln {a} on ln {b}, {how})"),
         format!("{beta:.4}"),
         z_date.clone(),
     )];
+    if let (true, Some(p)) = (fixed, get("pair_coint_p_value")) {
+        rows.push(row(
+            format!("{label} formation Engle–Granger p-value"),
+            format!("{p:.4}"),
+            text("pair_formation_end").to_string(),
+        ));
+    }
     if let Some(z) = get("pair_zscore") {
         rows.push(row(
             format!("{label} spread z-score (latest)"),
@@ -761,6 +824,10 @@ fn detail(o: &Outcome<'_>) -> String {
             typed(&o.result).map(|v| prices_answer(&format!("the last {PRICE_ROWS} rows"), &v))
         }
         "technical_indicator" => typed(&o.result).map(|v| indicator_answer(&v)),
+        "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
+        | "risk_report" => super::quant::answer("", o.tool, &o.result),
+        "stat_test" | "volatility_model" => super::stats::answer(o.tool, &o.result),
+        "factor_ic" | "regression" | "overfitting" => super::factor::answer("", o.tool, &o.result),
         "backtest" => typed::<BacktestOutput>(&o.result).map(|v| {
             let (label, period) = backtest_label(&o.args);
             backtest_answer(&v).replacen(
@@ -780,6 +847,15 @@ struct Section<'a> {
     task: &'a str,
     role: &'a str,
     body: &'a str,
+}
+
+/// The upstream members' key figures on one board.
+fn upstream_board(text: &str) -> Board {
+    let mut b = Board::default();
+    for s in upstream_sections(text) {
+        b.read(s.key, s.body);
+    }
+    b
 }
 
 fn upstream_sections(text: &str) -> Vec<Section<'_>> {

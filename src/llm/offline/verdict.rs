@@ -38,6 +38,7 @@ pub(super) fn verdict(keys: &[&str], b: &Board) -> Option<Verdict> {
         ["diversification", "holding_risk", "performance"] => teams::portfolio(b),
         ["correlation", "market_risk", "stress_test"] => teams::risk_memo(b),
         ["momentum", "trend", "volatility"] => teams::technical_panel(b),
+        ["pricing", "stress", "volatility"] => super::verdict_quant::options_desk(b),
         _ => return None,
     })
 }

@@ -57,9 +57,10 @@ fn table(head: &str, rows: Vec<String>) -> Vec<String> {
     out
 }
 
-/// `pairs_stat_arb`: co-movement, reversion and the traded spread.
+/// `pairs_stat_arb`: co-movement, cointegration, reversion and the traded
+/// spread (docs §14.7, §16.3).
 pub(super) fn pairs(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): co-movement passes when the latest 60-day return correlation is ≥ 0.5 and fails below 0.3; reversion passes when the spread's half-life is ≤ 30 bars and fails above 60 bars or when the spread does not revert; the spread trade after costs on both legs passes at a Sharpe ≥ 0.5 and fails below 0. Any fail: not worth a spread model; three passes: worth a spread model; else: watch list. Research by rule, not advice.";
+    let rule = "Rule (docs §14.7): co-movement passes when the latest 60-day return correlation is ≥ 0.5 and fails below 0.3; cointegration passes when the Engle–Granger p-value over the period (docs §16.3) is ≤ 0.05 and fails above 0.10; reversion passes when the cointegrated spread's half-life is ≤ 30 bars and fails above 60 bars or when the spread does not revert; the spread trade after costs on both legs passes at a Sharpe ≥ 0.5 and fails below 0. Any fail: not worth a spread model; four passes: worth a spread model; else: watch list. Research by rule, not advice.";
     let mut n = Need::new(b);
     let mut tests: Vec<(&str, Mark, String)> = Vec::new();
     if let Some(c) = n.get(
@@ -69,8 +70,26 @@ pub(super) fn pairs(b: &Board) -> Verdict {
     ) {
         tests.push(("co-movement", by(c.value, 0.5, 0.3, true), c.cite()));
     }
+    // The test over the whole period, not the backtest's formation window.
+    let coint = b
+        .all("reversion", &["Engle–Granger p-value"])
+        .into_iter()
+        .find(|f| !f.label.contains("formation"));
+    match coint {
+        Some(p) => tests.push(("cointegration", by(p.value, 0.05, 0.10, false), p.cite())),
+        None => {
+            n.get(
+                "reversion",
+                &["Engle–Granger p-value"],
+                "the Engle–Granger p-value",
+            );
+        }
+    }
     let hedge = n.get("reversion", &["hedge ratio"], "the pair's hedge ratio");
-    match (hedge, b.get("reversion", &["half-life"])) {
+    let half_life = b
+        .get("reversion", &["cointegrated spread half-life"])
+        .or_else(|| b.get("reversion", &["half-life"]));
+    match (hedge, half_life) {
         (_, Some(h)) => tests.push(("reversion", by(h.value, 30.0, 60.0, false), h.cite())),
         (Some(h), None) => tests.push((
             "reversion",
@@ -93,7 +112,7 @@ pub(super) fn pairs(b: &Board) -> Verdict {
             s.cite(),
         ));
     }
-    if tests.len() < 3 {
+    if tests.len() < 4 {
         return Verdict::none("Decision", rule, &n.reasons());
     }
     let marks: Vec<Mark> = tests.iter().map(|t| t.1).collect();
@@ -245,11 +264,34 @@ pub(super) fn quant_desk(b: &Board) -> Verdict {
         }
         None => "Decision: no rule earned its place".into(),
     };
+    let mut body = body;
+    body.extend(deflated(b));
     Verdict {
         title,
         rule: SURVIVAL_RULE.into(),
         body,
     }
+}
+
+/// The desk's own deflated Sharpe of its best in-sample rule (docs §17.3,
+/// §17.4): reported beside the decision, not part of its rule.
+fn deflated(b: &Board) -> Vec<String> {
+    let Some(d) = b.get(OWN, &["deflated Sharpe ratio"]) else {
+        return vec![format!(
+            "- Deflated Sharpe: {}.",
+            b.missing(OWN, "the deflated Sharpe ratio")
+        )];
+    };
+    let mut line = format!("- Deflated for the rules tried (docs §17.3): {}", d.cite());
+    if let Some(l) = b.get(OWN, &["reaches by luck"]) {
+        line.push_str(&format!("; {}", l.cite()));
+    }
+    line.push_str(if d.value >= 0.95 {
+        ": the best in-sample Sharpe survives deflation at 95 %."
+    } else {
+        ": below 0.95, at 95 % confidence the best in-sample Sharpe is not told apart from the best of that many rules by luck."
+    });
+    vec![line]
 }
 
 /// Commission plus slippage (in %) named in a backtest label ("at 0.30 %
@@ -598,6 +640,30 @@ pub(super) fn factors(b: &Board) -> Verdict {
         (None, true) => "Decision: low volatility deserves a full study".into(),
         (None, false) => "Decision: no factor deserves a full study on this evidence".into(),
     };
+    // Each factor's rank IC (docs §17.1), cited beside the rule's margins.
+    for (key, name, sign) in [
+        ("momentum", "momentum", ""),
+        (
+            "low_volatility",
+            "volatility",
+            " (a low-volatility effect is a negative IC)",
+        ),
+        (
+            "reversal",
+            "one-month return",
+            " (a reversal is a negative IC)",
+        ),
+    ] {
+        if let Some(m) = b.get(key, &["21-day IC mean"]) {
+            let t = b
+                .get(key, &["21-day IC t"])
+                .map_or(String::new(), |t| format!(", {}", t.cite()));
+            body.push(format!(
+                "- The {name} factor's rank IC{sign}: {}{t}.",
+                m.cite()
+            ));
+        }
+    }
     body.push("- The universe is small and survivor-biased (today's large caps); a full study needs a point-in-time universe and ranked portfolios.".into());
     Verdict {
         title,
@@ -675,7 +741,7 @@ pub(super) fn macro_regimes(b: &Board) -> Verdict {
 
 /// `portfolio_review`: flags per holding, where the risk sits.
 pub(super) fn portfolio(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): a holding is flagged for a deepest drawdown ≤ −50 %, for a latest 60-day annualized volatility ≥ 40 %, and for a latest 60-day correlation ≥ 0.7 with another holding (both are flagged); the book's risk sits in the holding with the highest latest volatility; the holding with the most flags (ties: the more volatile) is the one to look at next; a trend rule whose Sharpe beats buy and hold's by 0.2 or more is noted. No trading instructions or sizes.";
+    let rule = "Rule (docs §14.7): a holding is flagged for a deepest drawdown ≤ −50 %, for a latest 60-day annualized volatility ≥ 40 %, for a latest 60-day correlation ≥ 0.7 with another holding (both are flagged), and for a share of the equal-weight book's variance of at least 1.5 times its equal share (`portfolio_optimize`'s risk contributions); the book's risk sits in the holding with the largest share (without the shares: the highest latest volatility); the holding with the most flags (ties: the more volatile) is the one to look at next; the minimum-variance weights are set beside it; a trend rule whose Sharpe beats buy and hold's by 0.2 or more is noted. No trading instructions or sizes.";
     let mut flags: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let vols = b.all("holding_risk", &["volatility", "latest"]);
     for d in b.all("holding_risk", &["drawdown", "deepest"]) {
@@ -703,6 +769,14 @@ pub(super) fn portfolio(b: &Board) -> Verdict {
             }
         }
     }
+    let shares = b.all("diversification", &["equal_weight", "risk contribution"]);
+    let equal_share = 100.0 / shares.len().max(1) as f64;
+    for c in &shares {
+        let e = flags.entry(sym(c).to_string()).or_default();
+        if c.value >= 1.5 * equal_share {
+            e.push(c.cite());
+        }
+    }
     if flags.is_empty() {
         return Verdict::none(
             "Decision",
@@ -725,12 +799,21 @@ pub(super) fn portfolio(b: &Board) -> Verdict {
             }
         })
         .collect();
-    if let Some(top) = vols.iter().max_by(|a, c| a.value.total_cmp(&c.value)) {
+    let largest = shares.iter().max_by(|a, c| a.value.total_cmp(&c.value));
+    if let Some(top) = largest.or(vols.iter().max_by(|a, c| a.value.total_cmp(&c.value))) {
         body.push(format!(
             "- The book's risk sits in {}: {}.",
             sym(top),
             top.cite()
         ));
+    }
+    let mix: Vec<String> = b
+        .all("diversification", &["min_variance", "weight"])
+        .iter()
+        .map(|f| f.cite())
+        .collect();
+    if !mix.is_empty() {
+        body.push(format!("- The minimum-variance mix: {}.", mix.join("; ")));
     }
     if let (Some(t), Some(h)) = (
         b.get("performance", &["sma_crossover", "Sharpe"]),
@@ -766,7 +849,7 @@ pub(super) fn portfolio(b: &Board) -> Verdict {
 
 /// `risk_committee`: limits breached, ranked by size, and the levels to watch.
 pub(super) fn risk_memo(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): three limits — the latest 20-day annualized volatility at 40 %, a loss of 30 % (or a max drawdown of 40 %) over the stress window, and a 60-day correlation with the second holding at 0.8; each reading is sized as its share of its limit and ranked. No breach: green; one: amber; two or more: red. Two of the three must be assessed. Analytical levels, no trading instructions.";
+    let rule = "Rule (docs §14.7): four limits — the latest 20-day annualized volatility at 40 %, a 1-day 99 % historical expected shortfall of 5 %, a loss of 30 % (or a max drawdown of 40 %) over the stress window, and a 60-day correlation with the second holding at 0.8; each reading is sized as its share of its limit and ranked. No breach: green; one: amber; two or more: red. Two of the four must be assessed. Analytical levels, no trading instructions.";
     let mut n = Need::new(b);
     let mut risks: Vec<(f64, bool, String)> = Vec::new();
     if let Some(v) = n.get(
@@ -778,6 +861,18 @@ pub(super) fn risk_memo(b: &Board) -> Verdict {
             v.value / 40.0,
             v.value >= 40.0,
             format!("volatility limit 40 %: {}", v.cite()),
+        ));
+    }
+    // The tail of daily returns, from `risk_report` (docs §15.4).
+    if let Some(es) = n.get(
+        "market_risk",
+        &["99 % ES", "historical"],
+        "the 99 % expected shortfall",
+    ) {
+        risks.push((
+            es.value / 5.0,
+            es.value >= 5.0,
+            format!("expected shortfall limit 5 %: {}", es.cite()),
         ));
     }
     let loss = n.get(
@@ -832,6 +927,9 @@ pub(super) fn risk_memo(b: &Board) -> Verdict {
     body.push(String::new());
     if let Some(a) = b.get("market_risk", &["ATR(14)", "latest"]) {
         body.push(format!("- Also watch the daily range: {}.", a.cite()));
+    }
+    if let Some(v) = b.get("market_risk", &["99 % VaR", "historical"]) {
+        body.push(format!("- The 99 % daily loss line: {}.", v.cite()));
     }
     Verdict {
         title: format!(

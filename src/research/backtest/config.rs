@@ -9,9 +9,9 @@
 //! - only `interval: "1D"` and `engine: "daily"` run; the other values of
 //!   the spec parse and are refused with a clear message, never ignored;
 //! - keys of the original that would change the result but are not
-//!   implemented here (`optimizer`, `fundamental_fields`, `event_feeds`,
-//!   `constraints`, `extra_fields`, `leverage` ≠ 1) are refused rather than
-//!   silently ignored;
+//!   implemented here (`fundamental_fields`, `event_feeds`, `constraints`,
+//!   `extra_fields`, `leverage` ≠ 1) are refused rather than silently
+//!   ignored; `optimizer` runs vibedesk's own optimisers (docs §7.4.2);
 //! - an unknown key that looks like a typo of a supported one (edit distance
 //!   ≤ 2) is an error with a suggestion; any other unknown key is kept as a
 //!   warning on the run card (the original allows extra keys).
@@ -209,6 +209,8 @@ pub struct BacktestConfig {
     /// signals, instead of the strategy's own count (0: none, the signals
     /// start cold on `start_date`).
     pub warmup: Option<usize>,
+    /// `optimizer` + `optimizer_params` (docs §7.4.2).
+    pub optimizer: Option<super::optimizer::OptimizerSpec>,
     /// Unknown keys that were kept (not typos): shown on the run card.
     pub warnings: Vec<String>,
 }
@@ -239,6 +241,8 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "strategy",
     "validation",
     "warmup_bars",
+    "optimizer",
+    "optimizer_params",
     "allow_nonpositive_prices",
     "name",
     "description",
@@ -247,14 +251,6 @@ pub const SUPPORTED_KEYS: &[&str] = &[
 
 /// Keys of the original that change results and are not implemented.
 const UNSUPPORTED_KEYS: &[(&str, &str)] = &[
-    (
-        "optimizer",
-        "portfolio optimizers are not implemented; weights are the signals, scaled so the gross exposure is at most 1",
-    ),
-    (
-        "optimizer_params",
-        "portfolio optimizers are not implemented",
-    ),
     ("constraints", "portfolio constraints are not implemented"),
     (
         "fundamental_fields",
@@ -758,7 +754,7 @@ impl BacktestConfig {
         let source = parse_source(obj, &mut r);
         let interval = parse_interval(&mut r);
         check_engine(&mut r);
-        let position_adjustment = parse_adjustment(&mut r);
+        let mut position_adjustment = parse_adjustment(&mut r);
         let rebalance_tolerance = r
             .number("rebalance_tolerance", 0.0, false, f64::INFINITY)
             .unwrap_or(0.0);
@@ -777,6 +773,12 @@ impl BacktestConfig {
             }
         }
         let mut issues = std::mem::take(&mut r.issues);
+        let optimizer = super::optimizer::parse(obj, &mut issues);
+        // Optimiser weights are resizes, which `hold` would drop: with an
+        // optimizer the default is `rebalance` (docs §7.4.2).
+        if optimizer.is_some() && obj.get("position_adjustment").is_none_or(Value::is_null) {
+            position_adjustment = Adjustment::Rebalance;
+        }
         let validation = match obj.get("validation") {
             None | Some(Value::Null) => ValidationConfig::default(),
             Some(v) => parse_validation(v, &mut issues),
@@ -791,6 +793,14 @@ impl BacktestConfig {
             issues.extend(super::pairs::check_config(&codes, costs.allow_short));
         }
 
+        // A cointegration hedge's formation window ends before the start
+        // (docs §7.7).
+        let mut strategy = strategy;
+        if let (Some(super::StrategySpec::Builtin(super::strategies::Builtin::Pairs(p))), Some(s)) =
+            (strategy.as_mut(), start)
+        {
+            p.start = Some(s);
+        }
         match (issues.is_empty(), start, end, strategy) {
             (true, Some(start_date), Some(end_date), Some(strategy)) => Ok(BacktestConfig {
                 codes,
@@ -806,6 +816,7 @@ impl BacktestConfig {
                 strategy,
                 validation,
                 warmup,
+                optimizer,
                 warnings,
             }),
             _ => Err(ConfigError { issues }),
@@ -813,9 +824,15 @@ impl BacktestConfig {
     }
 
     /// Bars of history to load before `start_date` (docs §7.4.1):
-    /// `warmup_bars` when set, else the strategy's own count.
+    /// `warmup_bars` when set, else the strategy's own count, and with an
+    /// optimizer at least its lookback and the bar before (§7.4.2).
     pub fn warmup_bars(&self) -> usize {
-        self.warmup.unwrap_or_else(|| self.strategy.warmup_bars())
+        self.warmup.unwrap_or_else(|| {
+            let own = self.strategy.warmup_bars();
+            self.optimizer
+                .as_ref()
+                .map_or(own, |o| own.max(o.lookback + 1))
+        })
     }
 
     /// Parses `config.json` text (JSON errors name the line and column).

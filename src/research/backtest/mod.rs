@@ -7,7 +7,8 @@
 //! - [`strategies`] (built-ins), [`rules`] (typed expressions over
 //!   indicators), [`python`] (the original's `code/signal_engine.py`
 //!   contract with the §7.2 static checks): the three signal sources;
-//! - [`engine`]: the §7.4 execution model, pure and single-pass;
+//! - [`engine`]: the §7.4 execution model, pure and single-pass, with the
+//!   optional portfolio [`optimizer`] between the signals and the fills;
 //! - [`metrics`] (§7.5, exact), [`benchmark`] (the benchmark and the
 //!   risk-free rate used), [`validation`] (Monte Carlo, bootstrap,
 //!   walk-forward);
@@ -23,8 +24,10 @@ pub mod config;
 pub mod config_reader;
 pub mod engine;
 pub mod metrics;
+pub mod optimizer;
 pub mod pairs;
 pub mod python;
+pub mod rebalance;
 pub mod rules;
 pub mod run_card;
 pub mod strategies;
@@ -362,6 +365,9 @@ pub fn signals_in_range(
 pub struct Warm<'a> {
     pub entry: &'a [f64],
     pub record: &'a WarmupRecord,
+    /// The series with their history before the range: the optimizer's
+    /// trailing windows (docs §7.4.2).
+    pub history: &'a [PriceSeries],
 }
 
 /// Everything one backtest produced, in memory.
@@ -445,7 +451,14 @@ pub fn evaluate_warm(
     }
     let limit = ffill_limit(&markets);
     let entry = warm.map_or(&[][..], |w| w.entry);
-    let targets = engine::align_targets_from(&panel, signals, entry, &rules, limit);
+    let mut targets = engine::align_targets_from(&panel, signals, entry, &rules, limit);
+    let optimized = cfg.optimizer.as_ref().map(|spec| {
+        let history = warm.map_or(series, |w| w.history);
+        rebalance::apply(spec, &panel, &mut targets, history, limit)
+    });
+    if let Some(o) = &optimized {
+        warnings.extend(o.warnings());
+    }
     let sim = engine::simulate(
         &panel,
         &targets,
@@ -486,11 +499,25 @@ pub fn evaluate_warm(
     );
     let mut scalars = engine_scalars(cfg, &panel, &sim, &m, &bench.label);
     put_benchmark_and_rate(&mut scalars, &bench, &risk_free);
+    if let (Some(spec), Some(o)) = (&cfg.optimizer, &optimized) {
+        put_optimizer(&mut scalars, cfg, spec, o);
+    }
     if let StrategySpec::Builtin(strategies::Builtin::Pairs(p)) = &cfg.strategy {
         let legs: Vec<&crate::research::data::Bars> = series.iter().map(|s| &s.bars).collect();
-        scalars.extend(pairs::stats(p, &legs, &codes));
+        let history: Vec<&crate::research::data::Bars> = warm
+            .map_or(series, |w| w.history)
+            .iter()
+            .map(|s| &s.bars)
+            .collect();
+        scalars.extend(pairs::stats(p, &legs, &history, &codes));
     }
     let mut nested = nested_results(&panel, &sim, &codes, validation.as_ref());
+    if let Some(o) = &optimized {
+        nested.insert(
+            "optimizer".into(),
+            serde_json::to_value(o).unwrap_or(Value::Null),
+        );
+    }
     let warmup = warm.map(|w| w.record.clone());
     if let Some(w) = &warmup {
         nested.insert(
@@ -540,6 +567,29 @@ fn put_benchmark_and_rate(
     if let Some(n) = &rf.note {
         scalars.insert("risk_free_note".into(), json!(n));
     }
+}
+
+/// Which optimizer ran (docs §7.4.2), as result fields: `optimizer`,
+/// `optimizer_rebalances`, `optimizer_fallbacks`, and `strategy` naming
+/// both, which the tool's summary line and the run card show.
+fn put_optimizer(
+    scalars: &mut Map<String, Value>,
+    cfg: &BacktestConfig,
+    spec: &optimizer::OptimizerSpec,
+    o: &optimizer::OptimizerRecord,
+) {
+    scalars.insert("optimizer".into(), json!(spec.method.as_str()));
+    scalars.insert("optimizer_lookback".into(), json!(spec.lookback));
+    scalars.insert("optimizer_rebalances".into(), json!(o.rebalances.len()));
+    scalars.insert("optimizer_fallbacks".into(), json!(o.fallbacks()));
+    scalars.insert(
+        "strategy".into(),
+        json!(format!(
+            "{}, weights by the {} optimizer",
+            cfg.strategy.describe(),
+            spec.method.as_str()
+        )),
+    );
 }
 
 /// The round trips as the metrics see them (holding time in bars and days).
@@ -914,6 +964,7 @@ pub async fn run_in_dir(run_dir: &Path, opts: &RunOptions) -> Result<RunSummary,
             let warm = Warm {
                 entry: &entry,
                 record: &range.warmup,
+                history: &loaded,
             };
             let outcome = evaluate_warm(panel, &cfg, series, &signals, Some(warm), bench.as_ref());
             let written = artifacts::write_all(&art_dir, &outcome, series, move || match ohlcv {

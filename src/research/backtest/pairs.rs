@@ -20,6 +20,16 @@
 //!   (with log prices β is the ratio of dollar exposures), so under `hold`
 //!   nothing is resized mid-trade.
 //!
+//! With `hedge: "cointegration"` (docs §7.7, §16.3) the ratio is not
+//! rolled: on the formation window — the `window` bars before the
+//! backtest's start (from the warm-up history), or the first `window` bars
+//! when there are too few before it — the Engle–Granger test of y on x runs
+//! as `stat_test` runs it, and its hedge ratio and intercept are held fixed
+//! from the window's last bar on; the spread is y_t − α − β·x_t and z_t its
+//! value against the last `z_window` spreads. Only bars up to the
+//! formation's end set the ratio, so nothing is looked ahead; the run
+//! reports the test's statistic and p-value with the formation's dates.
+//!
 //! The engine then shifts the weights one bar and fills at the next open
 //! (§7.4): a z-score seen at the close of t trades at the open of t+1.
 //! Reported: the latest β and z, and the spread's OU half-life −ln 2 / b
@@ -32,6 +42,25 @@ use serde_json::{Map, Value, json};
 
 use super::config_reader::{ConfigIssue, Reader};
 use crate::research::data::{Bars, Market, detect_market};
+use crate::research::timeseries::{Autolag, CointResult, Trend, engle_granger};
+
+/// How the hedge ratio is set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hedge {
+    /// OLS over the last `window` bars, re-estimated every bar.
+    Rolling,
+    /// Engle–Granger on the formation window, then fixed.
+    Cointegration,
+}
+
+impl Hedge {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hedge::Rolling => "rolling",
+            Hedge::Cointegration => "cointegration",
+        }
+    }
+}
 
 /// The parameters of the `pairs` built-in, defaults filled in.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,6 +74,10 @@ pub struct PairsParams {
     pub stop: Option<f64>,
     /// Gross weight of the two legs together, in (0, 1].
     pub size: f64,
+    pub hedge: Hedge,
+    /// The backtest's start: a cointegration hedge's formation window is
+    /// the `window` bars before it (set from the config, not a parameter).
+    pub start: Option<NaiveDate>,
 }
 
 impl Default for PairsParams {
@@ -56,6 +89,8 @@ impl Default for PairsParams {
             exit: 0.5,
             stop: None,
             size: 1.0,
+            hedge: Hedge::Rolling,
+            start: None,
         }
     }
 }
@@ -64,7 +99,9 @@ impl Default for PairsParams {
 const MAX_WINDOW: u64 = 2_000;
 
 impl PairsParams {
-    pub const KEYS: [&'static str; 6] = ["window", "z_window", "entry", "exit", "stop", "size"];
+    pub const KEYS: [&'static str; 7] = [
+        "window", "z_window", "entry", "exit", "stop", "size", "hedge",
+    ];
 
     /// Reads the parameters off `r` (whose unknown keys the caller refuses).
     pub fn read(r: &mut Reader<'_>) -> PairsParams {
@@ -102,6 +139,18 @@ impl PairsParams {
             );
         }
         let size = r.number("size", 0.0, true, 1.0).unwrap_or(d.size);
+        let hedge = match r.string("hedge").map(str::to_ascii_lowercase).as_deref() {
+            None | Some("rolling") => Hedge::Rolling,
+            Some("cointegration" | "engle_granger" | "fixed") => Hedge::Cointegration,
+            Some(other) => {
+                r.issue(
+                    "hedge",
+                    "invalid_value",
+                    format!("hedge '{other}' is not one of rolling, cointegration"),
+                );
+                Hedge::Rolling
+            }
+        };
         PairsParams {
             window,
             z_window,
@@ -109,12 +158,15 @@ impl PairsParams {
             exit,
             stop,
             size,
+            hedge,
+            start: None,
         }
     }
 
     pub fn to_json(&self) -> Value {
         json!({"window": self.window, "z_window": self.z_window, "entry": self.entry,
-               "exit": self.exit, "stop": self.stop, "size": self.size})
+               "exit": self.exit, "stop": self.stop, "size": self.size,
+               "hedge": self.hedge.as_str()})
     }
 }
 
@@ -239,8 +291,77 @@ fn mean_std(v: &[f64]) -> (f64, f64) {
     (m, (ss / (n - 1.0)).sqrt())
 }
 
+/// The formation window [from, to) of a `cointegration` hedge on `dates`:
+/// the `window` bars before the first date on or after the start, or the
+/// first `window` bars when there are too few before it (or no start).
+pub fn formation(p: &PairsParams, dates: &[NaiveDate]) -> (usize, usize) {
+    let first = p.start.map_or(0, |s| {
+        dates.iter().position(|d| *d >= s).unwrap_or(dates.len())
+    });
+    if first >= p.window {
+        (first - p.window, first)
+    } else {
+        (0, p.window.min(dates.len()))
+    }
+}
+
+/// The Engle–Granger test on the formation window, whose ratio a
+/// `cointegration` hedge holds.
+pub fn formation_test(
+    p: &PairsParams,
+    dates: &[NaiveDate],
+    x: &[f64],
+    y: &[f64],
+) -> Option<CointResult> {
+    let (from, to) = formation(p, dates);
+    engle_granger(
+        &y[from..to],
+        &x[from..to],
+        Trend::Constant,
+        Autolag::Aic,
+        None,
+    )
+    .ok()
+}
+
+/// β, α, spread and z with the formation window's fixed ratio, from the
+/// window's last bar on.
+fn fixed_hedge_and_z(p: &PairsParams, dates: &[NaiveDate], x: &[f64], y: &[f64]) -> [Vec<f64>; 4] {
+    let n = x.len();
+    let mut out = [
+        vec![f64::NAN; n],
+        vec![f64::NAN; n],
+        vec![f64::NAN; n],
+        vec![f64::NAN; n],
+    ];
+    if n < p.window {
+        return out;
+    }
+    let Some(test) = formation_test(p, dates, x, y) else {
+        return out;
+    };
+    let (alpha, beta) = (test.intercept, test.hedge_ratio);
+    let spread: Vec<f64> = x.iter().zip(y).map(|(x, y)| y - alpha - beta * x).collect();
+    let (_, to) = formation(p, dates);
+    for t in to - 1..n {
+        out[0][t] = beta;
+        out[1][t] = alpha;
+        out[2][t] = spread[t];
+        if t + 1 >= p.z_window {
+            let (m, sd) = mean_std(&spread[t + 1 - p.z_window..=t]);
+            if sd > 0.0 && sd.is_finite() {
+                out[3][t] = (spread[t] - m) / sd;
+            }
+        }
+    }
+    out
+}
+
 /// β, α, spread and z on the common dates (module docs).
-fn hedge_and_z(p: &PairsParams, x: &[f64], y: &[f64]) -> [Vec<f64>; 4] {
+fn hedge_and_z(p: &PairsParams, dates: &[NaiveDate], x: &[f64], y: &[f64]) -> [Vec<f64>; 4] {
+    if p.hedge == Hedge::Cointegration {
+        return fixed_hedge_and_z(p, dates, x, y);
+    }
     let n = x.len();
     let mut out = [
         vec![f64::NAN; n],
@@ -276,7 +397,7 @@ pub fn path(p: &PairsParams, a: &Bars, b: &Bars) -> PairPath {
     let (dates, ca, cb) = common(a, b);
     let y: Vec<f64> = ca.iter().map(|c| c.ln()).collect();
     let x: Vec<f64> = cb.iter().map(|c| c.ln()).collect();
-    let [beta, alpha, spread, z] = hedge_and_z(p, &x, &y);
+    let [beta, alpha, spread, z] = hedge_and_z(p, &dates, &x, &y);
     let n = dates.len();
     let (mut position, mut weight_a, mut weight_b) = (
         Vec::with_capacity(n),
@@ -368,6 +489,50 @@ pub fn ar1(spread: &[f64]) -> Option<(f64, f64)> {
     (a.is_finite() && b.is_finite()).then_some((a, b))
 }
 
+/// A path from index `from` on.
+fn in_range(p: PairPath, from: usize) -> PairPath {
+    let cut = |v: Vec<f64>| v.get(from..).map_or_else(Vec::new, <[f64]>::to_vec);
+    PairPath {
+        dates: p
+            .dates
+            .get(from..)
+            .map_or_else(Vec::new, <[NaiveDate]>::to_vec),
+        beta: cut(p.beta),
+        alpha: cut(p.alpha),
+        spread: cut(p.spread),
+        z: cut(p.z),
+        position: cut(p.position),
+        weight_a: cut(p.weight_a),
+        weight_b: cut(p.weight_b),
+    }
+}
+
+/// The formation window's dates and Engle–Granger test (docs §16.3).
+fn formation_stats(m: &mut Map<String, Value>, p: &PairsParams, a: &Bars, b: &Bars) {
+    let (dates, ca, cb) = common(a, b);
+    let y: Vec<f64> = ca.iter().map(|c| c.ln()).collect();
+    let x: Vec<f64> = cb.iter().map(|c| c.ln()).collect();
+    let test = (dates.len() >= p.window)
+        .then(|| formation_test(p, &dates, &x, &y))
+        .flatten();
+    let num = |x: Option<f64>| {
+        x.filter(|x| x.is_finite())
+            .map_or(Value::Null, |x| json!(super::metrics::round_dp(x, 6)))
+    };
+    m.insert(
+        "pair_coint_statistic".into(),
+        num(test.as_ref().map(|t| t.statistic)),
+    );
+    m.insert(
+        "pair_coint_p_value".into(),
+        num(test.as_ref().map(|t| t.p_value)),
+    );
+    let (from, to) = formation(p, &dates);
+    let at = |i: usize| dates.get(i).map_or(Value::Null, |d| json!(d.to_string()));
+    m.insert("pair_formation_start".into(), at(from));
+    m.insert("pair_formation_end".into(), at(to.saturating_sub(1)));
+}
+
 /// −ln 2 / b in bars, when the spread reverts (b < 0).
 pub fn half_life(b: f64) -> Option<f64> {
     (b < 0.0).then(|| -std::f64::consts::LN_2 / b)
@@ -376,13 +541,34 @@ pub fn half_life(b: f64) -> Option<f64> {
 /// The figures a pairs run reports beside its metrics (`metrics.json`,
 /// `metrics.csv`, the tool's result): the latest hedge ratio, intercept,
 /// spread and z-score, the position after the last close, the spread's
-/// AR(1) slope b and its half-life in bars (null when b ≥ 0).
-pub fn stats(p: &PairsParams, legs: &[&Bars], codes: &[String]) -> Map<String, Value> {
+/// AR(1) slope b and its half-life in bars (null when b ≥ 0), over the
+/// run's range (`legs`); a cointegration hedge is computed, as the signals
+/// are, on `history` (the legs with their warm-up) and adds its formation
+/// test.
+pub fn stats(
+    p: &PairsParams,
+    legs: &[&Bars],
+    history: &[&Bars],
+    codes: &[String],
+) -> Map<String, Value> {
     let mut m = Map::new();
     let [a, b] = legs else {
         return m;
     };
-    let path = path(p, a, b);
+    let path = match (p.hedge, history) {
+        (Hedge::Cointegration, [ha, hb]) => {
+            let full = path(p, ha, hb);
+            let from = a.dates.first().map_or(0, |d| {
+                full.dates
+                    .iter()
+                    .position(|x| x >= d)
+                    .unwrap_or(full.dates.len())
+            });
+            formation_stats(&mut m, p, ha, hb);
+            in_range(full, from)
+        }
+        _ => path(p, a, b),
+    };
     let last = |v: &[f64]| v.iter().rev().copied().find(|x| x.is_finite());
     let num = |x: Option<f64>| {
         x.filter(|x| x.is_finite())
@@ -405,6 +591,7 @@ pub fn stats(p: &PairsParams, legs: &[&Bars], codes: &[String]) -> Map<String, V
         "pair_position".into(),
         json!(path.position.last().copied().unwrap_or(0.0)),
     );
+    m.insert("pair_hedge".into(), json!(p.hedge.as_str()));
     m.insert("pair_spread_ar1_b".into(), num(fit.map(|f| f.1)));
     m.insert(
         "pair_half_life_bars".into(),
@@ -473,6 +660,73 @@ mod tests {
         let s = leg_signals(&p, &[&a, &b]);
         assert_eq!(s[0], path.weight_a);
         assert_eq!(s[1], path.weight_b);
+    }
+
+    /// The cointegration hedge holds the formation window's Engle–Granger
+    /// ratio (the `window` bars before the start): bars after it do not
+    /// move the ratio.
+    #[test]
+    fn a_cointegration_hedge_is_fixed_on_the_formation_window() {
+        let n = 200;
+        let dates: Vec<NaiveDate> = (0..n).map(day).collect();
+        let mut xv = 3.0;
+        let mut s = 0.0;
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            xv += 0.01 * (((i * 7919) % 13) as f64 - 6.0) / 6.0;
+            s = 0.5 * s + 0.004 * (((i * 104_729) % 11) as f64 - 5.0) / 5.0;
+            x.push(xv);
+            y.push(0.2 + 1.3 * xv + s);
+        }
+        let exp = |v: &[f64]| v.iter().map(|v| v.exp()).collect::<Vec<_>>();
+        let p = PairsParams {
+            window: 100,
+            z_window: 30,
+            hedge: Hedge::Cointegration,
+            start: Some(day(130)),
+            ..PairsParams::default()
+        };
+        assert_eq!(formation(&p, &dates), (30, 130));
+        let (a, b) = (bars(&dates, &exp(&y)), bars(&dates, &exp(&x)));
+        let path = path(&p, &a, &b);
+        let test = formation_test(&p, &dates, &x, &y).unwrap();
+        assert!(path.beta[128].is_nan());
+        assert_eq!(path.beta[129], test.hedge_ratio);
+        assert_eq!(path.beta[199], test.hedge_ratio);
+        assert!(
+            (test.hedge_ratio - 1.3).abs() < 0.05,
+            "{}",
+            test.hedge_ratio
+        );
+        // A shock after the formation changes spreads, not the ratio.
+        let mut y2 = y.clone();
+        y2[150] += 0.2;
+        let shocked = super::path(&p, &bars(&dates, &exp(&y2)), &b);
+        assert_eq!(shocked.beta[199], test.hedge_ratio);
+        assert!(shocked.z[150] > 2.0, "{}", shocked.z[150]);
+        // The run's figures: the range from the start, the formation from
+        // the history.
+        let range_dates = &dates[130..];
+        let (ra, rb) = (
+            bars(range_dates, &exp(&y[130..])),
+            bars(range_dates, &exp(&x[130..])),
+        );
+        let m = stats(&p, &[&ra, &rb], &[&a, &b], &["A".into(), "B".into()]);
+        assert_eq!(m["pair_hedge"], "cointegration");
+        assert_eq!(m["pair_formation_start"], json!(day(30).to_string()));
+        assert_eq!(m["pair_formation_end"], json!(day(129).to_string()));
+        assert_eq!(
+            m["pair_hedge_ratio"],
+            json!(super::super::metrics::round_dp(test.hedge_ratio, 6))
+        );
+        let pv = m["pair_coint_p_value"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&pv), "{m:?}");
+        // Without history before the start, the first window forms it.
+        let cold = PairsParams {
+            start: Some(day(0)),
+            ..p
+        };
+        assert_eq!(formation(&cold, &dates), (0, 100));
     }
 
     #[test]

@@ -73,6 +73,7 @@ pub fn build(
             "last_bar": o.panel.dates.last().map(ToString::to_string),
             "symbol_rules": o.panel.codes.iter().zip(&o.rules).map(|(code, r)| json!({"code": code, "rules": r})).collect::<Vec<_>>(),
             "warmup": o.warmup,
+            "optimizer": optimizer_line(o),
         },
         "reproducibility": {
             "config_hash": sha256_hex(config_bytes),
@@ -124,7 +125,24 @@ fn assumptions(o: &Outcome, series: &[PriceSeries]) -> Value {
         "price_adjustment": price_adjustment,
         "bars_per_year": o.bars_per_year,
         "benchmark": o.benchmark_label,
+        "optimizer": optimizer_line(o),
     })
+}
+
+/// The optimizer that set the weights and how often it ran (docs §7.4.2).
+fn optimizer_line(o: &Outcome) -> Option<String> {
+    let spec = o.config.optimizer.as_ref()?;
+    let count = |k: &str| o.scalars.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let mut line = format!(
+        "{}: {} rebalances",
+        spec.describe(),
+        count("optimizer_rebalances")
+    );
+    match count("optimizer_fallbacks") {
+        0 => {}
+        n => line.push_str(&format!(", {n} with equal weights (see the warnings)")),
+    }
+    Some(line)
 }
 
 fn fmt_metric(v: Option<&Value>, pct: bool) -> String {
@@ -169,6 +187,9 @@ pub fn markdown(card: &Value) -> String {
         },
         note(&b["risk_free_note"]),
     ));
+    if let Some(opt) = b["optimizer"].as_str() {
+        s.push_str(&format!("Weights: the {opt}.\n\n"));
+    }
     s.push_str(&assumptions_markdown(&card["assumptions"]));
     if let Ok(w) = serde_json::from_value::<WarmupRecord>(b["warmup"].clone()) {
         s.push_str(&format!(

@@ -893,11 +893,7 @@ pub fn find_file(symbol: &str, dirs: &[PathBuf]) -> Result<PathBuf, DataError> {
                 // (two canonicalizations a file were ~9 syscalls each).
                 let plain = rel.components().count() == 1
                     && std::fs::symlink_metadata(&p).is_ok_and(|m| !m.file_type().is_symlink());
-                let inside = plain
-                    || match (p.canonicalize(), dir.canonicalize()) {
-                        (Ok(real), Ok(root)) => real.starts_with(root),
-                        _ => false,
-                    };
+                let inside = plain || crate::fsio::confine(&p, &[dir]).is_ok();
                 if !inside {
                     return Err(DataError::CsvFormat {
                         path: p.display().to_string(),

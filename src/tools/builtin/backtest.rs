@@ -28,7 +28,7 @@
 //! (closed ranges only) and handed to the engine as a market cache inside
 //! the run dir, where it finds it as cache hits.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args;
 use super::backtest_args::config_of;
+use crate::fsio::{ConfineError, confine};
 use crate::model::contract::{
     BacktestArgs, BacktestAssumptions, BacktestMetrics, BacktestOutput, ChartFiles, ConfigIssue,
     ReadArtifactArgs, WarmupInfo,
@@ -701,50 +702,6 @@ fn artifact_paths(result: &RunResult, art: &Path, codes: usize) -> Map<String, V
     artifacts
 }
 
-/// Removes `.` and applies `..` lexically; `None` if it climbs above `/`.
-fn normalise(p: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::ParentDir => {
-                if !out.pop() || out.as_os_str().is_empty() {
-                    return None;
-                }
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    Some(out)
-}
-
-/// Canonicalises the longest existing ancestor and re-appends the rest, so
-/// a symlink cannot lead outside.
-fn canonical_prefix(p: &Path) -> std::io::Result<PathBuf> {
-    let mut existing = p.to_path_buf();
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    loop {
-        match existing.canonicalize() {
-            Ok(mut real) => {
-                for part in rest.iter().rev() {
-                    real.push(part);
-                }
-                return Ok(real);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
-                    return Err(e);
-                };
-                rest.push(name);
-                if !existing.pop() {
-                    return Err(e);
-                }
-            }
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 /// `run_dir` argument → a path inside the run dir or the workspace
 /// (relative paths resolve in the run dir).
 pub fn resolve_run_dir(ctx: &ToolContext, raw: Option<&str>) -> Result<PathBuf, ToolError> {
@@ -765,15 +722,11 @@ pub fn resolve_run_dir(ctx: &ToolContext, raw: Option<&str>) -> Result<PathBuf, 
             ),
         )
     };
-    let lexical = normalise(&joined).ok_or_else(outside)?;
-    let real = canonical_prefix(&lexical).map_err(|e| ToolError::io("resolve", shown, e))?;
-    for root in [&ctx.run_dir, &ctx.workspace] {
-        let root = root.canonicalize().unwrap_or_else(|_| root.clone());
-        if real.starts_with(&root) {
-            return Ok(real);
-        }
+    match confine(&joined, &[&ctx.run_dir, &ctx.workspace]) {
+        Ok(real) => Ok(real),
+        Err(ConfineError::Outside) => Err(outside()),
+        Err(ConfineError::Io(e)) => Err(ToolError::io("resolve", shown, e)),
     }
-    Err(outside())
 }
 
 pub struct Backtest {
@@ -1103,22 +1056,19 @@ impl TypedTool for ReadArtifact {
                 ));
             }
             let path = run_dir.join(&rel);
-            let lexical = normalise(&path).ok_or_else(|| {
-                ToolError::failed(
-                    "run_dir_outside",
-                    format!("'{name}' leads outside the run directory"),
-                )
-            })?;
-            let real = canonical_prefix(&lexical).map_err(|e| ToolError::io("resolve", &rel, e))?;
-            if !real.starts_with(&run_dir) {
-                return Err(ToolError::failed(
-                    "run_dir_outside",
-                    format!(
-                        "'{name}' leads outside the run directory {}",
-                        run_dir.display()
-                    ),
-                ));
-            }
+            let real = match confine(&path, &[&run_dir]) {
+                Ok(real) => real,
+                Err(ConfineError::Outside) => {
+                    return Err(ToolError::failed(
+                        "run_dir_outside",
+                        format!(
+                            "'{name}' leads outside the run directory {}",
+                            run_dir.display()
+                        ),
+                    ));
+                }
+                Err(ConfineError::Io(e)) => return Err(ToolError::io("resolve", &rel, e)),
+            };
             let text = match tokio::fs::read(&real).await {
                 Ok(b) => String::from_utf8_lossy(&b).into_owned(),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

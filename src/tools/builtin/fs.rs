@@ -5,12 +5,13 @@
 //! session's runs. Escapes (`..`, absolute paths elsewhere, symlinks that
 //! point outside) are refused with an error naming the allowed roots.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use futures_util::future::BoxFuture;
 use serde::Serialize;
 
 use super::args::opt_usize;
+use crate::fsio::{ConfineError, confine};
 use crate::model::contract::{EditFileArgs, ListDirArgs, ReadFileArgs, WriteFileArgs};
 use crate::store::atomic_write;
 use crate::tools::{ToolContext, ToolError, TypedTool};
@@ -36,16 +37,11 @@ pub fn resolve_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> 
     } else {
         ctx.workspace.join(raw)
     };
-    let lexical = normalise(&joined).ok_or_else(|| outside(ctx, raw))?;
-    let real = canonical_prefix(&lexical).map_err(|e| ToolError::io("resolve", raw, e))?;
-    let roots = [&ctx.workspace, &ctx.run_dir];
-    for root in roots {
-        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-        if real.starts_with(&root) {
-            return Ok(real);
-        }
+    match confine(&joined, &[&ctx.workspace, &ctx.run_dir]) {
+        Ok(real) => Ok(real),
+        Err(ConfineError::Outside) => Err(outside(ctx, raw)),
+        Err(ConfineError::Io(e)) => Err(ToolError::io("resolve", raw, e)),
     }
-    Err(outside(ctx, raw))
 }
 
 fn outside(ctx: &ToolContext, raw: &str) -> ToolError {
@@ -57,50 +53,6 @@ fn outside(ctx: &ToolContext, raw: &str) -> ToolError {
             ctx.run_dir.display()
         ),
     )
-}
-
-/// Removes `.` and applies `..` lexically; `None` if it climbs above `/`.
-fn normalise(p: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::ParentDir => {
-                if !out.pop() || out.as_os_str().is_empty() {
-                    return None;
-                }
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    Some(out)
-}
-
-/// Canonicalises the longest existing ancestor and re-appends the rest.
-fn canonical_prefix(p: &Path) -> std::io::Result<PathBuf> {
-    let mut existing = p.to_path_buf();
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    loop {
-        match existing.canonicalize() {
-            Ok(real) => {
-                let mut out = real;
-                for part in rest.iter().rev() {
-                    out.push(part);
-                }
-                return Ok(out);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
-                    return Err(e);
-                };
-                rest.push(name);
-                if !existing.pop() {
-                    return Err(e);
-                }
-            }
-            Err(e) => return Err(e),
-        }
-    }
 }
 
 /// How a path is shown back to the model: relative to the workspace when inside it.

@@ -156,7 +156,10 @@ fn alias_warnings(indicator: &str, params: &Value) -> Vec<String> {
 }
 
 /// An optional date argument; blank is absent.
-fn opt_date(value: Option<&str>, key: &'static str) -> Result<Option<NaiveDate>, ToolError> {
+pub(super) fn opt_date(
+    value: Option<&str>,
+    key: &'static str,
+) -> Result<Option<NaiveDate>, ToolError> {
     match value {
         None => Ok(None),
         Some(s) if s.trim().is_empty() => Ok(None),
@@ -189,7 +192,7 @@ fn session_data(data: &MarketData, ctx: &ToolContext) -> MarketData {
     data.with_local_dirs(vec![ctx.workspace.clone(), ctx.workspace.join("data")])
 }
 
-async fn fetch(
+pub(super) async fn fetch(
     data: &MarketData,
     ctx: &ToolContext,
     req: DataRequest,
@@ -402,7 +405,7 @@ impl TypedTool for TechnicalIndicator {
         "technical_indicator"
     }
     fn description(&self) -> &str {
-        "An indicator on a date: one ticker's sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown or correlation; returns the latest value, each series' lowest and highest value with its date, a short history and provenance. One ticker per call. Values are computed on history before start (warm-up), so a value on a date does not depend on start, and a one-day range (start = end) gives that day's value."
+        "An indicator on a date: one ticker's sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation or momentum; returns the latest value, each series' lowest and highest value with its date, a short history and provenance. One ticker per call. Values are computed on history before start (warm-up), so a value on a date does not depend on start, and a one-day range (start = end) gives that day's value."
     }
     fn lean_properties(&self) -> Option<&[&str]> {
         Some(&["symbol", "indicator", "params", "start", "end"])

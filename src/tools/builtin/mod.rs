@@ -3,10 +3,13 @@
 mod args;
 pub mod backtest;
 mod backtest_args;
+pub mod factor;
 pub mod fs;
 pub mod market;
 pub mod memory;
+pub mod quant;
 pub mod shell;
+pub mod stats;
 
 use std::sync::Arc;
 

@@ -6,7 +6,8 @@ Usage: fixture_server.py PORT MARKER_DIR
 Tools: `slow_read` (read-only) and `slow_write` sleep far past any test
 deadline and write MARKER_DIR/cancelled-<tool> when the client cancels them;
 `progress` reports progress three times; `fails` answers with an isError
-result; `crash` kills the whole server mid-call; `echo` returns its input.
+result; `crash` kills the whole server mid-call; `echo` returns its input;
+`big` answers with 17 MiB, over the 16 MiB one message may be.
 """
 
 import asyncio
@@ -72,6 +73,12 @@ async def crash() -> str:
 async def echo(text: str) -> str:
     """Returns its input."""
     return text
+
+
+@server.tool(annotations=READ_ONLY)
+async def big() -> str:
+    """Answers with 17 MiB of text, over the 16 MiB one message may be."""
+    return "x" * (17 * 1024 * 1024)
 
 
 server.run("streamable-http", host="127.0.0.1", port=PORT)

@@ -262,3 +262,17 @@ pub fn files_under(dir: &std::path::Path) -> Vec<(PathBuf, u64)> {
     out.sort();
     out
 }
+
+/// The real binary with a clean environment and a temp home: nothing of
+/// the user's home, config or keys leaks in, and with no model configured
+/// the offline planner answers.
+pub fn vibedesk(home: &std::path::Path) -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_vibedesk"));
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("VIBEDESK_HOME", home)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    c
+}

@@ -6,6 +6,7 @@ mod app_in_tmux;
 mod backtest;
 mod memory;
 mod overlays;
+mod payoff;
 mod snapshots;
 mod swarm;
 mod timers;

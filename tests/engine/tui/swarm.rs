@@ -14,13 +14,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use vibedesk::agent::EventSink;
 use vibedesk::agent::events::{
-    AgentEvent, BatchMode, RunStatus, SwarmTaskInfo, SwarmTaskStatus, ToolCallStatus,
+    AgentEvent, BatchMode, RunStatus, SwarmTaskInfo, TaskState, ToolCallStatus,
 };
 use vibedesk::tui::App;
 use vibedesk::tui::app::{Effect, Msg, update};
 use vibedesk::tui::cells::{CellKind, NoticeKind};
 use vibedesk::tui::runtime::{SwarmLaunchError, SwarmLauncher, spawn_team};
-use vibedesk::tui::swarm::{TaskState, TeamPhase};
+use vibedesk::tui::swarm::TeamPhase;
 
 use super::*;
 
@@ -71,7 +71,7 @@ fn task_started(task: &str, attempt: u32) -> AgentEvent {
     }
 }
 
-fn task_finished(task: &str, status: SwarmTaskStatus, reason: Option<&str>) -> AgentEvent {
+fn task_finished(task: &str, status: TaskState, reason: Option<&str>) -> AgentEvent {
     AgentEvent::SwarmTaskFinished {
         task: task.into(),
         status,
@@ -164,7 +164,7 @@ fn mid_team(t0: Instant) -> App {
                 "task-bear",
                 run_finished(RunStatus::Success, "final answer delivered"),
             ),
-            task_finished("task-bear", SwarmTaskStatus::Success, None),
+            task_finished("task-bear", TaskState::Success, None),
         ],
         t0 + Duration::from_secs(12),
     );
@@ -291,7 +291,7 @@ fn team_events_fold_into_task_states_and_each_workers_own_panels() {
     assert_eq!(bear.heartbeat_age(now), None);
     assert_eq!(bear.current_tool(), None);
     assert_eq!(bear.worker.gauge.tokens, Some(5_100));
-    assert_eq!(state_of(&a, "task-risk"), TaskState::Waiting);
+    assert_eq!(state_of(&a, "task-risk"), TaskState::Pending);
 
     // The main chat, gauge and tool panel belong to the session: the
     // workers' events never reach them.
@@ -347,15 +347,15 @@ fn retries_failures_and_the_end_of_the_run() {
     feed(
         &mut a,
         &[
-            task_finished("task-bull", SwarmTaskStatus::TimedOut, Some("timed out")),
+            task_finished("task-bull", TaskState::TimedOut, Some("timed out")),
             task_finished(
                 "task-risk",
-                SwarmTaskStatus::Failed,
+                TaskState::Failed,
                 Some("upstream task task-bull timed_out"),
             ),
             task_finished(
                 "task-pm",
-                SwarmTaskStatus::Failed,
+                TaskState::Failed,
                 Some("upstream task task-risk failed"),
             ),
             AgentEvent::SwarmFinished {
@@ -592,7 +592,7 @@ impl SwarmLauncher for WaitsForCancel {
             cancel.cancelled().await;
             events.emit(task_finished(
                 "task-bull",
-                SwarmTaskStatus::Cancelled,
+                TaskState::Cancelled,
                 Some("cancelled by the user"),
             ));
             events.emit(AgentEvent::SwarmFinished {
@@ -719,16 +719,16 @@ fn team_with_failures(t0: Instant) -> App {
             ),
             w("task-bull", text(2, "AAPL only: ZZZZ has no data.")),
             w("task-bull", run_finished(RunStatus::Partial, bull_reason)),
-            task_finished("task-bull", SwarmTaskStatus::Partial, Some(bull_reason)),
-            task_finished("task-bear", SwarmTaskStatus::Failed, Some(bear_reason)),
+            task_finished("task-bull", TaskState::Partial, Some(bull_reason)),
+            task_finished("task-bear", TaskState::Failed, Some(bear_reason)),
             task_finished(
                 "task-risk",
-                SwarmTaskStatus::Failed,
+                TaskState::Failed,
                 Some("upstream task 'task-bear' failed"),
             ),
             task_finished(
                 "task-pm",
-                SwarmTaskStatus::Failed,
+                TaskState::Failed,
                 Some("upstream task 'task-risk' failed"),
             ),
             AgentEvent::SwarmFinished {
@@ -799,11 +799,11 @@ fn partial_and_failed_tasks_and_teams_show_their_glyphs() {
         &[
             task_finished(
                 "task-bull",
-                SwarmTaskStatus::Partial,
+                TaskState::Partial,
                 Some("1 of 2 tool calls failed"),
             ),
-            task_finished("task-risk", SwarmTaskStatus::Success, None),
-            task_finished("task-pm", SwarmTaskStatus::Success, None),
+            task_finished("task-risk", TaskState::Success, None),
+            task_finished("task-pm", TaskState::Success, None),
             AgentEvent::SwarmFinished {
                 run_id: "swarm-20261204-173000-1a2b3c4d".into(),
                 status: RunStatus::Partial,

@@ -2,11 +2,15 @@
 //! (store, memory, the sandbox's job records): a temp file in the same
 //! directory, write, fsync, rename over the target, fsync of the directory,
 //! so a reader sees the old or the new content, never a mix. Rooms wrap
-//! [`IoError`] in their own error types.
+//! [`IoError`] in their own error types. Also the one path confinement
+//! ([`confine`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
+
+mod confine;
+pub use confine::{ConfineError, confine};
 
 /// How many random temp names [`write_atomic`] tries before giving up; a
 /// clash needs the same pid and the same 64 random bits, so one retry is

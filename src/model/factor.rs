@@ -1,0 +1,321 @@
+//! The "is the edge real" tools' contract (docs §17): `factor_ic`,
+//! `regression` and `overfitting`, their arguments (whose schemas the model
+//! is offered) and their outputs (which the offline planner and the teams
+//! read), beside the quant desk's in [`super::quant`].
+//!
+//! Data comes from the market-data layer (`universe` / symbols, `start`,
+//! `end`) or inline: a factor as `{date: {symbol: value}}`, series as
+//! `{name: [values]}`, returns as fractions (0.01 for 1 %).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub use super::quant::NamedSeries;
+
+// How often a regression's returns are taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FrequencyName {
+    Daily,
+    Monthly,
+}
+
+/// A series named by a ticker or given inline: the schema says
+/// "string or object", the tool reads which.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SeriesRef(pub Value);
+
+impl JsonSchema for SeriesRef {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SeriesRef".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": ["string", "object"]
+        })
+    }
+}
+
+/// `factor_ic`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FactorIcArgs {
+    /// The factor: an indicator spec, e.g. {"indicator": "momentum", "params": {"window": 252, "skip": 21}} (12-1 momentum; any indicator of technical_indicator that reads one symbol), or inline values {"YYYY-MM-DD": {"AAPL": 0.12, "MSFT": -0.03}, …}
+    pub factor: Map<String, Value>,
+    /// Tickers of the cross-section (default: the offline market's 106 stocks; with an inline factor, its symbols)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub universe: Option<Vec<String>>,
+    /// First date, YYYY-MM-DD
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// Last date, YYYY-MM-DD (forward returns stop here too)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    /// Forward horizons in trading days (default [1, 5, 21])
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_days: Option<Vec<i64>>,
+    /// Buckets by factor value (default 5: quintiles)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantiles: Option<i64>,
+    /// Every scored date's IC in ic_series (default: the last 5)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_series: Option<bool>,
+}
+
+/// One horizon of `factor_ic`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HorizonIcOutput {
+    pub forward_days: usize,
+    pub ic_mean: f64,
+    pub ic_std: f64,
+    pub ic_ir: f64,
+    pub t_stat: f64,
+    /// With Newey–West standard errors over forward_days − 1 lags (the
+    /// overlapping returns' autocorrelation).
+    pub t_stat_nw: f64,
+    pub hit_rate: f64,
+    pub dates_scored: usize,
+    pub dates_skipped: usize,
+    pub mean_names: f64,
+    /// Mean forward return over forward_days by quantile, Q1 (lowest
+    /// factor) first.
+    pub quantile_returns: Vec<f64>,
+    /// Top quantile minus bottom, per date then averaged.
+    pub spread: f64,
+    pub top_turnover: f64,
+    /// `[year, mean IC (6 decimals), dates scored]` for each calendar year.
+    pub ic_by_year: Vec<(i32, f64, usize)>,
+    /// `[date, IC]` of the last 5 scored dates, or of every one with
+    /// `full_series`.
+    pub ic_series: Vec<(String, f64)>,
+}
+
+/// Where a tool's data came from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StudyData {
+    /// `market data`, `inline`, `Fama–French`, or a mix.
+    pub origin: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// `factor_ic`'s answer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FactorIcOutput {
+    pub status: String,
+    /// `momentum` (an indicator's name) or `inline`.
+    pub factor: String,
+    pub params: Value,
+    pub universe: Vec<String>,
+    pub dates: usize,
+    pub quantiles: usize,
+    pub horizons: Vec<HorizonIcOutput>,
+    /// The warm-up the indicator was computed on (docs §7.4.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<String>,
+    pub data: StudyData,
+    pub conventions: String,
+}
+
+/// `regression`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RegressionArgs {
+    /// The dependent variable: a ticker (its returns) or inline {"name": [values]}
+    pub y: SeriesRef,
+    /// Regressors: tickers, "ff:MktRF", "ff:SMB", "ff:HML", "ff:Mom" (monthly Fama–French factors), or inline {"name": [values]} as long as an inline y; an intercept is always added
+    pub x: Vec<SeriesRef>,
+    /// First date, YYYY-MM-DD
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// Last date, YYYY-MM-DD
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    /// daily or monthly returns (default daily; monthly with a Fama–French factor)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<FrequencyName>")]
+    pub frequency: Option<String>,
+    /// Newey–West lags (default ⌊4·(n/100)^(2/9)⌋; 0: White's HC0)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hac_lags: Option<i64>,
+    /// Observations in each window of a rolling beta (e.g. 36 months, 252 days); absent: none
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolling_window: Option<i64>,
+}
+
+/// One coefficient.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CoefficientOutput {
+    pub estimate: f64,
+    pub std_error: f64,
+    pub t: f64,
+    pub p_value: f64,
+}
+
+/// The rolling slopes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RollingBetaOutput {
+    pub window: usize,
+    /// Observations between two windows' ends (at most 260 windows shown).
+    pub step: usize,
+    /// Each window's last date (or index for inline data).
+    pub ends: Vec<Value>,
+    pub betas: BTreeMap<String, Vec<f64>>,
+}
+
+/// `regression`'s answer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RegressionOutput {
+    pub status: String,
+    pub y: String,
+    pub frequency: String,
+    /// `const` (the alpha per period) first, then the regressors as given.
+    pub coefficients: Map<String, Value>,
+    pub r2: f64,
+    pub adj_r2: f64,
+    pub n: usize,
+    pub residual_std: f64,
+    pub hac_lags: usize,
+    /// The intercept × 12 (monthly) or × 252 (daily).
+    pub alpha_annualized: f64,
+    /// Whether y and ticker regressors are in excess of the risk-free rate.
+    pub excess_returns: bool,
+    /// The rate subtracted, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub risk_free: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rolling: Option<RollingBetaOutput>,
+    pub data: StudyData,
+    pub conventions: String,
+}
+
+/// `overfitting`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OverfittingArgs {
+    /// Daily returns by strategy {"name": [r, …]} (fractions; equal lengths for PBO)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returns: Option<NamedSeries>,
+    /// Backtest run directories (a sweep's runs): each run's artifacts/equity.csv daily returns are one strategy
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Vec<String>>,
+    /// Tickers whose buy-and-hold daily returns over start..end are the strategies
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbols: Option<Vec<String>>,
+    /// First date, YYYY-MM-DD (symbols)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// Last date, YYYY-MM-DD (symbols)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    /// A reported Sharpe ratio (annualised) instead of returns: with 'observations', and 'skewness' / 'kurtosis' when known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharpe: Option<f64>,
+    /// Daily returns behind 'sharpe'
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observations: Option<i64>,
+    /// Skewness of those returns (default 0)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skewness: Option<f64>,
+    /// Kurtosis of those returns, 3 for a normal (default 3)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kurtosis: Option<f64>,
+    /// The strategy's name for 'sharpe' (default "the strategy")
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Configurations tried in all (default: the strategies given)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<i64>,
+    /// Annualised Sharpe ratios of every trial, when only some trials' returns are given (their variance deflates the Sharpe)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial_sharpes: Option<Vec<f64>>,
+    /// Annualised Sharpe ratio to beat (default 0)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark_sharpe: Option<f64>,
+    /// Confidence for the minimum track record and the verdict (default 0.95)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// CSCV partitions for PBO (even, default 16)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<i64>,
+}
+
+/// One strategy's Sharpe statistics.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StrategyStats {
+    pub name: String,
+    pub n: usize,
+    /// Per period (daily), mean / std (ddof 1).
+    pub sharpe: f64,
+    pub sharpe_annualized: f64,
+    pub skewness: f64,
+    /// Not excess (3 for a normal).
+    pub kurtosis: f64,
+    pub psr: f64,
+}
+
+/// PBO by CSCV.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PboOutput {
+    pub pbo: f64,
+    pub partitions: usize,
+    pub combinations: usize,
+    pub rows: usize,
+    pub rows_dropped: usize,
+    pub logit_median: f64,
+    pub prob_oos_loss: f64,
+    pub degradation_slope: f64,
+}
+
+/// `overfitting`'s answer: the statistics of the best strategy (highest
+/// Sharpe) for the number of trials.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OverfittingOutput {
+    pub status: String,
+    pub best: String,
+    pub sharpe: f64,
+    pub sharpe_annualized: f64,
+    pub psr: f64,
+    pub dsr: f64,
+    pub trials: usize,
+    /// The Sharpe the best of `trials` reaches by luck (SR₀), per period
+    /// and annualised.
+    pub expected_max_sharpe: f64,
+    pub expected_max_sharpe_annualized: f64,
+    /// Variance of the trials' per-period Sharpe ratios, and where it came
+    /// from.
+    pub trial_sharpe_variance: f64,
+    pub variance_source: String,
+    /// Periods (and years) of returns PSR needs to reach `confidence`;
+    /// null when the Sharpe does not beat the benchmark.
+    pub min_track_record: Option<f64>,
+    pub min_track_record_years: Option<f64>,
+    pub benchmark_sharpe: f64,
+    pub confidence: f64,
+    /// DSR ≥ confidence.
+    pub survives: bool,
+    pub verdict: String,
+    pub strategies: Vec<StrategyStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pbo: Option<PboOutput>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pbo_note: Option<String>,
+    pub data: StudyData,
+    pub conventions: String,
+}

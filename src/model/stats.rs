@@ -1,0 +1,250 @@
+//! The time-series tools' contract (docs §16): `stat_test` and
+//! `volatility_model`, their arguments (whose schemas the model is offered)
+//! and their outputs (which the offline planner, the teams and the pairs
+//! desk read), beside [`super::quant`]'s.
+//!
+//! As there, enum-valued arguments are strings whose schema lists a typed
+//! enum's values, so a bad value gets the tool's own message; data comes
+//! from the market-data layer (`symbols` / `symbol`, `start`, `end`) or
+//! inline (`series` / `returns` as `{name: [values]}`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub use super::quant::{NamedSeries, ReturnsData};
+
+// The tests `stat_test` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StatTestName {
+    Adf,
+    Kpss,
+    EngleGranger,
+    HalfLife,
+    Hurst,
+    LjungBox,
+    JarqueBera,
+}
+
+// What a symbol's closes become before a test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SeriesField {
+    Close,
+    LogClose,
+    Returns,
+}
+
+// A test regression's deterministic terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RegressionName {
+    C,
+    Ct,
+    N,
+}
+
+// How ADF picks its lag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AutolagName {
+    Aic,
+    Bic,
+    None,
+}
+
+// The volatility models.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum VolatilityModelName {
+    Ewma,
+    Garch,
+}
+
+/// `stat_test`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StatTestArgs {
+    #[schemars(with = "StatTestName")]
+    pub test: String,
+    /// Inline series instead of symbols, used as given: {"name": [values]}; engle_granger takes two of equal length (the first regressed on the second)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<NamedSeries>,
+    /// Tickers: one for a single-series test, two for engle_granger (the first regressed on the second), e.g. ["KO","PEP"]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbols: Option<Vec<String>>,
+    /// First date, YYYY-MM-DD (symbols; default: the start of their common history)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// Last date, YYYY-MM-DD (symbols; default: the end of their common history)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    /// What the symbols' adjusted closes become: close, log_close (default for adf, kpss, engle_granger, half_life, hurst) or returns (simple daily; default for ljung_box, jarque_bera)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<SeriesField>")]
+    pub field: Option<String>,
+    /// Deterministic terms: c (constant, default), ct (constant and trend), n (none; adf and engle_granger only)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<RegressionName>")]
+    pub regression: Option<String>,
+    /// ADF lag choice (adf, engle_granger): aic (default), bic, or none (use max_lags)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<AutolagName>")]
+    pub autolag: Option<String>,
+    /// adf / engle_granger: the largest lag (default ⌈12·(n/100)^¼⌉); kpss: the lag itself (default: Hobijn et al.'s automatic choice); ljung_box: lags tested (default 10)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_lags: Option<i64>,
+}
+
+/// One Ljung–Box lag.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LjungBoxLag {
+    pub lag: usize,
+    pub statistic: f64,
+    pub p_value: f64,
+    pub autocorrelation: f64,
+}
+
+/// `stat_test`'s answer: the fields its test fills.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StatTestOutput {
+    pub status: String,
+    pub test: String,
+    /// The series tested (engle_granger: the dependent first).
+    pub series: Vec<String>,
+    /// What was tested: close, log_close, returns, or inline.
+    pub field: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub statistic: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+    /// {"1%": …, "5%": …, "10%": …} (kpss adds "2.5%").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub critical_values: Option<Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_lag: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_lag: Option<usize>,
+    /// Observations of the test's regression (or of the series).
+    pub n_obs: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regression: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autolag: Option<String>,
+    /// engle_granger: the spread is first − intercept − hedge_ratio × second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hedge_ratio: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intercept: Option<f64>,
+    /// engle_granger with ct: the trend per bar.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trend_slope: Option<f64>,
+    /// engle_granger: the spread's latest z-score (its last value over its standard deviation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spread_z: Option<f64>,
+    /// half_life and engle_granger (of the spread): −ln 2 / b in bars; null when the series does not revert.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub half_life_days: Option<f64>,
+    /// half_life: b of Δy_t = a + b·y_{t−1}.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reversion_coefficient: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hurst: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ljung_box: Vec<LjungBoxLag>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skewness: Option<f64>,
+    /// Not in excess (3 for a normal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kurtosis: Option<f64>,
+    /// The plain reading at the 5 % level.
+    pub conclusion: String,
+    pub data: ReturnsData,
+    /// The test's conventions and reference, in one line.
+    pub conventions: String,
+}
+
+/// `volatility_model`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VolatilityModelArgs {
+    /// Inline daily simple returns instead of a symbol: {"name": [r, …]}, one series (0.01 for 1 %)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returns: Option<NamedSeries>,
+    /// Ticker whose adjusted closes give the daily returns, e.g. "SPY"
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    /// First date, YYYY-MM-DD (default: 2,520 daily returns, ten years, before 'end')
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// Last date, YYYY-MM-DD (default: the symbol's last bar)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    #[schemars(with = "VolatilityModelName")]
+    pub model: String,
+    /// EWMA decay (default 0.94, RiskMetrics daily)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<f64>,
+    /// Days of forecast (default 10, at most 252)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub horizon_days: Option<i64>,
+}
+
+/// One point of the conditional volatility path.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct VolPoint {
+    /// The return's date (market data) or its position (inline).
+    pub at: Value,
+    /// Annualized: √(252 σ²_t), a fraction.
+    pub vol_annualized: f64,
+}
+
+/// `volatility_model`'s answer; volatilities annualized as fractions.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct VolatilityModelOutput {
+    pub status: String,
+    pub model: String,
+    pub series: String,
+    /// GARCH: the mean daily return, in percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mu: Option<f64>,
+    /// GARCH: ω, in percent².
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omega: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
+    /// GARCH: α + β.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persistence: Option<f64>,
+    /// GARCH: days for a variance shock to halve, ln 0.5 / ln(α + β).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shock_half_life_days: Option<f64>,
+    /// The normal log-likelihood of the returns in percent (arch's scale).
+    pub loglik: f64,
+    /// GARCH: √(252 ω / (1 − α − β)) / 100; null without mean reversion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub long_run_vol_annualized: Option<f64>,
+    /// EWMA: the decay.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<f64>,
+    /// The last conditional volatility, annualized.
+    pub current_vol_annualized: f64,
+    /// The sample's own volatility (ddof 1, × √252), for comparison.
+    pub realized_vol_annualized: f64,
+    /// Annualized volatility forecast for each of the next horizon_days days.
+    pub forecast: Vec<f64>,
+    /// The conditional volatility's last days.
+    pub tail: Vec<VolPoint>,
+    pub horizon_days: usize,
+    pub n_obs: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<usize>,
+    pub data: ReturnsData,
+    /// The model and its conventions, in one line.
+    pub conventions: String,
+}

@@ -1,0 +1,159 @@
+//! Option pricing (docs §15.2): European options by Black–Scholes–Merton
+//! ([`black_scholes`]), American options on a Cox–Ross–Rubinstein tree
+//! ([`binomial`]), implied volatility ([`implied`]) and multi-leg positions
+//! with their payoff at expiry ([`strategy`]).
+//!
+//! Conventions are QuantLib's, so the numbers can be checked against it
+//! (tests/golden/quant): continuous rate and dividend yield, vega per 1.00
+//! of volatility, rho per 1.00 of rate, theta per year as calendar time
+//! passes (∂V/∂t, not ∂V/∂T).
+
+pub mod binomial;
+pub mod black_scholes;
+pub mod implied;
+pub mod strategy;
+
+use serde::{Deserialize, Serialize};
+
+pub use binomial::crr_american;
+pub use black_scholes::black_scholes;
+pub use implied::{ImpliedVolatility, implied_volatility};
+
+/// A call or a put.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptionKind {
+    Call,
+    Put,
+}
+
+impl OptionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OptionKind::Call => "call",
+            OptionKind::Put => "put",
+        }
+    }
+
+    /// The payoff at expiry for an underlying at `s`.
+    pub fn payoff(self, s: f64, strike: f64) -> f64 {
+        match self {
+            OptionKind::Call => (s - strike).max(0.0),
+            OptionKind::Put => (strike - s).max(0.0),
+        }
+    }
+}
+
+/// One option's terms and market: rates and yield continuous, annual.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OptionInputs {
+    pub kind: OptionKind,
+    pub spot: f64,
+    pub strike: f64,
+    pub expiry_years: f64,
+    pub volatility: f64,
+    pub rate: f64,
+    pub dividend_yield: f64,
+}
+
+/// A price and its sensitivities, in QuantLib's units (see the module doc).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Greeks {
+    pub price: f64,
+    pub delta: f64,
+    pub gamma: f64,
+    pub vega: f64,
+    pub theta: f64,
+    pub rho: f64,
+}
+
+impl Greeks {
+    /// `self · q`: a position of `q` units.
+    pub fn scaled(self, q: f64) -> Greeks {
+        Greeks {
+            price: self.price * q,
+            delta: self.delta * q,
+            gamma: self.gamma * q,
+            vega: self.vega * q,
+            theta: self.theta * q,
+            rho: self.rho * q,
+        }
+    }
+
+    /// The sum of two positions.
+    pub fn plus(self, o: Greeks) -> Greeks {
+        Greeks {
+            price: self.price + o.price,
+            delta: self.delta + o.delta,
+            gamma: self.gamma + o.gamma,
+            vega: self.vega + o.vega,
+            theta: self.theta + o.theta,
+            rho: self.rho + o.rho,
+        }
+    }
+}
+
+/// Inputs the formulas cannot take, each naming the value and the fix.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OptionError {
+    #[error("'{name}' must be a finite number greater than 0, got {value}")]
+    NotPositive { name: &'static str, value: f64 },
+    #[error("'{name}' must be a finite number, got {value}")]
+    NotFinite { name: &'static str, value: f64 },
+    #[error("'steps' must be from 1 to {max}, got {value}")]
+    Steps { value: usize, max: usize },
+    #[error(
+        "the binomial tree has a negative probability ({p:.4}) with {steps} steps: the drift per step outweighs the volatility's move; use more steps or a higher volatility"
+    )]
+    TreeProbability { p: f64, steps: usize },
+    #[error(
+        "a {kind} price of {price} is outside the no-arbitrage bounds ({lower}, {upper}) for spot {spot}, strike {strike}, {expiry_years} years, rate {rate}, dividend yield {dividend_yield}: no volatility gives it"
+    )]
+    OutsideBounds {
+        kind: &'static str,
+        price: f64,
+        lower: f64,
+        upper: f64,
+        spot: f64,
+        strike: f64,
+        expiry_years: f64,
+        rate: f64,
+        dividend_yield: f64,
+    },
+    #[error("implied volatility did not converge within {iterations} iterations for price {price}")]
+    NoConvergence { price: f64, iterations: u32 },
+    #[error("{0}")]
+    Strategy(String),
+}
+
+/// `value` when finite and > 0.
+pub(crate) fn positive(name: &'static str, value: f64) -> Result<f64, OptionError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(OptionError::NotPositive { name, value })
+    }
+}
+
+/// `value` when finite.
+pub(crate) fn finite(name: &'static str, value: f64) -> Result<f64, OptionError> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(OptionError::NotFinite { name, value })
+    }
+}
+
+impl OptionInputs {
+    /// Checks every input: spot, strike, expiry and volatility positive,
+    /// rate and yield finite (negative rates are allowed).
+    pub fn checked(self) -> Result<Self, OptionError> {
+        positive("spot", self.spot)?;
+        positive("strike", self.strike)?;
+        positive("expiry_years", self.expiry_years)?;
+        positive("volatility", self.volatility)?;
+        finite("rate", self.rate)?;
+        finite("dividend_yield", self.dividend_yield)?;
+        Ok(self)
+    }
+}

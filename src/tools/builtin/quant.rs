@@ -1,0 +1,1132 @@
+//! The quant desk's tools (docs §15): `option_price`,
+//! `implied_volatility`, `option_strategy`, `portfolio_optimize` and
+//! `risk_report`, thin typed layers over [`crate::research::options`],
+//! [`crate::research::portfolio`] and [`crate::research::risk`].
+//!
+//! All are read-only computations. Data comes from the market-data layer
+//! (`symbols`, `start`, `end`: adjusted closes on the dates every symbol
+//! has, simple daily returns) or inline (`returns`); the option tools can
+//! fill a missing spot, volatility and rate from a `symbol`'s data and say
+//! where each came from.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use futures_util::future::BoxFuture;
+
+use super::args::{nonempty, opt_usize};
+use super::market::{fetch, opt_date};
+use crate::model::quant::*;
+use crate::research::data::{self, DataConfig, DataRequest, MarketData, PriceSeries};
+use crate::research::options::strategy::{self, Leg, LegKind, Market};
+use crate::research::options::{
+    OptionError, OptionInputs, OptionKind, black_scholes, crr_american, implied_volatility,
+};
+use crate::research::portfolio::{self, CovarianceKind, Method, OptimizeOptions, PortfolioError};
+use crate::research::returns::{aligned_returns, realised_volatility};
+use crate::research::risk::{self, RiskError};
+use crate::tools::registry::DuplicateTool;
+use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
+
+/// Daily returns behind a filled-in volatility.
+const VOL_WINDOW: usize = 252;
+/// Most symbols or inline series one call takes.
+const MAX_SERIES: usize = 200;
+/// Binomial steps by default.
+const DEFAULT_STEPS: usize = 500;
+
+/// Registers the five tools, sharing one data service.
+pub fn register_quant_tools(
+    registry: &mut Registry,
+    config: DataConfig,
+) -> Result<(), DuplicateTool> {
+    let data = Arc::new(MarketData::new(config));
+    registry.register(Arc::new(OptionPrice { data: data.clone() }))?;
+    registry.register(Arc::new(ImpliedVolatility { data: data.clone() }))?;
+    registry.register(Arc::new(OptionStrategy { data: data.clone() }))?;
+    registry.register(Arc::new(PortfolioOptimize { data: data.clone() }))?;
+    registry.register(Arc::new(RiskReport { data }))?;
+    Ok(())
+}
+
+fn option_error(e: OptionError) -> ToolError {
+    ToolError::InvalidArguments(e.to_string())
+}
+
+fn portfolio_error(e: PortfolioError) -> ToolError {
+    match e {
+        PortfolioError::Input(_) | PortfolioError::Bounds { .. } => {
+            ToolError::InvalidArguments(e.to_string())
+        }
+        other => ToolError::failed("optimization_failed", other.to_string()),
+    }
+}
+
+fn risk_error(e: RiskError) -> ToolError {
+    ToolError::InvalidArguments(e.to_string())
+}
+
+fn option_kind(s: &str) -> Result<OptionKind, ToolError> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "call" | "c" => Ok(OptionKind::Call),
+        "put" | "p" => Ok(OptionKind::Put),
+        other => Err(ToolError::InvalidArguments(format!(
+            "kind '{other}' is not one of call, put"
+        ))),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Filling spot, volatility and rate from a symbol's data.
+
+/// What a symbol's data gives an option: its last close on or before
+/// `as_of`, the realised volatility before it, the 3-month Treasury rate.
+struct SymbolMarket {
+    spot: f64,
+    date: NaiveDate,
+    volatility: Option<(f64, usize)>,
+    rate: Option<f64>,
+    rate_note: String,
+}
+
+async fn symbol_market(
+    data: &MarketData,
+    ctx: &ToolContext,
+    symbol: &str,
+    as_of: Option<NaiveDate>,
+) -> Result<SymbolMarket, ToolError> {
+    let anchor = as_of.unwrap_or_else(|| chrono::Utc::now().date_naive());
+    let req = DataRequest::new(symbol)
+        .range(Some(anchor), as_of)
+        .history(VOL_WINDOW + 1);
+    let mut series: PriceSeries = fetch(data, ctx, req).await?;
+    crate::research::warmup::cut(&mut series, None, as_of);
+    let b = &series.bars;
+    let (Some(date), Some(spot)) = (b.last_date(), b.close.last().copied()) else {
+        return Err(ToolError::failed(
+            "no_data",
+            format!(
+                "{symbol} has no bars on or before {}; pick an as_of within its history",
+                as_of.map_or_else(|| "today".into(), |d| d.to_string())
+            ),
+        ));
+    };
+    let volatility = realised_volatility(&b.close, VOL_WINDOW);
+    let (rate, rate_note) = match data::rates::three_month(date) {
+        Ok(Some(q)) => {
+            // A bill's yield is quoted bond-equivalent (semi-annual): the
+            // continuous rate the formulas take is 2·ln(1 + y/2).
+            let r = 2.0 * (1.0 + q.value / 2.0).ln();
+            (
+                Some(r),
+                format!(
+                    "rate: 3-month Treasury {:.4} % (published {}), as continuous {r:.6}",
+                    q.value * 100.0,
+                    q.published
+                ),
+            )
+        }
+        _ => (
+            None,
+            format!("rate: 0 (no Treasury yield on {date} in the embedded curve)"),
+        ),
+    };
+    Ok(SymbolMarket {
+        spot,
+        date,
+        volatility,
+        rate,
+        rate_note,
+    })
+}
+
+/// Spot, volatility and rate: as given, else from `symbol`'s data; each
+/// input not given as a number is named in `sources`.
+struct Filled {
+    spot: f64,
+    volatility: f64,
+    rate: f64,
+    sources: Vec<String>,
+    as_of: Option<NaiveDate>,
+}
+
+/// What an option call gives of its market.
+struct Given<'a> {
+    symbol: Option<&'a str>,
+    as_of: Option<&'a str>,
+    spot: Option<f64>,
+    /// `None` when the tool does not take one (implied volatility).
+    volatility: Option<Option<f64>>,
+    rate: Option<f64>,
+}
+
+async fn fill(data: &MarketData, ctx: &ToolContext, g: Given<'_>) -> Result<Filled, ToolError> {
+    let symbol = g.symbol.map(str::trim).filter(|s| !s.is_empty());
+    let needs_vol = matches!(g.volatility, Some(None));
+    let needs = g.spot.is_none() || needs_vol || g.rate.is_none();
+    let Some(sym) = symbol.filter(|_| needs) else {
+        let missing = |v: Option<f64>, k: &str| {
+            v.ok_or_else(|| {
+                ToolError::InvalidArguments(format!(
+                    "'{k}' is required unless a 'symbol' is given to read it from"
+                ))
+            })
+        };
+        let mut sources = Vec::new();
+        if g.rate.is_none() {
+            sources.push("rate: not given, so 0".to_string());
+        }
+        return Ok(Filled {
+            spot: missing(g.spot, "spot")?,
+            volatility: match g.volatility {
+                Some(v) => missing(v, "volatility")?,
+                None => f64::NAN,
+            },
+            rate: g.rate.unwrap_or(0.0),
+            sources,
+            as_of: None,
+        });
+    };
+    let as_of = opt_date(g.as_of, "as_of")?;
+    let m = symbol_market(data, ctx, sym, as_of).await?;
+    let mut sources = Vec::new();
+    let spot = g.spot.unwrap_or_else(|| {
+        sources.push(format!(
+            "spot: {sym} adjusted close {} on {}",
+            m.spot, m.date
+        ));
+        m.spot
+    });
+    let volatility = match (g.volatility, m.volatility) {
+        (None, _) => f64::NAN,
+        (Some(Some(v)), _) => v,
+        (Some(None), Some((v, n))) => {
+            sources.push(format!(
+                "volatility: {sym} realised, {n} daily returns to {} (ddof 1, × √252) = {v:.6}",
+                m.date
+            ));
+            v
+        }
+        (Some(None), None) => {
+            return Err(ToolError::failed(
+                "no_data",
+                format!(
+                    "{sym} has too little history before {} for a volatility; give 'volatility'",
+                    m.date
+                ),
+            ));
+        }
+    };
+    let rate = g.rate.unwrap_or_else(|| {
+        sources.push(m.rate_note.clone());
+        m.rate.unwrap_or(0.0)
+    });
+    Ok(Filled {
+        spot,
+        volatility,
+        rate,
+        sources,
+        as_of: Some(m.date),
+    })
+}
+
+/// The strike: as given, else `moneyness` × spot (named in `sources`).
+fn strike_of(
+    strike: Option<f64>,
+    moneyness: Option<f64>,
+    spot: f64,
+    sources: &mut Vec<String>,
+    key: &str,
+) -> Result<f64, ToolError> {
+    match (strike, moneyness) {
+        (Some(k), _) => Ok(k),
+        (None, Some(m)) if m.is_finite() && m > 0.0 => {
+            sources.push(format!("{key}: {m} × spot = {}", m * spot));
+            Ok(m * spot)
+        }
+        (None, Some(m)) => Err(ToolError::InvalidArguments(format!(
+            "'moneyness' must be a number > 0 (1 = at the money), got {m}"
+        ))),
+        (None, None) => Err(ToolError::InvalidArguments(format!(
+            "'{key}' is required: give it, or 'moneyness' (1 = at the money)"
+        ))),
+    }
+}
+
+/// The units line every option answer carries.
+const OPTION_UNITS: &str = "QuantLib's conventions: continuous rate and dividend yield; vega per 1.00 of volatility, rho per 1.00 of rate, theta per year as calendar time passes";
+
+// ---------------------------------------------------------------------------
+// option_price
+
+pub struct OptionPrice {
+    data: Arc<MarketData>,
+}
+
+impl TypedTool for OptionPrice {
+    type Args = OptionPriceArgs;
+    type Output = OptionPriceOutput;
+
+    fn name(&self) -> &str {
+        "option_price"
+    }
+    fn description(&self) -> &str {
+        "Price a call or put with Greeks: european by Black–Scholes–Merton, american on a Cox–Ross–Rubinstein tree (steps, default 500). QuantLib's units (vega, rho per 1.00; theta per year). Give spot and volatility, or a symbol (and as_of) to take the last close, the 252-day realised volatility and the 3-month Treasury rate from its data."
+    }
+    fn run<'a>(
+        &'a self,
+        args: OptionPriceArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
+        Box::pin(async move {
+            let kind = option_kind(&args.kind)?;
+            let american = match args.style.as_deref().map(str::trim) {
+                None | Some("") | Some("european") => false,
+                Some("american") => true,
+                Some(other) => {
+                    return Err(ToolError::InvalidArguments(format!(
+                        "style '{other}' is not one of european, american"
+                    )));
+                }
+            };
+            let mut f = fill(
+                &self.data,
+                ctx,
+                Given {
+                    symbol: args.symbol.as_deref(),
+                    as_of: args.as_of.as_deref(),
+                    spot: args.spot,
+                    volatility: Some(args.volatility),
+                    rate: args.rate,
+                },
+            )
+            .await?;
+            let strike = strike_of(
+                args.strike,
+                args.moneyness,
+                f.spot,
+                &mut f.sources,
+                "strike",
+            )?;
+            if args.dividend_yield.is_none() {
+                f.sources.push("dividend_yield: not given, so none".into());
+            }
+            let inputs = OptionInputs {
+                kind,
+                spot: f.spot,
+                strike,
+                expiry_years: args.expiry_years,
+                volatility: f.volatility,
+                rate: f.rate,
+                dividend_yield: args.dividend_yield.unwrap_or(0.0),
+            };
+            let steps = opt_usize(args.steps, "steps")?.unwrap_or(DEFAULT_STEPS);
+            let (g, model) = if american {
+                (
+                    crr_american(&inputs, steps).map_err(option_error)?,
+                    "crr_binomial",
+                )
+            } else {
+                (
+                    black_scholes(&inputs).map_err(option_error)?,
+                    "black_scholes_merton",
+                )
+            };
+            Ok(OptionPriceOutput {
+                status: "ok".into(),
+                kind: kind.as_str().into(),
+                style: if american { "american" } else { "european" }.into(),
+                model: model.into(),
+                price: g.price,
+                delta: g.delta,
+                gamma: g.gamma,
+                vega: g.vega,
+                theta: g.theta,
+                rho: g.rho,
+                inputs: used(&inputs, american.then_some(steps), f.sources, f.as_of),
+                symbol: args.symbol.clone(),
+                units: OPTION_UNITS.into(),
+            })
+        })
+    }
+}
+
+fn used(
+    i: &OptionInputs,
+    steps: Option<usize>,
+    sources: Vec<String>,
+    as_of: Option<NaiveDate>,
+) -> OptionInputsUsed {
+    OptionInputsUsed {
+        as_of: as_of.map(|d| d.to_string()),
+        spot: i.spot,
+        strike: Some(i.strike),
+        expiry_years: i.expiry_years,
+        volatility: i.volatility,
+        rate: i.rate,
+        dividend_yield: i.dividend_yield,
+        steps,
+        sources,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// implied_volatility
+
+pub struct ImpliedVolatility {
+    data: Arc<MarketData>,
+}
+
+impl TypedTool for ImpliedVolatility {
+    type Args = ImpliedVolatilityArgs;
+    type Output = ImpliedVolatilityOutput;
+
+    fn name(&self) -> &str {
+        "implied_volatility"
+    }
+    fn description(&self) -> &str {
+        "The Black–Scholes–Merton volatility at which a European call or put is worth a given price (continuous rate and dividend yield). A price outside the no-arbitrage bounds is an error that states the bounds. Spot and rate as given, or from a symbol's data."
+    }
+    fn run<'a>(
+        &'a self,
+        args: ImpliedVolatilityArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
+        Box::pin(async move {
+            let kind = option_kind(&args.kind)?;
+            let mut f = fill(
+                &self.data,
+                ctx,
+                Given {
+                    symbol: args.symbol.as_deref(),
+                    as_of: args.as_of.as_deref(),
+                    spot: args.spot,
+                    volatility: None,
+                    rate: args.rate,
+                },
+            )
+            .await?;
+            let strike = strike_of(
+                args.strike,
+                args.moneyness,
+                f.spot,
+                &mut f.sources,
+                "strike",
+            )?;
+            if args.dividend_yield.is_none() {
+                f.sources.push("dividend_yield: not given, so none".into());
+            }
+            let q = args.dividend_yield.unwrap_or(0.0);
+            let iv = implied_volatility(
+                kind,
+                f.spot,
+                strike,
+                args.expiry_years,
+                args.price,
+                f.rate,
+                q,
+            )
+            .map_err(option_error)?;
+            let inputs = OptionInputs {
+                kind,
+                spot: f.spot,
+                strike,
+                expiry_years: args.expiry_years,
+                volatility: iv.volatility,
+                rate: f.rate,
+                dividend_yield: q,
+            };
+            let check = black_scholes(&inputs).map_err(option_error)?;
+            Ok(ImpliedVolatilityOutput {
+                status: "ok".into(),
+                kind: kind.as_str().into(),
+                volatility: iv.volatility,
+                iterations: iv.iterations,
+                price_check: check.price,
+                inputs: used(&inputs, None, f.sources, f.as_of),
+                symbol: args.symbol.clone(),
+            })
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// option_strategy
+
+pub struct OptionStrategy {
+    data: Arc<MarketData>,
+}
+
+fn leg_of(i: usize, l: &LegArgs, spot: f64, sources: &mut Vec<String>) -> Result<Leg, ToolError> {
+    let kind = match l.kind.trim().to_ascii_lowercase().as_str() {
+        "call" => LegKind::Call,
+        "put" => LegKind::Put,
+        "stock" | "underlying" | "shares" => LegKind::Stock,
+        other => {
+            return Err(ToolError::InvalidArguments(format!(
+                "legs[{i}].kind '{other}' is not one of call, put, stock"
+            )));
+        }
+    };
+    let strike = match (kind, l.strike, l.moneyness) {
+        (LegKind::Stock, ..) | (_, Some(_), _) | (_, None, None) => l.strike,
+        (_, None, Some(_)) => Some(strike_of(
+            None,
+            l.moneyness,
+            spot,
+            sources,
+            &format!("legs[{i}].strike"),
+        )?),
+    };
+    Ok(Leg {
+        kind,
+        strike,
+        quantity: l.quantity,
+        premium: l.premium,
+    })
+}
+
+impl TypedTool for OptionStrategy {
+    type Args = OptionStrategyArgs;
+    type Output = OptionStrategyOutput;
+
+    fn name(&self) -> &str {
+        "option_strategy"
+    }
+    fn description(&self) -> &str {
+        "Analyse a position of option and stock legs (quantity negative = short; premium absent = Black–Scholes–Merton price): payoff at expiry over a spot grid, exact breakevens, max profit and max loss (null when unbounded), net premium, the position's Greeks and a spot × volatility stress table. Spot and volatility as given or from a symbol's data."
+    }
+    fn run<'a>(
+        &'a self,
+        args: OptionStrategyArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
+        Box::pin(async move {
+            let range = match args.spot_range.as_deref() {
+                None => None,
+                Some([lo, hi]) => Some((*lo, *hi)),
+                Some(other) => {
+                    return Err(ToolError::InvalidArguments(format!(
+                        "'spot_range' must be [low, high], got {} numbers",
+                        other.len()
+                    )));
+                }
+            };
+            let points = opt_usize(args.points, "points")?;
+            let mut f = fill(
+                &self.data,
+                ctx,
+                Given {
+                    symbol: args.symbol.as_deref(),
+                    as_of: args.as_of.as_deref(),
+                    spot: args.spot,
+                    volatility: Some(args.volatility),
+                    rate: args.rate,
+                },
+            )
+            .await?;
+            let legs = args
+                .legs
+                .iter()
+                .enumerate()
+                .map(|(i, l)| leg_of(i, l, f.spot, &mut f.sources))
+                .collect::<Result<Vec<_>, _>>()?;
+            if args.dividend_yield.is_none() {
+                f.sources.push("dividend_yield: not given, so none".into());
+            }
+            let market = Market {
+                spot: f.spot,
+                volatility: f.volatility,
+                expiry_years: args.expiry_years,
+                rate: f.rate,
+                dividend_yield: args.dividend_yield.unwrap_or(0.0),
+            };
+            let r = strategy::analyze(&legs, &market, range, points).map_err(option_error)?;
+            Ok(strategy_output(r, &market, f, args.symbol.clone()))
+        })
+    }
+}
+
+fn strategy_output(
+    r: strategy::StrategyResult,
+    m: &Market,
+    f: Filled,
+    symbol: Option<String>,
+) -> OptionStrategyOutput {
+    OptionStrategyOutput {
+        status: "ok".into(),
+        position: r.name.clone(),
+        legs: r
+            .legs
+            .iter()
+            .map(|l| PricedLegOutput {
+                kind: l.kind.as_str().into(),
+                strike: l.strike,
+                quantity: l.quantity,
+                premium: l.premium,
+                premium_from_model: l.premium_from_model,
+            })
+            .collect(),
+        net_premium: r.net_premium,
+        payoff: r
+            .payoff
+            .iter()
+            .map(|(spot, pnl)| PayoffPoint {
+                spot: *spot,
+                pnl: *pnl,
+            })
+            .collect(),
+        breakevens: r.breakevens,
+        max_profit: r.max_profit,
+        max_loss: r.max_loss,
+        greeks: GreeksOutput {
+            value: r.greeks.price,
+            delta: r.greeks.delta,
+            gamma: r.greeks.gamma,
+            vega: r.greeks.vega,
+            theta: r.greeks.theta,
+            rho: r.greeks.rho,
+        },
+        stress: r
+            .stress
+            .iter()
+            .map(|s| StressOutput {
+                spot_shift: s.spot_shift,
+                volatility_shift: s.volatility_shift,
+                value: s.value,
+                pnl: s.pnl,
+            })
+            .collect(),
+        inputs: OptionInputsUsed {
+            spot: m.spot,
+            strike: None,
+            expiry_years: m.expiry_years,
+            volatility: m.volatility,
+            rate: m.rate,
+            dividend_yield: m.dividend_yield,
+            steps: None,
+            sources: f.sources,
+            as_of: f.as_of.map(|d| d.to_string()),
+        },
+        symbol,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Returns from symbols or inline.
+
+/// Named daily return columns, with dates when they came from market data.
+pub(crate) struct Returns {
+    pub(crate) names: Vec<String>,
+    pub(crate) columns: Vec<Vec<f64>>,
+    /// The close dates (one more than the returns), market data only.
+    pub(crate) dates: Option<Vec<NaiveDate>>,
+    pub(crate) data: ReturnsData,
+}
+
+pub(crate) async fn returns_from(
+    data: &MarketData,
+    ctx: &ToolContext,
+    symbols: Option<&[String]>,
+    inline: Option<&NamedSeries>,
+    start: Option<&str>,
+    end: Option<&str>,
+) -> Result<Returns, ToolError> {
+    match (symbols, inline) {
+        (Some(_), Some(_)) => Err(ToolError::InvalidArguments(
+            "give either 'symbols' or 'returns', not both".into(),
+        )),
+        (None, None) => Err(ToolError::InvalidArguments(
+            "give 'symbols' (with start and end) or inline 'returns' ({\"name\": [r, …]})".into(),
+        )),
+        (None, Some(series)) => {
+            if series.0.is_empty() || series.0.len() > MAX_SERIES {
+                return Err(ToolError::InvalidArguments(format!(
+                    "'returns' needs 1 to {MAX_SERIES} series, got {}",
+                    series.0.len()
+                )));
+            }
+            let days = series.0[0].1.len();
+            Ok(Returns {
+                names: series.0.iter().map(|(n, _)| n.clone()).collect(),
+                columns: series.0.iter().map(|(_, c)| c.clone()).collect(),
+                dates: None,
+                data: ReturnsData {
+                    origin: "inline".into(),
+                    days,
+                    ..ReturnsData::default()
+                },
+            })
+        }
+        (Some(symbols), None) => load_symbols(data, ctx, symbols, start, end).await,
+    }
+}
+
+async fn load_symbols(
+    data: &MarketData,
+    ctx: &ToolContext,
+    symbols: &[String],
+    start: Option<&str>,
+    end: Option<&str>,
+) -> Result<Returns, ToolError> {
+    if symbols.is_empty() || symbols.len() > MAX_SERIES {
+        return Err(ToolError::InvalidArguments(format!(
+            "'symbols' needs 1 to {MAX_SERIES} tickers, got {}",
+            symbols.len()
+        )));
+    }
+    let (start, end) = (opt_date(start, "start")?, opt_date(end, "end")?);
+    let mut loaded = Vec::with_capacity(symbols.len());
+    let mut seen = std::collections::BTreeSet::new();
+    for s in symbols {
+        let s = nonempty(s, "symbols")?;
+        if !seen.insert(s.to_ascii_uppercase()) {
+            return Err(ToolError::InvalidArguments(format!(
+                "{s} is listed twice in 'symbols'"
+            )));
+        }
+        let series = fetch(data, ctx, DataRequest::new(s).range(start, end)).await?;
+        loaded.push(series);
+    }
+    let named: Vec<(String, &data::Bars)> =
+        loaded.iter().map(|s| (s.symbol.clone(), &s.bars)).collect();
+    let aligned = aligned_returns(&named).map_err(|e| ToolError::failed("no_data", e))?;
+    let mut notes: Vec<String> = loaded
+        .iter()
+        .flat_map(|s| {
+            s.provenance
+                .notes
+                .iter()
+                .map(move |n| format!("{}: {n}", s.symbol))
+        })
+        .collect();
+    let dropped: Vec<String> = loaded
+        .iter()
+        .filter(|s| s.bars.len() > aligned.dates.len())
+        .map(|s| {
+            format!(
+                "{} ({} of {} days)",
+                s.symbol,
+                aligned.dates.len(),
+                s.bars.len()
+            )
+        })
+        .collect();
+    if !dropped.is_empty() {
+        notes.push(format!(
+            "only the dates every symbol traded are used: {}",
+            dropped.join(", ")
+        ));
+    }
+    Ok(Returns {
+        data: ReturnsData {
+            origin: "market data".into(),
+            start: aligned.dates.first().map(ToString::to_string),
+            end: aligned.dates.last().map(ToString::to_string),
+            days: aligned.columns.first().map_or(0, Vec::len),
+            sources: loaded
+                .iter()
+                .map(|s| format!("{}: {}", s.symbol, s.provenance.source.as_str()))
+                .collect(),
+            notes,
+        },
+        names: aligned.names,
+        columns: aligned.columns,
+        dates: Some(aligned.dates),
+    })
+}
+
+fn by_name(names: &[String], values: &[f64]) -> BTreeMap<String, f64> {
+    names.iter().cloned().zip(values.iter().copied()).collect()
+}
+
+// ---------------------------------------------------------------------------
+// portfolio_optimize
+
+pub struct PortfolioOptimize {
+    data: Arc<MarketData>,
+}
+
+/// The covariance argument.
+fn covariance_arg(s: Option<&str>) -> Result<CovarianceKind, ToolError> {
+    match s.map(str::trim) {
+        None | Some("") | Some("sample") => Ok(CovarianceKind::Sample),
+        Some("ledoit_wolf") | Some("ledoit-wolf") => Ok(CovarianceKind::LedoitWolf),
+        Some(other) => Err(ToolError::InvalidArguments(format!(
+            "covariance '{other}' is not one of sample, ledoit_wolf"
+        ))),
+    }
+}
+
+/// A portfolio method by name.
+pub fn method_arg(s: &str) -> Result<Method, ToolError> {
+    Method::parse(s).ok_or_else(|| {
+        ToolError::InvalidArguments(format!(
+            "method '{}' is not one of {}",
+            s.trim(),
+            Method::names()
+        ))
+    })
+}
+
+impl TypedTool for PortfolioOptimize {
+    type Args = PortfolioOptimizeArgs;
+    type Output = PortfolioOptimizeOutput;
+
+    fn name(&self) -> &str {
+        "portfolio_optimize"
+    }
+    fn description(&self) -> &str {
+        "Long-only portfolio weights (summing to 1, within min_weight..max_weight) by equal_weight, inverse_volatility, min_variance, max_sharpe, risk_parity, max_diversification or hrp, on symbols' daily returns over start..end or inline returns; μ = mean daily return × 252, Σ = sample (ddof 1) or ledoit_wolf covariance × 252. Returns weights, expected return, volatility, Sharpe and risk contributions."
+    }
+    fn run<'a>(
+        &'a self,
+        args: PortfolioOptimizeArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
+        Box::pin(async move {
+            let method = method_arg(&args.method)?;
+            let covariance = covariance_arg(args.covariance.as_deref())?;
+            let r = returns_from(
+                &self.data,
+                ctx,
+                args.symbols.as_deref(),
+                args.returns.as_ref(),
+                args.start.as_deref(),
+                args.end.as_deref(),
+            )
+            .await?;
+            let o = OptimizeOptions {
+                method,
+                risk_free_rate: args.risk_free_rate.unwrap_or(0.0),
+                min_weight: args.min_weight.unwrap_or(0.0),
+                max_weight: args.max_weight.unwrap_or(1.0),
+                covariance,
+            };
+            let p = portfolio::optimize(&r.columns, &r.names, &o).map_err(portfolio_error)?;
+            Ok(PortfolioOptimizeOutput {
+                status: "ok".into(),
+                method: method.as_str().into(),
+                covariance: covariance.as_str().into(),
+                weights: by_name(&r.names, &p.weights),
+                expected_return: p.expected_return,
+                volatility: p.volatility,
+                sharpe: p.sharpe,
+                risk_contributions: by_name(&r.names, &p.risk_contributions),
+                risk_free_rate: o.risk_free_rate,
+                min_weight: o.min_weight,
+                max_weight: o.max_weight,
+                shrinkage: p.shrinkage,
+                data: r.data,
+                conventions: "annual: μ = mean daily simple return × 252, Σ = covariance × 252 (sample: ddof 1); Sharpe = (μᵀw − risk_free_rate) / √(wᵀΣw); risk contribution = w_i·(Σw)_i / wᵀΣw".into(),
+            })
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// risk_report
+
+pub struct RiskReport {
+    data: Arc<MarketData>,
+}
+
+/// The weights for `names`: as given by name (every name, no other), or
+/// equal.
+fn weights_for(
+    names: &[String],
+    given: Option<&BTreeMap<String, f64>>,
+) -> Result<Vec<f64>, ToolError> {
+    let Some(given) = given else {
+        return Ok(vec![1.0 / names.len() as f64; names.len()]);
+    };
+    let lookup = |n: &str| {
+        given
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(n))
+            .map(|(_, v)| *v)
+    };
+    if let Some(extra) = given
+        .keys()
+        .find(|k| !names.iter().any(|n| n.eq_ignore_ascii_case(k)))
+    {
+        return Err(ToolError::InvalidArguments(format!(
+            "weights name '{extra}', which is not among {}",
+            names.join(", ")
+        )));
+    }
+    names
+        .iter()
+        .map(|n| {
+            lookup(n)
+                .ok_or_else(|| ToolError::InvalidArguments(format!("weights has no entry for {n}")))
+        })
+        .collect()
+}
+
+impl TypedTool for RiskReport {
+    type Args = RiskReportArgs;
+    type Output = RiskReportOutput;
+
+    fn name(&self) -> &str {
+        "risk_report"
+    }
+    fn description(&self) -> &str {
+        "Risk of one return series or a weighted book (symbols + weights over start..end, or inline returns): historical, normal and Cornish–Fisher VaR and expected shortfall at a confidence (default 0.95) over horizon_days (default 1), annual volatility, max drawdown and the five deepest drawdowns, component VaR, HHI and effective number of assets. Losses are positive fractions."
+    }
+    fn run<'a>(
+        &'a self,
+        args: RiskReportArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
+        Box::pin(async move {
+            let r = returns_from(
+                &self.data,
+                ctx,
+                args.symbols.as_deref(),
+                args.returns.as_ref(),
+                args.start.as_deref(),
+                args.end.as_deref(),
+            )
+            .await?;
+            let weights = weights_for(&r.names, args.weights.as_ref())?;
+            let confidence = args.confidence.unwrap_or(0.95);
+            let horizon = opt_usize(args.horizon_days, "horizon_days")?.unwrap_or(1);
+            let rep =
+                risk::risk_report(&r.columns, &weights, confidence, horizon).map_err(risk_error)?;
+            let at = |i: usize| match &r.dates {
+                Some(d) => d
+                    .get(i)
+                    .map_or(serde_json::Value::Null, |d| d.to_string().into()),
+                None => i.into(),
+            };
+            Ok(RiskReportOutput {
+                status: "ok".into(),
+                confidence,
+                horizon_days: horizon,
+                var_historical: rep.var_historical,
+                es_historical: rep.es_historical,
+                var_parametric: rep.var_parametric,
+                es_parametric: rep.es_parametric,
+                var_cornish_fisher: rep.var_cornish_fisher,
+                volatility: rep.volatility,
+                max_drawdown: rep.max_drawdown,
+                drawdowns: rep
+                    .drawdowns
+                    .iter()
+                    .map(|d| DrawdownOutput {
+                        peak: at(d.peak),
+                        trough: at(d.trough),
+                        recovery: d.recovery.map_or(serde_json::Value::Null, at),
+                        depth: d.depth,
+                    })
+                    .collect(),
+                component_var: by_name(&r.names, &rep.component_var),
+                hhi: rep.hhi,
+                effective_n: rep.effective_n,
+                weights: by_name(&r.names, &weights),
+                skewness: rep.skewness,
+                excess_kurtosis: rep.excess_kurtosis,
+                data: r.data,
+                conventions: conventions(horizon),
+            })
+        })
+    }
+}
+
+fn conventions(h: usize) -> String {
+    let horizon = if h == 1 {
+        "one day".to_string()
+    } else {
+        format!(
+            "{h} days: historical over overlapping {h}-day sums of daily returns; parametric and Cornish–Fisher with the mean × {h} and the standard deviation × √{h} (skewness / √{h}, excess kurtosis / {h})"
+        )
+    };
+    format!(
+        "losses as positive fractions of the book; book return = Σ weight × daily simple return (rebalanced daily); historical VaR = −quantile (numpy linear) and ES = mean loss at or beyond it; parametric normal with the sample mean and standard deviation (ddof 1); Cornish–Fisher with population skewness and excess kurtosis; volatility annualised × √252; component VaR = Euler shares of the parametric VaR; horizon {horizon}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn registry() -> Registry {
+        let mut r = Registry::new();
+        register_quant_tools(&mut r, DataConfig::offline()).unwrap();
+        r
+    }
+
+    async fn call(name: &str, args: serde_json::Value) -> Result<serde_json::Value, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = crate::tools::test_context(dir.path().join("run"), dir.path().join("ws"));
+        let r = registry();
+        let tool = r.get(name).unwrap();
+        tool.call_with_output(args, &ctx)
+            .await
+            .map(|o| o.output.unwrap())
+            .map_err(|e| e.to_string())
+    }
+
+    /// The generated schemas are plain objects that every provider takes:
+    /// no references, titles, formats or null types (as typed.rs checks
+    /// for the other built-ins).
+    #[test]
+    fn schemas_are_plain_objects() {
+        use crate::model::contract::parameters_schema;
+        let schemas = [
+            parameters_schema::<OptionPriceArgs>(),
+            parameters_schema::<ImpliedVolatilityArgs>(),
+            parameters_schema::<OptionStrategyArgs>(),
+            parameters_schema::<PortfolioOptimizeArgs>(),
+            parameters_schema::<RiskReportArgs>(),
+        ];
+        for s in &schemas {
+            assert_eq!(s["type"], "object");
+            let text = s.to_string();
+            for bad in ["$ref", "$defs", "\"title\"", "\"format\"", "\"null\""] {
+                assert!(!text.contains(bad), "{bad} in {text}");
+            }
+        }
+        assert_eq!(
+            schemas[0]["properties"]["kind"]["enum"],
+            json!(["call", "put"])
+        );
+        assert_eq!(
+            schemas[2]["properties"]["legs"]["items"]["properties"]["kind"]["enum"],
+            json!(["call", "put", "stock"])
+        );
+        assert_eq!(schemas[3]["required"], json!(["method"]));
+        assert_eq!(
+            schemas[4]["properties"]["returns"]["additionalProperties"]["items"]["type"],
+            "number"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_option_is_priced_with_the_inputs_given() {
+        let v = call(
+            "option_price",
+            json!({"kind": "call", "spot": 100, "strike": 100, "expiry_years": 1, "volatility": 0.2, "rate": 0.05}),
+        )
+        .await
+        .unwrap();
+        assert!(
+            (v["price"].as_f64().unwrap() - 10.450_583_572_185_565).abs() < 1e-12,
+            "{v}"
+        );
+        assert_eq!(v["model"], "black_scholes_merton");
+        // Only the defaulted input is named; the others were given.
+        assert_eq!(
+            v["inputs"]["sources"],
+            json!(["dividend_yield: not given, so none"])
+        );
+    }
+
+    #[tokio::test]
+    async fn a_symbol_fills_spot_volatility_and_rate_and_says_so() {
+        let v = call(
+            "option_price",
+            json!({"kind": "put", "strike": 20, "expiry_years": 0.25, "symbol": "AAPL", "as_of": "2010-06-30"}),
+        )
+        .await
+        .unwrap();
+        let sources: Vec<String> = serde_json::from_value(v["inputs"]["sources"].clone()).unwrap();
+        assert_eq!(sources.len(), 4, "{v}");
+        assert!(
+            sources[0].starts_with("spot: AAPL adjusted close ")
+                && sources[0].ends_with(" on 2010-06-30"),
+            "{sources:?}"
+        );
+        assert!(
+            sources[1].contains("252 daily returns to 2010-06-30"),
+            "{sources:?}"
+        );
+        assert!(
+            sources[2].starts_with("rate: 3-month Treasury "),
+            "{sources:?}"
+        );
+        let vol = v["inputs"]["volatility"].as_f64().unwrap();
+        assert!(vol > 0.1 && vol < 1.0, "{v}");
+    }
+
+    #[tokio::test]
+    async fn a_missing_spot_without_a_symbol_is_named() {
+        let e = call(
+            "option_price",
+            json!({"kind": "call", "strike": 100, "expiry_years": 1, "volatility": 0.2}),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "invalid arguments: 'spot' is required unless a 'symbol' is given to read it from"
+        );
+    }
+
+    #[tokio::test]
+    async fn implied_volatility_outside_the_bounds_states_them() {
+        let e = call(
+            "implied_volatility",
+            json!({"kind": "call", "spot": 100, "strike": 90, "expiry_years": 1, "price": 5}),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            e.contains("outside the no-arbitrage bounds (10, 100)"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn portfolio_weights_come_back_by_name() {
+        let v = call(
+            "portfolio_optimize",
+            json!({"symbols": ["AAPL", "MSFT", "IBM"], "start": "2010-01-01", "end": "2011-12-31", "method": "min_variance"}),
+        )
+        .await
+        .unwrap();
+        let w: BTreeMap<String, f64> = serde_json::from_value(v["weights"].clone()).unwrap();
+        assert_eq!(
+            w.keys().cloned().collect::<Vec<_>>(),
+            ["AAPL", "IBM", "MSFT"]
+        );
+        assert!((w.values().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert_eq!(v["data"]["start"], "2010-01-04");
+        assert_eq!(v["data"]["origin"], "market data");
+        let e = call(
+            "portfolio_optimize",
+            json!({"returns": {"a": [0.01, 0.02, -0.01], "b": [0.0, 0.01, 0.02]}, "method": "min_variance", "max_weight": 0.4}),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("infeasible bounds: 2 assets"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn risk_report_dates_its_drawdowns() {
+        let v = call(
+            "risk_report",
+            json!({"symbols": ["AAPL", "MSFT"], "weights": {"AAPL": 0.5, "MSFT": 0.5}, "start": "2008-01-01", "end": "2008-12-31", "confidence": 0.99}),
+        )
+        .await
+        .unwrap();
+        let dd = &v["drawdowns"][0];
+        assert!(dd["peak"].as_str().unwrap().starts_with("2008-"), "{v}");
+        assert!(v["var_historical"].as_f64().unwrap() > 0.0);
+        assert!(v["es_historical"].as_f64().unwrap() >= v["var_historical"].as_f64().unwrap());
+        let e = call(
+            "risk_report",
+            json!({"symbols": ["AAPL"], "weights": {"MSFT": 1}, "start": "2008-01-01", "end": "2008-12-31"}),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            e.contains("weights name 'MSFT', which is not among AAPL"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,946 @@
+//! The time-series tools (docs §16): `stat_test` and `volatility_model`,
+//! thin typed layers over [`crate::research::timeseries`].
+//!
+//! Both are read-only computations. Data comes from the market-data layer
+//! (adjusted closes on the dates every symbol has, turned into closes, log
+//! closes or simple daily returns) or inline (`series` / `returns`). Every
+//! answer names its data, its conventions and its reference.
+
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value};
+
+use super::args::{nonempty, opt_usize};
+use super::market::{fetch, opt_date};
+use crate::model::stats::*;
+use crate::research::data::{DataConfig, DataRequest, MarketData, PriceSeries};
+use crate::research::stats::std_dev;
+use crate::research::timeseries::{
+    self as ts, Autolag, KpssLags, Trend, TsError, engle_granger, ewma, fit_garch, half_life,
+    hurst, jarque_bera, kpss, ljung_box,
+};
+use crate::tools::registry::DuplicateTool;
+use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
+
+/// Trading days a year, for annualizing.
+const YEAR: f64 = 252.0;
+/// Daily returns a volatility model reads by default (ten years).
+pub const DEFAULT_VOL_DAYS: usize = 2_520;
+/// Longest volatility forecast.
+const MAX_HORIZON: usize = 252;
+/// Days of the conditional volatility path an answer shows.
+const TAIL: usize = 10;
+/// Ljung–Box lags by default (statsmodels' `lags=10`).
+const LB_LAGS: usize = 10;
+
+/// Registers the two tools, sharing one data service.
+pub fn register_stats_tools(
+    registry: &mut Registry,
+    config: DataConfig,
+) -> Result<(), DuplicateTool> {
+    let data = Arc::new(MarketData::new(config));
+    registry.register(Arc::new(StatTest { data: data.clone() }))?;
+    registry.register(Arc::new(VolatilityModel { data }))?;
+    Ok(())
+}
+
+fn ts_error(e: TsError) -> ToolError {
+    match e {
+        TsError::NoFit(m) => ToolError::failed("fit_failed", m),
+        other => ToolError::InvalidArguments(other.to_string()),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Closes of symbols on their common dates.
+
+/// Named closes on common dates, and where they came from.
+struct Closes {
+    names: Vec<String>,
+    dates: Vec<NaiveDate>,
+    columns: Vec<Vec<f64>>,
+    data: ReturnsData,
+}
+
+async fn load_closes(
+    data: &MarketData,
+    ctx: &ToolContext,
+    symbols: &[String],
+    start: Option<NaiveDate>,
+    end: Option<NaiveDate>,
+) -> Result<Closes, ToolError> {
+    let mut loaded: Vec<PriceSeries> = Vec::with_capacity(symbols.len());
+    for s in symbols {
+        let s = nonempty(s, "symbols")?;
+        if loaded.iter().any(|l| l.symbol.eq_ignore_ascii_case(s)) {
+            return Err(ToolError::InvalidArguments(format!(
+                "{s} is listed twice: give two different symbols"
+            )));
+        }
+        loaded.push(fetch(data, ctx, DataRequest::new(s).range(start, end)).await?);
+    }
+    let Some(first) = loaded.first() else {
+        return Err(ToolError::InvalidArguments(
+            "give at least one symbol".into(),
+        ));
+    };
+    let dates: Vec<NaiveDate> = first
+        .bars
+        .dates
+        .iter()
+        .copied()
+        .filter(|d| loaded[1..].iter().all(|s| s.bars.index_of(*d).is_some()))
+        .collect();
+    let columns: Vec<Vec<f64>> = loaded
+        .iter()
+        .map(|s| {
+            dates
+                .iter()
+                .filter_map(|d| {
+                    s.bars
+                        .index_of(*d)
+                        .and_then(|i| s.bars.close.get(i).copied())
+                })
+                .collect()
+        })
+        .collect();
+    let mut notes: Vec<String> = loaded
+        .iter()
+        .flat_map(|s| {
+            s.provenance
+                .notes
+                .iter()
+                .map(move |n| format!("{}: {n}", s.symbol))
+        })
+        .collect();
+    if loaded.len() > 1 && loaded.iter().any(|s| s.bars.len() > dates.len()) {
+        notes.push(format!(
+            "only the {} dates both symbols traded are used",
+            dates.len()
+        ));
+    }
+    Ok(Closes {
+        names: loaded.iter().map(|s| s.symbol.clone()).collect(),
+        data: ReturnsData {
+            origin: "market data".into(),
+            start: dates.first().map(ToString::to_string),
+            end: dates.last().map(ToString::to_string),
+            days: dates.len(),
+            sources: loaded
+                .iter()
+                .map(|s| format!("{}: {}", s.symbol, s.provenance.source.as_str()))
+                .collect(),
+            notes,
+        },
+        dates,
+        columns,
+    })
+}
+
+fn simple_returns(closes: &[f64]) -> Vec<f64> {
+    closes.windows(2).map(|w| w[1] / w[0] - 1.0).collect()
+}
+
+// ---------------------------------------------------------------------------
+// stat_test
+
+pub struct StatTest {
+    data: Arc<MarketData>,
+}
+
+/// The test by name.
+fn test_arg(s: &str) -> Result<StatTestName, ToolError> {
+    let key = s.trim().to_ascii_lowercase().replace(['-', ' '], "_");
+    Ok(match key.as_str() {
+        "adf" | "adfuller" | "dickey_fuller" | "augmented_dickey_fuller" => StatTestName::Adf,
+        "kpss" => StatTestName::Kpss,
+        "engle_granger" | "coint" | "cointegration" | "eg" => StatTestName::EngleGranger,
+        "half_life" | "halflife" | "ou_half_life" => StatTestName::HalfLife,
+        "hurst" | "hurst_exponent" => StatTestName::Hurst,
+        "ljung_box" | "ljungbox" | "acorr_ljungbox" => StatTestName::LjungBox,
+        "jarque_bera" | "jarquebera" | "jb" => StatTestName::JarqueBera,
+        _ => {
+            return Err(ToolError::InvalidArguments(format!(
+                "test '{}' is not one of adf, kpss, engle_granger, half_life, hurst, ljung_box, jarque_bera",
+                s.trim()
+            )));
+        }
+    })
+}
+
+fn test_name(t: StatTestName) -> &'static str {
+    match t {
+        StatTestName::Adf => "adf",
+        StatTestName::Kpss => "kpss",
+        StatTestName::EngleGranger => "engle_granger",
+        StatTestName::HalfLife => "half_life",
+        StatTestName::Hurst => "hurst",
+        StatTestName::LjungBox => "ljung_box",
+        StatTestName::JarqueBera => "jarque_bera",
+    }
+}
+
+fn field_arg(s: Option<&str>, test: StatTestName) -> Result<SeriesField, ToolError> {
+    match s.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("") => Ok(match test {
+            StatTestName::LjungBox | StatTestName::JarqueBera => SeriesField::Returns,
+            _ => SeriesField::LogClose,
+        }),
+        Some("close" | "price" | "prices") => Ok(SeriesField::Close),
+        Some("log_close" | "log" | "log_price" | "log_prices") => Ok(SeriesField::LogClose),
+        Some("returns" | "return") => Ok(SeriesField::Returns),
+        Some(other) => Err(ToolError::InvalidArguments(format!(
+            "field '{other}' is not one of close, log_close, returns"
+        ))),
+    }
+}
+
+fn field_name(f: SeriesField) -> &'static str {
+    match f {
+        SeriesField::Close => "close",
+        SeriesField::LogClose => "log_close",
+        SeriesField::Returns => "returns",
+    }
+}
+
+fn trend_arg(s: Option<&str>) -> Result<Trend, ToolError> {
+    match s.map(str::trim) {
+        None | Some("") => Ok(Trend::Constant),
+        Some(v) => Trend::parse(v).ok_or_else(|| {
+            ToolError::InvalidArguments(format!("regression '{v}' is not one of c, ct, n"))
+        }),
+    }
+}
+
+fn autolag_arg(s: Option<&str>) -> Result<Autolag, ToolError> {
+    match s.map(str::trim) {
+        None | Some("") => Ok(Autolag::Aic),
+        Some(v) => Autolag::parse(v).ok_or_else(|| {
+            ToolError::InvalidArguments(format!("autolag '{v}' is not one of aic, bic, none"))
+        }),
+    }
+}
+
+/// The series a test reads: names, values, dates (market data) and data.
+struct Input {
+    names: Vec<String>,
+    columns: Vec<Vec<f64>>,
+    field: String,
+    data: ReturnsData,
+}
+
+impl StatTest {
+    async fn input(
+        &self,
+        args: &StatTestArgs,
+        test: StatTestName,
+        ctx: &ToolContext,
+    ) -> Result<Input, ToolError> {
+        let want = if test == StatTestName::EngleGranger {
+            2
+        } else {
+            1
+        };
+        let plural = if want == 2 {
+            "two (the first regressed on the second)"
+        } else {
+            "one"
+        };
+        match (&args.symbols, &args.series) {
+            (Some(_), Some(_)) => Err(ToolError::InvalidArguments(
+                "give either 'symbols' or 'series', not both".into(),
+            )),
+            (None, None) => Err(ToolError::InvalidArguments(format!(
+                "give 'symbols' ({plural}, with start and end) or inline 'series' ({{\"name\": [values]}})"
+            ))),
+            (None, Some(s)) => {
+                if s.0.len() != want {
+                    return Err(ToolError::InvalidArguments(format!(
+                        "{} takes {plural} series, got {}",
+                        test_name(test),
+                        s.0.len()
+                    )));
+                }
+                Ok(Input {
+                    names: s.0.iter().map(|(n, _)| n.clone()).collect(),
+                    columns: s.0.iter().map(|(_, c)| c.clone()).collect(),
+                    field: "inline".into(),
+                    data: ReturnsData {
+                        origin: "inline".into(),
+                        days: s.0[0].1.len(),
+                        ..ReturnsData::default()
+                    },
+                })
+            }
+            (Some(symbols), None) => {
+                if symbols.len() != want {
+                    return Err(ToolError::InvalidArguments(format!(
+                        "{} takes {plural} symbol(s), got {}",
+                        test_name(test),
+                        symbols.len()
+                    )));
+                }
+                let field = field_arg(args.field.as_deref(), test)?;
+                let (start, end) = (
+                    opt_date(args.start.as_deref(), "start")?,
+                    opt_date(args.end.as_deref(), "end")?,
+                );
+                let c = load_closes(&self.data, ctx, symbols, start, end).await?;
+                let columns = c
+                    .columns
+                    .iter()
+                    .map(|col| match field {
+                        SeriesField::Close => col.clone(),
+                        SeriesField::LogClose => col.iter().map(|v| v.ln()).collect(),
+                        SeriesField::Returns => simple_returns(col),
+                    })
+                    .collect();
+                Ok(Input {
+                    names: c.names,
+                    columns,
+                    field: field_name(field).into(),
+                    data: c.data,
+                })
+            }
+        }
+    }
+}
+
+impl TypedTool for StatTest {
+    type Args = StatTestArgs;
+    type Output = StatTestOutput;
+
+    fn name(&self) -> &str {
+        "stat_test"
+    }
+    fn description(&self) -> &str {
+        "Time-series tests, exact to statsmodels: adf (augmented Dickey–Fuller; MacKinnon p-value and critical values; autolag aic|bic|none), kpss (stationarity, automatic lag), engle_granger (cointegration of two series, the first regressed on the second, as statsmodels' coint: statistic, p-value, hedge ratio, intercept, spread half-life), half_life (OU: −ln 2 / b from Δy = a + b·y₋₁), hurst (τ = 2…100), ljung_box (lags 10) and jarque_bera. Data: symbols over start..end (field log_close by default, returns for ljung_box and jarque_bera) or inline series."
+    }
+    fn run<'a>(
+        &'a self,
+        args: StatTestArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
+        Box::pin(async move {
+            let test = test_arg(&args.test)?;
+            let trend = trend_arg(args.regression.as_deref())?;
+            let autolag = autolag_arg(args.autolag.as_deref())?;
+            let max_lags = opt_usize(args.max_lags, "max_lags")?;
+            let input = self.input(&args, test, ctx).await?;
+            let mut out = StatTestOutput {
+                status: "ok".into(),
+                test: test_name(test).into(),
+                series: input.names.clone(),
+                field: input.field.clone(),
+                n_obs: input.columns[0].len(),
+                data: input.data.clone(),
+                ..StatTestOutput::default()
+            };
+            let x = &input.columns[0];
+            match test {
+                StatTestName::Adf => run_adf(&mut out, x, trend, autolag, max_lags)?,
+                StatTestName::Kpss => run_kpss(&mut out, x, trend, max_lags)?,
+                StatTestName::EngleGranger => {
+                    run_eg(&mut out, x, &input.columns[1], trend, autolag, max_lags)?
+                }
+                StatTestName::HalfLife => run_half_life(&mut out, x)?,
+                StatTestName::Hurst => run_hurst(&mut out, x)?,
+                StatTestName::LjungBox => run_ljung_box(&mut out, x, max_lags)?,
+                StatTestName::JarqueBera => run_jarque_bera(&mut out, x)?,
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// {"1%": a, "5%": b, "10%": c} in that order.
+fn levels(pairs: &[(&str, f64)]) -> Map<String, Value> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), Value::from(*v)))
+        .collect()
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.0001 {
+        "p < 0.0001".into()
+    } else {
+        format!("p = {p:.4}")
+    }
+}
+
+fn run_adf(
+    out: &mut StatTestOutput,
+    x: &[f64],
+    trend: Trend,
+    autolag: Autolag,
+    max_lags: Option<usize>,
+) -> Result<(), ToolError> {
+    let r = ts::adf(x, trend, autolag, max_lags).map_err(ts_error)?;
+    let [c1, c5, c10] = r.critical_values;
+    out.statistic = Some(r.statistic);
+    out.p_value = Some(r.p_value);
+    out.critical_values = Some(levels(&[("1%", c1), ("5%", c5), ("10%", c10)]));
+    out.used_lag = Some(r.used_lag);
+    out.max_lag = Some(r.max_lag);
+    out.n_obs = r.n_obs;
+    out.regression = Some(trend.as_str().into());
+    out.autolag = Some(autolag.as_str().into());
+    out.conclusion = if r.p_value < 0.05 {
+        format!(
+            "rejects a unit root at 5 % ({}): the series looks stationary{}",
+            p_text(r.p_value),
+            match trend {
+                Trend::ConstantTrend => " around a trend",
+                Trend::Constant => " around a level",
+                Trend::None => " around zero",
+            }
+        )
+    } else {
+        format!(
+            "cannot reject a unit root at 5 % ({}): the series may wander like a random walk",
+            p_text(r.p_value)
+        )
+    };
+    out.conventions = format!(
+        "statsmodels adfuller: Δy_t on y_(t−1), {} lagged differences and regression '{}'; lag {} (max {}, Schwert's ⌈12·(n/100)^¼⌉ unless given); MacKinnon (1994) approximate p-value, MacKinnon (2010) critical values for {} observations",
+        r.used_lag,
+        trend.as_str(),
+        match autolag {
+            Autolag::None => "as given".to_string(),
+            a => format!("by {} on a common sample", a.as_str().to_uppercase()),
+        },
+        r.max_lag,
+        r.n_obs
+    );
+    Ok(())
+}
+
+fn run_kpss(
+    out: &mut StatTestOutput,
+    x: &[f64],
+    trend: Trend,
+    max_lags: Option<usize>,
+) -> Result<(), ToolError> {
+    let lags = max_lags.map_or(KpssLags::Auto, KpssLags::Fixed);
+    let r = kpss(x, trend, lags).map_err(ts_error)?;
+    let [c10, c5, c25, c1] = r.critical_values;
+    out.statistic = Some(r.statistic);
+    out.p_value = Some(r.p_value);
+    out.critical_values = Some(levels(&[
+        ("1%", c1),
+        ("2.5%", c25),
+        ("5%", c5),
+        ("10%", c10),
+    ]));
+    out.used_lag = Some(r.lags);
+    out.n_obs = r.n_obs;
+    out.regression = Some(trend.as_str().into());
+    let kind = if trend == Trend::ConstantTrend {
+        "trend"
+    } else {
+        "level"
+    };
+    let p = if r.p_value <= 0.01 {
+        "p ≤ 0.01".to_string()
+    } else if r.p_value >= 0.1 {
+        "p ≥ 0.10".to_string()
+    } else {
+        format!("p ≈ {:.3}", r.p_value)
+    };
+    out.conclusion = if r.p_value < 0.05 {
+        format!("rejects {kind} stationarity at 5 % ({p})")
+    } else {
+        format!("does not reject {kind} stationarity at 5 % ({p})")
+    };
+    out.conventions = format!(
+        "statsmodels kpss: the null is {kind} stationarity; η = Σ S_t² / n² over the residuals' partial sums, divided by the Newey–West variance with Bartlett weights and {} lags ({}); p-value interpolated in Kwiatkowski et al.'s (1992) table, so clamped to 0.01–0.10",
+        r.lags,
+        if max_lags.is_some() {
+            "as given"
+        } else {
+            "Hobijn et al. 1998"
+        }
+    );
+    Ok(())
+}
+
+fn run_eg(
+    out: &mut StatTestOutput,
+    y0: &[f64],
+    y1: &[f64],
+    trend: Trend,
+    autolag: Autolag,
+    max_lags: Option<usize>,
+) -> Result<(), ToolError> {
+    let r = engle_granger(y0, y1, trend, autolag, max_lags).map_err(ts_error)?;
+    out.statistic = Some(r.statistic);
+    out.p_value = Some(r.p_value);
+    out.critical_values = r
+        .critical_values
+        .map(|[a, b, c]| levels(&[("1%", a), ("5%", b), ("10%", c)]));
+    out.used_lag = Some(r.used_lag);
+    out.n_obs = r.n_obs;
+    out.regression = Some(trend.as_str().into());
+    out.autolag = Some(autolag.as_str().into());
+    out.hedge_ratio = Some(r.hedge_ratio);
+    out.intercept = Some(r.intercept);
+    out.trend_slope = r.trend_slope;
+    out.half_life_days = r.half_life.half_life;
+    let sd = std_dev(&r.residuals, 1);
+    out.spread_z = r.residuals.last().map(|v| v / sd).filter(|z| z.is_finite());
+    let (a, b) = (
+        out.series.first().cloned().unwrap_or_default(),
+        out.series.get(1).cloned().unwrap_or_default(),
+    );
+    let hl = r
+        .half_life
+        .half_life
+        .map_or("the spread does not revert".to_string(), |h| {
+            format!("the spread's half-life is {h:.1} bars")
+        });
+    out.conclusion = if r.p_value < 0.05 {
+        format!(
+            "{a} and {b} are cointegrated at 5 % ({}): spread = {a} − {:.4} − {:.4} × {b}; {hl}",
+            p_text(r.p_value),
+            r.intercept,
+            r.hedge_ratio
+        )
+    } else {
+        format!(
+            "no cointegration at 5 % ({}): the spread {a} − {:.4} × {b} may wander; {hl}",
+            p_text(r.p_value),
+            r.hedge_ratio
+        )
+    };
+    out.conventions = format!(
+        "statsmodels coint (augmented Engle–Granger): OLS of the first series on the second with regression '{}' (hedge ratio = its slope), then ADF without constant on the residuals (lag {} by {}); MacKinnon (1994) p-value and (2010) critical values for two series at n − 1 = {} observations; half-life −ln 2 / b from Δs_t = a + b·s_(t−1) of the spread, in bars; spread z = last residual / its standard deviation",
+        trend.as_str(),
+        r.used_lag,
+        autolag.as_str(),
+        y0.len() - 1
+    );
+    Ok(())
+}
+
+fn run_half_life(out: &mut StatTestOutput, x: &[f64]) -> Result<(), ToolError> {
+    let r = half_life(x).map_err(ts_error)?;
+    out.half_life_days = r.half_life;
+    out.reversion_coefficient = Some(r.b);
+    out.n_obs = r.n_obs;
+    out.conclusion = match r.half_life {
+        Some(h) => format!("mean-reverting: half-life {h:.1} bars (b = {:.5})", r.b),
+        None => format!("no mean reversion: b = {:.5} ≥ 0", r.b),
+    };
+    out.conventions = "Ornstein–Uhlenbeck half-life −ln 2 / b from the OLS Δy_t = a + b·y_(t−1), in bars (trading days for daily data); none when b ≥ 0".into();
+    Ok(())
+}
+
+fn run_hurst(out: &mut StatTestOutput, x: &[f64]) -> Result<(), ToolError> {
+    let h = hurst(x).map_err(ts_error)?;
+    out.hurst = Some(h);
+    out.conclusion = if h < 0.45 {
+        format!("H = {h:.3} < 0.5: mean-reverting")
+    } else if h > 0.55 {
+        format!("H = {h:.3} > 0.5: trending (persistent)")
+    } else {
+        format!("H = {h:.3} ≈ 0.5: close to a random walk")
+    };
+    out.conventions = format!(
+        "slope of ln std(y_(t+τ) − y_t) (population std) on ln τ for τ = {}…{} by least squares; a level series such as log prices",
+        ts::HURST_MIN_LAG,
+        ts::HURST_MAX_LAG
+    );
+    Ok(())
+}
+
+fn run_ljung_box(
+    out: &mut StatTestOutput,
+    x: &[f64],
+    max_lags: Option<usize>,
+) -> Result<(), ToolError> {
+    let lags = max_lags.unwrap_or(LB_LAGS);
+    let r = ljung_box(x, lags).map_err(ts_error)?;
+    out.ljung_box = (0..lags)
+        .map(|k| LjungBoxLag {
+            lag: k + 1,
+            statistic: r.statistics[k],
+            p_value: r.p_values[k],
+            autocorrelation: r.autocorrelations[k],
+        })
+        .collect();
+    let (q, p) = (r.statistics[lags - 1], r.p_values[lags - 1]);
+    out.statistic = Some(q);
+    out.p_value = Some(p);
+    out.used_lag = Some(lags);
+    out.conclusion = if p < 0.05 {
+        format!(
+            "autocorrelated: Q({lags}) = {q:.2} rejects no autocorrelation at 5 % ({})",
+            p_text(p)
+        )
+    } else {
+        format!(
+            "no significant autocorrelation up to lag {lags} (Q = {q:.2}, {})",
+            p_text(p)
+        )
+    };
+    out.conventions = "statsmodels acorr_ljungbox: Q(m) = n(n+2) Σ_(k≤m) ρ_k² / (n−k), ρ_k from autocovariances over n, against χ²(m); statistic and p-value at the last lag, every lag listed".into();
+    Ok(())
+}
+
+fn run_jarque_bera(out: &mut StatTestOutput, x: &[f64]) -> Result<(), ToolError> {
+    let r = jarque_bera(x).map_err(ts_error)?;
+    out.statistic = Some(r.statistic);
+    out.p_value = Some(r.p_value);
+    out.skewness = Some(r.skewness);
+    out.kurtosis = Some(r.kurtosis);
+    out.conclusion = if r.p_value < 0.05 {
+        format!(
+            "not normal at 5 % ({}): skewness {:.3}, kurtosis {:.3}",
+            p_text(r.p_value),
+            r.skewness,
+            r.kurtosis
+        )
+    } else {
+        format!("normality not rejected at 5 % ({})", p_text(r.p_value))
+    };
+    out.conventions = "statsmodels jarque_bera: JB = n/6·(S² + (K − 3)²/4) with the population skewness S and kurtosis K, against χ²(2)".into();
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// volatility_model
+
+pub struct VolatilityModel {
+    data: Arc<MarketData>,
+}
+
+/// One return series and where its returns are dated.
+struct Series {
+    name: String,
+    returns: Vec<f64>,
+    /// The date of each return (market data).
+    dates: Option<Vec<NaiveDate>>,
+    data: ReturnsData,
+}
+
+impl VolatilityModel {
+    async fn series(
+        &self,
+        args: &VolatilityModelArgs,
+        ctx: &ToolContext,
+    ) -> Result<Series, ToolError> {
+        match (&args.symbol, &args.returns) {
+            (Some(_), Some(_)) => Err(ToolError::InvalidArguments(
+                "give either 'symbol' or 'returns', not both".into(),
+            )),
+            (None, None) => Err(ToolError::InvalidArguments(
+                "give a 'symbol' (e.g. \"SPY\") or inline 'returns' ({\"name\": [r, …]}, 0.01 for 1 %)".into(),
+            )),
+            (None, Some(r)) => {
+                let [(name, returns)] = r.0.as_slice() else {
+                    return Err(ToolError::InvalidArguments(format!(
+                        "'returns' takes one series, got {}",
+                        r.0.len()
+                    )));
+                };
+                Ok(Series {
+                    name: name.clone(),
+                    returns: returns.clone(),
+                    dates: None,
+                    data: ReturnsData {
+                        origin: "inline".into(),
+                        days: returns.len(),
+                        ..ReturnsData::default()
+                    },
+                })
+            }
+            (Some(sym), None) => {
+                let (start, end) = (
+                    opt_date(args.start.as_deref(), "start")?,
+                    opt_date(args.end.as_deref(), "end")?,
+                );
+                let mut c = load_closes(&self.data, ctx, std::slice::from_ref(sym), start, end)
+                    .await?;
+                if start.is_none() && c.dates.len() > DEFAULT_VOL_DAYS + 1 {
+                    let cut = c.dates.len() - (DEFAULT_VOL_DAYS + 1);
+                    c.dates.drain(..cut);
+                    c.columns[0].drain(..cut);
+                    c.data.notes.push(format!(
+                        "no start given: the last {DEFAULT_VOL_DAYS} daily returns (ten years)"
+                    ));
+                }
+                let returns = simple_returns(&c.columns[0]);
+                c.data.start = c.dates.first().map(ToString::to_string);
+                c.data.days = returns.len();
+                Ok(Series {
+                    name: c.names[0].clone(),
+                    returns,
+                    dates: Some(c.dates.get(1..).unwrap_or_default().to_vec()),
+                    data: c.data,
+                })
+            }
+        }
+    }
+}
+
+impl TypedTool for VolatilityModel {
+    type Args = VolatilityModelArgs;
+    type Output = VolatilityModelOutput;
+
+    fn name(&self) -> &str {
+        "volatility_model"
+    }
+    fn description(&self) -> &str {
+        "Conditional volatility of daily returns and its forecast, as the arch package computes it: garch (GARCH(1,1), constant mean, normal errors, maximum likelihood on returns in percent: mu, omega, alpha, beta, persistence, log-likelihood, long-run volatility) or ewma (RiskMetrics, lambda 0.94). Returns the annualized volatility forecast for each of horizon_days (default 10) and the path's last days. Data: a symbol over start..end (default the last 2,520 returns) or inline returns."
+    }
+    fn run<'a>(
+        &'a self,
+        args: VolatilityModelArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
+        Box::pin(async move {
+            let model = match args.model.trim().to_ascii_lowercase().as_str() {
+                "garch" | "garch11" | "garch(1,1)" => VolatilityModelName::Garch,
+                "ewma" | "riskmetrics" => VolatilityModelName::Ewma,
+                other => {
+                    return Err(ToolError::InvalidArguments(format!(
+                        "model '{other}' is not one of ewma, garch"
+                    )));
+                }
+            };
+            let horizon = opt_usize(args.horizon_days, "horizon_days")?.unwrap_or(10);
+            if horizon == 0 || horizon > MAX_HORIZON {
+                return Err(ToolError::InvalidArguments(format!(
+                    "'horizon_days' must be 1 to {MAX_HORIZON}, got {horizon}"
+                )));
+            }
+            let s = self.series(&args, ctx).await?;
+            let pct: Vec<f64> = s.returns.iter().map(|r| 100.0 * r).collect();
+            let mut out = match model {
+                VolatilityModelName::Garch => garch_output(&pct, horizon)?,
+                VolatilityModelName::Ewma => {
+                    ewma_output(&pct, args.lambda.unwrap_or(0.94), horizon)?
+                }
+            };
+            let n = s.returns.len();
+            let at = |i: usize| match &s.dates {
+                Some(d) => d.get(i).map_or(Value::Null, |d| d.to_string().into()),
+                None => i.into(),
+            };
+            out.tail = out
+                .tail
+                .iter()
+                .enumerate()
+                .map(|(k, p)| VolPoint {
+                    at: at(n - out.tail.len() + k),
+                    vol_annualized: p.vol_annualized,
+                })
+                .collect();
+            out.series = s.name;
+            out.realized_vol_annualized = std_dev(&s.returns, 1) * YEAR.sqrt();
+            out.horizon_days = horizon;
+            out.n_obs = n;
+            out.data = s.data;
+            Ok(out)
+        })
+    }
+}
+
+/// √(252·σ²) / 100: a percent² daily variance as an annualized fraction.
+fn annualized(var_pct: f64) -> f64 {
+    (YEAR * var_pct).sqrt() / 100.0
+}
+
+fn tail_of(variance: &[f64]) -> Vec<VolPoint> {
+    let from = variance.len().saturating_sub(TAIL);
+    variance[from..]
+        .iter()
+        .map(|v| VolPoint {
+            at: Value::Null,
+            vol_annualized: annualized(*v),
+        })
+        .collect()
+}
+
+fn garch_output(pct: &[f64], horizon: usize) -> Result<VolatilityModelOutput, ToolError> {
+    let fit = fit_garch(pct).map_err(ts_error)?;
+    let p = fit.params;
+    let persistence = fit.persistence();
+    Ok(VolatilityModelOutput {
+        status: "ok".into(),
+        model: "garch".into(),
+        mu: Some(p.mu),
+        omega: Some(p.omega),
+        alpha: Some(p.alpha),
+        beta: Some(p.beta),
+        persistence: Some(persistence),
+        shock_half_life_days: (persistence > 0.0 && persistence < 1.0)
+            .then(|| 0.5f64.ln() / persistence.ln()),
+        loglik: fit.loglik,
+        long_run_vol_annualized: fit.long_run_variance().map(annualized),
+        current_vol_annualized: fit
+            .conditional_variance
+            .last()
+            .copied()
+            .map_or(f64::NAN, annualized),
+        forecast: fit.forecast(horizon).into_iter().map(annualized).collect(),
+        tail: tail_of(&fit.conditional_variance),
+        iterations: Some(fit.iterations),
+        conventions: "GARCH(1,1) as arch's arch_model(100 × returns, mean=\"Constant\", vol=\"GARCH\", p=1, q=1, dist=\"normal\"): e_t = y_t − μ, σ²_t = ω + α·e²_(t−1) + β·σ²_(t−1) on returns in percent, started from arch's backcast; maximum likelihood (normal); mu in percent per day, omega in percent²; volatilities annualized as √(252·σ²)/100 (a fraction); forecast σ²_(T+h) = ω + (α+β)·σ²_(T+h−1)".into(),
+        ..VolatilityModelOutput::default()
+    })
+}
+
+fn ewma_output(
+    pct: &[f64],
+    lambda: f64,
+    horizon: usize,
+) -> Result<VolatilityModelOutput, ToolError> {
+    let r = ewma(pct, lambda).map_err(ts_error)?;
+    Ok(VolatilityModelOutput {
+        status: "ok".into(),
+        model: "ewma".into(),
+        loglik: r.loglik,
+        lambda: Some(lambda),
+        current_vol_annualized: r.variance.last().copied().map_or(f64::NAN, annualized),
+        forecast: vec![annualized(r.next_variance); horizon],
+        tail: tail_of(&r.variance),
+        conventions: format!(
+            "RiskMetrics EWMA as arch's EWMAVariance({lambda}) with a zero mean: σ²_t = (1−λ)·y²_(t−1) + λ·σ²_(t−1) on returns in percent, σ²_0 = arch's backcast; the forecast is flat at σ²_(T+1); volatilities annualized as √(252·σ²)/100 (a fraction)"
+        ),
+        ..VolatilityModelOutput::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn registry() -> Registry {
+        let mut r = Registry::new();
+        register_stats_tools(&mut r, DataConfig::offline()).unwrap();
+        r
+    }
+
+    async fn call(name: &str, args: Value) -> Result<Value, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = crate::tools::test_context(dir.path().join("run"), dir.path().join("ws"));
+        let r = registry();
+        let tool = r.get(name).unwrap();
+        tool.call_with_output(args, &ctx)
+            .await
+            .map(|o| o.output.unwrap())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn schemas_are_plain_objects() {
+        use crate::model::contract::parameters_schema;
+        let schemas = [
+            parameters_schema::<StatTestArgs>(),
+            parameters_schema::<VolatilityModelArgs>(),
+        ];
+        for s in &schemas {
+            assert_eq!(s["type"], "object");
+            let text = s.to_string();
+            for bad in ["$ref", "$defs", "\"title\"", "\"format\"", "\"null\""] {
+                assert!(!text.contains(bad), "{bad} in {text}");
+            }
+        }
+        assert_eq!(
+            schemas[0]["properties"]["test"]["enum"],
+            json!([
+                "adf",
+                "kpss",
+                "engle_granger",
+                "half_life",
+                "hurst",
+                "ljung_box",
+                "jarque_bera"
+            ])
+        );
+        assert_eq!(schemas[0]["required"], json!(["test"]));
+        assert_eq!(
+            schemas[1]["properties"]["model"]["enum"],
+            json!(["ewma", "garch"])
+        );
+    }
+
+    #[tokio::test]
+    async fn ko_pep_cointegration_reads_the_offline_market() {
+        let v = call(
+            "stat_test",
+            json!({"test": "engle_granger", "symbols": ["KO", "PEP"], "start": "2010-01-01", "end": "2015-12-31"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(v["series"], json!(["KO", "PEP"]));
+        assert_eq!(v["field"], "log_close");
+        assert_eq!(v["data"]["start"], "2010-01-04");
+        assert_eq!(v["data"]["days"], 1510);
+        assert!(v["hedge_ratio"].as_f64().unwrap() > 0.0, "{v}");
+        let crit = v["critical_values"].as_object().unwrap();
+        assert_eq!(
+            crit.keys().cloned().collect::<Vec<_>>(),
+            ["1%", "5%", "10%"]
+        );
+        assert!(v["conclusion"].as_str().unwrap().contains("KO"), "{v}");
+    }
+
+    #[tokio::test]
+    async fn wrong_counts_and_names_say_what_to_give() {
+        let e = call(
+            "stat_test",
+            json!({"test": "engle_granger", "symbols": ["KO"]}),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("two (the first regressed on the second)"), "{e}");
+        let e = call("stat_test", json!({"test": "granger", "symbols": ["KO"]}))
+            .await
+            .unwrap_err();
+        assert!(e.contains("not one of adf, kpss"), "{e}");
+        let e = call(
+            "stat_test",
+            json!({"test": "adf", "series": {"x": [1.0, 2.0, 3.0]}}),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("at least 10 observations"), "{e}");
+        let e = call("volatility_model", json!({"model": "garch"}))
+            .await
+            .unwrap_err();
+        assert!(e.contains("give a 'symbol'"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn garch_on_spy_forecasts_annualized_volatility() {
+        let v = call(
+            "volatility_model",
+            json!({"symbol": "SPY", "model": "garch", "horizon_days": 5}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(v["n_obs"], 2520);
+        assert_eq!(v["data"]["end"], "2017-11-10");
+        let f: Vec<f64> = serde_json::from_value(v["forecast"].clone()).unwrap();
+        assert_eq!(f.len(), 5);
+        assert!(f.iter().all(|x| *x > 0.03 && *x < 0.6), "{f:?}");
+        assert!(v["persistence"].as_f64().unwrap() < 1.0);
+        assert_eq!(v["tail"].as_array().unwrap().len(), 10);
+        assert_eq!(v["tail"][9]["at"], "2017-11-10");
+        let e = call(
+            "volatility_model",
+            json!({"symbol": "SPY", "model": "ewma", "lambda": 0.94, "horizon_days": 3}),
+        )
+        .await
+        .unwrap();
+        let f: Vec<f64> = serde_json::from_value(e["forecast"].clone()).unwrap();
+        assert!(f.iter().all(|x| *x == f[0]));
+    }
+}

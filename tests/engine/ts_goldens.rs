@@ -1,0 +1,471 @@
+//! The time-series tools against statsmodels and arch (docs §16.6): the
+//! goldens in tests/golden/stats/ts.json were written by
+//! `make_goldens_ts.py` there with statsmodels 0.15.0, arch 8.0.0, scipy and
+//! numpy at pinned versions, on seeded series and on the offline market's
+//! closes in ts_market.csv; these tests read them and need no Python.
+//!
+//! Tolerances (issue 28): ADF, KPSS and Engle–Granger statistics 1e-8,
+//! p-values 1e-6, critical values exact; GARCH log-likelihood at arch's
+//! parameters 1e-8, our fit's at least arch's − 1e-6, parameters within
+//! 1e-3.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::LazyLock;
+
+use chrono::NaiveDate;
+use serde_json::Value;
+use vibedesk::research::data::embedded;
+use vibedesk::research::timeseries::{
+    Autolag, GarchParams, KpssLags, Trend, adf, engle_granger, ewma, fit_garch, garch_loglik,
+    half_life, hurst, jarque_bera, kpss, ljung_box,
+};
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/stats")
+}
+
+static GOLDEN: LazyLock<Value> = LazyLock::new(|| {
+    serde_json::from_str(&std::fs::read_to_string(dir().join("ts.json")).unwrap()).unwrap()
+});
+
+/// (date, close) per symbol from ts_market.csv.
+static MARKET: LazyLock<BTreeMap<String, Vec<(String, f64)>>> = LazyLock::new(|| {
+    let text = std::fs::read_to_string(dir().join("ts_market.csv")).unwrap();
+    let mut out: BTreeMap<String, Vec<(String, f64)>> = BTreeMap::new();
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        out.entry(f[0].to_string())
+            .or_default()
+            .push((f[1].to_string(), f[2].parse().unwrap()));
+    }
+    out
+});
+
+fn closes(sym: &str) -> Vec<f64> {
+    MARKET[sym].iter().map(|(_, c)| *c).collect()
+}
+
+fn logs(sym: &str) -> Vec<f64> {
+    closes(sym).iter().map(|c| c.ln()).collect()
+}
+
+fn returns(sym: &str) -> Vec<f64> {
+    closes(sym).windows(2).map(|w| w[1] / w[0] - 1.0).collect()
+}
+
+fn seeded(name: &str) -> Vec<f64> {
+    GOLDEN["inputs"]["seeded"][name]
+        .as_array()
+        .unwrap_or_else(|| panic!("no seeded series {name}"))
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect()
+}
+
+/// A level series by its golden name.
+fn level(name: &str) -> Vec<f64> {
+    match name {
+        "ko_log" => logs("KO"),
+        "pep_log" => logs("PEP"),
+        "spy_log" => logs("SPY"),
+        other => seeded(other),
+    }
+}
+
+/// A return series by its golden name.
+fn rets(name: &str) -> Vec<f64> {
+    match name {
+        "spy_returns" => returns("SPY"),
+        "ko_returns" => returns("KO"),
+        other => seeded(other),
+    }
+}
+
+fn f(v: &Value, key: &str) -> f64 {
+    v[key].as_f64().unwrap_or_else(|| panic!("{key} in {v}"))
+}
+
+/// A critical value written as text by the script (serde_json's default
+/// float parser may be one ulp off; Rust's `parse` rounds correctly, and
+/// critical values are compared exactly).
+fn exact(v: &Value) -> f64 {
+    v.as_str()
+        .unwrap_or_else(|| panic!("critical value {v} as text"))
+        .parse()
+        .unwrap()
+}
+
+fn trend(s: &str) -> Trend {
+    Trend::parse(s).unwrap()
+}
+
+fn d(s: &str) -> NaiveDate {
+    NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+}
+
+/// The committed closes are the binary's embedded ones, so a tool reading
+/// the market-data layer computes on the goldens' inputs.
+#[test]
+fn the_golden_market_inputs_are_the_embedded_closes() {
+    for (sym, rows) in MARKET.iter() {
+        let (first, last) = (&rows[0].0, &rows[rows.len() - 1].0);
+        let s = embedded::load(sym, Some(d(first)), Some(d(last))).unwrap();
+        assert_eq!(s.bars.close.len(), rows.len(), "{sym}");
+        for (i, (date, c)) in rows.iter().enumerate() {
+            assert_eq!(s.bars.dates[i].to_string(), *date, "{sym}");
+            assert_eq!(s.bars.close[i], *c, "{sym} {date}");
+        }
+    }
+}
+
+#[test]
+fn adf_matches_statsmodels_adfuller() {
+    let cases = GOLDEN["adf"].as_array().unwrap();
+    assert!(cases.len() >= 50);
+    let mut worst = (0.0f64, 0.0f64);
+    for c in cases {
+        let x = level(c["series"].as_str().unwrap());
+        let auto = Autolag::parse(c["autolag"].as_str().unwrap()).unwrap();
+        let max = c["maxlag"].as_u64().map(|m| m as usize);
+        let r = adf(&x, trend(c["regression"].as_str().unwrap()), auto, max).unwrap();
+        let label = format!("{c}");
+        assert_eq!(
+            r.used_lag as u64,
+            c["used_lag"].as_u64().unwrap(),
+            "{label}"
+        );
+        assert_eq!(r.n_obs as u64, c["n_obs"].as_u64().unwrap(), "{label}");
+        let ds = (r.statistic - f(c, "statistic")).abs();
+        let dp = (r.p_value - f(c, "p_value")).abs();
+        assert!(
+            ds < 1e-8,
+            "statistic off by {ds}: {} in {label}",
+            r.statistic
+        );
+        assert!(dp < 1e-6, "p-value off by {dp}: {} in {label}", r.p_value);
+        worst = (worst.0.max(ds), worst.1.max(dp));
+        let crit = &c["critical_values"];
+        assert_eq!(
+            r.critical_values,
+            [exact(&crit["1%"]), exact(&crit["5%"]), exact(&crit["10%"])],
+            "{label}"
+        );
+        if let Some(ic) = c["icbest"].as_f64() {
+            let got = r.ic_best.unwrap();
+            assert!(
+                (got - ic).abs() < 1e-8 * ic.abs().max(1.0),
+                "icbest {got} in {label}"
+            );
+        }
+    }
+    eprintln!(
+        "adf: worst statistic {:.1e}, p-value {:.1e}",
+        worst.0, worst.1
+    );
+}
+
+#[test]
+fn kpss_matches_statsmodels() {
+    let cases = GOLDEN["kpss"].as_array().unwrap();
+    assert!(cases.len() >= 20);
+    let mut worst = (0.0f64, 0.0f64);
+    for c in cases {
+        let x = level(c["series"].as_str().unwrap());
+        let lags = match c["nlags"].as_u64() {
+            Some(l) => KpssLags::Fixed(l as usize),
+            None => KpssLags::Auto,
+        };
+        let r = kpss(&x, trend(c["regression"].as_str().unwrap()), lags).unwrap();
+        let label = format!("{c}");
+        worst = (
+            worst.0.max((r.statistic - f(c, "statistic")).abs()),
+            worst.1.max((r.p_value - f(c, "p_value")).abs()),
+        );
+        assert_eq!(r.lags as u64, c["lags"].as_u64().unwrap(), "{label}");
+        assert!(
+            (r.statistic - f(c, "statistic")).abs() < 1e-8,
+            "{} in {label}",
+            r.statistic
+        );
+        assert!(
+            (r.p_value - f(c, "p_value")).abs() < 1e-6,
+            "{} in {label}",
+            r.p_value
+        );
+        let crit = &c["critical_values"];
+        assert_eq!(
+            r.critical_values,
+            [
+                f(crit, "10%"),
+                f(crit, "5%"),
+                f(crit, "2.5%"),
+                f(crit, "1%")
+            ]
+        );
+    }
+    eprintln!(
+        "kpss: worst statistic {:.1e}, p-value {:.1e}",
+        worst.0, worst.1
+    );
+}
+
+#[test]
+fn engle_granger_matches_statsmodels_coint() {
+    let cases = GOLDEN["engle_granger"].as_array().unwrap();
+    assert!(cases.len() >= 20);
+    let mut worst = (0.0f64, 0.0f64, 0.0f64);
+    for c in cases {
+        let (y0, y1) = match c["pair"].as_str().unwrap() {
+            "seeded_coint" => (seeded("coint_y"), seeded("coint_x")),
+            "seeded_walks" => (seeded("walk_a"), seeded("walk_b")),
+            "ko_pep" => (logs("KO"), logs("PEP")),
+            "pep_ko" => (logs("PEP"), logs("KO")),
+            other => panic!("{other}"),
+        };
+        let auto = Autolag::parse(c["autolag"].as_str().unwrap()).unwrap();
+        let r = engle_granger(&y0, &y1, trend(c["trend"].as_str().unwrap()), auto, None).unwrap();
+        let label = format!("{c}");
+        worst = (
+            worst.0.max((r.statistic - f(c, "statistic")).abs()),
+            worst.1.max((r.p_value - f(c, "p_value")).abs()),
+            worst.2.max((r.hedge_ratio - f(c, "hedge_ratio")).abs()),
+        );
+        assert_eq!(
+            r.used_lag as u64,
+            c["used_lag"].as_u64().unwrap(),
+            "{label}"
+        );
+        assert_eq!(r.n_obs as u64, c["n_obs"].as_u64().unwrap(), "{label}");
+        assert!(
+            (r.statistic - f(c, "statistic")).abs() < 1e-8,
+            "{} in {label}",
+            r.statistic
+        );
+        assert!(
+            (r.p_value - f(c, "p_value")).abs() < 1e-6,
+            "{} in {label}",
+            r.p_value
+        );
+        let want: Vec<Option<f64>> = c["critical_values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| (!v.is_null()).then(|| exact(v)))
+            .collect();
+        match r.critical_values {
+            Some(cv) => assert_eq!(cv.map(Some).to_vec(), want, "{label}"),
+            None => assert!(want.iter().all(Option::is_none), "{label}"),
+        }
+        assert!(
+            (r.hedge_ratio - f(c, "hedge_ratio")).abs() < 1e-10,
+            "{label}"
+        );
+        assert!((r.intercept - f(c, "intercept")).abs() < 1e-9, "{label}");
+        let hl = &c["residual_half_life"];
+        assert!((r.half_life.b - f(hl, "b")).abs() < 1e-10, "{label}");
+        match hl["half_life"].as_f64() {
+            Some(h) => assert!(
+                (r.half_life.half_life.unwrap() - h).abs() < 1e-8 * h,
+                "{label}"
+            ),
+            None => assert_eq!(r.half_life.half_life, None),
+        }
+    }
+    eprintln!(
+        "engle_granger: worst statistic {:.1e}, p-value {:.1e}, hedge ratio {:.1e}",
+        worst.0, worst.1, worst.2
+    );
+}
+
+#[test]
+fn half_life_and_hurst_match_numpy() {
+    for (name, c) in GOLDEN["half_life"].as_object().unwrap() {
+        let r = half_life(&level(name)).unwrap();
+        assert!((r.b - f(c, "b")).abs() < 1e-12, "{name}: {r:?}");
+        assert!((r.a - f(c, "a")).abs() < 1e-12, "{name}: {r:?}");
+        let h = f(c, "half_life");
+        assert!((r.half_life.unwrap() - h).abs() < 1e-9 * h, "{name}");
+        assert_eq!(r.n_obs as u64, c["n_obs"].as_u64().unwrap());
+    }
+    for (name, h) in GOLDEN["hurst"].as_object().unwrap() {
+        let x = if name == "normal" {
+            seeded(name)
+        } else {
+            level(name)
+        };
+        let got = hurst(&x).unwrap();
+        assert!(
+            (got - h.as_f64().unwrap()).abs() < 1e-12,
+            "{name}: {got} vs {h}"
+        );
+    }
+}
+
+#[test]
+fn ljung_box_and_jarque_bera_match_statsmodels() {
+    for c in GOLDEN["ljung_box"].as_array().unwrap() {
+        let name = c["series"].as_str().unwrap();
+        let r = ljung_box(&rets(name), 10).unwrap();
+        for (k, (s, p)) in c["statistic"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(c["p_value"].as_array().unwrap())
+            .enumerate()
+        {
+            let (s, p) = (s.as_f64().unwrap(), p.as_f64().unwrap());
+            assert!(
+                (r.statistics[k] - s).abs() < 1e-10 * s.max(1.0),
+                "{name} lag {}",
+                k + 1
+            );
+            assert!(
+                (r.p_values[k] - p).abs() < 1e-12,
+                "{name} lag {}: {} vs {p}",
+                k + 1,
+                r.p_values[k]
+            );
+        }
+    }
+    for c in GOLDEN["jarque_bera"].as_array().unwrap() {
+        let name = c["series"].as_str().unwrap();
+        let r = jarque_bera(&rets(name)).unwrap();
+        let s = f(c, "statistic");
+        assert!(
+            (r.statistic - s).abs() < 1e-10 * s.max(1.0),
+            "{name}: {}",
+            r.statistic
+        );
+        assert!((r.p_value - f(c, "p_value")).abs() < 1e-12, "{name}");
+        assert!((r.skewness - f(c, "skewness")).abs() < 1e-12, "{name}");
+        assert!((r.kurtosis - f(c, "kurtosis")).abs() < 1e-11, "{name}");
+    }
+}
+
+#[test]
+fn garch_matches_arch() {
+    let cases = GOLDEN["garch"].as_array().unwrap();
+    for c in cases {
+        let name = c["series"].as_str().unwrap();
+        let y: Vec<f64> = rets(name).iter().map(|r| 100.0 * r).collect();
+        let arch = GarchParams {
+            mu: f(c, "mu"),
+            omega: f(c, "omega"),
+            alpha: f(c, "alpha"),
+            beta: f(c, "beta"),
+        };
+        // The likelihood at arch's own parameters.
+        let at_arch = garch_loglik(&y, &arch);
+        let want = f(c, "loglik");
+        assert!((at_arch - want).abs() < 1e-8, "{name}: {at_arch} vs {want}");
+        let fit = fit_garch(&y).unwrap();
+        assert!((fit.backcast - f(c, "backcast")).abs() < 1e-12, "{name}");
+        assert!(
+            fit.loglik >= want - 1e-6,
+            "{name}: ours {} below arch's {want}",
+            fit.loglik
+        );
+        let p = fit.params;
+        for (got, key) in [
+            (p.mu, "mu"),
+            (p.omega, "omega"),
+            (p.alpha, "alpha"),
+            (p.beta, "beta"),
+        ] {
+            assert!(
+                (got - f(c, key)).abs() < 1e-3,
+                "{name} {key}: {got} vs {}",
+                f(c, key)
+            );
+        }
+        eprintln!(
+            "garch {name}: loglik ours {:.10} arch {want:.10} (+{:.2e}); |Δ| params {:.1e} {:.1e} {:.1e} {:.1e}; {} iterations",
+            fit.loglik,
+            fit.loglik - want,
+            (p.mu - arch.mu).abs(),
+            (p.omega - arch.omega).abs(),
+            (p.alpha - arch.alpha).abs(),
+            (p.beta - arch.beta).abs(),
+            fit.iterations
+        );
+    }
+}
+
+#[test]
+fn garch_forecast_and_volatility_match_arch_at_its_parameters() {
+    use vibedesk::research::timeseries::garch::conditional_variance;
+    for c in GOLDEN["garch"].as_array().unwrap() {
+        let name = c["series"].as_str().unwrap();
+        let y: Vec<f64> = rets(name).iter().map(|r| 100.0 * r).collect();
+        let p = GarchParams {
+            mu: f(c, "mu"),
+            omega: f(c, "omega"),
+            alpha: f(c, "alpha"),
+            beta: f(c, "beta"),
+        };
+        let (h, fc) = conditional_variance(&y, &p, 10);
+        let head = c["conditional_vol_head"].as_array().unwrap();
+        let tail = c["conditional_vol_tail"].as_array().unwrap();
+        for (i, v) in head.iter().enumerate() {
+            assert!(
+                (h[i].sqrt() - v.as_f64().unwrap()).abs() < 1e-12,
+                "{name} head {i}"
+            );
+        }
+        for (i, v) in tail.iter().enumerate() {
+            let got = h[h.len() - 5 + i].sqrt();
+            assert!((got - v.as_f64().unwrap()).abs() < 1e-10, "{name} tail {i}");
+        }
+        for (i, v) in c["forecast_variance"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
+            let v = v.as_f64().unwrap();
+            assert!(
+                (fc[i] - v).abs() < 1e-10 * v,
+                "{name} forecast {i}: {} vs {v}",
+                fc[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn ewma_matches_arch() {
+    for c in GOLDEN["ewma"].as_array().unwrap() {
+        let name = c["series"].as_str().unwrap();
+        let y: Vec<f64> = rets(name).iter().map(|r| 100.0 * r).collect();
+        let r = ewma(&y, f(c, "lambda")).unwrap();
+        for (i, v) in c["conditional_vol_head"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
+            assert!(
+                (r.variance[i].sqrt() - v.as_f64().unwrap()).abs() < 1e-12,
+                "{name} {i}"
+            );
+        }
+        let n = r.variance.len();
+        for (i, v) in c["conditional_vol_tail"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
+            assert!((r.variance[n - 5 + i].sqrt() - v.as_f64().unwrap()).abs() < 1e-12);
+        }
+        for v in c["forecast_variance"].as_array().unwrap() {
+            assert!((r.next_variance - v.as_f64().unwrap()).abs() < 1e-12);
+        }
+        assert!(
+            (r.loglik - f(c, "loglik")).abs() < 1e-8,
+            "{name}: {}",
+            r.loglik
+        );
+    }
+}
