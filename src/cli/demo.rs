@@ -23,6 +23,24 @@ pub const DEMO_PROMPT: &str = "Study AAPL and MSFT through the 2008 crash: price
 /// The demo's compaction threshold T (L1 at T/2, L2 at 0.7 T, L3 at T):
 /// small, so that the session's few tool results reach every gate.
 pub const DEMO_TOKEN_THRESHOLD: u64 = 6_000;
+/// The tools the demo offers: those its script calls. The gauge counts
+/// the schemas every request carries (docs §3.1), and with every tool
+/// offered they alone would pass the demo's gates before its first result.
+pub const DEMO_TOOLS: [&str; 7] = [
+    "get_market_data",
+    "technical_indicator",
+    "list_dir",
+    "write_file",
+    "bash",
+    "backtest",
+    "read_artifact",
+];
+
+/// The demo's settings: its threshold and its tools.
+pub fn demo_config(config: &mut crate::config::Config) {
+    config.agent.token_threshold = DEMO_TOKEN_THRESHOLD;
+    config.agent.tools = Some(DEMO_TOOLS.iter().map(|t| t.to_string()).collect());
+}
 
 /// What the demo model says to any message after the session's first: the
 /// script plays once, and says so rather than replaying it.

@@ -21,7 +21,9 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
-pub use self::demo::{DEMO_PROMPT, DEMO_SCRIPT, DEMO_TOKEN_THRESHOLD, DemoProvider};
+pub use self::demo::{
+    DEMO_PROMPT, DEMO_SCRIPT, DEMO_TOKEN_THRESHOLD, DEMO_TOOLS, DemoProvider, demo_config,
+};
 pub use self::error::CliError;
 
 use crate::config::{Config, Overrides, ProviderConfig};

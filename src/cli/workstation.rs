@@ -64,7 +64,7 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
     let mut config = load_config(&overrides)?;
     if args.demo {
         // A short session reaches every compaction gate (docs §3).
-        config.agent.token_threshold = super::DEMO_TOKEN_THRESHOLD;
+        super::demo_config(&mut config);
     }
     let _log_guard = init_logging(&config);
 

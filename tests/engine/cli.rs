@@ -1489,21 +1489,14 @@ async fn the_demo_shows_batches_heartbeats_a_timeout_and_every_compaction_gate()
             "no {layer}: {compactions:?}"
         );
     }
-    assert!(
-        compactions.iter().any(|c| c["layer"] == "auto_compact"
-            && c["ineffective"] == false
-            && c["tokens_after"].as_u64() < c["tokens_before"].as_u64()),
-        "auto_compact freed nothing: {compactions:?}"
-    );
-    // L1 never clears the batch the model has not read yet (docs §3.2): the
-    // demo's first batch is summarised by L3 instead, and L1 clears a later,
-    // smaller result.
-    assert!(
-        compactions.iter().any(|c| c["layer"] == "microcompact"
-            && c["messages_touched"].as_u64() >= Some(1)
-            && c["tokens_after"].as_u64() < c["tokens_before"].as_u64()),
-        "microcompact freed nothing: {compactions:?}"
-    );
+    for layer in ["microcompact", "auto_compact"] {
+        assert!(
+            compactions.iter().any(|c| c["layer"] == layer
+                && c["ineffective"] == false
+                && c["tokens_after"].as_u64() < c["tokens_before"].as_u64()),
+            "{layer} freed nothing: {compactions:?}"
+        );
+    }
     let end = of("run_finished")[0];
     assert_eq!(end["status"], "partial", "{end}");
     assert!(

@@ -1127,6 +1127,11 @@ variables:
     assert!(!message(0, "system").contains("BEAR-ROLE"));
     assert!(message(1, "system").contains("BEAR-ROLE: argue against MSFT."));
     assert!(message(2, "system").contains("PM-ROLE: decide."));
+    // A server on this machine gets a lean prompt: the run's context heads
+    // the user message (docs §4.3).
+    let message = |i: usize, role: &str| -> String {
+        vibedesk::agent::context::without_run_context(&message(i, role)).to_string()
+    };
     assert_eq!(message(0, "user"), "Bull case for MSFT.");
     assert_eq!(
         message(2, "user"),
