@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use crate::agent::LoopConfig;
 pub use crate::llm::window::WindowDiscovery;
+use crate::model::names;
 use crate::store::Paths;
 
 #[derive(Debug, thiserror::Error)]
@@ -61,10 +62,10 @@ pub struct Preset {
 /// The tools a local preset offers unless `tools` says otherwise: the
 /// research set a small model can hold in its window (docs §4.7).
 pub const LOCAL_TOOLS: [&str; 4] = [
-    "get_market_data",
-    "technical_indicator",
-    "backtest",
-    "remember",
+    names::GET_MARKET_DATA,
+    names::TECHNICAL_INDICATOR,
+    names::BACKTEST,
+    names::REMEMBER,
 ];
 
 /// The temperature of the local presets: low, so the reply format holds

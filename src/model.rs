@@ -6,6 +6,7 @@
 
 pub mod contract;
 pub mod factor;
+pub mod names;
 pub mod quant;
 pub mod stats;
 pub mod universe;

@@ -66,7 +66,7 @@ pub fn fill_template(template: &str, value_of: impl Fn(&str) -> Option<String>) 
 }
 
 /// The tool that reads a skill; without it the catalogue is not shown.
-pub const LOAD_SKILL: &str = "load_skill";
+pub const LOAD_SKILL: &str = crate::model::names::LOAD_SKILL;
 
 /// The system prompt (docs §4.3). The tools are not listed in it: their
 /// schemas travel with every request already. The skills are listed only

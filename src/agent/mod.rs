@@ -26,5 +26,7 @@ pub use run_loop::{Loop, LoopDeps, RunOutcome, RunRequest};
 pub fn register_agent_tools(
     registry: &mut crate::tools::Registry,
 ) -> Result<(), crate::tools::registry::DuplicateTool> {
-    registry.register(std::sync::Arc::new(compaction::CompactTool))
+    registry.register(std::sync::Arc::new(
+        crate::tools::builtin::compact::CompactTool,
+    ))
 }

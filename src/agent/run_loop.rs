@@ -1466,8 +1466,14 @@ impl Turn {
         }
         for o in &outcomes {
             self.st.tools.record(o);
+            // A tool that writes files declares it (docs §2.1).
+            let writes_files = self
+                .scheduler
+                .registry()
+                .get(o.call.name())
+                .is_some_and(|t| t.caps().writes_files);
             if o.succeeded()
-                && matches!(o.call.name(), "write_file" | "edit_file")
+                && writes_files
                 && let Some(p) = o.args.get("path").and_then(|v| v.as_str())
             {
                 let full = if std::path::Path::new(p).is_absolute() {

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::llm::scripted::{Exhausted, Script, ScriptedProvider};
 use crate::llm::{ChatRequest, ChunkStream, LlmError, Provider};
-use crate::model::Role;
+use crate::model::{Role, names};
 
 /// The bundled demo script: one turn per model call of the session.
 pub const DEMO_SCRIPT: &str = include_str!("../../assets/scripts/demo.json");
@@ -27,13 +27,13 @@ pub const DEMO_TOKEN_THRESHOLD: u64 = 6_000;
 /// the schemas every request carries (docs §3.1), and with every tool
 /// offered they alone would pass the demo's gates before its first result.
 pub const DEMO_TOOLS: [&str; 7] = [
-    "get_market_data",
-    "technical_indicator",
-    "list_dir",
-    "write_file",
-    "bash",
-    "backtest",
-    "read_artifact",
+    names::GET_MARKET_DATA,
+    names::TECHNICAL_INDICATOR,
+    names::LIST_DIR,
+    names::WRITE_FILE,
+    names::BASH,
+    names::BACKTEST,
+    names::READ_ARTIFACT,
 ];
 
 /// The demo's settings: its threshold and its tools.

@@ -95,7 +95,7 @@ pub async fn doctor(args: DoctorArgs) -> Result<(), CliError> {
             true
         }
     };
-    report_first_request(&config);
+    report_first_request(&config)?;
     let checked = check_provider(&config, args.offline).await;
     if mcp_invalid {
         return Err(CliError::quiet(exit::USAGE));
@@ -108,7 +108,7 @@ pub const SAMPLE_PROMPT: &str = "What was AAPL's RSI(14) on 2008-01-25?";
 
 /// The window, the sampling, the tools offered and what a first request
 /// costs (docs §3.9, §4.7).
-fn report_first_request(config: &crate::config::Config) {
+fn report_first_request(config: &crate::config::Config) -> Result<(), CliError> {
     let a = &config.agent;
     let window = match (a.context_window, a.discover_window) {
         (Some(w), _) => format!("{w} tokens (configured)"),
@@ -126,7 +126,7 @@ fn report_first_request(config: &crate::config::Config) {
             if p.lean_prompt { "on" } else { "off" }
         );
     }
-    let setup = super::AgentSetup::new(config);
+    let setup = super::AgentSetup::new(config)?;
     let first = setup.first_request(config, SAMPLE_PROMPT);
     println!(
         "tools         {}",
@@ -139,6 +139,7 @@ fn report_first_request(config: &crate::config::Config) {
         "first request ~{} tokens: system prompt {}, {} tool schemas {}, a one-line question",
         first.total, first.system, first.tool_count, first.tools
     );
+    Ok(())
 }
 
 /// The provider part of the report, and whether the configured model can

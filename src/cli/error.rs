@@ -81,6 +81,13 @@ impl fmt::Display for CliError {
     }
 }
 
+impl From<crate::tools::builtin::RegisterError> for CliError {
+    /// Two tools with one name: a bug in the build, reported at start-up.
+    fn from(e: crate::tools::builtin::RegisterError) -> Self {
+        CliError::failed(e)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -138,7 +138,7 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
         None => std::env::current_dir()
             .map_err(|e| CliError::failed(format!("cannot read the current directory: {e}")))?,
     };
-    let setup = super::AgentSetup::new(&config);
+    let setup = super::AgentSetup::new(&config)?;
     for note in &setup.notes {
         tracing::warn!("mcp serve: {note}");
     }

@@ -312,47 +312,25 @@ pub fn mcp_status_event(s: &crate::mcp::ServerStatus) -> crate::agent::AgentEven
 }
 
 impl AgentSetup {
-    /// The tools: file tools and `bash`, the agent's `compact`, market data
+    /// The tools: every built-in of the manifest (`tools::builtin::MANIFEST`,
+    /// docs §2.1): file tools and `bash`, the agent's `compact`, market data
     /// and indicators (embedded dataset first, online sources as fallback),
     /// the quant tools (options, portfolios, risk), factor IC, regression
-    /// and overfitting,
-    /// `backtest`/`read_artifact` (the engine in the sandbox), and the memory
-    /// and skill tools. Memory is opened once here, so its snapshot is
-    /// frozen for the session (docs §4.4).
-    pub fn new(config: &Config) -> Self {
-        use crate::tools::builtin::{backtest, market};
+    /// and overfitting, `backtest`/`read_artifact` (the engine in the
+    /// sandbox), and the memory and skill tools. Memory is opened once
+    /// here, so its snapshot is frozen for the session (docs §4.4). Two
+    /// tools with one name stop the command here, naming both.
+    pub fn new(config: &Config) -> Result<Self, crate::tools::builtin::RegisterError> {
+        use crate::tools::builtin::{self, MemoryEnv, ToolEnv, backtest};
         let data = &config.paths.data_dir;
         // Jobs are recorded so that the next start ends what a crash left.
         let runner =
             crate::sandbox::RunnerConfig::from_env().with_jobs_dir(Some(config.paths.jobs_dir()));
-        let mut registry = crate::tools::Registry::new();
-        let _ = crate::tools::builtin::register_defaults_with(&mut registry, runner.clone());
-        let _ = crate::agent::register_agent_tools(&mut registry);
-        let _ = market::register_market_tools(&mut registry, config.paths.cache_dir.clone());
-        // The quant desk (docs §15): options, portfolios, risk.
-        let _ = crate::tools::builtin::quant::register_quant_tools(
-            &mut registry,
-            crate::research::data::DataConfig {
-                cache_dir: Some(config.paths.cache_dir.clone()),
-                ..crate::research::data::DataConfig::default()
-            },
-        );
-        // Time-series tests and volatility models (docs §16).
-        let _ = crate::tools::builtin::stats::register_stats_tools(
-            &mut registry,
-            crate::research::data::DataConfig {
-                cache_dir: Some(config.paths.cache_dir.clone()),
-                ..crate::research::data::DataConfig::default()
-            },
-        );
-        // Is the edge real (docs §17): factor IC, regressions, overfitting.
-        let _ = crate::tools::builtin::factor::register_factor_tools(
-            &mut registry,
-            crate::research::data::DataConfig {
-                cache_dir: Some(config.paths.cache_dir.clone()),
-                ..crate::research::data::DataConfig::default()
-            },
-        );
+        let mut env = ToolEnv::new(crate::research::data::DataConfig {
+            cache_dir: Some(config.paths.cache_dir.clone()),
+            ..crate::research::data::DataConfig::default()
+        });
+        env.runner = runner.clone();
         let mut backtest_config =
             backtest::BacktestToolConfig::new(Some(config.paths.cache_dir.clone()));
         backtest_config.runner = runner;
@@ -363,7 +341,7 @@ impl AgentSetup {
         if let Some(limit) = config.agent.scheduler.default_timeout {
             backtest_config.timeout = backtest_config.timeout.min(limit);
         }
-        let _ = backtest::register_backtest_tools(&mut registry, backtest_config);
+        env.backtest = Arc::new(backtest_config);
         let flags = crate::memory::MemoryFlags::from_env();
         let mut notes = crate::memory::maintenance::warnings(&flags);
         let skills =
@@ -381,23 +359,22 @@ impl AgentSetup {
                 None
             }
         };
+        env.memory = store.as_ref().map(|s| MemoryEnv {
+            store: s.clone(),
+            skills: Arc::new(skills),
+            sessions_dir: config.paths.sessions_dir(),
+        });
+        let mut registry = crate::tools::Registry::new();
+        builtin::register_entries(&mut registry, builtin::MANIFEST, &env)?;
         let (recall, snapshot) = match &store {
-            Some(s) => {
-                let _ = crate::tools::builtin::memory::register_memory_tools(
-                    &mut registry,
-                    s.clone(),
-                    Arc::new(skills),
-                    config.paths.sessions_dir(),
-                );
-                (
-                    Some(Arc::new(crate::agent::recall::MemoryRecall::new(s.clone()))
-                        as Arc<dyn crate::agent::context::RecallHook>),
-                    crate::agent::recall::memory_snapshot(s),
-                )
-            }
+            Some(s) => (
+                Some(Arc::new(crate::agent::recall::MemoryRecall::new(s.clone()))
+                    as Arc<dyn crate::agent::context::RecallHook>),
+                crate::agent::recall::memory_snapshot(s),
+            ),
             None => (None, String::new()),
         };
-        AgentSetup {
+        Ok(AgentSetup {
             registry: Arc::new(registry),
             late_tools: crate::tools::LateTools::default(),
             memory: store,
@@ -406,7 +383,7 @@ impl AgentSetup {
             memory_snapshot: snapshot,
             skills: skill_lines,
             notes,
-        }
+        })
     }
 
     /// The MCP servers of `config.toml` (docs §13.1), checked: a bad entry
@@ -530,7 +507,9 @@ pub fn provider_or_offline(
     match &config.provider {
         Some(p) => build_provider(p).map(|p| (p, None)),
         None => Ok((
-            Arc::new(crate::llm::offline::OfflineProvider::new()),
+            Arc::new(crate::llm::offline::OfflineProvider::with_tools(
+                crate::tools::builtin::planner_tools(),
+            )),
             Some("no model is configured: the offline planner answers plain requests (backtests, prices, indicators, options, portfolios, risk, memory) from the built-in data; `vibedesk doctor` shows how to connect a model".to_string()),
         )),
     }

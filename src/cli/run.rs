@@ -109,7 +109,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
 
     // A bad MCP entry stops the run before anything starts (docs §13.1).
     let mcp_servers = AgentSetup::mcp_servers(&config).map_err(CliError::usage)?;
-    let setup = AgentSetup::new(&config);
+    let setup = AgentSetup::new(&config)?;
     if !args.json {
         for note in &setup.notes {
             eprintln!("vibedesk: {note}");

@@ -184,9 +184,9 @@ fn list(json: bool) -> Result<(), CliError> {
 
 /// The tools and skills a worker can have: those of the registry and skill
 /// set every run is built with.
-fn catalog(config: &Config) -> Catalog {
-    let setup = AgentSetup::new(config);
-    Catalog {
+fn catalog(config: &Config) -> Result<Catalog, CliError> {
+    let setup = AgentSetup::new(config)?;
+    Ok(Catalog {
         tools: setup
             .registry
             .names()
@@ -194,14 +194,14 @@ fn catalog(config: &Config) -> Catalog {
             .map(String::from)
             .collect(),
         skills: setup.skills.iter().map(|s| s.name.clone()).collect(),
-    }
+    })
 }
 
 fn inspect(arg: &str, json: bool) -> Result<(), CliError> {
     let config = load_config(&Overrides::default())?;
     let loaded =
         preset::load_name_or_file(&config.paths.config_dir, arg).map_err(CliError::usage)?;
-    let report = crate::swarm::inspect(&loaded.preset, &catalog(&config));
+    let report = crate::swarm::inspect(&loaded.preset, &catalog(&config)?);
     if json {
         println!(
             "{}",
@@ -439,7 +439,7 @@ async fn run(args: SwarmRunArgs) -> Result<(), CliError> {
     {
         eprintln!("vibedesk: {note}");
     }
-    let setup = AgentSetup::new(&config);
+    let setup = AgentSetup::new(&config)?;
     if !args.json {
         for note in &setup.notes {
             eprintln!("vibedesk: {note}");

@@ -118,7 +118,7 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
     // A bad MCP entry stops the workstation before its screen opens.
     let mcp_servers = AgentSetup::mcp_servers(&config).map_err(CliError::usage)?;
     // The same tools, memory and skills as `vibedesk run`.
-    let setup = AgentSetup::new(&config);
+    let setup = AgentSetup::new(&config)?;
     notices.extend(setup.notes.iter().map(|n| (NoticeKind::Warning, n.clone())));
     // MCP servers start in the background: the screen opens at once and
     // their statuses, later exits included, reach the chat through

@@ -42,6 +42,7 @@ use crate::model::contract::{
     MemoryOutput, PriceRow, ProvenanceBrief, RecallArgs, RememberArgs, WarmupInfo,
     adjustment_label,
 };
+use crate::model::names as tool;
 use crate::model::{HANDOFF_PREFIX, Message, Role};
 use preferences::RememberedCosts;
 
@@ -55,12 +56,24 @@ fn embedded(ticker: &str) -> bool {
 
 pub const CONNECT_HELP: &str = "To ask anything else, connect a model: run `vibedesk doctor` for the setup, or for example `export DEEPSEEK_API_KEY=...` and start with `--provider deepseek` (or `--provider ollama --model qwen3:8b` for a local server).";
 
+/// The offline planner as a provider.
 #[derive(Default)]
-pub struct OfflineProvider;
+pub struct OfflineProvider {
+    /// The tools it may call (the manifest's planner tools, docs §2.1);
+    /// `None`: any it is offered.
+    usable: Option<Vec<String>>,
+}
 
 impl OfflineProvider {
     pub fn new() -> Self {
-        OfflineProvider
+        OfflineProvider::default()
+    }
+
+    /// A planner that calls only `tools` (of those a request offers).
+    pub fn with_tools(tools: Vec<String>) -> Self {
+        OfflineProvider {
+            usable: Some(tools),
+        }
     }
 }
 
@@ -105,7 +118,12 @@ impl Provider for OfflineProvider {
     }
 
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChunkStream, LlmError>> {
-        let offered: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
+        let offered: Vec<String> = request
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .filter(|n| self.usable.as_ref().is_none_or(|u| u.contains(n)))
+            .collect();
         let plan = plan_request(&request.messages, &offered, request.user_request.as_deref());
         let chunks: Vec<Result<StreamChunk, LlmError>> = match plan {
             Plan::Call(call) => vec![
@@ -216,7 +234,7 @@ pub fn plan_request(messages: &[Message], offered: &[String], request: Option<&s
         .collect();
     if let Some((tool, result)) = results.last() {
         let text = answer(&request, tool, result);
-        let ran = *tool == "backtest" && is_error(result).is_none();
+        let ran = *tool == tool::BACKTEST && is_error(result).is_none();
         return Plan::Answer(match remembered.note(&request) {
             Some(note) if ran => after_assumptions(&text, &note),
             _ => text,
@@ -248,7 +266,7 @@ fn member_plan(
     remembered: &RememberedCosts,
 ) -> Plan {
     let outcomes = team::outcomes(since);
-    let ran_backtest = outcomes.iter().any(|o| o.tool == "backtest");
+    let ran_backtest = outcomes.iter().any(|o| o.tool == tool::BACKTEST);
     match remembered.apply(team::plan(request, &outcomes, offered)) {
         Plan::Answer(text) => Plan::Answer(match remembered.member_note() {
             Some(note) if ran_backtest => format!("{}\n\n{note}\n", text.trim_end()),
@@ -418,7 +436,7 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             .trim()
             .to_string();
         return Some(PlannedCall {
-            name: "compact".into(),
+            name: tool::COMPACT.into(),
             args: if focus.is_empty() {
                 json!({})
             } else {
@@ -433,7 +451,7 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             .collect::<Vec<_>>()
             .join(" ");
         return Some(PlannedCall::typed(
-            "remember",
+            tool::REMEMBER,
             RememberArgs {
                 action: Some(MemoryAction::Save.as_str().into()),
                 title: Some(title),
@@ -445,7 +463,7 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
     }
     if let Some(query) = recall_query(&lower) {
         return Some(PlannedCall::typed(
-            "remember",
+            tool::REMEMBER,
             RememberArgs {
                 action: Some(MemoryAction::Recall.as_str().into()),
                 query: Some(query),
@@ -472,7 +490,7 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
         || has(text, &BUY_AND_HOLD)
     {
         return Some(PlannedCall::typed(
-            "backtest",
+            tool::BACKTEST,
             BacktestArgs {
                 config: Some(backtest_config(text, &symbols(text), start, end)),
                 ..BacktestArgs::default()
@@ -493,7 +511,7 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             Map::from_iter([(key.to_string(), json!(w))])
         });
         return Some(PlannedCall::typed(
-            "technical_indicator",
+            tool::TECHNICAL_INDICATOR,
             IndicatorArgs {
                 source: Some(source_for(&sym).as_str().into()),
                 symbol: sym,
@@ -518,7 +536,7 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             .and_then(|re| re.captures(text))
             .and_then(|c| c.get(1)?.as_str().parse::<i64>().ok());
         return Some(PlannedCall::typed(
-            "get_market_data",
+            tool::GET_MARKET_DATA,
             MarketDataArgs {
                 source: Some(source_for(&sym).as_str().into()),
                 symbol: sym,
@@ -730,15 +748,18 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         );
     }
     let written = match tool {
-        "backtest" => typed(v).map(|o| backtest_answer(&o)),
-        "get_market_data" => typed(v).map(|o| prices_answer(request, &o)),
-        "technical_indicator" => typed(v).map(|o| indicator_answer(&o)),
-        "remember" | "recall" => typed(v).map(|o| remember_answer(&o)),
-        "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
-        | "risk_report" => quant::answer(request, tool, v),
-        "stat_test" | "volatility_model" => stats::answer(tool, v),
-        "factor_ic" | "regression" | "overfitting" => factor::answer(request, tool, v),
-        "compact" => Some(
+        tool::BACKTEST => typed(v).map(|o| backtest_answer(&o)),
+        tool::GET_MARKET_DATA => typed(v).map(|o| prices_answer(request, &o)),
+        tool::TECHNICAL_INDICATOR => typed(v).map(|o| indicator_answer(&o)),
+        tool::REMEMBER | tool::RECALL => typed(v).map(|o| remember_answer(&o)),
+        tool::OPTION_PRICE
+        | tool::IMPLIED_VOLATILITY
+        | tool::OPTION_STRATEGY
+        | tool::PORTFOLIO_OPTIMIZE
+        | tool::RISK_REPORT => quant::answer(request, tool, v),
+        tool::STAT_TEST | tool::VOLATILITY_MODEL => stats::answer(tool, v),
+        tool::FACTOR_IC | tool::REGRESSION | tool::OVERFITTING => factor::answer(request, tool, v),
+        tool::COMPACT => Some(
             "Done: the conversation will be compacted into a summary now (watch the gauge).\n"
                 .into(),
         ),
@@ -753,15 +774,15 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
     // How the request's dates were read, when not as written (docs §2.13).
     let dated = matches!(
         tool,
-        "backtest"
-            | "get_market_data"
-            | "technical_indicator"
-            | "portfolio_optimize"
-            | "risk_report"
-            | "stat_test"
-            | "volatility_model"
-            | "factor_ic"
-            | "regression"
+        tool::BACKTEST
+            | tool::GET_MARKET_DATA
+            | tool::TECHNICAL_INDICATOR
+            | tool::PORTFOLIO_OPTIMIZE
+            | tool::RISK_REPORT
+            | tool::STAT_TEST
+            | tool::VOLATILITY_MODEL
+            | tool::FACTOR_IC
+            | tool::REGRESSION
     );
     match dated.then(|| dates::read(request).note()).flatten() {
         Some(note) => format!("{note}\n\n{text}"),

@@ -37,13 +37,9 @@ use crate::tools::invoke::{Invocation, invoke_outside};
 use crate::tools::origin;
 use crate::tools::redact::{Sink, redact_tool_result, redact_value};
 use crate::tools::scheduler::SchedulerConfig;
-use crate::tools::{BackgroundQueue, Registry, Tool, ToolContext, ToolError, ToolReply};
-
-/// One tool as served: its MCP name and the built-in behind it.
-struct Exposure {
-    name: &'static str,
-    builtin: &'static str,
-}
+use crate::tools::{
+    BackgroundQueue, Gate, Registry, Served, Tool, ToolContext, ToolError, ToolReply,
+};
 
 /// What the user lets clients do beyond the read-only tools (docs §13.4.1).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -56,103 +52,19 @@ pub struct ServePolicy {
 }
 
 impl ServePolicy {
-    /// Why `name` is withheld under this policy, or `None` when offered.
-    pub fn withholds(&self, name: &str) -> Option<&'static str> {
-        match name {
-            "remember" if !self.memory_write => Some(
+    /// Why a tool behind `gate` is withheld under this policy, or `None`
+    /// when offered.
+    pub fn withholds(&self, gate: Gate) -> Option<&'static str> {
+        match gate {
+            Gate::MemoryWrite if !self.memory_write => Some(
                 "memory is read-only for MCP clients unless the server is started with --allow-memory-write",
             ),
-            "session_search" if !self.sessions => Some(
+            Gate::Sessions if !self.sessions => Some(
                 "past sessions are not searchable by MCP clients unless the server is started with --allow-sessions",
             ),
             _ => None,
         }
     }
-}
-
-/// The served tools (docs §13.4), in the order `tools/list` gives them.
-const EXPOSED: &[Exposure] = &[
-    Exposure {
-        name: "backtest",
-        builtin: "backtest",
-    },
-    Exposure {
-        name: "market_data",
-        builtin: "get_market_data",
-    },
-    Exposure {
-        name: "indicators",
-        builtin: "technical_indicator",
-    },
-    Exposure {
-        name: "remember",
-        builtin: "remember",
-    },
-    Exposure {
-        name: "recall",
-        builtin: "recall",
-    },
-    Exposure {
-        name: "session_search",
-        builtin: "session_search",
-    },
-    Exposure {
-        name: "load_skill",
-        builtin: "load_skill",
-    },
-    // The quant desk (docs §15), under their own names.
-    Exposure {
-        name: "option_price",
-        builtin: "option_price",
-    },
-    Exposure {
-        name: "implied_volatility",
-        builtin: "implied_volatility",
-    },
-    Exposure {
-        name: "option_strategy",
-        builtin: "option_strategy",
-    },
-    Exposure {
-        name: "portfolio_optimize",
-        builtin: "portfolio_optimize",
-    },
-    Exposure {
-        name: "risk_report",
-        builtin: "risk_report",
-    },
-    // Time-series tests and volatility models (docs §16).
-    Exposure {
-        name: "stat_test",
-        builtin: "stat_test",
-    },
-    Exposure {
-        name: "volatility_model",
-        builtin: "volatility_model",
-    },
-    // Is the edge real (docs §17).
-    Exposure {
-        name: "factor_ic",
-        builtin: "factor_ic",
-    },
-    Exposure {
-        name: "regression",
-        builtin: "regression",
-    },
-    Exposure {
-        name: "overfitting",
-        builtin: "overfitting",
-    },
-];
-
-/// The MCP names `vibedesk mcp serve` offers under `policy`, in
-/// `tools/list` order.
-pub fn exposed_names(policy: ServePolicy) -> Vec<&'static str> {
-    EXPOSED
-        .iter()
-        .map(|e| e.name)
-        .filter(|n| policy.withholds(n).is_none())
-        .collect()
 }
 
 /// What the server needs from the caller: the agent's registry, where run
@@ -193,8 +105,9 @@ pub enum ServeError {
 }
 
 /// One served tool, resolved against the registry.
-struct Served {
-    exposure: &'static Exposure,
+struct ServedTool {
+    /// Its MCP name.
+    name: &'static str,
     tool: Arc<dyn Tool>,
     spec: rmcp::model::Tool,
 }
@@ -202,8 +115,9 @@ struct Served {
 /// The server state shared by every connection (HTTP makes one handler per
 /// session; stdio has one).
 struct Shared {
-    tools: Vec<Served>,
-    policy: ServePolicy,
+    tools: Vec<ServedTool>,
+    /// The served tools the policy withholds, and why.
+    withheld: Vec<(&'static str, &'static str)>,
     /// This server's run dir: read-only calls run here, each writing call
     /// gets a fresh sub-directory so two backtests never share one.
     run_dir: PathBuf,
@@ -225,24 +139,30 @@ impl VibedeskServer {
     /// `<runs_root>/<YYYYmmdd_HHMMSS>_<pid>`.
     pub fn new(options: ServeOptions) -> Result<Self, ServeError> {
         let policy = options.policy;
-        let tools = EXPOSED
-            .iter()
-            .filter(|e| policy.withholds(e.name).is_none())
-            .map(|exposure| {
-                let tool = options.registry.get(exposure.builtin).cloned().ok_or(
-                    ServeError::MissingTool {
-                        name: exposure.name,
-                        builtin: exposure.builtin,
-                    },
-                )?;
-                let spec = tool_spec(exposure, tool.as_ref());
-                Ok(Served {
-                    exposure,
+        // A built-in the manifest serves must be in the registry.
+        for e in crate::tools::builtin::MANIFEST {
+            if let (Some(name), None) = (e.caps.served_name(), options.registry.get(e.name)) {
+                return Err(ServeError::MissingTool {
+                    name,
+                    builtin: e.name,
+                });
+            }
+        }
+        let mut tools = Vec::new();
+        let mut withheld = Vec::new();
+        for tool in crate::tools::builtin::served(&options.registry) {
+            let Served::As { name, gate } = tool.caps().served else {
+                continue;
+            };
+            match policy.withholds(gate) {
+                Some(why) => withheld.push((name, why)),
+                None => tools.push(ServedTool {
+                    name,
+                    spec: tool_spec(name, tool.as_ref()),
                     tool,
-                    spec,
-                })
-            })
-            .collect::<Result<Vec<_>, ServeError>>()?;
+                }),
+            }
+        }
         let session_id = format!(
             "{}_{}",
             chrono::Local::now().format("%Y%m%d_%H%M%S"),
@@ -253,7 +173,7 @@ impl VibedeskServer {
         Ok(VibedeskServer {
             shared: Arc::new(Shared {
                 tools,
-                policy,
+                withheld,
                 run_dir,
                 workspace: options.workspace,
                 session_id: format!("mcp-{session_id}"),
@@ -280,24 +200,21 @@ impl VibedeskServer {
         Ok(())
     }
 
-    fn served(&self, name: &str) -> Option<&Served> {
-        self.shared.tools.iter().find(|s| s.exposure.name == name)
+    fn served(&self, name: &str) -> Option<&ServedTool> {
+        self.shared.tools.iter().find(|s| s.name == name)
     }
 
     /// The context a call runs with: writing tools get a fresh run dir.
     fn context(
         &self,
-        served: &Served,
+        served: &ServedTool,
         cancel: CancellationToken,
     ) -> Result<ToolContext, ToolError> {
         let n = self.shared.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let run_dir = if served.tool.readonly() {
             self.shared.run_dir.clone()
         } else {
-            let dir = self
-                .shared
-                .run_dir
-                .join(format!("{n:04}_{}", served.exposure.name));
+            let dir = self.shared.run_dir.join(format!("{n:04}_{}", served.name));
             std::fs::create_dir_all(&dir)
                 .map_err(|e| ToolError::io("cannot create the run directory", &dir, e))?;
             dir
@@ -318,7 +235,7 @@ impl VibedeskServer {
     /// stops the call as the user's Ctrl-C stops an agent's.
     async fn run(
         &self,
-        served: &Served,
+        served: &ServedTool,
         args: Value,
         ctx: &ToolContext,
         cancel: &CancellationToken,
@@ -438,7 +355,7 @@ fn create_dir(dir: &std::path::Path) -> Result<(), ServeError> {
 
 /// The MCP tool: the served name, the built-in's description and generated
 /// argument schema, and truthful hints.
-fn tool_spec(exposure: &Exposure, tool: &dyn Tool) -> rmcp::model::Tool {
+fn tool_spec(name: &'static str, tool: &dyn Tool) -> rmcp::model::Tool {
     let schema = match tool.parameters() {
         Value::Object(map) => map,
         _ => JsonObject::new(),
@@ -451,12 +368,8 @@ fn tool_spec(exposure: &Exposure, tool: &dyn Tool) -> rmcp::model::Tool {
         // rewrites that dir's config.json and artifacts.
         annotations = annotations.destructive(true);
     }
-    rmcp::model::Tool::new(
-        exposure.name,
-        tool.description().to_string(),
-        Arc::new(schema),
-    )
-    .annotate(annotations)
+    rmcp::model::Tool::new(name, tool.description().to_string(), Arc::new(schema))
+        .annotate(annotations)
 }
 
 /// A call's answer as an MCP result: the model's text (cut as the model's
@@ -526,10 +439,12 @@ impl ServerHandler for VibedeskServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(served) = self.served(&request.name) else {
-            let policy = self.shared.policy;
-            let offered = exposed_names(policy).join(", ");
-            let message = match policy.withholds(&request.name) {
-                Some(why) => format!(
+            let shared = &self.shared;
+            let offered: Vec<&str> = shared.tools.iter().map(|s| s.name).collect();
+            let offered = offered.join(", ");
+            let why = shared.withheld.iter().find(|(n, _)| *n == request.name);
+            let message = match why {
+                Some((_, why)) => format!(
                     "the tool '{}' is not offered: {why}; this server has {offered}",
                     request.name
                 ),
@@ -537,7 +452,7 @@ impl ServerHandler for VibedeskServer {
             };
             return Err(ErrorData::invalid_params(message, None));
         };
-        let name = served.exposure.name;
+        let name = served.name;
         let args = Value::Object(request.arguments.unwrap_or_default());
         let reply = match self.context(served, context.ct.child_token()) {
             Ok(ctx) => {

@@ -13,6 +13,7 @@ pub mod events;
 pub mod finalize;
 pub mod invoke;
 pub mod late;
+pub mod manifest;
 pub mod origin;
 pub mod progress;
 pub mod redact;
@@ -29,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use background::{BackgroundNotice, BackgroundQueue};
 pub use late::LateTools;
+pub use manifest::{Caps, Gate, Served};
 pub use registry::Registry;
 pub use scheduler::{Authorizer, CallOutcome, Denial, Scheduler, SchedulerConfig};
 pub use typed::TypedTool;
@@ -86,6 +88,11 @@ pub trait Tool: Send + Sync {
     /// others run alone and are never killed by the loop (docs §2.4).
     fn readonly(&self) -> bool {
         true
+    }
+    /// What it may do (docs §2.1): a built-in tool declares it
+    /// ([`TypedTool::CAPS`]); any other says only whether it is read-only.
+    fn caps(&self) -> Caps {
+        Caps::of_readonly(self.readonly())
     }
     /// A non-repeatable tool that already succeeded with the same arguments in
     /// this run is not run again (docs §2.2, keyed on arguments: §12.2).

@@ -5,6 +5,9 @@
 //! output is serialised once into the text the model sees and the
 //! structured output `tool_call_finished` carries.
 
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -14,22 +17,24 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::registry::check_arguments;
-use super::{Tool, ToolContext, ToolError, ToolReply, ToolResult};
+use super::{Caps, Tool, ToolContext, ToolError, ToolReply, ToolResult};
 use crate::model::contract::parameters_schema;
 
-/// A tool with typed arguments and output.
+/// A tool with typed arguments and output. A built-in one is listed in
+/// the manifest (`tools::builtin::MANIFEST`) by its type, which declares
+/// its name and capabilities as constants.
 pub trait TypedTool: Send + Sync {
+    /// The name the model calls it by.
+    const NAME: &'static str;
+    /// What it may do (read-only, writes files, served over MCP, the
+    /// offline planner's); see [`Caps`].
+    const CAPS: Caps = Caps::READ_ONLY;
     /// The arguments; their schema is what the model is offered.
-    type Args: DeserializeOwned + JsonSchema + Send;
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
     /// The result, serialised (as JSON) for the model and the events.
     type Output: Serialize + Send;
 
-    fn name(&self) -> &str;
     fn description(&self) -> &str;
-    /// See [`Tool::readonly`].
-    fn readonly(&self) -> bool {
-        true
-    }
     /// See [`Tool::repeatable`].
     fn repeatable(&self) -> bool {
         false
@@ -47,17 +52,32 @@ pub trait TypedTool: Send + Sync {
         let _ = output;
         None
     }
-    fn run<'a>(
-        &'a self,
+    /// One call (an `async fn` in each tool: the erased [`Tool`] impl
+    /// boxes its future once).
+    fn run(
+        &self,
         args: Self::Args,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Self::Output, ToolError>>;
+        ctx: &ToolContext,
+    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+}
+
+/// The schema of `A`, generated once per type for the life of the
+/// process (docs §2.1): every request and call reads this one.
+pub fn schema_of<A: JsonSchema + 'static>() -> &'static Value {
+    static SCHEMAS: OnceLock<Mutex<HashMap<TypeId, &'static Value>>> = OnceLock::new();
+    let map = SCHEMAS.get_or_init(Mutex::default);
+    let mut map = map
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    map.entry(TypeId::of::<A>())
+        // Leaked once per argument type: a few dozen small schemas.
+        .or_insert_with(|| Box::leak(Box::new(parameters_schema::<A>())))
 }
 
 /// Checks `args` against the schema of `A` (an object, required keys,
 /// declared types: the scheduler's messages), then parses it.
-pub fn parse_args<A: DeserializeOwned + JsonSchema>(args: Value) -> Result<A, ToolError> {
-    check_arguments(&parameters_schema::<A>(), &args)
+pub fn parse_args<A: DeserializeOwned + JsonSchema + 'static>(args: Value) -> Result<A, ToolError> {
+    check_arguments(schema_of::<A>(), &args)
         .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
     serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments(e.to_string()))
 }
@@ -84,16 +104,22 @@ async fn reply<T: TypedTool + ?Sized>(
 
 impl<T: TypedTool> Tool for T {
     fn name(&self) -> &str {
-        TypedTool::name(self)
+        T::NAME
     }
     fn description(&self) -> &str {
         TypedTool::description(self)
     }
     fn parameters(&self) -> Value {
-        parameters_schema::<T::Args>()
+        schema_of::<T::Args>().clone()
+    }
+    fn check_arguments(&self, args: &Value) -> Result<(), String> {
+        check_arguments(schema_of::<T::Args>(), args).map_err(|e| e.to_string())
     }
     fn readonly(&self) -> bool {
-        TypedTool::readonly(self)
+        T::CAPS.readonly
+    }
+    fn caps(&self) -> Caps {
+        T::CAPS
     }
     fn repeatable(&self) -> bool {
         TypedTool::repeatable(self)
@@ -279,38 +305,10 @@ mod tests {
         );
     }
 
-    /// Keywords the function-calling formats of some providers refuse.
-    fn refused_keywords(v: &Value, at: &str, found: &mut Vec<String>) {
-        match v {
-            Value::Object(m) => {
-                // Keys of `properties` are argument names, not keywords.
-                let names = at.ends_with("/properties");
-                for (k, child) in m {
-                    let null_type =
-                        k == "type" && child.as_array().is_some_and(|t| t.contains(&json!("null")));
-                    let refused = ["$schema", "$defs", "definitions", "$ref", "title", "format"]
-                        .contains(&k.as_str())
-                        || null_type;
-                    if refused && !names {
-                        found.push(format!("{at}/{k}"));
-                    }
-                    refused_keywords(child, &format!("{at}/{k}"), found);
-                }
-            }
-            Value::Array(a) => a.iter().for_each(|x| refused_keywords(x, at, found)),
-            _ => {}
-        }
-    }
-
     #[test]
     fn schemas_are_plain_objects_providers_accept() {
         for (schema, _) in schemas() {
-            assert_eq!(schema["type"], "object");
-            assert!(schema["properties"].is_object(), "{schema}");
-            assert!(schema["required"].is_array(), "{schema}");
-            let mut found = Vec::new();
-            refused_keywords(&schema, "", &mut found);
-            assert!(found.is_empty(), "{found:?} in {schema}");
+            crate::tools::builtin::testkit::assert_plain_object(&schema);
         }
         let remember = parameters_schema::<RememberArgs>();
         assert_eq!(

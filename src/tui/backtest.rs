@@ -35,7 +35,7 @@ use crate::model::contract::BacktestOutput;
 use crate::research::backtest::chart::{compact, sparkline, terminal_points};
 
 /// The tool whose results get this cell.
-pub const TOOL: &str = "backtest";
+pub const TOOL: &str = crate::model::names::BACKTEST;
 /// Where the engine writes the series, relative to the run directory.
 pub const EQUITY_FILE: &str = "artifacts/equity.csv";
 /// Chat widths from which the charts show without expanding. The chat keeps

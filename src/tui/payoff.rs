@@ -22,7 +22,7 @@ use crate::model::quant::OptionStrategyOutput;
 use crate::research::backtest::chart::{compact, sparkline};
 
 /// The tool whose results get this cell.
-pub const TOOL: &str = "option_strategy";
+pub const TOOL: &str = crate::model::names::OPTION_STRATEGY;
 
 /// The cell: the output's figures, parsed once.
 #[derive(Clone, Debug, PartialEq)]

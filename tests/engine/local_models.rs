@@ -880,7 +880,7 @@ fn the_local_profile_first_request_is_lean_and_cache_stable() {
     let prompt = "What was AAPL's RSI(14) on 2008-01-25?";
     let hosted = load("openai");
     let local = load("llamacpp");
-    let setup = AgentSetup::new(&hosted);
+    let setup = AgentSetup::new(&hosted).unwrap();
     let full = setup.first_request(&hosted, prompt);
     let lean = setup.first_request(&local, prompt);
     assert_eq!(lean.tool_count, 4);

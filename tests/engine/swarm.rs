@@ -1193,7 +1193,7 @@ fn every_bundled_preset_validates() {
         &Default::default(),
     )
     .unwrap();
-    let setup = vibedesk::cli::AgentSetup::new(&config);
+    let setup = vibedesk::cli::AgentSetup::new(&config).unwrap();
     let catalog = vibedesk::swarm::Catalog {
         tools: setup
             .registry

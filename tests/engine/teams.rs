@@ -108,32 +108,16 @@ const REQUIRED: [&str; 10] = [
     "portfolio_review",
 ];
 
-/// The tools a preset may name (the contract's list).
-const ALLOWED_TOOLS: [&str; 23] = [
-    "bash",
-    "read_file",
-    "list_dir",
-    "write_file",
-    "edit_file",
-    "backtest",
-    "read_artifact",
-    "remember",
-    "recall",
-    "session_search",
-    "load_skill",
-    "get_market_data",
-    "technical_indicator",
-    "option_price",
-    "implied_volatility",
-    "option_strategy",
-    "portfolio_optimize",
-    "risk_report",
-    "stat_test",
-    "volatility_model",
-    "factor_ic",
-    "regression",
-    "overfitting",
-];
+/// The tools a preset may name: the manifest's built-ins, less the
+/// agent's own (`compact`), which every loop has.
+fn allowed_tools() -> Vec<&'static str> {
+    use vibedesk::tools::builtin::{Family, MANIFEST};
+    MANIFEST
+        .iter()
+        .filter(|e| e.family != Family::Agent)
+        .map(|e| e.name)
+        .collect()
+}
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -283,7 +267,7 @@ fn every_shipped_preset_has_the_spec_keys_and_names_only_real_tools_and_skills()
                     "{n}/{}: no tool {t} in {registry:?}",
                     a.id
                 );
-                assert!(ALLOWED_TOOLS.contains(&t.as_str()), "{n}/{}: {t}", a.id);
+                assert!(allowed_tools().contains(&t.as_str()), "{n}/{}: {t}", a.id);
             }
             for s in &a.skills {
                 assert!(
@@ -457,7 +441,7 @@ fn every_members_prompt_plans_real_tool_calls_offline() {
 /// of the agent's.
 #[test]
 fn every_prompt_asks_only_for_its_agents_tools() {
-    let everything: Vec<String> = ALLOWED_TOOLS.iter().map(|s| s.to_string()).collect();
+    let everything: Vec<String> = allowed_tools().iter().map(|s| s.to_string()).collect();
     let upstream = "## Upstream results\n\n### a (task-a, Analyst)\n| AAPL close | 69.01 | 2012-12-31 | get_market_data |\n";
     for p in presets() {
         for t in &p.tasks {

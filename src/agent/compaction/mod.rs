@@ -30,10 +30,8 @@ mod props;
 pub mod report;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use serde::Serialize;
 
 use tokio_util::sync::CancellationToken;
 
@@ -47,10 +45,9 @@ use super::events::{AgentEvent, EventSink, NoticeLevel};
 use crate::llm::tokens::{Estimator, message_python_len};
 use crate::llm::{CallOptions, ChatRequest, Provider, stream_response};
 use crate::model::Message;
-use crate::model::contract::CompactArgs;
 use crate::store::trace_record::CompactOutcome;
 use crate::store::{SharedTrace, trace_record};
-use crate::tools::{ToolContext, ToolError, TypedTool};
+use crate::tools::TypedTool;
 
 /// The compaction constants (docs §1.1), all settable in `[compaction]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -563,49 +560,8 @@ pub fn repair_pairs(messages: &mut Vec<Message>) -> pairs::PairRepair {
     fix_tool_pairs(messages)
 }
 
-/// The `compact` tool (L4): the model asks for a compaction, optionally with
-/// a focus topic. It answers at once; the loop compacts after the
-/// iteration's other tools (docs §2.2 step 1).
-pub struct CompactTool;
-
-pub const COMPACT_TOOL: &str = "compact";
-
-/// What `compact` answers at once; the compaction itself follows.
-#[derive(Debug, Serialize)]
-pub struct CompactOutput {
-    status: &'static str,
-    message: &'static str,
-}
-
-impl TypedTool for CompactTool {
-    type Args = CompactArgs;
-    type Output = CompactOutput;
-
-    fn name(&self) -> &str {
-        COMPACT_TOOL
-    }
-    fn description(&self) -> &str {
-        "Compress the conversation so far into a structured summary when the context is long; pass focus_topic to keep one topic in detail."
-    }
-    fn repeatable(&self) -> bool {
-        true
-    }
-    fn timeout(&self) -> Option<Duration> {
-        Some(Duration::from_secs(5))
-    }
-    fn run<'a>(
-        &'a self,
-        _args: CompactArgs,
-        _ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<CompactOutput, ToolError>> {
-        Box::pin(async {
-            Ok(CompactOutput {
-                status: "ok",
-                message: "Compressing...",
-            })
-        })
-    }
-}
+/// The `compact` tool's name, which the loop watches for (docs §2.2 step 1).
+pub const COMPACT_TOOL: &str = crate::tools::builtin::compact::CompactTool::NAME;
 
 /// Messages after the last assistant message (the results of its calls
 /// and any steering), counted from the end; 0 without an assistant turn.
@@ -614,39 +570,4 @@ fn unread_since_last_turn(messages: &[Message]) -> usize {
         .iter()
         .rposition(|m| m.role == crate::model::Role::Assistant)
         .map_or(0, |i| messages.len() - i - 1)
-}
-
-#[cfg(test)]
-mod tool_tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::tools::Tool;
-
-    /// The schema generated from `CompactArgs` is the one written by hand
-    /// before, and a bad argument keeps the scheduler's wording.
-    #[tokio::test]
-    async fn compact_tool_schema_and_argument_errors_are_unchanged() {
-        assert_eq!(
-            Tool::parameters(&CompactTool),
-            json!({"type": "object", "properties": {
-                "focus_topic": {"type": "string", "description": "Topic to preserve in detail (optional)"}
-            }, "required": []})
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = crate::tools::test_context(dir.path().join("run"), dir.path().join("ws"));
-        let err = CompactTool
-            .call(json!({"focus_topic": 5}), &ctx)
-            .await
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "invalid arguments: argument 'focus_topic' must be of type \"string\", got number"
-        );
-        let reply = CompactTool
-            .call_with_output(json!({"focus_topic": "fees"}), &ctx)
-            .await
-            .unwrap();
-        assert_eq!(reply.text, r#"{"status":"ok","message":"Compressing..."}"#);
-    }
 }

@@ -22,6 +22,7 @@ use crate::model::factor::{
     FactorIcArgs, FactorIcOutput, OverfittingArgs, OverfittingOutput, RegressionArgs,
     RegressionOutput, SeriesRef,
 };
+use crate::model::names as tool;
 use crate::model::{Message, Role};
 
 /// Words in capitals these requests use that are not tickers.
@@ -223,7 +224,7 @@ fn ic_call(
         .and_then(|c| c.get(1)?.as_str().parse::<i64>().ok())
         .map(|h| vec![h]);
     PlannedCall::typed(
-        "factor_ic",
+        tool::FACTOR_IC,
         FactorIcArgs {
             quantiles: quantiles_for(lower, universe.as_ref().map(Vec::len)),
             factor: f.spec,
@@ -288,7 +289,7 @@ fn regression_call(
         .and_then(|re| re.captures(text))
         .and_then(|c| c.get(1)?.as_str().parse::<i64>().ok());
     Some(PlannedCall::typed(
-        "regression",
+        tool::REGRESSION,
         RegressionArgs {
             y: SeriesRef(json!(y)),
             x: x.into_iter().map(|s| SeriesRef(json!(s))).collect(),
@@ -355,7 +356,7 @@ fn overfitting_call(
     } else {
         return None;
     }
-    Some(PlannedCall::typed("overfitting", args))
+    Some(PlannedCall::typed(tool::OVERFITTING, args))
 }
 
 /// "Does this Sharpe survive 50 trials" after a backtest in the same
@@ -368,12 +369,12 @@ pub(super) fn from_context(request: &str, before: &[Message]) -> Option<PlannedC
         return None;
     }
     let (name, sharpe, bars) = before.iter().rev().find_map(|m| match m.role {
-        Role::Tool if m.name.as_deref() == Some("backtest") => from_result(&m.content),
+        Role::Tool if m.name.as_deref() == Some(tool::BACKTEST) => from_result(&m.content),
         Role::Assistant if m.content.starts_with("## Backtest result") => from_answer(&m.content),
         _ => None,
     })?;
     Some(PlannedCall::typed(
-        "overfitting",
+        tool::OVERFITTING,
         OverfittingArgs {
             sharpe: Some(sharpe),
             observations: Some(bars.saturating_sub(1) as i64),
@@ -471,7 +472,7 @@ fn deflate_upstream(b: &Board, period: &str) -> Option<PlannedCall> {
         .find(|f| f.label == format!("{name} bars") && f.as_of == best.as_of)?;
     let trial_sharpes: Vec<f64> = sharpes.iter().map(|f| f.value).collect();
     Some(PlannedCall::typed(
-        "overfitting",
+        tool::OVERFITTING,
         OverfittingArgs {
             sharpe: Some(best.value),
             observations: Some((bars.value as i64 - 1).max(0)),
@@ -540,7 +541,7 @@ fn period(d: &crate::model::factor::StudyData) -> String {
 /// results; `None` for another tool.
 pub(super) fn key_rows(tool: &str, result: &Value) -> Option<Vec<(String, String, String)>> {
     Some(match tool {
-        "factor_ic" => {
+        tool::FACTOR_IC => {
             let o: FactorIcOutput = typed(result)?;
             let head = format!("{} {}", universe_label(&o.universe), factor_label(&o));
             let at = period(&o.data);
@@ -570,7 +571,7 @@ pub(super) fn key_rows(tool: &str, result: &Value) -> Option<Vec<(String, String
             }
             rows
         }
-        "regression" => {
+        tool::REGRESSION => {
             let o: RegressionOutput = typed(result)?;
             let at = period(&o.data);
             let mut rows = Vec::new();
@@ -601,7 +602,7 @@ pub(super) fn key_rows(tool: &str, result: &Value) -> Option<Vec<(String, String
             rows.push((format!("{} regression r²", o.y), num4(o.r2), at));
             rows
         }
-        "overfitting" => {
+        tool::OVERFITTING => {
             let o: OverfittingOutput = typed(result)?;
             let mut rows = vec![
                 (
@@ -664,9 +665,9 @@ const NOT_ADVICE: &str =
 /// One of these tools' answers, every input stated; `None` for another.
 pub(super) fn answer(request: &str, tool: &str, v: &Value) -> Option<String> {
     match tool {
-        "factor_ic" => typed::<FactorIcOutput>(v).map(|o| ic_answer(request, &o)),
-        "regression" => typed::<RegressionOutput>(v).map(|o| regression_answer(request, &o)),
-        "overfitting" => typed::<OverfittingOutput>(v).map(|o| overfitting_answer(request, &o)),
+        tool::FACTOR_IC => typed::<FactorIcOutput>(v).map(|o| ic_answer(request, &o)),
+        tool::REGRESSION => typed::<RegressionOutput>(v).map(|o| regression_answer(request, &o)),
+        tool::OVERFITTING => typed::<OverfittingOutput>(v).map(|o| overfitting_answer(request, &o)),
         _ => None,
     }
 }

@@ -17,6 +17,7 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use super::{Plan, PlannedCall, cost_rates, rate_bp};
+use crate::model::names as tool;
 use crate::model::{Message, Role};
 
 /// Words that make a memory the user's own preference.
@@ -83,7 +84,7 @@ impl RememberedCosts {
     }
 
     fn apply_call(&self, mut call: PlannedCall) -> PlannedCall {
-        if call.name != "backtest" {
+        if call.name != tool::BACKTEST {
             return call;
         }
         let Some(Value::Object(cfg)) = call.args.get_mut("config") else {

@@ -16,6 +16,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::{PAIR, PlannedCall, date_range, embedded, names, symbols, typed};
+use crate::model::names as tool;
 use crate::model::quant::{
     ImpliedVolatilityArgs, ImpliedVolatilityOutput, LegArgs, OptionInputsUsed, OptionPriceArgs,
     OptionPriceOutput, OptionStrategyArgs, OptionStrategyOutput, PortfolioOptimizeArgs,
@@ -305,7 +306,7 @@ fn risk_call(
             })
         });
     PlannedCall::typed(
-        "risk_report",
+        tool::RISK_REPORT,
         RiskReportArgs {
             symbols: Some(syms.to_vec()),
             weights,
@@ -326,7 +327,7 @@ fn portfolio_call(
 ) -> PlannedCall {
     let text = lower;
     PlannedCall::typed(
-        "portfolio_optimize",
+        tool::PORTFOLIO_OPTIMIZE,
         PortfolioOptimizeArgs {
             symbols: Some(syms.to_vec()),
             returns: None,
@@ -365,7 +366,7 @@ fn implied_call(text: &str, lower: &str, sym: Option<&String>) -> Option<Planned
     )?
     .0;
     Some(PlannedCall::typed(
-        "implied_volatility",
+        tool::IMPLIED_VOLATILITY,
         ImpliedVolatilityArgs {
             kind: kind(lower).unwrap_or("call").into(),
             spot: number_after(text, &["spot", "stock at", "underlying at", "underlying"])
@@ -389,7 +390,7 @@ fn option_call(text: &str, lower: &str, sym: Option<&String>) -> Option<PlannedC
         return None;
     }
     Some(PlannedCall::typed(
-        "option_price",
+        tool::OPTION_PRICE,
         OptionPriceArgs {
             kind: kind(lower)?.into(),
             style: names(lower, "american").then(|| "american".into()),
@@ -480,7 +481,7 @@ fn strategy_call(text: &str, lower: &str, sym: Option<&String>) -> Option<Planne
         })
         .collect();
     Some(PlannedCall::typed(
-        "option_strategy",
+        tool::OPTION_STRATEGY,
         OptionStrategyArgs {
             legs,
             spot: number_after(text, &["spot", "stock at", "underlying at"]).map(|v| v.0),
@@ -647,7 +648,7 @@ pub(super) fn key_rows(
     result: &Value,
 ) -> Option<Vec<(String, String, String)>> {
     Some(match tool {
-        "option_price" => {
+        tool::OPTION_PRICE => {
             let v: OptionPriceOutput = typed(result)?;
             let label = option_label(v.symbol.as_deref(), &v.kind, &v.inputs);
             let at = v.inputs.as_of.clone().unwrap_or_default();
@@ -679,7 +680,7 @@ pub(super) fn key_rows(
                 ),
             ]
         }
-        "implied_volatility" => {
+        tool::IMPLIED_VOLATILITY => {
             let v: ImpliedVolatilityOutput = typed(result)?;
             let sym = args["symbol"].as_str().unwrap_or("option");
             vec![(
@@ -688,9 +689,9 @@ pub(super) fn key_rows(
                 String::new(),
             )]
         }
-        "option_strategy" => strategy_rows(result)?,
-        "portfolio_optimize" => portfolio_rows(result)?,
-        "risk_report" => risk_rows(result)?,
+        tool::OPTION_STRATEGY => strategy_rows(result)?,
+        tool::PORTFOLIO_OPTIMIZE => portfolio_rows(result)?,
+        tool::RISK_REPORT => risk_rows(result)?,
         _ => return None,
     })
 }
@@ -909,13 +910,15 @@ fn risk_rows(result: &Value) -> Option<Vec<(String, String, String)>> {
 /// a default expiry, are read from it).
 pub(super) fn answer(request: &str, tool: &str, v: &Value) -> Option<String> {
     match tool {
-        "option_price" => typed::<OptionPriceOutput>(v).map(|o| option_answer(request, &o)),
-        "implied_volatility" => typed::<ImpliedVolatilityOutput>(v).map(|o| implied_answer(&o)),
-        "option_strategy" => typed::<OptionStrategyOutput>(v).map(|o| strategy_answer(request, &o)),
-        "portfolio_optimize" => {
+        tool::OPTION_PRICE => typed::<OptionPriceOutput>(v).map(|o| option_answer(request, &o)),
+        tool::IMPLIED_VOLATILITY => typed::<ImpliedVolatilityOutput>(v).map(|o| implied_answer(&o)),
+        tool::OPTION_STRATEGY => {
+            typed::<OptionStrategyOutput>(v).map(|o| strategy_answer(request, &o))
+        }
+        tool::PORTFOLIO_OPTIMIZE => {
             typed::<PortfolioOptimizeOutput>(v).map(|o| portfolio_answer(request, &o))
         }
-        "risk_report" => typed::<RiskReportOutput>(v).map(|o| risk_answer(&o)),
+        tool::RISK_REPORT => typed::<RiskReportOutput>(v).map(|o| risk_answer(&o)),
         _ => None,
     }
 }

@@ -14,6 +14,7 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use super::{PlannedCall, date_range, embedded, names, symbols, typed};
+use crate::model::names as tool;
 use crate::model::stats::{
     StatTestArgs, StatTestOutput, VolatilityModelArgs, VolatilityModelOutput,
 };
@@ -124,7 +125,7 @@ fn test_call(
         .then(|| "returns".to_string())
         .filter(|_| matches!(test, "adf" | "kpss" | "hurst" | "half_life"));
     Some(PlannedCall::typed(
-        "stat_test",
+        tool::STAT_TEST,
         StatTestArgs {
             test: test.into(),
             symbols: Some(syms[..want].to_vec()),
@@ -146,7 +147,7 @@ fn volatility_call(
     end: Option<String>,
 ) -> PlannedCall {
     PlannedCall::typed(
-        "volatility_model",
+        tool::VOLATILITY_MODEL,
         VolatilityModelArgs {
             symbol: Some(sym.to_string()),
             start,
@@ -244,8 +245,8 @@ fn period(d: &crate::model::quant::ReturnsData) -> String {
 /// The key-figure rows (label, value, as of) of a time-series result.
 pub(super) fn key_rows(tool: &str, result: &Value) -> Option<Vec<(String, String, String)>> {
     match tool {
-        "stat_test" => Some(test_rows(&typed::<StatTestOutput>(result)?)),
-        "volatility_model" => Some(vol_rows(&typed::<VolatilityModelOutput>(result)?)),
+        tool::STAT_TEST => Some(test_rows(&typed::<StatTestOutput>(result)?)),
+        tool::VOLATILITY_MODEL => Some(vol_rows(&typed::<VolatilityModelOutput>(result)?)),
         _ => None,
     }
 }
@@ -352,8 +353,8 @@ fn vol_rows(o: &VolatilityModelOutput) -> Vec<(String, String, String)> {
 /// tool.
 pub(super) fn answer(tool: &str, v: &Value) -> Option<String> {
     match tool {
-        "stat_test" => Some(test_answer(&typed(v)?)),
-        "volatility_model" => Some(vol_answer(&typed(v)?)),
+        tool::STAT_TEST => Some(test_answer(&typed(v)?)),
+        tool::VOLATILITY_MODEL => Some(vol_answer(&typed(v)?)),
         _ => None,
     }
 }

@@ -23,6 +23,7 @@ use super::{
     answer, backtest_answer, backtest_config, date_range, fixed, indicator_answer, is_error, names,
     num, pct, prices_answer, source_for, symbol, symbols, typed,
 };
+use crate::model::names as tool;
 
 /// Most tool calls one member makes in its batch.
 const MAX_CALLS: usize = 8;
@@ -232,7 +233,7 @@ fn sentence_calls(
             return Vec::new();
         }
         return vec![PlannedCall::typed(
-            "backtest",
+            tool::BACKTEST,
             BacktestArgs {
                 config: Some(backtest_config(sentence, syms, start, end)),
                 ..BacktestArgs::default()
@@ -296,7 +297,7 @@ fn indicator_call(
     (start, end): &Range,
 ) -> PlannedCall {
     PlannedCall::typed(
-        "technical_indicator",
+        tool::TECHNICAL_INDICATOR,
         IndicatorArgs {
             source: Some(source_for(sym).as_str().into()),
             symbol: sym.to_string(),
@@ -349,7 +350,7 @@ fn prices_call(sentence: &str, sym: &str, (start, end): &Range) -> PlannedCall {
         .and_then(|re| re.captures(sentence))
         .and_then(|c| c.get(1)?.as_str().parse::<i64>().ok());
     PlannedCall::typed(
-        "get_market_data",
+        tool::GET_MARKET_DATA,
         MarketDataArgs {
             source: Some(source_for(sym).as_str().into()),
             symbol: sym.to_string(),
@@ -383,10 +384,10 @@ fn recall_call(sentence: &str, syms: &[String], offered: Option<&[String]>) -> P
     let query = about
         .filter(|q| !q.is_empty())
         .unwrap_or_else(|| syms.join(" "));
-    let has_recall = offered.is_none_or(|o| o.iter().any(|t| t == "recall"));
+    let has_recall = offered.is_none_or(|o| o.iter().any(|t| t == tool::RECALL));
     if has_recall {
         PlannedCall::typed(
-            "recall",
+            tool::RECALL,
             RecallArgs {
                 query,
                 max_results: None,
@@ -394,7 +395,7 @@ fn recall_call(sentence: &str, syms: &[String], offered: Option<&[String]>) -> P
         )
     } else {
         PlannedCall::typed(
-            "remember",
+            tool::REMEMBER,
             RememberArgs {
                 action: Some(MemoryAction::Recall.as_str().into()),
                 query: Some(query),
@@ -530,32 +531,37 @@ fn key_rows(o: &Outcome<'_>) -> Vec<KeyRow> {
         )];
     }
     match o.tool {
-        "get_market_data" => typed::<MarketDataOutput>(&o.result)
+        tool::GET_MARKET_DATA => typed::<MarketDataOutput>(&o.result)
             .map(|v| price_rows(&v))
             .unwrap_or_default(),
-        "technical_indicator" => typed::<IndicatorOutput>(&o.result)
+        tool::TECHNICAL_INDICATOR => typed::<IndicatorOutput>(&o.result)
             .map(|v| indicator_rows(&v))
             .unwrap_or_default(),
-        "backtest" => typed::<BacktestOutput>(&o.result)
+        tool::BACKTEST => typed::<BacktestOutput>(&o.result)
             .map(|v| backtest_rows(&o.args, &v))
             .unwrap_or_default(),
-        "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
-        | "risk_report" => super::quant::key_rows(o.tool, &o.args, &o.result)
+        tool::OPTION_PRICE
+        | tool::IMPLIED_VOLATILITY
+        | tool::OPTION_STRATEGY
+        | tool::PORTFOLIO_OPTIMIZE
+        | tool::RISK_REPORT => super::quant::key_rows(o.tool, &o.args, &o.result)
             .unwrap_or_default()
             .into_iter()
             .map(|(f, v, d)| row(f, v, d))
             .collect(),
-        "stat_test" | "volatility_model" => super::stats::key_rows(o.tool, &o.result)
+        tool::STAT_TEST | tool::VOLATILITY_MODEL => super::stats::key_rows(o.tool, &o.result)
             .unwrap_or_default()
             .into_iter()
             .map(|(f, v, d)| row(f, v, d))
             .collect(),
-        "factor_ic" | "regression" | "overfitting" => super::factor::key_rows(o.tool, &o.result)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(f, v, d)| row(f, v, d))
-            .collect(),
-        "recall" | "remember" => typed::<MemoryOutput>(&o.result)
+        tool::FACTOR_IC | tool::REGRESSION | tool::OVERFITTING => {
+            super::factor::key_rows(o.tool, &o.result)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(f, v, d)| row(f, v, d))
+                .collect()
+        }
+        tool::RECALL | tool::REMEMBER => typed::<MemoryOutput>(&o.result)
             .map(|v| {
                 vec![row(
                     format!("memories matching \"{}\"", query_of(&o.args)),
@@ -820,15 +826,20 @@ fn detail(o: &Outcome<'_>) -> String {
         return answer("", o.tool, &o.result);
     }
     let written = match o.tool {
-        "get_market_data" => {
+        tool::GET_MARKET_DATA => {
             typed(&o.result).map(|v| prices_answer(&format!("the last {PRICE_ROWS} rows"), &v))
         }
-        "technical_indicator" => typed(&o.result).map(|v| indicator_answer(&v)),
-        "option_price" | "implied_volatility" | "option_strategy" | "portfolio_optimize"
-        | "risk_report" => super::quant::answer("", o.tool, &o.result),
-        "stat_test" | "volatility_model" => super::stats::answer(o.tool, &o.result),
-        "factor_ic" | "regression" | "overfitting" => super::factor::answer("", o.tool, &o.result),
-        "backtest" => typed::<BacktestOutput>(&o.result).map(|v| {
+        tool::TECHNICAL_INDICATOR => typed(&o.result).map(|v| indicator_answer(&v)),
+        tool::OPTION_PRICE
+        | tool::IMPLIED_VOLATILITY
+        | tool::OPTION_STRATEGY
+        | tool::PORTFOLIO_OPTIMIZE
+        | tool::RISK_REPORT => super::quant::answer("", o.tool, &o.result),
+        tool::STAT_TEST | tool::VOLATILITY_MODEL => super::stats::answer(o.tool, &o.result),
+        tool::FACTOR_IC | tool::REGRESSION | tool::OVERFITTING => {
+            super::factor::answer("", o.tool, &o.result)
+        }
+        tool::BACKTEST => typed::<BacktestOutput>(&o.result).map(|v| {
             let (label, period) = backtest_label(&o.args);
             backtest_answer(&v).replacen(
                 "## Backtest result",
@@ -1014,7 +1025,7 @@ fn reading(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> String {
 fn indicator_reading(outcomes: &[Outcome<'_>]) -> Vec<String> {
     let closes: Vec<(String, String, f64)> = outcomes
         .iter()
-        .filter(|o| o.tool == "get_market_data")
+        .filter(|o| o.tool == tool::GET_MARKET_DATA)
         .filter_map(|o| {
             let v: MarketDataOutput = typed(&o.result)?;
             let s = v.summary?;
@@ -1022,7 +1033,10 @@ fn indicator_reading(outcomes: &[Outcome<'_>]) -> Vec<String> {
         })
         .collect();
     let mut lines = Vec::new();
-    for o in outcomes.iter().filter(|o| o.tool == "technical_indicator") {
+    for o in outcomes
+        .iter()
+        .filter(|o| o.tool == tool::TECHNICAL_INDICATOR)
+    {
         let Some(v) = typed::<IndicatorOutput>(&o.result) else {
             continue;
         };
@@ -1120,7 +1134,7 @@ struct Ranked {
 fn sharpes(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> Vec<Ranked> {
     let mut all: Vec<Ranked> = outcomes
         .iter()
-        .filter(|o| o.tool == "backtest" && is_error(&o.result).is_none())
+        .filter(|o| o.tool == tool::BACKTEST && is_error(&o.result).is_none())
         .filter_map(|o| {
             let v: BacktestOutput = typed(&o.result)?;
             let m = v.metrics?;

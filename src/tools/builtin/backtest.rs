@@ -32,23 +32,26 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::args;
 use super::backtest_args::config_of;
+use super::{Builtin, Family, ToolEnv, register_family};
 use crate::fsio::{ConfineError, confine};
 use crate::model::contract::{
     BacktestArgs, BacktestAssumptions, BacktestMetrics, BacktestOutput, ChartFiles, ConfigIssue,
     ReadArtifactArgs, WarmupInfo,
 };
+use crate::model::names;
 use crate::research::backtest::{self, BacktestError, RunOptions, StrategySpec};
+use crate::research::data::DataConfig;
 use crate::research::data::cache::{Cache, is_cacheable};
 use crate::research::data::{DataRequest, PriceSeries};
 use crate::sandbox::{BACKTEST_ARTIFACTS, RunResult, RunSpec, Runner, RunnerConfig};
 use crate::store::atomic_write;
+use crate::tools::Caps;
 use crate::tools::registry::DuplicateTool;
 use crate::tools::{Registry, ToolContext, ToolError, TypedTool, progress};
 
@@ -174,10 +177,12 @@ pub fn register_backtest_tools(
     registry: &mut Registry,
     config: BacktestToolConfig,
 ) -> Result<(), DuplicateTool> {
-    let config = Arc::new(config);
-    registry.register(Arc::new(Backtest { config }))?;
-    registry.register(Arc::new(ReadArtifact))?;
-    Ok(())
+    let mut env = ToolEnv::new(DataConfig {
+        cache_dir: config.cache_dir.clone(),
+        ..DataConfig::default()
+    });
+    env.backtest = Arc::new(config);
+    register_family(registry, Family::Backtest, &env)
 }
 
 /// The last `n` characters.
@@ -745,9 +750,8 @@ impl TypedTool for Backtest {
     type Args = BacktestArgs;
     type Output = BacktestOutput;
 
-    fn name(&self) -> &str {
-        "backtest"
-    }
+    const NAME: &'static str = names::BACKTEST;
+    const CAPS: Caps = Caps::WRITES.served_as(names::BACKTEST).planner();
 
     fn description(&self) -> &str {
         "Trading strategies only, not a stock's own return (get_market_data's summary gives that): backtest one on daily bars in a sandbox. Give strategy, params, symbols, start and end. Returns total and annual return, Sharpe, max drawdown, win rate, trade count, the benchmark's return and the artifacts' paths; signals execute at the next bar's open. Also takes a whole `config`, or runs code/signal_engine.py from the run dir when no strategy is given (see the backtest-design skill)."
@@ -809,10 +813,6 @@ impl TypedTool for Backtest {
         Some(Value::Object(o))
     }
 
-    fn readonly(&self) -> bool {
-        false
-    }
-
     fn repeatable(&self) -> bool {
         true
     }
@@ -822,41 +822,39 @@ impl TypedTool for Backtest {
         Some(self.config.timeout + self.config.runner.drain_timeout * 2 + Duration::from_secs(30))
     }
 
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: BacktestArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<BacktestOutput, ToolError>> {
-        Box::pin(async move {
-            let run_dir = resolve_run_dir(ctx, args.run_dir.as_deref())?;
-            let (config, argument_warnings) = config_of(&args);
-            let with_warnings = |mut out: BacktestOutput| {
-                out.argument_warnings = argument_warnings.clone();
-                out
-            };
-            match config {
-                None => {
-                    if !run_dir.is_dir() {
-                        return Ok(error_output(
-                            "run_dir_missing",
-                            format!(
-                                "{} does not exist; give `config` to create it with a config.json, or name an existing run directory",
-                                run_dir.display()
-                            ),
-                            &run_dir,
-                        ));
-                    }
-                }
-                Some(cfg) => {
-                    if let Some(refused) = write_config(&run_dir, Value::Object(cfg)).await? {
-                        return Ok(with_warnings(refused));
-                    }
+        ctx: &ToolContext,
+    ) -> Result<BacktestOutput, ToolError> {
+        let run_dir = resolve_run_dir(ctx, args.run_dir.as_deref())?;
+        let (config, argument_warnings) = config_of(&args);
+        let with_warnings = |mut out: BacktestOutput| {
+            out.argument_warnings = argument_warnings.clone();
+            out
+        };
+        match config {
+            None => {
+                if !run_dir.is_dir() {
+                    return Ok(error_output(
+                        "run_dir_missing",
+                        format!(
+                            "{} does not exist; give `config` to create it with a config.json, or name an existing run directory",
+                            run_dir.display()
+                        ),
+                        &run_dir,
+                    ));
                 }
             }
-            let local = vec![ctx.workspace.join("data"), ctx.workspace.clone()];
-            let out = backtest_output(&self.config, &run_dir, &local, &ctx.cancel).await;
-            Ok(with_warnings(out))
-        })
+            Some(cfg) => {
+                if let Some(refused) = write_config(&run_dir, Value::Object(cfg)).await? {
+                    return Ok(with_warnings(refused));
+                }
+            }
+        }
+        let local = vec![ctx.workspace.join("data"), ctx.workspace.clone()];
+        let out = backtest_output(&self.config, &run_dir, &local, &ctx.cancel).await;
+        Ok(with_warnings(out))
     }
 }
 
@@ -1002,9 +1000,7 @@ impl TypedTool for ReadArtifact {
     type Args = ReadArtifactArgs;
     type Output = ArtifactOutput;
 
-    fn name(&self) -> &str {
-        "read_artifact"
-    }
+    const NAME: &'static str = names::READ_ARTIFACT;
 
     fn description(&self) -> &str {
         "Read a backtest artifact of a run directory, paged by lines. name: summary (the run card: what ran, key metrics, files), metrics, equity, trades, positions, target_positions, fills, validation, rebalance_notes, risk_xray, run_card, run_card_json, config, engine_stdout, engine_stderr, ohlcv_<CODE>, or a relative path inside the run directory."
@@ -1016,105 +1012,117 @@ impl TypedTool for ReadArtifact {
         true
     }
 
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: ReadArtifactArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ArtifactOutput, ToolError>> {
-        Box::pin(async move {
-            let name = args::nonempty(&args.name, "name")?;
-            let run_dir = resolve_run_dir(ctx, args.run_dir.as_deref())?;
-            let offset = args::opt_usize(args.offset, "offset")?.unwrap_or(0);
-            let limit = args::opt_usize(args.limit, "limit")?
-                .unwrap_or(usize::MAX)
-                .max(1);
-            if name == "summary" {
-                let dir = run_dir.clone();
-                return match tokio::task::spawn_blocking(move || run_card_summary(&dir)).await {
-                    Ok(Ok(v)) => Ok(ArtifactOutput::Summary(v)),
-                    Ok(Err(e)) => Err(ToolError::failed("artifact_missing", e.to_string())),
-                    Err(e) => Err(ToolError::failed("internal_error", e.to_string())),
-                };
-            }
-            let rel = if let Some((_, f)) = NAMED.iter().find(|(n, _)| *n == name) {
-                f.to_string()
-            } else if let Some(code) = name.strip_prefix("ohlcv_") {
-                format!(
-                    "artifacts/ohlcv_{}.csv",
-                    backtest::artifacts::file_safe(code)
-                )
-            } else {
-                name.to_string()
+        ctx: &ToolContext,
+    ) -> Result<ArtifactOutput, ToolError> {
+        let name = args::nonempty(&args.name, "name")?;
+        let run_dir = resolve_run_dir(ctx, args.run_dir.as_deref())?;
+        let offset = args::opt_usize(args.offset, "offset")?.unwrap_or(0);
+        let limit = args::opt_usize(args.limit, "limit")?
+            .unwrap_or(usize::MAX)
+            .max(1);
+        if name == "summary" {
+            let dir = run_dir.clone();
+            return match tokio::task::spawn_blocking(move || run_card_summary(&dir)).await {
+                Ok(Ok(v)) => Ok(ArtifactOutput::Summary(v)),
+                Ok(Err(e)) => Err(ToolError::failed("artifact_missing", e.to_string())),
+                Err(e) => Err(ToolError::failed("internal_error", e.to_string())),
             };
-            if rel.ends_with(".png") {
+        }
+        let rel = if let Some((_, f)) = NAMED.iter().find(|(n, _)| *n == name) {
+            f.to_string()
+        } else if let Some(code) = name.strip_prefix("ohlcv_") {
+            format!(
+                "artifacts/ohlcv_{}.csv",
+                backtest::artifacts::file_safe(code)
+            )
+        } else {
+            name.to_string()
+        };
+        if rel.ends_with(".png") {
+            return Err(ToolError::failed(
+                "binary_artifact",
+                format!(
+                    "{rel} is a PNG image; give its path ({}) to the user instead of reading it",
+                    run_dir.join(&rel).display()
+                ),
+            ));
+        }
+        let path = run_dir.join(&rel);
+        let real = match confine(&path, &[&run_dir]) {
+            Ok(real) => real,
+            Err(ConfineError::Outside) => {
                 return Err(ToolError::failed(
-                    "binary_artifact",
+                    "run_dir_outside",
                     format!(
-                        "{rel} is a PNG image; give its path ({}) to the user instead of reading it",
-                        run_dir.join(&rel).display()
+                        "'{name}' leads outside the run directory {}",
+                        run_dir.display()
                     ),
                 ));
             }
-            let path = run_dir.join(&rel);
-            let real = match confine(&path, &[&run_dir]) {
-                Ok(real) => real,
-                Err(ConfineError::Outside) => {
-                    return Err(ToolError::failed(
-                        "run_dir_outside",
-                        format!(
-                            "'{name}' leads outside the run directory {}",
-                            run_dir.display()
-                        ),
-                    ));
-                }
-                Err(ConfineError::Io(e)) => return Err(ToolError::io("resolve", &rel, e)),
-            };
-            let text = match tokio::fs::read(&real).await {
-                Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    let known: Vec<&str> = NAMED.iter().map(|(n, _)| *n).collect();
-                    return Err(ToolError::failed(
-                        "artifact_missing",
-                        format!(
-                            "{} does not exist (run the backtest first?); names: summary, {}, ohlcv_<CODE>",
-                            real.display(),
-                            known.join(", ")
-                        ),
-                    ));
-                }
-                Err(e) => {
-                    return Err(ToolError::io("read", &real, e));
-                }
-            };
-            let lines: Vec<&str> = text.lines().collect();
-            let total = lines.len();
-            if offset > total {
-                return Err(ToolError::InvalidArguments(format!(
-                    "offset {offset} is past the end ({total} lines)"
-                )));
+            Err(ConfineError::Io(e)) => return Err(ToolError::io("resolve", &rel, e)),
+        };
+        let text = match tokio::fs::read(&real).await {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let known: Vec<&str> = NAMED.iter().map(|(n, _)| *n).collect();
+                return Err(ToolError::failed(
+                    "artifact_missing",
+                    format!(
+                        "{} does not exist (run the backtest first?); names: summary, {}, ohlcv_<CODE>",
+                        real.display(),
+                        known.join(", ")
+                    ),
+                ));
             }
-            let mut out = String::new();
-            let mut returned = 0;
-            for l in lines.iter().skip(offset) {
-                if returned >= limit || (returned > 0 && out.len() + l.len() + 1 > PAGE_CHARS) {
-                    break;
-                }
-                out.push_str(l);
-                out.push('\n');
-                returned += 1;
+            Err(e) => {
+                return Err(ToolError::io("read", &real, e));
             }
-            let next = offset + returned;
-            Ok(ArtifactOutput::Page(ArtifactPage {
-                status: "ok",
-                name: name.to_string(),
-                path: real.display().to_string(),
-                total_lines: total,
-                offset,
-                returned,
-                next_offset: (next < total).then_some(next),
-                content: out,
-            }))
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let total = lines.len();
+        if offset > total {
+            return Err(ToolError::InvalidArguments(format!(
+                "offset {offset} is past the end ({total} lines)"
+            )));
+        }
+        let mut out = String::new();
+        let mut returned = 0;
+        for l in lines.iter().skip(offset) {
+            if returned >= limit || (returned > 0 && out.len() + l.len() + 1 > PAGE_CHARS) {
+                break;
+            }
+            out.push_str(l);
+            out.push('\n');
+            returned += 1;
+        }
+        let next = offset + returned;
+        Ok(ArtifactOutput::Page(ArtifactPage {
+            status: "ok",
+            name: name.to_string(),
+            path: real.display().to_string(),
+            total_lines: total,
+            offset,
+            returned,
+            next_offset: (next < total).then_some(next),
+            content: out,
+        }))
+    }
+}
+
+impl Builtin for Backtest {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(Backtest {
+            config: env.backtest.clone(),
         })
+    }
+}
+
+impl Builtin for ReadArtifact {
+    fn build(_: &ToolEnv) -> Option<Self> {
+        Some(ReadArtifact)
     }
 }
 

@@ -12,13 +12,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{Datelike, NaiveDate};
-use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use super::args::{nonempty, opt_usize};
 use super::market::{fetch, opt_date};
 use super::quant::returns_from;
+use super::{Builtin, Family, ToolEnv, register_family};
 use crate::model::factor::*;
+use crate::model::names;
 use crate::research::data::{self, DataConfig, DataRequest, MarketData, PriceSeries};
 use crate::research::factor::regression::{
     Ols, RegressionError, default_hac_lags, month_end_returns, ols_hac, rolling_slopes,
@@ -31,6 +32,7 @@ use crate::research::overfitting::{
     OverfitError, SharpeMoments, expected_max_sharpe, min_track_record, pbo_cscv, psr,
 };
 use crate::research::warmup::WarmupRecord;
+use crate::tools::Caps;
 use crate::tools::registry::DuplicateTool;
 use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
 
@@ -62,11 +64,7 @@ pub fn register_factor_tools(
     registry: &mut Registry,
     config: DataConfig,
 ) -> Result<(), DuplicateTool> {
-    let data = Arc::new(MarketData::new(config));
-    registry.register(Arc::new(FactorIc { data: data.clone() }))?;
-    registry.register(Arc::new(Regression { data: data.clone() }))?;
-    registry.register(Arc::new(Overfitting { data }))?;
-    Ok(())
+    register_family(registry, Family::Factor, &ToolEnv::new(config))
 }
 
 fn factor_error(e: FactorError) -> ToolError {
@@ -384,73 +382,66 @@ impl TypedTool for FactorIc {
     type Args = FactorIcArgs;
     type Output = FactorIcOutput;
 
-    fn name(&self) -> &str {
-        "factor_ic"
-    }
+    const NAME: &'static str = names::FACTOR_IC;
+    const CAPS: Caps = Caps::READ_ONLY.served_as(names::FACTOR_IC).planner();
     fn description(&self) -> &str {
         "Is a cross-sectional factor predictive? Per-date Spearman rank IC of the factor against forward returns over forward_days (default [1, 5, 21] trading days), with IC mean, std, IR, t-stat (and Newey–West t), hit rate, mean forward return by quantile (default 5), top-minus-bottom spread and top-quantile turnover. The factor is an indicator spec (12-1 momentum: {\"indicator\": \"momentum\", \"params\": {\"window\": 252, \"skip\": 21}}) computed on each symbol's own history up to each date, or inline {date: {symbol: value}}; universe defaults to the offline market's 106 stocks."
     }
-    fn run<'a>(
-        &'a self,
-        args: FactorIcArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
-        Box::pin(async move {
-            let spec = factor_spec(&args.factor)?;
-            let range = (
-                opt_date(args.start.as_deref(), "start")?,
-                opt_date(args.end.as_deref(), "end")?,
-            );
-            let horizons = horizons_arg(args.forward_days.as_deref())?;
-            let q = opt_usize(args.quantiles, "quantiles")?.unwrap_or(5);
-            let (universe, default_universe) = match (&args.universe, &spec) {
-                (Some(u), _) => (tickers(u, "universe")?, None),
-                (None, FactorSpec::Indicator(_)) => {
-                    let (u, note) = offline_stocks(range);
-                    (u, Some(note))
-                }
-                (None, FactorSpec::Inline(rows)) => {
-                    let mut s: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
-                    s.sort();
-                    s.dedup();
-                    (tickers(&s, "factor")?, None)
-                }
-            };
-            let mut built = match &spec {
-                FactorSpec::Indicator(ind) => {
-                    indicator_built(&self.data, ctx, ind, &universe, range).await?
-                }
-                FactorSpec::Inline(rows) => {
-                    inline_built(&self.data, ctx, rows, &universe, range).await?
-                }
-            };
-            if let Some(left_out) = default_universe {
-                built.notes.push(format!(
-                    "universe: the offline market's stocks (ETFs left out), {} with data in the range; {}",
-                    universe.len(),
-                    data::embedded::BIAS_NOTE
-                ));
-                built.notes.extend(left_out);
+    async fn run(&self, args: FactorIcArgs, ctx: &ToolContext) -> Result<Self::Output, ToolError> {
+        let spec = factor_spec(&args.factor)?;
+        let range = (
+            opt_date(args.start.as_deref(), "start")?,
+            opt_date(args.end.as_deref(), "end")?,
+        );
+        let horizons = horizons_arg(args.forward_days.as_deref())?;
+        let q = opt_usize(args.quantiles, "quantiles")?.unwrap_or(5);
+        let (universe, default_universe) = match (&args.universe, &spec) {
+            (Some(u), _) => (tickers(u, "universe")?, None),
+            (None, FactorSpec::Indicator(_)) => {
+                let (u, note) = offline_stocks(range);
+                (u, Some(note))
             }
-            let o = IcOptions {
-                horizons,
-                quantiles: q,
-                min_names: 3,
-            };
-            let study = factor_ic(&built.panel, &o).map_err(factor_error)?;
-            let (name, params) = match &spec {
-                FactorSpec::Indicator(i) => (i.name().to_string(), i.params_json()),
-                FactorSpec::Inline(r) => ("inline".to_string(), json!({"values": r.len()})),
-            };
-            Ok(ic_output(
-                name,
-                params,
-                built,
-                &study,
-                q,
-                args.full_series.unwrap_or(false),
-            ))
-        })
+            (None, FactorSpec::Inline(rows)) => {
+                let mut s: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
+                s.sort();
+                s.dedup();
+                (tickers(&s, "factor")?, None)
+            }
+        };
+        let mut built = match &spec {
+            FactorSpec::Indicator(ind) => {
+                indicator_built(&self.data, ctx, ind, &universe, range).await?
+            }
+            FactorSpec::Inline(rows) => {
+                inline_built(&self.data, ctx, rows, &universe, range).await?
+            }
+        };
+        if let Some(left_out) = default_universe {
+            built.notes.push(format!(
+                "universe: the offline market's stocks (ETFs left out), {} with data in the range; {}",
+                universe.len(),
+                data::embedded::BIAS_NOTE
+            ));
+            built.notes.extend(left_out);
+        }
+        let o = IcOptions {
+            horizons,
+            quantiles: q,
+            min_names: 3,
+        };
+        let study = factor_ic(&built.panel, &o).map_err(factor_error)?;
+        let (name, params) = match &spec {
+            FactorSpec::Indicator(i) => (i.name().to_string(), i.params_json()),
+            FactorSpec::Inline(r) => ("inline".to_string(), json!({"values": r.len()})),
+        };
+        Ok(ic_output(
+            name,
+            params,
+            built,
+            &study,
+            q,
+            args.full_series.unwrap_or(false),
+        ))
     }
 }
 
@@ -839,52 +830,49 @@ impl TypedTool for Regression {
     type Args = RegressionArgs;
     type Output = RegressionOutput;
 
-    fn name(&self) -> &str {
-        "regression"
-    }
+    const NAME: &'static str = names::REGRESSION;
+    const CAPS: Caps = Caps::READ_ONLY.served_as(names::REGRESSION).planner();
     fn description(&self) -> &str {
         "OLS of y on x with an intercept and Newey–West (HAC) standard errors, as statsmodels' OLS fit(cov_type=\"HAC\"): a ticker's beta and alpha to other tickers or to the monthly Fama–French factors (\"ff:MktRF\", \"ff:SMB\", \"ff:HML\", \"ff:Mom\"; then returns are monthly and in excess of the one-month T-bill), or inline series. Returns coefficients with std errors, t and p-values, r², adjusted r², n, residual std, the annualised alpha, and an optional rolling beta (rolling_window)."
     }
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: RegressionArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
-        Box::pin(async move {
-            if args.x.is_empty() || args.x.len() > 10 {
-                return Err(ToolError::InvalidArguments(format!(
-                    "'x' needs 1 to 10 regressors, got {}",
-                    args.x.len()
-                )));
+        ctx: &ToolContext,
+    ) -> Result<Self::Output, ToolError> {
+        if args.x.is_empty() || args.x.len() > 10 {
+            return Err(ToolError::InvalidArguments(format!(
+                "'x' needs 1 to 10 regressors, got {}",
+                args.x.len()
+            )));
+        }
+        let y = sides(&args.y, "y")?;
+        let mut x = Vec::new();
+        for (i, s) in args.x.iter().enumerate() {
+            x.extend(sides(s, &format!("x[{i}]"))?);
+        }
+        let has_factor = x.iter().any(|s| matches!(s, Side::Factor(_)));
+        let monthly = frequency_arg(args.frequency.as_deref(), has_factor)?;
+        let range = (
+            opt_date(args.start.as_deref(), "start")?,
+            opt_date(args.end.as_deref(), "end")?,
+        );
+        let mut y = y;
+        let design = match (y.len(), y.pop()) {
+            (1, Some(t @ Side::Ticker(_))) => {
+                market_design(&self.data, ctx, t, x, monthly, range).await?
             }
-            let y = sides(&args.y, "y")?;
-            let mut x = Vec::new();
-            for (i, s) in args.x.iter().enumerate() {
-                x.extend(sides(s, &format!("x[{i}]"))?);
+            (1, Some(Side::Factor(_))) => {
+                return Err(ToolError::InvalidArguments(
+                    "'y' must be a ticker or inline data: a factor is a regressor".into(),
+                ));
             }
-            let has_factor = x.iter().any(|s| matches!(s, Side::Factor(_)));
-            let monthly = frequency_arg(args.frequency.as_deref(), has_factor)?;
-            let range = (
-                opt_date(args.start.as_deref(), "start")?,
-                opt_date(args.end.as_deref(), "end")?,
-            );
-            let mut y = y;
-            let design = match (y.len(), y.pop()) {
-                (1, Some(t @ Side::Ticker(_))) => {
-                    market_design(&self.data, ctx, t, x, monthly, range).await?
-                }
-                (1, Some(Side::Factor(_))) => {
-                    return Err(ToolError::InvalidArguments(
-                        "'y' must be a ticker or inline data: a factor is a regressor".into(),
-                    ));
-                }
-                (_, last) => {
-                    y.extend(last);
-                    inline_design(y, x, monthly)?
-                }
-            };
-            fit(design, args.hac_lags, args.rolling_window)
-        })
+            (_, last) => {
+                y.extend(last);
+                inline_design(y, x, monthly)?
+            }
+        };
+        fit(design, args.hac_lags, args.rolling_window)
     }
 }
 
@@ -1205,22 +1193,19 @@ impl TypedTool for Overfitting {
     type Args = OverfittingArgs;
     type Output = OverfittingOutput;
 
-    fn name(&self) -> &str {
-        "overfitting"
-    }
+    const NAME: &'static str = names::OVERFITTING;
+    const CAPS: Caps = Caps::READ_ONLY.served_as(names::OVERFITTING).planner();
     fn description(&self) -> &str {
         "Does a backtest's Sharpe survive the number of configurations tried? For the best of the strategies given (daily returns inline, backtest runs' equity curves, or symbols): the probabilistic Sharpe ratio (Bailey & López de Prado 2012, per-period Sharpe with skewness and kurtosis), the deflated Sharpe ratio for 'trials' configurations (2014: the best of N by luck, from the trials' Sharpe variance), the minimum track record length, and with two or more strategies the probability of backtest overfitting by CSCV (16 partitions). benchmark_sharpe and the reported Sharpes are annualised (× √252)."
     }
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: OverfittingArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
-        Box::pin(async move {
-            let s = strategies(&self.data, ctx, &args).await?;
-            let o = options(&args, s.names.len())?;
-            deflate(s, &o, args.trial_sharpes.as_deref())
-        })
+        ctx: &ToolContext,
+    ) -> Result<Self::Output, ToolError> {
+        let s = strategies(&self.data, ctx, &args).await?;
+        let o = options(&args, s.names.len())?;
+        deflate(s, &o, args.trial_sharpes.as_deref())
     }
 }
 
@@ -1409,48 +1394,46 @@ fn pbo_of(columns: &[Vec<f64>], partitions: usize) -> (Option<PboOutput>, Option
     }
 }
 
+impl Builtin for FactorIc {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(FactorIc {
+            data: env.data.clone(),
+        })
+    }
+}
+
+impl Builtin for Regression {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(Regression {
+            data: env.data.clone(),
+        })
+    }
+}
+
+impl Builtin for Overfitting {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(Overfitting {
+            data: env.data.clone(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-
-    fn registry() -> Registry {
-        let mut r = Registry::new();
-        register_factor_tools(&mut r, DataConfig::offline()).unwrap();
-        r
-    }
-
-    async fn call_in(dir: &std::path::Path, name: &str, args: Value) -> Result<Value, String> {
-        let ctx = crate::tools::test_context(dir.join("run"), dir.join("ws"));
-        let r = registry();
-        let tool = r.get(name).unwrap();
-        tool.call_with_output(args, &ctx)
-            .await
-            .map(|o| o.output.unwrap())
-            .map_err(|e| e.to_string())
-    }
-
-    async fn call(name: &str, args: Value) -> Result<Value, String> {
-        let dir = tempfile::tempdir().unwrap();
-        call_in(dir.path(), name, args).await
-    }
+    use crate::tools::builtin::testkit::{assert_plain_object, call, call_in};
 
     #[test]
-    fn schemas_are_plain_objects() {
+    fn schemas_are_plain_objects_with_their_enums() {
         use crate::model::contract::parameters_schema;
         let schemas = [
             parameters_schema::<FactorIcArgs>(),
             parameters_schema::<RegressionArgs>(),
             parameters_schema::<OverfittingArgs>(),
         ];
-        for s in &schemas {
-            assert_eq!(s["type"], "object");
-            let text = s.to_string();
-            for bad in ["$ref", "$defs", "\"title\"", "\"format\"", "\"null\""] {
-                assert!(!text.contains(bad), "{bad} in {text}");
-            }
-        }
+        schemas.iter().for_each(assert_plain_object);
         assert_eq!(schemas[0]["required"], json!(["factor"]));
         assert_eq!(schemas[0]["properties"]["factor"]["type"], "object");
         assert_eq!(schemas[1]["required"], json!(["y", "x"]));

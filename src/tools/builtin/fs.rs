@@ -7,13 +7,15 @@
 
 use std::path::{Path, PathBuf};
 
-use futures_util::future::BoxFuture;
 use serde::Serialize;
 
 use super::args::opt_usize;
+use super::{Builtin, ToolEnv};
 use crate::fsio::{ConfineError, confine};
 use crate::model::contract::{EditFileArgs, ListDirArgs, ReadFileArgs, WriteFileArgs};
+use crate::model::names;
 use crate::store::atomic_write;
+use crate::tools::Caps;
 use crate::tools::{ToolContext, ToolError, TypedTool};
 
 /// Largest file `read_file`/`edit_file` will load.
@@ -150,55 +152,51 @@ impl TypedTool for ReadFile {
     type Args = ReadFileArgs;
     type Output = ReadFileOutput;
 
-    fn name(&self) -> &str {
-        "read_file"
-    }
+    const NAME: &'static str = names::READ_FILE;
     fn description(&self) -> &str {
         "Read a text file from the session workspace, a page of lines at a time (offset is the 1-based first line)."
     }
     fn repeatable(&self) -> bool {
         true
     }
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: ReadFileArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ReadFileOutput, ToolError>> {
-        Box::pin(async move {
-            let raw = args.path.as_str();
-            let path = resolve_path(ctx, raw)?;
-            let offset = opt_usize(args.offset, "offset")?.unwrap_or(1).max(1);
-            let limit = opt_usize(args.limit, "limit")?
-                .unwrap_or(DEFAULT_LINES)
-                .max(1);
-            let text = read_text(&path, raw).await?;
-            let lines: Vec<&str> = text.split_inclusive('\n').collect();
-            let total = lines.len();
-            if offset > total.max(1) {
-                return Err(ToolError::InvalidArguments(format!(
-                    "offset {offset} is past the end ({total} lines)"
-                )));
+        ctx: &ToolContext,
+    ) -> Result<ReadFileOutput, ToolError> {
+        let raw = args.path.as_str();
+        let path = resolve_path(ctx, raw)?;
+        let offset = opt_usize(args.offset, "offset")?.unwrap_or(1).max(1);
+        let limit = opt_usize(args.limit, "limit")?
+            .unwrap_or(DEFAULT_LINES)
+            .max(1);
+        let text = read_text(&path, raw).await?;
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let total = lines.len();
+        if offset > total.max(1) {
+            return Err(ToolError::InvalidArguments(format!(
+                "offset {offset} is past the end ({total} lines)"
+            )));
+        }
+        let mut content = String::new();
+        let mut returned = 0;
+        for line in lines.iter().skip(offset - 1).take(limit) {
+            if returned > 0 && content.chars().count() + line.chars().count() > PAGE_CHARS {
+                break;
             }
-            let mut content = String::new();
-            let mut returned = 0;
-            for line in lines.iter().skip(offset - 1).take(limit) {
-                if returned > 0 && content.chars().count() + line.chars().count() > PAGE_CHARS {
-                    break;
-                }
-                content.push_str(line);
-                returned += 1;
-            }
-            let next = offset - 1 + returned;
-            Ok(ReadFileOutput {
-                status: "ok",
-                path: display(ctx, &path),
-                content,
-                offset,
-                returned_lines: returned,
-                total_lines: total,
-                next_offset: (next < total).then_some(next + 1),
-                complete: next >= total,
-            })
+            content.push_str(line);
+            returned += 1;
+        }
+        let next = offset - 1 + returned;
+        Ok(ReadFileOutput {
+            status: "ok",
+            path: display(ctx, &path),
+            content,
+            offset,
+            returned_lines: returned,
+            total_lines: total,
+            next_offset: (next < total).then_some(next + 1),
+            complete: next >= total,
         })
     }
 }
@@ -227,64 +225,56 @@ impl TypedTool for ListDir {
     type Args = ListDirArgs;
     type Output = ListDirOutput;
 
-    fn name(&self) -> &str {
-        "list_dir"
-    }
+    const NAME: &'static str = names::LIST_DIR;
     fn description(&self) -> &str {
         "List files and folders in the session workspace (or a folder inside it), with sizes."
     }
     fn repeatable(&self) -> bool {
         true
     }
-    fn run<'a>(
-        &'a self,
-        args: ListDirArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ListDirOutput, ToolError>> {
-        Box::pin(async move {
-            let raw = args.path.as_deref().unwrap_or(".");
-            let recursive = args.recursive.unwrap_or(false);
-            let root = resolve_path(ctx, raw)?;
-            let mut entries = Vec::new();
-            let mut truncated = false;
-            let mut stack = vec![(root.clone(), 0usize)];
-            while let Some((dir, depth)) = stack.pop() {
-                let mut rd = tokio::fs::read_dir(&dir)
-                    .await
-                    .map_err(io_err("list", raw))?;
-                let mut here = Vec::new();
-                while let Some(e) = rd.next_entry().await.map_err(io_err("list", raw))? {
-                    here.push(e);
+    async fn run(&self, args: ListDirArgs, ctx: &ToolContext) -> Result<ListDirOutput, ToolError> {
+        let raw = args.path.as_deref().unwrap_or(".");
+        let recursive = args.recursive.unwrap_or(false);
+        let root = resolve_path(ctx, raw)?;
+        let mut entries = Vec::new();
+        let mut truncated = false;
+        let mut stack = vec![(root.clone(), 0usize)];
+        while let Some((dir, depth)) = stack.pop() {
+            let mut rd = tokio::fs::read_dir(&dir)
+                .await
+                .map_err(io_err("list", raw))?;
+            let mut here = Vec::new();
+            while let Some(e) = rd.next_entry().await.map_err(io_err("list", raw))? {
+                here.push(e);
+            }
+            here.sort_by_key(|e| e.file_name());
+            for e in here {
+                if entries.len() >= MAX_LIST_ENTRIES {
+                    truncated = true;
+                    break;
                 }
-                here.sort_by_key(|e| e.file_name());
-                for e in here {
-                    if entries.len() >= MAX_LIST_ENTRIES {
-                        truncated = true;
-                        break;
-                    }
-                    let meta = e.metadata().await.ok();
-                    let is_dir = meta.as_ref().is_some_and(|m| m.is_dir());
-                    let rel = e
-                        .path()
-                        .strip_prefix(&root)
-                        .map(Path::to_path_buf)
-                        .unwrap_or_else(|_| e.path());
-                    entries.push(DirEntry {
-                        name: rel.display().to_string(),
-                        kind: if is_dir { "dir" } else { "file" },
-                        size: if is_dir { None } else { meta.map(|m| m.len()) },
-                    });
-                    if recursive && is_dir && depth < 3 {
-                        stack.push((e.path(), depth + 1));
-                    }
+                let meta = e.metadata().await.ok();
+                let is_dir = meta.as_ref().is_some_and(|m| m.is_dir());
+                let rel = e
+                    .path()
+                    .strip_prefix(&root)
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|_| e.path());
+                entries.push(DirEntry {
+                    name: rel.display().to_string(),
+                    kind: if is_dir { "dir" } else { "file" },
+                    size: if is_dir { None } else { meta.map(|m| m.len()) },
+                });
+                if recursive && is_dir && depth < 3 {
+                    stack.push((e.path(), depth + 1));
                 }
             }
-            Ok(ListDirOutput {
-                status: "ok",
-                path: display(ctx, &root),
-                entries,
-                truncated,
-            })
+        }
+        Ok(ListDirOutput {
+            status: "ok",
+            path: display(ctx, &root),
+            entries,
+            truncated,
         })
     }
 }
@@ -304,46 +294,40 @@ impl TypedTool for WriteFile {
     type Args = WriteFileArgs;
     type Output = WriteFileOutput;
 
-    fn name(&self) -> &str {
-        "write_file"
-    }
+    const NAME: &'static str = names::WRITE_FILE;
+    const CAPS: Caps = Caps::WRITES_FILES;
     fn description(&self) -> &str {
         "Write a text file in the session workspace (creates folders; replaces the file atomically, or appends)."
-    }
-    fn readonly(&self) -> bool {
-        false
     }
     fn repeatable(&self) -> bool {
         true
     }
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: WriteFileArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<WriteFileOutput, ToolError>> {
-        Box::pin(async move {
-            let raw = args.path.as_str();
-            let append = args.append.unwrap_or(false);
-            let path = resolve_path(ctx, raw)?;
-            if path.is_dir() {
-                return Err(ToolError::failed(
-                    "is_a_directory",
-                    format!("'{raw}' is a directory"),
-                ));
-            }
-            if let Some(parent) = path.parent() {
-                tokio::fs::create_dir_all(parent)
-                    .await
-                    .map_err(io_err("create folder for", raw))?;
-            }
-            let written = args.content.len();
-            store_file(&path, args.content.into_bytes(), append, raw).await?;
-            Ok(WriteFileOutput {
-                status: "ok",
-                path: display(ctx, &path),
-                bytes: written,
-                appended: append,
-            })
+        ctx: &ToolContext,
+    ) -> Result<WriteFileOutput, ToolError> {
+        let raw = args.path.as_str();
+        let append = args.append.unwrap_or(false);
+        let path = resolve_path(ctx, raw)?;
+        if path.is_dir() {
+            return Err(ToolError::failed(
+                "is_a_directory",
+                format!("'{raw}' is a directory"),
+            ));
+        }
+        if let Some(parent) = path.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(io_err("create folder for", raw))?;
+        }
+        let written = args.content.len();
+        store_file(&path, args.content.into_bytes(), append, raw).await?;
+        Ok(WriteFileOutput {
+            status: "ok",
+            path: display(ctx, &path),
+            bytes: written,
+            appended: append,
         })
     }
 }
@@ -362,63 +346,81 @@ impl TypedTool for EditFile {
     type Args = EditFileArgs;
     type Output = EditFileOutput;
 
-    fn name(&self) -> &str {
-        "edit_file"
-    }
+    const NAME: &'static str = names::EDIT_FILE;
+    const CAPS: Caps = Caps::WRITES_FILES;
     fn description(&self) -> &str {
         "Replace an exact piece of text in a workspace file (must match once unless replace_all)."
-    }
-    fn readonly(&self) -> bool {
-        false
     }
     fn repeatable(&self) -> bool {
         true
     }
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: EditFileArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<EditFileOutput, ToolError>> {
-        Box::pin(async move {
-            let raw = args.path.as_str();
-            let (old, new) = (args.old_string.as_str(), args.new_string.as_str());
-            let all = args.replace_all.unwrap_or(false);
-            if old.is_empty() {
-                return Err(ToolError::InvalidArguments(
-                    "'old_string' must not be empty".into(),
-                ));
-            }
-            let path = resolve_path(ctx, raw)?;
-            let text = read_text(&path, raw).await?;
-            let count = text.matches(old).count();
-            if count == 0 {
-                return Err(ToolError::failed(
-                    "no_match",
-                    format!(
-                        "'old_string' was not found in '{raw}'; read the file and copy the text exactly"
-                    ),
-                ));
-            }
-            if count > 1 && !all {
-                return Err(ToolError::failed(
-                    "ambiguous_match",
-                    format!(
-                        "'old_string' occurs {count} times in '{raw}'; add context to make it unique or set replace_all"
-                    ),
-                ));
-            }
-            let updated = if all {
-                text.replace(old, new)
-            } else {
-                text.replacen(old, new, 1)
-            };
-            store_file(&path, updated.into_bytes(), false, raw).await?;
-            Ok(EditFileOutput {
-                status: "ok",
-                path: display(ctx, &path),
-                replacements: if all { count } else { 1 },
-            })
+        ctx: &ToolContext,
+    ) -> Result<EditFileOutput, ToolError> {
+        let raw = args.path.as_str();
+        let (old, new) = (args.old_string.as_str(), args.new_string.as_str());
+        let all = args.replace_all.unwrap_or(false);
+        if old.is_empty() {
+            return Err(ToolError::InvalidArguments(
+                "'old_string' must not be empty".into(),
+            ));
+        }
+        let path = resolve_path(ctx, raw)?;
+        let text = read_text(&path, raw).await?;
+        let count = text.matches(old).count();
+        if count == 0 {
+            return Err(ToolError::failed(
+                "no_match",
+                format!(
+                    "'old_string' was not found in '{raw}'; read the file and copy the text exactly"
+                ),
+            ));
+        }
+        if count > 1 && !all {
+            return Err(ToolError::failed(
+                "ambiguous_match",
+                format!(
+                    "'old_string' occurs {count} times in '{raw}'; add context to make it unique or set replace_all"
+                ),
+            ));
+        }
+        let updated = if all {
+            text.replace(old, new)
+        } else {
+            text.replacen(old, new, 1)
+        };
+        store_file(&path, updated.into_bytes(), false, raw).await?;
+        Ok(EditFileOutput {
+            status: "ok",
+            path: display(ctx, &path),
+            replacements: if all { count } else { 1 },
         })
+    }
+}
+
+impl Builtin for ReadFile {
+    fn build(_: &ToolEnv) -> Option<Self> {
+        Some(ReadFile)
+    }
+}
+
+impl Builtin for ListDir {
+    fn build(_: &ToolEnv) -> Option<Self> {
+        Some(ListDir)
+    }
+}
+
+impl Builtin for WriteFile {
+    fn build(_: &ToolEnv) -> Option<Self> {
+        Some(WriteFile)
+    }
+}
+
+impl Builtin for EditFile {
+    fn build(_: &ToolEnv) -> Option<Self> {
+        Some(EditFile)
     }
 }
 

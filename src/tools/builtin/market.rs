@@ -16,20 +16,22 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::NaiveDate;
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::args::{nonempty, opt_usize};
+use super::{Builtin, Family, ToolEnv, register_family};
 use crate::model::contract::{
     Extremes, IndicatorArgs, IndicatorOutput, MarketDataArgs, MarketDataOutput, PriceRow,
     PriceSummary, WarmupInfo,
 };
+use crate::model::names;
 use crate::research::data::{
     self, Bars, DataConfig, DataError, DataRequest, MarketData, PriceSeries, Provenance,
     SourceChoice,
 };
 use crate::research::indicators::{IndicatorColumn, IndicatorError, IndicatorSpec};
 use crate::research::warmup::{self, WarmupRecord};
+use crate::tools::Caps;
 use crate::tools::registry::DuplicateTool;
 use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
 
@@ -61,10 +63,7 @@ pub fn register_market_tools_with(
     registry: &mut Registry,
     config: DataConfig,
 ) -> Result<(), DuplicateTool> {
-    let data = Arc::new(MarketData::new(config));
-    registry.register(Arc::new(GetMarketData { data: data.clone() }))?;
-    registry.register(Arc::new(TechnicalIndicator { data }))?;
-    Ok(())
+    register_family(registry, Family::Market, &ToolEnv::new(config))
 }
 
 /// Rows of a market-data page a small model is shown (docs §2.7): its
@@ -268,9 +267,8 @@ impl TypedTool for GetMarketData {
     type Args = MarketDataArgs;
     type Output = MarketDataOutput<Provenance>;
 
-    fn name(&self) -> &str {
-        "get_market_data"
-    }
+    const NAME: &'static str = names::GET_MARKET_DATA;
+    const CAPS: Caps = Caps::READ_ONLY.served_as("market_data").planner();
     fn description(&self) -> &str {
         "Prices and returns: one ticker's daily bars over a date range (split- and dividend-adjusted), paged, with provenance; its summary gives the first and last close and the total return over the range. last_n gives the last N rows of the range (\"the last 20 trading days to D\": last_n 20, end D). Data: the embedded offline market (106 US stocks and 25 ETFs such as SPY, QQQ, TLT, GLD, 2000-01-03 to 2017-11-10), CSV or Parquet files in the workspace, Yahoo, Stooq."
     }
@@ -280,79 +278,77 @@ impl TypedTool for GetMarketData {
     fn lean_result(&self, output: &Value) -> Option<Value> {
         lean_page(output)
     }
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: MarketDataArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
-        Box::pin(async move {
-            let symbol = one_ticker(nonempty(&args.symbol, "symbol")?, "get_market_data")?;
-            let (start, end) = (
-                opt_date(args.start.as_deref(), "start")?,
-                opt_date(args.end.as_deref(), "end")?,
-            );
-            let mut argument_warnings = Vec::new();
-            // `last_n: 0` is a small model's way of leaving it out.
-            let last_n = match opt_usize(args.last_n, "last_n")? {
-                Some(0) => {
-                    argument_warnings
-                        .push("`last_n` 0 was read as no `last_n`: the whole range".to_string());
-                    None
-                }
-                n => n,
-            };
-            let source = source_arg(args.source.as_deref())?;
-            let req = range_request(symbol, start, end, last_n).source(source);
-            let mut series = fetch(&self.data, ctx, req).await?;
-            // The range's rows only: an anchored request loads history
-            // before its end, of which the last N rows are the range.
-            let from = match (start, last_n) {
-                (None, Some(n)) => {
-                    warmup::cut(&mut series, None, end);
-                    let b = &series.bars;
-                    if b.len() < n {
-                        series.provenance.notes.push(format!(
-                            "asked for the last {n} rows; the data holds {} up to {}",
-                            b.len(),
-                            end.map_or_else(|| "today".into(), |d| d.to_string())
-                        ));
-                    }
-                    b.dates.get(b.len().saturating_sub(n)).copied()
-                }
-                _ => start,
-            };
-            warmup::cut(&mut series, from, end);
-            let b = &series.bars;
-            let total = b.len();
-            let limit = opt_usize(args.limit, "limit")?.unwrap_or(usize::MAX).max(1);
-            let offset = match opt_usize(args.offset, "offset")? {
-                Some(o) => o,
-                None => last_n.map_or(0, |n| total.saturating_sub(n)),
-            };
-            if offset > total {
-                return Err(ToolError::InvalidArguments(format!(
-                    "offset {offset} is past the end ({total} rows)"
-                )));
+        ctx: &ToolContext,
+    ) -> Result<Self::Output, ToolError> {
+        let symbol = one_ticker(nonempty(&args.symbol, "symbol")?, "get_market_data")?;
+        let (start, end) = (
+            opt_date(args.start.as_deref(), "start")?,
+            opt_date(args.end.as_deref(), "end")?,
+        );
+        let mut argument_warnings = Vec::new();
+        // `last_n: 0` is a small model's way of leaving it out.
+        let last_n = match opt_usize(args.last_n, "last_n")? {
+            Some(0) => {
+                argument_warnings
+                    .push("`last_n` 0 was read as no `last_n`: the whole range".to_string());
+                None
             }
-            let rows = page(b, offset, limit);
-            let returned = rows.len();
-            let next = offset + returned;
-            Ok(MarketDataOutput {
-                status: "ok".into(),
-                symbol: series.symbol.clone(),
-                columns: ["date", "open", "high", "low", "close", "volume"]
-                    .map(String::from)
-                    .to_vec(),
-                rows,
-                total,
-                offset,
-                returned,
-                next_offset: (next < total).then_some(next),
-                complete: next >= total,
-                summary: summary(b),
-                provenance: series.provenance,
-                argument_warnings,
-            })
+            n => n,
+        };
+        let source = source_arg(args.source.as_deref())?;
+        let req = range_request(symbol, start, end, last_n).source(source);
+        let mut series = fetch(&self.data, ctx, req).await?;
+        // The range's rows only: an anchored request loads history
+        // before its end, of which the last N rows are the range.
+        let from = match (start, last_n) {
+            (None, Some(n)) => {
+                warmup::cut(&mut series, None, end);
+                let b = &series.bars;
+                if b.len() < n {
+                    series.provenance.notes.push(format!(
+                        "asked for the last {n} rows; the data holds {} up to {}",
+                        b.len(),
+                        end.map_or_else(|| "today".into(), |d| d.to_string())
+                    ));
+                }
+                b.dates.get(b.len().saturating_sub(n)).copied()
+            }
+            _ => start,
+        };
+        warmup::cut(&mut series, from, end);
+        let b = &series.bars;
+        let total = b.len();
+        let limit = opt_usize(args.limit, "limit")?.unwrap_or(usize::MAX).max(1);
+        let offset = match opt_usize(args.offset, "offset")? {
+            Some(o) => o,
+            None => last_n.map_or(0, |n| total.saturating_sub(n)),
+        };
+        if offset > total {
+            return Err(ToolError::InvalidArguments(format!(
+                "offset {offset} is past the end ({total} rows)"
+            )));
+        }
+        let rows = page(b, offset, limit);
+        let returned = rows.len();
+        let next = offset + returned;
+        Ok(MarketDataOutput {
+            status: "ok".into(),
+            symbol: series.symbol.clone(),
+            columns: ["date", "open", "high", "low", "close", "volume"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+            total,
+            offset,
+            returned,
+            next_offset: (next < total).then_some(next),
+            complete: next >= total,
+            summary: summary(b),
+            provenance: series.provenance,
+            argument_warnings,
         })
     }
 }
@@ -401,9 +397,8 @@ impl TypedTool for TechnicalIndicator {
     type Args = IndicatorArgs;
     type Output = IndicatorOutput<Provenance>;
 
-    fn name(&self) -> &str {
-        "technical_indicator"
-    }
+    const NAME: &'static str = names::TECHNICAL_INDICATOR;
+    const CAPS: Caps = Caps::READ_ONLY.served_as("indicators").planner();
     fn description(&self) -> &str {
         "An indicator on a date: one ticker's sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation or momentum; returns the latest value, each series' lowest and highest value with its date, a short history and provenance. One ticker per call. Values are computed on history before start (warm-up), so a value on a date does not depend on start, and a one-day range (start = end) gives that day's value."
     }
@@ -420,99 +415,93 @@ impl TypedTool for TechnicalIndicator {
         }
         Some(Value::Object(o))
     }
-    fn run<'a>(
-        &'a self,
-        args: IndicatorArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
-        Box::pin(async move {
-            let symbol = one_ticker(nonempty(&args.symbol, "symbol")?, "technical_indicator")?;
-            let name = nonempty(&args.indicator, "indicator")?;
-            let params = args.params.clone().map_or(Value::Null, Value::Object);
-            let spec = IndicatorSpec::parse(name, &params).map_err(indicator_error)?;
-            let argument_warnings = alias_warnings(spec.name(), &params);
-            let (start, end) = (
-                opt_date(args.start.as_deref(), "start")?,
-                opt_date(args.end.as_deref(), "end")?,
-            );
-            let source = source_arg(args.source.as_deref())?;
-            let tail = opt_usize(args.tail, "tail")?
-                .unwrap_or(DEFAULT_TAIL)
-                .clamp(1, MAX_TAIL);
-            // Warm-up (docs §7.4.1): the values are computed on history
-            // before the start, which then cuts only what is shown.
-            let need = spec.warmup();
-            let request = |sym: &str| {
-                DataRequest::new(sym)
-                    .range(start, end)
-                    .source(source)
-                    .history(need.bars())
-            };
-            let mut series = fetch(&self.data, ctx, request(symbol)).await?;
-            let mut other = match spec.needs_other() {
-                Some(with) => Some(fetch(&self.data, ctx, request(with)).await?),
-                None => None,
-            };
-            let b = &series.bars;
-            let aligned = other.as_ref().map(|o| b.aligned_close(&o.bars));
-            let cols = spec
-                .compute(&b.high, &b.low, &b.close, aligned.as_deref())
-                .map_err(indicator_error)?;
-            let mut loaded = vec![(series.symbol.as_str(), b)];
-            loaded.extend(other.as_ref().map(|o| (o.symbol.as_str(), &o.bars)));
-            let record = WarmupRecord::of(need, start, &loaded);
-            let from = warmup::bars_before(b, start);
-            if from >= b.len() {
-                return Err(ToolError::failed(
-                    "no_data",
-                    format!(
-                        "{} has no bars from {} to {} (its data ends {}); pick dates within its history",
-                        series.symbol,
-                        start.map_or_else(|| "-".into(), |d| d.to_string()),
-                        end.map_or_else(|| "today".into(), |d| d.to_string()),
-                        b.last_date().map_or_else(|| "-".into(), |d| d.to_string()),
-                    ),
-                ));
-            }
-            warmup::cut(&mut series, start, end);
-            if let Some(o) = other.as_mut() {
-                warmup::cut(o, start, end);
-            }
-            let cols: Vec<IndicatorColumn> = cols
-                .into_iter()
-                .map(|c| IndicatorColumn {
-                    values: c
-                        .values
-                        .get(from..)
-                        .map(<[f64]>::to_vec)
-                        .unwrap_or_default(),
-                    name: c.name,
-                })
-                .collect();
-            let b = &series.bars;
-            let mut columns = vec!["date".to_string()];
-            columns.extend(cols.iter().map(|c| c.name.clone()));
-            let (tail_rows, latest) = tail_and_latest(b, &cols, tail);
-            no_value_is_no_answer(&series.symbol, spec.name(), &latest, &record)?;
-            let warmup_nan_rows = cols
-                .first()
-                .map_or(0, |c| c.values.iter().take_while(|v| v.is_nan()).count());
-            Ok(IndicatorOutput {
-                status: "ok".into(),
-                symbol: series.symbol.clone(),
-                indicator: spec.name().to_string(),
-                params: spec.params_json(),
-                latest,
-                extremes: extremes(b, &cols),
-                columns,
-                tail: tail_rows,
-                rows: b.len(),
-                warmup_nan_rows,
-                warmup: Some(warmup_info(record)),
-                provenance: series.provenance,
-                other_provenance: other.map(|o| o.provenance),
-                argument_warnings,
+    async fn run(&self, args: IndicatorArgs, ctx: &ToolContext) -> Result<Self::Output, ToolError> {
+        let symbol = one_ticker(nonempty(&args.symbol, "symbol")?, "technical_indicator")?;
+        let name = nonempty(&args.indicator, "indicator")?;
+        let params = args.params.clone().map_or(Value::Null, Value::Object);
+        let spec = IndicatorSpec::parse(name, &params).map_err(indicator_error)?;
+        let argument_warnings = alias_warnings(spec.name(), &params);
+        let (start, end) = (
+            opt_date(args.start.as_deref(), "start")?,
+            opt_date(args.end.as_deref(), "end")?,
+        );
+        let source = source_arg(args.source.as_deref())?;
+        let tail = opt_usize(args.tail, "tail")?
+            .unwrap_or(DEFAULT_TAIL)
+            .clamp(1, MAX_TAIL);
+        // Warm-up (docs §7.4.1): the values are computed on history
+        // before the start, which then cuts only what is shown.
+        let need = spec.warmup();
+        let request = |sym: &str| {
+            DataRequest::new(sym)
+                .range(start, end)
+                .source(source)
+                .history(need.bars())
+        };
+        let mut series = fetch(&self.data, ctx, request(symbol)).await?;
+        let mut other = match spec.needs_other() {
+            Some(with) => Some(fetch(&self.data, ctx, request(with)).await?),
+            None => None,
+        };
+        let b = &series.bars;
+        let aligned = other.as_ref().map(|o| b.aligned_close(&o.bars));
+        let cols = spec
+            .compute(&b.high, &b.low, &b.close, aligned.as_deref())
+            .map_err(indicator_error)?;
+        let mut loaded = vec![(series.symbol.as_str(), b)];
+        loaded.extend(other.as_ref().map(|o| (o.symbol.as_str(), &o.bars)));
+        let record = WarmupRecord::of(need, start, &loaded);
+        let from = warmup::bars_before(b, start);
+        if from >= b.len() {
+            return Err(ToolError::failed(
+                "no_data",
+                format!(
+                    "{} has no bars from {} to {} (its data ends {}); pick dates within its history",
+                    series.symbol,
+                    start.map_or_else(|| "-".into(), |d| d.to_string()),
+                    end.map_or_else(|| "today".into(), |d| d.to_string()),
+                    b.last_date().map_or_else(|| "-".into(), |d| d.to_string()),
+                ),
+            ));
+        }
+        warmup::cut(&mut series, start, end);
+        if let Some(o) = other.as_mut() {
+            warmup::cut(o, start, end);
+        }
+        let cols: Vec<IndicatorColumn> = cols
+            .into_iter()
+            .map(|c| IndicatorColumn {
+                values: c
+                    .values
+                    .get(from..)
+                    .map(<[f64]>::to_vec)
+                    .unwrap_or_default(),
+                name: c.name,
             })
+            .collect();
+        let b = &series.bars;
+        let mut columns = vec!["date".to_string()];
+        columns.extend(cols.iter().map(|c| c.name.clone()));
+        let (tail_rows, latest) = tail_and_latest(b, &cols, tail);
+        no_value_is_no_answer(&series.symbol, spec.name(), &latest, &record)?;
+        let warmup_nan_rows = cols
+            .first()
+            .map_or(0, |c| c.values.iter().take_while(|v| v.is_nan()).count());
+        Ok(IndicatorOutput {
+            status: "ok".into(),
+            symbol: series.symbol.clone(),
+            indicator: spec.name().to_string(),
+            params: spec.params_json(),
+            latest,
+            extremes: extremes(b, &cols),
+            columns,
+            tail: tail_rows,
+            rows: b.len(),
+            warmup_nan_rows,
+            warmup: Some(warmup_info(record)),
+            provenance: series.provenance,
+            other_provenance: other.map(|o| o.provenance),
+            argument_warnings,
         })
     }
 }
@@ -614,6 +603,22 @@ fn extremes(b: &Bars, cols: &[IndicatorColumn]) -> serde_json::Map<String, Value
         }
     }
     out
+}
+
+impl Builtin for GetMarketData {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(GetMarketData {
+            data: env.data.clone(),
+        })
+    }
+}
+
+impl Builtin for TechnicalIndicator {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(TechnicalIndicator {
+            data: env.data.clone(),
+        })
+    }
 }
 
 #[cfg(test)]

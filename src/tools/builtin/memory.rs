@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::Utc;
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
+use super::{Builtin, Family, MemoryEnv, ToolEnv, register_family};
 use crate::memory::entry::cut_chars;
 use crate::memory::links::Link;
 use crate::memory::skills::load_skill_page;
@@ -19,7 +19,10 @@ use crate::model::contract::{
     LoadSkillArgs, MemoryOutput, RecallArgs, RecalledMemory, RelatedMemory, RememberArgs,
     SessionSearchArgs,
 };
+use crate::model::names;
+use crate::research::data::DataConfig;
 use crate::tools::registry::DuplicateTool;
+use crate::tools::{Caps, Gate};
 use crate::tools::{Registry, ToolContext, ToolError, TypedTool, origin};
 
 /// Characters of each memory body a recall returns (docs §8.9).
@@ -37,18 +40,13 @@ pub fn register_memory_tools(
     skills: Arc<SkillSet>,
     sessions_dir: PathBuf,
 ) -> Result<(), DuplicateTool> {
-    registry.register(Arc::new(Remember {
-        store: store.clone(),
-    }))?;
-    registry.register(Arc::new(Recall {
-        store: store.clone(),
-    }))?;
-    registry.register(Arc::new(SessionSearch {
+    let mut env = ToolEnv::new(DataConfig::default());
+    env.memory = Some(MemoryEnv {
         store,
+        skills,
         sessions_dir,
-    }))?;
-    registry.register(Arc::new(LoadSkill { skills }))?;
-    Ok(())
+    });
+    register_family(registry, Family::Memory, &env)
 }
 
 fn memory_error(e: MemoryError) -> ToolError {
@@ -168,53 +166,45 @@ impl TypedTool for Remember {
     type Args = RememberArgs;
     type Output = MemoryOutput;
 
-    fn name(&self) -> &str {
-        "remember"
-    }
+    const NAME: &'static str = names::REMEMBER;
+    const CAPS: Caps = Caps::WRITES
+        .served_when(names::REMEMBER, Gate::MemoryWrite)
+        .planner();
     fn description(&self) -> &str {
         "Persistent memory across sessions: save a finding or preference (action save: title, content, memory_type, optional description/keywords), recall by query, forget by title, or reinforce a memory that helped or misled."
     }
     fn lean_properties(&self) -> Option<&[&str]> {
         Some(&["action", "title", "content", "memory_type", "query"])
     }
-    fn readonly(&self) -> bool {
-        false
-    }
     fn repeatable(&self) -> bool {
         true
     }
-    fn run<'a>(
-        &'a self,
-        args: RememberArgs,
-        _ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<MemoryOutput, ToolError>> {
-        Box::pin(async move {
-            let store = self.store.clone();
-            // Set when an MCP client calls (docs §13.4): what it saves is
-            // marked with it, and the user's own memories are out of reach.
-            let origin = origin::current();
-            match opt_str(args.action.as_ref()).unwrap_or("save") {
-                "save" => save(store, &args, origin).await,
-                "recall" => {
-                    let query = need_str(args.query.as_ref(), "query", "recall")?.to_string();
-                    recall_output(store, query, RECALL_DEFAULT).await
-                }
-                "forget" => {
-                    let title = need_str(args.title.as_ref(), "title", "forget")?.to_string();
-                    let t = title.clone();
-                    let removed = blocking(move || store.remove_as(&t, origin.as_deref())).await?;
-                    Ok(if removed {
-                        said("ok", format!("Removed: {title}"))
-                    } else {
-                        said("not_found", format!("Not found: {title}"))
-                    })
-                }
-                "reinforce" => reinforce(store, &args, origin).await,
-                other => Err(ToolError::InvalidArguments(format!(
-                    "action '{other}' is not one of save, recall, forget, reinforce"
-                ))),
+    async fn run(&self, args: RememberArgs, _ctx: &ToolContext) -> Result<MemoryOutput, ToolError> {
+        let store = self.store.clone();
+        // Set when an MCP client calls (docs §13.4): what it saves is
+        // marked with it, and the user's own memories are out of reach.
+        let origin = origin::current();
+        match opt_str(args.action.as_ref()).unwrap_or("save") {
+            "save" => save(store, &args, origin).await,
+            "recall" => {
+                let query = need_str(args.query.as_ref(), "query", "recall")?.to_string();
+                recall_output(store, query, RECALL_DEFAULT).await
             }
-        })
+            "forget" => {
+                let title = need_str(args.title.as_ref(), "title", "forget")?.to_string();
+                let t = title.clone();
+                let removed = blocking(move || store.remove_as(&t, origin.as_deref())).await?;
+                Ok(if removed {
+                    said("ok", format!("Removed: {title}"))
+                } else {
+                    said("not_found", format!("Not found: {title}"))
+                })
+            }
+            "reinforce" => reinforce(store, &args, origin).await,
+            other => Err(ToolError::InvalidArguments(format!(
+                "action '{other}' is not one of save, recall, forget, reinforce"
+            ))),
+        }
     }
 }
 
@@ -320,25 +310,18 @@ impl TypedTool for Recall {
     type Args = RecallArgs;
     type Output = MemoryOutput;
 
-    fn name(&self) -> &str {
-        "recall"
-    }
+    const NAME: &'static str = names::RECALL;
+    const CAPS: Caps = Caps::READ_ONLY.served_as(names::RECALL).planner();
     fn description(&self) -> &str {
         "Search persistent memories (findings, preferences, references saved in earlier sessions) by keywords; tickers like BRK.B and CJK text work. Verify any number in a memory with a data tool before reporting it."
     }
     fn repeatable(&self) -> bool {
         true
     }
-    fn run<'a>(
-        &'a self,
-        args: RecallArgs,
-        _ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<MemoryOutput, ToolError>> {
-        Box::pin(async move {
-            let query = need_str(Some(&args.query), "query", "recall")?.to_string();
-            let max = max_arg(args.max_results, RECALL_DEFAULT, RECALL_MAX)?;
-            recall_output(self.store.clone(), query, max).await
-        })
+    async fn run(&self, args: RecallArgs, _ctx: &ToolContext) -> Result<MemoryOutput, ToolError> {
+        let query = need_str(Some(&args.query), "query", "recall")?.to_string();
+        let max = max_arg(args.max_results, RECALL_DEFAULT, RECALL_MAX)?;
+        recall_output(self.store.clone(), query, max).await
     }
 }
 
@@ -353,37 +336,30 @@ impl TypedTool for SessionSearch {
     /// The matching sessions as the store reports them.
     type Output = Value;
 
-    fn name(&self) -> &str {
-        "session_search"
-    }
+    const NAME: &'static str = names::SESSION_SEARCH;
+    const CAPS: Caps = Caps::READ_ONLY.served_when(names::SESSION_SEARCH, Gate::Sessions);
     fn description(&self) -> &str {
         "Search past conversation sessions by keyword. Returns matching sessions with context snippets. Use when the user refers to earlier work, strategies or conversations."
     }
     fn repeatable(&self) -> bool {
         true
     }
-    fn run<'a>(
-        &'a self,
-        args: SessionSearchArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        Box::pin(async move {
-            let query = need_str(Some(&args.query), "query", "search")?.to_string();
-            let max = max_arg(args.max_results, SESSIONS_DEFAULT, SESSIONS_MAX)?;
-            let store = self.store.clone();
-            let dir = self.sessions_dir.clone();
-            let current = ctx.session_id.clone();
-            let q = query.clone();
-            // The current conversation is already in context: search the others.
-            let results =
-                blocking(move || store.search_sessions(&dir, &q, max, Some(&current))).await?;
-            if results.is_empty() {
-                return Ok(json!({
-                    "status": "ok", "message": format!("No past sessions matching '{query}'"), "results": [],
-                }));
-            }
-            Ok(json!({"status": "ok", "query": query, "results": results}))
-        })
+    async fn run(&self, args: SessionSearchArgs, ctx: &ToolContext) -> Result<Value, ToolError> {
+        let query = need_str(Some(&args.query), "query", "search")?.to_string();
+        let max = max_arg(args.max_results, SESSIONS_DEFAULT, SESSIONS_MAX)?;
+        let store = self.store.clone();
+        let dir = self.sessions_dir.clone();
+        let current = ctx.session_id.clone();
+        let q = query.clone();
+        // The current conversation is already in context: search the others.
+        let results =
+            blocking(move || store.search_sessions(&dir, &q, max, Some(&current))).await?;
+        if results.is_empty() {
+            return Ok(json!({
+                "status": "ok", "message": format!("No past sessions matching '{query}'"), "results": [],
+            }));
+        }
+        Ok(json!({"status": "ok", "query": query, "results": results}))
     }
 }
 
@@ -429,32 +405,62 @@ impl TypedTool for LoadSkill {
     /// The skill store's JSON envelope (`mode`, `offset`, `next_offset`, …).
     type Output = Value;
 
-    fn name(&self) -> &str {
-        "load_skill"
-    }
+    const NAME: &'static str = names::LOAD_SKILL;
+    const CAPS: Caps = Caps::READ_ONLY.served_as(names::LOAD_SKILL);
     fn description(&self) -> &str {
         "Load documentation for a named skill before starting unfamiliar work. A skill that fits comes back complete; a long one comes back as an outline plus its opening text: call again with section=\"<title from the outline>\" for one section, or offset=next_offset to read on."
     }
     fn repeatable(&self) -> bool {
         true
     }
-    fn run<'a>(
-        &'a self,
-        args: LoadSkillArgs,
-        _ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        Box::pin(async move {
-            let name = Some(args.name.trim())
-                .filter(|n| !n.is_empty())
-                .ok_or_else(|| ToolError::InvalidArguments("'name' must be a skill name".into()))?;
-            let offset = offset_arg(args.offset.as_ref())?;
-            let page = load_skill_page(&self.skills, name, args.section.as_deref(), offset)
-                .map_err(|e| ToolError::failed(e.code(), e.to_string()))?;
-            // The page is compact JSON written by serde_json, so parsing and
-            // writing it again gives the same text.
-            serde_json::from_str(&page).map_err(|e| {
-                ToolError::failed("internal_error", format!("skill page is not JSON: {e}"))
-            })
+    async fn run(&self, args: LoadSkillArgs, _ctx: &ToolContext) -> Result<Value, ToolError> {
+        let name = Some(args.name.trim())
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| ToolError::InvalidArguments("'name' must be a skill name".into()))?;
+        let offset = offset_arg(args.offset.as_ref())?;
+        let page = load_skill_page(&self.skills, name, args.section.as_deref(), offset)
+            .map_err(|e| ToolError::failed(e.code(), e.to_string()))?;
+        // The page is compact JSON written by serde_json, so parsing and
+        // writing it again gives the same text.
+        serde_json::from_str(&page).map_err(|e| {
+            ToolError::failed("internal_error", format!("skill page is not JSON: {e}"))
+        })
+    }
+}
+
+impl Builtin for Remember {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        let m = env.memory.as_ref()?;
+        Some(Remember {
+            store: m.store.clone(),
+        })
+    }
+}
+
+impl Builtin for Recall {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        let m = env.memory.as_ref()?;
+        Some(Recall {
+            store: m.store.clone(),
+        })
+    }
+}
+
+impl Builtin for SessionSearch {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        let m = env.memory.as_ref()?;
+        Some(SessionSearch {
+            store: m.store.clone(),
+            sessions_dir: m.sessions_dir.clone(),
+        })
+    }
+}
+
+impl Builtin for LoadSkill {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        let m = env.memory.as_ref()?;
+        Some(LoadSkill {
+            skills: m.skills.clone(),
         })
     }
 }

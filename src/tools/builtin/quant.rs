@@ -13,10 +13,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::NaiveDate;
-use futures_util::future::BoxFuture;
 
 use super::args::{nonempty, opt_usize};
 use super::market::{fetch, opt_date};
+use super::{Builtin, Family, ToolEnv, register_family};
+use crate::model::names;
 use crate::model::quant::*;
 use crate::research::data::{self, DataConfig, DataRequest, MarketData, PriceSeries};
 use crate::research::options::strategy::{self, Leg, LegKind, Market};
@@ -26,6 +27,7 @@ use crate::research::options::{
 use crate::research::portfolio::{self, CovarianceKind, Method, OptimizeOptions, PortfolioError};
 use crate::research::returns::{aligned_returns, realised_volatility};
 use crate::research::risk::{self, RiskError};
+use crate::tools::Caps;
 use crate::tools::registry::DuplicateTool;
 use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
 
@@ -41,13 +43,7 @@ pub fn register_quant_tools(
     registry: &mut Registry,
     config: DataConfig,
 ) -> Result<(), DuplicateTool> {
-    let data = Arc::new(MarketData::new(config));
-    registry.register(Arc::new(OptionPrice { data: data.clone() }))?;
-    registry.register(Arc::new(ImpliedVolatility { data: data.clone() }))?;
-    registry.register(Arc::new(OptionStrategy { data: data.clone() }))?;
-    registry.register(Arc::new(PortfolioOptimize { data: data.clone() }))?;
-    registry.register(Arc::new(RiskReport { data }))?;
-    Ok(())
+    register_family(registry, Family::Quant, &ToolEnv::new(config))
 }
 
 fn option_error(e: OptionError) -> ToolError {
@@ -268,86 +264,83 @@ impl TypedTool for OptionPrice {
     type Args = OptionPriceArgs;
     type Output = OptionPriceOutput;
 
-    fn name(&self) -> &str {
-        "option_price"
-    }
+    const NAME: &'static str = names::OPTION_PRICE;
+    const CAPS: Caps = Caps::READ_ONLY.served_as(names::OPTION_PRICE).planner();
     fn description(&self) -> &str {
         "Price a call or put with Greeks: european by Black–Scholes–Merton, american on a Cox–Ross–Rubinstein tree (steps, default 500). QuantLib's units (vega, rho per 1.00; theta per year). Give spot and volatility, or a symbol (and as_of) to take the last close, the 252-day realised volatility and the 3-month Treasury rate from its data."
     }
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: OptionPriceArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
-        Box::pin(async move {
-            let kind = option_kind(&args.kind)?;
-            let american = match args.style.as_deref().map(str::trim) {
-                None | Some("") | Some("european") => false,
-                Some("american") => true,
-                Some(other) => {
-                    return Err(ToolError::InvalidArguments(format!(
-                        "style '{other}' is not one of european, american"
-                    )));
-                }
-            };
-            let mut f = fill(
-                &self.data,
-                ctx,
-                Given {
-                    symbol: args.symbol.as_deref(),
-                    as_of: args.as_of.as_deref(),
-                    spot: args.spot,
-                    volatility: Some(args.volatility),
-                    rate: args.rate,
-                },
-            )
-            .await?;
-            let strike = strike_of(
-                args.strike,
-                args.moneyness,
-                f.spot,
-                &mut f.sources,
-                "strike",
-            )?;
-            if args.dividend_yield.is_none() {
-                f.sources.push("dividend_yield: not given, so none".into());
+        ctx: &ToolContext,
+    ) -> Result<Self::Output, ToolError> {
+        let kind = option_kind(&args.kind)?;
+        let american = match args.style.as_deref().map(str::trim) {
+            None | Some("") | Some("european") => false,
+            Some("american") => true,
+            Some(other) => {
+                return Err(ToolError::InvalidArguments(format!(
+                    "style '{other}' is not one of european, american"
+                )));
             }
-            let inputs = OptionInputs {
-                kind,
-                spot: f.spot,
-                strike,
-                expiry_years: args.expiry_years,
-                volatility: f.volatility,
-                rate: f.rate,
-                dividend_yield: args.dividend_yield.unwrap_or(0.0),
-            };
-            let steps = opt_usize(args.steps, "steps")?.unwrap_or(DEFAULT_STEPS);
-            let (g, model) = if american {
-                (
-                    crr_american(&inputs, steps).map_err(option_error)?,
-                    "crr_binomial",
-                )
-            } else {
-                (
-                    black_scholes(&inputs).map_err(option_error)?,
-                    "black_scholes_merton",
-                )
-            };
-            Ok(OptionPriceOutput {
-                status: "ok".into(),
-                kind: kind.as_str().into(),
-                style: if american { "american" } else { "european" }.into(),
-                model: model.into(),
-                price: g.price,
-                delta: g.delta,
-                gamma: g.gamma,
-                vega: g.vega,
-                theta: g.theta,
-                rho: g.rho,
-                inputs: used(&inputs, american.then_some(steps), f.sources, f.as_of),
-                symbol: args.symbol.clone(),
-                units: OPTION_UNITS.into(),
-            })
+        };
+        let mut f = fill(
+            &self.data,
+            ctx,
+            Given {
+                symbol: args.symbol.as_deref(),
+                as_of: args.as_of.as_deref(),
+                spot: args.spot,
+                volatility: Some(args.volatility),
+                rate: args.rate,
+            },
+        )
+        .await?;
+        let strike = strike_of(
+            args.strike,
+            args.moneyness,
+            f.spot,
+            &mut f.sources,
+            "strike",
+        )?;
+        if args.dividend_yield.is_none() {
+            f.sources.push("dividend_yield: not given, so none".into());
+        }
+        let inputs = OptionInputs {
+            kind,
+            spot: f.spot,
+            strike,
+            expiry_years: args.expiry_years,
+            volatility: f.volatility,
+            rate: f.rate,
+            dividend_yield: args.dividend_yield.unwrap_or(0.0),
+        };
+        let steps = opt_usize(args.steps, "steps")?.unwrap_or(DEFAULT_STEPS);
+        let (g, model) = if american {
+            (
+                crr_american(&inputs, steps).map_err(option_error)?,
+                "crr_binomial",
+            )
+        } else {
+            (
+                black_scholes(&inputs).map_err(option_error)?,
+                "black_scholes_merton",
+            )
+        };
+        Ok(OptionPriceOutput {
+            status: "ok".into(),
+            kind: kind.as_str().into(),
+            style: if american { "american" } else { "european" }.into(),
+            model: model.into(),
+            price: g.price,
+            delta: g.delta,
+            gamma: g.gamma,
+            vega: g.vega,
+            theta: g.theta,
+            rho: g.rho,
+            inputs: used(&inputs, american.then_some(steps), f.sources, f.as_of),
+            symbol: args.symbol.clone(),
+            units: OPTION_UNITS.into(),
         })
     }
 }
@@ -382,71 +375,70 @@ impl TypedTool for ImpliedVolatility {
     type Args = ImpliedVolatilityArgs;
     type Output = ImpliedVolatilityOutput;
 
-    fn name(&self) -> &str {
-        "implied_volatility"
-    }
+    const NAME: &'static str = names::IMPLIED_VOLATILITY;
+    const CAPS: Caps = Caps::READ_ONLY
+        .served_as(names::IMPLIED_VOLATILITY)
+        .planner();
     fn description(&self) -> &str {
         "The Black–Scholes–Merton volatility at which a European call or put is worth a given price (continuous rate and dividend yield). A price outside the no-arbitrage bounds is an error that states the bounds. Spot and rate as given, or from a symbol's data."
     }
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: ImpliedVolatilityArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
-        Box::pin(async move {
-            let kind = option_kind(&args.kind)?;
-            let mut f = fill(
-                &self.data,
-                ctx,
-                Given {
-                    symbol: args.symbol.as_deref(),
-                    as_of: args.as_of.as_deref(),
-                    spot: args.spot,
-                    volatility: None,
-                    rate: args.rate,
-                },
-            )
-            .await?;
-            let strike = strike_of(
-                args.strike,
-                args.moneyness,
-                f.spot,
-                &mut f.sources,
-                "strike",
-            )?;
-            if args.dividend_yield.is_none() {
-                f.sources.push("dividend_yield: not given, so none".into());
-            }
-            let q = args.dividend_yield.unwrap_or(0.0);
-            let iv = implied_volatility(
-                kind,
-                f.spot,
-                strike,
-                args.expiry_years,
-                args.price,
-                f.rate,
-                q,
-            )
-            .map_err(option_error)?;
-            let inputs = OptionInputs {
-                kind,
-                spot: f.spot,
-                strike,
-                expiry_years: args.expiry_years,
-                volatility: iv.volatility,
-                rate: f.rate,
-                dividend_yield: q,
-            };
-            let check = black_scholes(&inputs).map_err(option_error)?;
-            Ok(ImpliedVolatilityOutput {
-                status: "ok".into(),
-                kind: kind.as_str().into(),
-                volatility: iv.volatility,
-                iterations: iv.iterations,
-                price_check: check.price,
-                inputs: used(&inputs, None, f.sources, f.as_of),
-                symbol: args.symbol.clone(),
-            })
+        ctx: &ToolContext,
+    ) -> Result<Self::Output, ToolError> {
+        let kind = option_kind(&args.kind)?;
+        let mut f = fill(
+            &self.data,
+            ctx,
+            Given {
+                symbol: args.symbol.as_deref(),
+                as_of: args.as_of.as_deref(),
+                spot: args.spot,
+                volatility: None,
+                rate: args.rate,
+            },
+        )
+        .await?;
+        let strike = strike_of(
+            args.strike,
+            args.moneyness,
+            f.spot,
+            &mut f.sources,
+            "strike",
+        )?;
+        if args.dividend_yield.is_none() {
+            f.sources.push("dividend_yield: not given, so none".into());
+        }
+        let q = args.dividend_yield.unwrap_or(0.0);
+        let iv = implied_volatility(
+            kind,
+            f.spot,
+            strike,
+            args.expiry_years,
+            args.price,
+            f.rate,
+            q,
+        )
+        .map_err(option_error)?;
+        let inputs = OptionInputs {
+            kind,
+            spot: f.spot,
+            strike,
+            expiry_years: args.expiry_years,
+            volatility: iv.volatility,
+            rate: f.rate,
+            dividend_yield: q,
+        };
+        let check = black_scholes(&inputs).map_err(option_error)?;
+        Ok(ImpliedVolatilityOutput {
+            status: "ok".into(),
+            kind: kind.as_str().into(),
+            volatility: iv.volatility,
+            iterations: iv.iterations,
+            price_check: check.price,
+            inputs: used(&inputs, None, f.sources, f.as_of),
+            symbol: args.symbol.clone(),
         })
     }
 }
@@ -491,60 +483,57 @@ impl TypedTool for OptionStrategy {
     type Args = OptionStrategyArgs;
     type Output = OptionStrategyOutput;
 
-    fn name(&self) -> &str {
-        "option_strategy"
-    }
+    const NAME: &'static str = names::OPTION_STRATEGY;
+    const CAPS: Caps = Caps::READ_ONLY.served_as(names::OPTION_STRATEGY).planner();
     fn description(&self) -> &str {
         "Analyse a position of option and stock legs (quantity negative = short; premium absent = Black–Scholes–Merton price): payoff at expiry over a spot grid, exact breakevens, max profit and max loss (null when unbounded), net premium, the position's Greeks and a spot × volatility stress table. Spot and volatility as given or from a symbol's data."
     }
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: OptionStrategyArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
-        Box::pin(async move {
-            let range = match args.spot_range.as_deref() {
-                None => None,
-                Some([lo, hi]) => Some((*lo, *hi)),
-                Some(other) => {
-                    return Err(ToolError::InvalidArguments(format!(
-                        "'spot_range' must be [low, high], got {} numbers",
-                        other.len()
-                    )));
-                }
-            };
-            let points = opt_usize(args.points, "points")?;
-            let mut f = fill(
-                &self.data,
-                ctx,
-                Given {
-                    symbol: args.symbol.as_deref(),
-                    as_of: args.as_of.as_deref(),
-                    spot: args.spot,
-                    volatility: Some(args.volatility),
-                    rate: args.rate,
-                },
-            )
-            .await?;
-            let legs = args
-                .legs
-                .iter()
-                .enumerate()
-                .map(|(i, l)| leg_of(i, l, f.spot, &mut f.sources))
-                .collect::<Result<Vec<_>, _>>()?;
-            if args.dividend_yield.is_none() {
-                f.sources.push("dividend_yield: not given, so none".into());
+        ctx: &ToolContext,
+    ) -> Result<Self::Output, ToolError> {
+        let range = match args.spot_range.as_deref() {
+            None => None,
+            Some([lo, hi]) => Some((*lo, *hi)),
+            Some(other) => {
+                return Err(ToolError::InvalidArguments(format!(
+                    "'spot_range' must be [low, high], got {} numbers",
+                    other.len()
+                )));
             }
-            let market = Market {
-                spot: f.spot,
-                volatility: f.volatility,
-                expiry_years: args.expiry_years,
-                rate: f.rate,
-                dividend_yield: args.dividend_yield.unwrap_or(0.0),
-            };
-            let r = strategy::analyze(&legs, &market, range, points).map_err(option_error)?;
-            Ok(strategy_output(r, &market, f, args.symbol.clone()))
-        })
+        };
+        let points = opt_usize(args.points, "points")?;
+        let mut f = fill(
+            &self.data,
+            ctx,
+            Given {
+                symbol: args.symbol.as_deref(),
+                as_of: args.as_of.as_deref(),
+                spot: args.spot,
+                volatility: Some(args.volatility),
+                rate: args.rate,
+            },
+        )
+        .await?;
+        let legs = args
+            .legs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| leg_of(i, l, f.spot, &mut f.sources))
+            .collect::<Result<Vec<_>, _>>()?;
+        if args.dividend_yield.is_none() {
+            f.sources.push("dividend_yield: not given, so none".into());
+        }
+        let market = Market {
+            spot: f.spot,
+            volatility: f.volatility,
+            expiry_years: args.expiry_years,
+            rate: f.rate,
+            dividend_yield: args.dividend_yield.unwrap_or(0.0),
+        };
+        let r = strategy::analyze(&legs, &market, range, points).map_err(option_error)?;
+        Ok(strategy_output(r, &market, f, args.symbol.clone()))
     }
 }
 
@@ -774,53 +763,52 @@ impl TypedTool for PortfolioOptimize {
     type Args = PortfolioOptimizeArgs;
     type Output = PortfolioOptimizeOutput;
 
-    fn name(&self) -> &str {
-        "portfolio_optimize"
-    }
+    const NAME: &'static str = names::PORTFOLIO_OPTIMIZE;
+    const CAPS: Caps = Caps::READ_ONLY
+        .served_as(names::PORTFOLIO_OPTIMIZE)
+        .planner();
     fn description(&self) -> &str {
         "Long-only portfolio weights (summing to 1, within min_weight..max_weight) by equal_weight, inverse_volatility, min_variance, max_sharpe, risk_parity, max_diversification or hrp, on symbols' daily returns over start..end or inline returns; μ = mean daily return × 252, Σ = sample (ddof 1) or ledoit_wolf covariance × 252. Returns weights, expected return, volatility, Sharpe and risk contributions."
     }
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: PortfolioOptimizeArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
-        Box::pin(async move {
-            let method = method_arg(&args.method)?;
-            let covariance = covariance_arg(args.covariance.as_deref())?;
-            let r = returns_from(
-                &self.data,
-                ctx,
-                args.symbols.as_deref(),
-                args.returns.as_ref(),
-                args.start.as_deref(),
-                args.end.as_deref(),
-            )
-            .await?;
-            let o = OptimizeOptions {
-                method,
-                risk_free_rate: args.risk_free_rate.unwrap_or(0.0),
-                min_weight: args.min_weight.unwrap_or(0.0),
-                max_weight: args.max_weight.unwrap_or(1.0),
-                covariance,
-            };
-            let p = portfolio::optimize(&r.columns, &r.names, &o).map_err(portfolio_error)?;
-            Ok(PortfolioOptimizeOutput {
-                status: "ok".into(),
-                method: method.as_str().into(),
-                covariance: covariance.as_str().into(),
-                weights: by_name(&r.names, &p.weights),
-                expected_return: p.expected_return,
-                volatility: p.volatility,
-                sharpe: p.sharpe,
-                risk_contributions: by_name(&r.names, &p.risk_contributions),
-                risk_free_rate: o.risk_free_rate,
-                min_weight: o.min_weight,
-                max_weight: o.max_weight,
-                shrinkage: p.shrinkage,
-                data: r.data,
-                conventions: "annual: μ = mean daily simple return × 252, Σ = covariance × 252 (sample: ddof 1); Sharpe = (μᵀw − risk_free_rate) / √(wᵀΣw); risk contribution = w_i·(Σw)_i / wᵀΣw".into(),
-            })
+        ctx: &ToolContext,
+    ) -> Result<Self::Output, ToolError> {
+        let method = method_arg(&args.method)?;
+        let covariance = covariance_arg(args.covariance.as_deref())?;
+        let r = returns_from(
+            &self.data,
+            ctx,
+            args.symbols.as_deref(),
+            args.returns.as_ref(),
+            args.start.as_deref(),
+            args.end.as_deref(),
+        )
+        .await?;
+        let o = OptimizeOptions {
+            method,
+            risk_free_rate: args.risk_free_rate.unwrap_or(0.0),
+            min_weight: args.min_weight.unwrap_or(0.0),
+            max_weight: args.max_weight.unwrap_or(1.0),
+            covariance,
+        };
+        let p = portfolio::optimize(&r.columns, &r.names, &o).map_err(portfolio_error)?;
+        Ok(PortfolioOptimizeOutput {
+            status: "ok".into(),
+            method: method.as_str().into(),
+            covariance: covariance.as_str().into(),
+            weights: by_name(&r.names, &p.weights),
+            expected_return: p.expected_return,
+            volatility: p.volatility,
+            sharpe: p.sharpe,
+            risk_contributions: by_name(&r.names, &p.risk_contributions),
+            risk_free_rate: o.risk_free_rate,
+            min_weight: o.min_weight,
+            max_weight: o.max_weight,
+            shrinkage: p.shrinkage,
+            data: r.data,
+            conventions: "annual: μ = mean daily simple return × 252, Σ = covariance × 252 (sample: ddof 1); Sharpe = (μᵀw − risk_free_rate) / √(wᵀΣw); risk contribution = w_i·(Σw)_i / wᵀΣw".into(),
         })
     }
 }
@@ -869,68 +857,65 @@ impl TypedTool for RiskReport {
     type Args = RiskReportArgs;
     type Output = RiskReportOutput;
 
-    fn name(&self) -> &str {
-        "risk_report"
-    }
+    const NAME: &'static str = names::RISK_REPORT;
+    const CAPS: Caps = Caps::READ_ONLY.served_as(names::RISK_REPORT).planner();
     fn description(&self) -> &str {
         "Risk of one return series or a weighted book (symbols + weights over start..end, or inline returns): historical, normal and Cornish–Fisher VaR and expected shortfall at a confidence (default 0.95) over horizon_days (default 1), annual volatility, max drawdown and the five deepest drawdowns, component VaR, HHI and effective number of assets. Losses are positive fractions."
     }
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: RiskReportArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
-        Box::pin(async move {
-            let r = returns_from(
-                &self.data,
-                ctx,
-                args.symbols.as_deref(),
-                args.returns.as_ref(),
-                args.start.as_deref(),
-                args.end.as_deref(),
-            )
-            .await?;
-            let weights = weights_for(&r.names, args.weights.as_ref())?;
-            let confidence = args.confidence.unwrap_or(0.95);
-            let horizon = opt_usize(args.horizon_days, "horizon_days")?.unwrap_or(1);
-            let rep =
-                risk::risk_report(&r.columns, &weights, confidence, horizon).map_err(risk_error)?;
-            let at = |i: usize| match &r.dates {
-                Some(d) => d
-                    .get(i)
-                    .map_or(serde_json::Value::Null, |d| d.to_string().into()),
-                None => i.into(),
-            };
-            Ok(RiskReportOutput {
-                status: "ok".into(),
-                confidence,
-                horizon_days: horizon,
-                var_historical: rep.var_historical,
-                es_historical: rep.es_historical,
-                var_parametric: rep.var_parametric,
-                es_parametric: rep.es_parametric,
-                var_cornish_fisher: rep.var_cornish_fisher,
-                volatility: rep.volatility,
-                max_drawdown: rep.max_drawdown,
-                drawdowns: rep
-                    .drawdowns
-                    .iter()
-                    .map(|d| DrawdownOutput {
-                        peak: at(d.peak),
-                        trough: at(d.trough),
-                        recovery: d.recovery.map_or(serde_json::Value::Null, at),
-                        depth: d.depth,
-                    })
-                    .collect(),
-                component_var: by_name(&r.names, &rep.component_var),
-                hhi: rep.hhi,
-                effective_n: rep.effective_n,
-                weights: by_name(&r.names, &weights),
-                skewness: rep.skewness,
-                excess_kurtosis: rep.excess_kurtosis,
-                data: r.data,
-                conventions: conventions(horizon),
-            })
+        ctx: &ToolContext,
+    ) -> Result<Self::Output, ToolError> {
+        let r = returns_from(
+            &self.data,
+            ctx,
+            args.symbols.as_deref(),
+            args.returns.as_ref(),
+            args.start.as_deref(),
+            args.end.as_deref(),
+        )
+        .await?;
+        let weights = weights_for(&r.names, args.weights.as_ref())?;
+        let confidence = args.confidence.unwrap_or(0.95);
+        let horizon = opt_usize(args.horizon_days, "horizon_days")?.unwrap_or(1);
+        let rep =
+            risk::risk_report(&r.columns, &weights, confidence, horizon).map_err(risk_error)?;
+        let at = |i: usize| match &r.dates {
+            Some(d) => d
+                .get(i)
+                .map_or(serde_json::Value::Null, |d| d.to_string().into()),
+            None => i.into(),
+        };
+        Ok(RiskReportOutput {
+            status: "ok".into(),
+            confidence,
+            horizon_days: horizon,
+            var_historical: rep.var_historical,
+            es_historical: rep.es_historical,
+            var_parametric: rep.var_parametric,
+            es_parametric: rep.es_parametric,
+            var_cornish_fisher: rep.var_cornish_fisher,
+            volatility: rep.volatility,
+            max_drawdown: rep.max_drawdown,
+            drawdowns: rep
+                .drawdowns
+                .iter()
+                .map(|d| DrawdownOutput {
+                    peak: at(d.peak),
+                    trough: at(d.trough),
+                    recovery: d.recovery.map_or(serde_json::Value::Null, at),
+                    depth: d.depth,
+                })
+                .collect(),
+            component_var: by_name(&r.names, &rep.component_var),
+            hhi: rep.hhi,
+            effective_n: rep.effective_n,
+            weights: by_name(&r.names, &weights),
+            skewness: rep.skewness,
+            excess_kurtosis: rep.excess_kurtosis,
+            data: r.data,
+            conventions: conventions(horizon),
         })
     }
 }
@@ -948,34 +933,58 @@ fn conventions(h: usize) -> String {
     )
 }
 
+impl Builtin for OptionPrice {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(OptionPrice {
+            data: env.data.clone(),
+        })
+    }
+}
+
+impl Builtin for ImpliedVolatility {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(ImpliedVolatility {
+            data: env.data.clone(),
+        })
+    }
+}
+
+impl Builtin for OptionStrategy {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(OptionStrategy {
+            data: env.data.clone(),
+        })
+    }
+}
+
+impl Builtin for PortfolioOptimize {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(PortfolioOptimize {
+            data: env.data.clone(),
+        })
+    }
+}
+
+impl Builtin for RiskReport {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(RiskReport {
+            data: env.data.clone(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-
-    fn registry() -> Registry {
-        let mut r = Registry::new();
-        register_quant_tools(&mut r, DataConfig::offline()).unwrap();
-        r
-    }
-
-    async fn call(name: &str, args: serde_json::Value) -> Result<serde_json::Value, String> {
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = crate::tools::test_context(dir.path().join("run"), dir.path().join("ws"));
-        let r = registry();
-        let tool = r.get(name).unwrap();
-        tool.call_with_output(args, &ctx)
-            .await
-            .map(|o| o.output.unwrap())
-            .map_err(|e| e.to_string())
-    }
+    use crate::tools::builtin::testkit::{assert_plain_object, call};
 
     /// The generated schemas are plain objects that every provider takes:
     /// no references, titles, formats or null types (as typed.rs checks
     /// for the other built-ins).
     #[test]
-    fn schemas_are_plain_objects() {
+    fn schemas_are_plain_objects_with_their_enums() {
         use crate::model::contract::parameters_schema;
         let schemas = [
             parameters_schema::<OptionPriceArgs>(),
@@ -984,13 +993,7 @@ mod tests {
             parameters_schema::<PortfolioOptimizeArgs>(),
             parameters_schema::<RiskReportArgs>(),
         ];
-        for s in &schemas {
-            assert_eq!(s["type"], "object");
-            let text = s.to_string();
-            for bad in ["$ref", "$defs", "\"title\"", "\"format\"", "\"null\""] {
-                assert!(!text.contains(bad), "{bad} in {text}");
-            }
-        }
+        schemas.iter().for_each(assert_plain_object);
         assert_eq!(
             schemas[0]["properties"]["kind"]["enum"],
             json!(["call", "put"])

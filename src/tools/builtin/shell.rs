@@ -24,12 +24,14 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use regex::Regex;
 use serde::Serialize;
 
+use super::{Builtin, ToolEnv};
 use crate::model::contract::BashArgs;
+use crate::model::names;
 use crate::sandbox::{RunResult, RunSpec, Runner, RunnerConfig};
+use crate::tools::Caps;
 use crate::tools::{ToolContext, ToolError, TypedTool};
 
 /// Spec §2.6: the command deadline.
@@ -74,16 +76,11 @@ impl TypedTool for Bash {
     type Args = BashArgs;
     type Output = BashOutput;
 
-    fn name(&self) -> &str {
-        "bash"
-    }
+    const NAME: &'static str = names::BASH;
+    const CAPS: Caps = Caps::WRITES;
 
     fn description(&self) -> &str {
         "Run a shell command in the current run directory (sandboxed). No API keys in its environment, a throwaway HOME, memory/process/file-size limits, and writes allowed only in the run directory, the session workspace ($VIBEDESK_WORKSPACE) and $TMPDIR. Default timeout 120 s (timeout_seconds, at most 600); at the deadline the whole process group is killed and the partial output returned. stdout and stderr are each capped at 50,000 characters (head and tail kept). Do not kill Python processes broadly by name (pkill python); target a script (pkill -f my_script.py)."
-    }
-
-    fn readonly(&self) -> bool {
-        false
     }
 
     fn repeatable(&self) -> bool {
@@ -96,55 +93,49 @@ impl TypedTool for Bash {
         Some(Duration::from_secs(MAX_TIMEOUT_S) + self.runner.config().drain_timeout * 2)
     }
 
-    fn run<'a>(
-        &'a self,
-        args: BashArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<BashOutput, ToolError>> {
-        Box::pin(async move {
-            let command = Some(args.command.trim())
-                .filter(|c| !c.is_empty())
+    async fn run(&self, args: BashArgs, ctx: &ToolContext) -> Result<BashOutput, ToolError> {
+        let command = Some(args.command.trim())
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| {
+                ToolError::InvalidArguments("'command' must be a non-empty string".into())
+            })?;
+        let timeout_s = match args.timeout_seconds {
+            None => DEFAULT_TIMEOUT_S,
+            Some(n) => u64::try_from(n)
+                .ok()
+                .filter(|n| (1..=MAX_TIMEOUT_S).contains(n))
                 .ok_or_else(|| {
-                    ToolError::InvalidArguments("'command' must be a non-empty string".into())
-                })?;
-            let timeout_s = match args.timeout_seconds {
-                None => DEFAULT_TIMEOUT_S,
-                Some(n) => u64::try_from(n)
-                    .ok()
-                    .filter(|n| (1..=MAX_TIMEOUT_S).contains(n))
-                    .ok_or_else(|| {
-                        ToolError::InvalidArguments(format!(
-                            "'timeout_seconds' must be an integer from 1 to {MAX_TIMEOUT_S}"
-                        ))
-                    })?,
-            };
-            if let Err(reason) = check_command(command) {
-                return Err(ToolError::failed("blocked_command", reason.to_string()));
-            }
-            let (program, flags) = shell();
-            let log_name = if ctx.call_id.is_empty() {
-                "bash".to_string()
-            } else {
-                format!("bash_{}", ctx.call_id)
-            };
-            let spec = RunSpec::new(program, &ctx.run_dir)
-                .args(flags.iter().copied())
-                .args([command])
-                .writable(&ctx.workspace)
-                .env(
-                    "VIBEDESK_WORKSPACE",
-                    ctx.workspace.to_string_lossy().into_owned(),
-                )
-                .log_name(log_name)
-                .timeout(Duration::from_secs(timeout_s))
-                .progress(crate::tools::progress::sandbox_sink());
-            let result = self
-                .runner
-                .run(spec, &ctx.cancel)
-                .await
-                .map_err(|e| ToolError::failed("sandbox_error", e.to_string()))?;
-            Ok(bash_output(&result, ctx, timeout_s))
-        })
+                    ToolError::InvalidArguments(format!(
+                        "'timeout_seconds' must be an integer from 1 to {MAX_TIMEOUT_S}"
+                    ))
+                })?,
+        };
+        if let Err(reason) = check_command(command) {
+            return Err(ToolError::failed("blocked_command", reason.to_string()));
+        }
+        let (program, flags) = shell();
+        let log_name = if ctx.call_id.is_empty() {
+            "bash".to_string()
+        } else {
+            format!("bash_{}", ctx.call_id)
+        };
+        let spec = RunSpec::new(program, &ctx.run_dir)
+            .args(flags.iter().copied())
+            .args([command])
+            .writable(&ctx.workspace)
+            .env(
+                "VIBEDESK_WORKSPACE",
+                ctx.workspace.to_string_lossy().into_owned(),
+            )
+            .log_name(log_name)
+            .timeout(Duration::from_secs(timeout_s))
+            .progress(crate::tools::progress::sandbox_sink());
+        let result = self
+            .runner
+            .run(spec, &ctx.cancel)
+            .await
+            .map_err(|e| ToolError::failed("sandbox_error", e.to_string()))?;
+        Ok(bash_output(&result, ctx, timeout_s))
     }
 }
 
@@ -408,6 +399,12 @@ fn is_powershell_python_kill(tokens: &[&str]) -> bool {
         .position(|w| w[0] == "get-process" && is_python_name(w[1]))
         .is_some_and(|p| tokens[p..].contains(&"stop-process"));
     by_name || piped
+}
+
+impl Builtin for Bash {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(Bash::new(env.runner.clone()))
+    }
 }
 
 #[cfg(test)]

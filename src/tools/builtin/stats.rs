@@ -9,11 +9,12 @@
 use std::sync::Arc;
 
 use chrono::NaiveDate;
-use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::args::{nonempty, opt_usize};
 use super::market::{fetch, opt_date};
+use super::{Builtin, Family, ToolEnv, register_family};
+use crate::model::names;
 use crate::model::stats::*;
 use crate::research::data::{DataConfig, DataRequest, MarketData, PriceSeries};
 use crate::research::stats::std_dev;
@@ -21,6 +22,7 @@ use crate::research::timeseries::{
     self as ts, Autolag, KpssLags, Trend, TsError, engle_granger, ewma, fit_garch, half_life,
     hurst, jarque_bera, kpss, ljung_box,
 };
+use crate::tools::Caps;
 use crate::tools::registry::DuplicateTool;
 use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
 
@@ -40,10 +42,7 @@ pub fn register_stats_tools(
     registry: &mut Registry,
     config: DataConfig,
 ) -> Result<(), DuplicateTool> {
-    let data = Arc::new(MarketData::new(config));
-    registry.register(Arc::new(StatTest { data: data.clone() }))?;
-    registry.register(Arc::new(VolatilityModel { data }))?;
-    Ok(())
+    register_family(registry, Family::Stats, &ToolEnv::new(config))
 }
 
 fn ts_error(e: TsError) -> ToolError {
@@ -312,46 +311,39 @@ impl TypedTool for StatTest {
     type Args = StatTestArgs;
     type Output = StatTestOutput;
 
-    fn name(&self) -> &str {
-        "stat_test"
-    }
+    const NAME: &'static str = names::STAT_TEST;
+    const CAPS: Caps = Caps::READ_ONLY.served_as(names::STAT_TEST).planner();
     fn description(&self) -> &str {
         "Time-series tests, exact to statsmodels: adf (augmented Dickey–Fuller; MacKinnon p-value and critical values; autolag aic|bic|none), kpss (stationarity, automatic lag), engle_granger (cointegration of two series, the first regressed on the second, as statsmodels' coint: statistic, p-value, hedge ratio, intercept, spread half-life), half_life (OU: −ln 2 / b from Δy = a + b·y₋₁), hurst (τ = 2…100), ljung_box (lags 10) and jarque_bera. Data: symbols over start..end (field log_close by default, returns for ljung_box and jarque_bera) or inline series."
     }
-    fn run<'a>(
-        &'a self,
-        args: StatTestArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
-        Box::pin(async move {
-            let test = test_arg(&args.test)?;
-            let trend = trend_arg(args.regression.as_deref())?;
-            let autolag = autolag_arg(args.autolag.as_deref())?;
-            let max_lags = opt_usize(args.max_lags, "max_lags")?;
-            let input = self.input(&args, test, ctx).await?;
-            let mut out = StatTestOutput {
-                status: "ok".into(),
-                test: test_name(test).into(),
-                series: input.names.clone(),
-                field: input.field.clone(),
-                n_obs: input.columns[0].len(),
-                data: input.data.clone(),
-                ..StatTestOutput::default()
-            };
-            let x = &input.columns[0];
-            match test {
-                StatTestName::Adf => run_adf(&mut out, x, trend, autolag, max_lags)?,
-                StatTestName::Kpss => run_kpss(&mut out, x, trend, max_lags)?,
-                StatTestName::EngleGranger => {
-                    run_eg(&mut out, x, &input.columns[1], trend, autolag, max_lags)?
-                }
-                StatTestName::HalfLife => run_half_life(&mut out, x)?,
-                StatTestName::Hurst => run_hurst(&mut out, x)?,
-                StatTestName::LjungBox => run_ljung_box(&mut out, x, max_lags)?,
-                StatTestName::JarqueBera => run_jarque_bera(&mut out, x)?,
+    async fn run(&self, args: StatTestArgs, ctx: &ToolContext) -> Result<Self::Output, ToolError> {
+        let test = test_arg(&args.test)?;
+        let trend = trend_arg(args.regression.as_deref())?;
+        let autolag = autolag_arg(args.autolag.as_deref())?;
+        let max_lags = opt_usize(args.max_lags, "max_lags")?;
+        let input = self.input(&args, test, ctx).await?;
+        let mut out = StatTestOutput {
+            status: "ok".into(),
+            test: test_name(test).into(),
+            series: input.names.clone(),
+            field: input.field.clone(),
+            n_obs: input.columns[0].len(),
+            data: input.data.clone(),
+            ..StatTestOutput::default()
+        };
+        let x = &input.columns[0];
+        match test {
+            StatTestName::Adf => run_adf(&mut out, x, trend, autolag, max_lags)?,
+            StatTestName::Kpss => run_kpss(&mut out, x, trend, max_lags)?,
+            StatTestName::EngleGranger => {
+                run_eg(&mut out, x, &input.columns[1], trend, autolag, max_lags)?
             }
-            Ok(out)
-        })
+            StatTestName::HalfLife => run_half_life(&mut out, x)?,
+            StatTestName::Hurst => run_hurst(&mut out, x)?,
+            StatTestName::LjungBox => run_ljung_box(&mut out, x, max_lags)?,
+            StatTestName::JarqueBera => run_jarque_bera(&mut out, x)?,
+        }
+        Ok(out)
     }
 }
 
@@ -690,62 +682,57 @@ impl TypedTool for VolatilityModel {
     type Args = VolatilityModelArgs;
     type Output = VolatilityModelOutput;
 
-    fn name(&self) -> &str {
-        "volatility_model"
-    }
+    const NAME: &'static str = names::VOLATILITY_MODEL;
+    const CAPS: Caps = Caps::READ_ONLY.served_as(names::VOLATILITY_MODEL).planner();
     fn description(&self) -> &str {
         "Conditional volatility of daily returns and its forecast, as the arch package computes it: garch (GARCH(1,1), constant mean, normal errors, maximum likelihood on returns in percent: mu, omega, alpha, beta, persistence, log-likelihood, long-run volatility) or ewma (RiskMetrics, lambda 0.94). Returns the annualized volatility forecast for each of horizon_days (default 10) and the path's last days. Data: a symbol over start..end (default the last 2,520 returns) or inline returns."
     }
-    fn run<'a>(
-        &'a self,
+    async fn run(
+        &self,
         args: VolatilityModelArgs,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Self::Output, ToolError>> {
-        Box::pin(async move {
-            let model = match args.model.trim().to_ascii_lowercase().as_str() {
-                "garch" | "garch11" | "garch(1,1)" => VolatilityModelName::Garch,
-                "ewma" | "riskmetrics" => VolatilityModelName::Ewma,
-                other => {
-                    return Err(ToolError::InvalidArguments(format!(
-                        "model '{other}' is not one of ewma, garch"
-                    )));
-                }
-            };
-            let horizon = opt_usize(args.horizon_days, "horizon_days")?.unwrap_or(10);
-            if horizon == 0 || horizon > MAX_HORIZON {
+        ctx: &ToolContext,
+    ) -> Result<Self::Output, ToolError> {
+        let model = match args.model.trim().to_ascii_lowercase().as_str() {
+            "garch" | "garch11" | "garch(1,1)" => VolatilityModelName::Garch,
+            "ewma" | "riskmetrics" => VolatilityModelName::Ewma,
+            other => {
                 return Err(ToolError::InvalidArguments(format!(
-                    "'horizon_days' must be 1 to {MAX_HORIZON}, got {horizon}"
+                    "model '{other}' is not one of ewma, garch"
                 )));
             }
-            let s = self.series(&args, ctx).await?;
-            let pct: Vec<f64> = s.returns.iter().map(|r| 100.0 * r).collect();
-            let mut out = match model {
-                VolatilityModelName::Garch => garch_output(&pct, horizon)?,
-                VolatilityModelName::Ewma => {
-                    ewma_output(&pct, args.lambda.unwrap_or(0.94), horizon)?
-                }
-            };
-            let n = s.returns.len();
-            let at = |i: usize| match &s.dates {
-                Some(d) => d.get(i).map_or(Value::Null, |d| d.to_string().into()),
-                None => i.into(),
-            };
-            out.tail = out
-                .tail
-                .iter()
-                .enumerate()
-                .map(|(k, p)| VolPoint {
-                    at: at(n - out.tail.len() + k),
-                    vol_annualized: p.vol_annualized,
-                })
-                .collect();
-            out.series = s.name;
-            out.realized_vol_annualized = std_dev(&s.returns, 1) * YEAR.sqrt();
-            out.horizon_days = horizon;
-            out.n_obs = n;
-            out.data = s.data;
-            Ok(out)
-        })
+        };
+        let horizon = opt_usize(args.horizon_days, "horizon_days")?.unwrap_or(10);
+        if horizon == 0 || horizon > MAX_HORIZON {
+            return Err(ToolError::InvalidArguments(format!(
+                "'horizon_days' must be 1 to {MAX_HORIZON}, got {horizon}"
+            )));
+        }
+        let s = self.series(&args, ctx).await?;
+        let pct: Vec<f64> = s.returns.iter().map(|r| 100.0 * r).collect();
+        let mut out = match model {
+            VolatilityModelName::Garch => garch_output(&pct, horizon)?,
+            VolatilityModelName::Ewma => ewma_output(&pct, args.lambda.unwrap_or(0.94), horizon)?,
+        };
+        let n = s.returns.len();
+        let at = |i: usize| match &s.dates {
+            Some(d) => d.get(i).map_or(Value::Null, |d| d.to_string().into()),
+            None => i.into(),
+        };
+        out.tail = out
+            .tail
+            .iter()
+            .enumerate()
+            .map(|(k, p)| VolPoint {
+                at: at(n - out.tail.len() + k),
+                vol_annualized: p.vol_annualized,
+            })
+            .collect();
+        out.series = s.name;
+        out.realized_vol_annualized = std_dev(&s.returns, 1) * YEAR.sqrt();
+        out.horizon_days = horizon;
+        out.n_obs = n;
+        out.data = s.data;
+        Ok(out)
     }
 }
 
@@ -815,43 +802,37 @@ fn ewma_output(
     })
 }
 
+impl Builtin for StatTest {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(StatTest {
+            data: env.data.clone(),
+        })
+    }
+}
+
+impl Builtin for VolatilityModel {
+    fn build(env: &ToolEnv) -> Option<Self> {
+        Some(VolatilityModel {
+            data: env.data.clone(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-
-    fn registry() -> Registry {
-        let mut r = Registry::new();
-        register_stats_tools(&mut r, DataConfig::offline()).unwrap();
-        r
-    }
-
-    async fn call(name: &str, args: Value) -> Result<Value, String> {
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = crate::tools::test_context(dir.path().join("run"), dir.path().join("ws"));
-        let r = registry();
-        let tool = r.get(name).unwrap();
-        tool.call_with_output(args, &ctx)
-            .await
-            .map(|o| o.output.unwrap())
-            .map_err(|e| e.to_string())
-    }
+    use crate::tools::builtin::testkit::{assert_plain_object, call};
 
     #[test]
-    fn schemas_are_plain_objects() {
+    fn schemas_are_plain_objects_with_their_enums() {
         use crate::model::contract::parameters_schema;
         let schemas = [
             parameters_schema::<StatTestArgs>(),
             parameters_schema::<VolatilityModelArgs>(),
         ];
-        for s in &schemas {
-            assert_eq!(s["type"], "object");
-            let text = s.to_string();
-            for bad in ["$ref", "$defs", "\"title\"", "\"format\"", "\"null\""] {
-                assert!(!text.contains(bad), "{bad} in {text}");
-            }
-        }
+        schemas.iter().for_each(assert_plain_object);
         assert_eq!(
             schemas[0]["properties"]["test"]["enum"],
             json!([

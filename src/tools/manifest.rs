@@ -1,0 +1,96 @@
+//! What a tool may do, as the rest of the engine reads it (docs §2.1): the
+//! capabilities each built-in tool declares beside its name
+//! ([`crate::tools::TypedTool::CAPS`]), which the manifest
+//! (`tools::builtin::MANIFEST`) lists. The loop's file-write rule, the MCP
+//! server's offer and the offline planner's tools read these, never a
+//! tool's name.
+
+/// A tool's capabilities.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// Read-only tools run in parallel batches and are cancelled on
+    /// timeout; the others run alone (docs §2.4).
+    pub readonly: bool,
+    /// A successful call wrote the workspace file its `path` argument
+    /// names, which the answer check then expects to be mentioned (docs
+    /// §1.3).
+    pub writes_files: bool,
+    /// Whether and how `vibedesk mcp serve` offers it (docs §13.4).
+    pub served: Served,
+    /// The offline planner may call it (docs §2.11).
+    pub planner: bool,
+}
+
+/// How `vibedesk mcp serve` offers a tool (docs §13.4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Served {
+    /// Not offered to MCP clients.
+    No,
+    /// Offered under `name`, when `gate` allows.
+    As { name: &'static str, gate: Gate },
+}
+
+/// Which of the user's `mcp serve` flags a served tool needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gate {
+    Always,
+    /// `--allow-memory-write`.
+    MemoryWrite,
+    /// `--allow-sessions`.
+    Sessions,
+}
+
+impl Caps {
+    /// Reads only; not served; not the planner's.
+    pub const READ_ONLY: Caps = Caps {
+        readonly: true,
+        writes_files: false,
+        served: Served::No,
+        planner: false,
+    };
+    /// Changes something beyond its result (runs alone, never killed).
+    pub const WRITES: Caps = Caps {
+        readonly: false,
+        ..Caps::READ_ONLY
+    };
+    /// Writes the workspace file its `path` argument names.
+    pub const WRITES_FILES: Caps = Caps {
+        writes_files: true,
+        ..Caps::WRITES
+    };
+
+    /// The same, offered over MCP under `name` (always).
+    pub const fn served_as(self, name: &'static str) -> Caps {
+        self.served_when(name, Gate::Always)
+    }
+
+    /// The same, offered over MCP under `name` when `gate` allows.
+    pub const fn served_when(mut self, name: &'static str, gate: Gate) -> Caps {
+        self.served = Served::As { name, gate };
+        self
+    }
+
+    /// The same, callable by the offline planner.
+    pub const fn planner(mut self) -> Caps {
+        self.planner = true;
+        self
+    }
+
+    /// What a tool that declares only [`crate::tools::Tool::readonly`]
+    /// may do (an MCP server's tool, say).
+    pub const fn of_readonly(readonly: bool) -> Caps {
+        if readonly {
+            Caps::READ_ONLY
+        } else {
+            Caps::WRITES
+        }
+    }
+
+    /// The MCP name, when served.
+    pub const fn served_name(&self) -> Option<&'static str> {
+        match self.served {
+            Served::No => None,
+            Served::As { name, .. } => Some(name),
+        }
+    }
+}
