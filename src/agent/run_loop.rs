@@ -174,9 +174,35 @@ enum Exit {
     RepeatedFailure(Repeat),
 }
 
+/// The run's conversation, shared with the request that carries it to the
+/// provider: a request takes a reference, not a copy, and a write after the
+/// call (when the loop is the only holder) copies nothing.
+#[derive(Debug, Default)]
+struct Conversation(Arc<Vec<Message>>);
+
+impl Conversation {
+    /// The conversation as a request carries it.
+    fn shared(&self) -> Arc<Vec<Message>> {
+        self.0.clone()
+    }
+}
+
+impl std::ops::Deref for Conversation {
+    type Target = Vec<Message>;
+    fn deref(&self) -> &Vec<Message> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Conversation {
+    fn deref_mut(&mut self) -> &mut Vec<Message> {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
 /// Per-run mutable state.
 struct TurnState {
-    messages: Vec<Message>,
+    messages: Conversation,
     final_text: String,
     degraded_reasons: Vec<String>,
     empty_total_at: Option<u32>,
@@ -211,7 +237,7 @@ impl TurnState {
             .map(|m| context::without_run_context(&m.content).to_string())
             .collect();
         TurnState {
-            messages,
+            messages: Conversation(Arc::new(messages)),
             final_text: String::new(),
             degraded_reasons: Vec::new(),
             empty_total_at: None,
@@ -775,9 +801,9 @@ impl Loop {
         let mut fitted = false;
         let response = loop {
             let request = ChatRequest {
-                messages: t.st.messages.clone(),
+                messages: t.st.messages.shared(),
                 tools: if last {
-                    Vec::new()
+                    Arc::from([])
                 } else {
                     t.scheduler.registry().specs()
                 },

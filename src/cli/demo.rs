@@ -159,7 +159,7 @@ mod tests {
             .find(|m| m.role == Role::User && !m.content.starts_with("<system>"))
             .map(|m| m.content.clone());
         p.turn_for(&ChatRequest {
-            messages,
+            messages: messages.into(),
             user_request,
             ..ChatRequest::default()
         })
@@ -179,7 +179,7 @@ mod tests {
         assert_eq!(ask(&p, steer), p.script.turns[1].text);
         let mut compacted = p
             .turn_for(&ChatRequest {
-                messages: vec![Message::system("s"), Message::user("## Summary …")],
+                messages: vec![Message::system("s"), Message::user("## Summary …")].into(),
                 user_request: Some("go".into()),
                 ..ChatRequest::default()
             })

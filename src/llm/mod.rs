@@ -14,6 +14,7 @@ pub mod tokens;
 pub mod window;
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::Stream;
@@ -27,8 +28,12 @@ pub use assemble::{CallOptions, Response, stream_response};
 /// text-only last iteration withholds them, docs §1.3 step 7).
 #[derive(Clone, Debug, Default)]
 pub struct ChatRequest {
-    pub messages: Vec<Message>,
-    pub tools: Vec<ToolSpec>,
+    /// The conversation, shared with the loop that keeps it: a request
+    /// holds a reference, not a copy (the loop writes to it only after the
+    /// call, when it is the only holder).
+    pub messages: Arc<Vec<Message>>,
+    /// The registry's specs, built once (docs §2.1).
+    pub tools: Arc<[ToolSpec]>,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
     /// The turn's request as the user wrote it. Never sent: providers send

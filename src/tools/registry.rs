@@ -1,17 +1,25 @@
 //! The set of tools offered to the model, in registration order.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
 use super::Tool;
 use crate::model::ToolSpec;
 
+/// The set of tools, each with its function schema, built once when it
+/// is registered (docs §2.1): a request reads them, never rebuilds them.
 #[derive(Default, Clone)]
 pub struct Registry {
     tools: Vec<Arc<dyn Tool>>,
     by_name: HashMap<String, usize>,
+    /// Each tool's spec, full and lean ([`Tool::lean_properties`]), in
+    /// registration order.
+    full: Vec<ToolSpec>,
+    lean_specs: Vec<ToolSpec>,
+    /// What [`Registry::specs`] hands out, made on first use.
+    offered: OnceLock<Arc<[ToolSpec]>>,
     /// Offer each tool's lean schema ([`Tool::lean_properties`]).
     lean: bool,
 }
@@ -36,8 +44,20 @@ impl Registry {
         if self.by_name.contains_key(&name) {
             return Err(DuplicateTool(name));
         }
+        let full = ToolSpec {
+            name: name.clone(),
+            description: tool.description().to_string(),
+            parameters: tool.parameters(),
+        };
+        let mut lean = full.clone();
+        if let Some(keep) = tool.lean_properties() {
+            keep_properties(&mut lean.parameters, keep);
+        }
         self.by_name.insert(name, self.tools.len());
         self.tools.push(tool);
+        self.full.push(full);
+        self.lean_specs.push(lean);
+        self.offered = OnceLock::new();
         Ok(())
     }
 
@@ -82,32 +102,28 @@ impl Registry {
         (out, missing)
     }
 
-    /// Function schemas for the model's `tools` parameter.
     /// The same tools, offered with their lean schemas: a small model
     /// fills in every property it is shown, so the rarely needed ones are
     /// left out of the schema, though still accepted (docs §4.7).
     pub fn leaned(mut self) -> Registry {
         self.lean = true;
+        self.offered = OnceLock::new();
         self
     }
 
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools
-            .iter()
-            .map(|t| {
-                let mut parameters = t.parameters();
-                if self.lean
-                    && let Some(keep) = t.lean_properties()
-                {
-                    keep_properties(&mut parameters, keep);
-                }
-                ToolSpec {
-                    name: t.name().to_string(),
-                    description: t.description().to_string(),
-                    parameters,
-                }
+    /// Function schemas for the model's `tools` parameter, shared by every
+    /// request (a clone is a reference count).
+    pub fn specs(&self) -> Arc<[ToolSpec]> {
+        self.offered
+            .get_or_init(|| {
+                let specs = if self.lean {
+                    &self.lean_specs
+                } else {
+                    &self.full
+                };
+                Arc::from(specs.as_slice())
             })
-            .collect()
+            .clone()
     }
 }
 

@@ -47,7 +47,7 @@ fn options() -> CallOptions {
 
 fn request() -> ChatRequest {
     ChatRequest {
-        messages: vec![Message::system("You are terse."), Message::user("Hi")],
+        messages: vec![Message::system("You are terse."), Message::user("Hi")].into(),
         ..ChatRequest::default()
     }
 }
@@ -527,8 +527,9 @@ async fn request_body_shape() {
                 Some("hidden reasoning".into()),
             ),
             Message::tool_result("call_1", "read_file", "file body"),
-        ],
-        tools: vec![tool.clone()],
+        ]
+        .into(),
+        tools: vec![tool.clone()].into(),
         temperature: Some(0.7),
         max_tokens: Some(256),
         // Only the offline planner reads it; it is never sent.
@@ -601,7 +602,8 @@ async fn reasoning_content_is_sent_back_only_when_enabled() {
                 Some("chain".into()),
             ),
             Message::tool_result("c", "f", "r"),
-        ],
+        ]
+        .into(),
         ..ChatRequest::default()
     };
     call_with(&p, req, options()).await.result.expect("reply");

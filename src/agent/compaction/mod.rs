@@ -108,7 +108,7 @@ impl Summarizer for ProviderSummarizer {
     fn summarize(&self, prompt: String) -> BoxFuture<'_, Result<String, SummaryError>> {
         Box::pin(async move {
             let request = ChatRequest {
-                messages: vec![Message::user(prompt)],
+                messages: vec![Message::user(prompt)].into(),
                 ..ChatRequest::default()
             };
             let mut ignore = |_d: crate::llm::assemble::LiveDelta<'_>| {};
