@@ -368,8 +368,13 @@ fn tool_spec(name: &'static str, tool: &dyn Tool) -> rmcp::model::Tool {
         // rewrites that dir's config.json and artifacts.
         annotations = annotations.destructive(true);
     }
-    rmcp::model::Tool::new(name, tool.description().to_string(), Arc::new(schema))
-        .annotate(annotations)
+    let spec = rmcp::model::Tool::new(name, tool.description().to_string(), Arc::new(schema))
+        .annotate(annotations);
+    // A typed tool's output type is its `structuredContent`'s schema.
+    match tool.output_schema() {
+        Some(Value::Object(output)) => spec.with_raw_output_schema(Arc::new(output)),
+        _ => spec,
+    }
 }
 
 /// A call's answer as an MCP result: the model's text (cut as the model's

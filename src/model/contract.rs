@@ -37,6 +37,48 @@ pub fn parameters_schema<T: JsonSchema>() -> Value {
     v
 }
 
+/// The JSON schema of a tool's output `T` as it is serialised (the MCP
+/// `outputSchema`, docs §13.4), or `None` when it is not an object. Every
+/// subschema is inlined, and a number may also be `null`: serde_json
+/// writes a NaN or an infinity as `null`.
+pub fn output_schema<T: JsonSchema>() -> Option<Value> {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
+    settings.meta_schema = None;
+    settings.inline_subschemas = true;
+    let mut v = settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    if v.get("type") != Some(&Value::from("object")) {
+        return None;
+    }
+    nullable_numbers(&mut v);
+    Some(v)
+}
+
+/// Adds `null` to every number and integer type in `v`.
+fn nullable_numbers(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            let numeric = |t: &Value| t == "number" || t == "integer";
+            match map.get_mut("type") {
+                Some(t @ Value::String(_)) if numeric(t) => {
+                    *t = Value::Array(vec![t.clone(), Value::from("null")]);
+                }
+                Some(Value::Array(types))
+                    if types.iter().any(numeric) && !types.contains(&Value::from("null")) =>
+                {
+                    types.push(Value::from("null"));
+                }
+                _ => {}
+            }
+            map.values_mut().for_each(nullable_numbers);
+        }
+        Value::Array(a) => a.iter_mut().for_each(nullable_numbers),
+        _ => {}
+    }
+}
+
 /// Drops `format`, `title`, `additionalProperties: true` (the default),
 /// and `null` from `type` lists and `enum`s.
 fn tidy(v: &mut Value) {
@@ -469,7 +511,7 @@ pub struct CompactArgs {
 /// A backtest's headline metrics, typed, with every other metric the engine
 /// wrote kept in `other`. A headline metric that is not a number (null for
 /// NaN, text from `metrics.csv`) stays in `other` as written.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BacktestMetrics {
     #[serde(
         default,
@@ -579,7 +621,7 @@ fn lenient_f64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D:
 }
 
 /// A `config` problem the backtest found before starting.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConfigIssue {
     pub key: String,
     pub code: String,
@@ -587,7 +629,7 @@ pub struct ConfigIssue {
 }
 
 /// The equity chart's files, when they were drawn.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ChartFiles {
     pub svg: Option<String>,
     pub png: Option<String>,
@@ -597,7 +639,7 @@ pub struct ChartFiles {
 /// "error" with `error_code` and `error` (and what is known of the run).
 /// The headline comes first and the engine's logs last: a result cut to a
 /// small model's window keeps what answers the question (docs §3.9).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct BacktestOutput {
     pub status: String,
@@ -653,7 +695,7 @@ pub struct BacktestOutput {
 /// first code's costs and lots (`rules_differ` when another code's
 /// differ), the cash, the price adjustment, the annualisation and the
 /// benchmark actually used. Rates are fractions (0.0005 = 5 bp).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct BacktestAssumptions {
     /// Commission per fill, a fraction of its notional.
@@ -708,7 +750,7 @@ pub fn adjustment_label(adjustments: &[String]) -> String {
 /// How much history before the requested start indicators or signals were
 /// computed on (docs §7.4.1), so that a value on a date does not depend on
 /// the start.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct WarmupInfo {
     /// Bars before the start the values need; absent: all the history
@@ -742,7 +784,7 @@ impl BacktestOutput {
 
 /// What the planner reads of a series' provenance (the tools write the
 /// whole record, which has more).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ProvenanceBrief {
     pub symbol: String,
@@ -755,7 +797,7 @@ pub struct ProvenanceBrief {
 
 /// One daily bar: date, open, high, low, close, volume (null where not a
 /// finite number).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PriceRow(
     pub Option<String>,
     pub Option<f64>,
@@ -766,7 +808,7 @@ pub struct PriceRow(
 );
 
 /// The range a `get_market_data` answer covers.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct PriceSummary {
     pub first_date: String,
@@ -780,7 +822,8 @@ pub struct PriceSummary {
 
 /// `get_market_data`'s page; `P` is the provenance record (the tool writes
 /// the whole one, the planner reads a [`ProvenanceBrief`]).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(bound = "P: JsonSchema + Default")]
 #[serde(default)]
 pub struct MarketDataOutput<P = ProvenanceBrief> {
     pub status: String,
@@ -807,7 +850,7 @@ pub struct MarketDataOutput<P = ProvenanceBrief> {
 }
 
 /// A series' lowest and highest value over the range, with their dates.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Extremes {
     pub min: Option<f64>,
@@ -817,7 +860,8 @@ pub struct Extremes {
 }
 
 /// `technical_indicator`'s answer; `P` as for [`MarketDataOutput`].
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(bound = "P: JsonSchema + Default")]
 #[serde(default)]
 pub struct IndicatorOutput<P = ProvenanceBrief> {
     pub status: String,
@@ -847,7 +891,7 @@ pub struct IndicatorOutput<P = ProvenanceBrief> {
 }
 
 /// A link from a recalled memory to a related one.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct RelatedMemory {
     pub target: String,
@@ -855,7 +899,7 @@ pub struct RelatedMemory {
 }
 
 /// One memory as `recall` returns it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct RecalledMemory {
     pub title: String,
@@ -874,7 +918,7 @@ pub struct RecalledMemory {
 
 /// `remember`'s and `recall`'s answer: a `message` for save, forget and
 /// reinforce (with the saved file's `path`), the `memories` for a recall.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct MemoryOutput {
     pub status: String,

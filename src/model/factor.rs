@@ -66,7 +66,7 @@ pub struct FactorIcArgs {
 }
 
 /// One horizon of `factor_ic`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct HorizonIcOutput {
     pub forward_days: usize,
@@ -95,7 +95,7 @@ pub struct HorizonIcOutput {
 }
 
 /// Where a tool's data came from.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct StudyData {
     /// `market data`, `inline`, `Fama–French`, or a mix.
@@ -111,7 +111,7 @@ pub struct StudyData {
 }
 
 /// `factor_ic`'s answer.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct FactorIcOutput {
     pub status: String,
@@ -155,7 +155,7 @@ pub struct RegressionArgs {
 }
 
 /// One coefficient.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct CoefficientOutput {
     pub estimate: f64,
@@ -165,7 +165,7 @@ pub struct CoefficientOutput {
 }
 
 /// The rolling slopes.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct RollingBetaOutput {
     pub window: usize,
@@ -177,7 +177,7 @@ pub struct RollingBetaOutput {
 }
 
 /// `regression`'s answer.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct RegressionOutput {
     pub status: String,
@@ -254,7 +254,7 @@ pub struct OverfittingArgs {
 }
 
 /// One strategy's Sharpe statistics.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct StrategyStats {
     pub name: String,
@@ -269,7 +269,7 @@ pub struct StrategyStats {
 }
 
 /// PBO by CSCV.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct PboOutput {
     pub pbo: f64,
@@ -284,7 +284,7 @@ pub struct PboOutput {
 
 /// `overfitting`'s answer: the statistics of the best strategy (highest
 /// Sharpe) for the number of trials.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct OverfittingOutput {
     pub status: String,

@@ -146,7 +146,7 @@ pub struct OptionPriceArgs {
 }
 
 /// The inputs an option was priced with, and where each came from.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct OptionInputsUsed {
     pub spot: f64,
@@ -171,7 +171,7 @@ pub struct OptionInputsUsed {
 
 /// `option_price`'s answer (QuantLib's units: vega and rho per 1.00,
 /// theta per year).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct OptionPriceOutput {
     pub status: String,
@@ -225,7 +225,7 @@ pub struct ImpliedVolatilityArgs {
 }
 
 /// `implied_volatility`'s answer.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ImpliedVolatilityOutput {
     pub status: String,
@@ -292,7 +292,7 @@ pub struct OptionStrategyArgs {
 }
 
 /// A leg as priced.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct PricedLegOutput {
     pub kind: String,
@@ -304,7 +304,7 @@ pub struct PricedLegOutput {
 }
 
 /// One point of the payoff at expiry.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct PayoffPoint {
     pub spot: f64,
@@ -312,7 +312,7 @@ pub struct PayoffPoint {
 }
 
 /// A position's Greeks (price: its model value today).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct GreeksOutput {
     pub value: f64,
@@ -324,7 +324,7 @@ pub struct GreeksOutput {
 }
 
 /// The position after a spot and volatility shock.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct StressOutput {
     pub spot_shift: f64,
@@ -334,7 +334,7 @@ pub struct StressOutput {
 }
 
 /// `option_strategy`'s answer.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct OptionStrategyOutput {
     pub status: String,
@@ -390,7 +390,7 @@ pub struct PortfolioOptimizeArgs {
 }
 
 /// Where a tool's returns came from.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ReturnsData {
     /// `market data` or `inline`.
@@ -409,7 +409,7 @@ pub struct ReturnsData {
 }
 
 /// `portfolio_optimize`'s answer (annual figures).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct PortfolioOptimizeOutput {
     pub status: String,
@@ -458,7 +458,7 @@ pub struct RiskReportArgs {
 
 /// One drawdown; dates with market data, else positions on the wealth
 /// path (0: before the first return).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct DrawdownOutput {
     pub peak: Value,
@@ -469,7 +469,7 @@ pub struct DrawdownOutput {
 }
 
 /// `risk_report`'s answer: losses as positive fractions over the horizon.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct RiskReportOutput {
     pub status: String,

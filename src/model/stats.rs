@@ -97,7 +97,7 @@ pub struct StatTestArgs {
 }
 
 /// One Ljung–Box lag.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LjungBoxLag {
     pub lag: usize,
@@ -107,7 +107,7 @@ pub struct LjungBoxLag {
 }
 
 /// `stat_test`'s answer: the fields its test fills.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct StatTestOutput {
     pub status: String,
@@ -192,7 +192,7 @@ pub struct VolatilityModelArgs {
 }
 
 /// One point of the conditional volatility path.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct VolPoint {
     /// The return's date (market data) or its position (inline).
@@ -202,7 +202,7 @@ pub struct VolPoint {
 }
 
 /// `volatility_model`'s answer; volatilities annualized as fractions.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct VolatilityModelOutput {
     pub status: String,

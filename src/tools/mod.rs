@@ -84,6 +84,12 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &str;
     /// JSON schema of the arguments object.
     fn parameters(&self) -> Value;
+    /// JSON schema of the structured output, when it has one (a typed
+    /// tool's `Output`): `vibedesk mcp serve` publishes it as the tool's
+    /// `outputSchema` (docs §13.4).
+    fn output_schema(&self) -> Option<Value> {
+        None
+    }
     /// Read-only tools run in parallel batches and are cancelled on timeout;
     /// others run alone and are never killed by the loop (docs §2.4).
     fn readonly(&self) -> bool {

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::registry::check_arguments;
 use super::{Caps, Tool, ToolContext, ToolError, ToolReply, ToolResult};
-use crate::model::contract::parameters_schema;
+use crate::model::contract::{output_schema, parameters_schema};
 
 /// A tool with typed arguments and output. A built-in one is listed in
 /// the manifest (`tools::builtin::MANIFEST`) by its type, which declares
@@ -32,7 +32,8 @@ pub trait TypedTool: Send + Sync {
     /// The arguments; their schema is what the model is offered.
     type Args: DeserializeOwned + JsonSchema + Send + 'static;
     /// The result, serialised (as JSON) for the model and the events.
-    type Output: Serialize + Send;
+    /// Its schema is the MCP `outputSchema` (docs §13.4).
+    type Output: Serialize + JsonSchema + Send + 'static;
 
     fn description(&self) -> &str;
     /// See [`Tool::repeatable`].
@@ -74,6 +75,17 @@ pub fn schema_of<A: JsonSchema + 'static>() -> &'static Value {
         .or_insert_with(|| Box::leak(Box::new(parameters_schema::<A>())))
 }
 
+/// The output schema of `O` ([`output_schema`]), generated once per type.
+pub fn output_schema_of<O: JsonSchema + 'static>() -> Option<&'static Value> {
+    static SCHEMAS: OnceLock<Mutex<HashMap<TypeId, Option<&'static Value>>>> = OnceLock::new();
+    let map = SCHEMAS.get_or_init(Mutex::default);
+    let mut map = map
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *map.entry(TypeId::of::<O>())
+        .or_insert_with(|| output_schema::<O>().map(|v| &*Box::leak(Box::new(v))))
+}
+
 /// Checks `args` against the schema of `A` (an object, required keys,
 /// declared types: the scheduler's messages), then parses it.
 pub fn parse_args<A: DeserializeOwned + JsonSchema + 'static>(args: Value) -> Result<A, ToolError> {
@@ -111,6 +123,9 @@ impl<T: TypedTool> Tool for T {
     }
     fn parameters(&self) -> Value {
         schema_of::<T::Args>().clone()
+    }
+    fn output_schema(&self) -> Option<Value> {
+        output_schema_of::<T::Output>().cloned()
     }
     fn check_arguments(&self, args: &Value) -> Result<(), String> {
         check_arguments(schema_of::<T::Args>(), args).map_err(|e| e.to_string())
@@ -426,6 +441,20 @@ mod tests {
             error_of(remember, json!({"action": "recall"}), &c).await,
             "invalid arguments: 'query' is required for action 'recall'"
         );
+    }
+
+    /// The MCP `outputSchema`: the output as serialised, numbers that may
+    /// be null (a NaN is written as null), none for free-form JSON.
+    #[test]
+    fn output_schemas_describe_the_serialised_output() {
+        let schema = Tool::output_schema(&fs::WriteFile).unwrap();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(
+            schema["properties"]["bytes"]["type"],
+            json!(["integer", "null"])
+        );
+        assert_eq!(schema["properties"]["path"]["type"], "string");
+        assert!(output_schema::<Value>().is_none());
     }
 
     #[tokio::test]

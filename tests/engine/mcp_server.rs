@@ -119,6 +119,20 @@ fn check_session(seen: &Value, home: &Path) {
         tools["indicators"]["required"],
         json!(["symbol", "indicator"])
     );
+    // Each typed tool's output type is published as its `outputSchema`,
+    // which the Python client checks every structured result against
+    // (`session_search` and `load_skill` answer free-form JSON: none).
+    for (name, _) in SERVED {
+        if ["session_search", "load_skill"].contains(name) {
+            assert_eq!(tools[*name]["output_properties"], json!([]), "{name}");
+            continue;
+        }
+        let props = tools[*name]["output_properties"].as_array().unwrap();
+        assert!(
+            props.contains(&json!("status")),
+            "{name}: no output schema with a status: {props:?}"
+        );
+    }
 
     let backtest = &seen["backtest"];
     assert_eq!(backtest["is_error"], false, "{backtest:#}");

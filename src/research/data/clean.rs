@@ -6,7 +6,9 @@ use super::Bars;
 
 /// Rows dropped on the way in, by reason (a row counts under its first
 /// failing rule, in the order listed).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct DropReport {
     /// A price was empty / null / NaN in the source, or the adjusted close
     /// was missing or unusable (so the row has no adjusted price).

@@ -176,7 +176,19 @@ impl Bars {
 }
 
 /// The loaders vibedesk has.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     Embedded,
@@ -355,14 +367,14 @@ impl FromStr for Interval {
 }
 
 /// One loader that was tried and did not serve, and why.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Attempt {
     pub source: Source,
     pub outcome: String,
 }
 
 /// Where a series came from and what was done to it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Provenance {
     /// The symbol as requested.
     pub symbol: String,
@@ -388,6 +400,29 @@ pub struct Provenance {
     pub notes: Vec<String>,
     /// Loaders tried before this one.
     pub attempts: Vec<Attempt>,
+}
+
+/// An empty record (no symbol, nothing served): what a tool output's
+/// schema, which reads defaults, is generated from (docs §13.4).
+impl Default for Provenance {
+    fn default() -> Self {
+        Provenance {
+            symbol: String::new(),
+            market: market::Market::UsEquity,
+            source: Source::Embedded,
+            requested_source: String::new(),
+            location: String::new(),
+            fetched_at: DateTime::<Utc>::default(),
+            from_cache: false,
+            rows: 0,
+            first_date: None,
+            last_date: None,
+            adjustments: Vec::new(),
+            dropped: DropReport::default(),
+            notes: Vec::new(),
+            attempts: Vec::new(),
+        }
+    }
 }
 
 /// Longest reason quoted in a fallback note (an HTTP error names its URL).

@@ -28,6 +28,7 @@
 //! (closed ranges only) and handed to the engine as a market cache inside
 //! the run dir, where it finds it as cache hits.
 
+use schemars::JsonSchema;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -972,7 +973,7 @@ pub fn run_card_summary(run_dir: &Path) -> Result<Value, RunCardError> {
 }
 
 /// `read_artifact`'s answer: a page of lines, or the run card's summary.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ArtifactOutput {
     Page(ArtifactPage),
@@ -980,7 +981,7 @@ pub enum ArtifactOutput {
 }
 
 /// A page of an artifact's lines.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 pub struct ArtifactPage {
     status: &'static str,
     name: String,

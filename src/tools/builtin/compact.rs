@@ -1,6 +1,7 @@
 //! The `compact` tool (docs §2.2 step 1, §3.5): the agent's own tool,
 //! which only answers; the loop, which watches for its name, compacts.
 
+use schemars::JsonSchema;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -16,7 +17,7 @@ use crate::tools::{Caps, ToolContext, ToolError, TypedTool};
 pub struct CompactTool;
 
 /// What `compact` answers at once; the compaction itself follows.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct CompactOutput {
     status: &'static str,
     message: &'static str,

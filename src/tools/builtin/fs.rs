@@ -5,6 +5,7 @@
 //! session's runs. Escapes (`..`, absolute paths elsewhere, symlinks that
 //! point outside) are refused with an error naming the allowed roots.
 
+use schemars::JsonSchema;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -136,7 +137,7 @@ async fn store_file(path: &Path, bytes: Vec<u8>, append: bool, raw: &str) -> Res
 pub struct ReadFile;
 
 /// `read_file`'s page.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 pub struct ReadFileOutput {
     status: &'static str,
     path: String,
@@ -204,7 +205,7 @@ impl TypedTool for ReadFile {
 pub struct ListDir;
 
 /// One `list_dir` entry; `size` is null for folders.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 pub struct DirEntry {
     name: String,
     #[serde(rename = "type")]
@@ -213,7 +214,7 @@ pub struct DirEntry {
 }
 
 /// `list_dir`'s listing.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 pub struct ListDirOutput {
     status: &'static str,
     path: String,
@@ -282,7 +283,7 @@ impl TypedTool for ListDir {
 pub struct WriteFile;
 
 /// What `write_file` wrote.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 pub struct WriteFileOutput {
     status: &'static str,
     path: String,
@@ -335,7 +336,7 @@ impl TypedTool for WriteFile {
 pub struct EditFile;
 
 /// How many replacements `edit_file` made.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 pub struct EditFileOutput {
     status: &'static str,
     path: String,

@@ -21,6 +21,7 @@
 //! - Output keeps a head *and* a tail (the end of a failing command is where
 //!   the error is); the original keeps only the head.
 
+use schemars::JsonSchema;
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -140,7 +141,7 @@ impl TypedTool for Bash {
 }
 
 /// Where the full output was logged, relative to the run dir.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 pub struct BashLogs {
     stdout: String,
     stderr: String,
@@ -149,7 +150,7 @@ pub struct BashLogs {
 /// The tool result: `status` "ok", "error", "timed_out" or "cancelled".
 /// `ok` is false for all but success, so the scheduler (§2.5) counts a
 /// timeout as the failure it is.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 pub struct BashOutput {
     status: &'static str,
     ok: bool,

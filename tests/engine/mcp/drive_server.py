@@ -65,6 +65,7 @@ async def main(argv):
                 "read_only": t.annotations.read_only_hint if t.annotations else None,
                 "destructive": t.annotations.destructive_hint if t.annotations else None,
                 "required": t.input_schema.get("required"),
+                "output_properties": sorted((t.output_schema or {}).get("properties", {})),
             }
             for t in listed.tools
         }
