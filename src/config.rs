@@ -43,6 +43,8 @@ pub enum ConfigError {
 #[derive(Clone, Copy, Debug)]
 pub struct Preset {
     pub name: &'static str,
+    /// The wire protocol its server speaks: what `cli::setup` builds.
+    pub protocol: Protocol,
     pub aliases: &'static [&'static str],
     pub base_url: Option<&'static str>,
     pub api_key_env: Option<&'static str>,
@@ -57,6 +59,16 @@ pub struct Preset {
     pub local: bool,
     /// How to ask the server for its context window.
     pub discovery: WindowDiscovery,
+}
+
+/// The wire protocol a provider speaks (docs §2.11): one builder,
+/// `cli::setup::connect`, turns each into a provider.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// OpenAI-compatible chat completions over SSE (`llm::openai`).
+    OpenAiChat,
+    /// A scripted conversation from a file (`llm::scripted`).
+    Scripted,
 }
 
 /// The tools a local preset offers unless `tools` says otherwise: the
@@ -75,6 +87,7 @@ pub const LOCAL_TEMPERATURE: f32 = 0.2;
 pub const PRESETS: &[Preset] = &[
     Preset {
         name: "openai",
+        protocol: Protocol::OpenAiChat,
         aliases: &[],
         base_url: Some("https://api.openai.com/v1"),
         api_key_env: Some("OPENAI_API_KEY"),
@@ -86,6 +99,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "deepseek",
+        protocol: Protocol::OpenAiChat,
         aliases: &[],
         base_url: Some("https://api.deepseek.com/v1"),
         api_key_env: Some("DEEPSEEK_API_KEY"),
@@ -97,6 +111,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "openrouter",
+        protocol: Protocol::OpenAiChat,
         aliases: &[],
         base_url: Some("https://openrouter.ai/api/v1"),
         api_key_env: Some("OPENROUTER_API_KEY"),
@@ -108,6 +123,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "moonshot",
+        protocol: Protocol::OpenAiChat,
         aliases: &["kimi"],
         base_url: Some("https://api.moonshot.cn/v1"),
         api_key_env: Some("MOONSHOT_API_KEY"),
@@ -119,6 +135,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "qwen",
+        protocol: Protocol::OpenAiChat,
         aliases: &["dashscope"],
         base_url: Some("https://dashscope.aliyuncs.com/compatible-mode/v1"),
         api_key_env: Some("DASHSCOPE_API_KEY"),
@@ -130,6 +147,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "zhipu",
+        protocol: Protocol::OpenAiChat,
         aliases: &["glm"],
         base_url: Some("https://open.bigmodel.cn/api/paas/v4"),
         api_key_env: Some("ZHIPUAI_API_KEY"),
@@ -141,6 +159,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "ollama",
+        protocol: Protocol::OpenAiChat,
         aliases: &[],
         base_url: Some("http://127.0.0.1:11434/v1"),
         api_key_env: None,
@@ -152,6 +171,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "vllm",
+        protocol: Protocol::OpenAiChat,
         aliases: &[],
         base_url: Some("http://127.0.0.1:8000/v1"),
         api_key_env: Some("VLLM_API_KEY"),
@@ -163,6 +183,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "llamacpp",
+        protocol: Protocol::OpenAiChat,
         aliases: &["llama.cpp", "llama-cpp"],
         base_url: Some("http://127.0.0.1:8080/v1"),
         api_key_env: None,
@@ -175,6 +196,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "custom",
+        protocol: Protocol::OpenAiChat,
         aliases: &["openai-compatible"],
         base_url: None,
         api_key_env: Some("VIBEDESK_API_KEY"),
@@ -186,6 +208,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "scripted",
+        protocol: Protocol::Scripted,
         aliases: &[],
         base_url: None,
         api_key_env: None,
@@ -443,6 +466,8 @@ pub struct CompactionSection {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProviderConfig {
     pub name: String,
+    /// The preset's wire protocol.
+    pub protocol: Protocol,
     pub model: Option<String>,
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
@@ -467,7 +492,7 @@ pub struct ProviderConfig {
 
 impl ProviderConfig {
     pub fn is_scripted(&self) -> bool {
-        self.name == "scripted"
+        self.protocol == Protocol::Scripted
     }
 
     /// The key shown safely: `set (51 chars, from OPENAI_API_KEY)`.
@@ -713,6 +738,7 @@ fn provider_config(
     }
     Ok(Some(ProviderConfig {
         name: preset.name.to_string(),
+        protocol: preset.protocol,
         model,
         base_url,
         api_key_env,

@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use super::{CliError, NO_MODEL_HELP, ProviderArgs, build_provider, exit, load_config};
+use super::{CliError, NO_MODEL_HELP, ProviderArgs, Wire, connect, exit, load_config};
 use crate::config::EXAMPLE_CONFIG;
-use crate::llm::openai::{OpenAiConfig, OpenAiProvider};
+use crate::llm::Provider;
 
 #[derive(clap::Args, Debug)]
 pub struct DoctorArgs {
@@ -161,39 +161,23 @@ async fn check_provider(config: &crate::config::Config, offline: bool) -> Result
         prov.base_url.as_deref().unwrap_or("(not set)")
     );
     println!("api key       {}", prov.masked_key());
-    if let Err(e) = build_provider(prov) {
-        println!("check         FAIL: {e}");
-        return Err(CliError::quiet(exit::FAILED));
-    }
-    if prov.is_scripted() {
-        println!("check         ok: the script parses");
-        return Ok(());
-    }
-    if offline {
-        println!("check         skipped (--offline)");
-        return Ok(());
-    }
-    let (Some(base_url), Some(model)) = (prov.base_url.clone(), prov.model.clone()) else {
-        return Err(CliError::quiet(exit::FAILED));
-    };
-    let client = match OpenAiProvider::new(OpenAiConfig {
-        provider_name: prov.name.clone(),
-        base_url,
-        model: model.clone(),
-        api_key: prov.api_key.clone(),
-        connect_timeout: Duration::from_secs(10),
-        send_reasoning_content: prov.send_reasoning_content,
-        temperature: prov.temperature,
-        max_tokens: prov.max_tokens,
-        extra_headers: prov.headers.clone(),
-        discovery: prov.discovery,
-    }) {
-        Ok(c) => c,
+    // Built as every command builds it, with a shorter connect deadline.
+    let client = match connect(prov, Duration::from_secs(10)) {
+        Ok(Wire::OpenAi(client)) => client,
+        Ok(Wire::Scripted(_)) => {
+            println!("check         ok: the script parses");
+            return Ok(());
+        }
         Err(e) => {
             println!("check         FAIL: {e}");
             return Err(CliError::quiet(exit::FAILED));
         }
     };
+    if offline {
+        println!("check         skipped (--offline)");
+        return Ok(());
+    }
+    let model = client.model().to_string();
     match tokio::time::timeout(Duration::from_secs(20), client.list_models()).await {
         Ok(Ok(models)) => {
             let listed = models.iter().any(|m| m == &model);
