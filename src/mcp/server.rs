@@ -541,6 +541,55 @@ mod tests {
         assert!(text.contains("TRUNCATED"), "{text}");
     }
 
+    /// A new tool is one module and one manifest line (docs/extending.md):
+    /// with the throwaway `probe`'s line added, the tool is offered to the
+    /// model, served over MCP with its output schema through the one call
+    /// path, and the docs' table test reports it missing.
+    #[tokio::test]
+    async fn a_new_tool_is_one_module_and_one_manifest_line() {
+        use crate::tools::builtin::{self, Family, MANIFEST, entry, probe::Probe, testkit};
+        let manifest = [MANIFEST, &[entry::<Probe>(Family::Market)]].concat();
+        let dir = tempfile::tempdir().unwrap();
+        let mut registry = Registry::new();
+        builtin::register_entries(&mut registry, &manifest, &testkit::env(dir.path(), true))
+            .unwrap();
+        // Offered to the model, with the schema its argument type says.
+        let specs = registry.specs();
+        let spec = specs.iter().find(|s| s.name == "probe").unwrap();
+        assert_eq!(spec.parameters["required"], json!(["text"]));
+
+        let server = VibedeskServer::new(ServeOptions {
+            registry: Arc::new(registry),
+            runs_root: dir.path().join("mcp"),
+            workspace: dir.path().join("ws"),
+            scheduler: SchedulerConfig::default(),
+            policy: ServePolicy::default(),
+        })
+        .unwrap();
+        let served = server.served("probe").unwrap();
+        let output = served.spec.output_schema.as_ref().unwrap();
+        assert!(output["properties"]["echo"].is_object(), "{output:?}");
+        let cancel = CancellationToken::new();
+        let ctx = server.context(served, cancel.clone()).unwrap();
+        let reply = server
+            .run(served, json!({"text": "hi"}), &ctx, &cancel, None)
+            .await;
+        let result = call_result("probe", reply, 10_000);
+        assert_eq!(
+            result.structured_content,
+            Some(json!({"status": "ok", "echo": "hi"}))
+        );
+
+        // The docs' table lists the manifest; the probe's line makes its
+        // test fail until the tool has a row.
+        let guide = include_str!("../../docs/extending.md");
+        assert!(builtin::table_mismatches(MANIFEST, guide).is_empty());
+        assert_eq!(
+            builtin::table_mismatches(&manifest, guide),
+            ["'probe' is a built-in tool the table does not list"]
+        );
+    }
+
     #[test]
     fn progress_messages_name_the_stage_and_count() {
         assert_eq!(

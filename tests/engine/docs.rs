@@ -306,3 +306,32 @@ fn architecture_table_parser_reads_the_documented_format() {
         BTreeSet::from(["sandbox".to_string(), "store".to_string()])
     );
 }
+
+/// `docs/extending.md` names only files that exist, and its table lists
+/// exactly the manifest's built-in tools (a tool added to the manifest
+/// without a row fails here).
+#[test]
+fn the_extending_guide_names_real_files_and_every_built_in_tool() {
+    let text = std::fs::read_to_string(root().join("docs/extending.md")).unwrap();
+    let mut named = 0;
+    for (i, span) in text.split('`').enumerate() {
+        // Odd pieces are inside backticks; `<name>` is a placeholder.
+        let rooted = ["src/", "docs/", "tests/", "assets/", "benches/"]
+            .iter()
+            .any(|r| span.starts_with(r));
+        if i % 2 == 1 && rooted && !span.contains('<') {
+            named += 1;
+            assert!(
+                root().join(span).exists(),
+                "docs/extending.md names {span}, which does not exist"
+            );
+        }
+    }
+    assert!(
+        named >= 10,
+        "only {named} paths found: the check reads nothing"
+    );
+    let mismatches =
+        vibedesk::tools::builtin::table_mismatches(vibedesk::tools::builtin::MANIFEST, &text);
+    assert!(mismatches.is_empty(), "docs/extending.md: {mismatches:?}");
+}

@@ -1,4 +1,4 @@
-//! The `compact` tool (docs §2.2 step 1, §3.5): the agent's own tool,
+//! The `compact` tool (docs §2.2 step 1, §3.4): the agent's own tool,
 //! which only answers; the loop, which watches for its name, compacts.
 
 use schemars::JsonSchema;

@@ -16,6 +16,8 @@ pub mod factor;
 pub mod fs;
 pub mod market;
 pub mod memory;
+#[cfg(test)]
+pub(crate) mod probe;
 pub mod quant;
 pub mod shell;
 pub mod stats;
