@@ -536,6 +536,10 @@ pub struct Config {
     pub agent: LoopConfig,
     pub swarm: SwarmSection,
     pub backtest: BacktestDefaults,
+    /// `config.toml` as parsed, once: the rooms that own a section of it
+    /// (`[mcp]` and `[mcp_servers]`, `[tui]`) read theirs from here, never
+    /// the file again. Empty when there is no file.
+    pub file: toml::Table,
 }
 
 /// Something that looks up environment variables (tests pass a map).
@@ -574,7 +578,7 @@ impl Config {
             .var("VIBEDESK_CONFIG")
             .map(PathBuf::from)
             .unwrap_or_else(|| paths.config_file());
-        let (file, found) = read_file_config(&config_file)?;
+        let (file, table, found) = read_file_config(&config_file)?;
         let mut agent = agent_config(&file.agent, env, overrides)?;
         compaction_config(&mut agent, &file.compaction, env)?;
         let provider = provider_config(&file, env, overrides, &config_file)?;
@@ -600,19 +604,27 @@ impl Config {
             agent,
             swarm: file.swarm.clone(),
             backtest,
+            file: table,
         })
     }
 }
 
-fn read_file_config(path: &Path) -> Result<(FileConfig, bool), ConfigError> {
+/// The config file read once: its typed sections, the whole table (for the
+/// sections other rooms own), and whether it exists.
+fn read_file_config(path: &Path) -> Result<(FileConfig, toml::Table, bool), ConfigError> {
+    let parse_error = |e: toml::de::Error| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
     match std::fs::read_to_string(path) {
-        Ok(text) => toml::from_str(&text)
-            .map(|c| (c, true))
-            .map_err(|e| ConfigError::Parse {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((FileConfig::default(), false)),
+        Ok(text) => {
+            let file: FileConfig = toml::from_str(&text).map_err(parse_error)?;
+            let table: toml::Table = toml::from_str(&text).map_err(parse_error)?;
+            Ok((file, table, true))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok((FileConfig::default(), toml::Table::new(), false))
+        }
         Err(source) => Err(ConfigError::Read {
             path: path.to_path_buf(),
             source,

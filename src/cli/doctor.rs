@@ -73,6 +73,7 @@ pub async fn doctor(args: DoctorArgs) -> Result<(), CliError> {
     // that does not start is reported, not a failed check: it holds up
     // nothing; an invalid entry is an invalid configuration.
     let mcp_invalid = match crate::mcp::client_cli::probe(
+        &config.file,
         &config.config_file,
         &super::mcp_start_options(&config),
     )

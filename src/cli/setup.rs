@@ -120,7 +120,7 @@ pub(crate) fn mcp_start_options(config: &Config) -> crate::mcp::StartOptions {
     crate::mcp::StartOptions {
         log_dir: Some(config.paths.logs_dir().join("mcp")),
         jobs_dir: Some(config.paths.jobs_dir()),
-        max_tools: crate::mcp::config::load_max_tools(&config.config_file)
+        max_tools: crate::mcp::config::section_max_tools(&config.file, &config.config_file)
             .unwrap_or(crate::mcp::config::DEFAULT_MAX_TOOLS),
     }
 }
@@ -223,7 +223,7 @@ impl AgentSetup {
     pub fn mcp_servers(
         config: &Config,
     ) -> Result<Vec<crate::mcp::McpServerConfig>, crate::mcp::McpConfigError> {
-        crate::mcp::config::load(&config.config_file)
+        crate::mcp::config::from_table(&config.file, &config.config_file)
     }
 
     /// Starts `servers` in the background (docs §13.2) and returns at once:

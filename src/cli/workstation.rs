@@ -160,7 +160,8 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
 /// The key bindings and the theme from `config.toml` (`--theme` first); a
 /// bad one is a usage error.
 fn keys_and_theme(config: &Config, theme: Option<String>) -> Result<(Keymap, Theme), CliError> {
-    let settings = TuiSettings::load(&config.config_file).map_err(CliError::usage)?;
+    let settings = TuiSettings::from_table(&config.file, &config.config_file.display().to_string())
+        .map_err(CliError::usage)?;
     let keymap = settings.keymap().map_err(CliError::usage)?;
     let theme_name = theme
         .or_else(|| settings.theme.clone())

@@ -21,10 +21,11 @@ pub enum McpCliError {
 /// Starts every server of the config file (in parallel, each within its
 /// start-up timeout), takes their states and stops them again.
 pub async fn probe(
+    table: &toml::Table,
     config_file: &Path,
     options: &StartOptions,
 ) -> Result<Vec<ServerStatus>, McpConfigError> {
-    let servers = config::load(config_file)?;
+    let servers = config::from_table(table, config_file)?;
     if servers.is_empty() {
         return Ok(Vec::new());
     }

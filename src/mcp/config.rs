@@ -53,7 +53,7 @@ struct RawSection {
 
 /// `[mcp] max_tools`: MCP tools offered per request, all servers together
 /// (0 offers none; at most [`MAX_TOOLS_LIMIT`]).
-fn section_max_tools(table: &toml::Table, path: &Path) -> Result<usize, McpConfigError> {
+pub fn section_max_tools(table: &toml::Table, path: &Path) -> Result<usize, McpConfigError> {
     let problem = |problem: String| McpConfigError::Section {
         path: path.to_path_buf(),
         problem,
@@ -76,28 +76,6 @@ fn section_max_tools(table: &toml::Table, path: &Path) -> Result<usize, McpConfi
                 ))
             }),
     }
-}
-
-/// `[mcp] max_tools` of the config file, or the default when the file or
-/// the section is absent; a bad value is the error [`load`] gives too.
-pub fn load_max_tools(config_file: &Path) -> Result<usize, McpConfigError> {
-    let text = match std::fs::read_to_string(config_file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(DEFAULT_MAX_TOOLS);
-        }
-        Err(source) => {
-            return Err(McpConfigError::Read {
-                path: config_file.to_path_buf(),
-                source,
-            });
-        }
-    };
-    let table: toml::Table = toml::from_str(&text).map_err(|e| McpConfigError::Parse {
-        path: config_file.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    section_max_tools(&table, config_file)
 }
 
 /// How the session reaches one server.
@@ -176,31 +154,24 @@ pub fn valid_server_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// Reads the `[mcp_servers]` table of the config file; an absent file or
-/// table configures no servers.
-pub fn load(config_file: &Path) -> Result<Vec<McpServerConfig>, McpConfigError> {
-    let text = match std::fs::read_to_string(config_file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(McpConfigError::Read {
-                path: config_file.to_path_buf(),
-                source,
-            });
-        }
-    };
-    parse(&text, config_file)
-}
-
 /// [`load`] on text already read; `path` names the file in errors.
 pub fn parse(text: &str, path: &Path) -> Result<Vec<McpServerConfig>, McpConfigError> {
     let table: toml::Table = toml::from_str(text).map_err(|e| McpConfigError::Parse {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
+    from_table(&table, path)
+}
+
+/// The servers of a config file already parsed (the loaded `Config`'s
+/// table); `path` names the file in errors.
+pub fn from_table(
+    table: &toml::Table,
+    path: &Path,
+) -> Result<Vec<McpServerConfig>, McpConfigError> {
     // `[mcp]` is checked with the servers, so a bad value stops the same
     // commands.
-    section_max_tools(&table, path)?;
+    section_max_tools(table, path)?;
     let Some(servers) = table.get("mcp_servers") else {
         return Ok(Vec::new());
     };

@@ -12,7 +12,6 @@
 //! the file.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde::Deserialize;
 
@@ -59,6 +58,11 @@ impl TuiSettings {
             path: path.to_string(),
             message: e.to_string(),
         })?;
+        Self::from_table(&table, path)
+    }
+
+    /// Reads `[tui]` from the config file as loaded once (`Config::file`).
+    pub fn from_table(table: &toml::Table, path: &str) -> Result<Self, SettingsError> {
         match table.get("tui") {
             None => Ok(TuiSettings::default()),
             Some(v) => v
@@ -68,14 +72,6 @@ impl TuiSettings {
                     path: path.to_string(),
                     message: e.to_string(),
                 }),
-        }
-    }
-
-    /// Reads `[tui]` from `path`; a missing file is the default.
-    pub fn load(path: &Path) -> Result<Self, SettingsError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => Self::from_toml(&text, &path.display().to_string()),
-            Err(_) => Ok(TuiSettings::default()),
         }
     }
 
