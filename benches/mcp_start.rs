@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use vibedesk::mcp::config::{McpServerConfig, McpTransport};
 use vibedesk::mcp::{McpClients, ServerState, StartOptions, StatusSink};
+use vibedesk::mcp::{McpServerConfig, McpTransport};
 
 const SDK_SERVER: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

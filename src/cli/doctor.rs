@@ -72,7 +72,7 @@ pub async fn doctor(args: DoctorArgs) -> Result<(), CliError> {
     // The MCP servers, each started as a session would (docs §13.2). One
     // that does not start is reported, not a failed check: it holds up
     // nothing; an invalid entry is an invalid configuration.
-    let mcp_invalid = match crate::mcp::client_cli::probe(
+    let mcp_invalid = match crate::mcp::probe(
         &config.file,
         &config.config_file,
         &super::mcp_start_options(&config),
@@ -87,7 +87,7 @@ pub async fn doctor(args: DoctorArgs) -> Result<(), CliError> {
             print!(
                 "mcp servers   {} configured\n{}",
                 servers.len(),
-                crate::mcp::client_cli::render_list(&servers, "  ")
+                crate::mcp::render_list(&servers, "  ")
             );
             false
         }

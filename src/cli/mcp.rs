@@ -9,12 +9,12 @@ use clap::Subcommand;
 use super::{CliError, exit, init_logging, load_config};
 use crate::config::Overrides;
 use crate::mcp::ServerState;
-use crate::mcp::client_cli::{probe, render_list, render_tools};
-use crate::mcp::server::{ServeOptions, ServePolicy, VibedeskServer};
-use crate::mcp::server_http::{
+use crate::mcp::{
     Auth, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, HttpOptions, Listen, SessionLimits,
     TOKEN_FILE, serve_http, stored_token,
 };
+use crate::mcp::{ServeOptions, ServePolicy, VibedeskServer};
+use crate::mcp::{probe, render_list, render_tools};
 
 #[derive(Subcommand, Debug)]
 pub enum McpCommand {

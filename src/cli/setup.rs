@@ -120,8 +120,8 @@ pub(crate) fn mcp_start_options(config: &Config) -> crate::mcp::StartOptions {
     crate::mcp::StartOptions {
         log_dir: Some(config.paths.logs_dir().join("mcp")),
         jobs_dir: Some(config.paths.jobs_dir()),
-        max_tools: crate::mcp::config::section_max_tools(&config.file, &config.config_file)
-            .unwrap_or(crate::mcp::config::DEFAULT_MAX_TOOLS),
+        max_tools: crate::mcp::section_max_tools(&config.file, &config.config_file)
+            .unwrap_or(crate::mcp::DEFAULT_MAX_TOOLS),
     }
 }
 
@@ -223,7 +223,7 @@ impl AgentSetup {
     pub fn mcp_servers(
         config: &Config,
     ) -> Result<Vec<crate::mcp::McpServerConfig>, crate::mcp::McpConfigError> {
-        crate::mcp::config::from_table(&config.file, &config.config_file)
+        crate::mcp::from_table(&config.file, &config.config_file)
     }
 
     /// Starts `servers` in the background (docs §13.2) and returns at once:

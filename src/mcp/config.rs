@@ -154,8 +154,10 @@ pub fn valid_server_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// [`load`] on text already read; `path` names the file in errors.
-pub fn parse(text: &str, path: &Path) -> Result<Vec<McpServerConfig>, McpConfigError> {
+/// The servers of a config file's text (the tests' way in); `path` names
+/// the file in errors.
+#[cfg(test)]
+fn parse(text: &str, path: &Path) -> Result<Vec<McpServerConfig>, McpConfigError> {
     let table: toml::Table = toml::from_str(text).map_err(|e| McpConfigError::Parse {
         path: path.to_path_buf(),
         message: e.to_string(),

@@ -3,17 +3,28 @@
 //! agent's registry like built-ins, and the server (`vibedesk mcp serve`),
 //! which offers vibedesk's research and memory tools to other agents.
 
-pub mod client;
-pub mod client_cli;
-pub mod client_link;
-pub mod config;
-pub mod offer;
-pub mod schema;
-pub mod server;
-pub mod server_http;
-pub mod spawn;
-pub mod stdio;
-pub mod tool;
+mod client;
+mod client_cli;
+mod client_link;
+mod config;
+mod offer;
+mod schema;
+mod server;
+mod server_http;
+mod spawn;
+mod stdio;
+mod tool;
 
+// The façade: the room's submodules are private; what other rooms,
+// the tests and the benches use is re-exported here.
 pub use client::{McpClients, ServerState, ServerStatus, StartOptions, StatusSink};
-pub use config::{McpConfigError, McpServerConfig};
+pub use client_cli::{probe, render_list, render_tools};
+pub use config::{
+    DEFAULT_MAX_TOOLS, McpConfigError, McpServerConfig, McpTransport, from_table, section_max_tools,
+};
+pub use server::{ServeOptions, ServePolicy, VibedeskServer};
+pub use server_http::{
+    Auth, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, HttpOptions, Listen, SessionLimits,
+    TOKEN_FILE, serve_http, stored_token,
+};
+pub use stdio::STDERR_LINES_PER_SECOND;

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 use vibedesk::agent::events::{ToolCallStatus, ToolEvent};
-use vibedesk::mcp::config::{McpServerConfig, McpTransport};
 use vibedesk::mcp::{McpClients, ServerState, ServerStatus, StartOptions, StatusSink};
+use vibedesk::mcp::{McpServerConfig, McpTransport};
 use vibedesk::model::ToolCall;
 use vibedesk::tools::{
     BackgroundQueue, CallOutcome, Registry, Scheduler, SchedulerConfig, ToolContext,
@@ -1023,7 +1023,7 @@ async fn a_chatty_server_gets_a_rate_limited_log_of_its_own() {
     );
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     let text = std::fs::read_to_string(&own).unwrap();
-    let per_second = vibedesk::mcp::stdio::STDERR_LINES_PER_SECOND as usize;
+    let per_second = vibedesk::mcp::STDERR_LINES_PER_SECOND as usize;
     let written = text.lines().filter(|l| l.starts_with("noise line")).count();
     let notes: Vec<&str> = text
         .lines()

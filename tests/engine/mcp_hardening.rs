@@ -399,12 +399,7 @@ async fn thousands_of_tools_are_cut_to_the_cap_and_errors_stay_short() {
     assert_eq!(requests.len(), 2, "two model requests");
     let names = tool_names(&requests[0].body);
     let mcp: Vec<&String> = names.iter().filter(|n| n.starts_with("mcp__")).collect();
-    assert_eq!(
-        mcp.len(),
-        vibedesk::mcp::config::DEFAULT_MAX_TOOLS,
-        "{}",
-        mcp.len()
-    );
+    assert_eq!(mcp.len(), vibedesk::mcp::DEFAULT_MAX_TOOLS, "{}", mcp.len());
     assert!(names.len() <= 128, "{} tools in one request", names.len());
     assert_eq!(mcp[0], "mcp__hostile__echo");
     let size = requests[0].body.to_string().len();
