@@ -155,12 +155,12 @@ pub enum Phase {
 
 impl Phase {
     /// A turn runs (cancelling or not).
-    pub fn busy(self) -> bool {
+    pub(crate) fn busy(self) -> bool {
         matches!(self, Phase::Running { .. } | Phase::Cancelling { .. })
     }
 
     /// When the running turn's engine run started.
-    pub fn started_at(self) -> Option<Instant> {
+    pub(crate) fn started_at(self) -> Option<Instant> {
         match self {
             Phase::Running { started_at } | Phase::Cancelling { started_at } => started_at,
             Phase::Idle | Phase::Opening => None,

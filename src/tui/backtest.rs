@@ -35,12 +35,12 @@ use crate::model::contract::BacktestOutput;
 use crate::research::backtest::chart::{compact, sparkline, terminal_points};
 
 /// The tool whose results get this cell.
-pub const TOOL: &str = crate::model::names::BACKTEST;
+pub(crate) const TOOL: &str = crate::model::names::BACKTEST;
 /// Where the engine writes the series, relative to the run directory.
-pub const EQUITY_FILE: &str = "artifacts/equity.csv";
+pub(crate) const EQUITY_FILE: &str = "artifacts/equity.csv";
 /// Chat widths from which the charts show without expanding. The chat keeps
 /// one column of margin, so this is a terminal of 100 columns.
-pub const CHART_MIN_WIDTH: usize = 99;
+pub(crate) const CHART_MIN_WIDTH: usize = 99;
 /// A bigger file is not a daily equity curve; it is not read at all.
 const MAX_EQUITY_BYTES: u64 = 64 << 20;
 /// Columns of the y-axis labels, the same for both charts so their plot
@@ -56,7 +56,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A fresh id to route a load's answer to its cell. Ids are never reused, so
 /// an answer arriving after the chat was cleared matches nothing.
-pub fn next_id() -> u64 {
+pub(crate) fn next_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
@@ -83,7 +83,7 @@ pub struct KeyMetrics {
 
 impl KeyMetrics {
     /// From the `metrics` object of a result (or `metrics.json`).
-    pub fn from_json(m: &Map<String, Value>) -> Self {
+    pub(crate) fn from_json(m: &Map<String, Value>) -> Self {
         let f = |k: &str| m.get(k).and_then(Value::as_f64).filter(|x| x.is_finite());
         KeyMetrics {
             total_return: f("total_return"),
@@ -165,7 +165,7 @@ pub struct BacktestCell {
 }
 
 impl BacktestCell {
-    pub fn new(call_id: &str, run_dir: PathBuf, info: Option<BacktestInfo>) -> Self {
+    pub(crate) fn new(call_id: &str, run_dir: PathBuf, info: Option<BacktestInfo>) -> Self {
         BacktestCell {
             id: next_id(),
             call_id: call_id.to_string(),
@@ -183,7 +183,7 @@ impl BacktestCell {
     }
 
     /// The load that fills this cell.
-    pub fn request(&self) -> LoadRequest {
+    pub(crate) fn request(&self) -> LoadRequest {
         LoadRequest {
             id: self.id,
             run_dir: self.run_dir.clone(),
@@ -192,7 +192,11 @@ impl BacktestCell {
     }
 
     /// Takes a load's answer.
-    pub fn apply(&mut self, series: Result<EquitySeries, EquityError>, info: Option<BacktestInfo>) {
+    pub(crate) fn apply(
+        &mut self,
+        series: Result<EquitySeries, EquityError>,
+        info: Option<BacktestInfo>,
+    ) {
         self.series = match series {
             Ok(s) => SeriesState::Loaded(s),
             Err(e) => SeriesState::Failed(e.to_string()),
@@ -217,7 +221,7 @@ impl BacktestCell {
 
 /// The `run_dir` a backtest result names: from the whole JSON, or from the
 /// head of a preview cut mid-document (the tool writes it second).
-pub fn result_run_dir(text: &str) -> Option<PathBuf> {
+pub(crate) fn result_run_dir(text: &str) -> Option<PathBuf> {
     let absolute = |s: String| Some(PathBuf::from(s)).filter(|p| p.is_absolute());
     if let Ok(v) = serde_json::from_str::<Value>(text) {
         return v
@@ -253,7 +257,11 @@ pub fn result_run_dir(text: &str) -> Option<PathBuf> {
 /// Where a successful call's run directory is: named by its result, else by
 /// its `run_dir` argument (relative ones resolve in the run's directory, as
 /// the tool does), else the run's own directory.
-pub fn locate_run_dir(result: &str, args: &Value, current_run: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn locate_run_dir(
+    result: &str,
+    args: &Value,
+    current_run: Option<&Path>,
+) -> Option<PathBuf> {
     if let Some(p) = result_run_dir(result) {
         return Some(p);
     }
@@ -273,7 +281,7 @@ pub fn locate_run_dir(result: &str, args: &Value, current_run: Option<&Path>) ->
 /// `tool_call_finished` event: the run directory and the key numbers come
 /// typed, with no text to dig through. `None` when it is not a backtest's
 /// output or names no usable run directory.
-pub fn cell_for_output(
+pub(crate) fn cell_for_output(
     call_id: &str,
     output: &Value,
     args: &Value,
@@ -292,7 +300,7 @@ pub fn cell_for_output(
 /// A cell for a successful backtest result: `result` is the whole result or
 /// a preview of it, `args` the call's arguments. `None` when no run
 /// directory can be found.
-pub fn cell_for_result(
+pub(crate) fn cell_for_result(
     call_id: &str,
     result: &str,
     args: &Value,
@@ -361,7 +369,7 @@ pub fn load(
 }
 
 /// `equity.csv`, parsed; the error is a short reason for the cell.
-pub fn read_equity(path: &Path) -> Result<EquitySeries, EquityError> {
+pub(crate) fn read_equity(path: &Path) -> Result<EquitySeries, EquityError> {
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         ErrorKind::NotFound => EquityError::Missing,
         _ => EquityError::Unreadable(Arc::new(e)),
@@ -507,7 +515,7 @@ fn pad() -> Vec<Span<'static>> {
 }
 
 /// The cell's lines at `width`: expanded, the charts; folded, a sparkline.
-pub fn render(
+pub(crate) fn render(
     cell: &BacktestCell,
     width: usize,
     theme: &Theme,

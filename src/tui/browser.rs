@@ -178,16 +178,19 @@ impl Browser {
         self.stack.last_mut()
     }
 
-    pub fn set_sessions(&mut self, rows: Vec<SessionRow>) {
+    pub(crate) fn set_sessions(&mut self, rows: Vec<SessionRow>) {
         self.sessions = Some(rows);
     }
 
-    pub fn set_detail(&mut self, d: SessionDetail) {
+    pub(crate) fn set_detail(&mut self, d: SessionDetail) {
         self.detail = Some(d);
     }
 
     /// The memory list arrived (or could not be read).
-    pub fn set_memory(&mut self, r: Result<MemoryListing, super::memories::MemoryViewError>) {
+    pub(crate) fn set_memory(
+        &mut self,
+        r: Result<MemoryListing, super::memories::MemoryViewError>,
+    ) {
         match r {
             Ok(m) => {
                 // Said on the bottom line (the rows keep their own marks).
@@ -208,7 +211,7 @@ impl Browser {
     }
 
     /// The team runs were listed.
-    pub fn set_teams(&mut self, rows: Vec<TeamRunRow>) {
+    pub(crate) fn set_teams(&mut self, rows: Vec<TeamRunRow>) {
         self.teams = Some(rows);
     }
 
@@ -222,7 +225,7 @@ impl Browser {
 
     /// One entry arrived for the entry view of `file`; a late answer for an
     /// entry no longer open is dropped.
-    pub fn set_memory_entry(
+    pub(crate) fn set_memory_entry(
         &mut self,
         file: &str,
         r: Result<MemoryDetail, super::memories::MemoryViewError>,
@@ -298,7 +301,7 @@ impl Browser {
     }
 
     /// Hands a backtest load's answer to the result view that asked for it.
-    pub fn backtest_loaded(
+    pub(crate) fn backtest_loaded(
         &mut self,
         id: u64,
         series: Result<EquitySeries, backtest::EquityError>,
@@ -319,7 +322,7 @@ impl Browser {
         matches!(self.view(), View::Pager { .. } | View::Result { .. })
     }
 
-    pub fn set_transcript(&mut self, name: &str, messages: Vec<Message>) {
+    pub(crate) fn set_transcript(&mut self, name: &str, messages: Vec<Message>) {
         for l in self.stack.iter_mut().rev() {
             if let View::Transcript {
                 name: n,
@@ -334,7 +337,7 @@ impl Browser {
     }
 
     /// Number of rows of the current view.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self.view() {
             View::Sessions => self.sessions.as_ref().map_or(0, Vec::len),
             View::Session { tab } => self.detail.as_ref().map_or(0, |d| match tab {
@@ -357,12 +360,12 @@ impl Browser {
     }
 
     /// Plain text of row `i` (search and tests).
-    pub fn row_text(&self, i: usize, width: usize, theme: &Theme) -> String {
+    pub(crate) fn row_text(&self, i: usize, width: usize, theme: &Theme) -> String {
         line_text(&self.row(i, width, theme))
     }
 
     /// Handles a named action; returns what the runtime must do.
-    pub fn handle(&mut self, action: Action) -> Vec<BrowserEffect> {
+    pub(crate) fn handle(&mut self, action: Action) -> Vec<BrowserEffect> {
         let len = self.len();
         let page = self.page.max(1);
         match action {
@@ -476,25 +479,25 @@ impl Browser {
     }
 
     /// Closes the search line and clears the query.
-    pub fn search_cancel(&mut self) {
+    pub(crate) fn search_cancel(&mut self) {
         self.search = Search::default();
     }
 
     /// Deletes the query's last character.
-    pub fn search_delete(&mut self) {
+    pub(crate) fn search_delete(&mut self) {
         self.search.query.pop();
     }
 
     /// Types `c` into the query and jumps to the first match from the
     /// cursor (incremental).
-    pub fn search_type(&mut self, c: char) {
+    pub(crate) fn search_type(&mut self, c: char) {
         self.search.query.push(c);
         self.find(true, true);
     }
 
     /// A paste into the open search line: its first line joins the query
     /// (without the jump typing makes; Enter finds it).
-    pub fn search_paste(&mut self, text: &str) {
+    pub(crate) fn search_paste(&mut self, text: &str) {
         if self.search.editing {
             self.search
                 .query
@@ -503,7 +506,7 @@ impl Browser {
     }
 
     /// Closes the search line and goes to the first match from the cursor.
-    pub fn search_confirm(&mut self) {
+    pub(crate) fn search_confirm(&mut self) {
         self.search.editing = false;
         if !self.find(true, true) && !self.search.query.is_empty() {
             self.message = Some(format!("no match for '{}'", self.search.query));
@@ -743,7 +746,7 @@ impl Browser {
     }
 
     /// Row `i` of the current view, fitted to `width`.
-    pub fn row(&self, i: usize, width: usize, theme: &Theme) -> Line<'static> {
+    pub(crate) fn row(&self, i: usize, width: usize, theme: &Theme) -> Line<'static> {
         match self.view() {
             View::Sessions => {
                 let Some(r) = self.sessions.as_ref().and_then(|s| s.get(i)) else {
@@ -935,7 +938,7 @@ impl Browser {
     }
 
     /// Draws the browser over `area`.
-    pub fn render(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    pub(crate) fn render(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme) {
         if area.height < 4 || area.width < 10 {
             return;
         }
@@ -1510,7 +1513,7 @@ fn archive_row(e: &ArchiveEntry, width: usize, theme: &Theme) -> Line<'static> {
 }
 
 /// ASCII case-insensitive substring test.
-pub fn contains_ci(hay: &str, needle: &str) -> bool {
+pub(crate) fn contains_ci(hay: &str, needle: &str) -> bool {
     if needle.is_empty() {
         return true;
     }

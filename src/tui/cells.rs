@@ -115,7 +115,7 @@ pub struct Cell {
 }
 
 impl Cell {
-    pub fn new(kind: CellKind) -> Self {
+    pub(crate) fn new(kind: CellKind) -> Self {
         Cell {
             kind,
             spaced: true,
@@ -129,7 +129,7 @@ impl Cell {
     }
 
     /// Mutable access; the render cache is dropped.
-    pub fn kind_mut(&mut self) -> &mut CellKind {
+    pub(crate) fn kind_mut(&mut self) -> &mut CellKind {
         self.cache = None;
         &mut self.kind
     }
@@ -137,7 +137,7 @@ impl Cell {
     /// Appends streamed text to an assistant cell. The render cache survives
     /// when the committed part (up to the last newline) did not change, so a
     /// delta inside a line costs no re-render.
-    pub fn append_text(&mut self, delta: &str) {
+    pub(crate) fn append_text(&mut self, delta: &str) {
         if let CellKind::Assistant { text, finished, .. } = &mut self.kind {
             let before = markdown::committed(text, *finished).len();
             text.push_str(delta);
@@ -148,7 +148,7 @@ impl Cell {
     }
 
     /// Whether the cell has something more to show when expanded.
-    pub fn expandable(&self) -> bool {
+    pub(crate) fn expandable(&self) -> bool {
         matches!(
             self.kind,
             CellKind::Tool(_)
@@ -161,7 +161,7 @@ impl Cell {
 
     /// Expanded or not when the user has not chosen for this cell. A
     /// backtest's charts show whenever the chat is wide enough for them.
-    pub fn default_expanded(&self, t: Toggles, width: u16) -> bool {
+    pub(crate) fn default_expanded(&self, t: Toggles, width: u16) -> bool {
         match self.kind {
             CellKind::Reasoning { .. } => t.show_reasoning,
             CellKind::Backtest(_) | CellKind::Payoff(_) => {
@@ -200,7 +200,7 @@ impl Cell {
     }
 
     /// Rendered height at `width`.
-    pub fn height(&mut self, width: u16, theme: &Theme, toggles: Toggles) -> usize {
+    pub(crate) fn height(&mut self, width: u16, theme: &Theme, toggles: Toggles) -> usize {
         self.lines(width, theme, toggles).len()
     }
 
@@ -233,7 +233,7 @@ pub fn layer_label(layer: &str) -> &str {
 }
 
 /// The argument that names what a call works on (a path, a symbol, a query).
-pub fn args_summary(args: &Value, width: usize) -> String {
+pub(crate) fn args_summary(args: &Value, width: usize) -> String {
     const SALIENT: &[&str] = &[
         "path", "file", "symbol", "query", "command", "name", "url", "pattern", "strategy",
     ];
@@ -257,7 +257,10 @@ pub fn args_summary(args: &Value, width: usize) -> String {
 }
 
 /// The mark, word and style of a call's state.
-pub fn status_mark(state: ToolCellState, theme: &Theme) -> (&'static str, &'static str, Style) {
+pub(crate) fn status_mark(
+    state: ToolCellState,
+    theme: &Theme,
+) -> (&'static str, &'static str, Style) {
     match state {
         ToolCellState::Queued => ("○", "queued", theme.muted),
         ToolCellState::Running => ("◐", "running", theme.accent),
@@ -274,7 +277,7 @@ pub fn status_mark(state: ToolCellState, theme: &Theme) -> (&'static str, &'stat
 
 /// The mark and style of how a run or a team ended: ✓ success, ◐ partial
 /// (warn: an answer with some failed tool calls), ✗ failed, ⊘ cancelled.
-pub fn run_mark(status: RunStatus, theme: &Theme) -> (&'static str, Style) {
+pub(crate) fn run_mark(status: RunStatus, theme: &Theme) -> (&'static str, Style) {
     match status {
         RunStatus::Success => ("✓", theme.ok),
         RunStatus::Partial => ("◐", theme.warn),
@@ -285,7 +288,7 @@ pub fn run_mark(status: RunStatus, theme: &Theme) -> (&'static str, Style) {
 
 /// [`run_mark`] for a status recorded as text (`run.json`, `session.json`,
 /// a task's state); `None` for a word that is not a finished status.
-pub fn status_word_mark(word: &str, theme: &Theme) -> Option<(&'static str, Style)> {
+pub(crate) fn status_word_mark(word: &str, theme: &Theme) -> Option<(&'static str, Style)> {
     Some(match word {
         "success" => ("✓", theme.ok),
         "partial" => ("◐", theme.warn),
@@ -299,7 +302,7 @@ pub fn status_word_mark(word: &str, theme: &Theme) -> Option<(&'static str, Styl
 
 /// A cell's lines without a cache (the transcript browser draws cells
 /// this way).
-pub fn render_lines(
+pub(crate) fn render_lines(
     kind: &CellKind,
     width: u16,
     theme: &Theme,

@@ -61,7 +61,7 @@ impl Default for Chat {
 }
 
 impl Chat {
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         let toggles = self.toggles;
         let view = self.view;
         *self = Chat {
@@ -89,7 +89,7 @@ impl Chat {
         self.cells.len() - 1
     }
 
-    pub fn notice(&mut self, kind: NoticeKind, text: impl Into<String>) -> usize {
+    pub(crate) fn notice(&mut self, kind: NoticeKind, text: impl Into<String>) -> usize {
         self.push(CellKind::Notice {
             kind,
             text: text.into(),
@@ -107,7 +107,7 @@ impl Chat {
     }
 
     /// Loads asked for since the last call (the app turns them into effects).
-    pub fn take_loads(&mut self) -> Vec<LoadRequest> {
+    pub(crate) fn take_loads(&mut self) -> Vec<LoadRequest> {
         std::mem::take(&mut self.loads)
     }
 
@@ -123,13 +123,13 @@ impl Chat {
     }
 
     /// Whether a backtest cell has this load id.
-    pub fn has_backtest(&self, id: u64) -> bool {
+    pub(crate) fn has_backtest(&self, id: u64) -> bool {
         self.backtest_index(id).is_some()
     }
 
     /// Hands a load's answer to its cell; false when no cell has that id
     /// (the chat was cleared since).
-    pub fn backtest_loaded(
+    pub(crate) fn backtest_loaded(
         &mut self,
         id: u64,
         series: Result<EquitySeries, backtest::EquityError>,
@@ -146,7 +146,7 @@ impl Chat {
     }
 
     /// Whether a reply is streaming right now.
-    pub fn is_streaming(&self) -> bool {
+    pub(crate) fn is_streaming(&self) -> bool {
         self.streaming.is_some()
     }
 
@@ -454,7 +454,7 @@ impl Chat {
     }
 
     /// Rebuilds the chat from a stored session (resume).
-    pub fn load_history(&mut self, messages: &[StoredMessage]) {
+    pub(crate) fn load_history(&mut self, messages: &[StoredMessage]) {
         self.clear();
         for m in messages {
             let msg = &m.message;
@@ -583,7 +583,7 @@ impl Chat {
     }
 
     /// The viewport's top line, resolving follow mode.
-    pub fn top(&mut self, theme: &Theme) -> (usize, usize) {
+    pub(crate) fn top(&mut self, theme: &Theme) -> (usize, usize) {
         if self.follow {
             self.bottom_anchor(theme)
         } else {
@@ -594,7 +594,7 @@ impl Chat {
         }
     }
 
-    pub fn scroll_up(&mut self, lines: usize, theme: &Theme) {
+    pub(crate) fn scroll_up(&mut self, lines: usize, theme: &Theme) {
         let (mut c, mut l) = self.top(theme);
         self.follow = false;
         for _ in 0..lines {
@@ -622,7 +622,7 @@ impl Chat {
         self.anchor = (c, l);
     }
 
-    pub fn scroll_down(&mut self, lines: usize, theme: &Theme) {
+    pub(crate) fn scroll_down(&mut self, lines: usize, theme: &Theme) {
         if self.follow {
             return;
         }
@@ -658,21 +658,21 @@ impl Chat {
         total
     }
 
-    pub fn scroll_top(&mut self) {
+    pub(crate) fn scroll_top(&mut self) {
         self.follow = false;
         self.anchor = (0, 0);
     }
 
-    pub fn follow_bottom(&mut self) {
+    pub(crate) fn follow_bottom(&mut self) {
         self.follow = true;
     }
 
-    pub fn page(&self) -> usize {
+    pub(crate) fn page(&self) -> usize {
         self.height().saturating_sub(2).max(1)
     }
 
     /// The lines of the viewport, each with the index of its cell.
-    pub fn visible(&mut self, theme: &Theme) -> Vec<(usize, Line<'static>)> {
+    pub(crate) fn visible(&mut self, theme: &Theme) -> Vec<(usize, Line<'static>)> {
         let h = self.height();
         let (mut c, mut l) = self.top(theme);
         let (w, t) = (self.width(), self.toggles);
@@ -693,7 +693,7 @@ impl Chat {
 
     /// Moves the selection to the previous (or next) expandable cell and
     /// scrolls it into view.
-    pub fn select(&mut self, forward: bool, theme: &Theme) {
+    pub(crate) fn select(&mut self, forward: bool, theme: &Theme) {
         let n = self.cells.len();
         if n == 0 {
             return;
@@ -713,7 +713,7 @@ impl Chat {
     }
 
     /// Keeps cell `i` on screen, moving the viewport as little as possible.
-    pub fn ensure_visible(&mut self, i: usize, theme: &Theme) {
+    pub(crate) fn ensure_visible(&mut self, i: usize, theme: &Theme) {
         let (c, l) = self.top(theme);
         if i < c || (i == c && l > 0) {
             self.follow = false;
@@ -735,7 +735,7 @@ impl Chat {
     }
 
     /// Flips the selected cell between expanded and folded.
-    pub fn toggle_selected(&mut self) {
+    pub(crate) fn toggle_selected(&mut self) {
         let (toggles, width) = (self.toggles, self.width());
         if let Some(i) = self.selected
             && let Some(c) = self.cells.get_mut(i)
@@ -749,7 +749,7 @@ impl Chat {
     }
 
     /// Global toggles reset per-cell choices so the switch applies to all.
-    pub fn set_toggles(&mut self, toggles: Toggles) {
+    pub(crate) fn set_toggles(&mut self, toggles: Toggles) {
         self.toggles = toggles;
         for c in &mut self.cells {
             c.expanded = None;

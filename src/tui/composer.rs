@@ -28,7 +28,7 @@ impl std::fmt::Debug for Composer {
 }
 
 impl Composer {
-    pub fn new(theme: &Theme) -> Self {
+    pub(crate) fn new(theme: &Theme) -> Self {
         let mut c = Composer {
             textarea: TextArea::default(),
             history: Vec::new(),
@@ -39,7 +39,7 @@ impl Composer {
         c
     }
 
-    pub fn apply_theme(&mut self, theme: &Theme) {
+    pub(crate) fn apply_theme(&mut self, theme: &Theme) {
         let t = &mut self.textarea;
         t.set_wrap_mode(WrapMode::WordOrGlyph);
         t.set_style(theme.text);
@@ -61,7 +61,7 @@ impl Composer {
         self.textarea.lines().len()
     }
 
-    pub fn set_text(&mut self, text: &str) {
+    pub(crate) fn set_text(&mut self, text: &str) {
         let lines: Vec<String> = text.split('\n').map(String::from).collect();
         let theme_style = self.textarea.style();
         let cursor_style = self.textarea.cursor_style();
@@ -80,32 +80,32 @@ impl Composer {
         self.textarea.move_cursor(CursorMove::End);
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.set_text("");
         self.pos = None;
     }
 
-    pub fn on_first_line(&self) -> bool {
+    pub(crate) fn on_first_line(&self) -> bool {
         self.textarea.cursor().0 == 0
     }
 
-    pub fn on_last_line(&self) -> bool {
+    pub(crate) fn on_last_line(&self) -> bool {
         self.textarea.cursor().0 + 1 >= self.textarea.lines().len()
     }
 
-    pub fn insert_newline(&mut self) {
+    pub(crate) fn insert_newline(&mut self) {
         self.textarea.insert_newline();
     }
 
     /// Pasted text goes in as typed text, newlines included (bracketed paste
     /// keeps it from being read as Enter).
-    pub fn paste(&mut self, text: &str) {
+    pub(crate) fn paste(&mut self, text: &str) {
         let normal = text.replace("\r\n", "\n").replace('\r', "\n");
         self.textarea.insert_str(normal);
     }
 
     /// Remembers a sent message (no consecutive duplicates).
-    pub fn remember(&mut self, text: &str) {
+    pub(crate) fn remember(&mut self, text: &str) {
         if text.trim().is_empty() || self.history.last().is_some_and(|l| l == text) {
             return;
         }
@@ -117,14 +117,14 @@ impl Composer {
     }
 
     /// Seeds history from a resumed session's prompts, oldest first.
-    pub fn seed_history(&mut self, prompts: impl IntoIterator<Item = String>) {
+    pub(crate) fn seed_history(&mut self, prompts: impl IntoIterator<Item = String>) {
         self.history.clear();
         for p in prompts {
             self.remember(&p);
         }
     }
 
-    pub fn history_prev(&mut self) -> bool {
+    pub(crate) fn history_prev(&mut self) -> bool {
         if self.history.is_empty() {
             return false;
         }
@@ -142,7 +142,7 @@ impl Composer {
         true
     }
 
-    pub fn history_next(&mut self) -> bool {
+    pub(crate) fn history_next(&mut self) -> bool {
         let Some(p) = self.pos else {
             return false;
         };

@@ -7,7 +7,7 @@ use unicode_width::UnicodeWidthChar;
 
 /// An elapsed clock as people read it: `0s`, `59s`, `1m 00s`, `1h 02m 09s`.
 /// Whole seconds only; the clock must not flicker between frames.
-pub fn clock(d: Duration) -> String {
+pub(crate) fn clock(d: Duration) -> String {
     let s = d.as_secs();
     let (h, m, s) = (s / 3600, (s % 3600) / 60, s % 60);
     if h > 0 {
@@ -20,7 +20,7 @@ pub fn clock(d: Duration) -> String {
 }
 
 /// A finished call's duration: milliseconds below one second, else a clock.
-pub fn duration_ms(ms: u64) -> String {
+pub(crate) fn duration_ms(ms: u64) -> String {
     if ms < 1000 {
         format!("{ms}ms")
     } else if ms < 10_000 {
@@ -47,7 +47,7 @@ pub fn tokens(n: u64) -> String {
 }
 
 /// Thousands separators: `12,345`.
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
@@ -61,7 +61,7 @@ pub fn thousands(n: u64) -> String {
 
 /// The first line of `text`, whitespace collapsed, cut to `width` columns
 /// with an ellipsis.
-pub fn one_line(text: &str, width: usize) -> String {
+pub(crate) fn one_line(text: &str, width: usize) -> String {
     let mut flat = String::with_capacity(text.len().min(width * 4 + 8));
     let mut last_space = false;
     for c in text.chars() {
@@ -84,7 +84,7 @@ pub fn one_line(text: &str, width: usize) -> String {
 }
 
 /// Cuts `text` to `width` display columns, ending in `…` when cut.
-pub fn truncate(text: &str, width: usize) -> String {
+pub(crate) fn truncate(text: &str, width: usize) -> String {
     if width == 0 {
         return String::new();
     }
@@ -107,13 +107,13 @@ pub fn truncate(text: &str, width: usize) -> String {
 }
 
 /// Display width of a string.
-pub fn width(text: &str) -> usize {
+pub(crate) fn width(text: &str) -> usize {
     unicode_width::UnicodeWidthStr::width(text)
 }
 
 /// `ts` as RFC 3339 shown as `YYYY-mm-dd HH:MM` in the given offset; the raw
 /// string when it does not parse.
-pub fn timestamp(ts: &str, offset: chrono::FixedOffset) -> String {
+pub(crate) fn timestamp(ts: &str, offset: chrono::FixedOffset) -> String {
     match chrono::DateTime::parse_from_rfc3339(ts) {
         Ok(t) => t
             .with_timezone(&offset)

@@ -23,7 +23,7 @@ impl Default for FrameScheduler {
 }
 
 impl FrameScheduler {
-    pub fn new(min_interval: Duration) -> Self {
+    pub(crate) fn new(min_interval: Duration) -> Self {
         FrameScheduler {
             min_interval,
             last_draw: None,

@@ -17,7 +17,7 @@ use super::theme::Theme;
 use crate::agent::events::AgentEvent;
 
 /// Compactions listed under the gauge.
-pub const HISTORY_SHOWN: usize = 3;
+pub(crate) const HISTORY_SHOWN: usize = 3;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Compaction {
@@ -54,7 +54,7 @@ pub struct Gauge {
 
 impl Gauge {
     /// An empty gauge with the configured gates (before any watermark).
-    pub fn new(threshold: u64, gates: [u64; 3]) -> Self {
+    pub(crate) fn new(threshold: u64, gates: [u64; 3]) -> Self {
         Gauge {
             tokens: None,
             threshold,
@@ -66,11 +66,11 @@ impl Gauge {
         }
     }
 
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         *self = Gauge::new(self.threshold, self.gates);
     }
 
-    pub fn apply(&mut self, ev: &AgentEvent, at: Instant) {
+    pub(crate) fn apply(&mut self, ev: &AgentEvent, at: Instant) {
         match ev {
             AgentEvent::Watermark {
                 tokens,
@@ -130,7 +130,7 @@ impl Gauge {
     }
 
     /// Fraction of the threshold used.
-    pub fn ratio(&self) -> f64 {
+    pub(crate) fn ratio(&self) -> f64 {
         match self.tokens {
             Some(t) if self.threshold > 0 => t as f64 / self.threshold as f64,
             _ => 0.0,
@@ -152,7 +152,7 @@ impl Gauge {
     }
 
     /// The bar alone, `width` cells: filled to the estimate, a mark at each gate.
-    pub fn bar(&self, width: usize, theme: &Theme) -> Vec<Span<'static>> {
+    pub(crate) fn bar(&self, width: usize, theme: &Theme) -> Vec<Span<'static>> {
         let width = width.max(3);
         let fill = ((self.ratio().min(1.0)) * width as f64).round() as usize;
         let mark_at = |g: u64| -> usize {
@@ -224,7 +224,7 @@ impl Gauge {
     }
 
     /// The full gauge for the side panel.
-    pub fn lines(&self, width: usize, theme: &Theme, now: Instant) -> Vec<Line<'static>> {
+    pub(crate) fn lines(&self, width: usize, theme: &Theme, now: Instant) -> Vec<Line<'static>> {
         let mut out = Vec::new();
         let style = if self.level() >= 3 {
             theme.error

@@ -11,7 +11,7 @@ use super::keymap::{Action, Context, Keymap};
 use super::theme::Theme;
 
 /// Slash commands with their descriptions.
-pub const SLASH_COMMANDS: &[(&str, &str)] = &[
+pub(crate) const SLASH_COMMANDS: &[(&str, &str)] = &[
     (
         "/compact [focus]",
         "Compact the conversation now, optionally keeping a focus",
@@ -93,7 +93,7 @@ pub fn lines(keymap: &Keymap, theme: &Theme, width: usize) -> Vec<Line<'static>>
 }
 
 impl Help {
-    pub fn render(&mut self, area: Rect, buf: &mut Buffer, keymap: &Keymap, theme: &Theme) {
+    pub(crate) fn render(&mut self, area: Rect, buf: &mut Buffer, keymap: &Keymap, theme: &Theme) {
         if area.height < 3 {
             return;
         }

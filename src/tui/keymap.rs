@@ -47,18 +47,18 @@ macro_rules! actions {
         pub enum Action { $($variant),* }
 
         impl Action {
-            pub const ALL: &'static [Action] = &[$(Action::$variant),*];
+            pub(crate) const ALL: &'static [Action] = &[$(Action::$variant),*];
 
             /// The name used in `config.toml`.
-            pub fn name(self) -> &'static str {
+            pub(crate) fn name(self) -> &'static str {
                 match self { $(Action::$variant => $name),* }
             }
 
-            pub fn context(self) -> Context {
+            pub(crate) fn context(self) -> Context {
                 match self { $(Action::$variant => Context::$ctx),* }
             }
 
-            pub fn description(self) -> &'static str {
+            pub(crate) fn description(self) -> &'static str {
                 match self { $(Action::$variant => $desc),* }
             }
 
@@ -66,7 +66,7 @@ macro_rules! actions {
                 match self { $(Action::$variant => &[$($key),*]),* }
             }
 
-            pub fn from_name(name: &str) -> Option<Action> {
+            pub(crate) fn from_name(name: &str) -> Option<Action> {
                 match name { $($name => Some(Action::$variant),)* _ => None }
             }
         }
@@ -127,7 +127,7 @@ actions! {
 
 /// The character a key types into a text field, if it types one: a
 /// character key without Ctrl or Alt (Shift is part of the character).
-pub fn typed_char(key: &KeyEvent) -> Option<char> {
+pub(crate) fn typed_char(key: &KeyEvent) -> Option<char> {
     match key.code {
         KeyCode::Char(c)
             if !key
@@ -143,7 +143,7 @@ pub fn typed_char(key: &KeyEvent) -> Option<char> {
 /// One key with its modifiers, as written in config: `ctrl-t`, `alt-enter`,
 /// `shift-enter`, `f1`, `pageup`, `?`, `G`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct KeyBinding {
+pub(crate) struct KeyBinding {
     pub code: KeyCode,
     pub modifiers: KeyModifiers,
 }
@@ -159,7 +159,7 @@ pub enum KeymapError {
 }
 
 impl KeyBinding {
-    pub fn parse(s: &str) -> Option<KeyBinding> {
+    pub(crate) fn parse(s: &str) -> Option<KeyBinding> {
         let s = s.trim();
         if s.is_empty() {
             return None;
@@ -222,7 +222,7 @@ impl KeyBinding {
 
     /// Whether a key event from the terminal is this binding. For printable
     /// characters Shift is part of the character (`G`, `?`) and is ignored.
-    pub fn matches(&self, key: &KeyEvent) -> bool {
+    pub(crate) fn matches(&self, key: &KeyEvent) -> bool {
         if key.kind == KeyEventKind::Release {
             return false;
         }
@@ -304,7 +304,9 @@ impl Keymap {
     /// The defaults patched by `overrides` (action name → keys). An action
     /// given an empty list is unbound. Overridden bindings take precedence
     /// over defaults that use the same key.
-    pub fn with_overrides(overrides: &BTreeMap<String, Vec<String>>) -> Result<Self, KeymapError> {
+    pub(crate) fn with_overrides(
+        overrides: &BTreeMap<String, Vec<String>>,
+    ) -> Result<Self, KeymapError> {
         let mut map = Keymap::default();
         let mut front = Vec::new();
         for (name, keys) in overrides {
@@ -325,7 +327,7 @@ impl Keymap {
     }
 
     /// The first action of `context` bound to `key`.
-    pub fn lookup(&self, context: Context, key: &KeyEvent) -> Option<Action> {
+    pub(crate) fn lookup(&self, context: Context, key: &KeyEvent) -> Option<Action> {
         self.bindings
             .iter()
             .find(|(a, b)| a.context() == context && b.matches(key))
@@ -333,7 +335,7 @@ impl Keymap {
     }
 
     /// The keys bound to `action`, in order.
-    pub fn keys(&self, action: Action) -> Vec<KeyBinding> {
+    pub(crate) fn keys(&self, action: Action) -> Vec<KeyBinding> {
         self.bindings
             .iter()
             .filter(|(a, _)| *a == action)
@@ -342,7 +344,7 @@ impl Keymap {
     }
 
     /// The keys of `action` for a hint line, e.g. `Ctrl-T`.
-    pub fn hint(&self, action: Action) -> String {
+    pub(crate) fn hint(&self, action: Action) -> String {
         self.keys(action)
             .first()
             .map(|k| k.to_string())

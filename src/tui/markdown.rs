@@ -14,7 +14,7 @@ use super::wrap::{wrap_hard, wrap_spans};
 
 /// The part of a streamed text that may be shown: up to and including the
 /// last newline. A finished stream shows everything.
-pub fn committed(text: &str, finished: bool) -> &str {
+pub(crate) fn committed(text: &str, finished: bool) -> &str {
     if finished {
         return text;
     }

@@ -45,7 +45,7 @@ pub struct MemoryRow {
 impl MemoryRow {
     /// The stem its archive copies are named by: `project_x` for both
     /// `project_x.md` and the category file `project/x.md`.
-    pub fn stem(&self) -> String {
+    pub(crate) fn stem(&self) -> String {
         crate::memory::hierarchy::flat_stem(&self.file)
     }
 }
@@ -84,7 +84,7 @@ pub struct MemoryDetail {
 }
 
 /// The memory folder of `paths`.
-pub fn dir(paths: &Paths) -> PathBuf {
+pub(crate) fn dir(paths: &Paths) -> PathBuf {
     memory_dir(&paths.data_dir)
 }
 

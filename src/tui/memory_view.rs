@@ -16,7 +16,7 @@ use super::theme::Theme;
 use super::wrap::wrap_spans;
 
 /// From this width the entry view is side by side.
-pub const SPLIT_MIN: u16 = 100;
+pub(crate) const SPLIT_MIN: u16 = 100;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pane {
@@ -27,14 +27,14 @@ pub enum Pane {
 }
 
 impl Pane {
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         match self {
             Pane::Current => 0,
             Pane::Original => 1,
         }
     }
 
-    pub fn other(self) -> Pane {
+    pub(crate) fn other(self) -> Pane {
         match self {
             Pane::Current => Pane::Original,
             Pane::Original => Pane::Current,
@@ -54,7 +54,7 @@ pub struct EntryView {
 }
 
 impl EntryView {
-    pub fn new(file: String) -> Self {
+    pub(crate) fn new(file: String) -> Self {
         EntryView {
             file,
             archive: 0,
@@ -84,7 +84,7 @@ const LEVEL_W: usize = 6;
 const WHEN_W: usize = 16;
 
 /// The list's column names.
-pub fn header(width: usize, theme: &Theme) -> Line<'static> {
+pub(crate) fn header(width: usize, theme: &Theme) -> Line<'static> {
     let text = format!(
         "  {:<TYPE_W$} {:<LEVEL_W$} {:<WHEN_W$}  {:>4}  {:>4}  {:>3}  title",
         "type", "level", "last access", "imp", "ret", "⊕"
@@ -105,7 +105,12 @@ fn level_style(level: &str, theme: &Theme) -> Style {
 }
 
 /// One entry of the list, fitted to `width`.
-pub fn row(r: &MemoryRow, width: usize, theme: &Theme, offset: FixedOffset) -> Line<'static> {
+pub(crate) fn row(
+    r: &MemoryRow,
+    width: usize,
+    theme: &Theme,
+    offset: FixedOffset,
+) -> Line<'static> {
     let (mark, mark_style) = if r.problem.is_some() {
         ("⚠ ", theme.warn)
     } else {
@@ -151,7 +156,7 @@ pub fn row(r: &MemoryRow, width: usize, theme: &Theme, offset: FixedOffset) -> L
 }
 
 /// Everything `/` searches in a row: not only what fits on screen.
-pub fn search_text(r: &MemoryRow) -> String {
+pub(crate) fn search_text(r: &MemoryRow) -> String {
     format!(
         "{} {} {} {} {} {}\n{}",
         r.title,
@@ -166,7 +171,7 @@ pub fn search_text(r: &MemoryRow) -> String {
 
 /// `Some((left, right))` pane widths side by side (one column between them
 /// for the rule), `None` when the panes stack.
-pub fn split(width: usize) -> Option<(usize, usize)> {
+pub(crate) fn split(width: usize) -> Option<(usize, usize)> {
     (width >= SPLIT_MIN as usize).then(|| {
         let left = (width - 1) / 2;
         (left, width - 1 - left)
@@ -174,7 +179,7 @@ pub fn split(width: usize) -> Option<(usize, usize)> {
 }
 
 /// Width of `pane`'s text at a browser width.
-pub fn pane_width(width: usize, pane: Pane) -> usize {
+pub(crate) fn pane_width(width: usize, pane: Pane) -> usize {
     match split(width) {
         Some((l, r)) => match pane {
             Pane::Current => l,
@@ -198,7 +203,7 @@ fn text_lines(text: &str, width: usize, style: Style) -> Vec<Line<'static>> {
 }
 
 /// The scrolling text of `pane`, wrapped to `width`.
-pub fn pane_body(
+pub(crate) fn pane_body(
     d: &MemoryDetail,
     pane: Pane,
     archive: usize,
@@ -321,7 +326,7 @@ fn info_line(d: &MemoryDetail, width: usize, theme: &Theme, offset: FixedOffset)
 
 /// Everything the entry view draws, besides the browser's title and bottom
 /// lines.
-pub struct EntryFrame<'a> {
+pub(crate) struct EntryFrame<'a> {
     pub detail: &'a MemoryDetail,
     pub offset: FixedOffset,
     pub query: &'a str,
@@ -331,7 +336,7 @@ pub struct EntryFrame<'a> {
 impl EntryFrame<'_> {
     /// Draws into `area` and clamps the view's scrolls so the last page stays
     /// full.
-    pub fn render(&self, view: &mut EntryView, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    pub(crate) fn render(&self, view: &mut EntryView, area: Rect, buf: &mut Buffer, theme: &Theme) {
         let d = self.detail;
         view.archive = view.archive.min(d.archives.len().saturating_sub(1));
         let width = area.width as usize;

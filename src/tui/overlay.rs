@@ -16,7 +16,7 @@ use super::help::Help;
 use super::keymap::{Action, Context, typed_char};
 
 /// Lines (or rows) a mouse-wheel notch scrolls.
-pub const WHEEL_LINES: usize = 3;
+pub(crate) const WHEEL_LINES: usize = 3;
 
 /// One layer over the chat screen.
 #[derive(Clone, Debug)]
@@ -231,30 +231,30 @@ impl Overlays {
         self.stack.last()
     }
 
-    pub fn top_mut(&mut self) -> Option<&mut Overlay> {
+    pub(crate) fn top_mut(&mut self) -> Option<&mut Overlay> {
         self.stack.last_mut()
     }
 
-    pub fn get_mut(&mut self, layer: usize) -> Option<&mut Overlay> {
+    pub(crate) fn get_mut(&mut self, layer: usize) -> Option<&mut Overlay> {
         self.stack.get_mut(layer)
     }
 
-    pub fn push(&mut self, overlay: Overlay) {
+    pub(crate) fn push(&mut self, overlay: Overlay) {
         self.stack.push(overlay);
     }
 
     /// Removes the layer at `layer` (a layer closing itself).
-    pub fn remove(&mut self, layer: usize) {
+    pub(crate) fn remove(&mut self, layer: usize) {
         if layer < self.stack.len() {
             self.stack.remove(layer);
         }
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.stack.clear();
     }
 
-    pub fn help(&self) -> Option<&Help> {
+    pub(crate) fn help(&self) -> Option<&Help> {
         self.stack.iter().rev().find_map(|o| match o {
             Overlay::Help(h) => Some(h),
             Overlay::Browser(_) | Overlay::Swarm => None,
@@ -268,7 +268,7 @@ impl Overlays {
         })
     }
 
-    pub fn browser_mut(&mut self) -> Option<&mut Browser> {
+    pub(crate) fn browser_mut(&mut self) -> Option<&mut Browser> {
         self.stack.iter_mut().rev().find_map(|o| match o {
             Overlay::Browser(b) => Some(b.as_mut()),
             Overlay::Help(_) | Overlay::Swarm => None,
@@ -276,13 +276,13 @@ impl Overlays {
     }
 
     /// Closes the browser, wherever it is in the stack.
-    pub fn close_browser(&mut self) {
+    pub(crate) fn close_browser(&mut self) {
         self.stack.retain(|o| !matches!(o, Overlay::Browser(_)));
     }
 
     /// Opens the help page on top, at its start (a help page already open
     /// elsewhere in the stack goes).
-    pub fn open_help(&mut self) {
+    pub(crate) fn open_help(&mut self) {
         self.close_help();
         self.stack.push(Overlay::Help(Help::default()));
     }
@@ -293,21 +293,21 @@ impl Overlays {
     }
 
     /// Opens the team view alone over the chat screen.
-    pub fn open_swarm(&mut self) {
+    pub(crate) fn open_swarm(&mut self) {
         self.stack.clear();
         self.stack.push(Overlay::Swarm);
     }
 
-    pub fn close_swarm(&mut self) {
+    pub(crate) fn close_swarm(&mut self) {
         self.stack.retain(|o| !matches!(o, Overlay::Swarm));
     }
 
-    pub fn close_help(&mut self) {
+    pub(crate) fn close_help(&mut self) {
         self.stack.retain(|o| !matches!(o, Overlay::Help(_)));
     }
 
     /// The help key: closes an open help page, or opens one on top.
-    pub fn toggle_help(&mut self) {
+    pub(crate) fn toggle_help(&mut self) {
         if self.help().is_some() {
             self.close_help();
         } else {

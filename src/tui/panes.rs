@@ -21,7 +21,7 @@ pub const WIDE: u16 = 110;
 
 /// The panels one conversation is shown in: the main session's, or a
 /// team worker's (the same widgets, fed by that worker's events).
-pub struct Panes<'a> {
+pub(crate) struct Panes<'a> {
     pub chat: &'a mut Chat,
     pub tools: &'a ToolPanel,
     pub gauge: &'a Gauge,
@@ -35,7 +35,7 @@ pub struct Panes<'a> {
 
 /// The chat with its side panel (gauge over tool batches) when `area` is
 /// wide, or with a tool strip and a one-line gauge under it when narrow.
-pub fn panes(area: Rect, buf: &mut Buffer, p: Panes<'_>, now: Instant) {
+pub(crate) fn panes(area: Rect, buf: &mut Buffer, p: Panes<'_>, now: Instant) {
     let wide = area.width >= WIDE && p.sidebar;
     if wide {
         let side_w = (area.width as f32 * 0.34).clamp(40.0, 60.0) as u16;
@@ -117,7 +117,7 @@ fn draw_chat(area: Rect, buf: &mut Buffer, p: Panes<'_>) {
 }
 
 /// A `─ Title ────` rule, bold in the accent colour when `live`.
-pub fn section_rule(area: Rect, buf: &mut Buffer, title: &str, t: &Theme, live: bool) {
+pub(crate) fn section_rule(area: Rect, buf: &mut Buffer, title: &str, t: &Theme, live: bool) {
     let head = format!("─ {title} ");
     let rest = (area.width as usize).saturating_sub(text_width(&head));
     let style = if live {

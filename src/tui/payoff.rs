@@ -22,7 +22,7 @@ use crate::model::quant::OptionStrategyOutput;
 use crate::research::backtest::chart::{compact, sparkline};
 
 /// The tool whose results get this cell.
-pub const TOOL: &str = crate::model::names::OPTION_STRATEGY;
+pub(crate) const TOOL: &str = crate::model::names::OPTION_STRATEGY;
 
 /// The cell: the output's figures, parsed once.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,7 +40,7 @@ impl PayoffCell {
 
 /// A cell from a successful call's structured output, or from its stored
 /// result text (a resumed session); `None` when it is not one.
-pub fn cell_for_output(call_id: &str, output: &Value) -> Option<PayoffCell> {
+pub(crate) fn cell_for_output(call_id: &str, output: &Value) -> Option<PayoffCell> {
     let out = OptionStrategyOutput::deserialize(output).ok()?;
     (out.status == "ok" && out.payoff.len() >= 2).then(|| PayoffCell {
         call_id: call_id.to_string(),
@@ -49,7 +49,7 @@ pub fn cell_for_output(call_id: &str, output: &Value) -> Option<PayoffCell> {
 }
 
 /// As [`cell_for_output`] from the result's text.
-pub fn cell_for_result(call_id: &str, text: &str) -> Option<PayoffCell> {
+pub(crate) fn cell_for_result(call_id: &str, text: &str) -> Option<PayoffCell> {
     cell_for_output(call_id, &serde_json::from_str(text).ok()?)
 }
 
@@ -80,7 +80,7 @@ fn headline(o: &OptionStrategyOutput) -> String {
 }
 
 /// The cell's lines at `width`: expanded, the chart; folded, a sparkline.
-pub fn render(
+pub(crate) fn render(
     cell: &PayoffCell,
     width: usize,
     theme: &Theme,

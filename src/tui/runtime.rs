@@ -85,7 +85,7 @@ pub trait SwarmLauncher: Send + Sync {
 
 /// Switches the model of the configured provider: returns the new provider
 /// and its label, or why it cannot.
-pub type ModelSwitch =
+pub(crate) type ModelSwitch =
     Arc<dyn Fn(&str) -> Result<(Arc<dyn Provider>, String), String> + Send + Sync>;
 
 /// Everything the workstation needs to start.

@@ -35,7 +35,7 @@ pub enum KeysValue {
 }
 
 impl KeysValue {
-    pub fn to_vec(&self) -> Vec<String> {
+    pub(crate) fn to_vec(&self) -> Vec<String> {
         match self {
             KeysValue::One(k) => vec![k.clone()],
             KeysValue::Many(v) => v.clone(),
@@ -62,7 +62,7 @@ impl TuiSettings {
     }
 
     /// Reads `[tui]` from the config file as loaded once (`Config::file`).
-    pub fn from_table(table: &toml::Table, path: &str) -> Result<Self, SettingsError> {
+    pub(crate) fn from_table(table: &toml::Table, path: &str) -> Result<Self, SettingsError> {
         match table.get("tui") {
             None => Ok(TuiSettings::default()),
             Some(v) => v

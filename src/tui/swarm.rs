@@ -154,7 +154,7 @@ pub enum TeamPhase {
 
 /// Settings new workers' panels start with.
 #[derive(Clone, Copy, Debug)]
-pub struct BoardSettings {
+pub(crate) struct BoardSettings {
     pub heartbeat: Duration,
     pub threshold: u64,
     pub gates: [u64; 3],
@@ -189,7 +189,11 @@ pub struct TeamBoard {
 
 impl TeamBoard {
     /// A run of `preset` just asked for.
-    pub fn new(preset: String, vars: Vec<(String, String)>, settings: BoardSettings) -> Self {
+    pub(crate) fn new(
+        preset: String,
+        vars: Vec<(String, String)>,
+        settings: BoardSettings,
+    ) -> Self {
         TeamBoard {
             title: preset.clone(),
             preset,
@@ -211,7 +215,7 @@ impl TeamBoard {
     }
 
     /// The run can still be cancelled.
-    pub fn cancellable(&self) -> bool {
+    pub(crate) fn cancellable(&self) -> bool {
         self.launching && matches!(self.phase, TeamPhase::Starting | TeamPhase::Running)
     }
 
@@ -225,7 +229,7 @@ impl TeamBoard {
     }
 
     /// Task indices in display order: layer by layer.
-    pub fn order(&self) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn order(&self) -> impl Iterator<Item = usize> + '_ {
         self.layers.iter().flatten().copied()
     }
 
@@ -239,7 +243,7 @@ impl TeamBoard {
     }
 
     /// The task under the cursor.
-    pub fn selected(&self) -> Option<usize> {
+    pub(crate) fn selected(&self) -> Option<usize> {
         self.order().nth(self.cursor)
     }
 
@@ -254,7 +258,7 @@ impl TeamBoard {
     }
 
     /// How long the run has gone (or went).
-    pub fn elapsed(&self, now: Instant) -> Option<Duration> {
+    pub(crate) fn elapsed(&self, now: Instant) -> Option<Duration> {
         if let TeamPhase::Finished { seconds, .. } = self.phase {
             return Some(Duration::from_secs_f64(seconds.max(0.0)));
         }
@@ -267,7 +271,7 @@ impl TeamBoard {
     }
 
     /// Folds one of the team's events (`swarm_*`, a wrapped worker event).
-    pub fn apply(&mut self, event: &AgentEvent, at: Instant) {
+    pub(crate) fn apply(&mut self, event: &AgentEvent, at: Instant) {
         match event {
             AgentEvent::SwarmStarted { .. } => self.started(event, at),
             AgentEvent::SwarmTaskStarted {
@@ -436,13 +440,13 @@ impl TeamBoard {
     }
 
     /// Backtest loads the workers' chats asked for since the last call.
-    pub fn take_loads(&mut self) -> Vec<LoadRequest> {
+    pub(crate) fn take_loads(&mut self) -> Vec<LoadRequest> {
         std::mem::take(&mut self.loads)
     }
 
     /// Hands a backtest load to the worker chat that asked for it; false
     /// when none did.
-    pub fn backtest_loaded(
+    pub(crate) fn backtest_loaded(
         &mut self,
         id: u64,
         series: Result<EquitySeries, EquityError>,
@@ -459,14 +463,14 @@ impl TeamBoard {
     }
 
     /// The user cancelled the run.
-    pub fn cancel(&mut self) {
+    pub(crate) fn cancel(&mut self) {
         if self.cancellable() {
             self.phase = TeamPhase::Cancelling;
         }
     }
 
     /// The launcher returned: with an error when it refused or failed.
-    pub fn launcher_done(&mut self, error: Option<String>, at: Instant) {
+    pub(crate) fn launcher_done(&mut self, error: Option<String>, at: Instant) {
         self.launching = false;
         match error {
             Some(error) if !matches!(self.phase, TeamPhase::Finished { .. }) => {
@@ -485,7 +489,7 @@ impl TeamBoard {
     }
 
     /// Moves the cursor by `delta` rows, within the tasks.
-    pub fn move_cursor(&mut self, delta: isize) {
+    pub(crate) fn move_cursor(&mut self, delta: isize) {
         let n = self.tasks.len();
         if n == 0 {
             return;
@@ -493,7 +497,7 @@ impl TeamBoard {
         self.cursor = self.cursor.saturating_add_signed(delta).min(n - 1);
     }
 
-    pub fn cursor_to(&mut self, last: bool) {
+    pub(crate) fn cursor_to(&mut self, last: bool) {
         self.cursor = if last {
             self.tasks.len().saturating_sub(1)
         } else {
@@ -502,18 +506,18 @@ impl TeamBoard {
     }
 
     /// Opens the selected task's worker.
-    pub fn open(&mut self) {
+    pub(crate) fn open(&mut self) {
         self.detail = self.selected();
     }
 
     /// Back one level: from a worker to the team (true), or nothing left
     /// to go back from (false: the view closes).
-    pub fn back(&mut self) -> bool {
+    pub(crate) fn back(&mut self) -> bool {
         self.detail.take().is_some()
     }
 
     /// In a worker's detail: the next (or previous) worker in display order.
-    pub fn next_worker(&mut self, forward: bool) {
+    pub(crate) fn next_worker(&mut self, forward: bool) {
         let n = self.tasks.len();
         if n == 0 || self.detail.is_none() {
             return;
@@ -529,7 +533,7 @@ impl TeamBoard {
     /// When a visible clock next changes: the run's, and, when the view is
     /// shown, each live task's elapsed time and heartbeat age, and the open
     /// worker's tool clocks. `None` while nothing moves.
-    pub fn next_tick(&self, now: Instant, visible: bool) -> Option<Instant> {
+    pub(crate) fn next_tick(&self, now: Instant, visible: bool) -> Option<Instant> {
         if !self.is_active() {
             return None;
         }
@@ -560,7 +564,7 @@ impl TeamBoard {
 
 /// Why `/swarm`'s arguments were refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum SwarmCommandError {
+pub(crate) enum SwarmCommandError {
     #[error("name the team")]
     MissingName,
     #[error("`{0}` is not a team name (one name, no path, no `=`)")]
@@ -576,13 +580,15 @@ pub enum SwarmCommandError {
 }
 
 /// How `/swarm` is used, for notices and the help page.
-pub const SWARM_USAGE: &str =
+pub(crate) const SWARM_USAGE: &str =
     "/swarm NAME [key=value …] (quote a value with spaces: thesis=\"long AAPL\")";
 
 /// Parses `/swarm`'s arguments: a team name, then `key=value` pairs in
 /// order. Words split at whitespace outside quotes (`"` or `'`), and a
 /// quote may start mid-word (`thesis="long AAPL"`).
-pub fn parse_swarm_args(args: &str) -> Result<(String, Vec<(String, String)>), SwarmCommandError> {
+pub(crate) fn parse_swarm_args(
+    args: &str,
+) -> Result<(String, Vec<(String, String)>), SwarmCommandError> {
     let words = split_words(args)?;
     let mut words = words.into_iter();
     let name = words.next().ok_or(SwarmCommandError::MissingName)?;

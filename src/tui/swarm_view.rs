@@ -19,7 +19,7 @@ use super::theme::Theme;
 use crate::agent::events::TaskState;
 
 /// The team's state in a few words, for the status bar.
-pub fn status(b: &TeamBoard, now: Instant) -> String {
+pub(crate) fn status(b: &TeamBoard, now: Instant) -> String {
     let clock_of = |b: &TeamBoard| b.elapsed(now).map(clock).unwrap_or_default();
     match &b.phase {
         TeamPhase::Starting => format!("◆ team {} starting…", b.preset),
@@ -36,7 +36,7 @@ pub fn status(b: &TeamBoard, now: Instant) -> String {
 }
 
 /// Draws the team view into `area` (the screen below the status bar).
-pub fn render(
+pub(crate) fn render(
     area: Rect,
     buf: &mut Buffer,
     board: Option<&mut TeamBoard>,

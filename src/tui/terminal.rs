@@ -23,10 +23,10 @@ use ratatui::backend::CrosstermBackend;
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static HOOK: Once = Once::new();
 
-pub type Term = Terminal<CrosstermBackend<Stdout>>;
+pub(crate) type Term = Terminal<CrosstermBackend<Stdout>>;
 
 /// Restores the terminal when dropped.
-pub struct TerminalGuard {
+pub(crate) struct TerminalGuard {
     pub terminal: Term,
 }
 
@@ -37,7 +37,7 @@ impl Drop for TerminalGuard {
 }
 
 /// Puts the terminal into full-screen mode.
-pub fn enter() -> io::Result<TerminalGuard> {
+pub(crate) fn enter() -> io::Result<TerminalGuard> {
     install_panic_hook();
     enable_raw_mode()?;
     ACTIVE.store(true, Ordering::SeqCst);
@@ -72,7 +72,7 @@ pub fn enter() -> io::Result<TerminalGuard> {
 }
 
 /// Leaves full-screen mode; safe to call more than once.
-pub fn restore() {
+pub(crate) fn restore() {
     if !ACTIVE.swap(false, Ordering::SeqCst) {
         return;
     }

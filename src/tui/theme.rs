@@ -11,7 +11,7 @@ use ratatui::style::{Color, Modifier, Style};
 use serde::Deserialize;
 
 /// The themes compiled into the binary, by name.
-pub const BUILTIN: &[(&str, &str)] = &[
+pub(crate) const BUILTIN: &[(&str, &str)] = &[
     ("default", include_str!("../../themes/default.toml")),
     ("light", include_str!("../../themes/light.toml")),
     (
@@ -137,7 +137,7 @@ impl Default for Theme {
 
 impl Theme {
     /// A tab label in a tab strip: the selected one stands out.
-    pub fn tab(&self, selected: bool) -> Style {
+    pub(crate) fn tab(&self, selected: bool) -> Style {
         if selected {
             self.accent
                 .add_modifier(Modifier::BOLD | Modifier::REVERSED)
@@ -231,7 +231,7 @@ impl Theme {
 
 /// A colour or modifier in a theme file that cannot be read.
 #[derive(Debug, thiserror::Error)]
-pub enum StyleError {
+pub(crate) enum StyleError {
     #[error("bad colour '{0}'")]
     BadHex(String),
     #[error("unknown colour '{0}' (use an ANSI name such as red or dark_gray, #rrggbb, or 0-255)")]
@@ -258,7 +258,7 @@ impl StyleSpec {
 
 /// ANSI names (`red`, `light_blue`, `dark_gray`, `reset`), `#rrggbb` or a
 /// 256-colour index.
-pub fn parse_color(s: &str) -> Result<Color, StyleError> {
+pub(crate) fn parse_color(s: &str) -> Result<Color, StyleError> {
     let n = s.trim().to_ascii_lowercase().replace(['-', ' '], "_");
     Ok(match n.as_str() {
         "reset" | "default" => Color::Reset,

@@ -49,7 +49,7 @@ impl CallState {
         }
     }
 
-    pub fn is_live(self) -> bool {
+    pub(crate) fn is_live(self) -> bool {
         matches!(self, CallState::Running | CallState::TimeoutWarning)
     }
 }
@@ -122,11 +122,11 @@ pub struct Batch {
 }
 
 impl Batch {
-    pub fn finished(&self) -> bool {
+    pub(crate) fn finished(&self) -> bool {
         self.elapsed_ms.is_some()
     }
 
-    pub fn elapsed(&self, now: Instant) -> Duration {
+    pub(crate) fn elapsed(&self, now: Instant) -> Duration {
         match self.elapsed_ms {
             Some(ms) => Duration::from_millis(ms),
             None => now.saturating_duration_since(self.started_at),
@@ -360,7 +360,7 @@ impl ToolPanel {
         }
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.batches.clear();
         self.run_end = None;
     }

@@ -14,8 +14,8 @@ use crate::model::{Message, Role};
 use crate::session::{SessionMeta, list_sessions, list_sessions_reporting};
 use crate::store::{MessageLog, Paths, StoredMessage, read_trace};
 
-pub const TRANSCRIPTS_DIR: &str = "transcripts";
-pub const ARCHIVE_FILE: &str = "archive.jsonl";
+pub(crate) const TRANSCRIPTS_DIR: &str = "transcripts";
+pub(crate) const ARCHIVE_FILE: &str = "archive.jsonl";
 
 /// A session as the browser lists it.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,7 +77,7 @@ pub fn sessions(paths: &Paths) -> Vec<SessionRow> {
 
 /// [`sessions`], and one line about sessions left out because their
 /// `session.json` cannot be read.
-pub fn sessions_reporting(paths: &Paths) -> (Vec<SessionRow>, Option<String>) {
+pub(crate) fn sessions_reporting(paths: &Paths) -> (Vec<SessionRow>, Option<String>) {
     let (metas, unreadable) = list_sessions_reporting(paths);
     (
         rows_of(paths, metas),
@@ -156,7 +156,7 @@ pub fn detail(paths: &Paths, id: &str) -> Result<SessionDetail, DetailError> {
 }
 
 /// `<session>/transcripts/archive.jsonl`, oldest first; a missing file is empty.
-pub fn read_archive(session_dir: &Path) -> (Vec<ArchiveEntry>, usize) {
+pub(crate) fn read_archive(session_dir: &Path) -> (Vec<ArchiveEntry>, usize) {
     let path = session_dir.join(TRANSCRIPTS_DIR).join(ARCHIVE_FILE);
     let Ok(bytes) = std::fs::read(&path) else {
         return (Vec::new(), 0);
@@ -176,7 +176,7 @@ pub fn read_archive(session_dir: &Path) -> (Vec<ArchiveEntry>, usize) {
 }
 
 /// Pre-compaction transcripts, oldest first (their names sort by time).
-pub fn list_transcripts(session_dir: &Path) -> Vec<TranscriptFile> {
+pub(crate) fn list_transcripts(session_dir: &Path) -> Vec<TranscriptFile> {
     let dir = session_dir.join(TRANSCRIPTS_DIR);
     let Ok(rd) = std::fs::read_dir(&dir) else {
         return Vec::new();

@@ -30,7 +30,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, now: Instant) {
 }
 
 /// Renders the whole screen into `buf` (tests and benches call this directly).
-pub fn render(area: Rect, buf: &mut Buffer, app: &mut App, now: Instant) {
+pub(crate) fn render(area: Rect, buf: &mut Buffer, app: &mut App, now: Instant) {
     app.dirty = false;
     if area.width < 20 || area.height < 6 {
         buf.set_string(area.x, area.y, "vibedesk: window too small", app.theme.warn);

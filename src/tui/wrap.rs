@@ -67,7 +67,7 @@ fn tokenize(spans: &[Span<'_>]) -> Vec<Token> {
 /// `rest` every following one (hanging indents for lists and quotes). Runs
 /// of spaces inside a line are kept; the run at a wrap point is dropped.
 /// Words wider than a line are broken between characters.
-pub fn wrap_spans(
+pub(crate) fn wrap_spans(
     spans: &[Span<'_>],
     width: usize,
     first: &[Span<'static>],
@@ -127,7 +127,7 @@ pub fn wrap_spans(
 }
 
 /// Breaks a line between characters at `width` (code blocks: keep spaces).
-pub fn wrap_hard(
+pub(crate) fn wrap_hard(
     text: &str,
     style: Style,
     width: usize,
