@@ -385,7 +385,11 @@ pub fn sma(x: &[f64], window: usize) -> Result<Vec<f64>, IndicatorError> {
 }
 
 /// Rolling standard deviation (pandas `rolling(window).std(ddof)`).
-pub fn rolling_std(x: &[f64], window: usize, ddof: usize) -> Result<Vec<f64>, IndicatorError> {
+pub(crate) fn rolling_std(
+    x: &[f64],
+    window: usize,
+    ddof: usize,
+) -> Result<Vec<f64>, IndicatorError> {
     at_least("rolling_std", "window", window, ddof + 1)?;
     let mut out = Vec::with_capacity(x.len());
     let mut st = RollingVar::default();
@@ -713,7 +717,11 @@ pub fn rolling_correlation(
 
 /// Momentum: `close[t − skip] / close[t − window] − 1` (NaN for the first
 /// `window` rows or where a close is missing), data up to t only.
-pub fn momentum(close: &[f64], window: usize, skip: usize) -> Result<Vec<f64>, IndicatorError> {
+pub(crate) fn momentum(
+    close: &[f64],
+    window: usize,
+    skip: usize,
+) -> Result<Vec<f64>, IndicatorError> {
     at_least("momentum", "window", window, 1)?;
     if skip >= window {
         return Err(IndicatorError::BadParam {
@@ -743,7 +751,7 @@ pub fn momentum(close: &[f64], window: usize, skip: usize) -> Result<Vec<f64>, I
 
 /// The weight below which a recursive indicator's seed no longer counts:
 /// past it, the value on a date does not depend on where the series began.
-pub const CONVERGENCE: f64 = 1e-9;
+pub(crate) const CONVERGENCE: f64 = 1e-9;
 
 /// Bars of history an indicator's value on a date needs, so that it is the
 /// same whatever the series' first date (docs §7.4.1).
@@ -758,7 +766,7 @@ pub enum Warmup {
 
 impl Warmup {
     /// The count to load, `usize::MAX` for all of it.
-    pub fn bars(self) -> usize {
+    pub(crate) fn bars(self) -> usize {
         match self {
             Warmup::Bars(n) => n,
             Warmup::All => usize::MAX,
@@ -785,7 +793,7 @@ impl Warmup {
 /// Bars after which the seed of an exponential recursion with smoothing
 /// `alpha` weighs less than [`CONVERGENCE`]: the least N with
 /// (1 − α)^N < 1e-9 (0 for α = 1, which keeps no memory).
-pub fn convergence_bars(alpha: f64) -> usize {
+pub(crate) fn convergence_bars(alpha: f64) -> usize {
     if !(alpha > 0.0 && alpha < 1.0) {
         return 0;
     }
@@ -798,19 +806,19 @@ pub fn convergence_bars(alpha: f64) -> usize {
 }
 
 /// EMA(span), α = 2/(span + 1).
-pub fn ema_warmup(span: usize) -> usize {
+pub(crate) fn ema_warmup(span: usize) -> usize {
     convergence_bars(2.0 / (span as f64 + 1.0))
 }
 
 /// Wilder's smoothing of a one-bar difference (RSI, ATR): α = 1/period,
 /// plus the bar the first difference needs.
-pub fn wilder_warmup(period: usize) -> usize {
+pub(crate) fn wilder_warmup(period: usize) -> usize {
     convergence_bars(1.0 / period.max(1) as f64).max(period) + 1
 }
 
 /// MACD: the slow EMA converges, then the signal EMA of the line must
 /// forget the line's early error too (the sum bounds it).
-pub fn macd_warmup(fast: usize, slow: usize, signal: usize, line_only: bool) -> usize {
+pub(crate) fn macd_warmup(fast: usize, slow: usize, signal: usize, line_only: bool) -> usize {
     let line = ema_warmup(fast).max(ema_warmup(slow));
     if line_only {
         line
@@ -868,7 +876,7 @@ pub enum IndicatorSpec {
 
 /// One named output column.
 #[derive(Clone, Debug, PartialEq)]
-pub struct IndicatorColumn {
+pub(crate) struct IndicatorColumn {
     pub name: String,
     pub values: Vec<f64>,
 }
@@ -1005,7 +1013,7 @@ impl IndicatorSpec {
     }
 
     /// The canonical name.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             IndicatorSpec::Sma { .. } => "sma",
             IndicatorSpec::Ema { .. } => "ema",
@@ -1023,7 +1031,7 @@ impl IndicatorSpec {
     }
 
     /// The resolved parameters as JSON, for reports.
-    pub fn params_json(&self) -> Value {
+    pub(crate) fn params_json(&self) -> Value {
         use serde_json::json;
         match self {
             IndicatorSpec::Sma { window } => json!({"window": window}),
@@ -1054,7 +1062,7 @@ impl IndicatorSpec {
     /// §7.4.1): `window − 1` for windows, one more where returns or true
     /// ranges come first, the [`CONVERGENCE`] count for recursive
     /// smoothers, all of it for the drawdown's running peak.
-    pub fn warmup(&self) -> Warmup {
+    pub(crate) fn warmup(&self) -> Warmup {
         match *self {
             IndicatorSpec::Sma { window } | IndicatorSpec::Bollinger { window, .. } => {
                 Warmup::Bars(window.saturating_sub(1))
@@ -1075,7 +1083,7 @@ impl IndicatorSpec {
     }
 
     /// The other symbol this indicator needs, if any.
-    pub fn needs_other(&self) -> Option<&str> {
+    pub(crate) fn needs_other(&self) -> Option<&str> {
         match self {
             IndicatorSpec::Correlation { with, .. } => Some(with),
             _ => None,
@@ -1085,7 +1093,7 @@ impl IndicatorSpec {
     /// Computes the indicator over OHLC columns. `other_close` is the other
     /// symbol's close, already aligned to `close` (NaN where it has no bar);
     /// only correlation uses it.
-    pub fn compute(
+    pub(crate) fn compute(
         &self,
         high: &[f64],
         low: &[f64],

@@ -26,7 +26,7 @@
 use crate::research::stats::{excess_kurtosis, mean, norm_cdf, norm_ppf, skewness, std_dev};
 
 /// Euler–Mascheroni's constant.
-pub const EULER_GAMMA: f64 = 0.577_215_664_901_532_9;
+pub(crate) const EULER_GAMMA: f64 = 0.577_215_664_901_532_9;
 
 /// Why a statistic cannot be computed.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

@@ -26,7 +26,7 @@ use crate::research::stats::{
 };
 
 /// How many drawdowns the report lists.
-pub const DRAWDOWNS: usize = 5;
+pub(crate) const DRAWDOWNS: usize = 5;
 
 /// A drawdown on the wealth path: indices into it (0 is the start, before
 /// the first return; i is after return i).
@@ -185,7 +185,7 @@ fn historical(r: &[f64], alpha: f64, h: usize) -> (f64, f64) {
 }
 
 /// Drawdown episodes on the wealth path, deepest first.
-pub fn drawdowns(r: &[f64]) -> Vec<Drawdown> {
+pub(crate) fn drawdowns(r: &[f64]) -> Vec<Drawdown> {
     let mut wealth = Vec::with_capacity(r.len() + 1);
     wealth.push(1.0);
     for x in r {

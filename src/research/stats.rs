@@ -13,17 +13,17 @@ use std::f64::consts::FRAC_1_SQRT_2;
 const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
 
 /// The standard normal density.
-pub fn norm_pdf(x: f64) -> f64 {
+pub(crate) fn norm_pdf(x: f64) -> f64 {
     INV_SQRT_2PI * (-0.5 * x * x).exp()
 }
 
 /// The standard normal CDF, accurate in both tails.
-pub fn norm_cdf(x: f64) -> f64 {
+pub(crate) fn norm_cdf(x: f64) -> f64 {
     0.5 * libm::erfc(-x * FRAC_1_SQRT_2)
 }
 
 /// The standard normal quantile: NaN outside (0, 1), ∓∞ at 0 and 1.
-pub fn norm_ppf(p: f64) -> f64 {
+pub(crate) fn norm_ppf(p: f64) -> f64 {
     if p.is_nan() || !(0.0..=1.0).contains(&p) {
         return f64::NAN;
     }
@@ -144,7 +144,7 @@ const F: [f64; 8] = [
 ];
 
 /// The arithmetic mean (NaN when empty).
-pub fn mean(x: &[f64]) -> f64 {
+pub(crate) fn mean(x: &[f64]) -> f64 {
     x.iter().sum::<f64>() / x.len() as f64
 }
 
@@ -156,12 +156,12 @@ pub fn variance(x: &[f64], ddof: usize) -> f64 {
 }
 
 /// The standard deviation with `ddof`.
-pub fn std_dev(x: &[f64], ddof: usize) -> f64 {
+pub(crate) fn std_dev(x: &[f64], ddof: usize) -> f64 {
     variance(x, ddof).sqrt()
 }
 
 /// The population skewness m3 / m2^1.5 (scipy's `skew`, `bias=True`).
-pub fn skewness(x: &[f64]) -> f64 {
+pub(crate) fn skewness(x: &[f64]) -> f64 {
     let m = mean(x);
     let n = x.len() as f64;
     let (m2, m3) = x.iter().fold((0.0, 0.0), |(a, b), v| {
@@ -174,7 +174,7 @@ pub fn skewness(x: &[f64]) -> f64 {
 
 /// The population excess kurtosis m4 / m2² − 3 (scipy's `kurtosis`,
 /// `fisher=True, bias=True`).
-pub fn excess_kurtosis(x: &[f64]) -> f64 {
+pub(crate) fn excess_kurtosis(x: &[f64]) -> f64 {
     let m = mean(x);
     let n = x.len() as f64;
     let (m2, m4) = x.iter().fold((0.0, 0.0), |(a, b), v| {
@@ -188,7 +188,7 @@ pub fn excess_kurtosis(x: &[f64]) -> f64 {
 /// numpy's default quantile (`method="linear"`) of already sorted data:
 /// the order statistics at ⌊(n−1)q⌋ and the next, interpolated as numpy's
 /// `_lerp` does (from the nearer end). NaN when empty.
-pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     let n = sorted.len();
     if n == 0 {
         return f64::NAN;

@@ -31,14 +31,14 @@ pub struct WarmupRecord {
 }
 
 /// Bars dated before `start` (all of them before a `None` start: none).
-pub fn bars_before(bars: &Bars, start: Option<NaiveDate>) -> usize {
+pub(crate) fn bars_before(bars: &Bars, start: Option<NaiveDate>) -> usize {
     start.map_or(0, |s| bars.dates.partition_point(|d| *d < s))
 }
 
 /// Keeps the rows of `[start, end]` and restates the provenance's row
 /// count and dates for that range: what a caller shows is the range, never
 /// the history loaded before it.
-pub fn cut(series: &mut PriceSeries, start: Option<NaiveDate>, end: Option<NaiveDate>) {
+pub(crate) fn cut(series: &mut PriceSeries, start: Option<NaiveDate>, end: Option<NaiveDate>) {
     series.bars.retain_range(start, end);
     // The source's lines no longer match the bars one for one.
     series.source_rows = None;
@@ -51,7 +51,11 @@ pub fn cut(series: &mut PriceSeries, start: Option<NaiveDate>, end: Option<Naive
 impl WarmupRecord {
     /// The record for `series` (symbol, bars as loaded, history included)
     /// whose values need `need` bars before `start`.
-    pub fn of(need: Warmup, start: Option<NaiveDate>, series: &[(&str, &Bars)]) -> WarmupRecord {
+    pub(crate) fn of(
+        need: Warmup,
+        start: Option<NaiveDate>,
+        series: &[(&str, &Bars)],
+    ) -> WarmupRecord {
         let used: Vec<usize> = series.iter().map(|(_, b)| bars_before(b, start)).collect();
         let bars_used = used.iter().copied().min().unwrap_or(0);
         let Warmup::Bars(needed) = need else {
@@ -75,7 +79,7 @@ impl WarmupRecord {
     }
 
     /// One line for a report: "50 bars needed, 1,300 used" and the note.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let need = self
             .bars_needed
             .map_or_else(|| "all the history".to_string(), |n| format!("{n} bars"));

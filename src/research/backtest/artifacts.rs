@@ -38,7 +38,7 @@ use super::{BacktestError, Outcome, chart};
 use crate::research::data::{Bars, PriceSeries};
 
 /// Writes `bytes` to `path` via a temp file and a rename (no fsync).
-pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), BacktestError> {
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), BacktestError> {
     write_with(path, |f| f.write_all(bytes))
 }
 
@@ -70,7 +70,7 @@ where
 }
 
 /// A code as a file-name part: letters, digits, `.`, `-`, `_`.
-pub fn file_safe(code: &str) -> String {
+pub(crate) fn file_safe(code: &str) -> String {
     let s: String = code
         .chars()
         .map(|c| {

@@ -28,16 +28,16 @@ use crate::research::data::rates::{self, RiskFree};
 use crate::research::data::{DataError, Market, MarketData, PriceSeries, SourceChoice};
 
 /// The default benchmark of US equity backtests.
-pub const DEFAULT_US: &str = "SPY";
+pub(crate) const DEFAULT_US: &str = "SPY";
 /// The label (and `config.json` value) of the equal-weight benchmark.
-pub const EQUAL_WEIGHT: &str = "equal_weight";
+pub(crate) const EQUAL_WEIGHT: &str = "equal_weight";
 /// The largest share of a backtest's bars the default SPY may miss and
 /// still be the benchmark.
-pub const MAX_UNCOVERED_SHARE: f64 = 0.05;
+pub(crate) const MAX_UNCOVERED_SHARE: f64 = 0.05;
 
 /// What a config asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Wanted {
+pub(crate) enum Wanted {
     /// A ticker named in `config.json`.
     Ticker(String),
     /// SPY, by default.
@@ -47,12 +47,12 @@ pub enum Wanted {
 }
 
 /// Whether every code is a US equity.
-pub fn us_only(markets: &[Market]) -> bool {
+pub(crate) fn us_only(markets: &[Market]) -> bool {
     !markets.is_empty() && markets.iter().all(|m| *m == Market::UsEquity)
 }
 
 /// The benchmark `cfg` asks for.
-pub fn wanted(cfg: &BacktestConfig) -> Wanted {
+pub(crate) fn wanted(cfg: &BacktestConfig) -> Wanted {
     match cfg.benchmark.as_deref() {
         Some(t) if t.eq_ignore_ascii_case(EQUAL_WEIGHT) => Wanted::EqualWeight(None),
         Some(t) => Wanted::Ticker(t.to_string()),
@@ -75,7 +75,7 @@ pub fn wanted(cfg: &BacktestConfig) -> Wanted {
 /// load (an error stops the backtest, as a code's would); the default SPY
 /// is looked for along the US chain (the embedded set first) and is left
 /// out when nothing serves it, which [`resolve`] reports.
-pub async fn fetch(
+pub(crate) async fn fetch(
     cfg: &BacktestConfig,
     md: &MarketData,
 ) -> Result<Option<PriceSeries>, DataError> {
@@ -106,7 +106,7 @@ pub async fn fetch(
 
 /// The benchmark a backtest was measured against.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// The ticker, or `equal_weight`.
     pub label: String,
     /// Its return on each bar of the backtest's calendar.
@@ -149,7 +149,11 @@ fn span(b: &PriceSeries) -> String {
 
 /// The benchmark actually used, from what `cfg` asks for and the series
 /// [`fetch`] found.
-pub fn resolve(cfg: &BacktestConfig, panel: &Panel, bench: Option<&PriceSeries>) -> Resolved {
+pub(crate) fn resolve(
+    cfg: &BacktestConfig,
+    panel: &Panel,
+    bench: Option<&PriceSeries>,
+) -> Resolved {
     let equal = |note: Option<String>| Resolved {
         label: EQUAL_WEIGHT.into(),
         returns: panel.benchmark_returns(),
@@ -227,7 +231,7 @@ pub fn resolve(cfg: &BacktestConfig, panel: &Panel, bench: Option<&PriceSeries>)
 
 /// The risk-free rate of the backtest's bars: the 3-month Treasury yield
 /// for US equities (see `rates::per_bar`), else zero.
-pub fn risk_free(markets: &[Market], dates: &[NaiveDate], bars_per_year: f64) -> RiskFree {
+pub(crate) fn risk_free(markets: &[Market], dates: &[NaiveDate], bars_per_year: f64) -> RiskFree {
     if us_only(markets) {
         rates::per_bar(dates, bars_per_year)
     } else {

@@ -17,10 +17,10 @@ use plotters::style::FontStyle;
 /// DejaVu Sans (Bitstream Vera licence; see NOTICE).
 static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 
-pub const WIDTH: u32 = 960;
-pub const HEIGHT: u32 = 600;
+pub(crate) const WIDTH: u32 = 960;
+pub(crate) const HEIGHT: u32 = 600;
 /// Decimals of the SVG chart's axis labels below 100 (see [`compact`]).
-pub const SVG_SMALL_DECIMALS: usize = 0;
+pub(crate) const SVG_SMALL_DECIMALS: usize = 0;
 /// Points per series at most after decimation.
 const MAX_POINTS: usize = 1_600;
 
@@ -46,7 +46,7 @@ pub struct ChartData<'a> {
 }
 
 /// Indices to keep: the first, the last, and each bucket's min and max.
-pub fn decimate(values: &[f64], max_points: usize) -> Vec<usize> {
+pub(crate) fn decimate(values: &[f64], max_points: usize) -> Vec<usize> {
     let n = values.len();
     if n <= max_points || max_points < 4 {
         return (0..n).collect();
@@ -82,7 +82,7 @@ pub fn decimate(values: &[f64], max_points: usize) -> Vec<usize> {
 /// ([`SVG_SMALL_DECIMALS`]); the workstation keeps 2, since its axis has only
 /// three labels, which whole numbers would make read alike on a curve of
 /// small values (0.95 … 1.20).
-pub fn compact(y: f64, decimals_below_100: usize) -> String {
+pub(crate) fn compact(y: f64, decimals_below_100: usize) -> String {
     let a = y.abs();
     if a >= 1e9 {
         format!("{:.2}B", y / 1e9)
@@ -272,7 +272,7 @@ pub fn png(d: &ChartData<'_>) -> Result<Vec<u8>, ChartError> {
 /// A minimal PNG encoder (8-bit RGB, filter 0, zlib at the fast level):
 /// the flat colours of a chart compress well, and the fast level keeps the
 /// whole backtest within its latency budget.
-pub fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, ChartError> {
+pub(crate) fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, ChartError> {
     use std::io::Write;
     let row = (w * 3) as usize;
     if rgb.len() != row * h as usize {
@@ -311,7 +311,7 @@ pub fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, ChartError> {
 /// Points for a terminal line chart (ratatui's `Chart`): at most `width`
 /// points `(bar index, value)`, each the last value of its bucket, so the
 /// final point is the final equity. Non-finite values are skipped.
-pub fn terminal_points(values: &[f64], width: usize) -> Vec<(f64, f64)> {
+pub(crate) fn terminal_points(values: &[f64], width: usize) -> Vec<(f64, f64)> {
     let n = values.len();
     if n == 0 || width == 0 {
         return Vec::new();
@@ -336,7 +336,7 @@ pub fn terminal_points(values: &[f64], width: usize) -> Vec<(f64, f64)> {
 }
 
 /// A one-line block sparkline of `values` in `width` cells.
-pub fn sparkline(values: &[f64], width: usize) -> String {
+pub(crate) fn sparkline(values: &[f64], width: usize) -> String {
     const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let pts = terminal_points(values, width);
     let (lo, hi) = pts

@@ -33,14 +33,14 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    pub fn one(issue: ConfigIssue) -> Self {
+    pub(crate) fn one(issue: ConfigIssue) -> Self {
         ConfigError {
             issues: vec![issue],
         }
     }
 
     /// The code of the first problem (tool results carry one code).
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         self.issues.first().map_or("invalid_config", |i| i.code)
     }
 }
@@ -74,7 +74,7 @@ pub enum Adjustment {
 }
 
 impl Adjustment {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Adjustment::Hold => "hold",
             Adjustment::Rebalance => "rebalance",
@@ -100,7 +100,7 @@ pub struct CostOverrides {
 
 /// History before `start_date` given to `code/signal_engine.py` when the
 /// config sets no `warmup_bars`: a year of daily bars.
-pub const PYTHON_WARMUP_BARS: usize = 252;
+pub(crate) const PYTHON_WARMUP_BARS: usize = 252;
 
 /// Where the signals come from.
 #[derive(Clone, Debug, PartialEq)]
@@ -113,7 +113,7 @@ pub enum StrategySpec {
 
 impl StrategySpec {
     /// A short name for titles.
-    pub fn short_name(&self) -> &'static str {
+    pub(crate) fn short_name(&self) -> &'static str {
         match self {
             StrategySpec::Builtin(b) => b.name(),
             StrategySpec::Rules(_) => "rules",
@@ -126,7 +126,7 @@ impl StrategySpec {
     /// shift, so that the order on the first bar comes from a warm signal.
     /// A Python strategy's need cannot be read from its code:
     /// [`PYTHON_WARMUP_BARS`] unless `warmup_bars` says otherwise.
-    pub fn warmup_bars(&self) -> usize {
+    pub(crate) fn warmup_bars(&self) -> usize {
         if self.constant_signal().is_some() {
             return 0;
         }
@@ -139,14 +139,14 @@ impl StrategySpec {
 
     /// The signal of a strategy that reads no data (buy and hold): known
     /// before the first bar, so that bar trades on it without history.
-    pub fn constant_signal(&self) -> Option<f64> {
+    pub(crate) fn constant_signal(&self) -> Option<f64> {
         match self {
             StrategySpec::Builtin(Builtin::BuyAndHold { size }) => Some(*size),
             _ => None,
         }
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             StrategySpec::Builtin(b) => b.describe(),
             StrategySpec::Rules(r) => r.describe(),
@@ -182,7 +182,7 @@ pub struct ValidationConfig {
 }
 
 impl ValidationConfig {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.monte_carlo.is_none() && self.bootstrap.is_none() && self.walk_forward.is_none()
     }
 }
@@ -216,7 +216,7 @@ pub struct BacktestConfig {
 }
 
 /// The supported keys (for typo suggestions and the docs).
-pub const SUPPORTED_KEYS: &[&str] = &[
+pub(crate) const SUPPORTED_KEYS: &[&str] = &[
     "codes",
     "start_date",
     "end_date",

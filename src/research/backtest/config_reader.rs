@@ -21,7 +21,11 @@ pub struct ConfigIssue {
 }
 
 impl ConfigIssue {
-    pub fn new(key: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        key: impl Into<String>,
+        code: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
         ConfigIssue {
             key: key.into(),
             code,
@@ -56,7 +60,7 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    pub fn new(obj: &'a Map<String, Value>, prefix: &str) -> Self {
+    pub(crate) fn new(obj: &'a Map<String, Value>, prefix: &str) -> Self {
         Reader {
             obj,
             prefix: prefix.to_string(),
@@ -64,7 +68,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub fn path(&self, key: &str) -> String {
+    pub(crate) fn path(&self, key: &str) -> String {
         if self.prefix.is_empty() {
             key.to_string()
         } else {
@@ -76,13 +80,13 @@ impl<'a> Reader<'a> {
         self.obj.get(key).filter(|v| !v.is_null())
     }
 
-    pub fn issue(&mut self, key: &str, code: &'static str, message: impl Into<String>) {
+    pub(crate) fn issue(&mut self, key: &str, code: &'static str, message: impl Into<String>) {
         let path = self.path(key);
         self.issues.push(ConfigIssue::new(path, code, message));
     }
 
     /// A finite number within `[min, max]` (`min_open`: strictly above min).
-    pub fn number(&mut self, key: &str, min: f64, min_open: bool, max: f64) -> Option<f64> {
+    pub(crate) fn number(&mut self, key: &str, min: f64, min_open: bool, max: f64) -> Option<f64> {
         let v = self.get(key)?;
         let Some(x) = v.as_f64() else {
             self.issue(
@@ -111,7 +115,7 @@ impl<'a> Reader<'a> {
     }
 
     /// An integer within `[min, max]`.
-    pub fn integer(&mut self, key: &str, min: u64, max: u64) -> Option<u64> {
+    pub(crate) fn integer(&mut self, key: &str, min: u64, max: u64) -> Option<u64> {
         let v = self.get(key)?;
         let n = v.as_u64().or_else(|| {
             v.as_f64()
@@ -131,7 +135,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub fn boolean(&mut self, key: &str) -> Option<bool> {
+    pub(crate) fn boolean(&mut self, key: &str) -> Option<bool> {
         let v = self.get(key)?;
         match v.as_bool() {
             Some(b) => Some(b),
@@ -146,7 +150,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub fn string(&mut self, key: &str) -> Option<&'a str> {
+    pub(crate) fn string(&mut self, key: &str) -> Option<&'a str> {
         let v = self.get(key)?;
         match v.as_str() {
             Some(s) if !s.trim().is_empty() => Some(s.trim()),
@@ -166,7 +170,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Refuses keys outside `known` (with a suggestion when close).
-    pub fn only(&mut self, known: &[&str]) {
+    pub(crate) fn only(&mut self, known: &[&str]) {
         let unknown: Vec<String> = self
             .obj
             .keys()

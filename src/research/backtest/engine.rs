@@ -78,7 +78,11 @@ impl SymbolRules {
     /// market orders, so the maker rate never applies), slippage 0.0005,
     /// fractional quantities, shorts allowed. Funding defaults to 0, not the
     /// original's 0.0001: the loaders serve spot prices, which pay none.
-    pub fn for_market(market: Market, code: &str, o: &CostOverrides) -> (SymbolRules, Vec<String>) {
+    pub(crate) fn for_market(
+        market: Market,
+        code: &str,
+        o: &CostOverrides,
+    ) -> (SymbolRules, Vec<String>) {
         let mut notes = Vec::new();
         let mut r = SymbolRules {
             fee_rate: 0.0,
@@ -206,11 +210,11 @@ pub struct Panel {
 }
 
 impl Panel {
-    pub fn k(&self) -> usize {
+    pub(crate) fn k(&self) -> usize {
         self.codes.len()
     }
 
-    pub fn n(&self) -> usize {
+    pub(crate) fn n(&self) -> usize {
         self.dates.len()
     }
 
@@ -275,7 +279,7 @@ impl Panel {
     /// Equal-weight mean of the symbols' close-to-close returns (docs §7.5
     /// default benchmark): symbols without both closes are left out of a
     /// bar's mean; a bar with none is 0; the first bar is 0.
-    pub fn benchmark_returns(&self) -> Vec<f64> {
+    pub(crate) fn benchmark_returns(&self) -> Vec<f64> {
         let (n, k) = (self.n(), self.k());
         let mut out = vec![0.0; n];
         for (t, slot) in out.iter_mut().enumerate().skip(1) {
@@ -311,7 +315,7 @@ pub fn align_targets(
 /// [`align_targets`] with `entry[s]`, symbol `s`'s signal on its last bar
 /// before the panel (warm-up, docs §7.4.1), as the target of its first bar
 /// (missing: 0).
-pub fn align_targets_from(
+pub(crate) fn align_targets_from(
     panel: &Panel,
     signals: &[Vec<f64>],
     entry: &[f64],
@@ -383,7 +387,7 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Reason::Signal => "signal",
             Reason::Reverse => "reverse",
@@ -436,7 +440,7 @@ pub struct RoundTrip {
 }
 
 impl RoundTrip {
-    pub fn holding_bars(&self) -> usize {
+    pub(crate) fn holding_bars(&self) -> usize {
         self.exit_bar - self.entry_bar
     }
 }
@@ -481,7 +485,7 @@ pub struct Simulation {
     pub trade_bars: usize,
 }
 
-pub const MAX_DROPPED_LOGGED: usize = 20;
+pub(crate) const MAX_DROPPED_LOGGED: usize = 20;
 
 #[derive(Clone, Copy, Default)]
 struct Pos {

@@ -78,7 +78,7 @@ pub struct Metrics {
 }
 
 /// Rounds to `dp` decimals, half away from zero.
-pub fn round_dp(x: f64, dp: i32) -> f64 {
+pub(crate) fn round_dp(x: f64, dp: i32) -> f64 {
     if !x.is_finite() {
         return x;
     }
@@ -87,7 +87,7 @@ pub fn round_dp(x: f64, dp: i32) -> f64 {
     if y == 0.0 { 0.0 } else { y }
 }
 
-pub fn mean(x: &[f64]) -> f64 {
+pub(crate) fn mean(x: &[f64]) -> f64 {
     if x.is_empty() {
         0.0
     } else {
@@ -96,7 +96,7 @@ pub fn mean(x: &[f64]) -> f64 {
 }
 
 /// Sample standard deviation (ddof = 1), 0 when n ≤ 1.
-pub fn std(x: &[f64]) -> f64 {
+pub(crate) fn std(x: &[f64]) -> f64 {
     let n = x.len();
     if n <= 1 {
         return 0.0;
@@ -106,7 +106,7 @@ pub fn std(x: &[f64]) -> f64 {
 }
 
 /// r_t = E_t / E_{t−1} − 1, r_0 = 0.
-pub fn returns(equity: &[f64]) -> Vec<f64> {
+pub(crate) fn returns(equity: &[f64]) -> Vec<f64> {
     let mut r = Vec::with_capacity(equity.len());
     if !equity.is_empty() {
         r.push(0.0);
@@ -118,7 +118,7 @@ pub fn returns(equity: &[f64]) -> Vec<f64> {
 }
 
 /// mean(r) / (std(r) + 1e-10) · √B; 0 if any r or the result is non-finite.
-pub fn sharpe(r: &[f64], bars_per_year: f64) -> f64 {
+pub(crate) fn sharpe(r: &[f64], bars_per_year: f64) -> f64 {
     if r.iter().any(|x| !x.is_finite()) {
         return 0.0;
     }
@@ -127,7 +127,7 @@ pub fn sharpe(r: &[f64], bars_per_year: f64) -> f64 {
 }
 
 /// min_t (E_t − P_t) / P_t with P the running peak floored at `floor`.
-pub fn max_drawdown(equity: &[f64], floor: f64) -> f64 {
+pub(crate) fn max_drawdown(equity: &[f64], floor: f64) -> f64 {
     let mut peak = floor;
     let mut worst = 0.0f64;
     for &e in equity {
@@ -158,7 +158,7 @@ pub fn drawdown_series(equity: &[f64], floor: f64) -> Vec<f64> {
 }
 
 /// B for the metrics (see the module docs).
-pub fn resolve_bars_per_year(explicit: Option<f64>, n: usize, dates: &[NaiveDate]) -> f64 {
+pub(crate) fn resolve_bars_per_year(explicit: Option<f64>, n: usize, dates: &[NaiveDate]) -> f64 {
     if let Some(b) = explicit {
         return b;
     }
@@ -180,7 +180,7 @@ fn annual_return(total: f64, b: f64, n: usize) -> f64 {
 }
 
 /// r − f per bar (`risk_free` shorter than `r` is padded with 0).
-pub fn excess(r: &[f64], risk_free: &[f64]) -> Vec<f64> {
+pub(crate) fn excess(r: &[f64], risk_free: &[f64]) -> Vec<f64> {
     r.iter()
         .enumerate()
         .map(|(i, x)| x - risk_free.get(i).copied().unwrap_or(0.0))
@@ -345,7 +345,7 @@ pub fn compute(
 }
 
 /// A number for JSON: non-finite becomes null (docs §7.6 stdout).
-pub fn num(x: f64) -> Value {
+pub(crate) fn num(x: f64) -> Value {
     if x.is_finite() { json!(x) } else { Value::Null }
 }
 

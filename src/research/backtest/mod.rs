@@ -67,7 +67,7 @@ pub enum BacktestError {
 
 impl BacktestError {
     /// A short machine-readable code for tool results.
-    pub fn code(&self) -> &str {
+    pub(crate) fn code(&self) -> &str {
         match self {
             BacktestError::Config(e) => e.code(),
             BacktestError::Data(e) => e.code(),
@@ -78,7 +78,7 @@ impl BacktestError {
         }
     }
 
-    pub fn io<'a>(
+    pub(crate) fn io<'a>(
         action: &'static str,
         path: &'a Path,
     ) -> impl FnOnce(std::io::Error) -> BacktestError + 'a {
@@ -115,9 +115,9 @@ pub struct RunOptions {
 /// `backtest` tool fetches online data before it starts the engine and
 /// leaves what the online sources served here (see
 /// `tools::builtin::backtest`).
-pub const RUN_MARKET_CACHE_DIR: &str = ".cache";
+pub(crate) const RUN_MARKET_CACHE_DIR: &str = ".cache";
 
-pub const CONFIG_FILE: &str = "config.json";
+pub(crate) const CONFIG_FILE: &str = "config.json";
 pub const SIGNAL_ENGINE_FILE: &str = "code/signal_engine.py";
 
 /// Reads and validates `<run_dir>/config.json`.
@@ -146,7 +146,7 @@ pub fn load_config(run_dir: &Path) -> Result<(BacktestConfig, Vec<u8>), Backtest
 
 /// The markets' bars per year (§7.1 step 5): 252 for equities, 365 for
 /// crypto, `None` (calendar annualisation) when the codes span markets.
-pub fn bars_per_year(markets: &[Market]) -> Option<f64> {
+pub(crate) fn bars_per_year(markets: &[Market]) -> Option<f64> {
     let first = *markets.first()?;
     if markets.iter().any(|m| *m != first) {
         return None;
@@ -159,7 +159,7 @@ pub fn bars_per_year(markets: &[Market]) -> Option<f64> {
 }
 
 /// Spec §7.4: forward-fill limit 5, 10 when several markets mix.
-pub fn ffill_limit(markets: &[Market]) -> usize {
+pub(crate) fn ffill_limit(markets: &[Market]) -> usize {
     match markets.first() {
         Some(f) if markets.iter().any(|m| m != f) => 10,
         _ => 5,
@@ -205,7 +205,7 @@ pub const PARSED_CACHE_DIR: &str = ".cache/bars";
 /// in the chain) holds every code over the whole range, unless it names a
 /// benchmark ticker (fetched in `auto`). The default SPY is fetched online
 /// only when the codes are: offline, the embedded SPY serves.
-pub fn may_use_online(cfg: &BacktestConfig) -> bool {
+pub(crate) fn may_use_online(cfg: &BacktestConfig) -> bool {
     if matches!(benchmark::wanted(cfg), benchmark::Wanted::Ticker(_)) {
         return true;
     }

@@ -22,11 +22,11 @@ use super::config_reader::{ConfigIssue, Reader, kind};
 use crate::research::portfolio::{CovarianceKind, Method, OptimizeOptions};
 
 /// Bars of returns the optimiser reads by default (a year).
-pub const DEFAULT_LOOKBACK: usize = 252;
+pub(crate) const DEFAULT_LOOKBACK: usize = 252;
 /// Bars between re-estimations while the signal set holds (a month).
-pub const DEFAULT_REBALANCE_BARS: usize = 21;
+pub(crate) const DEFAULT_REBALANCE_BARS: usize = 21;
 /// The fewest returns an optimisation runs on.
-pub const MIN_RETURNS: usize = 20;
+pub(crate) const MIN_RETURNS: usize = 20;
 
 /// `optimizer` + `optimizer_params`, validated.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,7 +43,7 @@ pub struct OptimizerSpec {
 
 impl OptimizerSpec {
     /// "min_variance on the trailing 252 bars".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut s = format!(
             "{} optimizer on the trailing {} bars, re-estimated every {} bars or when the signal set changes",
             self.method.as_str(),
@@ -74,7 +74,10 @@ impl OptimizerSpec {
 }
 
 /// Parses `optimizer` and `optimizer_params` off the config object.
-pub fn parse(obj: &Map<String, Value>, issues: &mut Vec<ConfigIssue>) -> Option<OptimizerSpec> {
+pub(crate) fn parse(
+    obj: &Map<String, Value>,
+    issues: &mut Vec<ConfigIssue>,
+) -> Option<OptimizerSpec> {
     let params = obj.get("optimizer_params").filter(|v| !v.is_null());
     let Some(name) = obj.get("optimizer").filter(|v| !v.is_null()) else {
         if params.is_some() {
@@ -178,7 +181,7 @@ pub fn parse(obj: &Map<String, Value>, issues: &mut Vec<ConfigIssue>) -> Option<
 
 /// One rebalance: the bar's date and the weights by code.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Rebalance {
+pub(crate) struct Rebalance {
     pub date: NaiveDate,
     pub weights: Map<String, Value>,
     /// Why equal weights were used instead, when they were.
@@ -188,7 +191,7 @@ pub struct Rebalance {
 
 /// What the optimiser did over a run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct OptimizerRecord {
+pub(crate) struct OptimizerRecord {
     pub method: &'static str,
     pub lookback: usize,
     pub rebalance_bars: usize,
@@ -198,7 +201,7 @@ pub struct OptimizerRecord {
 }
 
 impl OptimizerRecord {
-    pub fn fallbacks(&self) -> usize {
+    pub(crate) fn fallbacks(&self) -> usize {
         self.rebalances
             .iter()
             .filter(|r| r.fallback.is_some())
@@ -206,7 +209,7 @@ impl OptimizerRecord {
     }
 
     /// What a reader must know: fallbacks and dropped shorts.
-    pub fn warnings(&self) -> Vec<String> {
+    pub(crate) fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         let fell: Vec<&Rebalance> = self
             .rebalances

@@ -54,7 +54,7 @@ pub enum Hedge {
 }
 
 impl Hedge {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Hedge::Rolling => "rolling",
             Hedge::Cointegration => "cointegration",
@@ -99,12 +99,12 @@ impl Default for PairsParams {
 const MAX_WINDOW: u64 = 2_000;
 
 impl PairsParams {
-    pub const KEYS: [&'static str; 7] = [
+    pub(crate) const KEYS: [&'static str; 7] = [
         "window", "z_window", "entry", "exit", "stop", "size", "hedge",
     ];
 
     /// Reads the parameters off `r` (whose unknown keys the caller refuses).
-    pub fn read(r: &mut Reader<'_>) -> PairsParams {
+    pub(crate) fn read(r: &mut Reader<'_>) -> PairsParams {
         let d = PairsParams::default();
         let window = r
             .integer("window", 3, MAX_WINDOW)
@@ -171,7 +171,7 @@ impl PairsParams {
 }
 
 /// The names `pairs` is known by (after lower-casing, `-` and spaces as `_`).
-pub const ALIASES: [&str; 6] = [
+pub(crate) const ALIASES: [&str; 6] = [
     "pairs",
     "pair",
     "pairs_trading",
@@ -182,7 +182,7 @@ pub const ALIASES: [&str; 6] = [
 
 /// Whether a config's `strategy` names the pairs built-in (checked even
 /// when its parameters are wrong, so every problem is reported at once).
-pub fn is_named(strategy: Option<&Value>) -> bool {
+pub(crate) fn is_named(strategy: Option<&Value>) -> bool {
     let name = match strategy {
         Some(Value::String(s)) => s.as_str(),
         Some(Value::Object(o)) => o.get("name").and_then(Value::as_str).unwrap_or(""),
@@ -194,7 +194,7 @@ pub fn is_named(strategy: Option<&Value>) -> bool {
 
 /// Problems of a pairs config that the parameters alone cannot show: two
 /// codes, both of which may be sold short.
-pub fn check_config(codes: &[String], allow_short: Option<bool>) -> Vec<ConfigIssue> {
+pub(crate) fn check_config(codes: &[String], allow_short: Option<bool>) -> Vec<ConfigIssue> {
     let mut out = Vec::new();
     if codes.len() != 2 {
         out.push(ConfigIssue::new(
@@ -294,7 +294,7 @@ fn mean_std(v: &[f64]) -> (f64, f64) {
 /// The formation window [from, to) of a `cointegration` hedge on `dates`:
 /// the `window` bars before the first date on or after the start, or the
 /// first `window` bars when there are too few before it (or no start).
-pub fn formation(p: &PairsParams, dates: &[NaiveDate]) -> (usize, usize) {
+pub(crate) fn formation(p: &PairsParams, dates: &[NaiveDate]) -> (usize, usize) {
     let first = p.start.map_or(0, |s| {
         dates.iter().position(|d| *d >= s).unwrap_or(dates.len())
     });
@@ -307,7 +307,7 @@ pub fn formation(p: &PairsParams, dates: &[NaiveDate]) -> (usize, usize) {
 
 /// The Engle–Granger test on the formation window, whose ratio a
 /// `cointegration` hedge holds.
-pub fn formation_test(
+pub(crate) fn formation_test(
     p: &PairsParams,
     dates: &[NaiveDate],
     x: &[f64],
@@ -462,7 +462,7 @@ fn on_calendar(bars: &Bars, dates: &[NaiveDate], w: &[f64]) -> Vec<f64> {
 
 /// Both legs' target weights, each on its own calendar (for
 /// `rust_signals`); anything but two series gets flat signals.
-pub fn leg_signals(p: &PairsParams, legs: &[&Bars]) -> Vec<Vec<f64>> {
+pub(crate) fn leg_signals(p: &PairsParams, legs: &[&Bars]) -> Vec<Vec<f64>> {
     let [a, b] = legs else {
         return legs.iter().map(|s| vec![0.0; s.len()]).collect();
     };

@@ -47,7 +47,7 @@ impl PythonError {
 }
 
 /// How long the interpreter probe may take (docs §2.6: 20 s).
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
 const PROBE: &str = "import sys, pandas, numpy; print(sys.executable)";
 
@@ -253,7 +253,7 @@ pub fn signals(
 /// The helper run with `python -c`: static checks (docs §7.2), import,
 /// `generate`, validation of the result, JSON out. Exit 3 with
 /// `{"code", "error"}` in the error file on any refusal.
-pub const RUNNER: &str = r#"
+pub(crate) const RUNNER: &str = r#"
 import ast, json, sys, traceback
 
 FORBIDDEN_MODULES = {"socket", "socketserver", "subprocess", "urllib", "urllib2", "urllib3", "http",

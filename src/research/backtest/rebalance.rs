@@ -12,7 +12,7 @@ use crate::research::portfolio;
 /// Replaces `targets` (row-major, the panel's bars × codes) with optimiser
 /// weights; `history` is the series with the history loaded before the
 /// range (or the range itself), whose closes give the trailing windows.
-pub fn apply(
+pub(crate) fn apply(
     spec: &OptimizerSpec,
     panel: &Panel,
     targets: &mut [f64],

@@ -786,7 +786,7 @@ impl Parser {
 
 /// Parses and type-checks one condition. The error is a [`ConfigIssue`]
 /// for `field` with a caret diagram.
-pub fn parse_condition(src: &str, field: &str) -> Result<Cond, ConfigIssue> {
+pub(crate) fn parse_condition(src: &str, field: &str) -> Result<Cond, ConfigIssue> {
     let run = || -> Result<Cond, At> {
         let toks = lex(src)?;
         if toks.len() == 1 {
@@ -841,7 +841,7 @@ fn column(bars: &Bars, c: Column) -> &[f64] {
 impl Num {
     /// Bars of history before a bar that this value there needs (docs
     /// §7.4.1): a function of a function needs both warm-ups.
-    pub fn warmup(&self) -> usize {
+    pub(crate) fn warmup(&self) -> usize {
         match self {
             Num::Const(_) | Num::Col(_) => 0,
             Num::Neg(a) => a.warmup(),
@@ -870,7 +870,7 @@ impl Num {
         }
     }
 
-    pub fn eval(&self, bars: &Bars) -> Vec<f64> {
+    pub(crate) fn eval(&self, bars: &Bars) -> Vec<f64> {
         let n = bars.len();
         let nan = || vec![f64::NAN; n];
         match self {
@@ -964,7 +964,7 @@ impl Num {
 
 impl Cond {
     /// As [`Num::warmup`]; a cross also reads the bar before.
-    pub fn warmup(&self) -> usize {
+    pub(crate) fn warmup(&self) -> usize {
         match self {
             Cond::Const(_) => 0,
             Cond::Cmp(_, a, b) => a.warmup().max(b.warmup()),
@@ -974,7 +974,7 @@ impl Cond {
         }
     }
 
-    pub fn eval(&self, bars: &Bars) -> Vec<bool> {
+    pub(crate) fn eval(&self, bars: &Bars) -> Vec<bool> {
         let n = bars.len();
         match self {
             Cond::Const(b) => vec![*b; n],
@@ -1108,11 +1108,11 @@ impl RuleSet {
         })
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("rules {}", Value::Object(self.sources.clone()))
     }
 
-    pub fn canonical(&self) -> Value {
+    pub(crate) fn canonical(&self) -> Value {
         json!({"rules": self.sources})
     }
 
@@ -1121,7 +1121,7 @@ impl RuleSet {
     }
 
     /// The largest warm-up of the four conditions (docs §7.4.1).
-    pub fn warmup(&self) -> usize {
+    pub(crate) fn warmup(&self) -> usize {
         [&self.entry, &self.exit, &self.short_entry, &self.short_exit]
             .into_iter()
             .flatten()

@@ -21,7 +21,7 @@ use super::{BacktestError, Outcome, metrics};
 use crate::research::data::{PriceSeries, Source};
 use crate::research::warmup::WarmupRecord;
 
-pub const SCHEMA: &str = "0.1";
+pub(crate) const SCHEMA: &str = "0.1";
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
@@ -159,7 +159,7 @@ fn note(v: &Value) -> String {
 }
 
 /// The Markdown card.
-pub fn markdown(card: &Value) -> String {
+pub(crate) fn markdown(card: &Value) -> String {
     let b = &card["backtest"];
     let m = &card["metrics"];
     let mut s = String::from("# Backtest run card\n\n");

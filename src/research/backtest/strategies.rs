@@ -78,7 +78,7 @@ pub enum Builtin {
 const MAX_WINDOW: u64 = 10_000;
 
 impl Builtin {
-    pub const NAMES: [&'static str; 8] = [
+    pub(crate) const NAMES: [&'static str; 8] = [
         "buy_and_hold",
         "sma_crossover",
         "ema_crossover",
@@ -89,7 +89,7 @@ impl Builtin {
         "pairs",
     ];
 
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Builtin::BuyAndHold { .. } => "buy_and_hold",
             Builtin::SmaCrossover { .. } => "sma_crossover",
@@ -103,7 +103,7 @@ impl Builtin {
     }
 
     /// The resolved parameters (defaults filled in), for the run card.
-    pub fn params_json(&self) -> Value {
+    pub(crate) fn params_json(&self) -> Value {
         match *self {
             Builtin::BuyAndHold { size } => json!({"size": size}),
             Builtin::SmaCrossover {
@@ -151,12 +151,12 @@ impl Builtin {
         }
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("{} {}", self.name(), self.params_json())
     }
 
     /// The canonical definition, hashed into the run card's strategy hash.
-    pub fn canonical(&self) -> Value {
+    pub(crate) fn canonical(&self) -> Value {
         json!({"name": self.name(), "params": self.params_json()})
     }
 
@@ -317,7 +317,7 @@ impl Builtin {
     /// breakout, Bollinger) also carry a position from earlier bars: with
     /// local data they start from its first bar, so that state is the same
     /// whatever the start.
-    pub fn warmup(&self) -> usize {
+    pub(crate) fn warmup(&self) -> usize {
         match *self {
             Builtin::BuyAndHold { .. } => 0,
             Builtin::SmaCrossover { fast, slow, .. } => fast.max(slow).saturating_sub(1),
@@ -354,7 +354,7 @@ impl Builtin {
     /// Target weights on the symbol's own bars (same length as `bars`).
     /// Parameters were validated by [`Builtin::parse`]; an indicator error
     /// (impossible then) yields flat signals rather than a panic.
-    pub fn signals(&self, bars: &Bars) -> Vec<f64> {
+    pub(crate) fn signals(&self, bars: &Bars) -> Vec<f64> {
         let n = bars.len();
         let c = &bars.close;
         match *self {
@@ -513,7 +513,7 @@ fn crossover(fast: &[f64], slow: &[f64], allow_short: bool, size: f64) -> Vec<f6
 
 /// Highest (or lowest) of the last `window` values including the current
 /// one; NaN until `window` values exist. A monotonic deque: O(n).
-pub fn rolling_extreme(x: &[f64], window: usize, highest: bool) -> Vec<f64> {
+pub(crate) fn rolling_extreme(x: &[f64], window: usize, highest: bool) -> Vec<f64> {
     let mut out = Vec::with_capacity(x.len());
     let mut dq: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
     let better = |a: f64, b: f64| if highest { a >= b } else { a <= b };

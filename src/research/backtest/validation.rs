@@ -31,7 +31,7 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (Lemire's multiply-shift with rejection: unbiased).
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         if n <= 1 {
             return 0;
         }
@@ -47,7 +47,7 @@ impl Rng {
 }
 
 /// NumPy-style percentile (linear) of sorted data; `q` in [0, 100].
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
@@ -85,7 +85,7 @@ fn trade_path(c: f64, pnls: &[f64], out: &mut Vec<f64>) {
 /// p-values ask how often a random order does at least as well as the
 /// actual one: p_sharpe = share with Sharpe ≥ actual, p_max_drawdown =
 /// share with max drawdown ≥ actual (drawdowns are ≤ 0: ≥ is milder).
-pub fn monte_carlo(cfg: &MonteCarloConfig, pnls: &[f64], initial_cash: f64) -> Value {
+pub(crate) fn monte_carlo(cfg: &MonteCarloConfig, pnls: &[f64], initial_cash: f64) -> Value {
     if pnls.len() < 3 {
         return json!({"skipped": format!("needs at least 3 trades, got {}", pnls.len()),
                       "n_simulations": cfg.n_simulations, "seed": cfg.seed});
@@ -143,7 +143,7 @@ pub fn monte_carlo(cfg: &MonteCarloConfig, pnls: &[f64], initial_cash: f64) -> V
 /// the headline Sharpe, docs §7.5) and the mean of their returns r; a
 /// percentile confidence interval and the share of resamples with
 /// Sharpe > 0.
-pub fn bootstrap(
+pub(crate) fn bootstrap(
     cfg: &BootstrapConfig,
     returns: &[f64],
     risk_free: &[f64],
@@ -187,7 +187,7 @@ pub fn bootstrap(
 
 /// A closed trade for walk-forward: when it ended and its P&L.
 #[derive(Clone, Copy, Debug)]
-pub struct ClosedTrade {
+pub(crate) struct ClosedTrade {
     pub exit_bar: usize,
     pub pnl: f64,
 }
@@ -198,7 +198,7 @@ pub struct ClosedTrade {
 /// bar excess returns r − f (as the headline Sharpe), max drawdown from that
 /// starting equity, trades closed in it and their win rate. Consistency =
 /// share of windows with return > 0.
-pub fn walk_forward(
+pub(crate) fn walk_forward(
     cfg: &WalkForwardConfig,
     equity: &[f64],
     dates: &[NaiveDate],
@@ -248,7 +248,7 @@ pub fn walk_forward(
 
 /// Runs the configured parts; `None` when nothing is configured.
 /// `risk_free` is the per-bar rate of the headline Sharpe (docs §7.5).
-pub fn run(
+pub(crate) fn run(
     cfg: &ValidationConfig,
     equity: &[f64],
     dates: &[NaiveDate],

@@ -45,14 +45,14 @@ fn entry_path(cache_dir: &Path, id: &Identity) -> PathBuf {
 }
 
 /// The cached parse of `path`, if there is a valid one.
-pub fn get(cache_dir: &Path, path: &Path, meta: &std::fs::Metadata) -> Option<ParsedCsv> {
+pub(crate) fn get(cache_dir: &Path, path: &Path, meta: &std::fs::Metadata) -> Option<ParsedCsv> {
     let id = identity(path, meta);
     let bytes = std::fs::read(entry_path(cache_dir, &id)).ok()?;
     decode(&bytes, &id)
 }
 
 /// Keeps `parsed` for the next run; failures only cost the next run a parse.
-pub fn put(cache_dir: &Path, path: &Path, meta: &std::fs::Metadata, parsed: &ParsedCsv) {
+pub(crate) fn put(cache_dir: &Path, path: &Path, meta: &std::fs::Metadata, parsed: &ParsedCsv) {
     let id = identity(path, meta);
     let target = entry_path(cache_dir, &id);
     let tmp = target.with_extension(format!("tmp{}", std::process::id()));

@@ -20,7 +20,7 @@ pub struct Cache {
 }
 
 /// Whether a range may be cached: it must end before `today`.
-pub fn is_cacheable(end: Option<NaiveDate>, today: NaiveDate) -> bool {
+pub(crate) fn is_cacheable(end: Option<NaiveDate>, today: NaiveDate) -> bool {
     end.is_some_and(|e| e < today)
 }
 
@@ -51,18 +51,18 @@ fn file_stem(symbol: &str) -> String {
 
 impl Cache {
     /// A cache under `<cache_dir>/market`.
-    pub fn new(cache_dir: &Path) -> Self {
+    pub(crate) fn new(cache_dir: &Path) -> Self {
         Cache {
             root: cache_dir.join("market"),
         }
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// The data file for a request (the provenance sits beside it as `.json`).
-    pub fn path_for(
+    pub(crate) fn path_for(
         &self,
         source: Source,
         symbol: &str,
@@ -77,7 +77,7 @@ impl Cache {
 
     /// The cached series, if present and readable; the symbol is reported
     /// in the requested spelling and the provenance says it came from cache.
-    pub async fn get(
+    pub(crate) async fn get(
         &self,
         source: Source,
         symbol: &str,
@@ -110,7 +110,7 @@ impl Cache {
 
     /// Stores a series for its request range. Written to a temporary file
     /// and renamed, so a reader never sees half an entry.
-    pub async fn put(
+    pub(crate) async fn put(
         &self,
         series: &PriceSeries,
         start: Option<NaiveDate>,

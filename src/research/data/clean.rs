@@ -32,7 +32,7 @@ impl DropReport {
     }
 
     /// One line for notes and logs, e.g. "2 rows dropped (1 high below low, 1 duplicate date)".
-    pub fn summary(&self) -> Option<String> {
+    pub(crate) fn summary(&self) -> Option<String> {
         if self.total() == 0 {
             return None;
         }
@@ -60,7 +60,7 @@ impl DropReport {
 }
 
 /// The adjustment note shared by every loader that has an adjusted close.
-pub const ADJ_CLOSE_NOTE: &str = "open/high/low/close multiplied by adj_close/close (split- and dividend-adjusted); volume divided by the same factor";
+pub(crate) const ADJ_CLOSE_NOTE: &str = "open/high/low/close multiplied by adj_close/close (split- and dividend-adjusted); volume divided by the same factor";
 
 /// Scales OHLC by `adj_close / close` and volume inversely, in place: this
 /// removes split gaps (and dividend drops) so returns are continuous. A row
@@ -68,7 +68,7 @@ pub const ADJ_CLOSE_NOTE: &str = "open/high/low/close multiplied by adj_close/cl
 /// unusable) cannot be put on the adjusted scale: its close becomes NaN so
 /// the sanity filter drops it as a missing value. Returns how many rows
 /// changed.
-pub fn apply_adj_close(bars: &mut Bars, adj_close: &[f64]) -> usize {
+pub(crate) fn apply_adj_close(bars: &mut Bars, adj_close: &[f64]) -> usize {
     bars.make_consistent();
     let mut changed = 0;
     for (i, adj) in adj_close.iter().enumerate().take(bars.len()) {
@@ -96,7 +96,7 @@ pub fn apply_adj_close(bars: &mut Bars, adj_close: &[f64]) -> usize {
 /// [low, high], and repeated dates (the first bar of a date wins).
 /// Multiplying by a positive factor is monotonic in IEEE arithmetic, so an
 /// adjusted bar is never dropped for rounding.
-pub fn sanitize(bars: &mut Bars) -> DropReport {
+pub(crate) fn sanitize(bars: &mut Bars) -> DropReport {
     let mut report = DropReport::default();
     bars.make_consistent();
     if !bars.dates.is_sorted() {

@@ -33,11 +33,12 @@ const INDEX: &str = include_str!("../../../assets/data/us_daily_index.csv");
 /// Where the data lives in the source tree, for provenance.
 pub const LOCATION: &str = "embedded:assets/data/us_daily_2000_2017.bin";
 /// Attribution, also in NOTICE.
-pub const ATTRIBUTION: &str = "Huge Stock Market Dataset (Boris Marjanovic, Kaggle, CC0 1.0)";
+pub(crate) const ATTRIBUTION: &str =
+    "Huge Stock Market Dataset (Boris Marjanovic, Kaggle, CC0 1.0)";
 /// What was done to the prices, for every series' provenance.
-pub const ADJUSTMENT_NOTE: &str = "split- and dividend-adjusted backwards by the source (Stooq); the last bar is the nominal price; volume as the source gives it";
+pub(crate) const ADJUSTMENT_NOTE: &str = "split- and dividend-adjusted backwards by the source (Stooq); the last bar is the nominal price; volume as the source gives it";
 /// The universe's biases, said wherever the set is described.
-pub const BIAS_NOTE: &str = "survivorship bias: every name was still listed in November 2017; look-ahead in the selection: the stocks were picked by their 2012-2017 trading volume";
+pub(crate) const BIAS_NOTE: &str = "survivorship bias: every name was still listed in November 2017; look-ahead in the selection: the stocks were picked by their 2012-2017 trading volume";
 
 /// What an instrument is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -160,13 +161,13 @@ fn find(symbol: &str) -> Option<(usize, &'static Instrument)> {
 }
 
 /// The instrument of a symbol, if the set holds it.
-pub fn instrument(symbol: &str) -> Option<&'static Instrument> {
+pub(crate) fn instrument(symbol: &str) -> Option<&'static Instrument> {
     find(symbol).map(|(_, x)| x)
 }
 
 /// Whether the set holds `symbol` over the whole of `[start, end]` (no
 /// slack for closed days: a caller may rely on a `true`).
-pub fn spans(symbol: &str, start: NaiveDate, end: NaiveDate) -> bool {
+pub(crate) fn spans(symbol: &str, start: NaiveDate, end: NaiveDate) -> bool {
     instrument(symbol).is_some_and(|x| x.first <= start && end <= x.last)
 }
 
@@ -231,7 +232,7 @@ pub fn symbols() -> Vec<&'static str> {
 }
 
 /// Whether the set has this symbol (`AAPL`, `aapl`, `AAPL.US`).
-pub fn has(symbol: &str) -> bool {
+pub(crate) fn has(symbol: &str) -> bool {
     find(symbol).is_some()
 }
 

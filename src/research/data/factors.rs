@@ -16,7 +16,7 @@ const GZ: &[u8] = include_bytes!("../../../assets/data/ff_monthly_1949_2017.csv.
 const FILE: &str = "assets/data/ff_monthly_1949_2017.csv.gz";
 
 /// Attribution, also in NOTICE.
-pub const ATTRIBUTION: &str =
+pub(crate) const ATTRIBUTION: &str =
     "Fama–French factors, Kenneth R. French Data Library, via linearmodels";
 
 /// The five factor columns, in the file's order, before the portfolios.

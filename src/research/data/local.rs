@@ -842,7 +842,7 @@ fn safe_relative(name: &str) -> Option<PathBuf> {
 }
 
 /// The file names tried for a symbol, in order.
-pub fn candidate_names(symbol: &str) -> Vec<String> {
+pub(crate) fn candidate_names(symbol: &str) -> Vec<String> {
     let s = symbol.trim();
     let lower = s.to_ascii_lowercase();
     if [".csv", ".csv.gz", ".parquet", ".pq", ".txt"]
@@ -872,7 +872,7 @@ pub fn candidate_names(symbol: &str) -> Vec<String> {
 }
 
 /// Finds the file for `symbol` in `dirs` (first folder, first name wins).
-pub fn find_file(symbol: &str, dirs: &[PathBuf]) -> Result<PathBuf, DataError> {
+pub(crate) fn find_file(symbol: &str, dirs: &[PathBuf]) -> Result<PathBuf, DataError> {
     if dirs.is_empty() {
         return Err(DataError::Unavailable {
             loader: Source::Local,
@@ -940,7 +940,7 @@ pub fn load(
 /// symbol when it is free: a universe of small files is loaded without a
 /// hand-off per file (which left a core idle between files). Results come
 /// back in `symbols` order.
-pub fn load_many(
+pub(crate) fn load_many(
     symbols: &[String],
     dirs: &[PathBuf],
     start: Option<NaiveDate>,

@@ -28,7 +28,7 @@ pub enum Market {
 }
 
 impl Market {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Market::AShare => "a_share",
             Market::UsEquity => "us_equity",
@@ -46,7 +46,7 @@ impl Market {
     /// The sources to try, in order: the spec's chain for this market
     /// restricted to the loaders vibedesk has, with the embedded set first
     /// for US equities (it is offline, deterministic and real).
-    pub fn chain(self) -> &'static [Source] {
+    pub(crate) fn chain(self) -> &'static [Source] {
         match self {
             Market::UsEquity => &[
                 Source::Embedded,
@@ -189,7 +189,7 @@ pub fn detect_market(symbol: &str) -> Market {
 
 /// The ticker without a `.US` suffix, upper-cased: how the embedded set and
 /// Yahoo name US equities.
-pub fn us_base(symbol: &str) -> String {
+pub(crate) fn us_base(symbol: &str) -> String {
     let s = symbol.trim().to_ascii_uppercase();
     match s.strip_suffix(".US") {
         Some(b) => b.to_string(),
@@ -198,7 +198,7 @@ pub fn us_base(symbol: &str) -> String {
 }
 
 /// The symbol as Yahoo spells it.
-pub fn yahoo_symbol(symbol: &str, market: Market) -> String {
+pub(crate) fn yahoo_symbol(symbol: &str, market: Market) -> String {
     let s = symbol.trim().to_ascii_uppercase();
     match market {
         Market::UsEquity => us_base(&s),
@@ -229,7 +229,7 @@ pub fn yahoo_symbol(symbol: &str, market: Market) -> String {
 }
 
 /// The symbol as Stooq spells it (lower case, US tickers with `.us`).
-pub fn stooq_symbol(symbol: &str, market: Market) -> String {
+pub(crate) fn stooq_symbol(symbol: &str, market: Market) -> String {
     let s = symbol.trim().to_ascii_lowercase();
     match market {
         Market::UsEquity if !s.ends_with(".us") => format!("{s}.us"),

@@ -101,7 +101,7 @@ impl Bars {
     /// Cuts every column to the shortest one, so rows are whole. Loaders
     /// always build parallel columns; this guards hand-built `Bars` (the
     /// fields are public) before code that walks rows.
-    pub fn make_consistent(&mut self) -> usize {
+    pub(crate) fn make_consistent(&mut self) -> usize {
         let n = [
             self.dates.len(),
             self.open.len(),
@@ -123,7 +123,7 @@ impl Bars {
     }
 
     /// Keeps only the rows whose flag is true (columns stay parallel).
-    pub fn retain_rows(&mut self, keep: &[bool]) {
+    pub(crate) fn retain_rows(&mut self, keep: &[bool]) {
         fn filter<T: Copy>(v: &mut Vec<T>, keep: &[bool]) {
             let mut i = 0;
             v.retain(|_| {
@@ -205,7 +205,7 @@ impl Source {
         Source::Stooq,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Source::Embedded => "embedded",
             Source::Local => "local",
@@ -214,7 +214,7 @@ impl Source {
         }
     }
 
-    pub fn is_online(self) -> bool {
+    pub(crate) fn is_online(self) -> bool {
         matches!(self, Source::Yahoo | Source::Stooq)
     }
 }
@@ -236,7 +236,7 @@ pub enum SourceChoice {
 }
 
 /// The names [`SourceChoice::from_str`] accepts, for error messages.
-pub const VALID_SOURCES: &str = "auto, embedded, local, yahoo (alias yfinance), stooq";
+pub(crate) const VALID_SOURCES: &str = "auto, embedded, local, yahoo (alias yfinance), stooq";
 
 /// Sources of the original engine (docs §7.3) that vibedesk does not have;
 /// named in the refusal so a ported config fails with a useful message.
@@ -265,7 +265,7 @@ const FOREIGN_SOURCES: [&str; 21] = [
 ];
 
 impl SourceChoice {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SourceChoice::Auto => "auto",
             SourceChoice::Explicit(s) => s.as_str(),
@@ -330,7 +330,7 @@ pub enum Interval {
 }
 
 impl Interval {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Interval::M1 => "1m",
             Interval::M5 => "5m",
@@ -510,13 +510,13 @@ impl SourceRows {
 
     /// Whether the lines stand for `bars`: as many (a series cut or changed
     /// after loading falls back to formatting).
-    pub fn serves(&self, bars: &Bars) -> bool {
+    pub(crate) fn serves(&self, bars: &Bars) -> bool {
         bars.len() == self.rows && self.rows > 0 && !self.range.is_empty()
     }
 
     /// Copies the lines to the end of `out` (with a final line end), when
     /// the file is still the one that was read; `Ok(false)` when it is not.
-    pub fn copy_to(&self, out: &mut std::fs::File) -> std::io::Result<bool> {
+    pub(crate) fn copy_to(&self, out: &mut std::fs::File) -> std::io::Result<bool> {
         use std::io::{Read, Seek, SeekFrom, Write};
         let mut src = std::fs::File::open(&self.path)?;
         if file_stamp(&src.metadata()?) != self.stamp {
@@ -665,7 +665,7 @@ pub enum DataError {
 impl DataError {
     /// A failed read of `path`; every data read is a read, so the message
     /// stays "cannot read <path>: <why>".
-    pub fn read(path: &Path) -> impl FnOnce(std::io::Error) -> DataError + '_ {
+    pub(crate) fn read(path: &Path) -> impl FnOnce(std::io::Error) -> DataError + '_ {
         move |source| DataError::Io(crate::fsio::IoError::new("read", path, source))
     }
 
@@ -710,7 +710,7 @@ impl DataError {
 }
 
 /// Parses `YYYY-MM-DD` (also `YYYY/MM/DD` and `YYYYMMDD`) for a named field.
-pub fn parse_date(field: &'static str, value: &str) -> Result<NaiveDate, DataError> {
+pub(crate) fn parse_date(field: &'static str, value: &str) -> Result<NaiveDate, DataError> {
     let v = value.trim();
     ["%Y-%m-%d", "%Y/%m/%d", "%Y%m%d"]
         .iter()

@@ -23,8 +23,8 @@ use super::market::{Market, stooq_symbol, yahoo_symbol};
 use super::table::ParsedCsv;
 use super::{Bars, DataError, PriceSeries, Provenance, Source};
 
-pub const DEFAULT_YAHOO_BASE: &str = "https://query1.finance.yahoo.com";
-pub const DEFAULT_STOOQ_BASE: &str = "https://stooq.com";
+pub(crate) const DEFAULT_YAHOO_BASE: &str = "https://query1.finance.yahoo.com";
+pub(crate) const DEFAULT_STOOQ_BASE: &str = "https://stooq.com";
 /// Largest answer read; a daily history since 1962 is well under 2 MB.
 const MAX_BODY: usize = 32 * 1024 * 1024;
 /// Yahoo answers 429 to clients without a browser-like agent.
@@ -45,7 +45,7 @@ fn is_loopback(url: &Url) -> bool {
 }
 
 /// Checks a loader's base URL: it parses and is http or https.
-pub fn base_url(loader: Source, base: &str) -> Result<Url, DataError> {
+pub(crate) fn base_url(loader: Source, base: &str) -> Result<Url, DataError> {
     let url = Url::parse(base.trim()).map_err(|e| DataError::Unavailable {
         loader,
         reason: format!("base URL '{base}' does not parse: {e}"),
@@ -61,7 +61,7 @@ pub fn base_url(loader: Source, base: &str) -> Result<Url, DataError> {
 
 /// Checks a base URL and builds a client for it (no proxy for loopback, so
 /// a local server keeps working with `HTTP_PROXY` set).
-pub fn client_for(
+pub(crate) fn client_for(
     loader: Source,
     base: &str,
     timeout: Duration,
@@ -85,7 +85,7 @@ pub fn client_for(
 
 /// An HTTP client for one loader.
 #[derive(Clone, Debug)]
-pub struct Client {
+pub(crate) struct Client {
     inner: reqwest::Client,
 }
 
@@ -148,7 +148,7 @@ fn midnight_ts(d: NaiveDate) -> i64 {
 }
 
 /// The Yahoo chart URL for a symbol and range (end inclusive).
-pub fn yahoo_url(
+pub(crate) fn yahoo_url(
     base: &Url,
     yahoo_sym: &str,
     start: Option<NaiveDate>,
@@ -178,7 +178,7 @@ pub fn yahoo_url(
 }
 
 /// The Stooq download URL for a symbol and range.
-pub fn stooq_url(
+pub(crate) fn stooq_url(
     base: &Url,
     stooq_sym: &str,
     start: Option<NaiveDate>,
@@ -372,7 +372,7 @@ fn http_error(loader: Source, url: &Url, status: u16, body: &[u8]) -> DataError 
 }
 
 /// Fetches daily bars from Yahoo.
-pub async fn fetch_yahoo(
+pub(crate) async fn fetch_yahoo(
     client: &Client,
     base: &Url,
     symbol: &str,
@@ -411,7 +411,7 @@ pub async fn fetch_yahoo(
 }
 
 /// Fetches daily bars from Stooq.
-pub async fn fetch_stooq(
+pub(crate) async fn fetch_stooq(
     client: &Client,
     base: &Url,
     symbol: &str,

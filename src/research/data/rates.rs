@@ -24,11 +24,11 @@ const GZ: &[u8] = include_bytes!("../../../assets/data/us_treasury_curve_1990_20
 const FILE: &str = "assets/data/us_treasury_curve_1990_2017.csv.gz";
 
 /// Attribution, also in NOTICE.
-pub const ATTRIBUTION: &str = "U.S. Department of the Treasury daily par yield curve rates (public domain), via zipline-reloaded";
+pub(crate) const ATTRIBUTION: &str = "U.S. Department of the Treasury daily par yield curve rates (public domain), via zipline-reloaded";
 
 /// The last date the curve's final yields are carried to: the end of the
 /// embedded market, so every offline backtest has a rate.
-pub const CARRY_UNTIL: (i32, u32, u32) = (2017, 11, 10);
+pub(crate) const CARRY_UNTIL: (i32, u32, u32) = (2017, 11, 10);
 
 /// The curve's maturities, in the file's column order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -47,7 +47,7 @@ pub enum Tenor {
 }
 
 impl Tenor {
-    pub const ALL: [Tenor; 11] = [
+    pub(crate) const ALL: [Tenor; 11] = [
         Tenor::M1,
         Tenor::M3,
         Tenor::M6,
@@ -62,7 +62,7 @@ impl Tenor {
     ];
 
     /// The file's column name (`3month`, `10year`).
-    pub fn column(self) -> &'static str {
+    pub(crate) fn column(self) -> &'static str {
         match self {
             Tenor::M1 => "1month",
             Tenor::M3 => "3month",
@@ -88,7 +88,7 @@ pub struct CurveDay {
 }
 
 impl CurveDay {
-    pub fn get(&self, tenor: Tenor) -> Option<f64> {
+    pub(crate) fn get(&self, tenor: Tenor) -> Option<f64> {
         self.yields[tenor as usize]
     }
 }
@@ -198,7 +198,7 @@ pub struct RiskFree {
 
 impl RiskFree {
     /// A zero rate for `n` bars, and why.
-    pub fn zero(n: usize, why: impl Into<String>) -> Self {
+    pub(crate) fn zero(n: usize, why: impl Into<String>) -> Self {
         RiskFree {
             per_bar: vec![0.0; n],
             label: "zero",
@@ -213,7 +213,7 @@ impl RiskFree {
 /// yield on bar t's date (see [`on`]). When the curve (carried to
 /// [`CARRY_UNTIL`]) does not cover every date, the rate is zero for all of
 /// them: one definition per result, never a mix.
-pub fn per_bar(dates: &[NaiveDate], bars_per_year: f64) -> RiskFree {
+pub(crate) fn per_bar(dates: &[NaiveDate], bars_per_year: f64) -> RiskFree {
     let n = dates.len();
     let (Some(first), Some(last)) = (dates.first(), dates.last()) else {
         return RiskFree::zero(0, "no bars");

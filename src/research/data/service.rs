@@ -129,7 +129,7 @@ impl DataRequest {
     }
 
     /// Also load `bars` bars before `start` (see [`DataRequest::history`]).
-    pub fn history(mut self, bars: usize) -> Self {
+    pub(crate) fn history(mut self, bars: usize) -> Self {
         self.history = bars;
         self
     }
@@ -137,7 +137,7 @@ impl DataRequest {
     /// The first date a loader is asked for: the start, or with warm-up
     /// history all of it from the local and embedded sources (reading it
     /// costs nothing more) and [`history_days`] more from the online ones.
-    pub fn load_start(&self, source: Source) -> Option<NaiveDate> {
+    pub(crate) fn load_start(&self, source: Source) -> Option<NaiveDate> {
         let start = self.start?;
         if self.history == 0 {
             return Some(start);
@@ -277,7 +277,7 @@ impl MarketData {
 
     /// The same service searching other local folders (e.g. a session's
     /// workspace), sharing clients and cache.
-    pub fn with_local_dirs(&self, dirs: Vec<PathBuf>) -> MarketData {
+    pub(crate) fn with_local_dirs(&self, dirs: Vec<PathBuf>) -> MarketData {
         let mut md = self.clone();
         md.config.local_dirs = dirs;
         md
@@ -296,7 +296,7 @@ impl MarketData {
     }
 
     /// Whether a loader can be used at all, or why not.
-    pub fn availability(&self, source: Source) -> Result<(), Unavailable> {
+    pub(crate) fn availability(&self, source: Source) -> Result<(), Unavailable> {
         match source {
             Source::Embedded => Ok(()),
             Source::Local if self.config.local_dirs.is_empty() => Err(Unavailable::NoLocalFolder),
@@ -455,7 +455,7 @@ impl MarketData {
 
     /// [`Self::fetch_all`] with `history` bars before `start` as well
     /// ([`DataRequest::history`]).
-    pub async fn fetch_all_with_history(
+    pub(crate) async fn fetch_all_with_history(
         &self,
         codes: &[String],
         start: Option<NaiveDate>,

@@ -115,7 +115,7 @@ pub(super) struct Columns {
 }
 
 impl Columns {
-    pub fn find<'a>(
+    pub(crate) fn find<'a>(
         names: impl Iterator<Item = &'a str> + Clone,
         origin: &str,
     ) -> Result<Columns, DataError> {

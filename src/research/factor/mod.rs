@@ -41,7 +41,7 @@ pub struct Panel {
 }
 
 /// One symbol's columns before alignment (already cut to the range).
-pub struct SymbolColumns<'a> {
+pub(crate) struct SymbolColumns<'a> {
     pub symbol: &'a str,
     pub dates: &'a [NaiveDate],
     pub close: &'a [f64],
@@ -51,7 +51,7 @@ pub struct SymbolColumns<'a> {
 impl Panel {
     /// Aligns symbols on the union of their dates (NaN where a symbol has
     /// no bar): a missing bar never borrows a neighbour's price.
-    pub fn align(series: &[SymbolColumns<'_>]) -> Result<Panel, FactorError> {
+    pub(crate) fn align(series: &[SymbolColumns<'_>]) -> Result<Panel, FactorError> {
         for s in series {
             if s.close.len() != s.dates.len() || s.factor.len() != s.dates.len() {
                 return Err(FactorError::Input(format!(
@@ -448,7 +448,7 @@ fn summarise(o: &mut HorizonIc) {
 /// The Newey–West variance of a series' mean with Bartlett weights
 /// 1 − l/(L+1): S / n², S = Σe² + 2 Σ_l w_l Σ_t e_t e_{t−l} (an OLS on a
 /// constant, as statsmodels' HAC without the small-sample correction).
-pub fn newey_west_mean_variance(x: &[f64], mean: f64, lags: usize) -> f64 {
+pub(crate) fn newey_west_mean_variance(x: &[f64], mean: f64, lags: usize) -> f64 {
     let n = x.len();
     let e: Vec<f64> = x.iter().map(|v| v - mean).collect();
     let mut s: f64 = e.iter().map(|v| v * v).sum();

@@ -18,7 +18,7 @@ pub struct RankScratch {
 /// Average ranks (1-based) of finite `x` into `out`: (value, place) pairs
 /// sorted together (no indirection), then each run of equal values given
 /// the mean of the ranks it spans.
-pub fn rank_average(x: &[f64], pairs: &mut Vec<(f64, u32)>, out: &mut Vec<f64>) {
+pub(crate) fn rank_average(x: &[f64], pairs: &mut Vec<(f64, u32)>, out: &mut Vec<f64>) {
     let n = x.len();
     pairs.clear();
     pairs.extend(x.iter().enumerate().map(|(i, v)| (*v, i as u32)));
@@ -42,7 +42,7 @@ pub fn rank_average(x: &[f64], pairs: &mut Vec<(f64, u32)>, out: &mut Vec<f64>) 
 }
 
 /// Average ranks of values already in ascending order (ties adjacent).
-pub fn rank_sorted(x: &[f64], out: &mut Vec<f64>) {
+pub(crate) fn rank_sorted(x: &[f64], out: &mut Vec<f64>) {
     let n = x.len();
     out.clear();
     out.resize(n, 0.0);
@@ -59,7 +59,7 @@ pub fn rank_sorted(x: &[f64], out: &mut Vec<f64>) {
 }
 
 /// Spearman's correlation of `a`, already ascending, with `b`.
-pub fn spearman_sorted_a(a: &[f64], b: &[f64], s: &mut RankScratch) -> f64 {
+pub(crate) fn spearman_sorted_a(a: &[f64], b: &[f64], s: &mut RankScratch) -> f64 {
     rank_sorted(a, &mut s.ra);
     rank_average(b, &mut s.pairs, &mut s.rb);
     pearson(&s.ra, &s.rb)
@@ -67,7 +67,7 @@ pub fn spearman_sorted_a(a: &[f64], b: &[f64], s: &mut RankScratch) -> f64 {
 
 /// Pearson's correlation as `np.corrcoef` forms it; NaN when either side
 /// is constant or fewer than two pairs are given.
-pub fn pearson(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn pearson(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len().min(b.len());
     if n < 2 {
         return f64::NAN;

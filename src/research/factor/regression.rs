@@ -59,7 +59,7 @@ pub struct Ols {
 
 /// The Newey–West (1994) rule of thumb ⌊4·(n/100)^(2/9)⌋, the lag count
 /// statsmodels' `cov_hac` uses when none is given.
-pub fn default_hac_lags(n: usize) -> usize {
+pub(crate) fn default_hac_lags(n: usize) -> usize {
     (4.0 * (n as f64 / 100.0).powf(2.0 / 9.0)).floor() as usize
 }
 

@@ -15,7 +15,7 @@
 use super::{Greeks, OptionError, OptionInputs};
 
 /// The most steps a tree may have: 100,000 steps is 5·10⁹ node updates.
-pub const MAX_STEPS: usize = 100_000;
+pub(crate) const MAX_STEPS: usize = 100_000;
 
 /// The bump for the finite-difference vega and rho.
 const BUMP: f64 = 1e-4;

@@ -67,7 +67,7 @@ pub(crate) fn price_unchecked(o: &OptionInputs) -> Greeks {
 
 /// The no-arbitrage bounds of a European price: (intrinsic on the
 /// forward, the discounted asset or strike).
-pub fn price_bounds(o: &OptionInputs) -> (f64, f64) {
+pub(crate) fn price_bounds(o: &OptionInputs) -> (f64, f64) {
     let df_r = (-o.rate * o.expiry_years).exp();
     let df_q = (-o.dividend_yield * o.expiry_years).exp();
     let (s, k) = (o.spot * df_q, o.strike * df_r);

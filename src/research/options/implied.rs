@@ -13,7 +13,7 @@ use super::black_scholes::{price_bounds, price_unchecked};
 use super::{OptionError, OptionInputs, OptionKind, positive};
 
 /// The solver's iteration cap (bisection alone reaches 1e-15 within it).
-pub const MAX_ITERATIONS: u32 = 200;
+pub(crate) const MAX_ITERATIONS: u32 = 200;
 
 /// The solved volatility and the iterations it took.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -28,7 +28,7 @@ pub enum OptionKind {
 }
 
 impl OptionKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             OptionKind::Call => "call",
             OptionKind::Put => "put",
@@ -69,7 +69,7 @@ pub struct Greeks {
 
 impl Greeks {
     /// `self · q`: a position of `q` units.
-    pub fn scaled(self, q: f64) -> Greeks {
+    pub(crate) fn scaled(self, q: f64) -> Greeks {
         Greeks {
             price: self.price * q,
             delta: self.delta * q,
@@ -81,7 +81,7 @@ impl Greeks {
     }
 
     /// The sum of two positions.
-    pub fn plus(self, o: Greeks) -> Greeks {
+    pub(crate) fn plus(self, o: Greeks) -> Greeks {
         Greeks {
             price: self.price + o.price,
             delta: self.delta + o.delta,
@@ -147,7 +147,7 @@ pub(crate) fn finite(name: &'static str, value: f64) -> Result<f64, OptionError>
 impl OptionInputs {
     /// Checks every input: spot, strike, expiry and volatility positive,
     /// rate and yield finite (negative rates are allowed).
-    pub fn checked(self) -> Result<Self, OptionError> {
+    pub(crate) fn checked(self) -> Result<Self, OptionError> {
         positive("spot", self.spot)?;
         positive("strike", self.strike)?;
         positive("expiry_years", self.expiry_years)?;

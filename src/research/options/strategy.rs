@@ -15,24 +15,24 @@ use super::black_scholes::price_unchecked;
 use super::{Greeks, OptionError, OptionInputs, OptionKind, finite, positive};
 
 /// Most points of a payoff grid.
-pub const MAX_POINTS: usize = 1001;
+pub(crate) const MAX_POINTS: usize = 1001;
 /// Points of a payoff grid by default (before the kinks and breakevens are
 /// added).
-pub const DEFAULT_POINTS: usize = 41;
+pub(crate) const DEFAULT_POINTS: usize = 41;
 /// Most legs of one position.
-pub const MAX_LEGS: usize = 20;
+pub(crate) const MAX_LEGS: usize = 20;
 
 /// What a leg holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum LegKind {
+pub(crate) enum LegKind {
     Call,
     Put,
     Stock,
 }
 
 impl LegKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             LegKind::Call => "call",
             LegKind::Put => "put",
@@ -52,7 +52,7 @@ impl LegKind {
 /// One leg as given: a stock leg needs no strike; `premium` absent means
 /// priced by the model (options) or at the spot (stock).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Leg {
+pub(crate) struct Leg {
     pub kind: LegKind,
     pub strike: Option<f64>,
     pub quantity: f64,
@@ -71,7 +71,7 @@ pub struct Market {
 
 /// A leg with its premium settled.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct PricedLeg {
+pub(crate) struct PricedLeg {
     pub kind: LegKind,
     /// Absent for a stock leg.
     pub strike: Option<f64>,
@@ -84,7 +84,7 @@ pub struct PricedLeg {
 
 /// The position's value after a shock to the spot and the volatility.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct StressRow {
+pub(crate) struct StressRow {
     /// Relative spot move (−0.1: the spot 10 % lower).
     pub spot_shift: f64,
     /// Absolute volatility move (0.05: five volatility points higher).
@@ -97,7 +97,7 @@ pub struct StressRow {
 
 /// Everything [`analyze`] finds.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct StrategyResult {
+pub(crate) struct StrategyResult {
     /// The position's name when its legs have a known shape ([`name_of`]).
     pub name: String,
     pub legs: Vec<PricedLeg>,
@@ -116,13 +116,13 @@ pub struct StrategyResult {
 }
 
 /// The spot moves and volatility moves of the stress table.
-pub const SPOT_SHIFTS: [f64; 5] = [-0.2, -0.1, 0.0, 0.1, 0.2];
-pub const VOL_SHIFTS: [f64; 3] = [-0.05, 0.0, 0.05];
+pub(crate) const SPOT_SHIFTS: [f64; 5] = [-0.2, -0.1, 0.0, 0.1, 0.2];
+pub(crate) const VOL_SHIFTS: [f64; 3] = [-0.05, 0.0, 0.05];
 
 /// Prices the legs and analyses the position's payoff at expiry over
 /// `[low, high]` (default half the lowest to 1.5 times the highest of the
 /// spot and the strikes) with `points` evenly spaced points.
-pub fn analyze(
+pub(crate) fn analyze(
     legs: &[Leg],
     market: &Market,
     range: Option<(f64, f64)>,
@@ -165,7 +165,7 @@ pub fn analyze(
 /// "strangle", "bull call spread", "bear put spread", "covered call",
 /// "protective put", "collar", each "short …" when every sign is flipped;
 /// else "position".
-pub fn name_of(legs: &[PricedLeg]) -> String {
+pub(crate) fn name_of(legs: &[PricedLeg]) -> String {
     use LegKind::{Call, Put, Stock};
     let mut shape: Vec<(LegKind, f64, f64)> = legs
         .iter()

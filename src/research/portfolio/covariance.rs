@@ -5,7 +5,7 @@
 //! the centred returns), × 252.
 
 /// Trading days a year: the annualisation of every quant tool.
-pub const TRADING_DAYS: f64 = 252.0;
+pub(crate) const TRADING_DAYS: f64 = 252.0;
 
 /// A symmetric n×n matrix, row-major.
 #[derive(Clone, Debug, PartialEq)]
@@ -15,7 +15,7 @@ pub struct Matrix {
 }
 
 impl Matrix {
-    pub fn zeros(n: usize) -> Self {
+    pub(crate) fn zeros(n: usize) -> Self {
         Matrix {
             n,
             data: vec![0.0; n * n],
@@ -27,7 +27,7 @@ impl Matrix {
     }
 
     /// M·w.
-    pub fn times(&self, w: &[f64]) -> Vec<f64> {
+    pub(crate) fn times(&self, w: &[f64]) -> Vec<f64> {
         (0..self.n)
             .map(|i| {
                 self.data[i * self.n..(i + 1) * self.n]
@@ -40,17 +40,17 @@ impl Matrix {
     }
 
     /// wᵀ·M·w.
-    pub fn quad(&self, w: &[f64]) -> f64 {
+    pub(crate) fn quad(&self, w: &[f64]) -> f64 {
         self.times(w).iter().zip(w).map(|(a, b)| a * b).sum()
     }
 
     /// The square roots of the diagonal.
-    pub fn vols(&self) -> Vec<f64> {
+    pub(crate) fn vols(&self) -> Vec<f64> {
         (0..self.n).map(|i| self.at(i, i).sqrt()).collect()
     }
 
     /// The sub-matrix of rows and columns `idx`.
-    pub fn select(&self, idx: &[usize]) -> Matrix {
+    pub(crate) fn select(&self, idx: &[usize]) -> Matrix {
         let mut m = Matrix::zeros(idx.len());
         for (a, i) in idx.iter().enumerate() {
             for (b, j) in idx.iter().enumerate() {
@@ -62,7 +62,7 @@ impl Matrix {
 }
 
 /// Each column's mean.
-pub fn means(columns: &[Vec<f64>]) -> Vec<f64> {
+pub(crate) fn means(columns: &[Vec<f64>]) -> Vec<f64> {
     columns
         .iter()
         .map(|c| c.iter().sum::<f64>() / c.len() as f64)
@@ -147,7 +147,7 @@ fn gram(x: &[Vec<f64>], divisor: f64) -> Matrix {
 /// the covariance of each column with the book's returns, in O(assets ×
 /// days). Equal weights, inverse volatility and the risk report need only
 /// this.
-pub fn sample_cov_times(columns: &[Vec<f64>], w: &[f64]) -> Vec<f64> {
+pub(crate) fn sample_cov_times(columns: &[Vec<f64>], w: &[f64]) -> Vec<f64> {
     let x = centred(columns);
     let days = x.first().map_or(0, Vec::len);
     let mut p = vec![0.0; days];
@@ -162,7 +162,7 @@ pub fn sample_cov_times(columns: &[Vec<f64>], w: &[f64]) -> Vec<f64> {
 }
 
 /// Each column's sample variance (ddof 1, not annualised).
-pub fn sample_variances(columns: &[Vec<f64>]) -> Vec<f64> {
+pub(crate) fn sample_variances(columns: &[Vec<f64>]) -> Vec<f64> {
     columns
         .iter()
         .map(|c| crate::research::stats::variance(c, 1))
@@ -170,13 +170,13 @@ pub fn sample_variances(columns: &[Vec<f64>]) -> Vec<f64> {
 }
 
 /// The sample covariance (ddof 1) of daily returns, not annualised.
-pub fn sample_cov(columns: &[Vec<f64>]) -> Matrix {
+pub(crate) fn sample_cov(columns: &[Vec<f64>]) -> Matrix {
     let t = columns.first().map_or(0, Vec::len) as f64;
     gram(&centred(columns), t - 1.0)
 }
 
 /// The annualised sample covariance.
-pub fn annual_sample_cov(columns: &[Vec<f64>]) -> Matrix {
+pub(crate) fn annual_sample_cov(columns: &[Vec<f64>]) -> Matrix {
     let mut m = sample_cov(columns);
     m.data.iter_mut().for_each(|v| *v *= TRADING_DAYS);
     m
@@ -184,7 +184,7 @@ pub fn annual_sample_cov(columns: &[Vec<f64>]) -> Matrix {
 
 /// Ledoit–Wolf shrinkage of daily returns, annualised, and the shrinkage
 /// intensity (scikit-learn's `ledoit_wolf`, `assume_centered=False`).
-pub fn annual_ledoit_wolf(columns: &[Vec<f64>]) -> (Matrix, f64) {
+pub(crate) fn annual_ledoit_wolf(columns: &[Vec<f64>]) -> (Matrix, f64) {
     let p = columns.len();
     let n = columns.first().map_or(0, Vec::len) as f64;
     let x = centred(columns);

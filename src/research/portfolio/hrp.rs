@@ -14,7 +14,7 @@
 use super::covariance::Matrix;
 
 /// HRP weights for covariance `cov` (any scale: only ratios matter).
-pub fn hrp_weights(cov: &Matrix) -> Vec<f64> {
+pub(crate) fn hrp_weights(cov: &Matrix) -> Vec<f64> {
     let n = cov.n;
     if n == 1 {
         return vec![1.0];

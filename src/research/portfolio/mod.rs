@@ -70,7 +70,7 @@ impl Method {
     }
 
     /// Every name, for error messages and schemas.
-    pub fn names() -> String {
+    pub(crate) fn names() -> String {
         Method::ALL.map(Method::as_str).join(", ")
     }
 }
@@ -85,7 +85,7 @@ pub enum CovarianceKind {
 }
 
 impl CovarianceKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             CovarianceKind::Sample => "sample",
             CovarianceKind::LedoitWolf => "ledoit_wolf",
@@ -161,7 +161,7 @@ pub enum PortfolioError {
 
 /// Checks the returns: at least one asset, equal lengths, two days or
 /// more, every value finite.
-pub fn check_returns(columns: &[Vec<f64>], names: &[String]) -> Result<(), PortfolioError> {
+pub(crate) fn check_returns(columns: &[Vec<f64>], names: &[String]) -> Result<(), PortfolioError> {
     let Some(first) = columns.first() else {
         return Err(PortfolioError::Input("no assets were given".into()));
     };
@@ -375,7 +375,7 @@ fn tidy(mut w: Vec<f64>) -> Vec<f64> {
 
 /// Weights outside `[lo, hi]` set to the bound, the others rescaled in
 /// proportion to fill the rest, until every weight fits.
-pub fn capped(mut w: Vec<f64>, lo: f64, hi: f64) -> Vec<f64> {
+pub(crate) fn capped(mut w: Vec<f64>, lo: f64, hi: f64) -> Vec<f64> {
     let n = w.len();
     let mut fixed = vec![false; n];
     for _ in 0..=n {
@@ -431,7 +431,7 @@ fn lean_weights(columns: &[Vec<f64>], mu: &[f64], o: &OptimizeOptions) -> Option
 }
 
 /// The figures of a weight vector.
-pub fn describe(
+pub(crate) fn describe(
     weights: Vec<f64>,
     cov: &Matrix,
     mu: &[f64],

@@ -18,7 +18,7 @@
 
 /// What went wrong.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum QpError {
+pub(crate) enum QpError {
     #[error("the matrix is not positive definite (pivot {index})")]
     NotPositiveDefinite { index: usize },
     #[error("the equality constraints are linearly dependent")]
@@ -31,14 +31,14 @@ pub enum QpError {
 
 /// Constraints as normal vectors (each of length n) and offsets.
 #[derive(Clone, Debug, Default)]
-pub struct Constraints {
+pub(crate) struct Constraints {
     pub normals: Vec<Vec<f64>>,
     pub offsets: Vec<f64>,
 }
 
 impl Constraints {
     /// Adds `normal · x + offset (= or ≥) 0`.
-    pub fn push(&mut self, normal: Vec<f64>, offset: f64) {
+    pub(crate) fn push(&mut self, normal: Vec<f64>, offset: f64) {
         self.normals.push(normal);
         self.offsets.push(offset);
     }
@@ -49,7 +49,7 @@ impl Constraints {
 }
 
 /// The minimiser `x`.
-pub fn solve(
+pub(crate) fn solve(
     n: usize,
     g: &[f64],
     g0: &[f64],
@@ -412,7 +412,7 @@ impl Snapshot {
 }
 
 /// The lower Cholesky factor of the n×n matrix `a` (row-major).
-pub fn cholesky(n: usize, a: &[f64]) -> Result<Vec<f64>, QpError> {
+pub(crate) fn cholesky(n: usize, a: &[f64]) -> Result<Vec<f64>, QpError> {
     let mut l = vec![0.0; n * n];
     for i in 0..n {
         for k in 0..=i {
@@ -431,7 +431,7 @@ pub fn cholesky(n: usize, a: &[f64]) -> Result<Vec<f64>, QpError> {
 }
 
 /// Solves L·y = b.
-pub fn forward(n: usize, l: &[f64], b: &[f64]) -> Vec<f64> {
+pub(crate) fn forward(n: usize, l: &[f64], b: &[f64]) -> Vec<f64> {
     let mut y = vec![0.0; n];
     for i in 0..n {
         y[i] = (b[i] - dot(&l[i * n..i * n + i], &y[..i])) / l[i * n + i];
@@ -440,7 +440,7 @@ pub fn forward(n: usize, l: &[f64], b: &[f64]) -> Vec<f64> {
 }
 
 /// Solves Lᵀ·x = y.
-pub fn backward(n: usize, l: &[f64], y: &[f64]) -> Vec<f64> {
+pub(crate) fn backward(n: usize, l: &[f64], y: &[f64]) -> Vec<f64> {
     let mut x = vec![0.0; n];
     for i in (0..n).rev() {
         let sum: f64 = (i + 1..n).map(|k| l[k * n + i] * x[k]).sum();

@@ -17,7 +17,7 @@ use super::qp::{QpError, backward, cholesky, forward};
 const MAX_ITERATIONS: usize = 200;
 
 /// The equal-risk-contribution weights, summing to 1.
-pub fn erc_weights(cov: &Matrix) -> Result<Vec<f64>, QpError> {
+pub(crate) fn erc_weights(cov: &Matrix) -> Result<Vec<f64>, QpError> {
     let n = cov.n;
     let b = 1.0 / n as f64;
     // Start at inverse volatility, scaled so that yᵀΣy = 1 (f's scale).

@@ -25,9 +25,9 @@
 use super::{TsError, check_series, is_constant};
 
 /// Fewest returns a GARCH fit takes.
-pub const GARCH_MIN_OBS: usize = 100;
+pub(crate) const GARCH_MIN_OBS: usize = 100;
 /// Fewest returns an EWMA takes.
-pub const EWMA_MIN_OBS: usize = 2;
+pub(crate) const EWMA_MIN_OBS: usize = 2;
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
 /// GARCH(1,1) parameters on returns in percent.
@@ -68,12 +68,12 @@ pub struct GarchFit {
 }
 
 impl GarchFit {
-    pub fn persistence(&self) -> f64 {
+    pub(crate) fn persistence(&self) -> f64 {
         self.params.alpha + self.params.beta
     }
 
     /// ω / (1 − α − β), percent²; `None` without mean reversion.
-    pub fn long_run_variance(&self) -> Option<f64> {
+    pub(crate) fn long_run_variance(&self) -> Option<f64> {
         let p = self.persistence();
         (p < 1.0).then(|| self.params.omega / (1.0 - p))
     }
@@ -99,7 +99,7 @@ impl GarchFit {
 }
 
 /// arch's backcast: Σ w_i e_i² over the first min(75, n), w_i ∝ 0.94^i.
-pub fn backcast(e: &[f64]) -> f64 {
+pub(crate) fn backcast(e: &[f64]) -> f64 {
     let tau = e.len().min(75);
     let w: Vec<f64> = (0..tau).map(|i| 0.94f64.powf(i as f64)).collect();
     let total: f64 = w.iter().sum();
@@ -111,7 +111,7 @@ pub fn backcast(e: &[f64]) -> f64 {
 }
 
 /// arch's loose bounds on each σ²_t (lower, upper).
-pub fn variance_bounds(e: &[f64]) -> Vec<(f64, f64)> {
+pub(crate) fn variance_bounds(e: &[f64]) -> Vec<(f64, f64)> {
     let n = e.len() as f64;
     let mut v = backcast(e);
     let m = e.iter().sum::<f64>() / n;

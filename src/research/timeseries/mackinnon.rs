@@ -17,7 +17,7 @@ use super::Trend;
 use crate::research::stats::norm_cdf;
 
 /// Largest N the tables here carry.
-pub const MAX_N: usize = 2;
+pub(crate) const MAX_N: usize = 2;
 
 /// τ* (below: the small-p polynomial), τ_min (below: p = 0) and τ_max
 /// (above: p = 1), per trend, for N = 1, 2 (MacKinnon 1994, table 3).
@@ -63,7 +63,7 @@ fn large_p(trend: Trend, n: usize) -> [f64; 4] {
 
 /// MacKinnon's approximate p-value of the statistic `tau` for N series.
 /// N outside 1..=[`MAX_N`] gives NaN.
-pub fn p_value(tau: f64, trend: Trend, n: usize) -> f64 {
+pub(crate) fn p_value(tau: f64, trend: Trend, n: usize) -> f64 {
     if !(1..=MAX_N).contains(&n) || tau.is_nan() {
         return f64::NAN;
     }
@@ -87,7 +87,7 @@ pub fn p_value(tau: f64, trend: Trend, n: usize) -> f64 {
 /// The 1 %, 5 % and 10 % critical values for a sample of `nobs` (MacKinnon
 /// 2010: β∞ + β1/T + β2/T² + β3/T³). `None` where the paper gives none (no
 /// constant with N > 1).
-pub fn critical_values(trend: Trend, n: usize, nobs: usize) -> Option<[f64; 3]> {
+pub(crate) fn critical_values(trend: Trend, n: usize, nobs: usize) -> Option<[f64; 3]> {
     let t = table_2010(trend, n)?;
     let x = 1.0 / nobs as f64;
     let mut out = [0.0; 3];

@@ -45,7 +45,7 @@ impl Trend {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Trend::None => "n",
             Trend::Constant => "c",
@@ -54,7 +54,7 @@ impl Trend {
     }
 
     /// How many deterministic regressors the terms add.
-    pub fn terms(self) -> usize {
+    pub(crate) fn terms(self) -> usize {
         match self {
             Trend::None => 0,
             Trend::Constant => 1,
@@ -82,7 +82,7 @@ impl Autolag {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Autolag::Aic => "aic",
             Autolag::Bic => "bic",

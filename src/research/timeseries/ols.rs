@@ -14,7 +14,7 @@ use super::Trend;
 
 /// Removes `trend`'s deterministic terms from `v` in place: the mean, and
 /// with a trend also the projection on the centred time index 1..n.
-pub fn partial_out(v: &mut [f64], trend: Trend) {
+pub(crate) fn partial_out(v: &mut [f64], trend: Trend) {
     if trend == Trend::None || v.is_empty() {
         return;
     }
@@ -32,7 +32,7 @@ pub fn partial_out(v: &mut [f64], trend: Trend) {
 
 /// The slope of centred `v` on the centred time index: Σ τ̃_i v_i / Σ τ̃_i²,
 /// with τ̃_i = i − (n−1)/2 and Σ τ̃² = n(n²−1)/12.
-pub fn trend_coefficient(v: &[f64]) -> f64 {
+pub(crate) fn trend_coefficient(v: &[f64]) -> f64 {
     let n = v.len() as f64;
     let c = (n - 1.0) / 2.0;
     let num: f64 = v.iter().enumerate().map(|(i, x)| (i as f64 - c) * x).sum();
@@ -41,7 +41,7 @@ pub fn trend_coefficient(v: &[f64]) -> f64 {
 
 /// Σ a_i b_i over the shorter length, with four accumulators so the loop
 /// vectorises.
-pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut acc = [0.0f64; 4];
@@ -61,7 +61,7 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// The Gram matrix XᵀX (k×k, row-major, both triangles) of `cols`.
-pub fn gram(cols: &[Vec<f64>]) -> Vec<f64> {
+pub(crate) fn gram(cols: &[Vec<f64>]) -> Vec<f64> {
     let k = cols.len();
     let mut g = vec![0.0; k * k];
     for i in 0..k {
@@ -77,7 +77,7 @@ pub fn gram(cols: &[Vec<f64>]) -> Vec<f64> {
 /// The lower Cholesky factor of the k×k symmetric positive definite `g`,
 /// or `None` when a pivot vanishes against its diagonal (collinear
 /// columns).
-pub fn cholesky(g: &[f64], k: usize) -> Option<Vec<f64>> {
+pub(crate) fn cholesky(g: &[f64], k: usize) -> Option<Vec<f64>> {
     let mut l = vec![0.0; k * k];
     for i in 0..k {
         for j in 0..=i {
@@ -99,7 +99,7 @@ pub fn cholesky(g: &[f64], k: usize) -> Option<Vec<f64>> {
 }
 
 /// Solves L z = b for lower-triangular L (k×k).
-pub fn forward(l: &[f64], k: usize, b: &[f64]) -> Vec<f64> {
+pub(crate) fn forward(l: &[f64], k: usize, b: &[f64]) -> Vec<f64> {
     let mut z = vec![0.0; k];
     for i in 0..k {
         let mut s = b[i];
@@ -112,7 +112,7 @@ pub fn forward(l: &[f64], k: usize, b: &[f64]) -> Vec<f64> {
 }
 
 /// Solves Lᵀ x = z for lower-triangular L (k×k).
-pub fn backward(l: &[f64], k: usize, z: &[f64]) -> Vec<f64> {
+pub(crate) fn backward(l: &[f64], k: usize, z: &[f64]) -> Vec<f64> {
     let mut x = vec![0.0; k];
     for i in (0..k).rev() {
         let mut s = z[i];
@@ -136,7 +136,7 @@ pub struct Fit {
 /// Regresses `y` on `cols` (no intercept: partial it out first). The SSR
 /// is summed from the residuals, not by cancellation. `None` when the
 /// columns are collinear.
-pub fn least_squares(y: &[f64], cols: &[Vec<f64>]) -> Option<Fit> {
+pub(crate) fn least_squares(y: &[f64], cols: &[Vec<f64>]) -> Option<Fit> {
     let k = cols.len();
     let g = gram(cols);
     let l = cholesky(&g, k)?;

@@ -19,7 +19,7 @@ use super::ols::{cholesky, forward, gram, least_squares, partial_out, trend_coef
 use super::{Autolag, Trend, TsError, check_series, is_constant};
 
 /// Fewest observations a test takes.
-pub const MIN_OBS: usize = 10;
+pub(crate) const MIN_OBS: usize = 10;
 
 /// An ADF test's result.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,7 +40,7 @@ pub struct AdfResult {
 
 /// statsmodels' default maximum lag for `n` observations, or `None` when
 /// the sample is too short for the deterministic terms.
-pub fn default_max_lag(n: usize, trend: Trend) -> Option<usize> {
+pub(crate) fn default_max_lag(n: usize, trend: Trend) -> Option<usize> {
     let schwert = (12.0 * (n as f64 / 100.0).powf(0.25)).ceil() as usize;
     (n / 2)
         .checked_sub(trend.terms() + 1)

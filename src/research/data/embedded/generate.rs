@@ -48,7 +48,7 @@ const SHA256: [(&str, &str); 3] = [
 
 /// A decimal with at most four places, in 1e-4 units, read from its text
 /// (never through a float, so the stored number is the written one).
-pub fn units(text: &str) -> Result<i64, String> {
+pub(crate) fn units(text: &str) -> Result<i64, String> {
     let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
     if frac.len() > 4 || whole.is_empty() || whole.starts_with('-') {
         return Err(format!(

@@ -29,7 +29,7 @@ use chrono::{Datelike, NaiveDate};
 use sha2::{Digest, Sha256};
 
 /// Prices are stored as integers of this many units per dollar.
-pub const PRICE_UNITS: f64 = 10_000.0;
+pub(crate) const PRICE_UNITS: f64 = 10_000.0;
 
 /// The columns of one ticker in stored units.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -104,7 +104,7 @@ impl Cursor<'_> {
 }
 
 /// Inflates and decodes one block; `rows` is what the index says it holds.
-pub fn decode_block(deflated: &[u8], rows: usize) -> Result<RawColumns, String> {
+pub(crate) fn decode_block(deflated: &[u8], rows: usize) -> Result<RawColumns, String> {
     let mut bytes = Vec::with_capacity(rows * 14);
     flate2::read::DeflateDecoder::new(deflated)
         .read_to_end(&mut bytes)
@@ -177,7 +177,7 @@ pub mod write {
     }
 
     /// The block of `c`, deflated (the inverse of `decode_block`).
-    pub fn encode_block(c: &RawColumns) -> Vec<u8> {
+    pub(crate) fn encode_block(c: &RawColumns) -> Vec<u8> {
         let n = c.len();
         let mut raw = Vec::with_capacity(n * 14);
         unsigned(&mut raw, n as u64);
