@@ -25,6 +25,7 @@ mod provider;
 mod quant_goldens;
 mod quant_teams;
 mod quant_tools;
+mod ray;
 mod research_data;
 mod sandbox;
 mod secrets_limits;

@@ -1,0 +1,2 @@
+//! Stub until branch sweep is merged.
+pub mod ray;
