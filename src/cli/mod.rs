@@ -12,8 +12,10 @@ mod error;
 mod inspect;
 mod mcp;
 mod memory;
+mod ray;
 mod run;
 mod swarm;
+mod swarm_batch;
 mod workstation;
 
 use std::process::ExitCode;

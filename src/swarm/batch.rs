@@ -1,4 +1,4 @@
-//! A team over a list (docs §14.7): `vibedesk swarm batch NAME --targets
+//! A team over a list (docs §14.8): `vibedesk swarm batch NAME --targets
 //! FILE` runs one team per target, each team run a *cell* of a hashed
 //! [`BatchPlan`], through the same shard runner as a sweep: shard `i` of `N`
 //! runs the cells with `index % N == i` one after another and writes
