@@ -1,0 +1,52 @@
+//! Which engine runs a plan (docs §18.3, §18.5): the local one on every
+//! core, or Ray when `--engine ray --address URL` asks for it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::SweepError;
+use super::events::SweepEvent;
+use super::local::{self, Finished, LocalOptions};
+use super::plan::Plan;
+
+/// `--engine`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Local,
+    /// A Ray cluster's dashboard address (`http://HEAD:8265`).
+    Ray {
+        address: Option<String>,
+    },
+}
+
+impl Engine {
+    /// Reads `--engine NAME` and `--address URL`.
+    pub fn parse(name: &str, address: Option<String>) -> Result<Engine, SweepError> {
+        match name {
+            "local" => Ok(Engine::Local),
+            "ray" => Ok(Engine::Ray { address }),
+            other => Err(SweepError::Engine(format!(
+                "--engine '{other}' is not an engine: local (the default, every core here) or ray (--address http://HEAD:8265)"
+            ))),
+        }
+    }
+}
+
+/// Runs `plan` into `out` on `engine`. The Ray engine fills its arm here.
+pub async fn run(
+    engine: &Engine,
+    plan: Arc<Plan>,
+    out: &Path,
+    opts: &LocalOptions,
+    cancel: CancellationToken,
+    events: Arc<dyn Fn(&SweepEvent) + Send + Sync>,
+) -> Result<Finished, SweepError> {
+    match engine {
+        Engine::Local => local::run(plan, out, opts, cancel, events).await,
+        Engine::Ray { .. } => Err(SweepError::Engine(
+            "the Ray engine is not built in this vibedesk yet: run with --engine local (the default)".into(),
+        )),
+    }
+}
