@@ -13,6 +13,49 @@ use super::{CliError, exit};
 use crate::sweep::ray::job::{self, JobEvent, JobOutcome, ShardJob};
 use crate::sweep::ray::{JobStatus, JobsClient, RayConfig};
 
+/// `sweep run`'s flags for `--engine ray` (docs §19.2).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct RayArgs {
+    /// Shards the sweep is cut into on Ray (default 16, at most one per
+    /// cell); keep it the same to resume.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<usize>,
+    /// Where shards write their files: a directory every Ray node and this
+    /// machine see at the same path (default `[engines.ray] shard_dir`, else
+    /// `OUT.sweep/ray-shards`).
+    #[arg(long, value_name = "DIR")]
+    pub shard_dir: Option<PathBuf>,
+    /// Ray's retries of a failed shard (default `[engines.ray]
+    /// max_retries`, else 3).
+    #[arg(long, value_name = "N")]
+    pub max_retries: Option<u32>,
+}
+
+/// A sweep's Ray run from the flags, `[engines.ray]` and the local
+/// engine's data options.
+pub(super) fn ray_sweep(
+    address: Option<&str>,
+    args: &RayArgs,
+    opts: &crate::sweep::local::LocalOptions,
+) -> Result<crate::sweep::ray::sweep::RaySweep, CliError> {
+    let config = super::load_config(&crate::config::Overrides::default())?;
+    let setup = RaySetup::new(&config.config_file, address)?;
+    let mut ray = crate::sweep::ray::sweep::RaySweep::new(setup.client.clone(), current_binary()?);
+    ray.shard_dir = match args.shard_dir.as_deref().or(setup.config.shard_dir.as_deref()) {
+        Some(d) => Some(absolute_dir(d)?),
+        None => None,
+    };
+    if args.shards == Some(0) {
+        return Err(CliError::usage("--shards must be at least 1"));
+    }
+    ray.shards = args.shards;
+    ray.max_retries = setup.max_retries(args.max_retries);
+    ray.python = setup.python();
+    ray.data_dir = std::path::absolute(&opts.data_dir).ok();
+    ray.offline = opts.data.offline;
+    Ok(ray)
+}
+
 /// `--address`, `--shard-dir`, `--max-retries` with `[engines.ray]`.
 pub(super) struct RaySetup {
     pub client: JobsClient,
@@ -73,29 +116,33 @@ pub(super) fn current_binary() -> Result<PathBuf, CliError> {
         .map_err(|e| CliError::failed(format!("cannot find the running vibedesk binary: {e}")))
 }
 
-/// Runs `job` on the cluster and follows it; `hook` sees every event too
-/// (a sweep turns finished shards into progress). Ctrl-C stops the job.
+/// Prints a job's events: lines on stderr, or `ray_*` JSON lines on
+/// stdout with `--json`.
+pub(super) fn job_printer(json: bool, address: String) -> impl FnMut(&JobEvent) + Send {
+    let mut done = 0usize;
+    move |e: &JobEvent| {
+        if let JobEvent::ShardDone { .. } = e {
+            done += 1;
+        }
+        if json {
+            print_json(e, done);
+        } else {
+            print_text(e, done, &address);
+        }
+    }
+}
+
+/// Runs `job` on the cluster and follows it, printing its events. Ctrl-C
+/// stops the job.
 pub(super) async fn follow(
     setup: &RaySetup,
     job: &ShardJob,
     json: bool,
-    hook: &mut (dyn FnMut(&JobEvent) + Send),
 ) -> Result<JobOutcome, CliError> {
     let cancel = CancellationToken::new();
     let ctrl_c = spawn_ctrl_c(cancel.clone(), json);
-    let count = job.count;
-    let mut done = job.count - job.shards.len();
-    let mut on_event = |e: JobEvent| {
-        if let JobEvent::ShardDone { .. } = e {
-            done += 1;
-        }
-        hook(&e);
-        if json {
-            print_json(&e, done, count);
-        } else {
-            print_text(&e, done, count, setup.client.address());
-        }
-    };
+    let mut print = job_printer(json, setup.client.address().to_string());
+    let mut on_event = |e: JobEvent| print(&e);
     let outcome = job::run(&setup.client, job, &mut on_event, &cancel).await;
     ctrl_c.abort();
     outcome.map_err(CliError::failed)
@@ -153,7 +200,7 @@ fn spawn_ctrl_c(cancel: CancellationToken, json: bool) -> tokio::task::JoinHandl
     })
 }
 
-fn print_text(e: &JobEvent, done: usize, count: usize, address: &str) {
+fn print_text(e: &JobEvent, done: usize, address: &str) {
     match e {
         JobEvent::Packaged { package, bytes } => eprintln!(
             "ray: package {package} ({:.1} MB)",
@@ -165,13 +212,13 @@ fn print_text(e: &JobEvent, done: usize, count: usize, address: &str) {
         ),
         JobEvent::Status { status } => eprintln!("ray: job {}", status.as_str()),
         JobEvent::ShardStarted { shard, node } => {
-            eprintln!("  ▶ shard {shard}/{count} on {node}")
+            eprintln!("  ▶ shard {shard} on {node}")
         }
         JobEvent::ShardDone { shard, seconds } => {
-            eprintln!("  ✓ shard {shard}/{count} {seconds:.1} s · {done}/{count} done")
+            eprintln!("  ✓ shard {shard} {seconds:.1} s · {done} done in this job")
         }
         JobEvent::ShardFailed { shard, error } => eprintln!(
-            "  ✗ shard {shard}/{count}: {}",
+            "  ✗ shard {shard}: {}",
             crate::text::one_line(error, 300)
         ),
         JobEvent::Log { line } => eprintln!("  ray│ {line}"),
@@ -179,7 +226,7 @@ fn print_text(e: &JobEvent, done: usize, count: usize, address: &str) {
     }
 }
 
-fn print_json(e: &JobEvent, done: usize, count: usize) {
+fn print_json(e: &JobEvent, done: usize) {
     let value = match e {
         JobEvent::Packaged { package, bytes } => {
             serde_json::json!({"event": "ray_packaged", "package": package, "bytes": bytes})
@@ -194,13 +241,13 @@ fn print_json(e: &JobEvent, done: usize, count: usize) {
             serde_json::json!({"event": "ray_status", "status": status.as_str()})
         }
         JobEvent::ShardStarted { shard, node } => {
-            serde_json::json!({"event": "ray_shard_started", "shard": shard, "of": count, "node": node})
+            serde_json::json!({"event": "ray_shard_started", "shard": shard, "node": node})
         }
         JobEvent::ShardDone { shard, seconds } => serde_json::json!({
-            "event": "ray_shard_done", "shard": shard, "of": count, "seconds": seconds, "done": done
+            "event": "ray_shard_done", "shard": shard, "seconds": seconds, "done": done
         }),
         JobEvent::ShardFailed { shard, error } => {
-            serde_json::json!({"event": "ray_shard_failed", "shard": shard, "of": count, "error": error})
+            serde_json::json!({"event": "ray_shard_failed", "shard": shard, "error": error})
         }
         JobEvent::Log { line } => serde_json::json!({"event": "ray_log", "line": line}),
         JobEvent::StopRequested => serde_json::json!({"event": "ray_stop_requested"}),

@@ -310,7 +310,7 @@ async fn run_ray(
     // Shards at once times each shard's own cap stays within --max-calls.
     job.max_in_flight = Some(count);
     job.python = setup.python();
-    let outcome = super::ray::follow(setup, &job, json, &mut |_| {}).await?;
+    let outcome = super::ray::follow(setup, &job, json).await?;
     super::ray::check(&outcome, dir)
 }
 

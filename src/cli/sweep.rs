@@ -67,6 +67,8 @@ pub enum SweepCommand {
         #[arg(long)]
         address: Option<String>,
         #[command(flatten)]
+        ray: super::ray::RayArgs,
+        #[command(flatten)]
         data: DataArgs,
     },
     /// Run shard i of N of a saved plan into DIR/shard-<i>-of-<N>.csv.
@@ -94,8 +96,9 @@ pub async fn sweep(args: SweepArgs) -> Result<(), CliError> {
             json,
             engine,
             address,
+            ray,
             data,
-        } => run(&spec, &out, json, &engine, address, &data).await,
+        } => run(&spec, &out, json, &engine, address, &ray, &data).await,
         SweepCommand::Shard {
             plan,
             shard,
@@ -250,6 +253,7 @@ async fn run(
     json: bool,
     engine: &str,
     address: Option<String>,
+    ray: &super::ray::RayArgs,
     data: &DataArgs,
 ) -> Result<(), CliError> {
     let engine = Engine::parse(engine, address).map_err(fail)?;
@@ -261,9 +265,17 @@ async fn run(
         .unwrap_or(Path::new("."));
     let opts = options(data, spec_dir);
     let events = printer(json);
-    let finished = dispatch::run(&engine, plan.clone(), out, &opts, ctrl_c(), events)
-        .await
-        .map_err(fail)?;
+    let finished = match &engine {
+        // The Ray engine (docs §19) reads [engines.ray] and prints its job.
+        Engine::Ray { address } => {
+            let ray = super::ray::ray_sweep(address.as_deref(), ray, &opts)?;
+            let mut print = super::ray::job_printer(json, ray.client.address().to_string());
+            crate::sweep::ray::sweep::run(plan.clone(), out, &ray, ctrl_c(), events, &mut print)
+                .await
+        }
+        Engine::Local => dispatch::run(&engine, plan.clone(), out, &opts, ctrl_c(), events).await,
+    }
+    .map_err(fail)?;
     let report = report::summarise(&plan, &finished.results);
     let files = write_heatmaps(&report, &finished.state_dir);
     if json {

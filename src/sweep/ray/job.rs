@@ -24,6 +24,8 @@ pub const MARK: &str = "@@vibedesk ";
 const BINARY: &str = "vibedesk";
 /// How often the job's status and log are read.
 const POLL: Duration = Duration::from_millis(500);
+/// The largest upload Ray's dashboard accepts (its HTTP body limit).
+pub const MAX_PACKAGE_BYTES: usize = 100 * 1024 * 1024;
 /// How long a stopped job may take to say it stopped.
 const STOP_WAIT: Duration = Duration::from_secs(30);
 
@@ -47,7 +49,7 @@ pub struct ShardJob {
     pub max_in_flight: Option<usize>,
     /// The command that runs the driver on the head node.
     pub python: String,
-    /// Store the package uncompressed (faster on a local cluster).
+    /// Store the package uncompressed (tests of small files).
     pub stored: bool,
 }
 
@@ -124,8 +126,8 @@ pub fn submission_id(job: &ShardJob) -> String {
     )
 }
 
-/// The package's bytes and its name, `_ray_pkg_<sha256>.zip`: the job file
-/// holds the submission id, so every job's package differs.
+/// The package's bytes and its name, `_ray_pkg_vibedesk_<hash>.zip`: the
+/// job file holds the submission id, so every job's package differs.
 pub fn package(job: &ShardJob, submission_id: &str) -> Result<(String, Vec<u8>), RayError> {
     let binary = std::fs::read(&job.binary).map_err(|source| RayError::Binary {
         path: job.binary.clone(),
@@ -162,7 +164,17 @@ pub fn package(job: &ShardJob, submission_id: &str) -> Result<(String, Vec<u8>),
         Method::Deflated
     };
     let bytes = zip::build(&entries, method)?;
-    let digest = sha2::Sha256::digest(&bytes);
+    if bytes.len() > MAX_PACKAGE_BYTES {
+        return Err(RayError::PackageTooLarge {
+            mb: bytes.len() as f64 / 1e6,
+        });
+    }
+    // Named by the job file (which holds the submission id) and the size:
+    // unique per job without hashing the whole binary again.
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(&job_json);
+    hasher.update((bytes.len() as u64).to_le_bytes());
+    let digest = hasher.finalize();
     let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
     Ok((format!("_ray_pkg_vibedesk_{hex}.zip"), bytes))
 }

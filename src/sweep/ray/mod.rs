@@ -13,7 +13,7 @@
 
 pub mod client;
 pub mod job;
-// pub mod sweep; (after the merge)
+pub mod sweep;
 pub mod zip;
 
 use std::path::{Path, PathBuf};
@@ -56,6 +56,10 @@ pub enum RayError {
     Decode { what: String, detail: String },
     #[error("cannot build the job's package: {0}")]
     Zip(#[from] zip::ZipError),
+    #[error(
+        "the job's package is {mb:.0} MB, over the 100 MiB Ray's dashboard takes in one upload; ship a release build (`cargo build --release`), which is far smaller"
+    )]
+    PackageTooLarge { mb: f64 },
     #[error("cannot read the vibedesk binary to send to the cluster ({path}): {source}")]
     Binary {
         path: PathBuf,
