@@ -48,7 +48,8 @@ def run_shard(binary, argv, shard, count):
     spec = "%d/%d" % (shard, count)
     args = [exe] + [a.replace("{shard}", spec) for a in argv]
     started = time.time()
-    emit("shard_started", shard=shard, of=count, node=socket.gethostname(), pid=os.getpid())
+    node_id = ray.get_runtime_context().get_node_id()
+    emit("shard_started", shard=shard, of=count, node=socket.gethostname(), node_id=node_id, pid=os.getpid())
     proc = subprocess.run(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=die_with_parent,
@@ -57,7 +58,7 @@ def run_shard(binary, argv, shard, count):
         raise RuntimeError(
             "shard %s exited %d: %s" % (spec, proc.returncode, proc.stderr.strip()[-2000:])
         )
-    return {"shard": shard, "seconds": round(time.time() - started, 3)}
+    return {"shard": shard, "seconds": round(time.time() - started, 3), "node_id": node_id}
 
 
 def main():
@@ -81,7 +82,7 @@ def main():
             shard = running.pop(ref)
             try:
                 result = ray.get(ref)
-                emit("shard_done", shard=shard, of=count, seconds=result["seconds"])
+                emit("shard_done", shard=shard, of=count, seconds=result["seconds"], node_id=result["node_id"])
             except Exception as e:  # retries exhausted
                 failed.append(shard)
                 emit("shard_failed", shard=shard, of=count, error=str(e)[-2000:])

@@ -211,10 +211,10 @@ fn print_text(e: &JobEvent, done: usize, address: &str) {
             "ray: job {submission_id} submitted to {address} (Ctrl-C stops it)"
         ),
         JobEvent::Status { status } => eprintln!("ray: job {}", status.as_str()),
-        JobEvent::ShardStarted { shard, node } => {
+        JobEvent::ShardStarted { shard, node, .. } => {
             eprintln!("  ▶ shard {shard} on {node}")
         }
-        JobEvent::ShardDone { shard, seconds } => {
+        JobEvent::ShardDone { shard, seconds, .. } => {
             eprintln!("  ✓ shard {shard} {seconds:.1} s · {done} done in this job")
         }
         JobEvent::ShardFailed { shard, error } => eprintln!(
@@ -240,11 +240,19 @@ fn print_json(e: &JobEvent, done: usize) {
         JobEvent::Status { status } => {
             serde_json::json!({"event": "ray_status", "status": status.as_str()})
         }
-        JobEvent::ShardStarted { shard, node } => {
-            serde_json::json!({"event": "ray_shard_started", "shard": shard, "node": node})
-        }
-        JobEvent::ShardDone { shard, seconds } => serde_json::json!({
-            "event": "ray_shard_done", "shard": shard, "seconds": seconds, "done": done
+        JobEvent::ShardStarted {
+            shard,
+            node,
+            node_id,
+        } => serde_json::json!({
+            "event": "ray_shard_started", "shard": shard, "node": node, "node_id": node_id
+        }),
+        JobEvent::ShardDone {
+            shard,
+            seconds,
+            node_id,
+        } => serde_json::json!({
+            "event": "ray_shard_done", "shard": shard, "seconds": seconds, "done": done, "node_id": node_id
         }),
         JobEvent::ShardFailed { shard, error } => {
             serde_json::json!({"event": "ray_shard_failed", "shard": shard, "error": error})

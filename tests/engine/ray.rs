@@ -4,15 +4,18 @@
 //! by one test. Without Ray the test says so and passes, unless
 //! `VIBEDESK_REQUIRE_RAY` is set (CI installs Ray), where it fails.
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use serde_json::Value;
 
 use tokio_util::sync::CancellationToken;
 use vibedesk::sweep::ray::job::{self, JobEvent};
 use vibedesk::sweep::ray::{JobStatus, JobsClient, ShardJob};
 
-use crate::support::ray_cluster::{FORBIDDEN, RayCluster, ray_or_skip};
+use crate::support::harness::vibedesk;
+use crate::support::ray_cluster::{FORBIDDEN, RayCluster, get_json, ray_or_skip};
 
 /// A stand-in shard binary for the generic job: records each attempt,
 /// fails shard 1's first attempt, and writes `shard-<i>` atomically.
@@ -94,17 +97,266 @@ fn ports_stay_outside_the_forbidden_range(cluster: &RayCluster) {
     assert!(inside.is_empty(), "Ray listens on {inside:?} of {ports:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_real_two_node_ray_cluster_runs_shards() {
-    let Some(ray) = ray_or_skip("a_real_two_node_ray_cluster_runs_shards") else {
-        return;
-    };
-    let cluster = tokio::task::spawn_blocking(move || RayCluster::start(ray))
+
+/// A sweep spec over the embedded offline market.
+fn spec(dir: &Path, name: &str, universe: &[&str], fast_to: u32) -> PathBuf {
+    let v = serde_json::json!({
+        "base": {"codes": ["AAPL"], "start_date": "2005-01-01", "end_date": "2013-12-31",
+                 "strategy": {"name": "sma_crossover", "params": {"fast": 10, "slow": 50}}},
+        "axes": {"strategy.params.fast": {"from": 2, "to": fast_to, "step": 1},
+                 "strategy.params.slow": {"from": 50, "to": 200, "step": 10}},
+        "constraint": "fast < slow",
+        "universe": universe,
+        "split": {"in_sample": ["2005-01-01", "2010-12-31"], "out_of_sample": ["2011-01-01", "2013-12-31"]},
+        "rank_by": "sharpe"
+    });
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    path
+}
+
+/// What one `vibedesk ... --json` run printed and how it ended.
+struct Ran {
+    code: Option<i32>,
+    events: Vec<Value>,
+    stderr: String,
+}
+
+impl Ran {
+    fn of(&self, kind: &str) -> Vec<&Value> {
+        self.events.iter().filter(|e| e["event"] == kind).collect()
+    }
+    fn packages(&self) -> Vec<String> {
+        self.of("ray_packaged")
+            .iter()
+            .map(|e| e["package"].as_str().unwrap().to_string())
+            .collect()
+    }
+}
+
+fn ran(out: std::process::Output) -> Ran {
+    Ran {
+        code: out.status.code(),
+        events: String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+async fn sweep(home: &Path, args: &[&str]) -> Ran {
+    let out = vibedesk(home)
+        .arg("sweep")
+        .arg("run")
+        .args(args)
+        .args(["--offline", "--json"])
+        .output()
         .await
         .unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let _ = BTreeMap::<u8, u8>::new();
-    let _ = Duration::from_secs(1);
-    generic_shards_run_once_each_with_retries(&cluster, scratch.path()).await;
+    ran(out)
+}
+
+/// Step 3: the same sweep through Ray and here gives the same bytes; a
+/// second run resumes with no job at all; a lost shard file is rerun alone.
+async fn a_sweep_through_ray_equals_the_local_run(
+    cluster: &RayCluster,
+    home: &Path,
+    packages: &mut Vec<String>,
+) {
+    let spec = spec(home, "small.json", &["AAPL", "MSFT"], 12);
+    let (spec_s, address) = (spec.to_str().unwrap(), cluster.dashboard.as_str());
+    for ext in ["parquet", "csv"] {
+        let local = home.join(format!("local.{ext}"));
+        let r = sweep(home, &[spec_s, "--out", local.to_str().unwrap()]).await;
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let remote = home.join(format!("ray.{ext}"));
+        let remote_s = remote.to_str().unwrap();
+        let args = [spec_s, "--out", remote_s, "--engine", "ray", "--address", address, "--shards", "4"];
+        let r = sweep(home, &args).await;
+        assert_eq!(r.code, Some(0), "{}\n{:#?}", r.stderr, r.events);
+        assert_eq!(r.of("ray_shard_done").len(), 4, "{:#?}", r.events);
+        assert_eq!(r.of("ray_status").last().unwrap()["status"], "SUCCEEDED");
+        packages.extend(r.packages());
+        assert_eq!(std::fs::read(&remote).unwrap(), std::fs::read(&local).unwrap(), "{ext}");
+        // Again: every shard is done, so no job is submitted.
+        let again = sweep(home, &args).await;
+        assert_eq!(again.code, Some(0), "{}", again.stderr);
+        assert!(again.of("ray_submitted").is_empty(), "{:#?}", again.events);
+        assert_eq!(again.of("sweep_started")[0]["skipped"], again.of("sweep_started")[0]["total"]);
+        assert_eq!(std::fs::read(&remote).unwrap(), std::fs::read(&local).unwrap());
+        if ext == "csv" {
+            // A lost shard: only it runs again, and the bytes still agree.
+            let shards = home.join("ray.csv.sweep/ray-shards");
+            std::fs::remove_file(shards.join("shard-2-of-4.csv")).unwrap();
+            std::fs::remove_file(&remote).unwrap();
+            let redo = sweep(home, &args).await;
+            assert_eq!(redo.code, Some(0), "{}", redo.stderr);
+            let done: Vec<_> = redo.of("ray_shard_done").iter().map(|e| e["shard"].clone()).collect();
+            assert_eq!(done, [serde_json::json!(2)]);
+            packages.extend(redo.packages());
+            assert_eq!(std::fs::read(&remote).unwrap(), std::fs::read(&local).unwrap());
+        }
+    }
+}
+
+/// Step 4: `swarm batch --engine ray` runs one team per target with the
+/// offline planner (no key anywhere) and reports every target once.
+async fn a_team_batch_runs_on_ray(cluster: &RayCluster, home: &Path, packages: &mut Vec<String>) {
+    let targets = home.join("targets.txt");
+    std::fs::write(&targets, "AAPL\n# a comment\nMSFT\n\nIBM\n").unwrap();
+    let out = home.join("batch.jsonl");
+    let r = ran(vibedesk(home)
+        .args(["swarm", "batch", "equity_research", "--targets"])
+        .arg(&targets)
+        .args(["--engine", "ray", "--address", &cluster.dashboard, "--max-calls", "2", "--json", "--out"])
+        .arg(&out)
+        .output()
+        .await
+        .unwrap());
+    assert_eq!(r.code, Some(0), "{}\n{:#?}", r.stderr, r.events);
+    packages.extend(r.packages());
+    let rows: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let targets: Vec<&str> = rows.iter().map(|r| r["target"].as_str().unwrap()).collect();
+    assert_eq!(targets, ["AAPL", "MSFT", "IBM"]);
+    for row in &rows {
+        assert_eq!(row["status"], "success", "{row}");
+        let report = row["report"].as_str().unwrap();
+        assert!(report.contains(&format!("target={}", row["target"].as_str().unwrap())), "{report}");
+    }
+}
+
+/// Step 5: Ctrl-C stops the job on the cluster (exit 130, the job
+/// STOPPED); the next run resumes and ends with the local run's bytes.
+async fn ctrl_c_stops_the_job_and_a_rerun_resumes(
+    cluster: &RayCluster,
+    home: &Path,
+    local: &Path,
+    spec: &Path,
+    packages: &mut Vec<String>,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let out = home.join("stopped.csv");
+    let args = [spec.to_str().unwrap(), "--out", out.to_str().unwrap(), "--engine", "ray",
+        "--address", &cluster.dashboard, "--shards", "4", "--offline", "--json"];
+    let mut child = vibedesk(home)
+        .args(["sweep", "run"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut id = None;
+    let mut stopped_job = None;
+    while let Ok(Some(line)) = lines.next_line().await {
+        let e: Value = serde_json::from_str(&line).unwrap_or_default();
+        if e["event"] == "ray_submitted" {
+            id = e["submission_id"].as_str().map(String::from);
+        }
+        if e["event"] == "ray_packaged" {
+            packages.push(e["package"].as_str().unwrap().to_string());
+        }
+        if e["event"] == "ray_status" && e["status"] == "RUNNING" && stopped_job.is_none() {
+            let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+            nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+            stopped_job = id.clone();
+        }
+    }
+    let status = child.wait().await.unwrap();
+    let id = stopped_job.expect("the job never ran");
+    assert_eq!(status.code(), Some(130));
+    let job = get_json(&format!("{}/api/jobs/{id}", cluster.dashboard)).unwrap();
+    assert_eq!(job["status"], "STOPPED", "{job}");
+    assert!(!out.exists(), "a stopped sweep must not write its output");
+    let r = sweep(home, &args[..args.len() - 2]).await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    packages.extend(r.packages());
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(local).unwrap());
+}
+
+/// Step 6: the worker node dies while it runs a shard; Ray runs the shard
+/// again on the head, and the output is whole: every shard exactly once,
+/// the local run's bytes.
+async fn a_lost_worker_node_still_gives_every_shard_once(
+    cluster: &mut RayCluster,
+    home: &Path,
+    local: &Path,
+    spec: &Path,
+    packages: &mut Vec<String>,
+) {
+    let out = home.join("survived.csv");
+    let child = vibedesk(home)
+        .args(["sweep", "run"])
+        .arg(spec)
+        .arg("--out")
+        .arg(&out)
+        .args(["--engine", "ray", "--address", &cluster.dashboard, "--shards", "2"])
+        .args(["--max-retries", "5", "--offline", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (head_id, worker_id) = cluster.node_ids();
+    let worker = [cluster.worker_session().unwrap()];
+    let started = std::time::Instant::now();
+    let lost = loop {
+        if let Some(cmd) = cluster.command_lines(&worker, "sweep shard").first() {
+            break cmd.split("--shard ").nth(1).unwrap().split('/').next().unwrap().parse::<u64>().unwrap();
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "no shard ever ran on the worker node");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    cluster.kill_worker();
+    let r = ran(child.wait_with_output().await.unwrap());
+    assert_eq!(r.code, Some(0), "{}\n{:#?}", r.stderr, r.events);
+    packages.extend(r.packages());
+    let done: Vec<(u64, String)> = r
+        .of("ray_shard_done")
+        .iter()
+        .map(|e| (e["shard"].as_u64().unwrap(), e["node_id"].as_str().unwrap().to_string()))
+        .collect();
+    // Each shard finished once; the lost one again on the head.
+    assert_eq!(done.len(), 2, "{done:?}");
+    assert_eq!(done.iter().map(|d| d.0).collect::<BTreeSet<_>>(), BTreeSet::from([0, 1]));
+    let again = done.iter().find(|d| d.0 == lost).unwrap();
+    assert_eq!(again.1, head_id, "shard {lost} lost with {worker_id}: {done:?}");
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(local).unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_two_node_ray_cluster_runs_sweeps_and_teams() {
+    let Some(ray) = ray_or_skip("a_real_two_node_ray_cluster_runs_sweeps_and_teams") else {
+        return;
+    };
+    let mut cluster = tokio::task::spawn_blocking(move || RayCluster::start(ray))
+        .await
+        .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let mut packages = Vec::new();
+    generic_shards_run_once_each_with_retries(&cluster, home).await;
     ports_stay_outside_the_forbidden_range(&cluster);
+    a_sweep_through_ray_equals_the_local_run(&cluster, home, &mut packages).await;
+    a_team_batch_runs_on_ray(&cluster, home, &mut packages).await;
+    // A sweep whose shards take seconds: 5,120 cells.
+    let big = spec(home, "big.json", &["AAPL", "MSFT", "IBM", "KO", "PEP", "XOM", "JNJ", "GE"], 41);
+    let local = home.join("big-local.csv");
+    let r = sweep(home, &[big.to_str().unwrap(), "--out", local.to_str().unwrap()]).await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    ctrl_c_stops_the_job_and_a_rerun_resumes(&cluster, home, &local, &big, &mut packages).await;
+    a_lost_worker_node_still_gives_every_shard_once(&mut cluster, home, &local, &big, &mut packages)
+        .await;
+    // Every job had a package of its own.
+    let distinct: BTreeSet<_> = packages.iter().collect();
+    assert!(packages.len() >= 7, "{packages:?}");
+    assert_eq!(distinct.len(), packages.len(), "{packages:?}");
+    // Nothing of the cluster outlives it.
+    let sessions = cluster.sessions();
+    drop(cluster);
+    assert!(crate::support::ray_cluster::pids_in_sessions(&sessions).is_empty());
 }

@@ -79,8 +79,17 @@ pub enum JobEvent {
     Uploaded { package: String, seconds: f64 },
     Submitted { submission_id: String },
     Status { status: JobStatus },
-    ShardStarted { shard: usize, node: String },
-    ShardDone { shard: usize, seconds: f64 },
+    /// `node` is the host's name, `node_id` Ray's id of the node.
+    ShardStarted {
+        shard: usize,
+        node: String,
+        node_id: String,
+    },
+    ShardDone {
+        shard: usize,
+        seconds: f64,
+        node_id: String,
+    },
     ShardFailed { shard: usize, error: String },
     /// A log line that is not one of the driver's events.
     Log { line: String },
@@ -345,6 +354,7 @@ pub fn parse_line(line: &str) -> Option<JobEvent> {
         "shard_started" => Some(JobEvent::ShardStarted {
             shard: shard?,
             node: text("node"),
+            node_id: text("node_id"),
         }),
         "shard_done" => Some(JobEvent::ShardDone {
             shard: shard?,
@@ -352,6 +362,7 @@ pub fn parse_line(line: &str) -> Option<JobEvent> {
                 .get("seconds")
                 .and_then(|s| s.as_f64())
                 .unwrap_or(0.0),
+            node_id: text("node_id"),
         }),
         "shard_failed" => Some(JobEvent::ShardFailed {
             shard: shard?,
@@ -371,17 +382,19 @@ mod tests {
     #[test]
     fn driver_lines_become_events_wherever_ray_put_its_prefix() {
         assert_eq!(
-            parse_line("(run_shard pid=12, ip=10.0.0.2) @@vibedesk {\"event\": \"shard_started\", \"node\": \"n1\", \"of\": 4, \"shard\": 2}"),
+            parse_line("(run_shard pid=12, ip=10.0.0.2) @@vibedesk {\"event\": \"shard_started\", \"node\": \"n1\", \"node_id\": \"ab\", \"of\": 4, \"shard\": 2}"),
             Some(JobEvent::ShardStarted {
                 shard: 2,
-                node: "n1".into()
+                node: "n1".into(),
+                node_id: "ab".into()
             })
         );
         assert_eq!(
             parse_line("@@vibedesk {\"event\": \"shard_done\", \"of\": 4, \"seconds\": 1.5, \"shard\": 3}"),
             Some(JobEvent::ShardDone {
                 shard: 3,
-                seconds: 1.5
+                seconds: 1.5,
+                node_id: String::new()
             })
         );
         assert_eq!(parse_line("plain output"), None);

@@ -1,9 +1,11 @@
 //! A real two-node Ray cluster on this machine for the Ray engine's tests
 //! (docs §19.5): `ray start --head` and a second `ray start --address`, each
-//! with `--block` in a process group of its own, its own temp dir and ports
-//! outside 10002–19999 (other services own that range). Dropping the
-//! cluster ends those two process groups and nothing else: no `ray stop`,
-//! which would stop every cluster of the machine.
+//! with `--block` in a session of its own, its own temp dir and ports
+//! outside 10002–19999 (other services own that range). Ray puts each of
+//! its workers in a process group of its own but leaves them in the node's
+//! session, so a node is exactly its session's processes. Dropping the
+//! cluster ends those two sessions and nothing else: no `ray stop`, which
+//! would stop every cluster of the machine.
 //!
 //! The `ray` executable comes from `VIBEDESK_RAY_BIN`, else `PATH`. Without
 //! one the tests say so and pass, unless `VIBEDESK_REQUIRE_RAY` is set (CI,
@@ -11,6 +13,8 @@
 
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
+
+use nix::sys::signal::Signal;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -116,6 +120,9 @@ impl RayCluster {
     /// answers and both nodes are alive.
     pub fn start(ray: PathBuf) -> RayCluster {
         let dir = tempfile::tempdir().unwrap();
+        for d in ["vibedesk-home", "home"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
         let base = free_base();
         let mut cluster = RayCluster {
             ray,
@@ -154,12 +161,20 @@ impl RayCluster {
             .arg(format!("--temp-dir={}", temp.display()))
             .env("PATH", path)
             .env("RAY_USAGE_STATS_ENABLED", "0")
+            // What the shards run with: a home of the test's, not the real one.
+            .env("VIBEDESK_HOME", self.dir.path().join("vibedesk-home"))
+            .env("HOME", self.dir.path().join("home"))
             .env_remove("RAY_ADDRESS")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            // A group of its own: the drop ends exactly this node.
-            .process_group(0);
+            .stderr(log);
+        // A session of its own: the drop ends exactly this node.
+        // SAFETY: setsid is async-signal-safe; nothing else runs in the child.
+        unsafe {
+            c.pre_exec(|| {
+                nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from)
+            });
+        }
         c.spawn().unwrap()
     }
 
@@ -194,8 +209,8 @@ impl RayCluster {
         std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
     }
 
-    /// The process groups this cluster started.
-    pub fn groups(&self) -> Vec<i32> {
+    /// The sessions this cluster started (one per node).
+    pub fn sessions(&self) -> Vec<i32> {
         [&self.head, &self.worker]
             .into_iter()
             .flatten()
@@ -203,25 +218,28 @@ impl RayCluster {
             .collect()
     }
 
-    /// The worker node's process group.
-    pub fn worker_group(&self) -> Option<i32> {
+    /// The worker node's session.
+    pub fn worker_session(&self) -> Option<i32> {
         self.worker.as_ref().map(|c| c.id() as i32)
     }
 
-    /// Kills the worker node outright (every process of its group, shards
-    /// included), as a machine lost mid-job.
+    /// Kills the worker node outright (every process of its session,
+    /// shards included), as a machine lost mid-job.
     pub fn kill_worker(&mut self) {
         if let Some(mut c) = self.worker.take() {
-            kill_group(c.id() as i32, libc_sigkill());
+            let session = [c.id() as i32];
+            // Twice: a process forked while the first pass ran dies too.
+            for _ in 0..2 {
+                kill_all(&pids_in_sessions(&session), Signal::SIGKILL);
+            }
             let _ = c.wait();
         }
     }
 
     /// Every TCP port a process of this cluster listens on.
     pub fn listening_ports(&self) -> Vec<u16> {
-        let groups = self.groups();
         let mut inodes = std::collections::HashSet::new();
-        for pid in pids_in_groups(&groups) {
+        for pid in pids_in_sessions(&self.sessions()) {
             let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
                 continue;
             };
@@ -250,32 +268,46 @@ impl RayCluster {
         ports
     }
 
-    /// Processes of this cluster whose command line contains `needle`.
-    pub fn processes_with(&self, groups: &[i32], needle: &str) -> Vec<i32> {
-        pids_in_groups(groups)
+    /// Ray's node ids of the head and the worker, by their node-manager
+    /// ports.
+    pub fn node_ids(&self) -> (String, String) {
+        let v = get_json(&format!("{}/nodes?view=summary", self.dashboard)).unwrap();
+        let id = |port: u16| {
+            v["data"]["summary"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|n| n["raylet"]["nodeManagerPort"].as_u64() == Some(u64::from(port)))
+                .and_then(|n| n["raylet"]["nodeId"].as_str())
+                .unwrap()
+                .to_string()
+        };
+        (id(self.base + 3), id(self.base + PORTS_PER_NODE + 3))
+    }
+
+    /// Command lines of this cluster's processes that contain `needle`.
+    pub fn command_lines(&self, sessions: &[i32], needle: &str) -> Vec<String> {
+        pids_in_sessions(sessions)
             .into_iter()
-            .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .map(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(needle))
-                    .unwrap_or(false)
-            })
+            .filter_map(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(needle))
             .collect()
     }
+
 }
 
 impl Drop for RayCluster {
     fn drop(&mut self) {
-        let groups = self.groups();
-        for g in &groups {
-            kill_group(*g, 15);
-        }
+        let sessions = self.sessions();
+        kill_all(&pids_in_sessions(&sessions), Signal::SIGTERM);
         // Ray's own shutdown takes over 10 s; nothing needs keeping.
         let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline && !pids_in_groups(&groups).is_empty() {
+        while Instant::now() < deadline && !pids_in_sessions(&sessions).is_empty() {
             std::thread::sleep(Duration::from_millis(200));
         }
-        for g in &groups {
-            kill_group(*g, libc_sigkill());
+        for _ in 0..3 {
+            kill_all(&pids_in_sessions(&sessions), Signal::SIGKILL);
         }
         for c in [self.head.as_mut(), self.worker.as_mut()].into_iter().flatten() {
             let _ = c.wait();
@@ -283,24 +315,15 @@ impl Drop for RayCluster {
     }
 }
 
-fn libc_sigkill() -> i32 {
-    9
-}
-
-/// `kill -SIG -PGID`: one of our own groups only.
-fn kill_group(pgid: i32, signal: i32) {
-    if pgid > 1 {
-        let _ = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg("--")
-            .arg(format!("-{pgid}"))
-            .stderr(Stdio::null())
-            .status();
+/// Signals each of `pids`: processes of our own sessions only.
+fn kill_all(pids: &[i32], signal: Signal) {
+    for &pid in pids {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
     }
 }
 
-/// Live processes whose process group is one of `groups`.
-pub fn pids_in_groups(groups: &[i32]) -> Vec<i32> {
+/// Live processes whose session is one of `sessions`.
+pub fn pids_in_sessions(sessions: &[i32]) -> Vec<i32> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return out;
@@ -312,12 +335,13 @@ pub fn pids_in_groups(groups: &[i32]) -> Vec<i32> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        // Fields after the command's closing parenthesis: state, ppid, pgrp.
+        // Fields after the command's closing parenthesis: state, ppid,
+        // pgrp, session.
         let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
             continue;
         };
         let f: Vec<&str> = rest.split_whitespace().collect();
-        if f.len() > 2 && f[0] != "Z" && f[2].parse::<i32>().is_ok_and(|g| groups.contains(&g)) {
+        if f.len() > 3 && f[0] != "Z" && f[3].parse::<i32>().is_ok_and(|s| sessions.contains(&s)) {
             out.push(pid);
         }
     }
