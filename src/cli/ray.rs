@@ -41,7 +41,11 @@ pub(super) fn ray_sweep(
     let config = super::load_config(&crate::config::Overrides::default())?;
     let setup = RaySetup::new(&config.config_file, address)?;
     let mut ray = crate::sweep::ray::sweep::RaySweep::new(setup.client.clone(), current_binary()?);
-    ray.shard_dir = match args.shard_dir.as_deref().or(setup.config.shard_dir.as_deref()) {
+    ray.shard_dir = match args
+        .shard_dir
+        .as_deref()
+        .or(setup.config.shard_dir.as_deref())
+    {
         Some(d) => Some(absolute_dir(d)?),
         None => None,
     };
@@ -159,7 +163,10 @@ pub(super) fn check(outcome: &JobOutcome, shard_dir: &Path) -> Result<(), CliErr
         JobStatus::Succeeded => Ok(()),
         JobStatus::Stopped => Err(CliError::new(
             exit::CANCELLED,
-            format!("the Ray job {} was stopped; {resume}", outcome.submission_id),
+            format!(
+                "the Ray job {} was stopped; {resume}",
+                outcome.submission_id
+            ),
         )),
         status => Err(CliError::failed(format!(
             "the Ray job {} ended {}{}{}; {resume}",
@@ -207,9 +214,9 @@ fn print_text(e: &JobEvent, done: usize, address: &str) {
             *bytes as f64 / 1_000_000.0
         ),
         JobEvent::Uploaded { seconds, .. } => eprintln!("ray: uploaded in {seconds:.1} s"),
-        JobEvent::Submitted { submission_id } => eprintln!(
-            "ray: job {submission_id} submitted to {address} (Ctrl-C stops it)"
-        ),
+        JobEvent::Submitted { submission_id } => {
+            eprintln!("ray: job {submission_id} submitted to {address} (Ctrl-C stops it)")
+        }
         JobEvent::Status { status } => eprintln!("ray: job {}", status.as_str()),
         JobEvent::ShardStarted { shard, node, .. } => {
             eprintln!("  ▶ shard {shard} on {node}")
@@ -217,10 +224,9 @@ fn print_text(e: &JobEvent, done: usize, address: &str) {
         JobEvent::ShardDone { shard, seconds, .. } => {
             eprintln!("  ✓ shard {shard} {seconds:.1} s · {done} done in this job")
         }
-        JobEvent::ShardFailed { shard, error } => eprintln!(
-            "  ✗ shard {shard}: {}",
-            crate::text::one_line(error, 300)
-        ),
+        JobEvent::ShardFailed { shard, error } => {
+            eprintln!("  ✗ shard {shard}: {}", crate::text::one_line(error, 300))
+        }
         JobEvent::Log { line } => eprintln!("  ray│ {line}"),
         JobEvent::StopRequested => eprintln!("ray: stop requested"),
     }

@@ -148,7 +148,9 @@ fn plan_of(args: &SwarmBatchArgs, config: &Config) -> Result<BatchPlan, CliError
         .iter()
         .map(|kv| match kv.split_once('=') {
             Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-            _ => Err(CliError::usage(format!("--var takes NAME=VALUE, not '{kv}'"))),
+            _ => Err(CliError::usage(format!(
+                "--var takes NAME=VALUE, not '{kv}'"
+            ))),
         })
         .collect::<Result<_, _>>()?;
     let max_calls = args
@@ -159,15 +161,8 @@ fn plan_of(args: &SwarmBatchArgs, config: &Config) -> Result<BatchPlan, CliError
         return Err(CliError::usage("--max-calls must be at least 1"));
     }
     let workers = config.swarm.max_workers.unwrap_or(DEFAULT_MAX_WORKERS);
-    BatchPlan::new(
-        &loaded,
-        &args.target_var,
-        vars,
-        targets,
-        max_calls,
-        workers,
-    )
-    .map_err(CliError::usage)
+    BatchPlan::new(&loaded, &args.target_var, vars, targets, max_calls, workers)
+        .map_err(CliError::usage)
 }
 
 /// The teams of this process: one model-call cap shared by all, agents
@@ -176,7 +171,8 @@ fn cell_runner(plan: &BatchPlan, config: &Config, permits: usize) -> Result<Cell
     let loaded_preset = plan.preset().map_err(CliError::usage)?;
     let (provider, _) = super::provider_or_offline(config).map_err(CliError::usage)?;
     let permits = Arc::new(Semaphore::new(permits.max(1)));
-    let capped: Arc<dyn Provider> = Arc::new(CappedProvider::new(provider.clone(), permits.clone()));
+    let capped: Arc<dyn Provider> =
+        Arc::new(CappedProvider::new(provider.clone(), permits.clone()));
     let base = super::swarm::provider_factory(config, provider);
     let factory: crate::swarm::scheduler::ProviderFactory = Arc::new(move |model: &str| {
         base(model).map(|p| Arc::new(CappedProvider::new(p, permits.clone())) as Arc<dyn Provider>)
@@ -297,13 +293,8 @@ async fn run_ray(
     .map(|s| s.to_string())
     .chain([dir.display().to_string()])
     .collect();
-    let mut job = crate::sweep::ray::ShardJob::new(
-        "batch",
-        &plan.hash(),
-        current_binary()?,
-        argv,
-        count,
-    );
+    let mut job =
+        crate::sweep::ray::ShardJob::new("batch", &plan.hash(), current_binary()?, argv, count);
     job.files = vec![("plan.json".to_string(), plan.to_bytes())];
     job.shards = pending;
     job.max_retries = setup.max_retries(max_retries);
@@ -350,7 +341,11 @@ fn report(rows: &[CellResult], out: &Path, json: bool) {
         let _ = writeln!(stdout, "{value}");
         return;
     }
-    let _ = writeln!(stdout, "{:<16} {:<10} {:>8}  RUN", "TARGET", "STATUS", "SECONDS");
+    let _ = writeln!(
+        stdout,
+        "{:<16} {:<10} {:>8}  RUN",
+        "TARGET", "STATUS", "SECONDS"
+    );
     for r in rows {
         let _ = writeln!(
             stdout,

@@ -86,7 +86,11 @@ impl BatchPlan {
         max_workers: usize,
     ) -> Result<BatchPlan, BatchError> {
         let preset = &loaded.preset;
-        if !preset.variables.iter().any(|v| v.name.as_str() == target_var) {
+        if !preset
+            .variables
+            .iter()
+            .any(|v| v.name.as_str() == target_var)
+        {
             return Err(BatchError::TargetVar {
                 preset: preset.name.clone(),
                 var: target_var.to_string(),
@@ -112,7 +116,10 @@ impl BatchPlan {
 
     /// The preset, parsed from the plan's YAML.
     pub fn preset(&self) -> Result<Preset, PresetError> {
-        super::preset::parse(&self.preset_yaml, &format!("the batch plan's preset {}", self.preset_name))
+        super::preset::parse(
+            &self.preset_yaml,
+            &format!("the batch plan's preset {}", self.preset_name),
+        )
     }
 
     /// Deterministic JSON: fields in declaration order, maps sorted.
@@ -233,8 +240,9 @@ pub fn shard_done(plan: &BatchPlan, dir: &Path, shard: usize, count: usize) -> b
 }
 
 /// Runs one team for a cell: given the cell's index, target and variables.
-pub type CellRunner =
-    Arc<dyn Fn(usize, String, BTreeMap<String, String>) -> BoxFuture<'static, CellResult> + Send + Sync>;
+pub type CellRunner = Arc<
+    dyn Fn(usize, String, BTreeMap<String, String>) -> BoxFuture<'static, CellResult> + Send + Sync,
+>;
 
 /// Runs shard `shard` of `count` (skipped when its file is already complete
 /// for this plan) and writes its file atomically; returns the file.
@@ -394,7 +402,8 @@ mod tests {
     use super::*;
 
     fn plan(targets: &[&str], max_calls: usize) -> BatchPlan {
-        let loaded = crate::swarm::preset::load(Path::new("/nonexistent"), "equity_research").unwrap();
+        let loaded =
+            crate::swarm::preset::load(Path::new("/nonexistent"), "equity_research").unwrap();
         BatchPlan::new(
             &loaded,
             "target",
@@ -432,17 +441,23 @@ mod tests {
         // Nothing to collect yet: a refusal naming the shards.
         let e = collect(&p, dir.path(), 2).unwrap_err().to_string();
         assert!(e.contains("shard 0/2") && e.contains("shard 1/2"), "{e}");
-        run_shard(&p, 1, 2, dir.path(), echo_runner(calls.clone())).await.unwrap();
+        run_shard(&p, 1, 2, dir.path(), echo_runner(calls.clone()))
+            .await
+            .unwrap();
         let e = collect(&p, dir.path(), 2).unwrap_err().to_string();
         assert!(e.contains("shard 0/2") && !e.contains("shard 1/2"), "{e}");
-        run_shard(&p, 0, 2, dir.path(), echo_runner(calls.clone())).await.unwrap();
+        run_shard(&p, 0, 2, dir.path(), echo_runner(calls.clone()))
+            .await
+            .unwrap();
         let rows = collect(&p, dir.path(), 2).unwrap();
         let targets: Vec<&str> = rows.iter().map(|r| r.target.as_str()).collect();
         assert_eq!(targets, ["AAPL", "MSFT", "IBM", "KO", "PEP"]);
         assert_eq!(rows[3].report, "KO KO");
         assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 5);
         // A finished shard is not run again.
-        run_shard(&p, 0, 2, dir.path(), echo_runner(calls.clone())).await.unwrap();
+        run_shard(&p, 0, 2, dir.path(), echo_runner(calls.clone()))
+            .await
+            .unwrap();
         assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 5);
         // Another plan's shard file is not taken for this one.
         let other = plan(&["AAPL", "MSFT", "IBM", "KO", "XOM"], 2);
@@ -452,7 +467,8 @@ mod tests {
 
     #[test]
     fn a_preset_without_the_target_variable_is_refused_with_its_variables() {
-        let loaded = crate::swarm::preset::load(Path::new("/nonexistent"), "equity_research").unwrap();
+        let loaded =
+            crate::swarm::preset::load(Path::new("/nonexistent"), "equity_research").unwrap();
         let e = BatchPlan::new(&loaded, "ticker", BTreeMap::new(), vec![], 1, 1)
             .unwrap_err()
             .to_string();

@@ -75,10 +75,20 @@ impl ShardJob {
 #[derive(Clone, Debug, PartialEq)]
 pub enum JobEvent {
     /// The package is built: its name and size.
-    Packaged { package: String, bytes: usize },
-    Uploaded { package: String, seconds: f64 },
-    Submitted { submission_id: String },
-    Status { status: JobStatus },
+    Packaged {
+        package: String,
+        bytes: usize,
+    },
+    Uploaded {
+        package: String,
+        seconds: f64,
+    },
+    Submitted {
+        submission_id: String,
+    },
+    Status {
+        status: JobStatus,
+    },
     /// `node` is the host's name, `node_id` Ray's id of the node.
     ShardStarted {
         shard: usize,
@@ -90,9 +100,14 @@ pub enum JobEvent {
         seconds: f64,
         node_id: String,
     },
-    ShardFailed { shard: usize, error: String },
+    ShardFailed {
+        shard: usize,
+        error: String,
+    },
     /// A log line that is not one of the driver's events.
-    Log { line: String },
+    Log {
+        line: String,
+    },
     /// Ctrl-C: the job was asked to stop.
     StopRequested,
 }
@@ -358,10 +373,7 @@ pub fn parse_line(line: &str) -> Option<JobEvent> {
         }),
         "shard_done" => Some(JobEvent::ShardDone {
             shard: shard?,
-            seconds: value
-                .get("seconds")
-                .and_then(|s| s.as_f64())
-                .unwrap_or(0.0),
+            seconds: value.get("seconds").and_then(|s| s.as_f64()).unwrap_or(0.0),
             node_id: text("node_id"),
         }),
         "shard_failed" => Some(JobEvent::ShardFailed {
@@ -382,7 +394,9 @@ mod tests {
     #[test]
     fn driver_lines_become_events_wherever_ray_put_its_prefix() {
         assert_eq!(
-            parse_line("(run_shard pid=12, ip=10.0.0.2) @@vibedesk {\"event\": \"shard_started\", \"node\": \"n1\", \"node_id\": \"ab\", \"of\": 4, \"shard\": 2}"),
+            parse_line(
+                "(run_shard pid=12, ip=10.0.0.2) @@vibedesk {\"event\": \"shard_started\", \"node\": \"n1\", \"node_id\": \"ab\", \"of\": 4, \"shard\": 2}"
+            ),
             Some(JobEvent::ShardStarted {
                 shard: 2,
                 node: "n1".into(),
@@ -390,7 +404,9 @@ mod tests {
             })
         );
         assert_eq!(
-            parse_line("@@vibedesk {\"event\": \"shard_done\", \"of\": 4, \"seconds\": 1.5, \"shard\": 3}"),
+            parse_line(
+                "@@vibedesk {\"event\": \"shard_done\", \"of\": 4, \"seconds\": 1.5, \"shard\": 3}"
+            ),
             Some(JobEvent::ShardDone {
                 shard: 3,
                 seconds: 1.5,

@@ -179,6 +179,9 @@ mod tests {
             "http://x:2"
         );
         let e = RayConfig::default().client(None).unwrap_err().to_string();
-        assert!(e.contains("--address") && e.contains("[engines.ray]"), "{e}");
+        assert!(
+            e.contains("--address") && e.contains("[engines.ray]"),
+            "{e}"
+        );
     }
 }

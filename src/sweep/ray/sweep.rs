@@ -72,10 +72,17 @@ impl From<super::RayError> for SweepError {
 
 /// The shard command's arguments after the binary.
 fn argv(ray: &RaySweep, dir: &Path) -> Vec<String> {
-    let mut a: Vec<String> = ["sweep", "shard", "--plan", "plan.json", "--shard", "{shard}"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut a: Vec<String> = [
+        "sweep",
+        "shard",
+        "--plan",
+        "plan.json",
+        "--shard",
+        "{shard}",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     a.extend(["--out".to_string(), dir.display().to_string()]);
     // One core per task: Ray gives each task one CPU.
     a.extend(["--threads".to_string(), "1".to_string()]);
@@ -106,7 +113,9 @@ pub async fn run(
     let dir = shard_dir(ray, &state)?;
     let count = ray.shard_count(&plan);
     let pending: Vec<usize> = (0..count)
-        .filter(|&i| shard::read_complete(&plan, &dir.join(shard::file_name(i, count)), i, count).is_none())
+        .filter(|&i| {
+            shard::read_complete(&plan, &dir.join(shard::file_name(i, count)), i, count).is_none()
+        })
         .collect();
     let total = plan.cell_count();
     let skipped: usize = (0..count)
@@ -120,7 +129,13 @@ pub async fn run(
     });
     let started = Instant::now();
     if !pending.is_empty() {
-        let mut job = ShardJob::new("sweep", &plan.hash(), ray.binary.clone(), argv(ray, &dir), count);
+        let mut job = ShardJob::new(
+            "sweep",
+            &plan.hash(),
+            ray.binary.clone(),
+            argv(ray, &dir),
+            count,
+        );
         job.files = vec![("plan.json".to_string(), plan.to_bytes())];
         job.shards = pending;
         job.max_retries = ray.max_retries;
@@ -184,7 +199,9 @@ fn finish_job(
         return Ok(());
     }
     let done: usize = (0..count)
-        .filter(|&i| shard::read_complete(plan, &dir.join(shard::file_name(i, count)), i, count).is_some())
+        .filter(|&i| {
+            shard::read_complete(plan, &dir.join(shard::file_name(i, count)), i, count).is_some()
+        })
         .map(|i| shard::cells(plan, i, count).len())
         .sum();
     let total = plan.cell_count();
@@ -206,7 +223,10 @@ fn finish_job(
         if outcome.failed.is_empty() {
             String::new()
         } else {
-            format!(" with shard(s) {:?} failed after their retries", outcome.failed)
+            format!(
+                " with shard(s) {:?} failed after their retries",
+                outcome.failed
+            )
         },
         outcome
             .message
@@ -243,7 +263,8 @@ impl Tally {
         let cells = shard::cells(plan, i, count).len();
         self.done = (self.done + cells).min(self.total);
         self.computed += cells;
-        let Some(rows) = shard::read_complete(plan, &dir.join(shard::file_name(i, count)), i, count)
+        let Some(rows) =
+            shard::read_complete(plan, &dir.join(shard::file_name(i, count)), i, count)
         else {
             return;
         };

@@ -172,7 +172,9 @@ impl RayCluster {
         // SAFETY: setsid is async-signal-safe; nothing else runs in the child.
         unsafe {
             c.pre_exec(|| {
-                nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from)
+                nix::unistd::setsid()
+                    .map(|_| ())
+                    .map_err(std::io::Error::from)
             });
         }
         c.spawn().unwrap()
@@ -246,7 +248,9 @@ impl RayCluster {
             for fd in fds.flatten() {
                 if let Ok(target) = std::fs::read_link(fd.path()) {
                     let t = target.to_string_lossy();
-                    if let Some(inode) = t.strip_prefix("socket:[").and_then(|s| s.strip_suffix(']')) {
+                    if let Some(inode) =
+                        t.strip_prefix("socket:[").and_then(|s| s.strip_suffix(']'))
+                    {
                         inodes.insert(inode.to_string());
                     }
                 }
@@ -254,7 +258,11 @@ impl RayCluster {
         }
         let mut ports = Vec::new();
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            for line in std::fs::read_to_string(table).unwrap_or_default().lines().skip(1) {
+            for line in std::fs::read_to_string(table)
+                .unwrap_or_default()
+                .lines()
+                .skip(1)
+            {
                 let f: Vec<&str> = line.split_whitespace().collect();
                 // State 0A is LISTEN.
                 if f.len() > 9 && f[3] == "0A" && inodes.contains(f[9]) {
@@ -294,7 +302,6 @@ impl RayCluster {
             .filter(|c| c.contains(needle))
             .collect()
     }
-
 }
 
 impl Drop for RayCluster {
@@ -309,7 +316,10 @@ impl Drop for RayCluster {
         for _ in 0..3 {
             kill_all(&pids_in_sessions(&sessions), Signal::SIGKILL);
         }
-        for c in [self.head.as_mut(), self.worker.as_mut()].into_iter().flatten() {
+        for c in [self.head.as_mut(), self.worker.as_mut()]
+            .into_iter()
+            .flatten()
+        {
             let _ = c.wait();
         }
     }
@@ -352,7 +362,9 @@ pub fn pids_in_sessions(sessions: &[i32]) -> Vec<i32> {
 pub fn get_json(url: &str) -> Option<serde_json::Value> {
     use std::io::{Read, Write};
     let rest = url.strip_prefix("http://")?;
-    let (host, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
     let addr: std::net::SocketAddr = host.parse().ok()?;
     let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
