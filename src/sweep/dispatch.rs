@@ -1,7 +1,7 @@
 //! Which engine runs a plan (docs §18.3, §18.5): the local one on every
 //! core, or Ray when `--engine ray --address URL` asks for it.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
@@ -34,17 +34,18 @@ impl Engine {
     }
 }
 
-/// Runs `plan` into `out` on `engine`. The Ray engine fills its arm here.
+/// Runs `plan` into `out` on `engine` (owned: the future is `Send` for any
+/// caller). The Ray engine fills its arm here.
 pub async fn run(
-    engine: &Engine,
+    engine: Engine,
     plan: Arc<Plan>,
-    out: &Path,
-    opts: &LocalOptions,
+    out: PathBuf,
+    opts: LocalOptions,
     cancel: CancellationToken,
     events: Arc<dyn Fn(&SweepEvent) + Send + Sync>,
 ) -> Result<Finished, SweepError> {
     match engine {
-        Engine::Local => local::run(plan, out, opts, cancel, events).await,
+        Engine::Local => local::run(plan, &out, &opts, cancel, events).await,
         Engine::Ray { .. } => Err(SweepError::Engine(
             "the Ray engine is not built in this vibedesk yet: run with --engine local (the default)".into(),
         )),
