@@ -8,6 +8,7 @@ pub mod contract;
 pub mod factor;
 pub mod quant;
 pub mod stats;
+pub mod sweep;
 pub mod universe;
 
 use serde::{Deserialize, Deserializer, Serialize};

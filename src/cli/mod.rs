@@ -359,6 +359,13 @@ impl AgentSetup {
                 ..crate::research::data::DataConfig::default()
             },
         );
+        // Parameter sweeps (docs §18), under the scheduler's deadline when
+        // it names one.
+        let _ = crate::tools::builtin::sweep::register_sweep_tool(
+            &mut registry,
+            Some(config.paths.cache_dir.clone()),
+            config.agent.scheduler.default_timeout,
+        );
         let mut backtest_config =
             backtest::BacktestToolConfig::new(Some(config.paths.cache_dir.clone()));
         backtest_config.runner = runner;

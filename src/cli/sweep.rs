@@ -124,28 +124,10 @@ fn load_plan(spec: &Path) -> Result<Plan, CliError> {
     Plan::from_spec(&spec).map_err(fail)
 }
 
-/// Bar-simulations a second one core runs in a sweep (measured by `cargo
-/// bench --bench sweep`; docs §18.6), for the estimate.
-const BARS_PER_SECOND_PER_CORE: f64 = 25e6;
-
-/// Seconds the plan should take here: its bars over every cell and window
-/// (about 252 trading days a year) at the measured rate on every core.
-pub fn estimate_seconds(plan: &Plan, threads: usize) -> f64 {
-    let codes: usize = plan.units.iter().map(|u| u.codes.len()).sum();
-    let days: i64 = plan
-        .windows
-        .iter()
-        .map(|w| (w.end - w.start).num_days() + 1)
-        .sum();
-    let bars = days as f64 * 252.0 / 365.25;
-    plan.combos.len() as f64 * codes as f64 * bars
-        / (BARS_PER_SECOND_PER_CORE * threads.max(1) as f64)
-}
-
 fn plan(spec: &Path, save: Option<&Path>, json: bool) -> Result<(), CliError> {
     let plan = load_plan(spec)?;
     let threads = crate::sweep::local::default_threads();
-    let secs = estimate_seconds(&plan, threads);
+    let secs = plan.estimate_seconds(threads);
     if let Some(p) = save {
         plan.save(p).map_err(fail)?;
     }
@@ -265,7 +247,7 @@ async fn run(
         .unwrap_or(Path::new("."));
     let opts = options(data, spec_dir);
     let events = printer(json);
-    let finished = match &engine {
+    let finished = match engine {
         // The Ray engine (docs §19) reads [engines.ray] and prints its job.
         Engine::Ray { address } => {
             let ray = super::ray::ray_sweep(address.as_deref(), ray, &opts)?;
@@ -273,11 +255,21 @@ async fn run(
             crate::sweep::ray::sweep::run(plan.clone(), out, &ray, ctrl_c(), events, &mut print)
                 .await
         }
-        Engine::Local => dispatch::run(&engine, plan.clone(), out, &opts, ctrl_c(), events).await,
+        engine => {
+            dispatch::run(
+                engine,
+                plan.clone(),
+                out.to_path_buf(),
+                opts,
+                ctrl_c(),
+                events,
+            )
+            .await
+        }
     }
     .map_err(fail)?;
     let report = report::summarise(&plan, &finished.results);
-    let files = write_heatmaps(&report, &finished.state_dir);
+    let files = report.write_heatmaps(&finished.state_dir);
     if json {
         let mut v = report.to_json();
         v["event"] = json!("sweep_report");
@@ -292,30 +284,6 @@ async fn run(
         }
     }
     Ok(())
-}
-
-/// `heatmap.svg` and `heatmap.png` in the run's state folder; a chart
-/// that cannot be drawn is left out (the report still has the braille).
-pub fn write_heatmaps(report: &report::Report, dir: &Path) -> Vec<String> {
-    let Some(h) = &report.heatmap else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    if let Ok(svg) = h.svg() {
-        let p = dir.join("heatmap.svg");
-        if crate::fsio::write_atomic(&p, svg.as_bytes(), crate::fsio::Durability::ProcessCrash)
-            .is_ok()
-        {
-            out.push(p.display().to_string());
-        }
-    }
-    if let Ok(png) = h.png() {
-        let p = dir.join("heatmap.png");
-        if crate::fsio::write_atomic(&p, &png, crate::fsio::Durability::ProcessCrash).is_ok() {
-            out.push(p.display().to_string());
-        }
-    }
-    out
 }
 
 async fn run_shard(

@@ -143,6 +143,11 @@ const EXPOSED: &[Exposure] = &[
         name: "overfitting",
         builtin: "overfitting",
     },
+    // Parameter sweeps (docs §18).
+    Exposure {
+        name: "sweep",
+        builtin: "sweep",
+    },
 ];
 
 /// The MCP names `vibedesk mcp serve` offers under `policy`, in

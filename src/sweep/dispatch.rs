@@ -1,7 +1,7 @@
 //! Which engine runs a plan (docs §18.3, §18.5): the local one on every
 //! core, or Ray when `--engine ray --address URL` asks for it.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
@@ -34,17 +34,18 @@ impl Engine {
     }
 }
 
-/// Runs `plan` into `out` on `engine`.
+/// Runs `plan` into `out` on `engine` (owned: the future is `Send` for any
+/// caller).
 pub async fn run(
-    engine: &Engine,
+    engine: Engine,
     plan: Arc<Plan>,
-    out: &Path,
-    opts: &LocalOptions,
+    out: PathBuf,
+    opts: LocalOptions,
     cancel: CancellationToken,
     events: Arc<dyn Fn(&SweepEvent) + Send + Sync>,
 ) -> Result<Finished, SweepError> {
     match engine {
-        Engine::Local => local::run(plan, out, opts, cancel, events).await,
+        Engine::Local => local::run(plan, &out, &opts, cancel, events).await,
         // Without the command line's flags and [engines.ray]: the defaults
         // (docs §19); `vibedesk sweep run --engine ray` reads both.
         Engine::Ray { address } => {
@@ -55,7 +56,7 @@ pub async fn run(
             let mut ray = super::ray::sweep::RaySweep::new(client, binary);
             ray.data_dir = std::path::absolute(&opts.data_dir).ok();
             ray.offline = opts.data.offline;
-            super::ray::sweep::run(plan, out, &ray, cancel, events, &mut |_| {}).await
+            super::ray::sweep::run(plan, &out, &ray, cancel, events, &mut |_| {}).await
         }
     }
 }

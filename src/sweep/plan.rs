@@ -19,6 +19,10 @@ use crate::research::backtest::BacktestConfig;
 /// The plan format; a plan of another format is refused.
 pub const FORMAT: u32 = 1;
 
+/// Bar-simulations a second one core runs in a sweep (measured by `cargo
+/// bench --bench sweep`, docs §18.6), for the estimate.
+pub const BARS_PER_SECOND_PER_CORE: f64 = 25e6;
+
 /// An axis as the plan keeps it (its values are in the combos).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlanAxis {
@@ -129,6 +133,21 @@ impl Plan {
             combo: index % n,
             unit: index / n,
         }
+    }
+
+    /// Seconds the plan should take on `threads` cores: its bars over
+    /// every cell and window (about 252 trading days a year) at
+    /// [`BARS_PER_SECOND_PER_CORE`].
+    pub fn estimate_seconds(&self, threads: usize) -> f64 {
+        let codes: usize = self.units.iter().map(|u| u.codes.len()).sum();
+        let days: i64 = self
+            .windows
+            .iter()
+            .map(|w| (w.end - w.start).num_days() + 1)
+            .sum();
+        let bars = days as f64 * 252.0 / 365.25;
+        self.combos.len() as f64 * codes as f64 * bars
+            / (BARS_PER_SECOND_PER_CORE * threads.max(1) as f64)
     }
 
     /// Writes the plan atomically.

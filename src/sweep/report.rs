@@ -225,6 +225,29 @@ impl Report {
     }
 }
 
+impl Report {
+    /// `heatmap.svg` and `heatmap.png` in `dir`, the paths written; a
+    /// chart that cannot be drawn is left out (the text keeps the braille).
+    pub fn write_heatmaps(&self, dir: &std::path::Path) -> Vec<String> {
+        let Some(h) = &self.heatmap else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut put = |name: &str, bytes: Option<Vec<u8>>| {
+            let p = dir.join(name);
+            let ok = bytes.is_some_and(|b| {
+                crate::fsio::write_atomic(&p, &b, crate::fsio::Durability::ProcessCrash).is_ok()
+            });
+            if ok {
+                out.push(p.display().to_string());
+            }
+        };
+        put("heatmap.svg", h.svg().ok().map(String::into_bytes));
+        put("heatmap.png", h.png().ok());
+        out
+    }
+}
+
 /// Best-so-far label of a cell (`fast=5 slow=30 AAPL`).
 pub fn label(plan: &Plan, cell: usize) -> String {
     cell_label(plan, cell)

@@ -32,6 +32,7 @@ mod secrets_limits;
 mod status;
 mod support;
 mod swarm;
+mod sweep;
 mod teams;
 mod ts_goldens;
 mod ts_tools;

@@ -189,7 +189,8 @@ async fn http_needs_the_token_made_once_and_kept_private() {
                 "volatility_model",
                 "factor_ic",
                 "regression",
-                "overfitting"
+                "overfitting",
+                "sweep"
             ])
         );
     }

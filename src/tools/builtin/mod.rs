@@ -10,6 +10,7 @@ pub mod memory;
 pub mod quant;
 pub mod shell;
 pub mod stats;
+pub mod sweep;
 
 use std::sync::Arc;
 
