@@ -26,8 +26,12 @@ fn symbols() -> Vec<String> {
     let mut out = Vec::new();
     for s in embedded::symbols() {
         let b = embedded::bars(s).unwrap();
-        if b.dates.first().is_some_and(|d| d.to_string().as_str() <= "2012-01-03")
-            && b.dates.last().is_some_and(|d| d.to_string().as_str() >= "2017-11-01")
+        if b.dates
+            .first()
+            .is_some_and(|d| d.to_string().as_str() <= "2012-01-03")
+            && b.dates
+                .last()
+                .is_some_and(|d| d.to_string().as_str() >= "2017-11-01")
         {
             out.push(s.to_string());
         }
@@ -86,7 +90,10 @@ fn main() {
     .unwrap();
     let t = Instant::now();
     let cluster = ray_cluster::RayCluster::start(ray);
-    println!("cluster start (two nodes): {:.1} s", t.elapsed().as_secs_f64());
+    println!(
+        "cluster start (two nodes): {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     let local = dir.path().join("local.parquet");
     let (local_s, ev) = sweep(dir.path(), &spec, &local, &[]);
     let cells = ev
@@ -97,11 +104,22 @@ fn main() {
     println!("local engine, every core: {local_s:.2} s for {cells} cells");
     for shards in ["2", "16"] {
         let out = dir.path().join(format!("ray-{shards}.parquet"));
-        let args = ["--engine", "ray", "--address", &cluster.dashboard, "--shards", shards];
+        let args = [
+            "--engine",
+            "ray",
+            "--address",
+            &cluster.dashboard,
+            "--shards",
+            shards,
+        ];
         let (ray_s, ev) = sweep(dir.path(), &spec, &out, &args);
         let at = |kind: &str| ev.iter().find(|e| e["event"] == kind).cloned();
-        let bytes = at("ray_packaged").map(|e| e["bytes"].clone()).unwrap_or_default();
-        let upload = at("ray_uploaded").map(|e| e["seconds"].clone()).unwrap_or_default();
+        let bytes = at("ray_packaged")
+            .map(|e| e["bytes"].clone())
+            .unwrap_or_default();
+        let upload = at("ray_uploaded")
+            .map(|e| e["seconds"].clone())
+            .unwrap_or_default();
         assert_eq!(
             std::fs::read(&out).unwrap(),
             std::fs::read(&local).unwrap(),

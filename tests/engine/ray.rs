@@ -445,3 +445,179 @@ async fn a_real_two_node_ray_cluster_runs_sweeps_and_teams() {
     drop(cluster);
     assert!(crate::support::ray_cluster::pids_in_sessions(&sessions).is_empty());
 }
+
+/// The Jobs REST client on a loopback server (no Ray needed): the requests
+/// Ray's API expects, the token, and a stop when cancelled.
+#[tokio::test]
+async fn the_jobs_client_speaks_rays_rest_api_and_stops_on_cancel() {
+    use crate::support::server::{TestServer, json_reply, status_reply};
+    let logs = "(run_shard pid=7, ip=10.0.0.2) @@vibedesk {\"event\": \"shard_started\", \"node\": \"n1\", \"node_id\": \"abc\", \"of\": 2, \"shard\": 1}\nplain line\n";
+    let server = TestServer::start(vec![
+        status_reply(200, ""),
+        json_reply(
+            200,
+            &serde_json::json!({"submission_id": "sub-1", "job_id": null}),
+        ),
+        json_reply(200, &serde_json::json!({"stopped": true})),
+        json_reply(
+            200,
+            &serde_json::json!({"status": "STOPPED", "message": "stopped by the user"}),
+        ),
+        json_reply(200, &serde_json::json!({"logs": logs})),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("vibedesk");
+    std::fs::write(&bin, b"#!/bin/sh\n").unwrap();
+    let client = JobsClient::new(&server.addr().to_string(), Some("tok".into())).unwrap();
+    let job = ShardJob::new(
+        "test",
+        "feedface",
+        bin,
+        vec!["x".into(), "{shard}".into()],
+        2,
+    );
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let mut events = Vec::new();
+    let outcome = job::run(&client, &job, &mut |e| events.push(e), &cancel)
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, JobStatus::Stopped);
+    assert_eq!(outcome.submission_id, "sub-1");
+    assert!(events.contains(&JobEvent::StopRequested), "{events:#?}");
+    assert!(events.contains(&JobEvent::ShardStarted {
+        shard: 1,
+        node: "n1".into(),
+        node_id: "abc".into()
+    }));
+    assert!(events.contains(&JobEvent::Log {
+        line: "plain line".into()
+    }));
+    let requests = server.requests();
+    let calls: Vec<(String, String)> = requests
+        .iter()
+        .map(|r| (r.method.clone(), r.path.clone()))
+        .collect();
+    let package = format!("/api/packages/gcs/{}", outcome.package);
+    assert_eq!(
+        calls,
+        [
+            ("PUT".to_string(), package),
+            ("POST".into(), "/api/jobs/".into()),
+            ("POST".into(), "/api/jobs/sub-1/stop".into()),
+            ("GET".into(), "/api/jobs/sub-1".into()),
+            ("GET".into(), "/api/jobs/sub-1/logs".into()),
+        ]
+    );
+    for r in &requests {
+        assert_eq!(r.header("authorization"), Some("Bearer tok"), "{}", r.path);
+    }
+    let submit = &requests[1].body;
+    assert_eq!(submit["entrypoint"], "python driver.py");
+    assert_eq!(
+        submit["runtime_env"]["working_dir"],
+        format!("gcs://{}", outcome.package)
+    );
+    assert!(
+        submit["submission_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("vibedesk-test-feedface-")
+    );
+}
+
+/// Ray's refusal is quoted, with what was being done.
+#[tokio::test]
+async fn a_refused_upload_says_what_ray_answered() {
+    use crate::support::server::{TestServer, status_reply};
+    let server = TestServer::start(vec![status_reply(
+        413,
+        "Maximum request body size 104857600 exceeded.",
+    )])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("vibedesk");
+    std::fs::write(&bin, b"bin").unwrap();
+    let client = JobsClient::new(&format!("http://{}", server.addr()), None).unwrap();
+    let job = ShardJob::new("test", "k", bin, vec![], 1);
+    let e = job::run(&client, &job, &mut |_| {}, &CancellationToken::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("upload the package") && e.contains("413") && e.contains("104857600"),
+        "{e}"
+    );
+}
+
+/// Without an address the Ray engine stops before anything starts and says
+/// where to give one.
+#[tokio::test]
+async fn the_ray_engine_without_an_address_says_where_to_give_one() {
+    let home = tempfile::tempdir().unwrap();
+    let spec = spec(home.path(), "s.json", &["AAPL"], 4);
+    let out = vibedesk(home.path())
+        .args(["sweep", "run"])
+        .arg(&spec)
+        .args(["--out", "x.csv", "--engine", "ray"])
+        .current_dir(home.path())
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--address") && stderr.contains("[engines.ray]"),
+        "{stderr}"
+    );
+}
+
+/// `swarm batch` here: one team per target with the offline planner (no
+/// key), one result line per target in file order, and a rerun that runs
+/// no team again.
+#[tokio::test]
+async fn a_team_batch_runs_here_with_the_offline_planner_and_resumes() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let targets = home.join("targets.txt");
+    std::fs::write(&targets, "MSFT\nAAPL # the second\nIBM\n").unwrap();
+    let out = home.join("batch.jsonl");
+    let batch = || {
+        let mut c = vibedesk(home);
+        c.args(["swarm", "batch", "equity_research", "--targets"])
+            .arg(&targets)
+            .args(["--max-calls", "2", "--json", "--out"])
+            .arg(&out);
+        c
+    };
+    let r = ran(batch().output().await.unwrap());
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let finished = r.of("batch_finished");
+    assert_eq!(
+        (
+            finished[0]["teams"].clone(),
+            finished[0]["succeeded"].clone()
+        ),
+        (3.into(), 3.into())
+    );
+    let rows: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let targets_seen: Vec<&str> = rows.iter().map(|r| r["target"].as_str().unwrap()).collect();
+    assert_eq!(targets_seen, ["MSFT", "AAPL", "IBM"]);
+    let runs = |home: &Path| {
+        std::fs::read_dir(home.join("data").join("swarm"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    let before = runs(home);
+    assert!(before >= 3, "{before} team runs on disk");
+    let first = std::fs::read(&out).unwrap();
+    let again = ran(batch().output().await.unwrap());
+    assert_eq!(again.code, Some(0), "{}", again.stderr);
+    assert_eq!(runs(home), before, "a resumed batch ran a team again");
+    assert_eq!(std::fs::read(&out).unwrap(), first);
+}
