@@ -149,7 +149,10 @@ fn vectorbt(dir: &Path, plan: &Plan, start: &str, end: &str, symbols: &[String])
     if !out.status.success() {
         eprintln!(
             "vectorbt baseline skipped ({python}: {}); set VIBEDESK_BENCH_PYTHON to an interpreter with benches/baseline/sweep-requirements.txt",
-            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
         );
         return None;
     }

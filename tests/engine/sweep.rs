@@ -768,7 +768,14 @@ async fn ctrl_c_stops_at_the_next_cell_and_keeps_what_finished() {
     let spec = kill_spec(tmp.path());
     let out = tmp.path().join("r.parquet");
     let mut child = vibedesk(&home)
-        .args(["sweep", "run", spec.to_str().unwrap(), "--out", out.to_str().unwrap(), "--json"])
+        .args([
+            "sweep",
+            "run",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -801,6 +808,10 @@ async fn ctrl_c_stops_at_the_next_cell_and_keeps_what_finished() {
     let done = f["done"].as_u64().unwrap() as usize;
     assert!(done > 0 && done < 174 * 12, "{f}");
     let (kept, rows) = journal_cells(&tmp.path().join("r.parquet.sweep/journal.csv"), 2);
-    assert_eq!((kept, rows), (done, 2 * done), "every finished cell kept, once");
+    assert_eq!(
+        (kept, rows),
+        (done, 2 * done),
+        "every finished cell kept, once"
+    );
     assert!(!out.exists());
 }
