@@ -169,7 +169,7 @@ fn context(cfg: &BacktestConfig, loaded: &[&PriceSeries]) -> Context {
     let owned: Vec<PriceSeries> = loaded.iter().map(|s| (*s).clone()).collect();
     let range = bt::in_range(cfg, &owned);
     let lens: Vec<usize> = range.series.iter().map(|s| s.bars.len()).collect();
-    let empty = lens.contains(&0) || lens.is_empty();
+    let empty = lens.contains(&0) || lens.len() != cfg.codes.len();
     let panel = bt::panel_for(cfg, &range.series);
     let (markets, rules, _) = engine::rules_for(&cfg.codes, &cfg.costs);
     let limit = bt::ffill_limit(&markets);
@@ -211,6 +211,7 @@ pub struct Scratch {
     /// Moving averages by (code index, EMA?, length).
     averages: HashMap<(usize, bool, usize), Rc<Vec<f64>>>,
     sim: Simulation,
+    excess: Vec<f64>,
 }
 
 impl Scratch {
@@ -305,6 +306,19 @@ pub fn run_one<'s>(
     run_window(prep, cell, window, scratch, &mut signals)
 }
 
+fn nan_row(cell: usize, window: usize) -> Row {
+    Row {
+        cell,
+        window,
+        final_value: f64::NAN,
+        total_return: f64::NAN,
+        sharpe: f64::NAN,
+        max_drawdown: f64::NAN,
+        trade_count: 0,
+        moments: PowerSums::default(),
+    }
+}
+
 fn run_window<'s>(
     prep: &Prepared,
     cell: usize,
@@ -314,55 +328,32 @@ fn run_window<'s>(
 ) -> CellRun<'s> {
     let c = prep.plan.cell(cell);
     scratch.enter(c.unit);
-    let nan_row = |trade_count| Row {
-        cell,
-        window,
-        final_value: f64::NAN,
-        total_return: f64::NAN,
-        sharpe: f64::NAN,
-        max_drawdown: f64::NAN,
-        trade_count,
-        moments: PowerSums::default(),
-    };
-    let Some(cfg) = prep.cell_config(c.combo, c.unit, window) else {
+    let class = prep.class.get(c.combo).copied().unwrap_or(0);
+    let key = (window, class);
+    if !scratch.contexts.contains_key(&key) {
+        if let Some(whole) = prep.cell_config(c.combo, c.unit, window) {
+            let ctx = context(&whole, &prep.unit_series(c.unit));
+            scratch.contexts.insert(key, Rc::new(ctx));
+        }
+    }
+    let (Some(cfg), Some(ctx)) = (
+        prep.configs.get(c.combo),
+        scratch.contexts.get(&key).cloned(),
+    ) else {
+        scratch.sim = Simulation::default();
         return CellRun {
-            row: nan_row(0),
+            row: nan_row(cell, window),
             sim: &scratch.sim,
         };
     };
-    let series = prep.unit_series(c.unit);
-    let class = prep.class.get(c.combo).copied().unwrap_or(0);
-    let ctx = scratch
-        .contexts
-        .entry((window, class))
-        .or_insert_with(|| Rc::new(context(&cfg, &series)))
-        .clone();
-    if ctx.empty || series.len() != cfg.codes.len() {
+    if ctx.empty {
         scratch.sim = Simulation::default();
         return CellRun {
-            row: nan_row(0),
+            row: nan_row(cell, window),
             sim: &scratch.sim,
         };
     }
-    let constant = cfg.strategy.constant_signal().unwrap_or(0.0);
-    let (signals, entry): (Vec<Vec<f64>>, Vec<f64>) = if cfg.warmup_bars() == 0 {
-        // Loaded from the window's start alone (docs §7.4.1): cold.
-        let sig = bt::rust_signals(&cfg.strategy, &ctx.range);
-        (sig, vec![constant; ctx.range.len()])
-    } else {
-        let full = full.get_or_insert_with(|| full_signals(&cfg.strategy, &series, scratch));
-        full.iter()
-            .zip(ctx.offsets.iter().zip(&ctx.lens))
-            .map(|(sig, (&at, &len))| {
-                let entry = at
-                    .checked_sub(1)
-                    .and_then(|i| sig.get(i).copied())
-                    .unwrap_or(constant);
-                let end = (at + len).min(sig.len());
-                (sig.get(at.min(end)..end).unwrap_or(&[]).to_vec(), entry)
-            })
-            .unzip()
-    };
+    let (signals, entry) = window_signals(prep, cfg, c.unit, &ctx, scratch, full);
     let mut targets =
         engine::align_targets_from(&ctx.panel, &signals, &entry, &ctx.rules, ctx.limit);
     if let Some(spec) = &cfg.optimizer {
@@ -376,12 +367,12 @@ fn run_window<'s>(
     };
     engine::simulate_into(&ctx.panel, &targets, &params, &mut scratch.sim);
     let row = measure(
-        cell,
-        window,
+        (cell, window),
         &scratch.sim,
         cfg.initial_cash,
         ctx.bars_per_year,
         &ctx.risk_free,
+        &mut scratch.excess,
     );
     CellRun {
         row,
@@ -389,14 +380,46 @@ fn run_window<'s>(
     }
 }
 
-/// The §7.5 columns, by [`metrics::compute`]'s formulas.
+/// The window's signals and each series' entry signal (the last one
+/// before the window), as `signals_in_range` cuts them.
+fn window_signals(
+    prep: &Prepared,
+    cfg: &BacktestConfig,
+    unit: usize,
+    ctx: &Context,
+    scratch: &mut Scratch,
+    full: &mut Option<Vec<Vec<f64>>>,
+) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let constant = cfg.strategy.constant_signal().unwrap_or(0.0);
+    if cfg.warmup_bars() == 0 {
+        // Loaded from the window's start alone (docs §7.4.1): cold.
+        let sig = bt::rust_signals(&cfg.strategy, &ctx.range);
+        return (sig, vec![constant; ctx.range.len()]);
+    }
+    let full =
+        full.get_or_insert_with(|| full_signals(&cfg.strategy, &prep.unit_series(unit), scratch));
+    full.iter()
+        .zip(ctx.offsets.iter().zip(&ctx.lens))
+        .map(|(sig, (&at, &len))| {
+            let entry = at
+                .checked_sub(1)
+                .and_then(|i| sig.get(i).copied())
+                .unwrap_or(constant);
+            let end = (at + len).min(sig.len());
+            (sig.get(at.min(end)..end).unwrap_or(&[]).to_vec(), entry)
+        })
+        .unzip()
+}
+
+/// The §7.5 columns, by [`metrics::compute`]'s own functions; the excess
+/// returns go in `x`, a buffer reused from cell to cell.
 fn measure(
-    cell: usize,
-    window: usize,
+    (cell, window): (usize, usize),
     sim: &Simulation,
     cash: f64,
     b_year: f64,
     rf: &[f64],
+    x: &mut Vec<f64>,
 ) -> Row {
     let eq = &sim.equity;
     let Some(&last) = eq.last() else {
@@ -411,14 +434,20 @@ fn measure(
             moments: PowerSums::default(),
         };
     };
-    let total = last / cash - 1.0;
-    let x = metrics::excess(&metrics::returns(eq), rf);
+    // `metrics::excess(&metrics::returns(eq), rf)`, value for value.
+    x.clear();
+    x.push(0.0 - rf.first().copied().unwrap_or(0.0));
+    x.extend(
+        eq.windows(2)
+            .enumerate()
+            .map(|(i, w)| (w[1] / w[0] - 1.0) - rf.get(i + 1).copied().unwrap_or(0.0)),
+    );
     Row {
         cell,
         window,
         final_value: last,
-        total_return: total,
-        sharpe: metrics::sharpe(&x, b_year),
+        total_return: last / cash - 1.0,
+        sharpe: metrics::sharpe(x, b_year),
         max_drawdown: metrics::max_drawdown(eq, cash),
         trade_count: sim.trades.len() as u64,
         // The first return is the 0 before any bar moved: not a period.

@@ -181,6 +181,14 @@ pub async fn run_shard_with(
                 }
                 Ok(())
             })?;
+            let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            ev(&SweepEvent::Progress {
+                done,
+                total,
+                rate,
+                eta_s: (total - done) as f64 / rate.max(1e-9),
+                best: None,
+            });
             Ok(rows)
         })
         .await

@@ -758,3 +758,60 @@ async fn shards_are_reproducible_and_collect_to_the_local_results() {
     }
     assert!(collect(&plan, &other, 3).is_err());
 }
+
+/// Ctrl-C (SIGINT) stops a real `vibedesk sweep run` at the next cell: exit
+/// 130, a message saying how to resume, the finished cells kept.
+#[tokio::test]
+async fn ctrl_c_stops_at_the_next_cell_and_keeps_what_finished() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let spec = kill_spec(tmp.path());
+    let out = tmp.path().join("r.parquet");
+    let mut child = vibedesk(&home)
+        .args([
+            "sweep",
+            "run",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let e: Value = serde_json::from_str(&line).unwrap();
+        if e["event"] == "sweep_progress" && e["done"].as_u64().unwrap() > 0 {
+            break;
+        }
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut finished = None;
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let e: Value = serde_json::from_str(&line).unwrap();
+        if e["event"] == "sweep_finished" {
+            finished = Some(e);
+        }
+    }
+    let o = child.wait_with_output().await.unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("run it again to resume"), "{err}");
+    let f = finished.unwrap();
+    assert_eq!(f["cancelled"], true);
+    let done = f["done"].as_u64().unwrap() as usize;
+    assert!(done > 0 && done < 174 * 12, "{f}");
+    let (kept, rows) = journal_cells(&tmp.path().join("r.parquet.sweep/journal.csv"), 2);
+    assert_eq!(
+        (kept, rows),
+        (done, 2 * done),
+        "every finished cell kept, once"
+    );
+    assert!(!out.exists());
+}
