@@ -411,7 +411,7 @@ fn in_app_preset_error(config: &Config, e: &preset::PresetError) -> Option<Strin
 
 /// An agent's own `model` through the configured provider; with no model
 /// configured, every agent gets the offline planner.
-pub(super) fn provider_factory(config: &Config, fallback: Arc<dyn Provider>) -> ProviderFactory {
+fn provider_factory(config: &Config, fallback: Arc<dyn Provider>) -> ProviderFactory {
     let base = config.provider.clone();
     Arc::new(move |model: &str| match &base {
         Some(p) => {

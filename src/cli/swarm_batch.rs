@@ -17,7 +17,7 @@ use super::ray::{RaySetup, absolute_dir, current_binary};
 use super::{AgentSetup, CliError, ProviderArgs, exit, init_logging, load_config};
 use crate::agent::EventSink;
 use crate::config::{Config, Overrides};
-use crate::llm::Provider;
+use crate::llm::{LlmError, Provider};
 use crate::swarm::batch::{self, BatchPlan, CappedProvider, CellResult, CellRunner};
 use crate::swarm::preset;
 use crate::swarm::scheduler::DEFAULT_MAX_WORKERS;
@@ -173,9 +173,19 @@ fn cell_runner(plan: &BatchPlan, config: &Config, permits: usize) -> Result<Cell
     let permits = Arc::new(Semaphore::new(permits.max(1)));
     let capped: Arc<dyn Provider> =
         Arc::new(CappedProvider::new(provider.clone(), permits.clone()));
-    let base = super::swarm::provider_factory(config, provider);
+    // An agent's own model through the configured provider, as `swarm
+    // run` does; with none configured, the offline planner for every agent.
+    let base = config.provider.clone();
     let factory: crate::swarm::scheduler::ProviderFactory = Arc::new(move |model: &str| {
-        base(model).map(|p| Arc::new(CappedProvider::new(p, permits.clone())) as Arc<dyn Provider>)
+        let p = match &base {
+            Some(p) => {
+                let mut p = p.clone();
+                p.model = Some(model.to_string());
+                super::build_provider(&p).map_err(|e| LlmError::Config(e.to_string()))?
+            }
+            None => provider.clone(),
+        };
+        Ok(Arc::new(CappedProvider::new(p, permits.clone())) as Arc<dyn Provider>)
     });
     let setup = AgentSetup::new(config);
     let deps = setup.deps(capped, config);

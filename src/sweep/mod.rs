@@ -54,6 +54,9 @@ pub enum SweepError {
     Cancelled { done: usize, total: usize },
     #[error("{0}")]
     Engine(String),
+    /// The Ray engine could not reach the cluster or its job failed (§19).
+    #[error("{0}")]
+    Ray(String),
 }
 
 impl SweepError {
@@ -68,6 +71,7 @@ impl SweepError {
             SweepError::Output(_) => "output_failed",
             SweepError::Cancelled { .. } => "cancelled",
             SweepError::Engine(_) => "engine_unavailable",
+            SweepError::Ray(_) => "ray_failed",
         }
     }
 

@@ -64,9 +64,15 @@ impl RaySweep {
     }
 }
 
+/// A missing or bad address or `[engines.ray]` is the user's to fix (exit
+/// 2); anything the cluster did is a failure (exit 1).
 impl From<super::RayError> for SweepError {
     fn from(e: super::RayError) -> SweepError {
-        SweepError::Engine(e.to_string())
+        use super::RayError as R;
+        match e {
+            R::NoAddress | R::Address(_) | R::Config { .. } => SweepError::Engine(e.to_string()),
+            e => SweepError::Ray(e.to_string()),
+        }
     }
 }
 
@@ -216,7 +222,7 @@ fn finish_job(
         });
         return Err(SweepError::Cancelled { done, total });
     }
-    Err(SweepError::Engine(format!(
+    Err(SweepError::Ray(format!(
         "the Ray job {} ended {}{}{}; {done} of {total} cells are kept in {}, and running the sweep again resumes",
         outcome.submission_id,
         outcome.status.as_str(),
