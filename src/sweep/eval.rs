@@ -330,11 +330,10 @@ fn run_window<'s>(
     scratch.enter(c.unit);
     let class = prep.class.get(c.combo).copied().unwrap_or(0);
     let key = (window, class);
-    if !scratch.contexts.contains_key(&key) {
-        if let Some(whole) = prep.cell_config(c.combo, c.unit, window) {
-            let ctx = context(&whole, &prep.unit_series(c.unit));
-            scratch.contexts.insert(key, Rc::new(ctx));
-        }
+    if let std::collections::hash_map::Entry::Vacant(slot) = scratch.contexts.entry(key)
+        && let Some(whole) = prep.cell_config(c.combo, c.unit, window)
+    {
+        slot.insert(Rc::new(context(&whole, &prep.unit_series(c.unit))));
     }
     let (Some(cfg), Some(ctx)) = (
         prep.configs.get(c.combo),
