@@ -407,12 +407,30 @@ async fn a_real_two_node_ray_cluster_runs_sweeps_and_teams() {
         .await
         .unwrap();
     let home = tempfile::tempdir().unwrap();
-    let home = home.path();
+    // Bounded: a job that hangs fails the test (and the drop still ends
+    // the cluster) instead of holding CI.
+    let steps = every_step(&mut cluster, home.path());
+    if tokio::time::timeout(Duration::from_secs(900), steps)
+        .await
+        .is_err()
+    {
+        panic!(
+            "the Ray steps took over 15 minutes: {}",
+            cluster.log("head")
+        );
+    }
+    // Nothing of the cluster outlives it.
+    let sessions = cluster.sessions();
+    drop(cluster);
+    assert!(crate::support::ray_cluster::pids_in_sessions(&sessions).is_empty());
+}
+
+async fn every_step(cluster: &mut RayCluster, home: &Path) {
     let mut packages = Vec::new();
-    generic_shards_run_once_each_with_retries(&cluster, home).await;
-    ports_stay_outside_the_forbidden_range(&cluster);
-    a_sweep_through_ray_equals_the_local_run(&cluster, home, &mut packages).await;
-    a_team_batch_runs_on_ray(&cluster, home, &mut packages).await;
+    generic_shards_run_once_each_with_retries(cluster, home).await;
+    ports_stay_outside_the_forbidden_range(cluster);
+    a_sweep_through_ray_equals_the_local_run(cluster, home, &mut packages).await;
+    a_team_batch_runs_on_ray(cluster, home, &mut packages).await;
     // A sweep whose shards take seconds: 5,120 cells.
     let big = spec(
         home,
@@ -427,23 +445,13 @@ async fn a_real_two_node_ray_cluster_runs_sweeps_and_teams() {
     )
     .await;
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    ctrl_c_stops_the_job_and_a_rerun_resumes(&cluster, home, &local, &big, &mut packages).await;
-    a_lost_worker_node_still_gives_every_shard_once(
-        &mut cluster,
-        home,
-        &local,
-        &big,
-        &mut packages,
-    )
-    .await;
+    ctrl_c_stops_the_job_and_a_rerun_resumes(cluster, home, &local, &big, &mut packages).await;
+    a_lost_worker_node_still_gives_every_shard_once(cluster, home, &local, &big, &mut packages)
+        .await;
     // Every job had a package of its own.
     let distinct: BTreeSet<_> = packages.iter().collect();
     assert_eq!(packages.len(), 6, "{packages:?}");
     assert_eq!(distinct.len(), packages.len(), "{packages:?}");
-    // Nothing of the cluster outlives it.
-    let sessions = cluster.sessions();
-    drop(cluster);
-    assert!(crate::support::ray_cluster::pids_in_sessions(&sessions).is_empty());
 }
 
 /// The Jobs REST client on a loopback server (no Ray needed): the requests
