@@ -2,11 +2,13 @@
 """vectorbt's side of `cargo bench --bench sweep` (docs §18.6).
 
 Reads the inputs the Rust bench wrote in DIR: `open.f64` and `close.f64`
-(little-endian float64, symbol after symbol, HISTORY bars before the window
-then the symbol's bars in it) and `inputs.json` (each symbol's bars in the
-window, the grid's (fast, slow) pairs in the plan's order, fees, initial
-cash). Runs the grid the way vectorbt is used for it: every moving average
-once (`vbt.MA.run` over all lengths), one column per (pair, symbol),
+(little-endian float64, symbol after symbol, all the symbol's history
+before the window then its bars in it) and `inputs.json` (each symbol's
+bars in the window and before it, the grid's (fast, slow) pairs in the
+plan's order, fees, initial cash). Runs the grid the way vectorbt is used for it: every moving average
+once (pandas' rolling mean on the whole history, as the engine's SMA;
+vectorbt's `MA.run` sums in another order, which flips a crossover where
+the two averages are exactly equal), one column per (pair, symbol),
 `Portfolio.from_signals` with the whole cash on each entry, filled at the
 bar's open on the previous bar's signal (the first bar on the last signal
 before the window, as the engine does). Symbols with as many bars go
@@ -31,7 +33,7 @@ import vectorbt as vbt
 
 DIR = sys.argv[1]
 INP = json.load(open(os.path.join(DIR, "inputs.json")))
-LENS, H = INP["bars"], INP["history"]
+LENS, HIST = INP["bars"], INP["history"]
 FEES, CASH = INP["fees"], INP["init_cash"]
 COMBOS = [(int(f), int(s)) for f, s in INP["combos"]]
 S = len(LENS)
@@ -40,9 +42,9 @@ S = len(LENS)
 def load(name):
     flat = np.fromfile(os.path.join(DIR, name + ".f64"), dtype="<f8")
     out, at = [], 0
-    for n in LENS:
-        out.append(flat[at:at + H + n])
-        at += H + n
+    for h, n in zip(HIST, LENS):
+        out.append(flat[at:at + h + n])
+        at += h + n
     return out
 
 
@@ -55,23 +57,28 @@ for i, n in enumerate(LENS):
 
 def grid(members):
     b = LENS[members[0]]
-    close_all = np.column_stack([CLOSE[i] for i in members])
-    open_all = np.column_stack([OPEN[i] for i in members])
     s = len(members)
     windows = sorted({w for pair in COMBOS for w in pair})
-    ma = vbt.MA.run(pd.DataFrame(close_all), window=windows).ma.values
-    ma = ma.reshape(H + b, len(windows), s)
     at = {w: i for i, w in enumerate(windows)}
+    # pandas' rolling means on each symbol's whole history (the engine's
+    # SMA is pandas' to the bit; vectorbt's MA.run sums in another order,
+    # which flips a crossover where the two averages are exactly equal),
+    # from the bar before the window to its last.
+    ma = np.empty((b + 1, len(windows), s))
+    for j, i in enumerate(members):
+        h, series = HIST[i], pd.Series(CLOSE[i])
+        for w in windows:
+            ma[:, at[w], j] = series.rolling(w).mean().values[h - 1:h + b]
     c = len(COMBOS)
     # Column k*s + j: pair k on the group's symbol j.
-    signal = np.empty((H + b, c * s), dtype=bool)
+    signal = np.empty((b + 1, c * s), dtype=bool)
     for k, (f, sl) in enumerate(COMBOS):
         signal[:, k * s:(k + 1) * s] = ma[:, at[f], :] > ma[:, at[sl], :]
-    target = signal[H - 1:H + b - 1]
-    close = np.tile(close_all[H:], (1, c))
+    target = signal[:-1]
+    close = np.tile(np.column_stack([CLOSE[i][HIST[i]:] for i in members]), (1, c))
+    price = np.tile(np.column_stack([OPEN[i][HIST[i]:] for i in members]), (1, c))
     pf = vbt.Portfolio.from_signals(
-        close, target, ~target, price=np.tile(open_all[H:], (1, c)),
-        fees=FEES, init_cash=CASH, size=np.inf)
+        close, target, ~target, price=price, fees=FEES, init_cash=CASH, size=np.inf)
     final = pf.final_value().values - pf.assets().values[-1] * close[-1] * FEES
     return final.reshape(c, s)
 
