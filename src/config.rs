@@ -280,6 +280,10 @@ pub struct FileConfig {
     /// into [`BacktestDefaults`] with a suggestion for a mistyped key.
     #[serde(default)]
     pub backtest: Option<toml::Table>,
+    /// `[engines.ray]`: the Ray cluster sweeps and team batches may run on,
+    /// read and validated by the Ray engine (`sweep::ray`, docs §19.1).
+    #[serde(default)]
+    pub engines: Option<toml::Table>,
 }
 
 /// The keys of `[backtest]`.

@@ -21,6 +21,7 @@ pub mod secrets;
 pub mod session;
 pub mod store;
 pub mod swarm;
+pub mod sweep;
 pub mod text;
 pub mod tools;
 pub mod tui;

@@ -9,6 +9,7 @@ pub mod factor;
 pub mod names;
 pub mod quant;
 pub mod stats;
+pub mod sweep;
 pub mod universe;
 
 use serde::{Deserialize, Deserializer, Serialize};

@@ -1,6 +1,6 @@
 //! The command line: `vibedesk` (the workstation), `run`, `doctor`,
 //! `sessions`, `trace`, `compact`, `backtest`, `data`, `engine`, `memory`,
-//! `mcp`, `swarm`.
+//! `mcp`, `swarm`, `sweep`.
 
 mod backtest;
 mod compact;
@@ -12,9 +12,12 @@ mod error;
 mod inspect;
 mod mcp;
 mod memory;
+mod ray;
 mod run;
 mod setup;
 mod swarm;
+mod swarm_batch;
+mod sweep;
 mod workstation;
 
 use std::process::ExitCode;
@@ -73,6 +76,8 @@ pub enum Command {
     Mcp(mcp::McpCommand),
     /// Research teams: list, inspect, run and show swarm presets' runs.
     Swarm(swarm::SwarmArgs),
+    /// Parameter sweeps (docs §18): `plan` a spec, `run` it on every core, run one `shard` of a plan.
+    Sweep(sweep::SweepArgs),
 }
 
 /// Provider flags shared by `run` and `doctor`.
@@ -167,6 +172,7 @@ fn run_command(cli: Cli) -> Result<(), CliError> {
             Some(Command::Memory(args)) => memory::memory(args),
             Some(Command::Mcp(command)) => mcp::mcp(command).await,
             Some(Command::Swarm(args)) => swarm::swarm(args).await,
+            Some(Command::Sweep(args)) => sweep::sweep(args).await,
         }
     });
     // Do not wait for tasks still parked on stdin or timers.

@@ -174,6 +174,7 @@ impl AgentSetup {
             backtest_config.timeout = backtest_config.timeout.min(limit);
         }
         env.backtest = Arc::new(backtest_config);
+        env.tool_timeout = config.agent.scheduler.default_timeout;
         let flags = crate::memory::MemoryFlags::from_env();
         let mut notes = crate::memory::maintenance::warnings(&flags);
         let skills =

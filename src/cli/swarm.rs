@@ -1,4 +1,5 @@
-//! `vibedesk swarm list | inspect NAME|FILE | run NAME | show RUN_ID`:
+//! `vibedesk swarm list | inspect NAME|FILE | run NAME | show RUN_ID |
+//! batch NAME --targets FILE` (the batch in `swarm_batch`):
 //! research teams from the command line (docs §14). `run` has `run`'s
 //! provider flags, `--json` event stream and exit codes; with no model
 //! configured the offline planner answers every member.
@@ -57,6 +58,11 @@ pub enum SwarmCommand {
         #[arg(long)]
         json: bool,
     },
+    /// One team per target of a file, locally or on a Ray cluster (docs §14.8).
+    Batch(super::swarm_batch::SwarmBatchArgs),
+    /// One shard of a batch (what a Ray task runs).
+    #[command(hide = true)]
+    BatchShard(super::swarm_batch::BatchShardArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -85,6 +91,8 @@ pub async fn swarm(args: SwarmArgs) -> Result<(), CliError> {
         SwarmCommand::Inspect { preset, json } => inspect(&preset, json),
         SwarmCommand::Run(args) => run(args).await,
         SwarmCommand::Show { run_id, json } => show(&run_id, json),
+        SwarmCommand::Batch(args) => super::swarm_batch::batch(args).await,
+        SwarmCommand::BatchShard(args) => super::swarm_batch::batch_shard(args).await,
     }
 }
 

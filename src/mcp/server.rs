@@ -363,9 +363,10 @@ fn tool_spec(name: &'static str, tool: &dyn Tool) -> rmcp::model::Tool {
     let readonly = tool.readonly();
     let mut annotations = ToolAnnotations::new().read_only(readonly);
     if !readonly {
-        // Both writing tools can overwrite: `remember` replaces or forgets
-        // an entry, and a backtest given a `run_dir` in the workspace
-        // rewrites that dir's config.json and artifacts.
+        // The writing tools can overwrite: `remember` replaces or forgets
+        // an entry, a backtest given a `run_dir` in the workspace rewrites
+        // that dir's config.json and artifacts, and a sweep replaces its
+        // results file.
         annotations = annotations.destructive(true);
     }
     let spec = rmcp::model::Tool::new(name, tool.description().to_string(), Arc::new(schema))

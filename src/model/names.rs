@@ -23,6 +23,7 @@ pub const REGRESSION: &str = "regression";
 pub const OVERFITTING: &str = "overfitting";
 pub const BACKTEST: &str = "backtest";
 pub const READ_ARTIFACT: &str = "read_artifact";
+pub const SWEEP: &str = "sweep";
 pub const REMEMBER: &str = "remember";
 pub const RECALL: &str = "recall";
 pub const SESSION_SEARCH: &str = "session_search";

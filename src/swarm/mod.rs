@@ -3,6 +3,7 @@
 //! own run dir, upstream context, retries and budgets. The engine side only:
 //! the terminal knows a team through `AgentEvent`'s `swarm_*` variants.
 
+pub mod batch;
 pub mod bundled;
 pub mod preset;
 pub mod record;

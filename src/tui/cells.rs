@@ -11,6 +11,7 @@ use super::backtest::{self, BacktestCell};
 use super::format::{duration_ms, one_line, thousands, tokens};
 use super::markdown;
 use super::payoff::{self, PayoffCell};
+use super::sweep_cell::{self, SweepCell};
 use super::theme::Theme;
 use super::wrap::{wrap_hard, wrap_spans};
 use crate::agent::events::{RunStatus, ToolCallStatus};
@@ -72,6 +73,9 @@ pub enum CellKind {
     Backtest(BacktestCell),
     /// A successful `option_strategy`: the payoff at expiry (docs §15.2.3).
     Payoff(PayoffCell),
+    /// A `sweep` call: its progress bar, then its ranking and heatmap
+    /// (docs §18).
+    Sweep(SweepCell),
     Notice {
         kind: NoticeKind,
         text: String,
@@ -156,6 +160,7 @@ impl Cell {
                 | CellKind::Compaction { .. }
                 | CellKind::Backtest(_)
                 | CellKind::Payoff(_)
+                | CellKind::Sweep(_)
         )
     }
 
@@ -164,7 +169,7 @@ impl Cell {
     pub(crate) fn default_expanded(&self, t: Toggles, width: u16) -> bool {
         match self.kind {
             CellKind::Reasoning { .. } => t.show_reasoning,
-            CellKind::Backtest(_) | CellKind::Payoff(_) => {
+            CellKind::Backtest(_) | CellKind::Payoff(_) | CellKind::Sweep(_) => {
                 t.show_details || width as usize >= backtest::CHART_MIN_WIDTH
             }
             _ => t.show_details,
@@ -213,6 +218,7 @@ impl Cell {
             CellKind::Tool(t) => format!("{} {} {}", t.tool, t.args, t.result),
             CellKind::Backtest(b) => b.plain_text(),
             CellKind::Payoff(p) => p.plain_text(),
+            CellKind::Sweep(c) => c.plain_text(),
             CellKind::Notice { text, .. } => text.clone(),
             CellKind::RunEnd { status, reason, .. } => {
                 format!("{} {}", status.as_str(), reason.clone().unwrap_or_default())
@@ -379,6 +385,7 @@ fn render_kind(
         CellKind::Tool(t) => render_tool(t, body_w, theme, expanded, out),
         CellKind::Backtest(b) => backtest::render(b, body_w, theme, expanded, out),
         CellKind::Payoff(p) => payoff::render(p, body_w, theme, expanded, out),
+        CellKind::Sweep(c) => sweep_cell::render(c, body_w, theme, expanded, out),
         CellKind::Notice { kind, text } => render_notice(*kind, text, body_w, theme, out),
         CellKind::RunEnd {
             status,

@@ -11,6 +11,7 @@ use ratatui::text::Line;
 use super::backtest::{self, BacktestCell, BacktestInfo, EquitySeries, LoadRequest};
 use super::cells::{Cell, CellKind, NoticeKind, Toggles, ToolCell, ToolCellState};
 use super::payoff;
+use super::sweep_cell::{self, SweepCell};
 use super::theme::Theme;
 use crate::agent::events::{
     AgentEvent, McpServerState, NoticeLevel, RunStatus, ToolCallStatus, ToolEvent,
@@ -34,6 +35,8 @@ pub struct Chat {
     /// The chat area of the last frame (width, height).
     pub view: (u16, u16),
     tools: HashMap<String, usize>,
+    /// Sweep cells by call.
+    sweeps: HashMap<String, usize>,
     streaming: Option<usize>,
     reasoning: Option<usize>,
     /// The running turn's directory (relative `run_dir` arguments resolve there).
@@ -52,6 +55,7 @@ impl Default for Chat {
             toggles: Toggles::default(),
             view: DEFAULT_VIEW,
             tools: HashMap::new(),
+            sweeps: HashMap::new(),
             streaming: None,
             reasoning: None,
             run_dir: None,
@@ -356,7 +360,29 @@ impl Chat {
             }
         }
         self.tools.clear();
+        self.sweeps.clear();
         self.push(end);
+    }
+
+    /// The sweep cell of a call, made on its first progress.
+    fn sweep_cell(&mut self, call_id: &str) -> Option<&mut SweepCell> {
+        let existing = self
+            .sweeps
+            .get(call_id)
+            .copied()
+            .filter(|&i| matches!(self.cells.get(i).map(Cell::kind), Some(CellKind::Sweep(_))));
+        let i = match existing {
+            Some(i) => i,
+            None => {
+                let i = self.push(CellKind::Sweep(SweepCell::new(call_id)));
+                self.sweeps.insert(call_id.to_string(), i);
+                i
+            }
+        };
+        match self.cells.get_mut(i)?.kind_mut() {
+            CellKind::Sweep(c) => Some(c),
+            _ => None,
+        }
     }
 
     fn tool_cell(&mut self, call_id: &str) -> Option<&mut ToolCell> {
@@ -444,6 +470,36 @@ impl Chat {
                     }
                 {
                     self.push(CellKind::Payoff(cell));
+                }
+                // A sweep's bar gives way to its ranking and heatmap, or
+                // to why it stopped.
+                if tool == sweep_cell::TOOL {
+                    let done = output.as_ref().and_then(sweep_cell::output_of);
+                    let ran = done.is_some() || self.sweeps.contains_key(call_id.as_str());
+                    if ran && let Some(c) = self.sweep_cell(call_id) {
+                        match done {
+                            Some(o) => {
+                                c.done = o.cells as f64;
+                                c.total = o.cells as f64;
+                                c.output = Some(o);
+                            }
+                            None => c.failed = Some(preview.clone()),
+                        }
+                    }
+                }
+            }
+            ToolEvent::ToolProgress {
+                call_id,
+                tool,
+                current,
+                total,
+                message,
+                ..
+            } if tool == sweep_cell::TOOL => {
+                if let Some(c) = self.sweep_cell(call_id) {
+                    c.done = current.unwrap_or(c.done);
+                    c.total = total.unwrap_or(c.total);
+                    c.message.clone_from(message);
                 }
             }
             ToolEvent::ToolHeartbeat { .. }
@@ -539,6 +595,15 @@ impl Chat {
                     {
                         self.push(CellKind::Payoff(cell));
                     }
+                    if msg.name.as_deref() == Some(sweep_cell::TOOL)
+                        && !failed
+                        && let Some(cell) = sweep_cell::cell_for_result(
+                            msg.tool_call_id.as_deref().unwrap_or(""),
+                            &msg.content,
+                        )
+                    {
+                        self.push(CellKind::Sweep(cell));
+                    }
                 }
                 Role::System => {}
             }
@@ -553,6 +618,7 @@ impl Chat {
             }
         }
         self.tools.clear();
+        self.sweeps.clear();
         self.follow = true;
     }
 

@@ -35,6 +35,7 @@ pub mod runtime;
 pub mod settings;
 pub mod swarm;
 pub mod swarm_view;
+pub mod sweep_cell;
 pub mod team_runs;
 pub mod terminal;
 pub mod theme;

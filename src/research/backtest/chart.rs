@@ -26,7 +26,7 @@ const MAX_POINTS: usize = 1_600;
 
 /// Registers the font once; false when it cannot be read (the chart then
 /// fails with an error instead of panicking inside plotters).
-fn font_ready() -> bool {
+pub fn font_ready() -> bool {
     static READY: OnceLock<bool> = OnceLock::new();
     *READY.get_or_init(|| {
         plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()

@@ -495,7 +495,9 @@ impl Builtin {
 }
 
 /// +size while fast > slow, −size (or 0) while below; 0 in the warm-up.
-fn crossover(fast: &[f64], slow: &[f64], allow_short: bool, size: f64) -> Vec<f64> {
+/// Public so that a sweep (docs §18) builds the same signals from moving
+/// averages it shares across parameter sets.
+pub fn crossover(fast: &[f64], slow: &[f64], allow_short: bool, size: f64) -> Vec<f64> {
     let short = if allow_short { -size } else { 0.0 };
     fast.iter()
         .zip(slow)

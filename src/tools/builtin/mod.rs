@@ -21,6 +21,7 @@ pub(crate) mod probe;
 pub mod quant;
 pub mod shell;
 pub mod stats;
+pub mod sweep;
 #[cfg(test)]
 pub(crate) mod testkit;
 
@@ -57,6 +58,7 @@ pub const MANIFEST: &[Entry] = &[
     entry::<factor::Overfitting>(Family::Factor),
     entry::<backtest::Backtest>(Family::Backtest),
     entry::<backtest::ReadArtifact>(Family::Backtest),
+    entry::<sweep::SweepTool>(Family::Sweep),
     entry::<memory::Remember>(Family::Memory),
     entry::<memory::Recall>(Family::Memory),
     entry::<memory::SessionSearch>(Family::Memory),
@@ -80,17 +82,20 @@ pub enum Family {
     Factor,
     Backtest,
     Memory,
+    /// Parameter sweeps over backtests (docs §18).
+    Sweep,
 }
 
 /// The order `vibedesk mcp serve` lists its tools in (docs §13.4.1): by
 /// family, then in manifest order; a family not named here comes last.
-const SERVE_ORDER: [Family; 6] = [
+const SERVE_ORDER: [Family; 7] = [
     Family::Backtest,
     Family::Market,
     Family::Memory,
     Family::Quant,
     Family::Stats,
     Family::Factor,
+    Family::Sweep,
 ];
 
 /// One line of the manifest.
@@ -156,6 +161,9 @@ pub struct ToolEnv {
     /// The memory tools' store, skills and `<data>/sessions`; without it
     /// they are not registered.
     pub memory: Option<MemoryEnv>,
+    /// The scheduler's per-call deadline when the configuration names one
+    /// (`sweep` keeps its own under it, docs §18.7).
+    pub tool_timeout: Option<std::time::Duration>,
 }
 
 /// What the memory and skill tools need.
@@ -176,6 +184,7 @@ impl ToolEnv {
             data: Arc::new(MarketData::new(data)),
             backtest: Arc::new(backtest),
             memory: None,
+            tool_timeout: None,
         }
     }
 }

@@ -1,2 +1,3 @@
 pub mod harness;
+pub mod ray_cluster;
 pub mod server;

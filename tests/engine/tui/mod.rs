@@ -9,6 +9,7 @@ mod overlays;
 mod payoff;
 mod snapshots;
 mod swarm;
+mod sweep;
 mod timers;
 mod update;
 

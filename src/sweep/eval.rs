@@ -1,0 +1,455 @@
+//! One cell, exactly as the same config run alone (docs §18.3): the
+//! backtest engine's alignment ([`engine::align_targets_from`]), optimizer,
+//! simulation ([`engine::simulate_into`]) and §7.5 metric formulas, on the
+//! same bars and the same warm signals (docs §7.4.1).
+//!
+//! What is shared and why it changes nothing:
+//! - prices are loaded once, with all their history (the embedded and
+//!   local sources serve a backtest all of it too), up to the last window's
+//!   end; a signal on a date depends on bars up to that date only, so a
+//!   longer series gives the same value there;
+//! - the panel, the cost rules and the risk-free rate of a unit over a
+//!   window depend on the codes, the dates and the costs, not on the
+//!   strategy's parameters: built once per (unit, window) when only
+//!   `strategy.*` is swept;
+//! - the moving averages of the crossovers are computed once per (symbol,
+//!   kind, length) and combined by the strategy's own
+//!   [`strategies::crossover`].
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::SweepError;
+use super::plan::Plan;
+use super::rows::{PowerSums, Row};
+use crate::research::backtest::engine::{self, Panel, SimParams, Simulation, SymbolRules};
+use crate::research::backtest::strategies::{self, Builtin};
+use crate::research::backtest::{
+    self as bt, BacktestConfig, RunOptions, StrategySpec, benchmark, metrics, rebalance,
+};
+use crate::research::data::PriceSeries;
+use crate::research::indicators;
+use crate::research::warmup;
+
+/// The plan with its prices loaded and its parameter sets checked: what
+/// every worker reads.
+pub struct Prepared {
+    pub plan: Arc<Plan>,
+    /// Loaded series by code, with their history, to the last window's end.
+    loaded: HashMap<String, PriceSeries>,
+    /// Each parameter set's config (codes and dates are set per cell).
+    configs: Vec<BacktestConfig>,
+    /// Parameter sets that share (unit, window) contexts have one class:
+    /// the values of their axes outside `strategy`.
+    class: Vec<usize>,
+}
+
+impl Prepared {
+    /// Checks the plan's parameter sets and loads its prices once (docs
+    /// §7.3: the sources and fallbacks a backtest uses; `data_dir` is
+    /// searched for local files as a run dir is).
+    pub async fn load(
+        plan: Arc<Plan>,
+        data_dir: &Path,
+        opts: &RunOptions,
+    ) -> Result<Prepared, SweepError> {
+        let mut configs = Vec::with_capacity(plan.combos.len());
+        for c in 0..plan.combos.len() {
+            configs.push(plan.config(c, 0, 0)?);
+        }
+        let class = classes(&plan);
+        let Some(first) = configs.first() else {
+            return Err(SweepError::Plan("the plan has no parameter set".into()));
+        };
+        let mut codes: Vec<String> = Vec::new();
+        for u in &plan.units {
+            for c in &u.codes {
+                if !codes.contains(c) {
+                    codes.push(c.clone());
+                }
+            }
+        }
+        let (Some(start), Some(end)) = (
+            plan.windows.iter().map(|w| w.start).min(),
+            plan.windows.iter().map(|w| w.end).max(),
+        ) else {
+            return Err(SweepError::Plan("the plan has no window".into()));
+        };
+        let mut load_cfg = first.clone();
+        load_cfg.codes = codes;
+        load_cfg.start_date = start;
+        load_cfg.end_date = end;
+        // The most history any parameter set needs; the offline sources
+        // serve all of it whatever the count.
+        load_cfg.warmup = Some(
+            configs
+                .iter()
+                .map(BacktestConfig::warmup_bars)
+                .max()
+                .unwrap_or(0),
+        );
+        load_cfg.benchmark = Some("equal_weight".into());
+        let (series, _, _) = bt::fetch_data(&load_cfg, data_dir, opts)
+            .await
+            .map_err(|e| SweepError::Data(format!("loading the sweep's prices: {e}")))?;
+        let loaded = series.into_iter().map(|s| (s.symbol.clone(), s)).collect();
+        Ok(Prepared {
+            plan,
+            loaded,
+            configs,
+            class,
+        })
+    }
+
+    /// The config of a cell over a window (as `plan.config` would build it).
+    pub fn cell_config(&self, combo: usize, unit: usize, window: usize) -> Option<BacktestConfig> {
+        let mut cfg = self.configs.get(combo)?.clone();
+        cfg.codes = self.plan.units.get(unit)?.codes.clone();
+        let w = self.plan.windows.get(window)?;
+        cfg.start_date = w.start;
+        cfg.end_date = w.end;
+        Some(cfg)
+    }
+
+    fn unit_series(&self, unit: usize) -> Vec<&PriceSeries> {
+        self.plan
+            .units
+            .get(unit)
+            .map(|u| u.codes.iter().filter_map(|c| self.loaded.get(c)).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The class of each parameter set: equal values on the axes outside
+/// `strategy` (costs, cash, ...) share contexts.
+fn classes(plan: &Plan) -> Vec<usize> {
+    let outside: Vec<usize> = plan
+        .axes
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| !a.path.starts_with("strategy."))
+        .map(|(i, _)| i)
+        .collect();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    plan.combos
+        .iter()
+        .map(|combo| {
+            let key: Vec<&Value> = outside.iter().filter_map(|i| combo.get(*i)).collect();
+            let key = serde_json::to_string(&key).unwrap_or_default();
+            let n = seen.len();
+            *seen.entry(key).or_insert(n)
+        })
+        .collect()
+}
+
+/// A unit over a window: what every parameter set of a class shares.
+struct Context {
+    offsets: Vec<usize>,
+    lens: Vec<usize>,
+    /// The range's series (signals of a config without warm-up start here).
+    range: Vec<PriceSeries>,
+    /// The loaded series cut at the window's end (the optimizer's and the
+    /// pairs' trailing windows).
+    history: Vec<PriceSeries>,
+    panel: Panel,
+    rules: Vec<SymbolRules>,
+    limit: usize,
+    bars_per_year: f64,
+    risk_free: Vec<f64>,
+    /// A series with no bar in the window: the standalone run refuses it;
+    /// the sweep writes a row of NaN.
+    empty: bool,
+}
+
+fn context(cfg: &BacktestConfig, loaded: &[&PriceSeries]) -> Context {
+    let owned: Vec<PriceSeries> = loaded.iter().map(|s| (*s).clone()).collect();
+    let range = bt::in_range(cfg, &owned);
+    let lens: Vec<usize> = range.series.iter().map(|s| s.bars.len()).collect();
+    let empty = lens.contains(&0) || lens.len() != cfg.codes.len();
+    let panel = bt::panel_for(cfg, &range.series);
+    let (markets, rules, _) = engine::rules_for(&cfg.codes, &cfg.costs);
+    let limit = bt::ffill_limit(&markets);
+    let bars_per_year =
+        metrics::resolve_bars_per_year(bt::bars_per_year(&markets), panel.n(), &panel.dates);
+    let risk_free = benchmark::risk_free(&markets, &panel.dates, bars_per_year).per_bar;
+    let needs_history = cfg.optimizer.is_some();
+    let history = if needs_history {
+        owned
+            .into_iter()
+            .map(|mut s| {
+                warmup::cut(&mut s, None, Some(cfg.end_date));
+                s
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Context {
+        offsets: range.offsets,
+        lens,
+        range: range.series,
+        history,
+        panel,
+        rules,
+        limit,
+        bars_per_year,
+        risk_free,
+        empty,
+    }
+}
+
+/// A worker's caches and buffers; one per thread, reset when its unit
+/// changes.
+#[derive(Default)]
+pub struct Scratch {
+    unit: Option<usize>,
+    contexts: HashMap<(usize, usize), Rc<Context>>,
+    /// Moving averages by (code index, EMA?, length).
+    averages: HashMap<(usize, bool, usize), Rc<Vec<f64>>>,
+    sim: Simulation,
+    excess: Vec<f64>,
+}
+
+impl Scratch {
+    fn enter(&mut self, unit: usize) {
+        if self.unit != Some(unit) {
+            self.unit = Some(unit);
+            self.contexts.clear();
+            self.averages.clear();
+        }
+    }
+
+    fn average(&mut self, code: usize, close: &[f64], ema: bool, len: usize) -> Rc<Vec<f64>> {
+        self.averages
+            .entry((code, ema, len))
+            .or_insert_with(|| {
+                let r = if ema {
+                    indicators::ema(close, len)
+                } else {
+                    indicators::sma(close, len)
+                };
+                Rc::new(r.unwrap_or_else(|_| vec![f64::NAN; close.len()]))
+            })
+            .clone()
+    }
+}
+
+/// Signals on the loaded series (with history), as `rust_signals` makes
+/// them, the crossovers from shared averages.
+fn full_signals(
+    strategy: &StrategySpec,
+    series: &[&PriceSeries],
+    scratch: &mut Scratch,
+) -> Vec<Vec<f64>> {
+    let cross = match strategy {
+        StrategySpec::Builtin(Builtin::SmaCrossover {
+            fast,
+            slow,
+            allow_short,
+            size,
+        }) => Some((false, *fast, *slow, *allow_short, *size)),
+        StrategySpec::Builtin(Builtin::EmaCrossover {
+            fast,
+            slow,
+            allow_short,
+            size,
+        }) => Some((true, *fast, *slow, *allow_short, *size)),
+        _ => None,
+    };
+    match cross {
+        Some((ema, fast, slow, allow_short, size)) => series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let f = scratch.average(i, &s.bars.close, ema, fast);
+                let l = scratch.average(i, &s.bars.close, ema, slow);
+                strategies::crossover(&f, &l, allow_short, size)
+            })
+            .collect(),
+        None => {
+            let owned: Vec<PriceSeries> = series.iter().map(|s| (*s).clone()).collect();
+            bt::rust_signals(strategy, &owned)
+        }
+    }
+}
+
+/// A cell over one window: its row, and the simulation (in `scratch`).
+pub struct CellRun<'s> {
+    pub row: Row,
+    pub sim: &'s Simulation,
+}
+
+/// Every window of a cell, in window order.
+pub fn evaluate_cell(prep: &Prepared, cell: usize, scratch: &mut Scratch) -> Vec<Row> {
+    let windows = prep.plan.windows.len();
+    let mut rows = Vec::with_capacity(windows);
+    let mut signals = None;
+    for w in 0..windows {
+        rows.push(run_window(prep, cell, w, scratch, &mut signals).row);
+    }
+    rows
+}
+
+/// One cell over one window, keeping its simulation for a caller that
+/// compares trades (tests) or reads returns (the report's deflated Sharpe).
+pub fn run_one<'s>(
+    prep: &Prepared,
+    cell: usize,
+    window: usize,
+    scratch: &'s mut Scratch,
+) -> CellRun<'s> {
+    let mut signals = None;
+    run_window(prep, cell, window, scratch, &mut signals)
+}
+
+fn nan_row(cell: usize, window: usize) -> Row {
+    Row {
+        cell,
+        window,
+        final_value: f64::NAN,
+        total_return: f64::NAN,
+        sharpe: f64::NAN,
+        max_drawdown: f64::NAN,
+        trade_count: 0,
+        moments: PowerSums::default(),
+    }
+}
+
+fn run_window<'s>(
+    prep: &Prepared,
+    cell: usize,
+    window: usize,
+    scratch: &'s mut Scratch,
+    full: &mut Option<Vec<Vec<f64>>>,
+) -> CellRun<'s> {
+    let c = prep.plan.cell(cell);
+    scratch.enter(c.unit);
+    let class = prep.class.get(c.combo).copied().unwrap_or(0);
+    let key = (window, class);
+    if let std::collections::hash_map::Entry::Vacant(slot) = scratch.contexts.entry(key)
+        && let Some(whole) = prep.cell_config(c.combo, c.unit, window)
+    {
+        slot.insert(Rc::new(context(&whole, &prep.unit_series(c.unit))));
+    }
+    let (Some(cfg), Some(ctx)) = (
+        prep.configs.get(c.combo),
+        scratch.contexts.get(&key).cloned(),
+    ) else {
+        scratch.sim = Simulation::default();
+        return CellRun {
+            row: nan_row(cell, window),
+            sim: &scratch.sim,
+        };
+    };
+    if ctx.empty {
+        scratch.sim = Simulation::default();
+        return CellRun {
+            row: nan_row(cell, window),
+            sim: &scratch.sim,
+        };
+    }
+    let (signals, entry) = window_signals(prep, cfg, c.unit, &ctx, scratch, full);
+    let mut targets =
+        engine::align_targets_from(&ctx.panel, &signals, &entry, &ctx.rules, ctx.limit);
+    if let Some(spec) = &cfg.optimizer {
+        rebalance::apply(spec, &ctx.panel, &mut targets, &ctx.history, ctx.limit);
+    }
+    let params = SimParams {
+        initial_cash: cfg.initial_cash,
+        adjustment: cfg.position_adjustment,
+        tolerance: cfg.rebalance_tolerance,
+        rules: &ctx.rules,
+    };
+    engine::simulate_into(&ctx.panel, &targets, &params, &mut scratch.sim);
+    let row = measure(
+        (cell, window),
+        &scratch.sim,
+        cfg.initial_cash,
+        ctx.bars_per_year,
+        &ctx.risk_free,
+        &mut scratch.excess,
+    );
+    CellRun {
+        row,
+        sim: &scratch.sim,
+    }
+}
+
+/// The window's signals and each series' entry signal (the last one
+/// before the window), as `signals_in_range` cuts them.
+fn window_signals(
+    prep: &Prepared,
+    cfg: &BacktestConfig,
+    unit: usize,
+    ctx: &Context,
+    scratch: &mut Scratch,
+    full: &mut Option<Vec<Vec<f64>>>,
+) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let constant = cfg.strategy.constant_signal().unwrap_or(0.0);
+    if cfg.warmup_bars() == 0 {
+        // Loaded from the window's start alone (docs §7.4.1): cold.
+        let sig = bt::rust_signals(&cfg.strategy, &ctx.range);
+        return (sig, vec![constant; ctx.range.len()]);
+    }
+    let full =
+        full.get_or_insert_with(|| full_signals(&cfg.strategy, &prep.unit_series(unit), scratch));
+    full.iter()
+        .zip(ctx.offsets.iter().zip(&ctx.lens))
+        .map(|(sig, (&at, &len))| {
+            let entry = at
+                .checked_sub(1)
+                .and_then(|i| sig.get(i).copied())
+                .unwrap_or(constant);
+            let end = (at + len).min(sig.len());
+            (sig.get(at.min(end)..end).unwrap_or(&[]).to_vec(), entry)
+        })
+        .unzip()
+}
+
+/// The §7.5 columns, by [`metrics::compute`]'s own functions; the excess
+/// returns go in `x`, a buffer reused from cell to cell.
+fn measure(
+    (cell, window): (usize, usize),
+    sim: &Simulation,
+    cash: f64,
+    b_year: f64,
+    rf: &[f64],
+    x: &mut Vec<f64>,
+) -> Row {
+    let eq = &sim.equity;
+    let Some(&last) = eq.last() else {
+        return Row {
+            cell,
+            window,
+            final_value: cash,
+            total_return: 0.0,
+            sharpe: 0.0,
+            max_drawdown: 0.0,
+            trade_count: 0,
+            moments: PowerSums::default(),
+        };
+    };
+    // `metrics::excess(&metrics::returns(eq), rf)`, value for value.
+    x.clear();
+    x.push(0.0 - rf.first().copied().unwrap_or(0.0));
+    x.extend(
+        eq.windows(2)
+            .enumerate()
+            .map(|(i, w)| (w[1] / w[0] - 1.0) - rf.get(i + 1).copied().unwrap_or(0.0)),
+    );
+    Row {
+        cell,
+        window,
+        final_value: last,
+        total_return: last / cash - 1.0,
+        sharpe: metrics::sharpe(x, b_year),
+        max_drawdown: metrics::max_drawdown(eq, cash),
+        trade_count: sim.trades.len() as u64,
+        // The first return is the 0 before any bar moved: not a period.
+        moments: PowerSums::of(x.get(1..).unwrap_or(&[])),
+    }
+}
