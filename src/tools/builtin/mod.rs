@@ -381,7 +381,7 @@ mod tests {
             served[..4],
             ["backtest", "market_data", "indicators", "remember"]
         );
-        assert_eq!(served.last(), Some(&"overfitting"));
+        assert_eq!(served[served.len() - 2..], ["overfitting", "sweep"]);
         assert_eq!(
             served.len(),
             MANIFEST
