@@ -362,7 +362,8 @@ async fn by_default_memory_is_read_only_and_sessions_are_private() {
             "volatility_model",
             "factor_ic",
             "regression",
-            "overfitting"
+            "overfitting",
+            "sweep"
         ]
     );
     let refused = seen["remember"]["protocol_error"].as_str().unwrap();

@@ -44,6 +44,7 @@ const SERVED: &[(&str, bool)] = &[
     ("factor_ic", true),
     ("regression", true),
     ("overfitting", true),
+    ("sweep", false),
 ];
 
 pub(crate) fn python_mcp_available() -> bool {
