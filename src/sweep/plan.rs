@@ -21,7 +21,7 @@ pub const FORMAT: u32 = 1;
 
 /// Bar-simulations a second one core runs in a sweep (measured by `cargo
 /// bench --bench sweep`, docs §18.6), for the estimate.
-pub const BARS_PER_SECOND_PER_CORE: f64 = 25e6;
+pub const BARS_PER_SECOND_PER_CORE: f64 = 35e6;
 
 /// An axis as the plan keeps it (its values are in the combos).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -16,7 +16,8 @@
 //! (`from`, `to`, `step`) or seeded random draws (`from`, `to`, `random`:
 //! how many, `seed`); `constraint` compares axes by their last path segment;
 //! `universe` is a list of symbols (each run alone), `"all"` (the offline
-//! set, each alone) or `"portfolio"` (`base.codes` together); `split` is
+//! set's symbols with bars in every window, each alone) or `"portfolio"`
+//! (`base.codes` together); `split` is
 //! in/out-of-sample dates or walk-forward windows. Every problem is
 //! reported at once, each naming its key.
 
@@ -284,6 +285,13 @@ impl Spec {
             parse_constraint(obj.get("constraint"), &axes, &mut issues);
         let universe = parse_universe(obj.get("universe"), &base, &mut issues);
         let windows = parse_split(obj.get("split"), &base, &mut issues);
+        let universe = match universe {
+            // The offline set's symbols with bars in every window.
+            Universe::Symbols(list) if obj.get("universe") == Some(&Value::from("all")) => {
+                Universe::Symbols(offline_in(list, &windows, &mut issues))
+            }
+            u => u,
+        };
         let rank_by = parse_rank_by(obj.get("rank_by"), &mut issues);
         let heatmap = parse_heatmap(obj.get("heatmap"), &axes, &mut issues);
         if !issues.0.is_empty() {
@@ -624,6 +632,24 @@ fn parse_universe(v: Option<&Value>, base: &Map<String, Value>, issues: &mut Iss
             Universe::Portfolio
         }
     }
+}
+
+/// The symbols of `list` the offline set has bars for in every window.
+fn offline_in(list: Vec<String>, windows: &[Window], issues: &mut Issues) -> Vec<String> {
+    let kept: Vec<String> = list
+        .into_iter()
+        .filter(|s| {
+            let cover = crate::research::data::embedded::coverage(s).ok().flatten();
+            cover.is_some_and(|(a, b)| windows.iter().all(|w| a <= w.end && w.start <= b))
+        })
+        .collect();
+    if kept.is_empty() && !windows.is_empty() {
+        issues.push(
+            "universe",
+            "\"all\": no symbol of the offline set has bars in every window (it covers 2000 to 2017)",
+        );
+    }
+    kept
 }
 
 fn date_of(v: Option<&Value>, key: &str, issues: &mut Issues) -> Option<NaiveDate> {
@@ -1000,6 +1026,23 @@ out_of_sample = ["2011-01-01", "2013-12-31"]
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert!(a.iter().all(|x| (5..=50).contains(&x.as_i64().unwrap())));
+    }
+
+    #[test]
+    fn all_is_the_offline_set_with_bars_in_every_window() {
+        let mut s = minimal();
+        s["universe"] = json!("all");
+        let Universe::Symbols(all) = Spec::from_value(s).unwrap().universe else {
+            panic!("symbols")
+        };
+        assert!(
+            all.len() > 100 && all.iter().any(|x| x == "AAPL"),
+            "{all:?}"
+        );
+        assert!(
+            !all.iter().any(|x| x == "FB"),
+            "FB listed in 2012: no bars in 2005-2010"
+        );
     }
 
     #[test]
