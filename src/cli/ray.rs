@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::{CliError, exit};
+use crate::config::Config;
 use crate::sweep::ray::job::{self, JobEvent, JobOutcome, ShardJob};
 use crate::sweep::ray::{JobStatus, JobsClient, RayConfig};
 
@@ -39,7 +40,7 @@ pub(super) fn ray_sweep(
     opts: &crate::sweep::local::LocalOptions,
 ) -> Result<crate::sweep::ray::sweep::RaySweep, CliError> {
     let config = super::load_config(&crate::config::Overrides::default())?;
-    let setup = RaySetup::new(&config.config_file, address)?;
+    let setup = RaySetup::new(&config, address)?;
     let mut ray = crate::sweep::ray::sweep::RaySweep::new(setup.client.clone(), current_binary()?);
     ray.shard_dir = match args
         .shard_dir
@@ -67,8 +68,11 @@ pub(super) struct RaySetup {
 }
 
 impl RaySetup {
-    pub fn new(config_file: &Path, address: Option<&str>) -> Result<RaySetup, CliError> {
-        let config = RayConfig::load(config_file).map_err(CliError::usage)?;
+    /// `[engines.ray]` from the config as loaded once, the flag's address
+    /// before the file's.
+    pub fn new(config: &Config, address: Option<&str>) -> Result<RaySetup, CliError> {
+        let config =
+            RayConfig::from_table(&config.file, &config.config_file).map_err(CliError::usage)?;
         let client = config.client(address).map_err(CliError::usage)?;
         Ok(RaySetup { client, config })
     }

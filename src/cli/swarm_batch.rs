@@ -118,7 +118,7 @@ pub async fn batch(args: SwarmBatchArgs) -> Result<(), CliError> {
             dir
         }
         Engine::Ray => {
-            let setup = RaySetup::new(&config.config_file, args.address.as_deref())?;
+            let setup = RaySetup::new(&config, args.address.as_deref())?;
             let dir = setup.shard_dir(args.shard_dir.as_deref(), &default_dir)?;
             run_ray(&plan, &setup, &dir, args.max_retries, args.json).await?;
             dir

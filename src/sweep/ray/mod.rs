@@ -101,19 +101,9 @@ pub struct RayConfig {
 }
 
 impl RayConfig {
-    /// `[engines.ray]` of `path`; the defaults when the file or the table
-    /// is absent.
-    pub fn load(path: &Path) -> Result<RayConfig, RayError> {
-        let problem = |problem: String| RayError::Config {
-            path: path.to_path_buf(),
-            problem,
-        };
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RayConfig::default()),
-            Err(e) => return Err(problem(format!("cannot read the file: {e}"))),
-        };
-        let table: toml::Table = toml::from_str(&text).map_err(|e| problem(e.to_string()))?;
+    /// `[engines.ray]` of the config file as loaded once (`Config::file`,
+    /// read from `path`); the defaults when the table is absent.
+    pub fn from_table(table: &toml::Table, path: &Path) -> Result<RayConfig, RayError> {
         let Some(ray) = table
             .get("engines")
             .and_then(|e| e.as_table())
@@ -123,7 +113,10 @@ impl RayConfig {
         };
         ray.clone()
             .try_into::<RayConfig>()
-            .map_err(|e| problem(e.to_string()))
+            .map_err(|e| RayError::Config {
+                path: path.to_path_buf(),
+                problem: e.to_string(),
+            })
     }
 
     /// The token: `token_env`'s variable, else `token`.
@@ -150,20 +143,19 @@ mod tests {
 
     #[test]
     fn engines_ray_is_read_and_checked() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config.toml");
-        assert_eq!(RayConfig::load(&path).unwrap(), RayConfig::default());
-        std::fs::write(
-            &path,
+        let path = Path::new("/home/u/.config/vibedesk/config.toml");
+        let load = |text: &str| RayConfig::from_table(&toml::from_str(text).unwrap(), path);
+        assert_eq!(load("provider = \"openai\"").unwrap(), RayConfig::default());
+        let c = load(
             "provider = \"openai\"\n[engines.ray]\naddress = \"http://h:8265\"\nmax_retries = 5\nshard_dir = \"/mnt/x\"\n",
         )
         .unwrap();
-        let c = RayConfig::load(&path).unwrap();
         assert_eq!(c.address.as_deref(), Some("http://h:8265"));
         assert_eq!(c.max_retries, Some(5));
         assert_eq!(c.shard_dir.as_deref(), Some(Path::new("/mnt/x")));
-        std::fs::write(&path, "[engines.ray]\nadress = \"http://h:8265\"\n").unwrap();
-        let e = RayConfig::load(&path).unwrap_err().to_string();
+        let e = load("[engines.ray]\nadress = \"http://h:8265\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("adress") && e.contains("[engines.ray]"), "{e}");
     }
 
