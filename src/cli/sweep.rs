@@ -119,8 +119,19 @@ fn fail(e: SweepError) -> CliError {
     CliError::new(code, e).of("sweep")
 }
 
+/// The spec's plan, with the `[backtest]` defaults of config.toml filled
+/// into its base (said on stderr), as the `backtest` tool fills them.
 fn load_plan(spec: &Path) -> Result<Plan, CliError> {
-    let spec = Spec::load(spec).map_err(|e| fail(e.into()))?;
+    let mut spec = Spec::load(spec).map_err(|e| fail(e.into()))?;
+    let config = super::load_config(&crate::config::Overrides::default())?;
+    let filled = spec.fill_defaults(&config.backtest.config_keys());
+    if !filled.is_empty() {
+        eprintln!(
+            "sweep: {} from [backtest] in {}",
+            filled.join(", "),
+            config.config_file.display()
+        );
+    }
     Plan::from_spec(&spec).map_err(fail)
 }
 

@@ -69,4 +69,8 @@ pub struct SweepOutput {
     /// The heatmap in braille, and its SVG and PNG files.
     pub heatmap: String,
     pub heatmap_files: Vec<String>,
+    /// Base keys filled from the user's `[backtest]` defaults (costs, lots,
+    /// benchmark, cash), as the `backtest` tool fills them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub from_backtest_defaults: Vec<String>,
 }

@@ -232,6 +232,27 @@ impl Spec {
         Spec::from_value(value)
     }
 
+    /// Fills `base` keys the spec leaves out (or null) from the user's
+    /// `[backtest]` defaults (costs, lots, benchmark, cash: docs §7.4), as
+    /// the `backtest` tool does, so a cell equals the same config run alone
+    /// through it. Keys an axis sweeps are left to the axis. Returns the
+    /// keys filled, for the run to say.
+    pub fn fill_defaults(&mut self, defaults: &Map<String, Value>) -> Vec<String> {
+        let swept = |k: &str| {
+            self.axes
+                .iter()
+                .any(|a| a.path.split('.').next() == Some(k))
+        };
+        let filled: Vec<(String, Value)> = defaults
+            .iter()
+            .filter(|(k, _)| self.base.get(*k).is_none_or(Value::is_null) && !swept(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let keys = filled.iter().map(|(k, _)| k.clone()).collect();
+        self.base.extend(filled);
+        keys
+    }
+
     /// Reads a spec file (`.toml` by extension, else JSON).
     pub fn load(path: &std::path::Path) -> Result<Spec, SpecError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
@@ -929,6 +950,27 @@ mod tests {
                "constraint": "fast < slow", "universe": ["AAPL", "MSFT"],
                "split": {"in_sample": ["2005-01-01", "2010-12-31"], "out_of_sample": ["2011-01-01", "2013-12-31"]},
                "rank_by": "sharpe"})
+    }
+
+    #[test]
+    fn backtest_defaults_fill_only_what_the_spec_leaves_out() {
+        let mut v = minimal();
+        v["base"]["slippage"] = json!(0.0);
+        v["base"]["lot_size"] = Value::Null;
+        v["axes"]["commission_rate"] = json!([0.0, 0.001]);
+        let mut spec = Spec::from_value(v).unwrap();
+        let defaults: Map<String, Value> = serde_json::from_value(json!({
+            "slippage": 0.002, "lot_size": 100, "commission_rate": 0.0005, "benchmark": "SPY"
+        }))
+        .unwrap();
+        let mut filled = spec.fill_defaults(&defaults);
+        filled.sort();
+        // The spec's own slippage stays; a null is filled; a swept key is the axis's.
+        assert_eq!(filled, ["benchmark", "lot_size"]);
+        assert_eq!(spec.base["slippage"], json!(0.0));
+        assert_eq!(spec.base["lot_size"], json!(100));
+        assert_eq!(spec.base["benchmark"], json!("SPY"));
+        assert!(!spec.base.contains_key("commission_rate"));
     }
 
     #[test]

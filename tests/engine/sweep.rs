@@ -815,3 +815,78 @@ async fn ctrl_c_stops_at_the_next_cell_and_keeps_what_finished() {
     );
     assert!(!out.exists());
 }
+
+/// The user's `[backtest]` costs reach a sweep's cells as they reach the
+/// `backtest` tool: the plan's base carries them, and a cell's final value
+/// is the one the engine gives with them (docs §18.1).
+#[tokio::test]
+async fn backtest_defaults_from_config_reach_every_cell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(home.join("config")).unwrap();
+    std::fs::write(
+        home.join("config/config.toml"),
+        "[backtest]\ncommission_rate = 0.004\n",
+    )
+    .unwrap();
+    let spec = tmp.path().join("spec.json");
+    std::fs::write(&spec, MINIMAL).unwrap();
+    let saved = tmp.path().join("plan.json");
+    let out = cli(
+        &home,
+        &[
+            "sweep",
+            "plan",
+            spec.to_str().unwrap(),
+            "--save",
+            saved.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("commission_rate from [backtest]"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let with = Plan::load(&saved).unwrap();
+    assert_eq!(with.base["commission_rate"], json!(0.004));
+    let without = plan_of(serde_json::from_str(MINIMAL).unwrap());
+    assert!(!without.base.contains_key("commission_rate"));
+    assert_ne!(
+        with.hash(),
+        without.hash(),
+        "the costs are part of the plan"
+    );
+
+    // The same cell with and without the cost: the cost lowers it.
+    let dir = tempfile::tempdir().unwrap();
+    let run = |plan: Arc<Plan>, d: PathBuf| async move {
+        local::run(
+            plan,
+            &d.join("r.csv"),
+            &opts(&d),
+            CancellationToken::new(),
+            Arc::new(|_| {}),
+        )
+        .await
+        .unwrap()
+        .results
+    };
+    let a = run(Arc::new(with), dir.path().join("a")).await;
+    let b = run(without, dir.path().join("b")).await;
+    assert_eq!(a.rows.len(), b.rows.len());
+    let mut traded = 0;
+    for (x, y) in a.rows.iter().zip(&b.rows) {
+        assert_eq!((x.cell, &x.window), (y.cell, &y.window));
+        if y.trade_count > 0 {
+            assert!(x.final_value < y.final_value, "{x:?} against {y:?}");
+            traded += 1;
+        }
+    }
+    assert!(traded > 0);
+}

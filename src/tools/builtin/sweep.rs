@@ -32,11 +32,18 @@ const DEFAULT_OUT: &str = "sweep/results.parquet";
 pub struct SweepTool {
     cache_dir: Option<PathBuf>,
     timeout: Duration,
+    /// The user's `[backtest]` defaults, filled into a spec's base as the
+    /// `backtest` tool fills them into its config.
+    defaults: serde_json::Map<String, serde_json::Value>,
 }
 
 impl SweepTool {
     pub fn new(cache_dir: Option<PathBuf>, timeout: Duration) -> Self {
-        SweepTool { cache_dir, timeout }
+        SweepTool {
+            cache_dir,
+            timeout,
+            defaults: serde_json::Map::new(),
+        }
     }
 }
 
@@ -44,10 +51,13 @@ impl Builtin for SweepTool {
     /// The backtests' data cache, and the scheduler's deadline when the
     /// configuration names one.
     fn build(env: &ToolEnv) -> Option<Self> {
-        Some(SweepTool::new(
-            env.backtest.cache_dir.clone(),
-            env.tool_timeout.unwrap_or(DEFAULT_TIMEOUT),
-        ))
+        Some(SweepTool {
+            defaults: env.backtest.defaults.clone(),
+            ..SweepTool::new(
+                env.backtest.cache_dir.clone(),
+                env.tool_timeout.unwrap_or(DEFAULT_TIMEOUT),
+            )
+        })
     }
 }
 
@@ -136,7 +146,8 @@ impl TypedTool for SweepTool {
     }
     async fn run(&self, args: SweepArgs, ctx: &ToolContext) -> Result<SweepOutput, ToolError> {
         {
-            let spec = spec_of(&args, ctx)?;
+            let mut spec = spec_of(&args, ctx)?;
+            let filled = spec.fill_defaults(&self.defaults);
             let plan = Plan::from_spec(&spec).map_err(invalid)?;
             if plan.cell_count() > MAX_CELLS {
                 return Err(ToolError::InvalidArguments(format!(
@@ -145,7 +156,10 @@ impl TypedTool for SweepTool {
                 )));
             }
             if args.plan_only == Some(true) {
-                return Ok(plan_output(&plan));
+                return Ok(SweepOutput {
+                    from_backtest_defaults: filled,
+                    ..plan_output(&plan)
+                });
             }
             let out_rel = args.out.clone().unwrap_or_else(|| DEFAULT_OUT.into());
             crate::sweep::output::check_extension(Path::new(&out_rel)).map_err(invalid)?;
@@ -154,7 +168,11 @@ impl TypedTool for SweepTool {
                 std::fs::create_dir_all(dir).map_err(|e| ToolError::io("create", dir, e))?;
             }
             let out = inside(ctx, &out_rel, &ctx.run_dir)?;
-            self.execute(Arc::new(plan), &out, &out_rel, ctx).await
+            let done = self.execute(Arc::new(plan), &out, &out_rel, ctx).await?;
+            Ok(SweepOutput {
+                from_backtest_defaults: filled,
+                ..done
+            })
         }
     }
 }
