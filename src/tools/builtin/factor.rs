@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use super::args::{nonempty, opt_usize};
 use super::market::{fetch, opt_date};
 use super::quant::returns_from;
-use super::{Builtin, Family, ToolEnv, register_family};
+use super::{Family, ToolEnv, register_family};
 use crate::model::factor::*;
 use crate::model::names;
 use crate::research::data::{self, DataConfig, DataRequest, MarketData, PriceSeries};
@@ -1394,29 +1394,8 @@ fn pbo_of(columns: &[Vec<f64>], partitions: usize) -> (Option<PboOutput>, Option
     }
 }
 
-impl Builtin for FactorIc {
-    fn build(env: &ToolEnv) -> Option<Self> {
-        Some(FactorIc {
-            data: env.data.clone(),
-        })
-    }
-}
-
-impl Builtin for Regression {
-    fn build(env: &ToolEnv) -> Option<Self> {
-        Some(Regression {
-            data: env.data.clone(),
-        })
-    }
-}
-
-impl Builtin for Overfitting {
-    fn build(env: &ToolEnv) -> Option<Self> {
-        Some(Overfitting {
-            data: env.data.clone(),
-        })
-    }
-}
+// Each is made of the shared market data alone.
+built_from_data!(FactorIc, Regression, Overfitting);
 
 #[cfg(test)]
 mod tests {

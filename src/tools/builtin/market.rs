@@ -19,7 +19,7 @@ use chrono::NaiveDate;
 use serde_json::{Value, json};
 
 use super::args::{nonempty, opt_usize};
-use super::{Builtin, Family, ToolEnv, register_family};
+use super::{Family, ToolEnv, register_family};
 use crate::model::contract::{
     Extremes, IndicatorArgs, IndicatorOutput, MarketDataArgs, MarketDataOutput, PriceRow,
     PriceSummary, WarmupInfo,
@@ -605,21 +605,8 @@ fn extremes(b: &Bars, cols: &[IndicatorColumn]) -> serde_json::Map<String, Value
     out
 }
 
-impl Builtin for GetMarketData {
-    fn build(env: &ToolEnv) -> Option<Self> {
-        Some(GetMarketData {
-            data: env.data.clone(),
-        })
-    }
-}
-
-impl Builtin for TechnicalIndicator {
-    fn build(env: &ToolEnv) -> Option<Self> {
-        Some(TechnicalIndicator {
-            data: env.data.clone(),
-        })
-    }
-}
+// Each is made of the shared market data alone.
+built_from_data!(GetMarketData, TechnicalIndicator);
 
 #[cfg(test)]
 mod tests {

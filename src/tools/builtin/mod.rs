@@ -8,6 +8,20 @@
 //! tools and the docs' table all read the manifest, so a new tool is its
 //! module plus one line there (and its docs section).
 
+/// [`Builtin`] for tools made of the shared market data alone (a `data`
+/// field): one line per family instead of one impl per tool.
+macro_rules! built_from_data {
+    ($($tool:ident),+ $(,)?) => {$(
+        impl $crate::tools::builtin::Builtin for $tool {
+            fn build(env: &$crate::tools::builtin::ToolEnv) -> Option<Self> {
+                Some($tool {
+                    data: env.data.clone(),
+                })
+            }
+        }
+    )+};
+}
+
 mod args;
 pub mod backtest;
 mod backtest_args;

@@ -16,7 +16,7 @@ use chrono::NaiveDate;
 
 use super::args::{nonempty, opt_usize};
 use super::market::{fetch, opt_date};
-use super::{Builtin, Family, ToolEnv, register_family};
+use super::{Family, ToolEnv, register_family};
 use crate::model::names;
 use crate::model::quant::*;
 use crate::research::data::{self, DataConfig, DataRequest, MarketData, PriceSeries};
@@ -933,45 +933,14 @@ fn conventions(h: usize) -> String {
     )
 }
 
-impl Builtin for OptionPrice {
-    fn build(env: &ToolEnv) -> Option<Self> {
-        Some(OptionPrice {
-            data: env.data.clone(),
-        })
-    }
-}
-
-impl Builtin for ImpliedVolatility {
-    fn build(env: &ToolEnv) -> Option<Self> {
-        Some(ImpliedVolatility {
-            data: env.data.clone(),
-        })
-    }
-}
-
-impl Builtin for OptionStrategy {
-    fn build(env: &ToolEnv) -> Option<Self> {
-        Some(OptionStrategy {
-            data: env.data.clone(),
-        })
-    }
-}
-
-impl Builtin for PortfolioOptimize {
-    fn build(env: &ToolEnv) -> Option<Self> {
-        Some(PortfolioOptimize {
-            data: env.data.clone(),
-        })
-    }
-}
-
-impl Builtin for RiskReport {
-    fn build(env: &ToolEnv) -> Option<Self> {
-        Some(RiskReport {
-            data: env.data.clone(),
-        })
-    }
-}
+// Each is made of the shared market data alone.
+built_from_data!(
+    OptionPrice,
+    ImpliedVolatility,
+    OptionStrategy,
+    PortfolioOptimize,
+    RiskReport
+);
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::args::{nonempty, opt_usize};
 use super::market::{fetch, opt_date};
-use super::{Builtin, Family, ToolEnv, register_family};
+use super::{Family, ToolEnv, register_family};
 use crate::model::names;
 use crate::model::stats::*;
 use crate::research::data::{DataConfig, DataRequest, MarketData, PriceSeries};
@@ -802,21 +802,8 @@ fn ewma_output(
     })
 }
 
-impl Builtin for StatTest {
-    fn build(env: &ToolEnv) -> Option<Self> {
-        Some(StatTest {
-            data: env.data.clone(),
-        })
-    }
-}
-
-impl Builtin for VolatilityModel {
-    fn build(env: &ToolEnv) -> Option<Self> {
-        Some(VolatilityModel {
-            data: env.data.clone(),
-        })
-    }
-}
+// Each is made of the shared market data alone.
+built_from_data!(StatTest, VolatilityModel);
 
 #[cfg(test)]
 mod tests {
