@@ -261,16 +261,16 @@ pub struct FileConfig {
     /// Per-provider overrides, e.g. `[providers.ollama] model = "qwen3:8b"`.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderSection>,
-    /// `[tui]`: the workstation's theme and key overrides, read by the
-    /// workstation itself (`tui::settings`).
+    /// `[tui]`: the workstation's theme and key overrides, validated into
+    /// [`Config::tui`] by `tui::settings`' rules.
     #[serde(default)]
     pub tui: Option<toml::Table>,
-    /// `[mcp_servers.NAME]`: MCP servers whose tools join the agent's, read
-    /// and validated by the `mcp` room (`mcp::config`, docs §13.1).
+    /// `[mcp_servers.NAME]`: MCP servers whose tools join the agent's,
+    /// validated into [`Config::mcp`] by the `mcp` room's rules (docs §13.1).
     #[serde(default)]
     pub mcp_servers: Option<toml::Table>,
-    /// `[mcp]`: settings of all MCP servers together (`max_tools`), read
-    /// and validated by the `mcp` room (docs §13.3).
+    /// `[mcp]`: settings of all MCP servers together (`max_tools`),
+    /// validated into [`Config::mcp`] (docs §13.3).
     #[serde(default)]
     pub mcp: Option<toml::Table>,
     /// `[swarm]`: research teams (docs §14.3).
@@ -281,7 +281,7 @@ pub struct FileConfig {
     #[serde(default)]
     pub backtest: Option<toml::Table>,
     /// `[engines.ray]`: the Ray cluster sweeps and team batches may run on,
-    /// read and validated by the Ray engine (`sweep::ray`, docs §19.1).
+    /// validated into [`Config::ray`] by the Ray engine's rules (docs §19.1).
     #[serde(default)]
     pub engines: Option<toml::Table>,
 }
@@ -540,10 +540,29 @@ pub struct Config {
     pub agent: LoopConfig,
     pub swarm: SwarmSection,
     pub backtest: BacktestDefaults,
-    /// `config.toml` as parsed, once: the rooms that own a section of it
-    /// (`[mcp]` and `[mcp_servers]`, `[tui]`) read theirs from here, never
-    /// the file again. Empty when there is no file.
-    pub file: toml::Table,
+    /// `[mcp]` and `[mcp_servers]`, validated by the `mcp` room's rules
+    /// (docs §13.1, §13.3).
+    pub mcp: Section<crate::mcp::McpSettings>,
+    /// `[tui]`: the workstation's theme and keys, key names checked.
+    pub tui: Section<crate::tui::settings::TuiSettings>,
+    /// `[engines.ray]`: the Ray cluster (docs §19.1).
+    pub ray: Section<crate::sweep::ray::RayConfig>,
+}
+
+/// A section of `config.toml` that one group of commands uses, validated
+/// when the file loads. Its error is kept rather than raised there, so a
+/// mistyped `[mcp_servers]` entry stops the commands that start MCP servers
+/// (and `doctor` reports it) while `backtest` or `sweep plan` still run; the
+/// file itself is never read again.
+pub type Section<T> = Result<T, SectionError>;
+
+/// Why a section is not valid; names the file and the section.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct SectionError(String);
+
+fn section<T, E: std::fmt::Display>(r: Result<T, E>) -> Section<T> {
+    r.map_err(|e| SectionError(e.to_string()))
 }
 
 /// Something that looks up environment variables (tests pass a map).
@@ -600,6 +619,15 @@ impl Config {
                 message: format!("[backtest]: {}", problems.join("; ")),
             })?,
         };
+        let mcp = section(crate::mcp::from_table(&table, &config_file));
+        let tui = section(crate::tui::settings::TuiSettings::from_table(
+            &table,
+            &config_file.display().to_string(),
+        ));
+        let ray = section(crate::sweep::ray::RayConfig::from_table(
+            &table,
+            &config_file,
+        ));
         Ok(Config {
             paths,
             config_file,
@@ -608,13 +636,15 @@ impl Config {
             agent,
             swarm: file.swarm.clone(),
             backtest,
-            file: table,
+            mcp,
+            tui,
+            ray,
         })
     }
 }
 
 /// The config file read once: its typed sections, the whole table (for the
-/// sections other rooms own), and whether it exists.
+/// sections other rooms' rules validate), and whether it exists.
 fn read_file_config(path: &Path) -> Result<(FileConfig, toml::Table, bool), ConfigError> {
     let parse_error = |e: toml::de::Error| ConfigError::Parse {
         path: path.to_path_buf(),
@@ -1019,6 +1049,48 @@ mod tests {
             std::fs::write(paths.config_file(), text).unwrap();
         }
         Config::load_with(paths, &env(e), &o)
+    }
+
+    #[test]
+    fn owned_sections_are_typed_at_load_and_a_bad_one_is_kept_for_its_commands() {
+        let d = tempfile::tempdir().unwrap();
+        let good = "[mcp]\nmax_tools = 7\n[mcp_servers.time]\ncommand = \"mcp-server-time\"\n\
+                    [tui]\ntheme = \"light\"\n[tui.keys]\ntranscripts = \"f2\"\n\
+                    [engines.ray]\naddress = \"http://h:8265\"\n";
+        let c = load(d.path(), Some(good), &[], Overrides::default()).unwrap();
+        let mcp = c.mcp.as_ref().unwrap();
+        assert_eq!((mcp.max_tools, mcp.servers.len()), (7, 1));
+        assert_eq!(mcp.servers[0].name, "time");
+        assert_eq!(c.tui.as_ref().unwrap().theme.as_deref(), Some("light"));
+        assert_eq!(
+            c.ray.as_ref().unwrap().address.as_deref(),
+            Some("http://h:8265")
+        );
+
+        // Nothing configured: each section's defaults.
+        let e = tempfile::tempdir().unwrap();
+        let c = load(e.path(), None, &[], Overrides::default()).unwrap();
+        assert_eq!(c.mcp.unwrap(), crate::mcp::McpSettings::default());
+        assert_eq!(c.tui.unwrap(), crate::tui::settings::TuiSettings::default());
+        assert_eq!(c.ray.unwrap(), crate::sweep::ray::RayConfig::default());
+
+        // Each bad section is its own error, naming the file and the
+        // problem; the rest of the config loads.
+        let f = tempfile::tempdir().unwrap();
+        let bad = "model = \"m\"\n[mcp_servers.a]\ncomand = \"x\"\n\
+                   [tui.keys]\nno_such_action = \"f2\"\n\
+                   [engines.ray]\nadress = \"http://h:8265\"\n[backtest]\nlot_size = 100\n";
+        let c = load(f.path(), Some(bad), &[], Overrides::default()).unwrap();
+        assert_eq!(c.backtest.lot_size, Some(100.0));
+        let file = c.config_file.display().to_string();
+        for (section, needle) in [
+            (&c.mcp.as_ref().err(), "comand"),
+            (&c.tui.as_ref().err(), "no_such_action"),
+            (&c.ray.as_ref().err(), "adress"),
+        ] {
+            let e = section.expect("the bad section is an error").to_string();
+            assert!(e.contains(needle) && e.contains(&file), "{e}");
+        }
     }
 
     #[test]

@@ -72,33 +72,36 @@ pub async fn doctor(args: DoctorArgs) -> Result<(), CliError> {
     // The MCP servers, each started as a session would (docs §13.2). One
     // that does not start is reported, not a failed check: it holds up
     // nothing; an invalid entry is an invalid configuration.
-    let mcp_invalid = match crate::mcp::probe(
-        &config.file,
-        &config.config_file,
-        &super::mcp_start_options(&config),
-    )
-    .await
-    {
-        Ok(servers) if servers.is_empty() => {
-            println!("mcp servers   (none configured)");
-            false
-        }
-        Ok(servers) => {
+    let mut invalid = false;
+    match &config.mcp {
+        Ok(mcp) if mcp.servers.is_empty() => println!("mcp servers   (none configured)"),
+        Ok(mcp) => {
+            let servers = crate::mcp::probe(&mcp.servers, &super::mcp_start_options(&config)).await;
             print!(
                 "mcp servers   {} configured\n{}",
                 servers.len(),
                 crate::mcp::render_list(&servers, "  ")
             );
-            false
         }
         Err(e) => {
             println!("mcp servers   FAIL: {e}");
-            true
+            invalid = true;
         }
-    };
+    }
+    // The sections only some commands use were validated when the file
+    // loaded; a bad one is reported here rather than when those run.
+    for (label, problem) in [
+        ("workstation", config.tui.as_ref().err()),
+        ("ray engine", config.ray.as_ref().err()),
+    ] {
+        if let Some(e) = problem {
+            println!("{label:<13} FAIL: {e}");
+            invalid = true;
+        }
+    }
     report_first_request(&config)?;
     let checked = check_provider(&config, args.offline).await;
-    if mcp_invalid {
+    if invalid {
         return Err(CliError::quiet(exit::USAGE));
     }
     checked

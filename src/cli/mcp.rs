@@ -79,13 +79,8 @@ async fn servers(only: Option<String>, show_tools: bool) -> Result<(), CliError>
     let config = load_config(&Overrides::default())?;
     // Servers' stderr goes to the log, never the terminal.
     let _log_guard = init_logging(&config);
-    let statuses = probe(
-        &config.file,
-        &config.config_file,
-        &super::mcp_start_options(&config),
-    )
-    .await
-    .map_err(CliError::usage)?;
+    let settings = config.mcp.as_ref().map_err(CliError::usage)?;
+    let statuses = probe(&settings.servers, &super::mcp_start_options(&config)).await;
     if statuses.is_empty() {
         println!(
             "no MCP servers are configured; add [mcp_servers.NAME] to {} (docs §13.1)",

@@ -71,8 +71,7 @@ impl RaySetup {
     /// `[engines.ray]` from the config as loaded once, the flag's address
     /// before the file's.
     pub fn new(config: &Config, address: Option<&str>) -> Result<RaySetup, CliError> {
-        let config =
-            RayConfig::from_table(&config.file, &config.config_file).map_err(CliError::usage)?;
+        let config = config.ray.clone().map_err(CliError::usage)?;
         let client = config.client(address).map_err(CliError::usage)?;
         Ok(RaySetup { client, config })
     }

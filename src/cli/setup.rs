@@ -120,8 +120,10 @@ pub(crate) fn mcp_start_options(config: &Config) -> crate::mcp::StartOptions {
     crate::mcp::StartOptions {
         log_dir: Some(config.paths.logs_dir().join("mcp")),
         jobs_dir: Some(config.paths.jobs_dir()),
-        max_tools: crate::mcp::section_max_tools(&config.file, &config.config_file)
-            .unwrap_or(crate::mcp::DEFAULT_MAX_TOOLS),
+        max_tools: config
+            .mcp
+            .as_ref()
+            .map_or(crate::mcp::DEFAULT_MAX_TOOLS, |m| m.max_tools),
     }
 }
 
@@ -223,8 +225,12 @@ impl AgentSetup {
     /// stops the command before anything starts.
     pub fn mcp_servers(
         config: &Config,
-    ) -> Result<Vec<crate::mcp::McpServerConfig>, crate::mcp::McpConfigError> {
-        crate::mcp::from_table(&config.file, &config.config_file)
+    ) -> Result<Vec<crate::mcp::McpServerConfig>, crate::config::SectionError> {
+        config
+            .mcp
+            .as_ref()
+            .map(|m| m.servers.clone())
+            .map_err(Clone::clone)
     }
 
     /// Starts `servers` in the background (docs §13.2) and returns at once:

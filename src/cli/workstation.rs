@@ -19,7 +19,6 @@ use crate::tui::app::AppOptions;
 use crate::tui::cells::NoticeKind;
 use crate::tui::keymap::Keymap;
 use crate::tui::runtime::{ModelSwitch, Workstation};
-use crate::tui::settings::TuiSettings;
 use crate::tui::theme::Theme;
 
 #[derive(clap::Args, Debug, Default, Clone)]
@@ -160,8 +159,7 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
 /// The key bindings and the theme from `config.toml` (`--theme` first); a
 /// bad one is a usage error.
 fn keys_and_theme(config: &Config, theme: Option<String>) -> Result<(Keymap, Theme), CliError> {
-    let settings = TuiSettings::from_table(&config.file, &config.config_file.display().to_string())
-        .map_err(CliError::usage)?;
+    let settings = config.tui.as_ref().map_err(CliError::usage)?;
     let keymap = settings.keymap().map_err(CliError::usage)?;
     let theme_name = theme
         .or_else(|| settings.theme.clone())

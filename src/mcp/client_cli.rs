@@ -3,37 +3,29 @@
 //! as a session would start it, reported, and stopped.
 
 use std::fmt::Write as _;
-use std::path::Path;
 use std::sync::Arc;
 
 use super::client::{McpClients, ServerState, ServerStatus, StartOptions, StatusSink};
 use super::client_link::ToolSummary;
-use super::config::{self, McpConfigError};
+use super::config::McpServerConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum McpCliError {
-    #[error(transparent)]
-    Config(#[from] McpConfigError),
     #[error("no MCP server named '{name}' is configured (configured: {known})")]
     UnknownServer { name: String, known: String },
 }
 
-/// Starts every server of the config file (in parallel, each within its
-/// start-up timeout), takes their states and stops them again.
-pub async fn probe(
-    table: &toml::Table,
-    config_file: &Path,
-    options: &StartOptions,
-) -> Result<Vec<ServerStatus>, McpConfigError> {
-    let servers = config::from_table(table, config_file)?;
+/// Starts every configured server (in parallel, each within its start-up
+/// timeout), takes their states and stops them again.
+pub async fn probe(servers: &[McpServerConfig], options: &StartOptions) -> Vec<ServerStatus> {
     if servers.is_empty() {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let quiet: StatusSink = Arc::new(|_| {});
-    let clients = McpClients::start(&servers, options, &quiet).await;
+    let clients = McpClients::start(servers, options, &quiet).await;
     let statuses = clients.statuses();
     clients.shutdown().await;
-    Ok(statuses)
+    statuses
 }
 
 fn state_name(state: ServerState) -> &'static str {

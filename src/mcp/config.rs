@@ -51,9 +51,29 @@ struct RawSection {
     max_tools: Option<i64>,
 }
 
+/// `[mcp]` and `[mcp_servers]` validated: what `config::Config` holds for
+/// the commands that start servers (docs §13.1, §13.3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpSettings {
+    /// `[mcp] max_tools`: MCP tools offered per request, all servers
+    /// together.
+    pub max_tools: usize,
+    /// `[mcp_servers.NAME]`, in name order.
+    pub servers: Vec<McpServerConfig>,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        McpSettings {
+            max_tools: DEFAULT_MAX_TOOLS,
+            servers: Vec::new(),
+        }
+    }
+}
+
 /// `[mcp] max_tools`: MCP tools offered per request, all servers together
 /// (0 offers none; at most [`MAX_TOOLS_LIMIT`]).
-pub fn section_max_tools(table: &toml::Table, path: &Path) -> Result<usize, McpConfigError> {
+fn section_max_tools(table: &toml::Table, path: &Path) -> Result<usize, McpConfigError> {
     let problem = |problem: String| McpConfigError::Section {
         path: path.to_path_buf(),
         problem,
@@ -157,7 +177,7 @@ pub fn valid_server_name(name: &str) -> bool {
 /// The servers of a config file's text (the tests' way in); `path` names
 /// the file in errors.
 #[cfg(test)]
-fn parse(text: &str, path: &Path) -> Result<Vec<McpServerConfig>, McpConfigError> {
+fn parse(text: &str, path: &Path) -> Result<McpSettings, McpConfigError> {
     let table: toml::Table = toml::from_str(text).map_err(|e| McpConfigError::Parse {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -165,17 +185,17 @@ fn parse(text: &str, path: &Path) -> Result<Vec<McpServerConfig>, McpConfigError
     from_table(&table, path)
 }
 
-/// The servers of a config file already parsed (the loaded `Config`'s
-/// table); `path` names the file in errors.
-pub fn from_table(
-    table: &toml::Table,
-    path: &Path,
-) -> Result<Vec<McpServerConfig>, McpConfigError> {
+/// `[mcp]` and the servers of a config file already parsed, validated once
+/// as `config::Config` loads; `path` names the file in errors.
+pub fn from_table(table: &toml::Table, path: &Path) -> Result<McpSettings, McpConfigError> {
     // `[mcp]` is checked with the servers, so a bad value stops the same
     // commands.
-    section_max_tools(table, path)?;
+    let max_tools = section_max_tools(table, path)?;
     let Some(servers) = table.get("mcp_servers") else {
-        return Ok(Vec::new());
+        return Ok(McpSettings {
+            max_tools,
+            servers: Vec::new(),
+        });
     };
     let entry_error = |name: &str, problem: String| McpConfigError::Entry {
         path: path.to_path_buf(),
@@ -202,7 +222,10 @@ pub fn from_table(
             .map_err(|e: toml::de::Error| entry_error(name, e.message().to_string()))?;
         out.push(validate(name, raw).map_err(|problem| entry_error(name, problem.to_string()))?);
     }
-    Ok(out)
+    Ok(McpSettings {
+        max_tools,
+        servers: out,
+    })
 }
 
 /// What is wrong with one `[mcp_servers.NAME]` entry.
@@ -285,7 +308,7 @@ mod tests {
     use super::*;
 
     fn parse_str(text: &str) -> Result<Vec<McpServerConfig>, McpConfigError> {
-        parse(text, Path::new("config.toml"))
+        parse(text, Path::new("config.toml")).map(|s| s.servers)
     }
 
     #[test]
@@ -323,6 +346,9 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(parse_str("model = \"x\"").unwrap().is_empty());
+        let max = |t: &str| parse(t, Path::new("config.toml")).unwrap().max_tools;
+        assert_eq!(max("model = \"x\""), DEFAULT_MAX_TOOLS);
+        assert_eq!(max("[mcp]\nmax_tools = 7"), 7);
         let path = Path::new("config.toml");
         let table = |t: &str| toml::from_str::<toml::Table>(t).unwrap();
         assert_eq!(section_max_tools(&table(""), path).unwrap(), 100);

@@ -20,7 +20,7 @@ mod tool;
 pub use client::{McpClients, ServerState, ServerStatus, StartOptions, StatusSink};
 pub use client_cli::{probe, render_list, render_tools};
 pub use config::{
-    DEFAULT_MAX_TOOLS, McpConfigError, McpServerConfig, McpTransport, from_table, section_max_tools,
+    DEFAULT_MAX_TOOLS, McpConfigError, McpServerConfig, McpSettings, McpTransport, from_table,
 };
 pub use server::{ServeOptions, ServePolicy, VibedeskServer};
 pub use server_http::{

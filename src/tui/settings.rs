@@ -8,8 +8,8 @@
 //! newline = ["alt-enter", "ctrl-j"]   # … or several; [] unbinds
 //! ```
 //!
-//! Only the `[tui]` table is read here; the engine's loader owns the rest of
-//! the file.
+//! Only the `[tui]` table is read here, from the file `config::Config`
+//! parsed once; the engine's loader owns the rest of the file.
 
 use std::collections::BTreeMap;
 
@@ -49,6 +49,13 @@ pub enum SettingsError {
     Invalid { path: String, message: String },
     #[error(transparent)]
     Keys(#[from] KeymapError),
+    /// A key problem found as the file loads, so it names the file.
+    #[error("{path}: [tui.keys]: {source}")]
+    KeysIn {
+        path: String,
+        #[source]
+        source: KeymapError,
+    },
 }
 
 impl TuiSettings {
@@ -61,18 +68,25 @@ impl TuiSettings {
         Self::from_table(&table, path)
     }
 
-    /// Reads `[tui]` from the config file as loaded once (`Config::file`).
+    /// Reads `[tui]` from the config file as parsed once, when `Config`
+    /// loads; the key names are checked here too, so a bad one is reported
+    /// with the rest of the file's problems.
     pub(crate) fn from_table(table: &toml::Table, path: &str) -> Result<Self, SettingsError> {
-        match table.get("tui") {
-            None => Ok(TuiSettings::default()),
+        let settings = match table.get("tui") {
+            None => TuiSettings::default(),
             Some(v) => v
                 .clone()
                 .try_into::<TuiSettings>()
                 .map_err(|e| SettingsError::Invalid {
                     path: path.to_string(),
                     message: e.to_string(),
-                }),
-        }
+                })?,
+        };
+        settings.keymap().map_err(|source| SettingsError::KeysIn {
+            path: path.to_string(),
+            source,
+        })?;
+        Ok(settings)
     }
 
     pub fn keymap(&self) -> Result<Keymap, KeymapError> {

@@ -792,6 +792,91 @@ async fn doctor_exits_0_for_any_valid_configuration_offline_included() {
     );
 }
 
+/// config.toml is read and validated once; a section only some commands use
+/// (`[mcp_servers]`, `[tui]`, `[engines.ray]`) keeps its error for those
+/// commands, the doctor reports every one, and the rest still work.
+#[tokio::test]
+async fn a_bad_config_section_stops_only_the_commands_that_use_it() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("config");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        "[mcp_servers.t]\ncomand = \"x\"\n[tui.keys]\nno_such_action = \"f2\"\n\
+         [engines.ray]\nadress = \"http://127.0.0.1:1\"\n",
+    )
+    .unwrap();
+    let spec = home.path().join("spec.json");
+    let v = json!({
+        "base": {"codes": ["AAPL"], "start_date": "2005-01-01", "end_date": "2006-12-31",
+                 "strategy": {"name": "sma_crossover", "params": {"fast": 10, "slow": 50}}},
+        "axes": {"strategy.params.fast": [5, 10]}
+    });
+    std::fs::write(&spec, v.to_string()).unwrap();
+    let run = |args: Vec<String>| {
+        let home = home.path().to_path_buf();
+        async move {
+            let out = vibedesk(&home).args(&args).output().await.unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (out.status.code(), text)
+        }
+    };
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let (spec_s, out) = (
+        spec.to_str().unwrap(),
+        home.path().join("r.csv").display().to_string(),
+    );
+
+    // Commands that use none of them run.
+    let (code, text) = run(args(&["sessions"])).await;
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text) = run(args(&["sweep", "run", spec_s, "--out", &out])).await;
+    assert_eq!(code, Some(0), "{text}");
+    assert!(std::path::Path::new(&out).exists());
+
+    // Those that do stop with a usage error naming the section's problem.
+    for (a, needles) in [
+        (args(&["mcp", "list"]), ["[mcp_servers.t]", "comand"]),
+        (
+            args(&[
+                "sweep",
+                "run",
+                spec_s,
+                "--out",
+                &out,
+                "--engine",
+                "ray",
+                "--address",
+                "http://127.0.0.1:1",
+            ]),
+            ["[engines.ray]", "adress"],
+        ),
+    ] {
+        let (code, text) = run(a.clone()).await;
+        assert_eq!(code, Some(2), "{a:?}: {text}");
+        assert!(needles.iter().all(|n| text.contains(n)), "{a:?}: {text}");
+        assert!(text.contains("config.toml"), "{a:?}: {text}");
+    }
+
+    // The doctor reports all three.
+    let (code, text) = run(args(&["doctor", "--offline"])).await;
+    assert_eq!(code, Some(2), "{text}");
+    for needle in [
+        "mcp servers   FAIL",
+        "comand",
+        "workstation   FAIL",
+        "no_such_action",
+        "ray engine    FAIL",
+        "adress",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+}
+
 /// As root, the doctor says whether the sandbox user can reach the data dir
 /// and, when it cannot, how to keep the privilege drop.
 #[tokio::test]

@@ -101,8 +101,9 @@ pub struct RayConfig {
 }
 
 impl RayConfig {
-    /// `[engines.ray]` of the config file as loaded once (`Config::file`,
-    /// read from `path`); the defaults when the table is absent.
+    /// `[engines.ray]` of the config file as parsed once, when `Config`
+    /// loads (`path` names it in errors); the defaults when the table is
+    /// absent.
     pub fn from_table(table: &toml::Table, path: &Path) -> Result<RayConfig, RayError> {
         let Some(ray) = table
             .get("engines")
