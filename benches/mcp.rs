@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use vibedesk::research::data::DataConfig;
@@ -85,8 +84,15 @@ async fn over_stdio(home: &std::path::Path) -> Stats {
         .env("VIBEDESK_HOME", home)
         .env("HOME", home)
         .current_dir(home)
-        .args(["mcp", "serve"]);
-    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+        .args(["mcp", "serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    // The server's pipes as the transport, as `mcp::client` does for stdio
+    // servers (no rmcp child-process feature needed).
+    let mut child = command.spawn().unwrap();
+    let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let client = ().serve((stdout, stdin)).await.unwrap();
     let Value::Object(arguments) = args() else {
         unreachable!()
     };
