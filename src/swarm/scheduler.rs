@@ -637,6 +637,8 @@ async fn run_task(
     let attempts = job.agent.max_retries + 1;
     let mut tokens = 0u64;
     let mut attempt = 0;
+    // The last attempt's reason when its every tool call failed.
+    let mut tools_failed_before: Option<String> = None;
     let (state, reason, answer) = loop {
         attempt += 1;
         shared.note_task(&job.task, |t| t.attempts = attempt);
@@ -673,7 +675,23 @@ async fn run_task(
                 let reason = shared.stopping().unwrap_or_else(|| stop_reason(&outcome));
                 break (TaskState::Cancelled, Some(reason), String::new());
             }
+            // The same tool failures twice (no data for a symbol, arguments
+            // a tool refuses) come from the task, not from chance: a third
+            // attempt would repeat them and spend the budget.
+            _ if attempt < attempts
+                && repeats_tool_failures(&outcome, tools_failed_before.as_deref()) =>
+            {
+                let reason = format!(
+                    "attempt {attempt} of {attempts} failed: {}; the same tool failures as attempt {}, so not retried again",
+                    outcome.reason,
+                    attempt - 1
+                );
+                break (TaskState::Failed, Some(reason), outcome.content.clone());
+            }
             _ if attempt < attempts && Instant::now() < task_deadline => {
+                tools_failed_before = (outcome.error_code.as_deref()
+                    == Some(crate::agent::run_loop::TOOL_CALLS_FAILED))
+                .then(|| outcome.reason.clone());
                 shared.emit(AgentEvent::SwarmTaskRetry {
                     task: job.task.clone(),
                     attempt,
@@ -712,6 +730,14 @@ async fn run_task(
     };
     let last_dir = shared.last_run_dir(&job.task);
     (job.task, result, last_dir)
+}
+
+/// Whether a failed attempt's tool calls all failed exactly as the
+/// previous attempt's did (transport and provider errors are always
+/// retried: those may pass).
+fn repeats_tool_failures(outcome: &RunOutcome, before: Option<&str>) -> bool {
+    outcome.error_code.as_deref() == Some(crate::agent::run_loop::TOOL_CALLS_FAILED)
+        && before == Some(outcome.reason.as_str())
 }
 
 fn timeout_reason(agent: &AgentSpec) -> String {

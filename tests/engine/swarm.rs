@@ -469,6 +469,66 @@ tasks:
     assert_eq!(first["status"], "failed");
 }
 
+/// Tool failures that repeat exactly come from the task (no data for a
+/// symbol, arguments a tool refuses): the member stops retrying after the
+/// second such attempt instead of spending its budget on more; a failure
+/// that changes is still retried.
+#[tokio::test]
+async fn the_same_tool_failures_twice_end_the_retries() {
+    let home = Home::new();
+    let yaml = "name: repeat
+agents:
+  - {id: a, model: m, tools: [broken], max_retries: 3}
+tasks:
+  - {id: t, agent_id: a, prompt_template: 'Do it.'}
+";
+    let attempt = |tool: &str| {
+        [
+            call_turn(&[("c1", tool, json!({}))]),
+            text_turn("Nothing found."),
+        ]
+    };
+    let turns: Vec<Value> = [
+        attempt("broken"),
+        attempt("no_such_tool"),
+        attempt("no_such_tool"),
+        attempt("broken"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let models = Models::new(&[("m", Value::Array(turns))]);
+    let broken: Arc<dyn Tool> = Arc::new(TestTool::new("broken", true, Behaviour::Fail));
+    let team = run_team(
+        &home,
+        yaml,
+        &models,
+        vec![broken],
+        SwarmOptions::default(),
+        CancellationToken::new(),
+        |_| {},
+    )
+    .await;
+    let outcome = team.ok();
+    assert_eq!(outcome.status, RunStatus::Failed, "{:?}", outcome.reason);
+    assert_eq!(team.state("t"), TaskState::Failed);
+    let reason = team.reason("t");
+    assert!(
+        reason.starts_with("attempt 3 of 4 failed: 1 of 1 tool call failed: no_such_tool")
+            && reason.ends_with("the same tool failures as attempt 2, so not retried again"),
+        "{reason}"
+    );
+    // Attempt 1 (broken) and 2 (unknown tool) differ: retried; 3 repeats 2.
+    let retries = team
+        .events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::SwarmTaskRetry { .. }))
+        .count();
+    assert_eq!(retries, 2);
+    assert_eq!(outcome.record.tasks[0].attempts, 3);
+    assert_eq!(models.get("m").requests().len(), 6, "no fourth attempt");
+}
+
 #[tokio::test]
 async fn a_timed_out_task_fails_its_dependents_only() {
     let home = Home::new();
