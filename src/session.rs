@@ -174,11 +174,6 @@ impl Session {
         self.compaction = request;
     }
 
-    /// A handle a UI can keep to request compactions while a turn runs.
-    pub fn compaction_handle(&self) -> CompactionRequest {
-        self.compaction.clone()
-    }
-
     /// Stored messages; the count of unreadable lines is reported alongside
     /// (the caller tells the user, so later turns do not repeat it).
     pub fn messages(&self) -> Result<(Vec<StoredMessage>, usize), SessionError> {

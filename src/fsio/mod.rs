@@ -49,14 +49,6 @@ pub enum Durability {
     ProcessCrash,
 }
 
-/// The temp file: a fresh random name, or a caller-chosen one that a
-/// crashed writer may have left behind (truncated and reused).
-#[derive(Clone, Copy)]
-pub enum Temp<'a> {
-    Random,
-    Named { path: &'a Path, mode: Option<u32> },
-}
-
 /// Writes `bytes` to `path` atomically through `.<file name>.<pid>.<random
 /// hex>.tmp` in the same directory. On failure the temp file is removed.
 pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> Result<(), IoError> {

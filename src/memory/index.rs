@@ -428,13 +428,6 @@ impl Index {
         )?;
         rows.collect()
     }
-
-    /// Number of indexed messages (tests and `doctor`-style reports).
-    pub fn message_count(&self) -> rusqlite::Result<usize> {
-        self.conn
-            .query_row("SELECT count(*) FROM messages", [], |r| r.get::<_, i64>(0))
-            .map(|n| n as usize)
-    }
 }
 
 /// One entry's rows, inside the caller's transaction.

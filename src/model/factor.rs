@@ -154,16 +154,6 @@ pub struct RegressionArgs {
     pub rolling_window: Option<i64>,
 }
 
-/// One coefficient.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
-pub struct CoefficientOutput {
-    pub estimate: f64,
-    pub std_error: f64,
-    pub t: f64,
-    pub p_value: f64,
-}
-
 /// The rolling slopes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]

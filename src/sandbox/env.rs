@@ -63,17 +63,6 @@ const ALLOWED: &[&str] = &[
 /// Any key with one of these prefixes passes (locale categories).
 const ALLOWED_PREFIXES: &[&str] = &["LC_"];
 
-/// Market-data keys the original passes by default. Here they are opt-in via
-/// [`EnvPlan::pass_through`]; listed so callers have one place to look.
-pub const DATA_SOURCE_KEYS: &[&str] = &[
-    "TUSHARE_TOKEN",
-    "FINNHUB_API_KEY",
-    "ALPHAVANTAGE_API_KEY",
-    "TIINGO_API_KEY",
-    "FMP_API_KEY",
-    "FRED_API_KEY",
-];
-
 /// Never reach a child, whoever asks: model-provider keys (every preset the
 /// engine knows and the common others), cloud credentials, and variables
 /// that make a program load a file of settings at start-up.

@@ -118,8 +118,3 @@ pub enum ToolEvent {
 
 /// Where tool events go.
 pub type ToolEventSink = Arc<dyn Fn(ToolEvent) + Send + Sync>;
-
-/// A sink that drops everything.
-pub fn discard() -> ToolEventSink {
-    Arc::new(|_| {})
-}

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use crate::llm::tokens::{python_json_chars, python_json_string};
-use crate::model::{Message, Role};
+use crate::model::Message;
 
 pub trait ChatMessage: Clone {
     /// A text taken out by [`ChatMessage::replace_text`]: owned where the
@@ -153,9 +153,4 @@ impl ChatMessage for Map<String, Value> {
     fn python_len(&self) -> usize {
         python_json_chars(self)
     }
-}
-
-/// Whether a message is the system prompt.
-pub fn is_system<M: ChatMessage>(m: &M) -> bool {
-    m.role() == Role::System.as_str()
 }

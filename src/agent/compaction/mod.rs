@@ -39,7 +39,6 @@ use self::archive::TranscriptArchive;
 use self::auto::{AutoParams, CompactError, Summarizer, SummaryError, auto_compact};
 use self::collapse::{CollapseParams, collapse};
 use self::microcompact::{Touched, microcompact};
-use self::pairs::fix_tool_pairs;
 pub use self::report::{Layer, LayerReport, Trigger};
 use super::events::{AgentEvent, EventSink, NoticeLevel};
 use crate::llm::tokens::{Estimator, message_python_len};
@@ -553,11 +552,6 @@ impl Compactor {
         }
         self.deps.events.emit(report.event(ineffective));
     }
-}
-
-/// Repairs tool-call pairs outside a compaction (after a cancel, say).
-pub fn repair_pairs(messages: &mut Vec<Message>) -> pairs::PairRepair {
-    fix_tool_pairs(messages)
 }
 
 /// The `compact` tool's name, which the loop watches for (docs §2.2 step 1).

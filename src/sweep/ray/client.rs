@@ -160,16 +160,6 @@ impl JobsClient {
         self.send("upload the package", r).await.map(|_| ())
     }
 
-    /// Whether the cluster holds package `name` (`GET`, 200 or 404).
-    pub async fn package_exists(&self, name: &str) -> Result<bool, RayError> {
-        let r = self.request(reqwest::Method::GET, &format!("/api/packages/gcs/{name}"));
-        match self.send("look up the package", r).await {
-            Ok(_) => Ok(true),
-            Err(RayError::Http { status: 404, .. }) => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
     /// Submits a job; returns its submission id.
     pub async fn submit(&self, request: &SubmitRequest) -> Result<String, RayError> {
         #[derive(Deserialize)]
