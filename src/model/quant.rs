@@ -185,6 +185,10 @@ pub struct OptionPriceOutput {
     pub vega: f64,
     pub theta: f64,
     pub rho: f64,
+    /// Theta for one calendar day: `theta / 365`.
+    pub theta_per_day: f64,
+    /// Vega for one volatility point (0.01): `vega / 100`.
+    pub vega_per_point: f64,
     pub inputs: OptionInputsUsed,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub symbol: Option<String>,

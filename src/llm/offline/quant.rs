@@ -255,7 +255,8 @@ fn is_portfolio(lower: &str) -> bool {
     lower.contains("optimi")
         || lower.contains("portfolio weights")
         || lower.contains("allocat")
-        || (lower.contains("weights") && method(lower).is_some())
+        // "weights by risk parity", "a max Sharpe portfolio of …".
+        || ((lower.contains("weights") || lower.contains("portfolio")) && method(lower).is_some())
 }
 
 /// A plain request's quant call, or `None` (then the other intents run).
@@ -991,8 +992,7 @@ fn option_answer(request: &str, o: &OptionPriceOutput) -> String {
     out.push_str(&inputs_line(request, &o.inputs, false));
     out.push_str(&format!(
         "\n\nUnits are QuantLib's: a move of one volatility point changes the price by about vega / 100 = {:.4}, and a calendar day of time decay is about theta / 365 = {:.4}.\n\n{NOT_ADVICE}\n",
-        o.vega / 100.0,
-        o.theta / 365.0
+        o.vega_per_point, o.theta_per_day
     ));
     out
 }
@@ -1191,6 +1191,21 @@ mod tests {
 
     fn call(text: &str) -> PlannedCall {
         intent(text).unwrap_or_else(|| panic!("no call for {text}"))
+    }
+
+    #[test]
+    fn a_portfolio_named_by_its_method_is_optimised() {
+        for (text, m) in [
+            ("max sharpe portfolio of AAPL MSFT IBM XOM", "max_sharpe"),
+            ("a risk parity portfolio of SPY, TLT and GLD", "risk_parity"),
+            ("HRP portfolio for AAPL MSFT JPM", "hrp"),
+        ] {
+            let c = call(text);
+            assert_eq!(c.name, "portfolio_optimize", "{text}");
+            assert_eq!(c.args["method"], m, "{text}");
+        }
+        // A portfolio without a method stays with the other intents.
+        assert!(intent("show my portfolio of AAPL and MSFT").is_none());
     }
 
     #[test]

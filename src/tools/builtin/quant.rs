@@ -251,7 +251,7 @@ fn strike_of(
 }
 
 /// The units line every option answer carries.
-const OPTION_UNITS: &str = "QuantLib's conventions: continuous rate and dividend yield; vega per 1.00 of volatility, rho per 1.00 of rate, theta per year as calendar time passes";
+const OPTION_UNITS: &str = "QuantLib's conventions: continuous rate and dividend yield; vega per 1.00 of volatility, rho per 1.00 of rate, theta per year as calendar time passes; theta_per_day = theta / 365, vega_per_point = vega / 100";
 
 // ---------------------------------------------------------------------------
 // option_price
@@ -338,6 +338,8 @@ impl TypedTool for OptionPrice {
             vega: g.vega,
             theta: g.theta,
             rho: g.rho,
+            theta_per_day: g.theta / 365.0,
+            vega_per_point: g.vega / 100.0,
             inputs: used(&inputs, american.then_some(steps), f.sources, f.as_of),
             symbol: args.symbol.clone(),
             units: OPTION_UNITS.into(),
@@ -681,15 +683,12 @@ async fn load_symbols(
     let named: Vec<(String, &data::Bars)> =
         loaded.iter().map(|s| (s.symbol.clone(), &s.bars)).collect();
     let aligned = aligned_returns(&named).map_err(|e| ToolError::failed("no_data", e))?;
-    let mut notes: Vec<String> = loaded
-        .iter()
-        .flat_map(|s| {
-            s.provenance
-                .notes
-                .iter()
-                .map(move |n| format!("{}: {n}", s.symbol))
-        })
-        .collect();
+    let mut notes = grouped_notes(loaded.iter().flat_map(|s| {
+        s.provenance
+            .notes
+            .iter()
+            .map(|n| (s.symbol.as_str(), n.as_str()))
+    }));
     let dropped: Vec<String> = loaded
         .iter()
         .filter(|s| s.bars.len() > aligned.dates.len())
@@ -724,6 +723,50 @@ async fn load_symbols(
         columns: aligned.columns,
         dates: Some(aligned.dates),
     })
+}
+
+/// Data notes, one per distinct note: symbols whose notes differ only by
+/// their own name share one ("AAPL, MSFT: partial coverage: the embedded
+/// set holds each from …"), so a basket of ten does not repeat it ten times.
+fn grouped_notes<'a>(notes: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+    // (the note with its symbol as "each", the symbols, the first note as written)
+    let mut groups: Vec<(String, Vec<&str>, &str)> = Vec::new();
+    for (symbol, note) in notes {
+        let shape = replace_word(note, symbol, "each");
+        match groups.iter_mut().find(|(s, _, _)| *s == shape) {
+            Some((_, symbols, _)) => symbols.push(symbol),
+            None => groups.push((shape, vec![symbol], note)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(shape, symbols, note)| match symbols.as_slice() {
+            [one] => format!("{one}: {note}"),
+            many => format!("{}: {shape}", many.join(", ")),
+        })
+        .collect()
+}
+
+/// `text` with each whole-word `word` (not part of a longer name)
+/// replaced by `with`.
+fn replace_word(text: &str, word: &str, with: &str) -> String {
+    if word.is_empty() {
+        return text.to_string();
+    }
+    let joined = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (i, _) in text.match_indices(word) {
+        let end = i + word.len();
+        if joined(text[..i].chars().next_back()) || joined(text[end..].chars().next()) {
+            continue;
+        }
+        out.push_str(&text[copied..i]);
+        out.push_str(with);
+        copied = end;
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 fn by_name(names: &[String], values: &[f64]) -> BTreeMap<String, f64> {
@@ -944,6 +987,37 @@ built_from_data!(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn notes_differing_only_by_symbol_are_said_once() {
+        let n = |s: &str| {
+            format!("partial coverage: the embedded set holds {s} from 2000-01-03 to 2017-11-10")
+        };
+        let (a, m, t) = (n("AAPL"), n("MSFT"), n("T"));
+        let notes = grouped_notes(
+            [
+                ("AAPL", a.as_str()),
+                ("MSFT", m.as_str()),
+                ("T", t.as_str()),
+                ("XOM", "fell back to stooq"),
+            ]
+            .into_iter(),
+        );
+        assert_eq!(
+            notes,
+            [
+                "AAPL, MSFT, T: partial coverage: the embedded set holds each from 2000-01-03 to 2017-11-10",
+                "XOM: fell back to stooq",
+            ]
+        );
+        // A lone note is kept as written; a symbol inside a word is no symbol.
+        assert_eq!(
+            grouped_notes([("T", "Treasury T bill")].into_iter()),
+            ["T: Treasury T bill"]
+        );
+        assert_eq!(replace_word("TT T xT T.", "T", "_"), "TT _ xT _.");
+    }
+
     use serde_json::json;
 
     use super::*;
