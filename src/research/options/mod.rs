@@ -93,6 +93,14 @@ impl Greeks {
     }
 }
 
+/// A computed figure in a message: six decimals at most, trailing zeros
+/// dropped (`14.98109`, `100`), so the bound reads as a price.
+fn short(x: &f64) -> String {
+    let s = format!("{x:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.into() }
+}
+
 /// Inputs the formulas cannot take, each naming the value and the fix.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum OptionError {
@@ -107,7 +115,10 @@ pub enum OptionError {
     )]
     TreeProbability { p: f64, steps: usize },
     #[error(
-        "a {kind} price of {price} is outside the no-arbitrage bounds ({lower}, {upper}) for spot {spot}, strike {strike}, {expiry_years} years, rate {rate}, dividend yield {dividend_yield}: no volatility gives it"
+        "a {kind} price of {price} is outside the no-arbitrage bounds ({lower}, {upper}) for spot {spot}, strike {strike}, {expiry_years} years, rate {rate}, dividend yield {dividend_yield}: no volatility gives it",
+        lower = short(.lower),
+        upper = short(.upper),
+        rate = short(.rate),
     )]
     OutsideBounds {
         kind: &'static str,
