@@ -158,5 +158,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("(20, 120)"), "{e}");
+        // Computed bounds and rates read as prices, six decimals at most.
+        let e = implied_volatility(OptionKind::Call, 174.67, 160.0, 0.25, 5.0, 0.03, 0.0)
+            .unwrap_err()
+            .to_string();
+        // Lower bound: S − K·e^(−rT).
+        let lower = 174.67 - 160.0 * (-0.03f64 * 0.25).exp();
+        assert!(
+            e.contains(&format!("bounds ({lower:.6}, 174.67)")) && e.contains("rate 0.03,"),
+            "{e}"
+        );
     }
 }
