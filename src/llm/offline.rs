@@ -21,6 +21,7 @@ mod preferences;
 mod quant;
 mod rule;
 mod stats;
+mod sweep;
 mod team;
 mod verdict;
 mod verdict_quant;
@@ -234,7 +235,7 @@ pub fn plan_request(messages: &[Message], offered: &[String], request: Option<&s
         .collect();
     if let Some((tool, result)) = results.last() {
         let text = answer(&request, tool, result);
-        let ran = *tool == tool::BACKTEST && is_error(result).is_none();
+        let ran = matches!(*tool, tool::BACKTEST | tool::SWEEP) && is_error(result).is_none();
         return Plan::Answer(match remembered.note(&request) {
             Some(note) if ran => after_assumptions(&text, &note),
             _ => text,
@@ -470,6 +471,13 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
                 ..Default::default()
             },
         ));
+    }
+    // A parameter sweep, before the backtest it would otherwise read as
+    // (docs §18.8).
+    if sweep::is_sweep(&lower)
+        && let Some(call) = sweep::intent(text)
+    {
+        return Some(call);
     }
     // Time-series tests and volatility forecasts (docs §16.7).
     if let Some(call) = stats::intent(text) {
@@ -759,6 +767,7 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         | tool::RISK_REPORT => quant::answer(request, tool, v),
         tool::STAT_TEST | tool::VOLATILITY_MODEL => stats::answer(tool, v),
         tool::FACTOR_IC | tool::REGRESSION | tool::OVERFITTING => factor::answer(request, tool, v),
+        tool::SWEEP => sweep::answer(request, v),
         tool::COMPACT => Some(
             "Done: the conversation will be compacted into a summary now (watch the gauge).\n"
                 .into(),

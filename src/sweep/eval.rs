@@ -441,15 +441,26 @@ fn measure(
             .enumerate()
             .map(|(i, w)| (w[1] / w[0] - 1.0) - rf.get(i + 1).copied().unwrap_or(0.0)),
     );
+    // A book that never moved in the window has no Sharpe there
+    // (`metrics::book_sharpe`), so it is no trial for the deflated Sharpe.
+    let flat = eq.windows(2).all(|w| w[1] == w[0]);
     Row {
         cell,
         window,
         final_value: last,
         total_return: last / cash - 1.0,
-        sharpe: metrics::sharpe(x, b_year),
+        sharpe: if flat {
+            0.0
+        } else {
+            metrics::sharpe(x, b_year)
+        },
         max_drawdown: metrics::max_drawdown(eq, cash),
         trade_count: sim.trades.len() as u64,
         // The first return is the 0 before any bar moved: not a period.
-        moments: PowerSums::of(x.get(1..).unwrap_or(&[])),
+        moments: if flat {
+            PowerSums::default()
+        } else {
+            PowerSums::of(x.get(1..).unwrap_or(&[]))
+        },
     }
 }

@@ -336,3 +336,79 @@ async fn a_remembered_commission_is_used_and_said() {
     assert_eq!(r.config()["commission_rate"].as_f64(), Some(0.003));
     assert!(!r.answer.contains("from your memory"), "{}", r.answer);
 }
+
+/// "Sweep …" runs one `sweep` (never a single backtest quietly standing in
+/// for it): the ranges as asked, each symbol alone, an out-of-sample window,
+/// a remembered cost in every cell, and an answer that says what it chose.
+#[tokio::test]
+async fn a_sweep_request_runs_one_sweep_with_its_ranges_and_says_its_choices() {
+    let home = tempfile::tempdir().unwrap();
+    run(home.path(), "Remember that I use 10 bp commission").await;
+    let r = run(
+        home.path(),
+        "sweep the SMA crossover fast 5 to 20 and slow 50 to 150 on AAPL, MSFT from 2005 to 2012",
+    )
+    .await;
+    let tools: Vec<&str> = r
+        .events
+        .iter()
+        .filter(|e| e["type"] == "tool_call_finished")
+        .filter_map(|e| e["tool"].as_str())
+        .collect();
+    assert_eq!(tools, ["sweep"], "{:?}", r.events);
+    let done = r
+        .events
+        .iter()
+        .find(|e| e["type"] == "tool_call_finished")
+        .unwrap();
+    assert_eq!(done["status"], "ok", "{done}");
+    let out = &done["output"];
+    // §18.8: no step named, so 1/2/2.5/5 × 10^k over about six values:
+    // fast 5, 10, 15, 20 (step 5) × slow 50, 70, …, 150 (step 20), all with
+    // fast < slow, for each of the two symbols.
+    assert_eq!(out["parameter_sets"], 4 * 6, "{out}");
+    assert_eq!(out["cells"], 4 * 6 * 2, "{out}");
+    assert_eq!(
+        out["windows"],
+        serde_json::json!(["in_sample", "out_of_sample"])
+    );
+    assert_eq!(out["ranked_out_of_sample"], true);
+
+    let runs = home.path().join("data/runs");
+    let plan = std::fs::read_dir(&runs)
+        .unwrap()
+        .filter_map(|d| d.ok())
+        .map(|d| d.path().join("sweep/results.parquet.sweep/plan.json"))
+        .find(|p| p.exists())
+        .expect("the sweep's plan");
+    let spec = read_json(&plan)["spec"].clone();
+    assert_eq!(
+        spec["base"]["commission_rate"].as_f64(),
+        Some(0.001),
+        "{spec}"
+    );
+    assert_eq!(spec["universe"], serde_json::json!(["AAPL", "MSFT"]));
+    let split = &spec["split"];
+    assert_eq!(split["in_sample"][0], "2005-01-01");
+    assert_eq!(split["out_of_sample"][1], "2012-12-31");
+
+    for part in [
+        "## Parameter sweep: 48 cells",
+        "Deflated Sharpe of the best cell for the",
+        "grid fast 5 to 20 step 5, slow 50 to 150 step 20",
+        "each of AAPL, MSFT run alone",
+        "cells ranked by the out-of-sample result",
+        "from your memory 'I use 10 bp commission'",
+    ] {
+        assert!(r.answer.contains(part), "{part} in {}", r.answer);
+    }
+    assert!(
+        r.answer.contains(&format!(
+            "in-sample 2005-01-01 to {}, out-of-sample {} to 2012-12-31",
+            split["in_sample"][1].as_str().unwrap(),
+            split["out_of_sample"][0].as_str().unwrap()
+        )),
+        "{}",
+        r.answer
+    );
+}

@@ -890,3 +890,79 @@ async fn backtest_defaults_from_config_reach_every_cell() {
     }
     assert!(traded > 0);
 }
+
+/// A cell whose book never moves out-of-sample (RSI thresholds the window
+/// never reaches) has a Sharpe of 0 there, not the T-bill's drift over its
+/// tiny spread (it was −29.6), and is no trial for the deflated Sharpe
+/// (docs §7.5, §18.4).
+#[tokio::test]
+async fn cells_that_never_trade_out_of_sample_have_no_sharpe_and_are_no_trial() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let spec = tmp.path().join("rsi.json");
+    std::fs::write(
+        &spec,
+        json!({
+            "base": {"source": "embedded", "codes": ["KO"], "start_date": "2006-01-01", "end_date": "2014-12-31",
+                     "strategy": {"name": "rsi_mean_reversion", "params": {"period": 14, "lower": 30, "upper": 70}}},
+            "axes": {"strategy.params.period": [7, 14, 21], "strategy.params.lower": [20, 25, 30]},
+            "universe": ["KO", "PEP"],
+            "split": {"in_sample": ["2006-01-01", "2012-04-19"], "out_of_sample": ["2012-04-20", "2014-12-31"]},
+            "rank_by": "sharpe"
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = tmp.path().join("r.csv");
+    let run = cli(
+        &home,
+        &[
+            "sweep",
+            "run",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ],
+    )
+    .await;
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (window, value, sharpe, trades) = (
+        col("window"),
+        col("final_value"),
+        col("sharpe"),
+        col("trade_count"),
+    );
+    let (mut flat, mut traded) = (0, 0);
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        if f[window] != "out_of_sample" {
+            continue;
+        }
+        if f[trades] == "0" && f[value].parse::<f64>().unwrap() == 1_000_000.0 {
+            flat += 1;
+            assert_eq!(f[sharpe].parse::<f64>().unwrap(), 0.0, "{line}");
+        } else {
+            traded += 1;
+        }
+    }
+    assert!(flat > 0 && traded > 1, "flat {flat}, traded {traded}");
+    let report: Value = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["event"] == "sweep_report")
+        .unwrap();
+    let d = &report["deflated_sharpe"];
+    assert_eq!(d["trials"], traded, "{report}");
+    // The luck-only maximum is a plausible daily Sharpe, not the 1.8 the
+    // flat cells' ratios made it.
+    assert!(d["expected_max_sharpe"].as_f64().unwrap() < 0.2, "{report}");
+}

@@ -84,12 +84,16 @@ impl RememberedCosts {
     }
 
     fn apply_call(&self, mut call: PlannedCall) -> PlannedCall {
-        if call.name != tool::BACKTEST {
-            return call;
-        }
-        let Some(Value::Object(cfg)) = call.args.get_mut("config") else {
+        // A backtest's config, or a sweep's base (docs §18.1).
+        let cfg = match call.name.as_str() {
+            tool::BACKTEST => call.args.get_mut("config"),
+            tool::SWEEP => call.args.get_mut("spec").and_then(|s| s.get_mut("base")),
+            _ => None,
+        };
+        let Some(Value::Object(cfg)) = cfg else {
             return call;
         };
+        let sweep = call.name == tool::SWEEP;
         let mut notes = Vec::new();
         for (key, remembered) in [
             ("commission_rate", &self.commission),
@@ -102,7 +106,8 @@ impl RememberedCosts {
                 notes.push(format!("{key} from the user's memory '{}'", r.title));
             }
         }
-        if !notes.is_empty() && !cfg.contains_key("notes") {
+        // A sweep's base is a backtest config without free text.
+        if !sweep && !notes.is_empty() && !cfg.contains_key("notes") {
             cfg.insert("notes".into(), json!(notes.join("; ")));
         }
         call

@@ -179,6 +179,24 @@ fn annual_return(total: f64, b: f64, n: usize) -> f64 {
     if a.is_finite() { a } else { f64::INFINITY }
 }
 
+/// The Sharpe of excess returns `x` over a book whose own returns are `r`:
+/// 0 when the book never moved (all cash, every r = 0). Such a book took no
+/// risk; its excess return is the T-bill's own slight drift, whose ratio to
+/// its tiny variation is no Sharpe at all (it gave −30 for a strategy that
+/// never traded). The original, measuring r itself, gives 0 here too.
+pub(crate) fn book_sharpe(r: &[f64], x: &[f64], bars_per_year: f64) -> f64 {
+    if flat(r) {
+        0.0
+    } else {
+        sharpe(x, bars_per_year)
+    }
+}
+
+/// Whether a book's returns are all exactly 0: its equity never changed.
+pub(crate) fn flat(r: &[f64]) -> bool {
+    r.iter().all(|v| *v == 0.0)
+}
+
 /// r − f per bar (`risk_free` shorter than `r` is padded with 0).
 pub(crate) fn excess(r: &[f64], risk_free: &[f64]) -> Vec<f64> {
     r.iter()
@@ -226,7 +244,7 @@ pub fn compute(
     let annual = annual_return(total, b_year, n);
     let r = returns(equity);
     let x = excess(&r, risk_free);
-    let sr = sharpe(&x, b_year);
+    let sr = book_sharpe(&r, &x, b_year);
     let mdd = max_drawdown(equity, c);
     let calmar = if mdd.abs() > 1e-10 {
         round_dp(annual / mdd.abs(), 4)
@@ -236,7 +254,8 @@ pub fn compute(
     let neg: Vec<f64> = x.iter().copied().filter(|v| *v < 0.0).collect();
     let neg_std = if neg.len() <= 1 { 1e-10 } else { std(&neg) };
     let sortino = mean(&x) / (neg_std + 1e-10) * b_year.sqrt();
-    let sortino = if sortino.is_finite() {
+    // A book that never moved has no Sortino either (see [`book_sharpe`]).
+    let sortino = if sortino.is_finite() && !flat(&r) {
         round_dp(sortino, 4)
     } else {
         0.0
@@ -436,6 +455,44 @@ mod tests {
             (some.total_return, some.max_drawdown),
             (zero.total_return, zero.max_drawdown)
         );
+    }
+
+    #[test]
+    fn a_book_that_never_moved_has_no_sharpe_whatever_the_rate() {
+        let d0 = NaiveDate::from_ymd_opt(2012, 4, 20).unwrap();
+        let dates: Vec<NaiveDate> = (0..6).map(|i| d0 + chrono::Duration::days(i)).collect();
+        // The T-bill drifts slightly: the excess returns of all cash are
+        // −f, whose mean over its tiny spread is a huge negative ratio.
+        let rf = [0.0, 2.0e-6, 2.1e-6, 2.0e-6, 2.2e-6, 2.1e-6];
+        let x = excess(&[0.0; 6], &rf);
+        assert!(sharpe(&x, 252.0) < -10.0, "{}", sharpe(&x, 252.0));
+        let flat = compute(
+            &[100.0; 6],
+            &dates,
+            100.0,
+            Some(252.0),
+            &[],
+            PerBar {
+                risk_free: &rf,
+                ..PerBar::default()
+            },
+        );
+        assert_eq!((flat.sharpe, flat.sortino), (0.0, 0.0));
+        // One move is enough to measure the excess again.
+        let eq = [100.0, 100.0, 100.5, 100.5, 100.2, 100.2];
+        let moved = compute(
+            &eq,
+            &dates,
+            100.0,
+            Some(252.0),
+            &[],
+            PerBar {
+                risk_free: &rf,
+                ..PerBar::default()
+            },
+        );
+        assert_eq!(moved.sharpe, sharpe(&excess(&returns(&eq), &rf), 252.0));
+        assert_ne!(moved.sharpe, 0.0);
     }
 
     #[test]

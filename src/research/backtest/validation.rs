@@ -166,7 +166,7 @@ pub(crate) fn bootstrap(
             let i = rng.below(r.len());
             (*v, *e) = (r[i], x[i]);
         }
-        sharpes.push(metrics::sharpe(&sample_x, bars_per_year));
+        sharpes.push(metrics::book_sharpe(&sample, &sample_x, bars_per_year));
         means.push(metrics::mean(&sample));
     }
     let positive = sharpes.iter().filter(|s| **s > 0.0).count() as f64 / cfg.n_bootstrap as f64;
@@ -178,7 +178,7 @@ pub(crate) fn bootstrap(
     let m = sorted(means);
     json!({
         "n_bootstrap": cfg.n_bootstrap, "confidence": cfg.confidence, "seed": cfg.seed, "n_returns": r.len(),
-        "sharpe": {"actual": num(metrics::sharpe(x, bars_per_year)), "mean": num(metrics::mean(&s)),
+        "sharpe": {"actual": num(metrics::book_sharpe(r, x, bars_per_year)), "mean": num(metrics::mean(&s)),
                    "ci_low": num(percentile(&s, lo_q)), "ci_high": num(percentile(&s, hi_q))},
         "mean_return": {"actual": num(metrics::mean(r)), "ci_low": num(percentile(&m, lo_q)), "ci_high": num(percentile(&m, hi_q))},
         "prob_sharpe_positive": positive,
@@ -213,7 +213,8 @@ pub(crate) fn walk_forward(
         return json!({"skipped": format!("{} windows need at least {} bars, got {n}", cfg.n_windows, 2 * cfg.n_windows),
                       "n_windows": cfg.n_windows});
     }
-    let r = metrics::excess(&metrics::returns(equity), risk_free);
+    let raw = metrics::returns(equity);
+    let r = metrics::excess(&raw, risk_free);
     let mut windows = Vec::new();
     let mut positive = 0usize;
     for w in 0..cfg.n_windows {
@@ -236,7 +237,7 @@ pub(crate) fn walk_forward(
             "start": dates.get(a).map(ToString::to_string), "end": dates.get(b - 1).map(ToString::to_string),
             "bars": b - a,
             "return": num(ret),
-            "sharpe": num(metrics::sharpe(&r[a..b], bars_per_year)),
+            "sharpe": num(metrics::book_sharpe(&raw[a..b], &r[a..b], bars_per_year)),
             "max_drawdown": num(metrics::max_drawdown(slice, start_equity)),
             "trades": in_window.len(),
             "win_rate": if in_window.is_empty() { 0.0 } else { wins as f64 / in_window.len() as f64 },
