@@ -19,8 +19,8 @@ use crate::model::stats::*;
 use crate::research::data::{DataConfig, DataRequest, MarketData, PriceSeries};
 use crate::research::stats::std_dev;
 use crate::research::timeseries::{
-    self as ts, Autolag, KpssLags, Trend, TsError, engle_granger, ewma, fit_garch, half_life,
-    hurst, jarque_bera, kpss, ljung_box,
+    self as ts, Autolag, JOHANSEN_MAX_SERIES, KpssLags, Trend, TsError, engle_granger, ewma,
+    fit_garch, half_life, hurst, jarque_bera, johansen, kpss, ljung_box,
 };
 use crate::tools::Caps;
 use crate::tools::registry::DuplicateTool;
@@ -115,8 +115,13 @@ async fn load_closes(
         })
         .collect();
     if loaded.len() > 1 && loaded.iter().any(|s| s.bars.len() > dates.len()) {
+        let which = if loaded.len() == 2 {
+            "both symbols".to_string()
+        } else {
+            format!("all {} symbols", loaded.len())
+        };
         notes.push(format!(
-            "only the {} dates both symbols traded are used",
+            "only the {} dates {which} traded are used",
             dates.len()
         ));
     }
@@ -156,13 +161,14 @@ fn test_arg(s: &str) -> Result<StatTestName, ToolError> {
         "adf" | "adfuller" | "dickey_fuller" | "augmented_dickey_fuller" => StatTestName::Adf,
         "kpss" => StatTestName::Kpss,
         "engle_granger" | "coint" | "cointegration" | "eg" => StatTestName::EngleGranger,
+        "johansen" | "coint_johansen" | "johansen_trace" => StatTestName::Johansen,
         "half_life" | "halflife" | "ou_half_life" => StatTestName::HalfLife,
         "hurst" | "hurst_exponent" => StatTestName::Hurst,
         "ljung_box" | "ljungbox" | "acorr_ljungbox" => StatTestName::LjungBox,
         "jarque_bera" | "jarquebera" | "jb" => StatTestName::JarqueBera,
         _ => {
             return Err(ToolError::InvalidArguments(format!(
-                "test '{}' is not one of adf, kpss, engle_granger, half_life, hurst, ljung_box, jarque_bera",
+                "test '{}' is not one of adf, kpss, engle_granger, johansen, half_life, hurst, ljung_box, jarque_bera",
                 s.trim()
             )));
         }
@@ -174,6 +180,7 @@ fn test_name(t: StatTestName) -> &'static str {
         StatTestName::Adf => "adf",
         StatTestName::Kpss => "kpss",
         StatTestName::EngleGranger => "engle_granger",
+        StatTestName::Johansen => "johansen",
         StatTestName::HalfLife => "half_life",
         StatTestName::Hurst => "hurst",
         StatTestName::LjungBox => "ljung_box",
@@ -237,15 +244,10 @@ impl StatTest {
         test: StatTestName,
         ctx: &ToolContext,
     ) -> Result<Input, ToolError> {
-        let want = if test == StatTestName::EngleGranger {
-            2
-        } else {
-            1
-        };
-        let plural = if want == 2 {
-            "two (the first regressed on the second)"
-        } else {
-            "one"
+        let (want, plural) = match test {
+            StatTestName::EngleGranger => (2..=2, "two (the first regressed on the second)"),
+            StatTestName::Johansen => (2..=JOHANSEN_MAX_SERIES, "2 to 12"),
+            _ => (1..=1, "one"),
         };
         match (&args.symbols, &args.series) {
             (Some(_), Some(_)) => Err(ToolError::InvalidArguments(
@@ -255,7 +257,7 @@ impl StatTest {
                 "give 'symbols' ({plural}, with start and end) or inline 'series' ({{\"name\": [values]}})"
             ))),
             (None, Some(s)) => {
-                if s.0.len() != want {
+                if !want.contains(&s.0.len()) {
                     return Err(ToolError::InvalidArguments(format!(
                         "{} takes {plural} series, got {}",
                         test_name(test),
@@ -274,7 +276,7 @@ impl StatTest {
                 })
             }
             (Some(symbols), None) => {
-                if symbols.len() != want {
+                if !want.contains(&symbols.len()) {
                     return Err(ToolError::InvalidArguments(format!(
                         "{} takes {plural} symbol(s), got {}",
                         test_name(test),
@@ -314,7 +316,7 @@ impl TypedTool for StatTest {
     const NAME: &'static str = names::STAT_TEST;
     const CAPS: Caps = Caps::READ_ONLY.served_as(names::STAT_TEST).planner();
     fn description(&self) -> &str {
-        "Time-series tests, exact to statsmodels: adf (augmented Dickey–Fuller; MacKinnon p-value and critical values; autolag aic|bic|none), kpss (stationarity, automatic lag), engle_granger (cointegration of two series, the first regressed on the second, as statsmodels' coint: statistic, p-value, hedge ratio, intercept, spread half-life), half_life (OU: −ln 2 / b from Δy = a + b·y₋₁), hurst (τ = 2…100), ljung_box (lags 10) and jarque_bera. Data: symbols over start..end (field log_close by default, returns for ljung_box and jarque_bera) or inline series."
+        "Time-series tests, exact to statsmodels: adf (augmented Dickey–Fuller; MacKinnon p-value and critical values; autolag aic|bic|none), kpss (stationarity, automatic lag), engle_granger (cointegration of two series, the first regressed on the second, as statsmodels' coint: statistic, p-value, hedge ratio, intercept, spread half-life), johansen (cointegration rank of 2 to 12 series, as statsmodels' coint_johansen: trace and max-eigenvalue statistics with 90/95/99 % critical values, the rank at 5 %, cointegrating vectors; regression n|c|ct, max_lags = lagged differences, default 1), half_life (OU: −ln 2 / b from Δy = a + b·y₋₁), hurst (τ = 2…100), ljung_box (lags 10) and jarque_bera. Data: symbols over start..end (field log_close by default, returns for ljung_box and jarque_bera) or inline series."
     }
     async fn run(&self, args: StatTestArgs, ctx: &ToolContext) -> Result<Self::Output, ToolError> {
         let test = test_arg(&args.test)?;
@@ -338,6 +340,7 @@ impl TypedTool for StatTest {
             StatTestName::EngleGranger => {
                 run_eg(&mut out, x, &input.columns[1], trend, autolag, max_lags)?
             }
+            StatTestName::Johansen => run_johansen(&mut out, &input.columns, trend, max_lags)?,
             StatTestName::HalfLife => run_half_life(&mut out, x)?,
             StatTestName::Hurst => run_hurst(&mut out, x)?,
             StatTestName::LjungBox => run_ljung_box(&mut out, x, max_lags)?,
@@ -515,6 +518,83 @@ fn run_eg(
         y0.len() - 1
     );
     Ok(())
+}
+
+fn run_johansen(
+    out: &mut StatTestOutput,
+    columns: &[Vec<f64>],
+    trend: Trend,
+    max_lags: Option<usize>,
+) -> Result<(), ToolError> {
+    let k = max_lags.unwrap_or(1);
+    let r = johansen(columns, trend, k).map_err(ts_error)?;
+    let cv = |c: [f64; 3]| levels(&[("1%", c[2]), ("5%", c[1]), ("10%", c[0])]);
+    out.rank_tests = (0..r.eigenvalues.len())
+        .map(|i| JohansenRank {
+            r: i,
+            eigenvalue: r.eigenvalues[i],
+            trace: r.trace[i],
+            trace_critical_values: cv(r.trace_critical_values[i]),
+            max_eigen: r.max_eigen[i],
+            max_eigen_critical_values: cv(r.max_eigen_critical_values[i]),
+        })
+        .collect();
+    out.statistic = Some(r.trace[0]);
+    out.critical_values = Some(cv(r.trace_critical_values[0]));
+    out.used_lag = Some(k);
+    out.n_obs = r.n_obs;
+    out.regression = Some(trend.as_str().into());
+    out.rank_trace = Some(r.rank_trace);
+    out.rank_max_eigen = Some(r.rank_max_eigen);
+    out.cointegrating_vectors = r.cointegrating_vectors(r.rank_trace);
+    out.conclusion = johansen_conclusion(&out.series, &r, &out.cointegrating_vectors);
+    out.conventions = format!(
+        "statsmodels coint_johansen (Johansen 1991) with det_order {} (regression '{}') and k_ar_diff {k}: the deterministic terms removed from the levels first, then Δy_t and y_(t−{k}) regressed on {k} lagged difference(s) over T = {} rows; eigenvalues of S10 S00⁻¹ S01 v = λ S11 v; trace −T Σ_(i>r) ln(1 − λ_i) and max-eigenvalue −T ln(1 − λ_(r+1)) against the Osterwald-Lenum / MacKinnon–Haug–Michelis critical values for n − r trends; the rank is the first r not rejected at 5 %; no p-value (the reference gives critical values only); vectors scaled so the first component is 1",
+        ts::johansen::det_order(trend),
+        trend.as_str(),
+        r.n_obs
+    );
+    Ok(())
+}
+
+/// The plain reading of a Johansen test: the ranks and the relations.
+fn johansen_conclusion(names: &[String], r: &ts::JohansenResult, vectors: &[Vec<f64>]) -> String {
+    let n = r.eigenvalues.len();
+    let trace_cv = r.trace_critical_values[0][1];
+    let head = format!(
+        "trace {:.2} against {:.2} at 5 % for r = 0",
+        r.trace[0], trace_cv
+    );
+    let note = "no p-value: Johansen's statistics are read against critical values";
+    let agree = if r.rank_max_eigen == r.rank_trace {
+        "the maximum-eigenvalue test agrees".to_string()
+    } else {
+        format!("the maximum-eigenvalue test says rank {}", r.rank_max_eigen)
+    };
+    let relation = |v: &Vec<f64>| {
+        let mut s = String::new();
+        for (i, (b, name)) in v.iter().zip(names).enumerate() {
+            match i {
+                0 => s.push_str(name),
+                _ if *b < 0.0 => s.push_str(&format!(" − {:.4} × {name}", -b)),
+                _ => s.push_str(&format!(" + {b:.4} × {name}")),
+            }
+        }
+        s
+    };
+    match r.rank_trace {
+        0 => format!(
+            "no cointegration at 5 % among {}: rank 0 by the trace test ({head}); {agree}; {note}",
+            names.join(", ")
+        ),
+        k if k == n => format!(
+            "rank {n} at 5 %, as many relations as series: the trace test finds the levels themselves stationary, which is not cointegration; check the data and the deterministic terms ({head}); {agree}; {note}"
+        ),
+        k => format!(
+            "{k} cointegrating relation(s) at 5 % by the trace test ({head}); {agree}; stationary: {}; {note}",
+            vectors.iter().map(relation).collect::<Vec<_>>().join("; ")
+        ),
+    }
 }
 
 fn run_half_life(out: &mut StatTestOutput, x: &[f64]) -> Result<(), ToolError> {
@@ -826,6 +906,7 @@ mod tests {
                 "adf",
                 "kpss",
                 "engle_granger",
+                "johansen",
                 "half_life",
                 "hurst",
                 "ljung_box",
@@ -884,6 +965,89 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.contains("give a 'symbol'"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn johansen_on_three_etfs_reads_the_offline_market() {
+        let v = call(
+            "stat_test",
+            json!({"test": "johansen", "symbols": ["XLP", "XLU", "SPY"], "start": "2012-01-01", "end": "2016-12-31", "regression": "c", "max_lags": 2}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(v["series"], json!(["XLP", "XLU", "SPY"]));
+        assert_eq!(v["field"], "log_close");
+        assert_eq!(v["used_lag"], 2);
+        let days = v["data"]["days"].as_u64().unwrap() as usize;
+        // T = N − 1 − k rows.
+        assert_eq!(v["n_obs"], days - 3);
+        let rows = v["rank_tests"].as_array().unwrap();
+        assert_eq!(rows.len(), 3);
+        // Constant terms, three series: the trace's 5 % value for r = 0 is
+        // the table's 29.7961; the last row is χ²(1)'s 3.8415.
+        assert_eq!(rows[0]["trace_critical_values"]["5%"], 29.7961);
+        assert_eq!(rows[2]["max_eigen_critical_values"]["5%"], 3.8415);
+        assert_eq!(v["statistic"], rows[0]["trace"]);
+        assert!(v.get("p_value").is_none(), "{v}");
+        let rank = v["rank_trace"].as_u64().unwrap() as usize;
+        let vectors = v["cointegrating_vectors"].as_array().cloned();
+        assert_eq!(vectors.as_ref().map_or(0, Vec::len), rank, "{v}");
+        for b in vectors.iter().flatten() {
+            assert_eq!(b[0], 1.0);
+        }
+        // The reading matches the rank the rows imply.
+        let first_kept = rows
+            .iter()
+            .position(|r| r["trace"].as_f64() < r["trace_critical_values"]["5%"].as_f64())
+            .unwrap_or(3);
+        assert_eq!(rank, first_kept);
+        assert!(v["conclusion"].as_str().unwrap().contains("trace"), "{v}");
+        assert!(v["conventions"].as_str().unwrap().contains("det_order 0"));
+    }
+
+    #[tokio::test]
+    async fn johansen_refuses_one_series_thirteen_and_short_samples() {
+        let e = call("stat_test", json!({"test": "johansen", "symbols": ["KO"]}))
+            .await
+            .unwrap_err();
+        assert!(e.contains("johansen takes 2 to 12 symbol(s), got 1"), "{e}");
+        let thirteen: Vec<String> = [
+            "KO", "PEP", "PG", "SPY", "XLP", "XLU", "XLE", "XOM", "CVX", "MCD", "WMT", "JNJ", "IBM",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        let e = call(
+            "stat_test",
+            json!({"test": "johansen", "symbols": thirteen}),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("2 to 12"), "{e}");
+        let series: serde_json::Map<String, Value> = (0..13)
+            .map(|i| (format!("s{i}"), json!([1.0, 2.0, 3.0])))
+            .collect();
+        let e = call("stat_test", json!({"test": "johansen", "series": series}))
+            .await
+            .unwrap_err();
+        assert!(e.contains("johansen takes 2 to 12 series, got 13"), "{e}");
+        let e = call(
+            "stat_test",
+            json!({"test": "johansen", "symbols": ["KO", "PEP"], "start": "2015-12-18", "end": "2015-12-31"}),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            e.contains("johansen needs at least 16 observations, got 9"),
+            "{e}"
+        );
+        let e = call(
+            "stat_test",
+            json!({"test": "johansen", "symbols": ["KO", "PEP"], "max_lags": 0}),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("at least 1"), "{e}");
     }
 
     #[tokio::test]
