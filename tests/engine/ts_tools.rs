@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::quant_tools::mcp_session;
 use vibedesk::research::data::embedded;
-use vibedesk::research::timeseries::{Autolag, Trend, engle_granger, fit_garch};
+use vibedesk::research::timeseries::{Autolag, Trend, engle_granger, fit_garch, johansen};
 
 fn call(name: &str, arguments: Value) -> Value {
     json!({"method": "tools/call", "params": {"name": name, "arguments": arguments}})
@@ -182,6 +182,33 @@ async fn the_planner_tests_ko_pep_for_cointegration_and_states_the_inputs() {
         "no cointegration at 5 %"
     };
     assert!(answer.contains(verdict), "{answer}");
+}
+
+#[tokio::test]
+async fn the_planner_runs_johansen_on_three_names_and_reads_the_rank() {
+    let (answer, calls) = ask("Johansen test on KO, PEP and PG 2010-2015").await;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["tool"], "stat_test");
+    let logs = |s: &str| -> Vec<f64> {
+        closes(s, "2010-01-01", "2015-12-31")
+            .iter()
+            .map(|c| c.ln())
+            .collect()
+    };
+    let r = johansen(&[logs("KO"), logs("PEP"), logs("PG")], Trend::Constant, 1).unwrap();
+    assert_eq!(
+        cell(
+            &answer,
+            "KO/PEP/PG cointegration rank at 5 % (Johansen trace)"
+        ),
+        r.rank_trace.to_string()
+    );
+    assert_eq!(
+        cell(&answer, "KO/PEP/PG Johansen trace (r = 0) statistic"),
+        format!("{:.4}", r.trace[0])
+    );
+    assert!(answer.contains("| rank ≤ 2: eigenvalue;"), "{answer}");
+    assert!(answer.contains("no p-value"), "{answer}");
 }
 
 #[tokio::test]
