@@ -230,6 +230,24 @@ pub struct VolPoint {
     pub vol_annualized: f64,
 }
 
+/// One fitted GARCH parameter and its inference.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ParamEstimate {
+    /// mu, omega, alpha or beta.
+    pub name: String,
+    /// As the top-level field (mu in percent, omega in percent²).
+    pub estimate: f64,
+    /// Robust (Bollerslev–Wooldridge sandwich) standard error, arch's default; null when the covariance is not positive there.
+    pub std_err: Option<f64>,
+    /// estimate / std_err.
+    pub t_stat: Option<f64>,
+    /// Two-sided, normal: 2·(1 − Φ(|t|)).
+    pub p_value: Option<f64>,
+    /// The classic (inverse-Hessian) standard error, for comparison.
+    pub std_err_classic: Option<f64>,
+}
+
 /// `volatility_model`'s answer; volatilities annualized as fractions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
@@ -250,6 +268,9 @@ pub struct VolatilityModelOutput {
     /// GARCH: α + β.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persistence: Option<f64>,
+    /// GARCH: each parameter with its robust standard error, t-statistic and p-value, as arch's fit summary.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parameters: Vec<ParamEstimate>,
     /// GARCH: days for a variance shock to halve, ln 0.5 / ln(α + β).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shock_half_life_days: Option<f64>,

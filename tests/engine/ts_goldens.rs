@@ -17,8 +17,8 @@ use chrono::NaiveDate;
 use serde_json::Value;
 use vibedesk::research::data::embedded;
 use vibedesk::research::timeseries::{
-    Autolag, GarchParams, KpssLags, Trend, adf, engle_granger, ewma, fit_garch, garch_loglik,
-    half_life, hurst, jarque_bera, johansen, kpss, ljung_box,
+    Autolag, GarchParams, KpssLags, Trend, adf, engle_granger, ewma, fit_garch, garch_inference,
+    garch_loglik, half_life, hurst, jarque_bera, johansen, kpss, ljung_box,
 };
 
 fn dir() -> PathBuf {
@@ -582,5 +582,60 @@ fn johansen_matches_statsmodels_coint_johansen() {
     }
     eprintln!(
         "johansen: worst relative eigenvalue/statistic {worst_stat:.1e}, normalised vector {worst_vec:.1e}"
+    );
+}
+
+/// Standard errors at arch's own parameters, so a difference in the fits
+/// cannot show up as one in the errors. arch's errors are numerical
+/// derivatives: summing its own log-likelihood terms another way (exactly,
+/// by fsum) moves them by up to 1e-6, so 1e-5 is as tight as they are
+/// defined; a p-value far in the tail moves by t² times that.
+#[test]
+fn garch_standard_errors_match_arch_at_its_parameters() {
+    let cases = GOLDEN["garch_inference"].as_array().unwrap();
+    assert_eq!(cases.len(), 3);
+    let (mut worst_se, mut worst_classic, mut worst_p) = (0.0f64, 0.0f64, 0.0f64);
+    for c in cases {
+        let name = c["series"].as_str().unwrap();
+        let y: Vec<f64> = rets(name).iter().map(|r| 100.0 * r).collect();
+        let p = floats(&c["params"]);
+        let at = GarchParams {
+            mu: p[0],
+            omega: p[1],
+            alpha: p[2],
+            beta: p[3],
+        };
+        let r = garch_inference(&y, &at).unwrap();
+        for (i, key) in ["mu", "omega", "alpha", "beta"].iter().enumerate() {
+            let se = floats(&c["std_err"])[i];
+            let rel = (r.std_err[i] - se).abs() / se;
+            worst_se = worst_se.max(rel);
+            assert!(
+                rel < 1e-5,
+                "{name} {key}: se {} vs {se} ({rel:.1e})",
+                r.std_err[i]
+            );
+            let t = floats(&c["tvalues"])[i];
+            assert!(
+                (r.t_stat[i] - t).abs() < 1e-5 * t.abs(),
+                "{name} {key}: t {}",
+                r.t_stat[i]
+            );
+            let pv = floats(&c["pvalues"])[i];
+            let dp = (r.p_value[i] - pv).abs();
+            worst_p = worst_p.max(dp / pv.max(1e-300));
+            assert!(dp <= 1e-3 * pv, "{name} {key}: p {} vs {pv}", r.p_value[i]);
+            let classic = floats(&c["classic_std_err"])[i];
+            let rel = (r.classic_std_err[i] - classic).abs() / classic;
+            worst_classic = worst_classic.max(rel);
+            assert!(
+                rel < 1e-5,
+                "{name} {key}: classic se {} vs {classic}",
+                r.classic_std_err[i]
+            );
+        }
+    }
+    eprintln!(
+        "garch standard errors: worst relative robust {worst_se:.1e}, classic {worst_classic:.1e}, p-value {worst_p:.1e}"
     );
 }

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use crate::quant_tools::mcp_session;
 use vibedesk::research::data::embedded;
-use vibedesk::research::timeseries::{Autolag, Trend, engle_granger, fit_garch, johansen};
+use vibedesk::research::timeseries::{
+    Autolag, Trend, engle_granger, fit_garch, garch_inference, johansen,
+};
 
 fn call(name: &str, arguments: Value) -> Value {
     json!({"method": "tools/call", "params": {"name": name, "arguments": arguments}})
@@ -87,6 +89,15 @@ async fn mcp_serve_offers_and_runs_the_time_series_tools() {
     assert!(same(&g["alpha"], fit.params.alpha), "{g}");
     assert!(same(&g["loglik"], fit.loglik), "{g}");
     assert_eq!(g["forecast"].as_array().unwrap().len(), 10);
+    // The served standard errors are the library's at the fit's estimates.
+    let inf = garch_inference(&pct, &fit.params).unwrap();
+    for (i, row) in g["parameters"].as_array().unwrap().iter().enumerate() {
+        assert!(same(&row["std_err"], inf.std_err[i]), "{row}");
+        assert!(
+            same(&row["p_value"], inf.p_value[i]) || inf.p_value[i] == 0.0,
+            "{row}"
+        );
+    }
 
     let bad = &answers[3]["result"];
     assert_eq!(bad["isError"], true, "{bad}");
@@ -223,6 +234,14 @@ async fn the_planner_forecasts_spy_volatility_with_garch_and_states_the_inputs()
     let fit = fit_garch(&pct).unwrap();
     assert_eq!(cell(&answer, "α"), format!("{:.4}", fit.params.alpha));
     assert_eq!(cell(&answer, "β"), format!("{:.4}", fit.params.beta));
+    let inf = garch_inference(&pct, &fit.params).unwrap();
+    assert!(
+        cell(&answer, "robust standard errors (t)").contains(&format!(
+            "beta {:.4} (t {:.2})",
+            inf.std_err[3], inf.t_stat[3]
+        )),
+        "{answer}"
+    );
     let day10 = (252.0 * fit.forecast(10)[9]).sqrt() / 100.0;
     assert_eq!(cell(&answer, "10"), format!("{:.2} %", day10 * 100.0));
     for want in [

@@ -499,6 +499,17 @@ fn vol_answer(o: &VolatilityModelOutput) -> String {
         put("α", format!("{a:.4}"));
         put("β", format!("{b:.4}"));
     }
+    let se: Vec<String> = o
+        .parameters
+        .iter()
+        .map(|p| match (p.std_err, p.t_stat) {
+            (Some(s), Some(t)) => format!("{} {s:.4} (t {t:.2})", p.name),
+            _ => format!("{} n/a", p.name),
+        })
+        .collect();
+    if !se.is_empty() {
+        put("robust standard errors (t)", se.join(", "));
+    }
     if let Some(p) = o.persistence {
         put("persistence α + β", format!("{p:.4}"));
     }

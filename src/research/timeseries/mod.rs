@@ -17,6 +17,7 @@ pub mod coint;
 pub mod diagnostics;
 mod eigen;
 pub mod garch;
+pub mod garch_inference;
 pub mod johansen;
 mod johansen_tables;
 pub mod mackinnon;
@@ -28,6 +29,7 @@ pub use diagnostics::{
     HURST_MAX_LAG, HURST_MIN_LAG, JarqueBera, LjungBox, chi2_sf, hurst, jarque_bera, ljung_box,
 };
 pub use garch::{EwmaResult, GarchFit, GarchParams, ewma, fit_garch, garch_loglik};
+pub use garch_inference::{GarchInference, garch_inference};
 pub use johansen::{JOHANSEN_MAX_SERIES, JohansenResult, johansen, johansen_min_obs};
 pub use unit_root::{AdfResult, KpssLags, KpssResult, adf, kpss};
 

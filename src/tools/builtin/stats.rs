@@ -20,7 +20,7 @@ use crate::research::data::{DataConfig, DataRequest, MarketData, PriceSeries};
 use crate::research::stats::std_dev;
 use crate::research::timeseries::{
     self as ts, Autolag, JOHANSEN_MAX_SERIES, KpssLags, Trend, TsError, engle_granger, ewma,
-    fit_garch, half_life, hurst, jarque_bera, johansen, kpss, ljung_box,
+    fit_garch, garch_inference, half_life, hurst, jarque_bera, johansen, kpss, ljung_box,
 };
 use crate::tools::Caps;
 use crate::tools::registry::DuplicateTool;
@@ -765,7 +765,7 @@ impl TypedTool for VolatilityModel {
     const NAME: &'static str = names::VOLATILITY_MODEL;
     const CAPS: Caps = Caps::READ_ONLY.served_as(names::VOLATILITY_MODEL).planner();
     fn description(&self) -> &str {
-        "Conditional volatility of daily returns and its forecast, as the arch package computes it: garch (GARCH(1,1), constant mean, normal errors, maximum likelihood on returns in percent: mu, omega, alpha, beta, persistence, log-likelihood, long-run volatility) or ewma (RiskMetrics, lambda 0.94). Returns the annualized volatility forecast for each of horizon_days (default 10) and the path's last days. Data: a symbol over start..end (default the last 2,520 returns) or inline returns."
+        "Conditional volatility of daily returns and its forecast, as the arch package computes it: garch (GARCH(1,1), constant mean, normal errors, maximum likelihood on returns in percent: mu, omega, alpha, beta (each with arch's robust standard error, t-statistic and p-value), persistence, log-likelihood, long-run volatility) or ewma (RiskMetrics, lambda 0.94). Returns the annualized volatility forecast for each of horizon_days (default 10) and the path's last days. Data: a symbol over start..end (default the last 2,520 returns) or inline returns."
     }
     async fn run(
         &self,
@@ -836,6 +836,7 @@ fn garch_output(pct: &[f64], horizon: usize) -> Result<VolatilityModelOutput, To
     let fit = fit_garch(pct).map_err(ts_error)?;
     let p = fit.params;
     let persistence = fit.persistence();
+    let (parameters, se_note) = garch_parameters(pct, &p);
     Ok(VolatilityModelOutput {
         status: "ok".into(),
         model: "garch".into(),
@@ -844,6 +845,7 @@ fn garch_output(pct: &[f64], horizon: usize) -> Result<VolatilityModelOutput, To
         alpha: Some(p.alpha),
         beta: Some(p.beta),
         persistence: Some(persistence),
+        parameters,
         shock_half_life_days: (persistence > 0.0 && persistence < 1.0)
             .then(|| 0.5f64.ln() / persistence.ln()),
         loglik: fit.loglik,
@@ -856,9 +858,44 @@ fn garch_output(pct: &[f64], horizon: usize) -> Result<VolatilityModelOutput, To
         forecast: fit.forecast(horizon).into_iter().map(annualized).collect(),
         tail: tail_of(&fit.conditional_variance),
         iterations: Some(fit.iterations),
-        conventions: "GARCH(1,1) as arch's arch_model(100 × returns, mean=\"Constant\", vol=\"GARCH\", p=1, q=1, dist=\"normal\"): e_t = y_t − μ, σ²_t = ω + α·e²_(t−1) + β·σ²_(t−1) on returns in percent, started from arch's backcast; maximum likelihood (normal); mu in percent per day, omega in percent²; volatilities annualized as √(252·σ²)/100 (a fraction); forecast σ²_(T+h) = ω + (α+β)·σ²_(T+h−1)".into(),
+        conventions: "GARCH(1,1) as arch's arch_model(100 × returns, mean=\"Constant\", vol=\"GARCH\", p=1, q=1, dist=\"normal\"): e_t = y_t − μ, σ²_t = ω + α·e²_(t−1) + β·σ²_(t−1) on returns in percent, started from arch's backcast; maximum likelihood (normal); mu in percent per day, omega in percent²; volatilities annualized as √(252·σ²)/100 (a fraction); forecast σ²_(T+h) = ω + (α+β)·σ²_(T+h−1)".to_string() + se_note,
         ..VolatilityModelOutput::default()
     })
+}
+
+/// The GARCH parameters with arch's robust standard errors (docs §16.5.1),
+/// and what the conventions say of them.
+fn garch_parameters(pct: &[f64], p: &ts::GarchParams) -> (Vec<ParamEstimate>, &'static str) {
+    let finite = |v: f64| v.is_finite().then_some(v);
+    let estimates = [p.mu, p.omega, p.alpha, p.beta];
+    let names = ["mu", "omega", "alpha", "beta"];
+    match garch_inference(pct, p) {
+        Ok(inf) => (
+            (0..4)
+                .map(|i| ParamEstimate {
+                    name: names[i].into(),
+                    estimate: estimates[i],
+                    std_err: finite(inf.std_err[i]),
+                    t_stat: finite(inf.t_stat[i]),
+                    p_value: finite(inf.p_value[i]),
+                    std_err_classic: finite(inf.classic_std_err[i]),
+                })
+                .collect(),
+            "; standard errors robust (Bollerslev–Wooldridge sandwich H⁻¹SH⁻¹/n, arch's default cov_type=\"robust\") with arch's numerical Hessian and scores, t = estimate / se, two-sided normal p-values; std_err_classic = √diag(H⁻¹/n)",
+        ),
+        Err(_) => (
+            names
+                .iter()
+                .zip(estimates)
+                .map(|(n, e)| ParamEstimate {
+                    name: (*n).into(),
+                    estimate: e,
+                    ..ParamEstimate::default()
+                })
+                .collect(),
+            "; no standard errors: the log-likelihood's Hessian is singular at the estimates",
+        ),
+    }
 }
 
 fn ewma_output(
@@ -1064,6 +1101,27 @@ mod tests {
         assert_eq!(f.len(), 5);
         assert!(f.iter().all(|x| *x > 0.03 && *x < 0.6), "{f:?}");
         assert!(v["persistence"].as_f64().unwrap() < 1.0);
+        // Each parameter with its inference, in the top-level order.
+        let rows = v["parameters"].as_array().unwrap();
+        let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["mu", "omega", "alpha", "beta"]);
+        for r in rows {
+            let key = r["name"].as_str().unwrap();
+            assert_eq!(r["estimate"], v[key], "{r}");
+            let (est, se) = (
+                r["estimate"].as_f64().unwrap(),
+                r["std_err"].as_f64().unwrap(),
+            );
+            assert!(
+                se > 0.0 && r["std_err_classic"].as_f64().unwrap() > 0.0,
+                "{r}"
+            );
+            assert!((r["t_stat"].as_f64().unwrap() - est / se).abs() < 1e-9 * (est / se).abs());
+            let p = r["p_value"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&p), "{r}");
+        }
+        // Ten years of SPY pin β down: t far above 2.
+        assert!(rows[3]["t_stat"].as_f64().unwrap() > 10.0, "{}", rows[3]);
         assert_eq!(v["tail"].as_array().unwrap().len(), 10);
         assert_eq!(v["tail"][9]["at"], "2017-11-10");
         let e = call(
@@ -1074,5 +1132,7 @@ mod tests {
         .unwrap();
         let f: Vec<f64> = serde_json::from_value(e["forecast"].clone()).unwrap();
         assert!(f.iter().all(|x| *x == f[0]));
+        // EWMA estimates nothing, so it has no parameter table.
+        assert!(e.get("parameters").is_none(), "{e}");
     }
 }

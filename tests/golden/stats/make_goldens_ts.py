@@ -43,6 +43,10 @@ References:
   q=1, dist="normal").fit(disp="off"), its log-likelihood, backcast,
   conditional volatility and 10-day variance forecast;
 - ewma: arch.univariate.ZeroMean(100 * returns, volatility=EWMAVariance(0.94));
+- garch_inference: arch's fit as for garch and, at its parameters, std_err,
+  tvalues and pvalues (robust Bollerslev-Wooldridge covariance, arch's default
+  cov_type="robust") and the classic standard errors from
+  compute_param_cov(params, robust=False);
 - johansen: statsmodels.tsa.vector_ar.vecm.coint_johansen(levels, det_order,
   k_ar_diff) for det_order -1, 0, 1 and k_ar_diff 1, 2 on the log closes of
   KO/PEP, KO/PEP/PG and KO/PEP/PG/SPY (on the dates all of them have; PG
@@ -203,6 +207,20 @@ def garch_case(name, returns):
             "forecast_variance": [float(v) for v in fc]}
 
 
+def garch_inference_case(name, returns):
+    y = 100.0 * np.asarray(returns, dtype=float)
+    am = arch_model(y, mean="Constant", vol="GARCH", p=1, q=1, dist="normal")
+    res = am.fit(disp="off")
+    names = ["mu", "omega", "alpha[1]", "beta[1]"]
+    classic = np.sqrt(np.diag(am.compute_param_cov(res.params.values, robust=False)))
+    return {"series": name,
+            "params": [float(res.params[k]) for k in names],
+            "std_err": [float(res.std_err[k]) for k in names],
+            "tvalues": [float(res.tvalues[k]) for k in names],
+            "pvalues": [float(res.pvalues[k]) for k in names],
+            "classic_std_err": [float(v) for v in classic]}
+
+
 def ewma_case(name, returns, lam=0.94):
     y = 100.0 * np.asarray(returns, dtype=float)
     am = ZeroMean(y, volatility=EWMAVariance(lam))
@@ -360,6 +378,8 @@ def main():
     system = johansen_system()
     payload["johansen_inputs"] = {"seeded_system": system}
     payload["johansen"] = johansen_cases(m, system)
+    payload["garch_inference"] = [garch_inference_case(n, returns[n])
+                                  for n in ["spy_returns", "ko_returns", "garch_returns"]]
     path = os.path.join(HERE, "ts.json")
     if "--only" in sys.argv:
         keys = sys.argv[sys.argv.index("--only") + 1].split(",")
