@@ -121,6 +121,13 @@ pub fn johansen(
     let (r0, r1) = residuals(series, trend, k_ar_diff)?;
     let t = r0[0].len();
     let (eigenvalues, eigenvectors) = reduced_rank(&r0, &r1)?;
+    // Squared canonical correlations lie in [0, 1); one at 1 is an exact
+    // relation, whose statistic would be infinite.
+    if eigenvalues.iter().any(|l| l.is_nan() || *l >= 1.0) {
+        return Err(TsError::Input(
+            "johansen: a combination of the series is exact (an eigenvalue is 1), so the statistics are infinite; drop a series that is built from the others".into(),
+        ));
+    }
     Ok(statistics(eigenvalues, eigenvectors, t, k_ar_diff, trend))
 }
 
