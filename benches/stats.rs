@@ -9,7 +9,9 @@
 //!   of every 17th pair (501 pairs) and scales to 8,515, and the bench
 //!   checks its statistics against ours on that sample;
 //! - a GARCH(1,1) fit (constant mean, normal errors) on SPY's last 2,520
-//!   daily returns in percent (arch's `arch_model(...).fit()`).
+//!   daily returns in percent (arch's `arch_model(...).fit()`);
+//! - Johansen's test (constant, one lagged difference) on the last 2,520
+//!   common log closes of SPY, XLP and XLU (statsmodels' `coint_johansen`).
 //!
 //! Both sides run on one core (the reference with `OPENBLAS_NUM_THREADS`
 //! and `OMP_NUM_THREADS` at 1). The inputs are written for the baseline
@@ -29,7 +31,7 @@ use std::time::Instant;
 use chrono::NaiveDate;
 use serde_json::{Value, json};
 use vibedesk::research::data::embedded;
-use vibedesk::research::timeseries::{Autolag, Trend, adf, engle_granger, fit_garch};
+use vibedesk::research::timeseries::{Autolag, Trend, adf, engle_granger, fit_garch, johansen};
 
 /// The factor rows: 12-1 momentum IC and PBO (docs §17.6).
 #[path = "stats/factor.rs"]
@@ -86,6 +88,26 @@ fn baseline(dir: &Path) -> Option<Value> {
     serde_json::from_slice(&out.stdout).ok()
 }
 
+/// The last `DAYS` log closes of `symbols` on the dates all of them traded.
+fn basket(symbols: &[&str]) -> Vec<Vec<f64>> {
+    let bars: Vec<_> = symbols.iter().map(|s| embedded::bars(s).unwrap()).collect();
+    let dates: Vec<NaiveDate> = bars[0]
+        .dates
+        .iter()
+        .copied()
+        .filter(|d| bars.iter().all(|b| b.index_of(*d).is_some()))
+        .collect();
+    let dates = &dates[dates.len() - DAYS..];
+    bars.iter()
+        .map(|b| {
+            dates
+                .iter()
+                .map(|d| b.close[b.index_of(*d).unwrap()].ln())
+                .collect()
+        })
+        .collect()
+}
+
 /// Log closes of every instrument on the dates all of them traded.
 fn panel() -> (Vec<NaiveDate>, Vec<Vec<f64>>) {
     let bars: Vec<_> = embedded::symbols()
@@ -138,6 +160,8 @@ fn main() {
             .collect::<Vec<f64>>()
     });
     let (t_garch, fit) = best(7, || fit_garch(&pct).unwrap());
+    let three = basket(&["SPY", "XLP", "XLU"]);
+    let (t_joh, joh) = best(7, || johansen(&three, Trend::Constant, 1).unwrap());
 
     // The reference, on the same inputs.
     let dir = tempfile::tempdir().unwrap();
@@ -146,6 +170,7 @@ fn main() {
         "pct": write(dir.path(), "pct", &[DAYS], pct.iter().copied()),
         "panel": write(dir.path(), "panel", &[n, dates.len()], cols.iter().flatten().copied()),
         "sample_every": SAMPLE_EVERY,
+        "basket": write(dir.path(), "basket", &[3, DAYS], three.iter().flatten().copied()),
     });
     std::fs::write(dir.path().join("shapes.json"), shapes.to_string()).unwrap();
     let py = baseline(dir.path());
@@ -169,6 +194,11 @@ fn main() {
             "coint_all_scaled",
         ),
         ("GARCH(1,1) fit on 2,520 returns", t_garch, "garch"),
+        (
+            "Johansen, 3 series × 2,520 days, constant, 1 lag",
+            t_joh,
+            "johansen",
+        ),
     ];
     let mut worst = f64::INFINITY;
     for (name, ours, key) in rows {
@@ -219,6 +249,18 @@ fn main() {
             "GARCH: log-likelihood {:.8} / {:.8} (ours / reference)",
             fit.loglik,
             p["garch_loglik"].as_f64().unwrap_or(f64::NAN)
+        );
+        let theirs: Vec<f64> =
+            serde_json::from_value(p["johansen_trace"].clone()).unwrap_or_default();
+        let diff = joh
+            .trace
+            .iter()
+            .zip(&theirs)
+            .map(|(a, b)| (a - b).abs() / b.abs())
+            .fold(0.0, f64::max);
+        println!(
+            "Johansen: trace {:?} (ours), largest relative difference {diff:.1e}",
+            joh.trace
         );
         println!("\nslowest ratio: {worst:.0}× (target: 10× or more on every row)");
     }

@@ -13,7 +13,9 @@ check that both sides computed the same thing):
   (every SAMPLE_EVERY-th pair in the order i < j), timed once and scaled to
   all pairs (`coint_all_scaled`): the whole set takes minutes;
 - GARCH(1,1): arch.arch_model(y, mean="Constant", vol="GARCH", p=1, q=1,
-  dist="normal").fit(disp="off") on 2,520 returns in percent.
+  dist="normal").fit(disp="off") on 2,520 returns in percent;
+- Johansen: statsmodels.tsa.vector_ar.vecm.coint_johansen(x, 0, 1) on 2,520
+  log closes of three series.
 
 The bench runs this with OPENBLAS_NUM_THREADS=1 (one core, as ours).
 Usage: stats.py DIR (with the packages of tests/golden/stats/requirements.txt).
@@ -28,6 +30,7 @@ import warnings
 import numpy as np
 from arch import arch_model
 from statsmodels.tsa.stattools import adfuller, coint
+from statsmodels.tsa.vector_ar.vecm import coint_johansen
 
 warnings.simplefilter("ignore")
 DIR = sys.argv[1]
@@ -76,6 +79,11 @@ def main():
     t, res = best(fit, 7)
     out["garch"] = t
     out["garch_loglik"] = float(res.loglikelihood)
+
+    basket = load("basket").T.copy()
+    t, res = best(lambda: coint_johansen(basket, 0, 1), 7)
+    out["johansen"] = t
+    out["johansen_trace"] = [float(v) for v in res.lr1]
     print(json.dumps(out))
 
 

@@ -21,6 +21,7 @@ pub enum StatTestName {
     Adf,
     Kpss,
     EngleGranger,
+    Johansen,
     HalfLife,
     Hurst,
     LjungBox,
@@ -67,10 +68,10 @@ pub enum VolatilityModelName {
 pub struct StatTestArgs {
     #[schemars(with = "StatTestName")]
     pub test: String,
-    /// Inline series instead of symbols, used as given: {"name": [values]}; engle_granger takes two of equal length (the first regressed on the second)
+    /// Inline series instead of symbols, used as given: {"name": [values]}; engle_granger takes two of equal length (the first regressed on the second), johansen 2 to 12
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<NamedSeries>,
-    /// Tickers: one for a single-series test, two for engle_granger (the first regressed on the second), e.g. ["KO","PEP"]
+    /// Tickers: one for a single-series test, two for engle_granger (the first regressed on the second), 2 to 12 for johansen, e.g. ["KO","PEP"]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub symbols: Option<Vec<String>>,
     /// First date, YYYY-MM-DD (symbols; default: the start of their common history)
@@ -79,11 +80,11 @@ pub struct StatTestArgs {
     /// Last date, YYYY-MM-DD (symbols; default: the end of their common history)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<String>,
-    /// What the symbols' adjusted closes become: close, log_close (default for adf, kpss, engle_granger, half_life, hurst) or returns (simple daily; default for ljung_box, jarque_bera)
+    /// What the symbols' adjusted closes become: close, log_close (default for adf, kpss, engle_granger, johansen, half_life, hurst) or returns (simple daily; default for ljung_box, jarque_bera)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<SeriesField>")]
     pub field: Option<String>,
-    /// Deterministic terms: c (constant, default), ct (constant and trend), n (none; adf and engle_granger only)
+    /// Deterministic terms: c (constant, default), ct (constant and trend), n (none; adf, engle_granger and johansen only); for johansen statsmodels' det_order 0, 1, -1
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<RegressionName>")]
     pub regression: Option<String>,
@@ -91,7 +92,7 @@ pub struct StatTestArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<AutolagName>")]
     pub autolag: Option<String>,
-    /// adf / engle_granger: the largest lag (default ⌈12·(n/100)^¼⌉); kpss: the lag itself (default: Hobijn et al.'s automatic choice); ljung_box: lags tested (default 10)
+    /// adf / engle_granger: the largest lag (default ⌈12·(n/100)^¼⌉); kpss: the lag itself (default: Hobijn et al.'s automatic choice); ljung_box: lags tested (default 10); johansen: the number of lagged differences k_ar_diff (default 1, at least 1)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_lags: Option<i64>,
 }
@@ -104,6 +105,22 @@ pub struct LjungBoxLag {
     pub statistic: f64,
     pub p_value: f64,
     pub autocorrelation: f64,
+}
+
+/// One null hypothesis of a Johansen test: rank ≤ r.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct JohansenRank {
+    pub r: usize,
+    /// λ_(r+1), the (r+1)-th largest eigenvalue.
+    pub eigenvalue: f64,
+    /// −T Σ_(i>r) ln(1 − λ_i).
+    pub trace: f64,
+    /// {"1%": …, "5%": …, "10%": …}: the 99 %, 95 % and 90 % quantiles for n − r trends.
+    pub trace_critical_values: Map<String, Value>,
+    /// −T ln(1 − λ_(r+1)).
+    pub max_eigen: f64,
+    pub max_eigen_critical_values: Map<String, Value>,
 }
 
 /// `stat_test`'s answer: the fields its test fills.
@@ -154,6 +171,18 @@ pub struct StatTestOutput {
     pub hurst: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ljung_box: Vec<LjungBoxLag>,
+    /// johansen: one row per null hypothesis rank ≤ r, r = 0 … n − 1.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rank_tests: Vec<JohansenRank>,
+    /// johansen: the rank at 5 % by the trace test (the first r not rejected; n if all are).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank_trace: Option<usize>,
+    /// johansen: the rank at 5 % by the maximum-eigenvalue test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank_max_eigen: Option<usize>,
+    /// johansen: the cointegrating vectors of the trace rank, each scaled so its first component is 1; Σ β_i × series_i is stationary.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cointegrating_vectors: Vec<Vec<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skewness: Option<f64>,
     /// Not in excess (3 for a normal).
@@ -201,6 +230,24 @@ pub struct VolPoint {
     pub vol_annualized: f64,
 }
 
+/// One fitted GARCH parameter and its inference.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ParamEstimate {
+    /// mu, omega, alpha or beta.
+    pub name: String,
+    /// As the top-level field (mu in percent, omega in percent²).
+    pub estimate: f64,
+    /// Robust (Bollerslev–Wooldridge sandwich) standard error, arch's default; null when the covariance is not positive there.
+    pub std_err: Option<f64>,
+    /// estimate / std_err.
+    pub t_stat: Option<f64>,
+    /// Two-sided, normal: 2·(1 − Φ(|t|)).
+    pub p_value: Option<f64>,
+    /// The classic (inverse-Hessian) standard error, for comparison.
+    pub std_err_classic: Option<f64>,
+}
+
 /// `volatility_model`'s answer; volatilities annualized as fractions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
@@ -221,6 +268,9 @@ pub struct VolatilityModelOutput {
     /// GARCH: α + β.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persistence: Option<f64>,
+    /// GARCH: each parameter with its robust standard error, t-statistic and p-value, as arch's fit summary.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parameters: Vec<ParamEstimate>,
     /// GARCH: days for a variance shock to halve, ln 0.5 / ln(α + β).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shock_half_life_days: Option<f64>,

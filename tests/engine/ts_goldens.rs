@@ -7,7 +7,9 @@
 //! Tolerances (issue 28): ADF, KPSS and Engle–Granger statistics 1e-8,
 //! p-values 1e-6, critical values exact; GARCH log-likelihood at arch's
 //! parameters 1e-8, our fit's at least arch's − 1e-6, parameters within
-//! 1e-3.
+//! 1e-3; Johansen eigenvalues and statistics 1e-8 relative, critical values
+//! exact, ranks equal, eigenvectors (first component 1) 1e-6; GARCH
+//! standard errors at arch's parameters 1e-5 relative.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -17,8 +19,8 @@ use chrono::NaiveDate;
 use serde_json::Value;
 use vibedesk::research::data::embedded;
 use vibedesk::research::timeseries::{
-    Autolag, GarchParams, KpssLags, Trend, adf, engle_granger, ewma, fit_garch, garch_loglik,
-    half_life, hurst, jarque_bera, kpss, ljung_box,
+    Autolag, GarchParams, KpssLags, Trend, adf, engle_granger, ewma, fit_garch, garch_inference,
+    garch_loglik, half_life, hurst, jarque_bera, johansen, kpss, ljung_box,
 };
 
 fn dir() -> PathBuf {
@@ -468,4 +470,174 @@ fn ewma_matches_arch() {
             r.loglik
         );
     }
+}
+
+/// Log closes of `symbols` on the dates all of them have (as the script's
+/// `aligned_logs` and the tool's common dates).
+fn aligned_logs(symbols: &[&str]) -> Vec<Vec<f64>> {
+    let common: Vec<&String> = MARKET[symbols[0]]
+        .iter()
+        .map(|(d, _)| d)
+        .filter(|d| {
+            symbols[1..]
+                .iter()
+                .all(|s| MARKET[*s].iter().any(|(e, _)| e == *d))
+        })
+        .collect();
+    symbols
+        .iter()
+        .map(|s| {
+            MARKET[*s]
+                .iter()
+                .filter(|(d, _)| common.contains(&d))
+                .map(|(_, c)| c.ln())
+                .collect()
+        })
+        .collect()
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("{v} is not a list"))
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn johansen_matches_statsmodels_coint_johansen() {
+    let cases = GOLDEN["johansen"].as_array().unwrap();
+    assert_eq!(cases.len(), 24);
+    let seeded_system: Vec<Vec<f64>> = GOLDEN["johansen_inputs"]["seeded_system"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(floats)
+        .collect();
+    let (mut worst_stat, mut worst_vec) = (0.0f64, 0.0f64);
+    for c in cases {
+        let system = match c["system"].as_str().unwrap() {
+            "ko_pep" => aligned_logs(&["KO", "PEP"]),
+            "ko_pep_pg" => aligned_logs(&["KO", "PEP", "PG"]),
+            "ko_pep_pg_spy" => aligned_logs(&["KO", "PEP", "PG", "SPY"]),
+            "seeded_system" => seeded_system.clone(),
+            other => panic!("{other}"),
+        };
+        let t = match c["det_order"].as_i64().unwrap() {
+            -1 => Trend::None,
+            0 => Trend::Constant,
+            _ => Trend::ConstantTrend,
+        };
+        let k = c["k_ar_diff"].as_u64().unwrap() as usize;
+        let r = johansen(&system, t, k).unwrap();
+        let label = format!("{} det {} k {k}", c["system"], c["det_order"]);
+        assert_eq!(r.n_obs as u64, c["n_obs"].as_u64().unwrap(), "{label}");
+        assert_eq!(
+            r.rank_trace as u64,
+            c["rank_trace"].as_u64().unwrap(),
+            "{label}"
+        );
+        assert_eq!(
+            r.rank_max_eigen as u64,
+            c["rank_max_eigen"].as_u64().unwrap(),
+            "{label}"
+        );
+        for (ours, key) in [
+            (&r.eigenvalues, "eigenvalues"),
+            (&r.trace, "trace"),
+            (&r.max_eigen, "max_eigen"),
+        ] {
+            for (a, b) in ours.iter().zip(floats(&c[key])) {
+                let rel = (a - b).abs() / b.abs();
+                worst_stat = worst_stat.max(rel);
+                assert!(rel < 1e-8, "{key} {a} vs {b} ({rel:.1e}) in {label}");
+            }
+        }
+        for (ours, key) in [
+            (&r.trace_critical_values, "trace_critical_values"),
+            (&r.max_eigen_critical_values, "max_eigen_critical_values"),
+        ] {
+            let want: Vec<[f64; 3]> = c[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|row| {
+                    let v: Vec<f64> = row.as_array().unwrap().iter().map(exact).collect();
+                    [v[0], v[1], v[2]]
+                })
+                .collect();
+            assert_eq!(*ours, want, "{key} in {label}");
+        }
+        // Each eigenvector up to scale and sign: compared with its first
+        // component scaled to 1.
+        let n = system.len();
+        let ours = r.cointegrating_vectors(n);
+        for (i, want) in c["eigenvectors"].as_array().unwrap().iter().enumerate() {
+            let want = floats(want);
+            for (a, b) in ours[i].iter().zip(&want) {
+                let b = b / want[0];
+                let d = (a - b).abs() / b.abs().max(1.0);
+                worst_vec = worst_vec.max(d);
+                assert!(d < 1e-6, "vector {i}: {a} vs {b} in {label}");
+            }
+        }
+    }
+    eprintln!(
+        "johansen: worst relative eigenvalue/statistic {worst_stat:.1e}, normalised vector {worst_vec:.1e}"
+    );
+}
+
+/// Standard errors at arch's own parameters, so a difference in the fits
+/// cannot show up as one in the errors. arch's errors are numerical
+/// derivatives: summing its own log-likelihood terms another way (exactly,
+/// by fsum) moves them by up to 1e-6, so 1e-5 is as tight as they are
+/// defined; a p-value far in the tail moves by t² times that.
+#[test]
+fn garch_standard_errors_match_arch_at_its_parameters() {
+    let cases = GOLDEN["garch_inference"].as_array().unwrap();
+    assert_eq!(cases.len(), 3);
+    let (mut worst_se, mut worst_classic, mut worst_p) = (0.0f64, 0.0f64, 0.0f64);
+    for c in cases {
+        let name = c["series"].as_str().unwrap();
+        let y: Vec<f64> = rets(name).iter().map(|r| 100.0 * r).collect();
+        let p = floats(&c["params"]);
+        let at = GarchParams {
+            mu: p[0],
+            omega: p[1],
+            alpha: p[2],
+            beta: p[3],
+        };
+        let r = garch_inference(&y, &at).unwrap();
+        for (i, key) in ["mu", "omega", "alpha", "beta"].iter().enumerate() {
+            let se = floats(&c["std_err"])[i];
+            let rel = (r.std_err[i] - se).abs() / se;
+            worst_se = worst_se.max(rel);
+            assert!(
+                rel < 1e-5,
+                "{name} {key}: se {} vs {se} ({rel:.1e})",
+                r.std_err[i]
+            );
+            let t = floats(&c["tvalues"])[i];
+            assert!(
+                (r.t_stat[i] - t).abs() < 1e-5 * t.abs(),
+                "{name} {key}: t {}",
+                r.t_stat[i]
+            );
+            let pv = floats(&c["pvalues"])[i];
+            let dp = (r.p_value[i] - pv).abs();
+            worst_p = worst_p.max(dp / pv.max(1e-300));
+            assert!(dp <= 1e-3 * pv, "{name} {key}: p {} vs {pv}", r.p_value[i]);
+            let classic = floats(&c["classic_std_err"])[i];
+            let rel = (r.classic_std_err[i] - classic).abs() / classic;
+            worst_classic = worst_classic.max(rel);
+            assert!(
+                rel < 1e-5,
+                "{name} {key}: classic se {} vs {classic}",
+                r.classic_std_err[i]
+            );
+        }
+    }
+    eprintln!(
+        "garch standard errors: worst relative robust {worst_se:.1e}, classic {worst_classic:.1e}, p-value {worst_p:.1e}"
+    );
 }

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use crate::quant_tools::mcp_session;
 use vibedesk::research::data::embedded;
-use vibedesk::research::timeseries::{Autolag, Trend, engle_granger, fit_garch};
+use vibedesk::research::timeseries::{
+    Autolag, Trend, engle_granger, fit_garch, garch_inference, johansen,
+};
 
 fn call(name: &str, arguments: Value) -> Value {
     json!({"method": "tools/call", "params": {"name": name, "arguments": arguments}})
@@ -87,6 +89,15 @@ async fn mcp_serve_offers_and_runs_the_time_series_tools() {
     assert!(same(&g["alpha"], fit.params.alpha), "{g}");
     assert!(same(&g["loglik"], fit.loglik), "{g}");
     assert_eq!(g["forecast"].as_array().unwrap().len(), 10);
+    // The served standard errors are the library's at the fit's estimates.
+    let inf = garch_inference(&pct, &fit.params).unwrap();
+    for (i, row) in g["parameters"].as_array().unwrap().iter().enumerate() {
+        assert!(same(&row["std_err"], inf.std_err[i]), "{row}");
+        assert!(
+            same(&row["p_value"], inf.p_value[i]) || inf.p_value[i] == 0.0,
+            "{row}"
+        );
+    }
 
     let bad = &answers[3]["result"];
     assert_eq!(bad["isError"], true, "{bad}");
@@ -185,6 +196,33 @@ async fn the_planner_tests_ko_pep_for_cointegration_and_states_the_inputs() {
 }
 
 #[tokio::test]
+async fn the_planner_runs_johansen_on_three_names_and_reads_the_rank() {
+    let (answer, calls) = ask("Johansen test on KO, PEP and PG 2010-2015").await;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["tool"], "stat_test");
+    let logs = |s: &str| -> Vec<f64> {
+        closes(s, "2010-01-01", "2015-12-31")
+            .iter()
+            .map(|c| c.ln())
+            .collect()
+    };
+    let r = johansen(&[logs("KO"), logs("PEP"), logs("PG")], Trend::Constant, 1).unwrap();
+    assert_eq!(
+        cell(
+            &answer,
+            "KO/PEP/PG cointegration rank at 5 % (Johansen trace)"
+        ),
+        r.rank_trace.to_string()
+    );
+    assert_eq!(
+        cell(&answer, "KO/PEP/PG Johansen trace (r = 0) statistic"),
+        format!("{:.4}", r.trace[0])
+    );
+    assert!(answer.contains("| rank ≤ 2: eigenvalue;"), "{answer}");
+    assert!(answer.contains("no p-value"), "{answer}");
+}
+
+#[tokio::test]
 async fn the_planner_forecasts_spy_volatility_with_garch_and_states_the_inputs() {
     let (answer, calls) = ask("GARCH vol forecast for SPY").await;
     assert_eq!(calls.len(), 1);
@@ -196,6 +234,14 @@ async fn the_planner_forecasts_spy_volatility_with_garch_and_states_the_inputs()
     let fit = fit_garch(&pct).unwrap();
     assert_eq!(cell(&answer, "α"), format!("{:.4}", fit.params.alpha));
     assert_eq!(cell(&answer, "β"), format!("{:.4}", fit.params.beta));
+    let inf = garch_inference(&pct, &fit.params).unwrap();
+    assert!(
+        cell(&answer, "robust standard errors (t)").contains(&format!(
+            "beta {:.4} (t {:.2})",
+            inf.std_err[3], inf.t_stat[3]
+        )),
+        "{answer}"
+    );
     let day10 = (252.0 * fit.forecast(10)[9]).sqrt() / 100.0;
     assert_eq!(cell(&answer, "10"), format!("{:.2} %", day10 * 100.0));
     for want in [

@@ -44,7 +44,9 @@ fn tickers(text: &str) -> Vec<String> {
 /// The test a request names, if any.
 fn test_named(lower: &str) -> Option<&'static str> {
     let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
-    if has(&[
+    if names(lower, "johansen") {
+        Some("johansen")
+    } else if has(&[
         "cointegrat",
         "engle-granger",
         "engle granger",
@@ -109,7 +111,8 @@ fn regression(lower: &str) -> Option<String> {
     }
 }
 
-/// A test call on `syms` (two for engle_granger) over the range.
+/// A test call on `syms` (two for engle_granger, all of them — 2 to 12 —
+/// for johansen) over the range.
 fn test_call(
     test: &str,
     lower: &str,
@@ -117,7 +120,11 @@ fn test_call(
     start: Option<String>,
     end: Option<String>,
 ) -> Option<PlannedCall> {
-    let want = if test == "engle_granger" { 2 } else { 1 };
+    let want = match test {
+        "engle_granger" => 2,
+        "johansen" => syms.len().clamp(2, 12),
+        _ => 1,
+    };
     if syms.len() < want {
         return None;
     }
@@ -258,6 +265,7 @@ fn test_rows(o: &StatTestOutput) -> Vec<(String, String, String)> {
     let mut rows = Vec::new();
     let name = match o.test.as_str() {
         "engle_granger" => "Engle–Granger",
+        "johansen" => "Johansen trace (r = 0)",
         "adf" => "ADF",
         "kpss" => "KPSS",
         "ljung_box" => "Ljung–Box Q(10)",
@@ -301,6 +309,18 @@ fn test_rows(o: &StatTestOutput) -> Vec<(String, String, String)> {
             format!("{who} half-life"),
             o.half_life_days
                 .map_or("none: no mean reversion".into(), |h| format!("{h:.1} bars")),
+        ));
+    }
+    if let Some(r) = o.rank_trace {
+        rows.push(row(
+            format!("{who} cointegration rank at 5 % (Johansen trace)"),
+            r.to_string(),
+        ));
+    }
+    if let Some(r) = o.rank_max_eigen {
+        rows.push(row(
+            format!("{who} cointegration rank at 5 % (Johansen max-eigenvalue)"),
+            r.to_string(),
         ));
     }
     if let Some(h) = o.hurst {
@@ -402,6 +422,32 @@ fn test_answer(o: &StatTestOutput) -> String {
         out.push_str(&format!("| lags used | {lag} |\n"));
     }
     out.push_str(&format!("| observations | {} |\n", o.n_obs));
+    for r in &o.rank_tests {
+        let five = |c: &serde_json::Map<String, Value>| {
+            c.get("5%").and_then(Value::as_f64).unwrap_or(f64::NAN)
+        };
+        out.push_str(&format!(
+            "| rank ≤ {}: eigenvalue; trace (5 % value); max-eigenvalue (5 % value) | {:.5}; {:.3} ({:.3}); {:.3} ({:.3}) |\n",
+            r.r,
+            r.eigenvalue,
+            r.trace,
+            five(&r.trace_critical_values),
+            r.max_eigen,
+            five(&r.max_eigen_critical_values)
+        ));
+    }
+    for (i, v) in o.cointegrating_vectors.iter().enumerate() {
+        let parts: Vec<String> = v
+            .iter()
+            .zip(&o.series)
+            .map(|(b, n)| format!("{b:.4} × {n}"))
+            .collect();
+        out.push_str(&format!(
+            "| cointegrating vector {} | {} |\n",
+            i + 1,
+            parts.join(" + ")
+        ));
+    }
     for l in &o.ljung_box {
         out.push_str(&format!(
             "| lag {}: Q, p-value, autocorrelation | {:.3}, {}, {:.4} |\n",
@@ -452,6 +498,17 @@ fn vol_answer(o: &VolatilityModelOutput) -> String {
         put("ω (%²)", format!("{w:.6}"));
         put("α", format!("{a:.4}"));
         put("β", format!("{b:.4}"));
+    }
+    let se: Vec<String> = o
+        .parameters
+        .iter()
+        .map(|p| match (p.std_err, p.t_stat) {
+            (Some(s), Some(t)) => format!("{} {s:.4} (t {t:.2})", p.name),
+            _ => format!("{} n/a", p.name),
+        })
+        .collect();
+    if !se.is_empty() {
+        put("robust standard errors (t)", se.join(", "));
     }
     if let Some(p) = o.persistence {
         put("persistence α + β", format!("{p:.4}"));
@@ -528,6 +585,10 @@ mod tests {
         assert_eq!(c.args["model"], "ewma");
         assert_eq!(c.args["lambda"], 0.97);
         assert_eq!(c.args["horizon_days"], 5);
+        let c = call("Johansen test on KO, PEP and PG 2010-2015 with a trend");
+        assert_eq!(c.args["test"], "johansen");
+        assert_eq!(c.args["symbols"], json!(["KO", "PEP", "PG"]));
+        assert_eq!(c.args["regression"], "ct");
         assert!(intent("backtest a pairs spread trade on KO and PEP").is_none());
         assert!(intent("20-day volatility of AAPL").is_none());
     }

@@ -40,10 +40,10 @@ pub struct GarchParams {
 }
 
 impl GarchParams {
-    fn to_array(self) -> [f64; 4] {
+    pub(super) fn to_array(self) -> [f64; 4] {
         [self.mu, self.omega, self.alpha, self.beta]
     }
-    fn from_array(p: [f64; 4]) -> Self {
+    pub(super) fn from_array(p: [f64; 4]) -> Self {
         GarchParams {
             mu: p[0],
             omega: p[1],
@@ -187,13 +187,26 @@ impl LogSum {
 }
 
 /// The data a GARCH likelihood is evaluated on.
-struct Problem<'a> {
-    y: &'a [f64],
-    backcast: f64,
-    bounds: &'a [(f64, f64)],
+pub(super) struct Problem<'a> {
+    pub(super) y: &'a [f64],
+    pub(super) backcast: f64,
+    pub(super) bounds: &'a [(f64, f64)],
 }
 
 impl Problem<'_> {
+    /// Each observation's log-likelihood −½(ln 2π + ln σ²_t + e²_t/σ²_t),
+    /// term by term as arch's normal distribution writes it.
+    pub(super) fn contributions(&self, p: &GarchParams) -> Vec<f64> {
+        self.variances(p)
+            .iter()
+            .zip(self.y)
+            .map(|(h, y)| {
+                let e = y - p.mu;
+                -0.5 * (LN_2PI + h.ln() + e * e / h)
+            })
+            .collect()
+    }
+
     /// σ²_t for `p`.
     fn variances(&self, p: &GarchParams) -> Vec<f64> {
         let mut out = Vec::with_capacity(self.y.len());

@@ -1,7 +1,8 @@
 //! Time-series statistics (docs §16): unit-root and stationarity tests
 //! ([`unit_root`]: ADF, KPSS), Engle–Granger cointegration and the OU
 //! half-life ([`coint`]), the Hurst exponent, Ljung–Box and Jarque–Bera
-//! ([`diagnostics`]), and volatility models ([`garch`]: EWMA and GARCH(1,1)).
+//! ([`diagnostics`]), Johansen's cointegration rank test ([`johansen`]),
+//! and volatility models ([`garch`]: EWMA and GARCH(1,1)).
 //!
 //! Each follows a named reference exactly (statsmodels 0.15 for the tests,
 //! arch 8.0 for the volatility models; docs §16.1 lists them), so a result
@@ -14,7 +15,11 @@
 
 pub mod coint;
 pub mod diagnostics;
+mod eigen;
 pub mod garch;
+pub mod garch_inference;
+pub mod johansen;
+mod johansen_tables;
 pub mod mackinnon;
 pub mod ols;
 pub mod unit_root;
@@ -24,6 +29,8 @@ pub use diagnostics::{
     HURST_MAX_LAG, HURST_MIN_LAG, JarqueBera, LjungBox, chi2_sf, hurst, jarque_bera, ljung_box,
 };
 pub use garch::{EwmaResult, GarchFit, GarchParams, ewma, fit_garch, garch_loglik};
+pub use garch_inference::{GarchInference, garch_inference};
+pub use johansen::{JOHANSEN_MAX_SERIES, JohansenResult, johansen, johansen_min_obs};
 pub use unit_root::{AdfResult, KpssLags, KpssResult, adf, kpss};
 
 /// The deterministic terms of a test regression: statsmodels' `"n"`,

@@ -19,8 +19,8 @@ use crate::model::stats::*;
 use crate::research::data::{DataConfig, DataRequest, MarketData, PriceSeries};
 use crate::research::stats::std_dev;
 use crate::research::timeseries::{
-    self as ts, Autolag, KpssLags, Trend, TsError, engle_granger, ewma, fit_garch, half_life,
-    hurst, jarque_bera, kpss, ljung_box,
+    self as ts, Autolag, JOHANSEN_MAX_SERIES, KpssLags, Trend, TsError, engle_granger, ewma,
+    fit_garch, garch_inference, half_life, hurst, jarque_bera, johansen, kpss, ljung_box,
 };
 use crate::tools::Caps;
 use crate::tools::registry::DuplicateTool;
@@ -115,8 +115,13 @@ async fn load_closes(
         })
         .collect();
     if loaded.len() > 1 && loaded.iter().any(|s| s.bars.len() > dates.len()) {
+        let which = if loaded.len() == 2 {
+            "both symbols".to_string()
+        } else {
+            format!("all {} symbols", loaded.len())
+        };
         notes.push(format!(
-            "only the {} dates both symbols traded are used",
+            "only the {} dates {which} traded are used",
             dates.len()
         ));
     }
@@ -156,13 +161,14 @@ fn test_arg(s: &str) -> Result<StatTestName, ToolError> {
         "adf" | "adfuller" | "dickey_fuller" | "augmented_dickey_fuller" => StatTestName::Adf,
         "kpss" => StatTestName::Kpss,
         "engle_granger" | "coint" | "cointegration" | "eg" => StatTestName::EngleGranger,
+        "johansen" | "coint_johansen" | "johansen_trace" => StatTestName::Johansen,
         "half_life" | "halflife" | "ou_half_life" => StatTestName::HalfLife,
         "hurst" | "hurst_exponent" => StatTestName::Hurst,
         "ljung_box" | "ljungbox" | "acorr_ljungbox" => StatTestName::LjungBox,
         "jarque_bera" | "jarquebera" | "jb" => StatTestName::JarqueBera,
         _ => {
             return Err(ToolError::InvalidArguments(format!(
-                "test '{}' is not one of adf, kpss, engle_granger, half_life, hurst, ljung_box, jarque_bera",
+                "test '{}' is not one of adf, kpss, engle_granger, johansen, half_life, hurst, ljung_box, jarque_bera",
                 s.trim()
             )));
         }
@@ -174,6 +180,7 @@ fn test_name(t: StatTestName) -> &'static str {
         StatTestName::Adf => "adf",
         StatTestName::Kpss => "kpss",
         StatTestName::EngleGranger => "engle_granger",
+        StatTestName::Johansen => "johansen",
         StatTestName::HalfLife => "half_life",
         StatTestName::Hurst => "hurst",
         StatTestName::LjungBox => "ljung_box",
@@ -237,15 +244,10 @@ impl StatTest {
         test: StatTestName,
         ctx: &ToolContext,
     ) -> Result<Input, ToolError> {
-        let want = if test == StatTestName::EngleGranger {
-            2
-        } else {
-            1
-        };
-        let plural = if want == 2 {
-            "two (the first regressed on the second)"
-        } else {
-            "one"
+        let (want, plural) = match test {
+            StatTestName::EngleGranger => (2..=2, "two (the first regressed on the second)"),
+            StatTestName::Johansen => (2..=JOHANSEN_MAX_SERIES, "2 to 12"),
+            _ => (1..=1, "one"),
         };
         match (&args.symbols, &args.series) {
             (Some(_), Some(_)) => Err(ToolError::InvalidArguments(
@@ -255,7 +257,7 @@ impl StatTest {
                 "give 'symbols' ({plural}, with start and end) or inline 'series' ({{\"name\": [values]}})"
             ))),
             (None, Some(s)) => {
-                if s.0.len() != want {
+                if !want.contains(&s.0.len()) {
                     return Err(ToolError::InvalidArguments(format!(
                         "{} takes {plural} series, got {}",
                         test_name(test),
@@ -274,7 +276,7 @@ impl StatTest {
                 })
             }
             (Some(symbols), None) => {
-                if symbols.len() != want {
+                if !want.contains(&symbols.len()) {
                     return Err(ToolError::InvalidArguments(format!(
                         "{} takes {plural} symbol(s), got {}",
                         test_name(test),
@@ -314,7 +316,7 @@ impl TypedTool for StatTest {
     const NAME: &'static str = names::STAT_TEST;
     const CAPS: Caps = Caps::READ_ONLY.served_as(names::STAT_TEST).planner();
     fn description(&self) -> &str {
-        "Time-series tests, exact to statsmodels: adf (augmented Dickey–Fuller; MacKinnon p-value and critical values; autolag aic|bic|none), kpss (stationarity, automatic lag), engle_granger (cointegration of two series, the first regressed on the second, as statsmodels' coint: statistic, p-value, hedge ratio, intercept, spread half-life), half_life (OU: −ln 2 / b from Δy = a + b·y₋₁), hurst (τ = 2…100), ljung_box (lags 10) and jarque_bera. Data: symbols over start..end (field log_close by default, returns for ljung_box and jarque_bera) or inline series."
+        "Time-series tests, exact to statsmodels: adf (augmented Dickey–Fuller; MacKinnon p-value and critical values; autolag aic|bic|none), kpss (stationarity, automatic lag), engle_granger (cointegration of two series, the first regressed on the second, as statsmodels' coint: statistic, p-value, hedge ratio, intercept, spread half-life), johansen (cointegration rank of 2 to 12 series, as statsmodels' coint_johansen: trace and max-eigenvalue statistics with 90/95/99 % critical values, the rank at 5 %, cointegrating vectors; regression n|c|ct, max_lags = lagged differences, default 1), half_life (OU: −ln 2 / b from Δy = a + b·y₋₁), hurst (τ = 2…100), ljung_box (lags 10) and jarque_bera. Data: symbols over start..end (field log_close by default, returns for ljung_box and jarque_bera) or inline series."
     }
     async fn run(&self, args: StatTestArgs, ctx: &ToolContext) -> Result<Self::Output, ToolError> {
         let test = test_arg(&args.test)?;
@@ -338,6 +340,7 @@ impl TypedTool for StatTest {
             StatTestName::EngleGranger => {
                 run_eg(&mut out, x, &input.columns[1], trend, autolag, max_lags)?
             }
+            StatTestName::Johansen => run_johansen(&mut out, &input.columns, trend, max_lags)?,
             StatTestName::HalfLife => run_half_life(&mut out, x)?,
             StatTestName::Hurst => run_hurst(&mut out, x)?,
             StatTestName::LjungBox => run_ljung_box(&mut out, x, max_lags)?,
@@ -517,6 +520,83 @@ fn run_eg(
     Ok(())
 }
 
+fn run_johansen(
+    out: &mut StatTestOutput,
+    columns: &[Vec<f64>],
+    trend: Trend,
+    max_lags: Option<usize>,
+) -> Result<(), ToolError> {
+    let k = max_lags.unwrap_or(1);
+    let r = johansen(columns, trend, k).map_err(ts_error)?;
+    let cv = |c: [f64; 3]| levels(&[("1%", c[2]), ("5%", c[1]), ("10%", c[0])]);
+    out.rank_tests = (0..r.eigenvalues.len())
+        .map(|i| JohansenRank {
+            r: i,
+            eigenvalue: r.eigenvalues[i],
+            trace: r.trace[i],
+            trace_critical_values: cv(r.trace_critical_values[i]),
+            max_eigen: r.max_eigen[i],
+            max_eigen_critical_values: cv(r.max_eigen_critical_values[i]),
+        })
+        .collect();
+    out.statistic = Some(r.trace[0]);
+    out.critical_values = Some(cv(r.trace_critical_values[0]));
+    out.used_lag = Some(k);
+    out.n_obs = r.n_obs;
+    out.regression = Some(trend.as_str().into());
+    out.rank_trace = Some(r.rank_trace);
+    out.rank_max_eigen = Some(r.rank_max_eigen);
+    out.cointegrating_vectors = r.cointegrating_vectors(r.rank_trace);
+    out.conclusion = johansen_conclusion(&out.series, &r, &out.cointegrating_vectors);
+    out.conventions = format!(
+        "statsmodels coint_johansen (Johansen 1991) with det_order {} (regression '{}') and k_ar_diff {k}: the deterministic terms removed from the levels first, then Δy_t and y_(t−{k}) regressed on {k} lagged difference(s) over T = {} rows; eigenvalues of S10 S00⁻¹ S01 v = λ S11 v; trace −T Σ_(i>r) ln(1 − λ_i) and max-eigenvalue −T ln(1 − λ_(r+1)) against the Osterwald-Lenum / MacKinnon–Haug–Michelis critical values for n − r trends; the rank is the first r not rejected at 5 %; no p-value (the reference gives critical values only); vectors scaled so the first component is 1",
+        ts::johansen::det_order(trend),
+        trend.as_str(),
+        r.n_obs
+    );
+    Ok(())
+}
+
+/// The plain reading of a Johansen test: the ranks and the relations.
+fn johansen_conclusion(names: &[String], r: &ts::JohansenResult, vectors: &[Vec<f64>]) -> String {
+    let n = r.eigenvalues.len();
+    let trace_cv = r.trace_critical_values[0][1];
+    let head = format!(
+        "trace {:.2} against {:.2} at 5 % for r = 0",
+        r.trace[0], trace_cv
+    );
+    let note = "no p-value: Johansen's statistics are read against critical values";
+    let agree = if r.rank_max_eigen == r.rank_trace {
+        "the maximum-eigenvalue test agrees".to_string()
+    } else {
+        format!("the maximum-eigenvalue test says rank {}", r.rank_max_eigen)
+    };
+    let relation = |v: &Vec<f64>| {
+        let mut s = String::new();
+        for (i, (b, name)) in v.iter().zip(names).enumerate() {
+            match i {
+                0 => s.push_str(name),
+                _ if *b < 0.0 => s.push_str(&format!(" − {:.4} × {name}", -b)),
+                _ => s.push_str(&format!(" + {b:.4} × {name}")),
+            }
+        }
+        s
+    };
+    match r.rank_trace {
+        0 => format!(
+            "no cointegration at 5 % among {}: rank 0 by the trace test ({head}); {agree}; {note}",
+            names.join(", ")
+        ),
+        k if k == n => format!(
+            "rank {n} at 5 %, as many relations as series: the trace test finds the levels themselves stationary, which is not cointegration; check the data and the deterministic terms ({head}); {agree}; {note}"
+        ),
+        k => format!(
+            "{k} cointegrating relation(s) at 5 % by the trace test ({head}); {agree}; stationary: {}; {note}",
+            vectors.iter().map(relation).collect::<Vec<_>>().join("; ")
+        ),
+    }
+}
+
 fn run_half_life(out: &mut StatTestOutput, x: &[f64]) -> Result<(), ToolError> {
     let r = half_life(x).map_err(ts_error)?;
     out.half_life_days = r.half_life;
@@ -685,7 +765,7 @@ impl TypedTool for VolatilityModel {
     const NAME: &'static str = names::VOLATILITY_MODEL;
     const CAPS: Caps = Caps::READ_ONLY.served_as(names::VOLATILITY_MODEL).planner();
     fn description(&self) -> &str {
-        "Conditional volatility of daily returns and its forecast, as the arch package computes it: garch (GARCH(1,1), constant mean, normal errors, maximum likelihood on returns in percent: mu, omega, alpha, beta, persistence, log-likelihood, long-run volatility) or ewma (RiskMetrics, lambda 0.94). Returns the annualized volatility forecast for each of horizon_days (default 10) and the path's last days. Data: a symbol over start..end (default the last 2,520 returns) or inline returns."
+        "Conditional volatility of daily returns and its forecast, as the arch package computes it: garch (GARCH(1,1), constant mean, normal errors, maximum likelihood on returns in percent: mu, omega, alpha, beta (each with arch's robust standard error, t-statistic and p-value), persistence, log-likelihood, long-run volatility) or ewma (RiskMetrics, lambda 0.94). Returns the annualized volatility forecast for each of horizon_days (default 10) and the path's last days. Data: a symbol over start..end (default the last 2,520 returns) or inline returns."
     }
     async fn run(
         &self,
@@ -756,6 +836,7 @@ fn garch_output(pct: &[f64], horizon: usize) -> Result<VolatilityModelOutput, To
     let fit = fit_garch(pct).map_err(ts_error)?;
     let p = fit.params;
     let persistence = fit.persistence();
+    let (parameters, se_note) = garch_parameters(pct, &p);
     Ok(VolatilityModelOutput {
         status: "ok".into(),
         model: "garch".into(),
@@ -764,6 +845,7 @@ fn garch_output(pct: &[f64], horizon: usize) -> Result<VolatilityModelOutput, To
         alpha: Some(p.alpha),
         beta: Some(p.beta),
         persistence: Some(persistence),
+        parameters,
         shock_half_life_days: (persistence > 0.0 && persistence < 1.0)
             .then(|| 0.5f64.ln() / persistence.ln()),
         loglik: fit.loglik,
@@ -776,9 +858,44 @@ fn garch_output(pct: &[f64], horizon: usize) -> Result<VolatilityModelOutput, To
         forecast: fit.forecast(horizon).into_iter().map(annualized).collect(),
         tail: tail_of(&fit.conditional_variance),
         iterations: Some(fit.iterations),
-        conventions: "GARCH(1,1) as arch's arch_model(100 × returns, mean=\"Constant\", vol=\"GARCH\", p=1, q=1, dist=\"normal\"): e_t = y_t − μ, σ²_t = ω + α·e²_(t−1) + β·σ²_(t−1) on returns in percent, started from arch's backcast; maximum likelihood (normal); mu in percent per day, omega in percent²; volatilities annualized as √(252·σ²)/100 (a fraction); forecast σ²_(T+h) = ω + (α+β)·σ²_(T+h−1)".into(),
+        conventions: "GARCH(1,1) as arch's arch_model(100 × returns, mean=\"Constant\", vol=\"GARCH\", p=1, q=1, dist=\"normal\"): e_t = y_t − μ, σ²_t = ω + α·e²_(t−1) + β·σ²_(t−1) on returns in percent, started from arch's backcast; maximum likelihood (normal); mu in percent per day, omega in percent²; volatilities annualized as √(252·σ²)/100 (a fraction); forecast σ²_(T+h) = ω + (α+β)·σ²_(T+h−1)".to_string() + se_note,
         ..VolatilityModelOutput::default()
     })
+}
+
+/// The GARCH parameters with arch's robust standard errors (docs §16.5.1),
+/// and what the conventions say of them.
+fn garch_parameters(pct: &[f64], p: &ts::GarchParams) -> (Vec<ParamEstimate>, &'static str) {
+    let finite = |v: f64| v.is_finite().then_some(v);
+    let estimates = [p.mu, p.omega, p.alpha, p.beta];
+    let names = ["mu", "omega", "alpha", "beta"];
+    match garch_inference(pct, p) {
+        Ok(inf) => (
+            (0..4)
+                .map(|i| ParamEstimate {
+                    name: names[i].into(),
+                    estimate: estimates[i],
+                    std_err: finite(inf.std_err[i]),
+                    t_stat: finite(inf.t_stat[i]),
+                    p_value: finite(inf.p_value[i]),
+                    std_err_classic: finite(inf.classic_std_err[i]),
+                })
+                .collect(),
+            "; standard errors robust (Bollerslev–Wooldridge sandwich H⁻¹SH⁻¹/n, arch's default cov_type=\"robust\") with arch's numerical Hessian and scores, t = estimate / se, two-sided normal p-values; std_err_classic = √diag(H⁻¹/n)",
+        ),
+        Err(_) => (
+            names
+                .iter()
+                .zip(estimates)
+                .map(|(n, e)| ParamEstimate {
+                    name: (*n).into(),
+                    estimate: e,
+                    ..ParamEstimate::default()
+                })
+                .collect(),
+            "; no standard errors: the log-likelihood's Hessian is singular at the estimates",
+        ),
+    }
 }
 
 fn ewma_output(
@@ -826,6 +943,7 @@ mod tests {
                 "adf",
                 "kpss",
                 "engle_granger",
+                "johansen",
                 "half_life",
                 "hurst",
                 "ljung_box",
@@ -887,6 +1005,89 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn johansen_on_three_etfs_reads_the_offline_market() {
+        let v = call(
+            "stat_test",
+            json!({"test": "johansen", "symbols": ["XLP", "XLU", "SPY"], "start": "2012-01-01", "end": "2016-12-31", "regression": "c", "max_lags": 2}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(v["series"], json!(["XLP", "XLU", "SPY"]));
+        assert_eq!(v["field"], "log_close");
+        assert_eq!(v["used_lag"], 2);
+        let days = v["data"]["days"].as_u64().unwrap() as usize;
+        // T = N − 1 − k rows.
+        assert_eq!(v["n_obs"], days - 3);
+        let rows = v["rank_tests"].as_array().unwrap();
+        assert_eq!(rows.len(), 3);
+        // Constant terms, three series: the trace's 5 % value for r = 0 is
+        // the table's 29.7961; the last row is χ²(1)'s 3.8415.
+        assert_eq!(rows[0]["trace_critical_values"]["5%"], 29.7961);
+        assert_eq!(rows[2]["max_eigen_critical_values"]["5%"], 3.8415);
+        assert_eq!(v["statistic"], rows[0]["trace"]);
+        assert!(v.get("p_value").is_none(), "{v}");
+        let rank = v["rank_trace"].as_u64().unwrap() as usize;
+        let vectors = v["cointegrating_vectors"].as_array().cloned();
+        assert_eq!(vectors.as_ref().map_or(0, Vec::len), rank, "{v}");
+        for b in vectors.iter().flatten() {
+            assert_eq!(b[0], 1.0);
+        }
+        // The reading matches the rank the rows imply.
+        let first_kept = rows
+            .iter()
+            .position(|r| r["trace"].as_f64() < r["trace_critical_values"]["5%"].as_f64())
+            .unwrap_or(3);
+        assert_eq!(rank, first_kept);
+        assert!(v["conclusion"].as_str().unwrap().contains("trace"), "{v}");
+        assert!(v["conventions"].as_str().unwrap().contains("det_order 0"));
+    }
+
+    #[tokio::test]
+    async fn johansen_refuses_one_series_thirteen_and_short_samples() {
+        let e = call("stat_test", json!({"test": "johansen", "symbols": ["KO"]}))
+            .await
+            .unwrap_err();
+        assert!(e.contains("johansen takes 2 to 12 symbol(s), got 1"), "{e}");
+        let thirteen: Vec<String> = [
+            "KO", "PEP", "PG", "SPY", "XLP", "XLU", "XLE", "XOM", "CVX", "MCD", "WMT", "JNJ", "IBM",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        let e = call(
+            "stat_test",
+            json!({"test": "johansen", "symbols": thirteen}),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("2 to 12"), "{e}");
+        let series: serde_json::Map<String, Value> = (0..13)
+            .map(|i| (format!("s{i}"), json!([1.0, 2.0, 3.0])))
+            .collect();
+        let e = call("stat_test", json!({"test": "johansen", "series": series}))
+            .await
+            .unwrap_err();
+        assert!(e.contains("johansen takes 2 to 12 series, got 13"), "{e}");
+        let e = call(
+            "stat_test",
+            json!({"test": "johansen", "symbols": ["KO", "PEP"], "start": "2015-12-18", "end": "2015-12-31"}),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            e.contains("johansen needs at least 16 observations, got 9"),
+            "{e}"
+        );
+        let e = call(
+            "stat_test",
+            json!({"test": "johansen", "symbols": ["KO", "PEP"], "max_lags": 0}),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("at least 1"), "{e}");
+    }
+
+    #[tokio::test]
     async fn garch_on_spy_forecasts_annualized_volatility() {
         let v = call(
             "volatility_model",
@@ -900,6 +1101,27 @@ mod tests {
         assert_eq!(f.len(), 5);
         assert!(f.iter().all(|x| *x > 0.03 && *x < 0.6), "{f:?}");
         assert!(v["persistence"].as_f64().unwrap() < 1.0);
+        // Each parameter with its inference, in the top-level order.
+        let rows = v["parameters"].as_array().unwrap();
+        let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["mu", "omega", "alpha", "beta"]);
+        for r in rows {
+            let key = r["name"].as_str().unwrap();
+            assert_eq!(r["estimate"], v[key], "{r}");
+            let (est, se) = (
+                r["estimate"].as_f64().unwrap(),
+                r["std_err"].as_f64().unwrap(),
+            );
+            assert!(
+                se > 0.0 && r["std_err_classic"].as_f64().unwrap() > 0.0,
+                "{r}"
+            );
+            assert!((r["t_stat"].as_f64().unwrap() - est / se).abs() < 1e-9 * (est / se).abs());
+            let p = r["p_value"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&p), "{r}");
+        }
+        // Ten years of SPY pin β down: t far above 2.
+        assert!(rows[3]["t_stat"].as_f64().unwrap() > 10.0, "{}", rows[3]);
         assert_eq!(v["tail"].as_array().unwrap().len(), 10);
         assert_eq!(v["tail"][9]["at"], "2017-11-10");
         let e = call(
@@ -910,5 +1132,7 @@ mod tests {
         .unwrap();
         let f: Vec<f64> = serde_json::from_value(e["forecast"].clone()).unwrap();
         assert!(f.iter().all(|x| *x == f[0]));
+        // EWMA estimates nothing, so it has no parameter table.
+        assert!(e.get("parameters").is_none(), "{e}");
     }
 }

@@ -11,6 +11,12 @@ requirements.txt (the JSON records the versions that made it):
     /tmp/svenv/bin/pip install -r tests/golden/stats/requirements.txt
     /tmp/svenv/bin/python tests/golden/stats/make_goldens_ts.py
 
+With `--only KEY[,KEY...]` (e.g. `--only johansen,johansen_inputs`) only those
+top-level sections are replaced and the rest of the committed ts.json is kept
+byte for byte: arch's SLSQP fit is not reproducible to the last digits across
+machines (its GARCH parameters move in the 8th digit), so a section added later
+must not rewrite the others.
+
 Inputs:
 - seeded series (numpy's PCG64 with the seeds below, rounded to 8 decimals so
   the JSON carries them exactly): a random walk, an AR(1), a trend-stationary
@@ -36,7 +42,17 @@ References:
 - garch: arch.arch_model(100 * returns, mean="Constant", vol="GARCH", p=1,
   q=1, dist="normal").fit(disp="off"), its log-likelihood, backcast,
   conditional volatility and 10-day variance forecast;
-- ewma: arch.univariate.ZeroMean(100 * returns, volatility=EWMAVariance(0.94)).
+- ewma: arch.univariate.ZeroMean(100 * returns, volatility=EWMAVariance(0.94));
+- garch_inference: arch's fit as for garch and, at its parameters, std_err,
+  tvalues and pvalues (robust Bollerslev-Wooldridge covariance, arch's default
+  cov_type="robust") and the classic standard errors from
+  compute_param_cov(params, robust=False);
+- johansen: statsmodels.tsa.vector_ar.vecm.coint_johansen(levels, det_order,
+  k_ar_diff) for det_order -1, 0, 1 and k_ar_diff 1, 2 on the log closes of
+  KO/PEP, KO/PEP/PG and KO/PEP/PG/SPY (on the dates all of them have; PG
+  2010-2015 is in ts_market.csv too) and on a seeded system of three series
+  with one cointegrating relation (written under "johansen_inputs"), with
+  the ranks from select_coint_rank (trace and maxeig, 5 %).
 """
 
 import csv
@@ -54,6 +70,7 @@ from arch.univariate import EWMAVariance, ZeroMean
 from statsmodels.stats.diagnostic import acorr_ljungbox
 from statsmodels.stats.stattools import jarque_bera
 from statsmodels.tsa.stattools import adfuller, coint, kpss
+from statsmodels.tsa.vector_ar.vecm import coint_johansen, select_coint_rank
 
 warnings.simplefilter("ignore")
 
@@ -190,6 +207,20 @@ def garch_case(name, returns):
             "forecast_variance": [float(v) for v in fc]}
 
 
+def garch_inference_case(name, returns):
+    y = 100.0 * np.asarray(returns, dtype=float)
+    am = arch_model(y, mean="Constant", vol="GARCH", p=1, q=1, dist="normal")
+    res = am.fit(disp="off")
+    names = ["mu", "omega", "alpha[1]", "beta[1]"]
+    classic = np.sqrt(np.diag(am.compute_param_cov(res.params.values, robust=False)))
+    return {"series": name,
+            "params": [float(res.params[k]) for k in names],
+            "std_err": [float(res.std_err[k]) for k in names],
+            "tvalues": [float(res.tvalues[k]) for k in names],
+            "pvalues": [float(res.pvalues[k]) for k in names],
+            "classic_std_err": [float(v) for v in classic]}
+
+
 def ewma_case(name, returns, lam=0.94):
     y = 100.0 * np.asarray(returns, dtype=float)
     am = ZeroMean(y, volatility=EWMAVariance(lam))
@@ -201,6 +232,52 @@ def ewma_case(name, returns, lam=0.94):
             "conditional_vol_tail": [float(v) for v in cv[-5:]],
             "forecast_variance": [float(v) for v in fc],
             "loglik": float(res.loglikelihood)}
+
+
+def johansen_system():
+    """Three series, one relation: x0 and x1 random walks, x2 = 0.5 + 2 x0 + AR(1)."""
+    rng = np.random.default_rng(20240610)
+    n = 1000
+    a = np.cumsum(rng.standard_normal(n)) * 0.02
+    b = np.cumsum(rng.standard_normal(n)) * 0.02 + 1.0
+    e = rng.standard_normal(n) * 0.01
+    u = np.zeros(n)
+    for t in range(1, n):
+        u[t] = 0.6 * u[t - 1] + e[t]
+    return [r8(a), r8(b), r8(0.5 + 2.0 * a + u)]
+
+
+def aligned_logs(m, symbols):
+    """Log closes of `symbols` on the dates all of them have."""
+    dates = set.intersection(*[{d for d, _ in m[sym]} for sym in symbols])
+    return [[math.log(c) for d, c in m[sym] if d in dates] for sym in symbols]
+
+
+def johansen_case(name, cols, det_order, k):
+    x = np.column_stack([np.asarray(c, dtype=float) for c in cols])
+    r = coint_johansen(x, det_order, k)
+    ranks = {m: int(select_coint_rank(x, det_order, k, method=m, signif=0.05).rank)
+             for m in ["trace", "maxeig"]}
+    return {"system": name, "det_order": det_order, "k_ar_diff": k,
+            "n_obs": int(r.rkt.shape[0]),
+            "eigenvalues": [float(v) for v in r.eig],
+            "trace": [float(v) for v in r.lr1],
+            "max_eigen": [float(v) for v in r.lr2],
+            "trace_critical_values": [[exact(v) for v in row] for row in r.cvt],
+            "max_eigen_critical_values": [[exact(v) for v in row] for row in r.cvm],
+            "eigenvectors": [[float(v) for v in r.evec[:, i]] for i in range(x.shape[1])],
+            "rank_trace": ranks["trace"], "rank_max_eigen": ranks["maxeig"]}
+
+
+def johansen_cases(m, system):
+    systems = {
+        "ko_pep": aligned_logs(m, ["KO", "PEP"]),
+        "ko_pep_pg": aligned_logs(m, ["KO", "PEP", "PG"]),
+        "ko_pep_pg_spy": aligned_logs(m, ["KO", "PEP", "PG", "SPY"]),
+        "seeded_system": system,
+    }
+    return [johansen_case(name, cols, det, k) for name, cols in systems.items()
+            for det in [-1, 0, 1] for k in [1, 2]]
 
 
 def main():
@@ -298,7 +375,20 @@ def main():
         "adf": adf, "kpss": kp, "engle_granger": eg, "half_life": hl, "hurst": hu,
         "ljung_box": lb, "jarque_bera": jb, "garch": garch, "ewma": ewma,
     }
-    with open(os.path.join(HERE, "ts.json"), "w") as f:
+    system = johansen_system()
+    payload["johansen_inputs"] = {"seeded_system": system}
+    payload["johansen"] = johansen_cases(m, system)
+    payload["garch_inference"] = [garch_inference_case(n, returns[n])
+                                  for n in ["spy_returns", "ko_returns", "garch_returns"]]
+    path = os.path.join(HERE, "ts.json")
+    if "--only" in sys.argv:
+        keys = sys.argv[sys.argv.index("--only") + 1].split(",")
+        with open(path) as f:
+            kept = json.load(f)
+        for k in keys:
+            kept[k] = payload[k]
+        payload = kept
+    with open(path, "w") as f:
         json.dump(payload, f, indent=None, separators=(",", ":"))
         f.write("\n")
 
