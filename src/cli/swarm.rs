@@ -330,6 +330,9 @@ fn swarm_options(
 pub(super) struct WorkstationTeams {
     pub config: Config,
     pub deps: LoopDeps,
+    /// The chat's provider as `/model` last set it: a team started after a
+    /// switch runs on the model the user switched to.
+    pub provider: Option<Arc<std::sync::RwLock<Arc<dyn crate::llm::Provider>>>>,
 }
 
 impl SwarmLauncher for WorkstationTeams {
@@ -341,7 +344,10 @@ impl SwarmLauncher for WorkstationTeams {
         cancel: CancellationToken,
     ) -> BoxFuture<'static, Result<(), SwarmLaunchError>> {
         let config = self.config.clone();
-        let deps = self.deps.clone();
+        let mut deps = self.deps.clone();
+        if let Some(current) = self.provider.as_ref().and_then(|p| p.read().ok()) {
+            deps.provider = current.clone();
+        }
         Box::pin(async move {
             let engine = |e: Box<dyn std::error::Error + Send + Sync>| SwarmLaunchError::Engine(e);
             let loaded =
@@ -667,4 +673,78 @@ fn show(id: &str, json: bool) -> Result<(), CliError> {
         dir.join(crate::swarm::record::REPORT_FILE).display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::RwLock;
+
+    use super::*;
+    use crate::agent::AgentEvent;
+    use crate::llm::scripted::{Script, ScriptedProvider};
+
+    fn scripted(json: &str) -> Arc<dyn Provider> {
+        Arc::new(ScriptedProvider::new(Script::from_json(json).unwrap()))
+    }
+
+    /// `/model` in the workstation swaps the chat's provider; a team
+    /// started after it runs on the new one too, not on the provider the
+    /// workstation opened with.
+    #[tokio::test]
+    async fn a_team_started_after_model_runs_on_the_model_switched_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = crate::store::Paths::under(dir.path());
+        let config = Config::load_with(
+            paths,
+            &BTreeMap::<String, String>::new(),
+            &Default::default(),
+        )
+        .unwrap();
+        // The provider the workstation opened with fails every call.
+        let first = scripted(r#"{"model": "first", "turns": []}"#);
+        let setup = crate::cli::AgentSetup::new(&config).unwrap();
+        let deps = setup.deps(first.clone(), &config);
+        let current = Arc::new(RwLock::new(first));
+        let teams = WorkstationTeams {
+            config: config.clone(),
+            deps,
+            provider: Some(current.clone()),
+        };
+        let yaml = dir.path().join("t.yaml");
+        std::fs::write(
+            &yaml,
+            "name: t\nagents:\n  - {id: a, max_retries: 0}\ntasks:\n  - {id: t1, agent_id: a, prompt_template: 'Say hello.'}\n",
+        )
+        .unwrap();
+        let status = |rx: &mut tokio::sync::mpsc::UnboundedReceiver<AgentEvent>| {
+            let mut last = None;
+            while let Ok(e) = rx.try_recv() {
+                if let AgentEvent::SwarmFinished { status, .. } = e {
+                    last = Some(status);
+                }
+            }
+            last
+        };
+        let run = |teams: &WorkstationTeams| {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let launched = teams.launch(
+                yaml.display().to_string(),
+                Vec::new(),
+                EventSink::new(tx),
+                CancellationToken::new(),
+            );
+            (launched, rx)
+        };
+        let (launched, mut rx) = run(&teams);
+        launched.await.unwrap();
+        assert_eq!(status(&mut rx), Some(RunStatus::Failed));
+
+        // `/model` writes the slot (cli::workstation::model_switch).
+        *current.write().unwrap() =
+            scripted(r#"{"model": "second", "turns": [{"text": "Hello from the second model."}]}"#);
+        let (launched, mut rx) = run(&teams);
+        launched.await.unwrap();
+        assert_eq!(status(&mut rx), Some(RunStatus::Success));
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use chrono::Offset;
 
@@ -99,7 +99,10 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
             format!("the configured model cannot be used: {f}"),
         ));
     }
-    let switch_model = model_switch(&config, args.demo);
+    // The provider `/model` last chose: the chat's loop gets it through the
+    // runtime, and teams started from the workstation read it here.
+    let current = provider.clone().map(|p| Arc::new(RwLock::new(p)));
+    let switch_model = model_switch(&config, args.demo, current.clone());
 
     let heartbeat = config.agent.scheduler.heartbeat_interval;
     let options = AppOptions {
@@ -136,6 +139,7 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
         Arc::new(super::swarm::WorkstationTeams {
             config: config.clone(),
             deps,
+            provider: current.clone(),
         }) as Arc<dyn crate::tui::SwarmLauncher>
     });
     let ws = Workstation {
@@ -183,7 +187,11 @@ fn model_label(provider: Option<&dyn Provider>, demo: bool) -> String {
 
 /// `/model NAME`: the configured provider with another model (not for the
 /// demo or a scripted provider, whose model is fixed).
-fn model_switch(config: &Config, demo: bool) -> Option<ModelSwitch> {
+fn model_switch(
+    config: &Config,
+    demo: bool,
+    current: Option<Arc<RwLock<Arc<dyn Provider>>>>,
+) -> Option<ModelSwitch> {
     match (&config.provider, demo) {
         (Some(pc), false) if !pc.is_scripted() => {
             let pc = pc.clone();
@@ -191,12 +199,14 @@ fn model_switch(config: &Config, demo: bool) -> Option<ModelSwitch> {
                 let mut next = pc.clone();
                 next.model = Some(name.to_string());
                 // The workstation shows the reason as text.
-                build_provider(&next)
-                    .map(|p| {
-                        let label = format!("{} · {}", p.name(), p.model());
-                        (p, label)
-                    })
-                    .map_err(|e| e.to_string())
+                let p = build_provider(&next).map_err(|e| e.to_string())?;
+                if let Some(slot) = &current
+                    && let Ok(mut held) = slot.write()
+                {
+                    *held = p.clone();
+                }
+                let label = format!("{} · {}", p.name(), p.model());
+                Ok((p, label))
             }))
         }
         _ => None,
