@@ -162,6 +162,17 @@ fn deflate(best: usize, sharpes: &[(usize, f64, PowerSums)]) -> Option<Deflated>
     })
 }
 
+/// "24 cells tried", or how many of them had no Sharpe (docs §18.4).
+fn trials_text(trials: usize, cells: usize) -> String {
+    if trials >= cells {
+        format!("{trials} cells tried")
+    } else {
+        format!(
+            "the {trials} cells with a Sharpe of {cells} tried; the others never traded in the ranked window"
+        )
+    }
+}
+
 fn num(x: f64) -> Value {
     if x.is_finite() { json!(x) } else { Value::Null }
 }
@@ -208,8 +219,11 @@ impl Report {
         }
         if let Some(d) = &self.deflated {
             out.push_str(&format!(
-                "best cell's deflated Sharpe: {:.3} (per-period Sharpe {:.4} against {:.4}, the expected best of {} cells tried)\n",
-                d.dsr, d.sharpe, d.expected_max, d.trials
+                "best cell's deflated Sharpe: {:.3} (per-period Sharpe {:.4} against {:.4}, the expected best of {})\n",
+                d.dsr,
+                d.sharpe,
+                d.expected_max,
+                trials_text(d.trials, self.cells)
             ));
         }
         if self.empty_cells > 0 {

@@ -155,8 +155,13 @@ pub fn render(
     if let Some(d) = &o.deflated_sharpe {
         let dsr = d.dsr.map_or("—".into(), |v| format!("{v:.3}"));
         out.push(muted(format!(
-            "deflated Sharpe of the best: {dsr} ({} cells tried)",
-            d.trials
+            "deflated Sharpe of the best: {dsr} ({})",
+            // Cells that never traded in the ranked window are no trial.
+            if d.trials < o.cells {
+                format!("{} of {} cells with a Sharpe", d.trials, o.cells)
+            } else {
+                format!("{} cells tried", d.trials)
+            }
         )));
     }
     for line in o.heatmap.lines() {

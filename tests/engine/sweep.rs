@@ -965,4 +965,22 @@ async fn cells_that_never_trade_out_of_sample_have_no_sharpe_and_are_no_trial() 
     // The luck-only maximum is a plausible daily Sharpe, not the 1.8 the
     // flat cells' ratios made it.
     assert!(d["expected_max_sharpe"].as_f64().unwrap() < 0.2, "{report}");
+    // The printed report says how many cells the deflation counted (a
+    // second run resumes every cell and reports the same).
+    let again = cli(
+        &home,
+        &[
+            "sweep",
+            "run",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        stdout.contains(&format!("the {traded} cells with a Sharpe of 18 tried")),
+        "{stdout}"
+    );
 }

@@ -253,7 +253,7 @@ pub(super) fn answer(request: &str, v: &Value) -> Option<String> {
         // and are no trial (docs §18.4).
         let tried = if d.trials < o.cells {
             format!(
-                "{} of the {} cells (the rest never traded in the ranked window)",
+                "{} of the {} cells (the others never traded in the ranked window)",
                 d.trials, o.cells
             )
         } else {
