@@ -395,7 +395,7 @@ async fn a_sweep_request_runs_one_sweep_with_its_ranges_and_says_its_choices() {
     for part in [
         "## Parameter sweep: 48 cells",
         "Deflated Sharpe of the best cell for the",
-        "grid fast 5 to 20 step 5, slow 50 to 150 step 20",
+        "grid fast 5 to 20 step 5 × slow 50 to 150 step 20",
         "each of AAPL, MSFT run alone",
         "cells ranked by the out-of-sample result",
         "from your memory 'I use 10 bp commission'",

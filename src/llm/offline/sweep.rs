@@ -42,6 +42,18 @@ static LIST: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
+/// "24-month train", "training 2 years", "36 months of training".
+static TRAIN: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:(\d{1,3})[- ]?(month|year)s?\s*(?:of\s+)?(?:train|training|in-sample|fit)|(?:train|training|in-sample|fit)(?:ing)?\s*(?:windows?\s*)?(?:of\s+)?(\d{1,3})[- ]?(month|year)s?)").ok()
+});
+/// "6-month test", "testing 1 year", "12 months of test".
+static TEST: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:(\d{1,3})[- ]?(month|year)s?\s*(?:of\s+)?(?:test|testing|out-of-sample)|(?:test|testing|out-of-sample)(?:ing)?\s*(?:windows?\s*)?(?:of\s+)?(\d{1,3})[- ]?(month|year)s?)").ok()
+});
+/// Walk-forward windows when the request names none (months).
+const TRAIN_MONTHS: u32 = 36;
+const TEST_MONTHS: u32 = 12;
+
 /// Whether the request asks for a sweep rather than one backtest.
 pub(super) fn is_sweep(lower: &str) -> bool {
     [
@@ -50,6 +62,8 @@ pub(super) fn is_sweep(lower: &str) -> bool {
         "parameter search",
         "parameter scan",
         "every combination",
+        "walk-forward",
+        "walk forward",
     ]
     .iter()
     .any(|w| lower.contains(w))
@@ -95,10 +109,15 @@ fn spec(text: &str) -> Option<Map<String, Value>> {
     if strategy.ends_with("_crossover") {
         spec.insert("constraint".into(), json!("fast < slow"));
     }
-    if codes.len() > 1 {
-        spec.insert("universe".into(), json!(codes));
-    }
-    if let Some(split) = split(&start, &end) {
+    // Each symbol alone (one too: its results are labelled by it).
+    spec.insert("universe".into(), json!(codes));
+    let lower = text.to_lowercase();
+    let split = if lower.contains("walk-forward") || lower.contains("walk forward") {
+        Some(walk_forward(text))
+    } else {
+        split(&start, &end)
+    };
+    if let Some(split) = split {
         spec.insert("split".into(), split);
     }
     spec.insert("rank_by".into(), json!("sharpe"));
@@ -222,6 +241,26 @@ fn split(start: &str, end: &str) -> Option<Value> {
     Some(json!({"in_sample": [f(s), f(cut)], "out_of_sample": [f(next), f(e)]}))
 }
 
+/// Walk-forward windows from the request ("24-month training, 6-month
+/// test"), else [`TRAIN_MONTHS`] and [`TEST_MONTHS`].
+fn walk_forward(text: &str) -> Value {
+    let months = |re: &Option<Regex>, default: u32| {
+        re.as_ref()
+            .and_then(|re| re.captures(text))
+            .and_then(|c| {
+                let n: u32 = c.get(1).or(c.get(3))?.as_str().parse().ok()?;
+                let unit = c.get(2).or(c.get(4))?.as_str().to_ascii_lowercase();
+                Some(if unit.starts_with("year") { n * 12 } else { n })
+            })
+            .filter(|m| *m > 0)
+            .unwrap_or(default)
+    };
+    json!({"walk_forward": {
+        "train_months": months(&TRAIN, TRAIN_MONTHS),
+        "test_months": months(&TEST, TEST_MONTHS),
+    }})
+}
+
 /// The answer to a finished sweep: the ranking, the deflated Sharpe, the
 /// heatmap and what was assumed.
 pub(super) fn answer(request: &str, v: &Value) -> Option<String> {
@@ -301,16 +340,31 @@ fn assumptions(spec: &Map<String, Value>) -> String {
                         r.get("to").unwrap_or(&Value::Null),
                         r.get("step").unwrap_or(&Value::Null)
                     ),
+                    // "5, 10, 20": a bare JSON list reads as one number
+                    // with thousands separators.
+                    Value::Array(values) => format!(
+                        "{name} {}",
+                        values
+                            .iter()
+                            .map(Value::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
                     other => format!("{name} {other}"),
                 }
             })
             .collect();
-        parts.push(format!("grid {}", grid.join(", ")));
+        parts.push(format!("grid {}", grid.join(" × ")));
     }
     if let Some(c) = spec.get("constraint").and_then(Value::as_str) {
         parts.push(format!("only cells with {c}"));
     }
     match spec.get("split") {
+        Some(s) if s.get("walk_forward").is_some() => parts.push(format!(
+            "walk-forward: each window trains on {} months and tests on the next {}, then moves on by the test length; cells ranked by their mean over the test windows, so the best is picked among every cell tried (the deflated Sharpe discounts that)",
+            s["walk_forward"]["train_months"],
+            s["walk_forward"]["test_months"],
+        )),
         // Ranking on the later window is itself a choice among the cells:
         // the deflated Sharpe is what discounts it, so the answer says so.
         Some(s) => parts.push(format!(
@@ -323,7 +377,11 @@ fn assumptions(spec: &Map<String, Value>) -> String {
         None => parts
             .push("no out-of-sample window (the period is under a year): ranked in-sample".into()),
     }
-    if let Some(u) = spec.get("universe").and_then(Value::as_array) {
+    if let Some(u) = spec
+        .get("universe")
+        .and_then(Value::as_array)
+        .filter(|u| u.len() > 1)
+    {
         let names: Vec<&str> = u.iter().filter_map(Value::as_str).collect();
         parts.push(format!("each of {} run alone", names.join(", ")));
     }
@@ -378,7 +436,8 @@ mod tests {
             s["axes"]["strategy.params.lower"],
             json!({"from": 20, "to": 30, "step": 5})
         );
-        assert!(s.get("constraint").is_none() && s.get("universe").is_none());
+        assert!(s.get("constraint").is_none());
+        assert_eq!(s["universe"], json!(["KO"]));
         // No range named: the strategy's usual grid, never one backtest.
         let s = planned("sweep a momentum strategy on IBM");
         assert_eq!(
@@ -389,6 +448,27 @@ mod tests {
         let s = planned("sweep momentum on IBM with fast 5 to 10");
         assert!(s["axes"].get("strategy.params.fast").is_none(), "{s}");
         assert!(intent("sweep the floor").is_none());
+    }
+
+    #[test]
+    fn walk_forward_windows_are_read_or_defaulted() {
+        let s = planned(
+            "walk-forward sweep of the SMA crossover on AAPL from 2005 to 2015 with 24-month training and 6-month test windows",
+        );
+        assert_eq!(
+            s["split"],
+            json!({"walk_forward": {"train_months": 24, "test_months": 6}})
+        );
+        let s = planned("walk forward the EMA crossover on MSFT, training 2 years, testing 1 year");
+        assert_eq!(
+            s["split"],
+            json!({"walk_forward": {"train_months": 24, "test_months": 12}})
+        );
+        let s = planned("walk-forward sweep of momentum on IBM 2003 to 2016");
+        assert_eq!(
+            s["split"],
+            json!({"walk_forward": {"train_months": 36, "test_months": 12}})
+        );
     }
 
     #[test]
