@@ -291,7 +291,7 @@ fn after_assumptions(text: &str, note: &str) -> String {
 fn unsupported(request: &str) -> String {
     let preview: String = request.chars().take(80).collect();
     format!(
-        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):\n\n- **backtest**: \"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\" (also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold)\n- **prices**: \"show MSFT's last 30 days in 2010\"\n- **indicators**: \"RSI of IBM\", \"20-day SMA of GOOGL in 2011\", \"MACD of AAPL\"\n- **options, portfolios, risk**: \"price a 3-month 110 call on AAPL\", \"optimize AAPL, MSFT, JPM, XOM and KO for minimum variance over 2015–2016\", \"99 % ES of an equal-weight SPY/TLT book in 2008\", \"a 3-month at-the-money straddle on IBM\"\n- **is the edge real**: \"IC of 12-1 momentum on the offline universe\", \"beta of AAPL to the market factor 2010–2017\", \"does a Sharpe of 1.4 over 3 years survive 50 trials\"\n- **memory**: \"remember that I prefer 10 bp fees\", \"what do you remember about fees\"\n- **context**: \"compact\"\n\n{CONNECT_HELP}\n"
+        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):\n\n- **backtest**: \"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\" (also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold), \"Sharpe of SPY from 2005 to 2015\"\n- **sweeps**: \"sweep the SMA crossover fast 5 to 30 and slow 50 to 200 on AAPL, MSFT from 2005 to 2015\", \"walk-forward sweep of momentum on IBM\"\n- **prices**: \"show MSFT's last 30 days in 2010\"\n- **indicators**: \"RSI of IBM\", \"20-day SMA of GOOGL in 2011\", \"MACD of AAPL\", \"correlation of AAPL and MSFT in 2010\"\n- **options, portfolios, risk**: \"price a 3-month 110 call on AAPL\", \"optimize AAPL, MSFT, JPM, XOM and KO for minimum variance over 2015–2016\", \"99 % ES of an equal-weight SPY/TLT book in 2008\", \"a 3-month at-the-money straddle on IBM\"\n- **is the edge real**: \"IC of 12-1 momentum on the offline universe\", \"beta of AAPL to the market factor 2010–2017\", \"does a Sharpe of 1.4 over 3 years survive 50 trials\", \"Johansen test on KO, PEP and PG\"\n- **memory**: \"remember that I prefer 10 bp fees\", \"what do you remember about fees\"\n- **context**: \"compact\"\n\n{CONNECT_HELP}\n"
     )
 }
 
@@ -310,6 +310,9 @@ static COST_AFTER: LazyLock<Option<Regex>> = LazyLock::new(|| {
 static COST_BEFORE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)(?P<kind>commissions?|fees?|slippage)\s*(?:of|at|=|:|is)?\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>%|percent|bps?\b|basis points?)").ok()
 });
+/// The rolling window of a correlation request that names none (about a
+/// quarter of trading days).
+const CORRELATION_WINDOW: u32 = 60;
 /// Rows a price answer shows when the request names no count.
 const SHOWN_PRICE_ROWS: usize = 30;
 static LAST_N: LazyLock<Option<Regex>> = LazyLock::new(|| {
@@ -493,15 +496,51 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
     }
     let sym = symbol(text)?;
     let (start, end) = date_range(text);
-    if has(text, &["backtest", "back-test", "back test", "simulate"])
-        || has(text, &STRATEGY_WORDS)
-        || has(text, &BUY_AND_HOLD)
-    {
+    let named_rule = has(text, &STRATEGY_WORDS) || has(text, &BUY_AND_HOLD);
+    if has(text, &["backtest", "back-test", "back test", "simulate"]) || named_rule {
         return Some(PlannedCall::typed(
             tool::BACKTEST,
             BacktestArgs {
                 config: Some(backtest_config(text, &symbols(text), start, end)),
                 ..BacktestArgs::default()
+            },
+        ));
+    }
+    // "The Sharpe ratio of SPY from 2005 to 2015": holding it, measured as
+    // every backtest is (over the T-bill, the assumptions said).
+    if names(&lower, "sharpe") || names(&lower, "sortino") {
+        let mut config = backtest_config(text, &symbols(text), start, end);
+        config.insert("strategy".into(), json!({"name": "buy_and_hold"}));
+        return Some(PlannedCall::typed(
+            tool::BACKTEST,
+            BacktestArgs {
+                config: Some(config),
+                ..BacktestArgs::default()
+            },
+        ));
+    }
+    // "Correlation of AAPL and MSFT in 2010": the rolling correlation of
+    // their daily returns.
+    let codes = symbols(text);
+    if (names(&lower, "correlation") || names(&lower, "correlated")) && codes.len() >= 2 {
+        let window = WINDOW
+            .as_ref()
+            .and_then(|re| re.captures(text))
+            .and_then(|c| c.get(1)?.as_str().parse::<u32>().ok())
+            .unwrap_or(CORRELATION_WINDOW);
+        return Some(PlannedCall::typed(
+            tool::TECHNICAL_INDICATOR,
+            IndicatorArgs {
+                source: Some(source_for(&codes[0]).as_str().into()),
+                symbol: codes[0].clone(),
+                indicator: "correlation".into(),
+                params: Some(Map::from_iter([
+                    ("with".to_string(), json!(codes[1])),
+                    ("window".to_string(), json!(window)),
+                ])),
+                start,
+                end,
+                tail: Some(10),
             },
         ));
     }
@@ -1271,6 +1310,55 @@ mod tests {
         let q = intent("what do you remember about fees?").unwrap();
         assert_eq!(q.args, json!({"action": "recall", "query": "fees"}));
         assert!(intent("write me a poem").is_none());
+    }
+
+    /// The help lists only what the planner does: every example it quotes
+    /// plans a tool call.
+    #[test]
+    fn every_example_the_help_gives_is_planned() {
+        let help = unsupported("x");
+        let examples: Vec<&str> = help
+            .lines()
+            .filter(|l| l.starts_with("- **"))
+            .flat_map(|l| l.split('"').skip(1).step_by(2))
+            .collect();
+        assert!(examples.len() >= 20, "{examples:?}");
+        for e in examples {
+            assert!(
+                intent(e).is_some(),
+                "the help offers {e:?}, which plans nothing"
+            );
+        }
+    }
+
+    #[test]
+    fn a_symbols_sharpe_and_two_symbols_correlation_are_planned() {
+        let c = intent("what was the Sharpe ratio of SPY from 2005 to 2015").unwrap();
+        assert_eq!(c.name, "backtest");
+        let cfg = &c.args["config"];
+        assert_eq!(cfg["strategy"], json!({"name": "buy_and_hold"}));
+        assert_eq!(cfg["codes"], json!(["SPY"]));
+        assert_eq!(
+            (cfg["start_date"].as_str(), cfg["end_date"].as_str()),
+            (Some("2005-01-01"), Some("2015-12-31"))
+        );
+        // A named rule keeps its own strategy.
+        let c = intent("Sharpe of an SMA crossover on SPY").unwrap();
+        assert_eq!(c.args["config"]["strategy"]["name"], "sma_crossover");
+
+        let c = intent("correlation of AAPL and MSFT in 2010").unwrap();
+        assert_eq!(c.name, "technical_indicator");
+        assert_eq!(c.args["symbol"], "AAPL");
+        assert_eq!(c.args["indicator"], "correlation");
+        assert_eq!(c.args["params"], json!({"with": "MSFT", "window": 60}));
+        assert_eq!(c.args["start"], "2010-01-01");
+        let c = intent("20-day correlation between KO and PEP").unwrap();
+        assert_eq!(c.args["params"], json!({"with": "PEP", "window": 20}));
+        // One symbol is no correlation.
+        assert_ne!(
+            intent("correlation of AAPL").map(|c| c.args["indicator"].clone()),
+            Some(json!("correlation"))
+        );
     }
 
     #[test]

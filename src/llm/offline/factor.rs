@@ -64,7 +64,11 @@ fn tickers(text: &str) -> Vec<String> {
 }
 
 fn is_ic(lower: &str) -> bool {
-    lower.contains("information coefficient") || names(lower, "ic") || lower.contains("rank ic")
+    lower.contains("information coefficient")
+        || names(lower, "ic")
+        || lower.contains("rank ic")
+        // "is momentum predictive", "does reversal predict returns".
+        || (lower.contains("predict") && factor_of(lower).is_some())
 }
 
 fn is_regression(lower: &str) -> bool {
@@ -958,6 +962,16 @@ mod tests {
     fn plain_requests_become_calls_with_their_inputs() {
         let c = intent("IC of 12-1 momentum on the offline universe").unwrap();
         assert_eq!(c.name, "factor_ic");
+        // Asking whether a named factor predicts is asking for its IC.
+        let p = intent("is momentum in the offline universe predictive").unwrap();
+        assert_eq!((p.name.as_str(), &p.args), (c.name.as_str(), &c.args));
+        assert_eq!(
+            intent("does short-term reversal predict returns")
+                .unwrap()
+                .name,
+            "factor_ic"
+        );
+        assert!(intent("can you predict the weather").is_none());
         assert_eq!(
             c.args["factor"],
             json!({"indicator": "momentum", "params": {"window": 252, "skip": 21}})
