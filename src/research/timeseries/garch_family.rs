@@ -317,13 +317,40 @@ fn limits(spec: &GarchSpec, target: f64) -> (Vec<f64>, Vec<f64>) {
     (lo, hi)
 }
 
+/// arch's linear constraints as a·x ≤ b: α + γ/2 + β ≤ 1 and, with the
+/// leverage term, −α − γ ≤ 0.
+fn constraints(spec: &GarchSpec) -> Vec<(Vec<f64>, f64)> {
+    let k = spec.names().len();
+    let b = spec.beta_at();
+    let mut persistence = vec![0.0; k];
+    persistence[2] = 1.0;
+    persistence[b] = 1.0;
+    let mut out = Vec::new();
+    if spec.gjr {
+        persistence[3] = 0.5;
+        let mut lev = vec![0.0; k];
+        lev[2] = -1.0;
+        lev[3] = -1.0;
+        out.push((lev, 0.0));
+    }
+    out.insert(0, (persistence, 1.0));
+    out
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Slack a constraint may be violated by through rounding.
+const SLACK: f64 = 1e-12;
+
 fn feasible(spec: &GarchSpec, x: &[f64], lo: &[f64], hi: &[f64]) -> bool {
-    let p = FamilyParams::from_slice(spec, x);
     x.iter().all(|v| v.is_finite())
         && x.iter().zip(lo).all(|(v, l)| v >= l)
         && x.iter().zip(hi).all(|(v, h)| v <= h)
-        && p.alpha + p.gamma >= 0.0
-        && p.alpha + 0.5 * p.gamma + p.beta < 1.0
+        && constraints(spec)
+            .iter()
+            .all(|(a, b)| dot(a, x) <= b + SLACK)
 }
 
 /// The best point of arch's grid, and ν from the kurtosis there.
@@ -429,7 +456,10 @@ fn hessian(f: &dyn Fn(&[f64]) -> f64, x: &[f64]) -> Vec<Vec<f64>> {
     out
 }
 
-/// Newton's method within the bounds; (x, log-likelihood, iterations).
+/// Newton's method within the bounds and constraints; (x, log-likelihood,
+/// iterations). Bounds and constraints that hold with equality while the
+/// gradient pushes through them are active: the step is taken in the null
+/// space of their normals (arch's optimum can lie on α + β = 1).
 fn newton(
     prob: &Problem<'_>,
     mut x: Vec<f64>,
@@ -437,6 +467,7 @@ fn newton(
     hi: &[f64],
 ) -> Result<(Vec<f64>, f64, usize), TsError> {
     let spec = prob.spec;
+    let cons = constraints(&spec);
     let f = |v: &[f64]| prob.value(v);
     let mut fx = f(&x);
     if !fx.is_finite() || !feasible(&spec, &x, lo, hi) {
@@ -447,18 +478,49 @@ fn newton(
     let k = x.len();
     for it in 0..MAX_ITER {
         let (g, h) = derivatives(&f, &x);
-        // Variables at a bound whose gradient points outward stay there.
-        let free: Vec<usize> = (0..k)
-            .filter(|&i| !((x[i] <= lo[i] && g[i] < 0.0) || (x[i] >= hi[i] && g[i] > 0.0)))
+        let mut normals: Vec<Vec<f64>> = (0..k)
+            .filter(|&i| (x[i] <= lo[i] && g[i] < 0.0) || (x[i] >= hi[i] && g[i] > 0.0))
+            .map(|i| (0..k).map(|j| if i == j { 1.0 } else { 0.0 }).collect())
             .collect();
-        let Some(step) = damped_step(&g, &h, &free) else {
+        normals.extend(
+            cons.iter()
+                .filter(|(a, b)| dot(a, &x) >= b - SLACK && dot(a, &g) > 0.0)
+                .map(|(a, _)| a.clone()),
+        );
+        // A constraint on its boundary that the step would cross joins the
+        // active ones.
+        let mut step = None;
+        for _ in 0..=cons.len() {
+            let z = null_space(&normals, k);
+            let Some(d) = damped_step(&g, &h, &z) else {
+                break;
+            };
+            let crossing: Vec<Vec<f64>> = cons
+                .iter()
+                .filter(|(a, b)| dot(a, &x) >= b - SLACK && dot(a, &d) > 1e-14)
+                .map(|(a, _)| a.clone())
+                .filter(|a| !normals.contains(a))
+                .collect();
+            if crossing.is_empty() {
+                step = Some(d);
+                break;
+            }
+            normals.extend(crossing);
+        }
+        let Some(step) = step else {
             return Ok((x, fx, it + 1));
         };
-        let decrement: f64 = free.iter().map(|&i| g[i] * step[i]).sum();
+        let decrement = dot(&g, &step);
         if decrement < 2e-10 {
             return Ok((x, fx, it + 1));
         }
-        let mut s = 1.0;
+        // The longest step the other constraints allow.
+        let reach = cons
+            .iter()
+            .filter(|(a, _)| dot(a, &step) > 1e-14)
+            .map(|(a, b)| ((b - dot(a, &x)) / dot(a, &step)).max(0.0))
+            .fold(1.0f64, f64::min);
+        let mut s = reach;
         let mut moved = false;
         while s > 1e-12 {
             let cand: Vec<f64> = (0..k)
@@ -466,8 +528,8 @@ fn newton(
                 .collect();
             if feasible(&spec, &cand, lo, hi) {
                 let fc = f(&cand);
-                let gain: f64 = (0..k).map(|i| g[i] * (cand[i] - x[i])).sum();
-                let near = s == 1.0 && decrement < 1e-6;
+                let gain = dot(&g, &cand) - dot(&g, &x);
+                let near = s == reach && decrement < 1e-6;
                 let accept = if near {
                     fc >= fx - 1e-9
                 } else {
@@ -500,29 +562,65 @@ fn not_converged(iterations: usize) -> TsError {
     ))
 }
 
-/// Solves (−H + λD) δ = g on the free variables, λ raised from 0 until the
-/// matrix is positive definite (D = diag |H_ii|).
-fn damped_step(g: &[f64], h: &[Vec<f64>], free: &[usize]) -> Option<Vec<f64>> {
-    let k = free.len();
-    if k == 0 {
+/// An orthonormal basis (as columns) of the vectors orthogonal to `rows`,
+/// by Gram–Schmidt.
+fn null_space(rows: &[Vec<f64>], k: usize) -> Vec<Vec<f64>> {
+    let mut basis: Vec<Vec<f64>> = Vec::new();
+    let orthogonalize = |v: &mut Vec<f64>, against: &[Vec<f64>]| {
+        for q in against {
+            let c = dot(v, q);
+            v.iter_mut().zip(q).for_each(|(x, y)| *x -= c * y);
+        }
+    };
+    for r in rows {
+        let mut v = r.clone();
+        orthogonalize(&mut v, &basis);
+        let n = dot(&v, &v).sqrt();
+        if n > 1e-10 {
+            basis.push(v.iter().map(|x| x / n).collect());
+        }
+    }
+    let fixed = basis.len();
+    for i in 0..k {
+        let mut v: Vec<f64> = (0..k).map(|j| if i == j { 1.0 } else { 0.0 }).collect();
+        orthogonalize(&mut v, &basis);
+        let n = dot(&v, &v).sqrt();
+        if n > 1e-8 {
+            basis.push(v.iter().map(|x| x / n).collect());
+        }
+    }
+    basis.split_off(fixed)
+}
+
+/// The Newton step within the span of `z`: solves (−ZᵀHZ + λD) d = Zᵀg, λ
+/// raised from 0 until the matrix is positive definite (D = diag |ZᵀHZ|),
+/// and returns Z d.
+fn damped_step(g: &[f64], h: &[Vec<f64>], z: &[Vec<f64>]) -> Option<Vec<f64>> {
+    let m = z.len();
+    if m == 0 {
         return None;
     }
+    let hz: Vec<Vec<f64>> = z
+        .iter()
+        .map(|c| h.iter().map(|row| dot(row, c)).collect())
+        .collect();
+    let reduced: Vec<f64> = (0..m)
+        .flat_map(|r| (0..m).map(move |c| (r, c)))
+        .map(|(r, c)| -dot(&z[r], &hz[c]))
+        .collect();
+    let b: Vec<f64> = z.iter().map(|c| dot(c, g)).collect();
     let mut lambda = 0.0;
     for _ in 0..30 {
-        let mut a = vec![0.0; k * k];
-        for (r, &i) in free.iter().enumerate() {
-            for (c, &j) in free.iter().enumerate() {
-                a[r * k + c] = -h[i][j];
-            }
-            a[r * k + r] += lambda * h[i][i].abs().max(1e-12);
+        let mut a = reduced.clone();
+        for r in 0..m {
+            a[r * m + r] += lambda * reduced[r * m + r].abs().max(1e-12);
         }
-        if let Some(l) = super::ols::cholesky(&a, k) {
-            let b: Vec<f64> = free.iter().map(|&i| g[i]).collect();
-            let z = super::ols::forward(&l, k, &b);
-            let d = super::ols::backward(&l, k, &z);
+        if let Some(l) = super::ols::cholesky(&a, m) {
+            let y = super::ols::forward(&l, m, &b);
+            let d = super::ols::backward(&l, m, &y);
             let mut step = vec![0.0; g.len()];
-            for (r, &i) in free.iter().enumerate() {
-                step[i] = d[r];
+            for (c, dc) in z.iter().zip(&d) {
+                step.iter_mut().zip(c).for_each(|(s, v)| *s += dc * v);
             }
             return Some(step);
         }

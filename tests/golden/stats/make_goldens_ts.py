@@ -56,7 +56,8 @@ References:
 - garch_ext: arch_model(100 * returns, mean="Constant", vol="GARCH", p=1,
   o=0 or 1, q=1, dist="t" or "normal") for GARCH with Student-t errors and
   GJR-GARCH(1,1,1) with normal and t errors, on SPY 2005-02-25..2015-12-31
-  (ts_market_spy.csv, exported as ts_market.csv), KO 2010-2015 and a seeded
+  (ts_market_spy.csv, exported as ts_market.csv), SPY's last 2,520 returns
+  (whose t-GARCH optimum lies on alpha + beta = 1), KO 2010-2015 and a seeded
   GJR-GARCH path with standardised t(6) shocks (written under
   "garch_ext_inputs"): params, loglik, robust and classic standard errors,
   t-values, p-values, the conditional volatility's ends and the 10-day
@@ -428,6 +429,7 @@ def main():
     ext_inputs = {"gjr_t_returns": gjr_t_returns()}
     payload["garch_ext_inputs"] = ext_inputs
     ext_series = {"spy_2005_2015": list(simple_returns(spy0515)),
+                  "spy_returns": returns["spy_returns"],
                   "ko_returns": returns["ko_returns"],
                   "gjr_t_returns": ext_inputs["gjr_t_returns"]}
     payload["garch_ext"] = [garch_ext_case(n, ext_series[n], model, dist)
