@@ -334,14 +334,11 @@ impl<'a> Problem<'a> {
                 h[i][j] = (gi[j] - g[j]) / step;
             }
         }
-        for i in 0..k {
-            for j in 0..i {
-                let v = 0.5 * (h[i][j] + h[j][i]);
-                h[i][j] = v;
-                h[j][i] = v;
-            }
-        }
-        (f, g, h)
+        // Symmetric: the mean of the two differences.
+        let sym: Vec<Vec<f64>> = (0..k)
+            .map(|i| (0..k).map(|j| 0.5 * (h[i][j] + h[j][i])).collect())
+            .collect();
+        (f, g, sym)
     }
 
     /// The log-likelihood (numpy's pairwise sum of the terms).
