@@ -9,7 +9,8 @@
 //!   of every 17th pair (501 pairs) and scales to 8,515, and the bench
 //!   checks its statistics against ours on that sample;
 //! - a GARCH(1,1) fit (constant mean, normal errors) on SPY's last 2,520
-//!   daily returns in percent (arch's `arch_model(...).fit()`);
+//!   daily returns in percent (arch's `arch_model(...).fit()`), and the same
+//!   with Student-t errors (`dist="t"`);
 //! - Johansen's test (constant, one lagged difference) on the last 2,520
 //!   common log closes of SPY, XLP and XLU (statsmodels' `coint_johansen`).
 //!
@@ -31,7 +32,9 @@ use std::time::Instant;
 use chrono::NaiveDate;
 use serde_json::{Value, json};
 use vibedesk::research::data::embedded;
-use vibedesk::research::timeseries::{Autolag, Trend, adf, engle_granger, fit_garch, johansen};
+use vibedesk::research::timeseries::{
+    Autolag, ErrorDist, GarchSpec, Trend, adf, engle_granger, fit_family, fit_garch, johansen,
+};
 
 /// The factor rows: 12-1 momentum IC and PBO (docs §17.6).
 #[path = "stats/factor.rs"]
@@ -160,6 +163,11 @@ fn main() {
             .collect::<Vec<f64>>()
     });
     let (t_garch, fit) = best(7, || fit_garch(&pct).unwrap());
+    let t_errors = GarchSpec {
+        gjr: false,
+        dist: ErrorDist::StudentT,
+    };
+    let (t_garch_t, fit_t) = best(7, || fit_family(&pct, t_errors).unwrap());
     let three = basket(&["SPY", "XLP", "XLU"]);
     let (t_joh, joh) = best(7, || johansen(&three, Trend::Constant, 1).unwrap());
 
@@ -194,6 +202,11 @@ fn main() {
             "coint_all_scaled",
         ),
         ("GARCH(1,1) fit on 2,520 returns", t_garch, "garch"),
+        (
+            "GARCH(1,1) with Student-t errors fit on 2,520 returns",
+            t_garch_t,
+            "garch_t",
+        ),
         (
             "Johansen, 3 series × 2,520 days, constant, 1 lag",
             t_joh,
@@ -249,6 +262,12 @@ fn main() {
             "GARCH: log-likelihood {:.8} / {:.8} (ours / reference)",
             fit.loglik,
             p["garch_loglik"].as_f64().unwrap_or(f64::NAN)
+        );
+        println!(
+            "GARCH with t errors: log-likelihood {:.8} / {:.8} (ours / reference), {} Newton steps",
+            fit_t.loglik,
+            p["garch_t_loglik"].as_f64().unwrap_or(f64::NAN),
+            fit_t.iterations
         );
         let theirs: Vec<f64> =
             serde_json::from_value(p["johansen_trace"].clone()).unwrap_or_default();

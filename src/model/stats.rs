@@ -61,6 +61,15 @@ pub enum AutolagName {
 pub enum VolatilityModelName {
     Ewma,
     Garch,
+    GjrGarch,
+}
+
+// The GARCH errors' distributions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorDistName {
+    Normal,
+    T,
 }
 
 /// `stat_test`.
@@ -210,8 +219,13 @@ pub struct VolatilityModelArgs {
     /// Last date, YYYY-MM-DD (default: the symbol's last bar)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<String>,
+    /// garch (GARCH(1,1)), gjr_garch (GJR-GARCH(1,1,1): a leverage term γ for negative returns) or ewma (RiskMetrics)
     #[schemars(with = "VolatilityModelName")]
     pub model: String,
+    /// garch / gjr_garch errors: normal (default) or t (standardised Student-t, degrees of freedom nu estimated)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<ErrorDistName>")]
+    pub dist: Option<String>,
     /// EWMA decay (default 0.94, RiskMetrics daily)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lambda: Option<f64>,
@@ -234,7 +248,7 @@ pub struct VolPoint {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ParamEstimate {
-    /// mu, omega, alpha or beta.
+    /// mu, omega, alpha, gamma (gjr_garch), beta or nu (t errors).
     pub name: String,
     /// As the top-level field (mu in percent, omega in percent²).
     pub estimate: f64,
@@ -265,18 +279,27 @@ pub struct VolatilityModelOutput {
     pub alpha: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub beta: Option<f64>,
-    /// GARCH: α + β.
+    /// GJR-GARCH: γ, the extra reaction to negative returns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+    /// t errors: the degrees of freedom ν.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nu: Option<f64>,
+    /// The errors' distribution, normal or t (absent for the default normal GARCH and for EWMA).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dist: Option<String>,
+    /// GARCH: α + β (GJR: α + γ/2 + β).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persistence: Option<f64>,
     /// GARCH: each parameter with its robust standard error, t-statistic and p-value, as arch's fit summary.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parameters: Vec<ParamEstimate>,
-    /// GARCH: days for a variance shock to halve, ln 0.5 / ln(α + β).
+    /// GARCH: days for a variance shock to halve, ln 0.5 / ln(persistence).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shock_half_life_days: Option<f64>,
-    /// The normal log-likelihood of the returns in percent (arch's scale).
+    /// The log-likelihood of the returns in percent (arch's scale) under the fitted distribution (EWMA: normal).
     pub loglik: f64,
-    /// GARCH: √(252 ω / (1 − α − β)) / 100; null without mean reversion.
+    /// GARCH: √(252 ω / (1 − persistence)) / 100; null without mean reversion.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub long_run_vol_annualized: Option<f64>,
     /// EWMA: the decay.

@@ -9,7 +9,8 @@
 //! parameters 1e-8, our fit's at least arch's − 1e-6, parameters within
 //! 1e-3; Johansen eigenvalues and statistics 1e-8 relative, critical values
 //! exact, ranks equal, eigenvectors (first component 1) 1e-6; GARCH
-//! standard errors at arch's parameters 1e-5 relative.
+//! standard errors at arch's parameters 1e-5 relative. The same for GARCH
+//! with Student-t errors and GJR-GARCH (the `garch_ext` goldens).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -19,7 +20,8 @@ use chrono::NaiveDate;
 use serde_json::Value;
 use vibedesk::research::data::embedded;
 use vibedesk::research::timeseries::{
-    Autolag, GarchParams, KpssLags, Trend, adf, engle_granger, ewma, fit_garch, garch_inference,
+    Autolag, ErrorDist, GarchParams, GarchSpec, KpssLags, Trend, adf, engle_granger, ewma,
+    family_inference, family_loglik, family_variance, fit_family, fit_garch, garch_inference,
     garch_loglik, half_life, hurst, jarque_bera, johansen, kpss, ljung_box,
 };
 
@@ -639,5 +641,150 @@ fn garch_standard_errors_match_arch_at_its_parameters() {
     }
     eprintln!(
         "garch standard errors: worst relative robust {worst_se:.1e}, classic {worst_classic:.1e}, p-value {worst_p:.1e}"
+    );
+}
+
+/// SPY 2005-02-25..2015-12-31 from ts_market_spy.csv (the garch_ext goldens).
+static SPY_0515: LazyLock<Vec<(String, f64)>> = LazyLock::new(|| {
+    let text = std::fs::read_to_string(dir().join("ts_market_spy.csv")).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|line| {
+            let f: Vec<&str> = line.split(',').collect();
+            (f[1].to_string(), f[2].parse().unwrap())
+        })
+        .collect()
+});
+
+#[test]
+fn the_garch_ext_spy_closes_are_the_embedded_ones() {
+    let rows = &*SPY_0515;
+    let s = embedded::load("SPY", Some(d(&rows[0].0)), Some(d(&rows[rows.len() - 1].0))).unwrap();
+    assert_eq!(s.bars.close.len(), rows.len());
+    for (i, (date, c)) in rows.iter().enumerate() {
+        assert_eq!(s.bars.dates[i].to_string(), *date);
+        assert_eq!(s.bars.close[i], *c, "SPY {date}");
+    }
+}
+
+/// A garch_ext case's returns in percent.
+fn ext_returns(name: &str) -> Vec<f64> {
+    let r: Vec<f64> = match name {
+        "spy_2005_2015" => SPY_0515.windows(2).map(|w| w[1].1 / w[0].1 - 1.0).collect(),
+        "spy_returns" => returns("SPY"),
+        "ko_returns" => returns("KO"),
+        other => floats(&GOLDEN["garch_ext_inputs"][other]),
+    };
+    r.iter().map(|v| 100.0 * v).collect()
+}
+
+fn ext_spec(c: &Value) -> GarchSpec {
+    GarchSpec {
+        gjr: c["model"] == "gjr_garch",
+        dist: if c["dist"] == "t" {
+            ErrorDist::StudentT
+        } else {
+            ErrorDist::Normal
+        },
+    }
+}
+
+/// Student-t GARCH and GJR-GARCH (normal and t) against arch on SPY
+/// 2005–2015, SPY's last 2,520 returns (its t-GARCH optimum on α + β = 1),
+/// KO 2010–2015 and a seeded GJR path with t(6) shocks: the
+/// likelihood at arch's parameters (1e-8 relative), our fit's (at least
+/// arch's − 1e-6), the parameters (1e-3), the volatility path and forecast.
+#[test]
+fn garch_t_and_gjr_match_arch() {
+    let cases = GOLDEN["garch_ext"].as_array().unwrap();
+    assert_eq!(cases.len(), 12);
+    let mut worst = (0.0f64, 0.0f64, f64::INFINITY);
+    for c in cases {
+        let spec = ext_spec(c);
+        let label = format!("{} {} {}", c["series"], c["model"], c["dist"]);
+        let names: Vec<&str> = c["names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().trim_end_matches("[1]"))
+            .collect();
+        assert_eq!(names, spec.names(), "{label}");
+        let y = ext_returns(c["series"].as_str().unwrap());
+        let arch = floats(&c["params"]);
+        let want = f(c, "loglik");
+        let at_arch = family_loglik(&y, spec, &arch);
+        let rel = (at_arch - want).abs() / want.abs();
+        worst.0 = worst.0.max(rel);
+        assert!(rel < 1e-8, "{label}: {at_arch} vs {want}");
+        let fit = fit_family(&y, spec).unwrap();
+        worst.2 = worst.2.min(fit.loglik - want);
+        assert!(
+            fit.loglik >= want - 1e-6,
+            "{label}: ours {} below arch's {want}",
+            fit.loglik
+        );
+        for (i, (got, a)) in fit.params.iter().zip(&arch).enumerate() {
+            worst.1 = worst.1.max((got - a).abs());
+            assert!((got - a).abs() < 1e-3, "{label} {}: {got} vs {a}", names[i]);
+        }
+        let (h, fc) = family_variance(&y, spec, &arch, 10);
+        for (i, v) in floats(&c["conditional_vol_head"]).iter().enumerate() {
+            assert!((h[i].sqrt() - v).abs() < 1e-12, "{label} head {i}");
+        }
+        for (i, v) in floats(&c["conditional_vol_tail"]).iter().enumerate() {
+            let got = h[h.len() - 5 + i].sqrt();
+            assert!((got - v).abs() < 1e-10, "{label} tail {i}");
+        }
+        for (i, v) in floats(&c["forecast_variance"]).iter().enumerate() {
+            assert!(
+                (fc[i] - v).abs() < 1e-10 * v,
+                "{label} forecast {i}: {} vs {v}",
+                fc[i]
+            );
+        }
+    }
+    eprintln!(
+        "garch t/gjr: worst relative loglik at arch's parameters {:.1e}, worst |Δ param| {:.1e}, least (ours − arch's) loglik {:+.2e}",
+        worst.0, worst.1, worst.2
+    );
+}
+
+/// Standard errors of t-GARCH and GJR-GARCH at arch's parameters: robust
+/// and classic within 1e-5 relative, as for the normal GARCH.
+#[test]
+fn garch_t_and_gjr_standard_errors_match_arch() {
+    let (mut worst_se, mut worst_classic) = (0.0f64, 0.0f64);
+    for c in GOLDEN["garch_ext"].as_array().unwrap() {
+        let spec = ext_spec(c);
+        let label = format!("{} {} {}", c["series"], c["model"], c["dist"]);
+        let y = ext_returns(c["series"].as_str().unwrap());
+        let r = family_inference(&y, spec, &floats(&c["params"])).unwrap();
+        let names = spec.names();
+        for (i, name) in names.iter().enumerate() {
+            let se = floats(&c["std_err"])[i];
+            let rel = (r.std_err[i] - se).abs() / se;
+            worst_se = worst_se.max(rel);
+            assert!(
+                rel < 1e-5,
+                "{label} {name}: se {} vs {se} ({rel:.1e})",
+                r.std_err[i]
+            );
+            let t = floats(&c["tvalues"])[i];
+            assert!(
+                (r.t_stat[i] - t).abs() <= 1e-5 * t.abs(),
+                "{label} {name}: t"
+            );
+            let classic = floats(&c["classic_std_err"])[i];
+            let rel = (r.classic_std_err[i] - classic).abs() / classic;
+            worst_classic = worst_classic.max(rel);
+            assert!(
+                rel < 1e-5,
+                "{label} {name}: classic {} vs {classic}",
+                r.classic_std_err[i]
+            );
+        }
+    }
+    eprintln!(
+        "garch t/gjr standard errors: worst relative robust {worst_se:.1e}, classic {worst_classic:.1e}"
     );
 }

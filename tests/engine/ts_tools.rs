@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use crate::quant_tools::mcp_session;
 use vibedesk::research::data::embedded;
 use vibedesk::research::timeseries::{
-    Autolag, Trend, engle_granger, fit_garch, garch_inference, johansen,
+    Autolag, ErrorDist, GarchSpec, Trend, engle_granger, family_inference, fit_family, fit_garch,
+    garch_inference, johansen,
 };
 
 fn call(name: &str, arguments: Value) -> Value {
@@ -252,4 +253,67 @@ async fn the_planner_forecasts_spy_volatility_with_garch_and_states_the_inputs()
     ] {
         assert!(answer.contains(want), "{want} in:\n{answer}");
     }
+}
+
+#[tokio::test]
+async fn the_planner_fits_gjr_garch_and_t_errors_and_names_them() {
+    let (answer, calls) = ask("GJR GARCH of SPY 2005-2015").await;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["tool"], "volatility_model");
+    let c = closes("SPY", "2005-01-01", "2015-12-31");
+    let pct: Vec<f64> = c.windows(2).map(|w| 100.0 * (w[1] / w[0] - 1.0)).collect();
+    let spec = GarchSpec {
+        gjr: true,
+        dist: ErrorDist::Normal,
+    };
+    let fit = fit_family(&pct, spec).unwrap();
+    let inf = family_inference(&pct, spec, &fit.params).unwrap();
+    assert!(
+        answer.starts_with("## GJR-GARCH (normal errors) volatility of SPY"),
+        "{answer}"
+    );
+    assert_eq!(
+        cell(&answer, "γ (leverage: extra α after a fall)"),
+        format!("{:.4}", fit.params[3])
+    );
+    assert!(
+        cell(&answer, "robust standard errors (t)").contains(&format!(
+            "gamma {:.4} (t {:.2})",
+            inf.std_err[3], inf.t_stat[3]
+        )),
+        "{answer}"
+    );
+    assert_eq!(
+        cell(&answer, "persistence α + γ/2 + β"),
+        format!("{:.4}", fit.persistence())
+    );
+    assert!(answer.contains("GJR-GARCH(1,1,1) as arch's"), "{answer}");
+
+    let (answer, calls) = ask("GARCH with t errors of AAPL").await;
+    assert_eq!(calls[0]["tool"], "volatility_model");
+    let c = closes("AAPL", "2000-01-01", "2017-12-31");
+    let c = &c[c.len() - 2521..];
+    let pct: Vec<f64> = c.windows(2).map(|w| 100.0 * (w[1] / w[0] - 1.0)).collect();
+    let spec = GarchSpec {
+        gjr: false,
+        dist: ErrorDist::StudentT,
+    };
+    let fit = fit_family(&pct, spec).unwrap();
+    let inf = family_inference(&pct, spec, &fit.params).unwrap();
+    assert!(
+        answer.starts_with("## GARCH (Student-t errors) volatility of AAPL"),
+        "{answer}"
+    );
+    assert_eq!(
+        cell(&answer, "ν (Student-t degrees of freedom)"),
+        format!("{:.4}", fit.params[4])
+    );
+    assert!(
+        cell(&answer, "robust standard errors (t)").contains(&format!(
+            "nu {:.4} (t {:.2})",
+            inf.std_err[4], inf.t_stat[4]
+        )),
+        "{answer}"
+    );
+    assert!(answer.contains("standardised Student-t"), "{answer}");
 }

@@ -20,8 +20,9 @@ use crate::model::stats::{
 };
 
 /// Words in capitals a time-series request uses that are not tickers.
-const NOT_TICKERS: [&str; 14] = [
+const NOT_TICKERS: [&str; 15] = [
     "GARCH", "EWMA", "ARCH", "ADF", "KPSS", "OU", "JB", "AIC", "BIC", "LB", "EG", "VOL", "H", "Z",
+    "GJR",
 ];
 
 static HORIZON: LazyLock<Option<Regex>> = LazyLock::new(|| {
@@ -31,6 +32,14 @@ static FORMATION: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?i)\b(\d{2,4})\s*-?\s*(?:day|bar)s?\s+formation").ok());
 static Z_WINDOW: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?i)\b(\d{1,4})\s*-?\s*(?:day|bar)s?\s+z-?score").ok());
+/// Student-t errors: "t errors", "Student-t", "t-distributed innovations",
+/// "fat-tailed errors", "GARCH-t".
+static T_ERRORS: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(?:students?'?s?[\s-]*t\b|t[\s-]*(?:distributed|distribution|dist)?[\s-]*(?:errors?|innovations?|shocks?|residuals?)\b|t[\s-]+dist(?:ribution)?\b|fat[\s-]*tail(?:ed|s)?\s+(?:errors?|innovations?|shocks?)\b|garch[\s-]+t\b)",
+    )
+    .ok()
+});
 static LAMBDA: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?i)(?:lambda|λ)\s*(?:of|=|:)?\s*(0\.\d+)").ok());
 
@@ -73,7 +82,9 @@ fn test_named(lower: &str) -> Option<&'static str> {
 /// The volatility model a request names ("GARCH vol forecast",
 /// "EWMA volatility", "forecast the volatility").
 fn model_named(lower: &str) -> Option<&'static str> {
-    if names(lower, "garch") {
+    if lower.contains("gjr") || lower.contains("glosten") {
+        Some("gjr_garch")
+    } else if names(lower, "garch") {
         Some("garch")
     } else if names(lower, "ewma") || lower.contains("riskmetrics") {
         Some("ewma")
@@ -161,10 +172,23 @@ fn volatility_call(
             end,
             model: model.into(),
             lambda: (model == "ewma").then(|| number(&LAMBDA, text)).flatten(),
+            dist: (model != "ewma" && t_errors(text)).then(|| "t".to_string()),
             horizon_days: horizon(text),
             ..VolatilityModelArgs::default()
         },
     )
+}
+
+/// Whether a request asks for Student-t errors.
+fn t_errors(text: &str) -> bool {
+    T_ERRORS.as_ref().is_some_and(|re| re.is_match(text))
+}
+
+/// The symbol a volatility request names: "T" in "t errors" is the
+/// distribution, not AT&T, when another symbol is named.
+fn vol_symbol(text: &str, syms: &[String]) -> Option<String> {
+    let named = syms.iter().find(|s| !(s.as_str() == "T" && t_errors(text)));
+    named.or(syms.first()).cloned()
 }
 
 /// A plain request's time-series call, or `None` (then the other intents
@@ -177,7 +201,8 @@ pub(super) fn intent(text: &str) -> Option<PlannedCall> {
     let syms = tickers(text);
     let (start, end) = date_range(text);
     if let Some(model) = model_named(&lower) {
-        return Some(volatility_call(model, text, syms.first()?, start, end));
+        let sym = vol_symbol(text, &syms)?;
+        return Some(volatility_call(model, text, &sym, start, end));
     }
     test_call(test_named(&lower)?, &lower, &syms, start, end)
 }
@@ -199,8 +224,8 @@ pub(super) fn sentence_calls(
         .collect();
     let (start, end) = range.clone();
     if let Some(model) = model_named(&lower) {
-        let sym = syms.first()?;
-        return Some(vec![volatility_call(model, sentence, sym, start, end)]);
+        let sym = vol_symbol(sentence, &syms)?;
+        return Some(vec![volatility_call(model, sentence, &sym, start, end)]);
     }
     test_call(test_named(&lower)?, &lower, &syms, start, end).map(|c| vec![c])
 }
@@ -333,9 +358,32 @@ fn test_rows(o: &StatTestOutput) -> Vec<(String, String, String)> {
     rows
 }
 
+/// The model as a heading names it: "GARCH", "EWMA", "GJR-GARCH", with
+/// the errors' distribution when one was chosen.
+fn model_title(o: &VolatilityModelOutput) -> String {
+    let m = match o.model.as_str() {
+        "gjr_garch" => "GJR-GARCH".to_string(),
+        other => other.to_uppercase(),
+    };
+    match o.dist.as_deref() {
+        Some("t") => format!("{m} (Student-t errors)"),
+        Some(d) => format!("{m} ({d} errors)"),
+        None => m,
+    }
+}
+
+/// How the persistence is made up.
+fn persistence_terms(o: &VolatilityModelOutput) -> &'static str {
+    if o.gamma.is_some() {
+        "α + γ/2 + β"
+    } else {
+        "α + β"
+    }
+}
+
 fn vol_rows(o: &VolatilityModelOutput) -> Vec<(String, String, String)> {
     let at = o.data.end.clone().unwrap_or_default();
-    let m = o.model.to_uppercase();
+    let m = model_title(o);
     let who = &o.series;
     let mut rows = vec![(
         format!("{who} {m} volatility now (annualized)"),
@@ -354,7 +402,10 @@ fn vol_rows(o: &VolatilityModelOutput) -> Vec<(String, String, String)> {
     }
     if let Some(p) = o.persistence {
         rows.push((
-            format!("{who} GARCH persistence α+β"),
+            format!(
+                "{who} GARCH persistence {}",
+                persistence_terms(o).replace(' ', "")
+            ),
             format!("{p:.4}"),
             at.clone(),
         ));
@@ -486,7 +537,7 @@ fn test_answer(o: &StatTestOutput) -> String {
 fn vol_answer(o: &VolatilityModelOutput) -> String {
     let mut out = format!(
         "## {} volatility of {}: {} now, {} in {} trading days (annualized)\n\n| figure | value |\n|---|---|\n",
-        o.model.to_uppercase(),
+        model_title(o),
         o.series,
         pct(o.current_vol_annualized),
         o.forecast.last().map_or("n/a".into(), |f| pct(*f)),
@@ -497,7 +548,13 @@ fn vol_answer(o: &VolatilityModelOutput) -> String {
         put("μ (mean daily return, %)", format!("{mu:.4}"));
         put("ω (%²)", format!("{w:.6}"));
         put("α", format!("{a:.4}"));
+        if let Some(g) = o.gamma {
+            put("γ (leverage: extra α after a fall)", format!("{g:.4}"));
+        }
         put("β", format!("{b:.4}"));
+        if let Some(nu) = o.nu {
+            put("ν (Student-t degrees of freedom)", format!("{nu:.4}"));
+        }
     }
     let se: Vec<String> = o
         .parameters
@@ -511,7 +568,10 @@ fn vol_answer(o: &VolatilityModelOutput) -> String {
         put("robust standard errors (t)", se.join(", "));
     }
     if let Some(p) = o.persistence {
-        put("persistence α + β", format!("{p:.4}"));
+        put(
+            &format!("persistence {}", persistence_terms(o)),
+            format!("{p:.4}"),
+        );
     }
     if let Some(h) = o.shock_half_life_days {
         put("half-life of a variance shock", format!("{h:.1} days"));
@@ -591,6 +651,29 @@ mod tests {
         assert_eq!(c.args["regression"], "ct");
         assert!(intent("backtest a pairs spread trade on KO and PEP").is_none());
         assert!(intent("20-day volatility of AAPL").is_none());
+        let c = call("GJR GARCH of SPY 2005-2015");
+        assert_eq!(
+            (c.args["model"].as_str(), c.args["symbol"].as_str()),
+            (Some("gjr_garch"), Some("SPY"))
+        );
+        assert_eq!(c.args["start"], "2005-01-01");
+        assert!(c.args.get("dist").is_none());
+        for text in [
+            "GARCH with t errors of AAPL",
+            "GARCH with T errors of AAPL",
+            "fit a GARCH with Student-t innovations to AAPL",
+        ] {
+            let c = call(text);
+            assert_eq!(c.args["model"], "garch", "{text}");
+            assert_eq!(c.args["dist"], "t", "{text}");
+            assert_eq!(c.args["symbol"], "AAPL", "{text}");
+        }
+        let c = call("GJR-GARCH with fat-tailed errors for MSFT");
+        assert_eq!(
+            (c.args["model"].as_str(), c.args["dist"].as_str()),
+            (Some("gjr_garch"), Some("t"))
+        );
+        assert!(call("GARCH vol forecast for T").args.get("dist").is_none());
     }
 
     #[test]

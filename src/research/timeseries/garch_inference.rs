@@ -77,7 +77,7 @@ fn neg_loglik(prob: &Problem<'_>, x: &[f64; 4]) -> f64 {
 /// to 128, halves split at a multiple of eight above), so the differences
 /// of the likelihood round as arch's do: a Hessian step divides rounding
 /// by h² ≈ 10⁻¹⁰.
-fn pairwise_sum(a: &[f64]) -> f64 {
+pub(super) fn pairwise_sum(a: &[f64]) -> f64 {
     let n = a.len();
     if n < 8 {
         a.iter().fold(0.0, |s, v| s + v)

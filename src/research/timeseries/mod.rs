@@ -2,7 +2,8 @@
 //! ([`unit_root`]: ADF, KPSS), Engle–Granger cointegration and the OU
 //! half-life ([`coint`]), the Hurst exponent, Ljung–Box and Jarque–Bera
 //! ([`diagnostics`]), Johansen's cointegration rank test ([`johansen`]),
-//! and volatility models ([`garch`]: EWMA and GARCH(1,1)).
+//! and volatility models ([`garch`]: EWMA and GARCH(1,1); [`garch_family`]:
+//! Student-t errors and GJR-GARCH).
 //!
 //! Each follows a named reference exactly (statsmodels 0.15 for the tests,
 //! arch 8.0 for the volatility models; docs §16.1 lists them), so a result
@@ -17,6 +18,7 @@ pub mod coint;
 pub mod diagnostics;
 mod eigen;
 pub mod garch;
+pub mod garch_family;
 pub mod garch_inference;
 pub mod johansen;
 mod johansen_tables;
@@ -29,6 +31,10 @@ pub use diagnostics::{
     HURST_MAX_LAG, HURST_MIN_LAG, JarqueBera, LjungBox, chi2_sf, hurst, jarque_bera, ljung_box,
 };
 pub use garch::{EwmaResult, GarchFit, GarchParams, ewma, fit_garch, garch_loglik};
+pub use garch_family::{
+    ErrorDist, FamilyFit, FamilyInference, FamilyParams, GarchSpec, family_inference,
+    family_loglik, family_variance, fit_family,
+};
 pub use garch_inference::{GarchInference, garch_inference};
 pub use johansen::{JOHANSEN_MAX_SERIES, JohansenResult, johansen, johansen_min_obs};
 pub use unit_root::{AdfResult, KpssLags, KpssResult, adf, kpss};

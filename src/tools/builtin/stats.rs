@@ -19,8 +19,9 @@ use crate::model::stats::*;
 use crate::research::data::{DataConfig, DataRequest, MarketData, PriceSeries};
 use crate::research::stats::std_dev;
 use crate::research::timeseries::{
-    self as ts, Autolag, JOHANSEN_MAX_SERIES, KpssLags, Trend, TsError, engle_granger, ewma,
-    fit_garch, garch_inference, half_life, hurst, jarque_bera, johansen, kpss, ljung_box,
+    self as ts, Autolag, ErrorDist, GarchSpec, JOHANSEN_MAX_SERIES, KpssLags, Trend, TsError,
+    engle_granger, ewma, family_inference, fit_family, fit_garch, garch_inference, half_life,
+    hurst, jarque_bera, johansen, kpss, ljung_box,
 };
 use crate::tools::Caps;
 use crate::tools::registry::DuplicateTool;
@@ -765,22 +766,15 @@ impl TypedTool for VolatilityModel {
     const NAME: &'static str = names::VOLATILITY_MODEL;
     const CAPS: Caps = Caps::READ_ONLY.served_as(names::VOLATILITY_MODEL).planner();
     fn description(&self) -> &str {
-        "Conditional volatility of daily returns and its forecast, as the arch package computes it: garch (GARCH(1,1), constant mean, normal errors, maximum likelihood on returns in percent: mu, omega, alpha, beta (each with arch's robust standard error, t-statistic and p-value), persistence, log-likelihood, long-run volatility) or ewma (RiskMetrics, lambda 0.94). Returns the annualized volatility forecast for each of horizon_days (default 10) and the path's last days. Data: a symbol over start..end (default the last 2,520 returns) or inline returns."
+        "Conditional volatility of daily returns and its forecast, as the arch package computes it: garch (GARCH(1,1), constant mean, maximum likelihood on returns in percent: mu, omega, alpha, beta (each with arch's robust standard error, t-statistic and p-value), persistence, log-likelihood, long-run volatility), gjr_garch (GJR-GARCH(1,1,1): adds gamma, the extra reaction to negative returns; persistence alpha + gamma/2 + beta) or ewma (RiskMetrics, lambda 0.94). dist: normal errors (default) or t (Student-t, degrees of freedom nu estimated with its standard error) for garch and gjr_garch. Returns the annualized volatility forecast for each of horizon_days (default 10) and the path's last days. Data: a symbol over start..end (default the last 2,520 returns) or inline returns."
     }
     async fn run(
         &self,
         args: VolatilityModelArgs,
         ctx: &ToolContext,
     ) -> Result<Self::Output, ToolError> {
-        let model = match args.model.trim().to_ascii_lowercase().as_str() {
-            "garch" | "garch11" | "garch(1,1)" => VolatilityModelName::Garch,
-            "ewma" | "riskmetrics" => VolatilityModelName::Ewma,
-            other => {
-                return Err(ToolError::InvalidArguments(format!(
-                    "model '{other}' is not one of ewma, garch"
-                )));
-            }
-        };
+        let model = model_arg(&args.model)?;
+        let dist = dist_arg(args.dist.as_deref(), model)?;
         let horizon = opt_usize(args.horizon_days, "horizon_days")?.unwrap_or(10);
         if horizon == 0 || horizon > MAX_HORIZON {
             return Err(ToolError::InvalidArguments(format!(
@@ -789,9 +783,19 @@ impl TypedTool for VolatilityModel {
         }
         let s = self.series(&args, ctx).await?;
         let pct: Vec<f64> = s.returns.iter().map(|r| 100.0 * r).collect();
-        let mut out = match model {
-            VolatilityModelName::Garch => garch_output(&pct, horizon)?,
-            VolatilityModelName::Ewma => ewma_output(&pct, args.lambda.unwrap_or(0.94), horizon)?,
+        let mut out = match (model, dist) {
+            // The default normal GARCH keeps its own exact-derivative fit.
+            (VolatilityModelName::Garch, ErrorDist::Normal) => garch_output(&pct, horizon)?,
+            (VolatilityModelName::Garch, _) | (VolatilityModelName::GjrGarch, _) => {
+                let spec = GarchSpec {
+                    gjr: model == VolatilityModelName::GjrGarch,
+                    dist,
+                };
+                family_output(&pct, spec, horizon)?
+            }
+            (VolatilityModelName::Ewma, _) => {
+                ewma_output(&pct, args.lambda.unwrap_or(0.94), horizon)?
+            }
         };
         let n = s.returns.len();
         let at = |i: usize| match &s.dates {
@@ -814,6 +818,41 @@ impl TypedTool for VolatilityModel {
         out.data = s.data;
         Ok(out)
     }
+}
+
+fn model_arg(s: &str) -> Result<VolatilityModelName, ToolError> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "garch" | "garch11" | "garch(1,1)" => Ok(VolatilityModelName::Garch),
+        "gjr_garch" | "gjr-garch" | "gjr" | "gjrgarch" | "gjr_garch(1,1,1)" => {
+            Ok(VolatilityModelName::GjrGarch)
+        }
+        "ewma" | "riskmetrics" => Ok(VolatilityModelName::Ewma),
+        other => Err(ToolError::InvalidArguments(format!(
+            "model '{other}' is not one of ewma, garch, gjr_garch"
+        ))),
+    }
+}
+
+/// The errors' distribution; EWMA takes none.
+fn dist_arg(s: Option<&str>, model: VolatilityModelName) -> Result<ErrorDist, ToolError> {
+    let Some(s) = s else {
+        return Ok(ErrorDist::Normal);
+    };
+    let dist = match s.trim().to_ascii_lowercase().as_str() {
+        "normal" | "gaussian" => ErrorDist::Normal,
+        "t" | "student_t" | "studentst" | "student-t" | "students_t" => ErrorDist::StudentT,
+        other => {
+            return Err(ToolError::InvalidArguments(format!(
+                "dist '{other}' is not one of normal, t"
+            )));
+        }
+    };
+    if model == VolatilityModelName::Ewma && dist != ErrorDist::Normal {
+        return Err(ToolError::InvalidArguments(
+            "'dist' applies to garch and gjr_garch; ewma has no error distribution to fit".into(),
+        ));
+    }
+    Ok(dist)
 }
 
 /// √(252·σ²) / 100: a percent² daily variance as an annualized fraction.
@@ -898,6 +937,94 @@ fn garch_parameters(pct: &[f64], p: &ts::GarchParams) -> (Vec<ParamEstimate>, &'
     }
 }
 
+/// GARCH with t errors or GJR-GARCH (docs §16.5), with arch's standard
+/// errors of every parameter, ν and γ included (docs §16.5.1).
+fn family_output(
+    pct: &[f64],
+    spec: GarchSpec,
+    horizon: usize,
+) -> Result<VolatilityModelOutput, ToolError> {
+    let fit = fit_family(pct, spec).map_err(ts_error)?;
+    let p = fit.named();
+    let persistence = fit.persistence();
+    let finite = |v: f64| v.is_finite().then_some(v);
+    let inf = family_inference(pct, spec, &fit.params).ok();
+    let parameters = spec
+        .names()
+        .iter()
+        .enumerate()
+        .map(|(i, name)| ParamEstimate {
+            name: (*name).into(),
+            estimate: fit.params[i],
+            std_err: inf.as_ref().and_then(|r| finite(r.std_err[i])),
+            t_stat: inf.as_ref().and_then(|r| finite(r.t_stat[i])),
+            p_value: inf.as_ref().and_then(|r| finite(r.p_value[i])),
+            std_err_classic: inf.as_ref().and_then(|r| finite(r.classic_std_err[i])),
+        })
+        .collect();
+    let (model, vol, recursion, pers) = if spec.gjr {
+        (
+            "gjr_garch",
+            "p=1, o=1, q=1",
+            "σ²_t = ω + (α + γ·1[e_(t−1)<0])·e²_(t−1) + β·σ²_(t−1)",
+            "α + γ/2 + β",
+        )
+    } else {
+        (
+            "garch",
+            "p=1, q=1",
+            "σ²_t = ω + α·e²_(t−1) + β·σ²_(t−1)",
+            "α + β",
+        )
+    };
+    let (dist, likelihood) = match spec.dist {
+        ErrorDist::Normal => ("normal", "normal"),
+        ErrorDist::StudentT => (
+            "t",
+            "standardised Student-t (unit variance), ν estimated jointly within [2.05, 500]",
+        ),
+    };
+    let se_note = if inf.is_some() {
+        "; standard errors robust (Bollerslev–Wooldridge sandwich H⁻¹SH⁻¹/n, arch's default cov_type=\"robust\") with arch's numerical Hessian and scores, t = estimate / se, two-sided normal p-values; std_err_classic = √diag(H⁻¹/n)"
+    } else {
+        "; no standard errors: the log-likelihood's Hessian is singular at the estimates"
+    };
+    Ok(VolatilityModelOutput {
+        status: "ok".into(),
+        model: model.into(),
+        dist: Some(dist.into()),
+        mu: Some(p.mu),
+        omega: Some(p.omega),
+        alpha: Some(p.alpha),
+        gamma: spec.gjr.then_some(p.gamma),
+        beta: Some(p.beta),
+        nu: p.nu,
+        persistence: finite(persistence),
+        parameters,
+        shock_half_life_days: (persistence > 0.0 && persistence < 1.0)
+            .then(|| 0.5f64.ln() / persistence.ln()),
+        loglik: fit.loglik,
+        long_run_vol_annualized: fit.long_run_variance().map(annualized),
+        current_vol_annualized: fit
+            .conditional_variance
+            .last()
+            .copied()
+            .map_or(f64::NAN, annualized),
+        forecast: fit.forecast(horizon).into_iter().map(annualized).collect(),
+        tail: tail_of(&fit.conditional_variance),
+        iterations: Some(fit.iterations),
+        conventions: format!(
+            "{} as arch's arch_model(100 × returns, mean=\"Constant\", vol=\"GARCH\", {vol}, dist=\"{dist}\"): e_t = y_t − μ, {recursion} on returns in percent, started from arch's backcast; maximum likelihood ({likelihood}); mu in percent per day, omega in percent²; persistence {pers}; volatilities annualized as √(252·σ²)/100 (a fraction); forecast σ²_(T+h) = ω + ({pers})·σ²_(T+h−1){se_note}",
+            if spec.gjr {
+                "GJR-GARCH(1,1,1)"
+            } else {
+                "GARCH(1,1)"
+            }
+        ),
+        ..VolatilityModelOutput::default()
+    })
+}
+
 fn ewma_output(
     pct: &[f64],
     lambda: f64,
@@ -953,7 +1080,11 @@ mod tests {
         assert_eq!(schemas[0]["required"], json!(["test"]));
         assert_eq!(
             schemas[1]["properties"]["model"]["enum"],
-            json!(["ewma", "garch"])
+            json!(["ewma", "garch", "gjr_garch"])
+        );
+        assert_eq!(
+            schemas[1]["properties"]["dist"]["enum"],
+            json!(["normal", "t"])
         );
     }
 
@@ -1134,5 +1265,71 @@ mod tests {
         assert!(f.iter().all(|x| *x == f[0]));
         // EWMA estimates nothing, so it has no parameter table.
         assert!(e.get("parameters").is_none(), "{e}");
+    }
+
+    #[tokio::test]
+    async fn gjr_with_t_errors_reports_gamma_and_nu_with_their_errors() {
+        let v = call(
+            "volatility_model",
+            json!({"symbol": "SPY", "model": "gjr_garch", "dist": "t", "start": "2005-01-01", "end": "2015-12-31"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(v["model"], "gjr_garch");
+        assert_eq!(v["dist"], "t");
+        let rows = v["parameters"].as_array().unwrap();
+        let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["mu", "omega", "alpha", "gamma", "beta", "nu"]);
+        for r in rows {
+            assert_eq!(r["estimate"], v[r["name"].as_str().unwrap()], "{r}");
+        }
+        // SPY's leverage effect and fat tails are both significant.
+        assert!(rows[3]["t_stat"].as_f64().unwrap() > 3.0, "{}", rows[3]);
+        let nu = v["nu"].as_f64().unwrap();
+        assert!(nu > 3.0 && nu < 15.0, "{nu}");
+        assert!(rows[5]["std_err"].as_f64().unwrap() > 0.0);
+        let (a, g, b) = (
+            v["alpha"].as_f64().unwrap(),
+            v["gamma"].as_f64().unwrap(),
+            v["beta"].as_f64().unwrap(),
+        );
+        let pers = v["persistence"].as_f64().unwrap();
+        assert!((pers - (a + g / 2.0 + b)).abs() < 1e-12);
+        let hl = v["shock_half_life_days"].as_f64().unwrap();
+        assert!((hl - 0.5f64.ln() / pers.ln()).abs() < 1e-9);
+        assert!(v["conventions"].as_str().unwrap().contains("o=1"), "{v}");
+        // t errors on the plain GARCH: nu, no gamma.
+        let t = call(
+            "volatility_model",
+            json!({"symbol": "SPY", "model": "garch", "dist": "t", "horizon_days": 3}),
+        )
+        .await
+        .unwrap();
+        assert!(
+            t.get("gamma").is_none() && t["nu"].as_f64().is_some(),
+            "{t}"
+        );
+        assert_eq!(t["forecast"].as_array().unwrap().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn bad_dist_and_model_name_the_valid_ones() {
+        for (args, want) in [
+            (
+                json!({"symbol": "SPY", "model": "garch", "dist": "cauchy"}),
+                "dist 'cauchy' is not one of normal, t",
+            ),
+            (
+                json!({"symbol": "SPY", "model": "egarch"}),
+                "model 'egarch' is not one of ewma, garch, gjr_garch",
+            ),
+            (
+                json!({"symbol": "SPY", "model": "ewma", "dist": "t"}),
+                "ewma has no error distribution",
+            ),
+        ] {
+            let e = call("volatility_model", args).await.unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
     }
 }

@@ -53,6 +53,15 @@ References:
   2010-2015 is in ts_market.csv too) and on a seeded system of three series
   with one cointegrating relation (written under "johansen_inputs"), with
   the ranks from select_coint_rank (trace and maxeig, 5 %).
+- garch_ext: arch_model(100 * returns, mean="Constant", vol="GARCH", p=1,
+  o=0 or 1, q=1, dist="t" or "normal") for GARCH with Student-t errors and
+  GJR-GARCH(1,1,1) with normal and t errors, on SPY 2005-02-25..2015-12-31
+  (ts_market_spy.csv, exported as ts_market.csv), SPY's last 2,520 returns
+  (whose t-GARCH optimum lies on alpha + beta = 1), KO 2010-2015 and a seeded
+  GJR-GARCH path with standardised t(6) shocks (written under
+  "garch_ext_inputs"): params, loglik, robust and classic standard errors,
+  t-values, p-values, the conditional volatility's ends and the 10-day
+  analytic variance forecast.
 """
 
 import csv
@@ -221,6 +230,41 @@ def garch_inference_case(name, returns):
             "classic_std_err": [float(v) for v in classic]}
 
 
+def gjr_t_returns():
+    rng = np.random.default_rng(20240610)
+    n, mu, omega, alpha, gamma, beta, nu = 2000, 0.04, 0.03, 0.03, 0.1, 0.88, 6.0
+    z = rng.standard_t(nu, n + 500) / math.sqrt(nu / (nu - 2.0))
+    h = omega / (1 - alpha - gamma / 2 - beta)
+    r = np.zeros(n + 500)
+    for t in range(n + 500):
+        eps = math.sqrt(h) * z[t]
+        r[t] = mu + eps
+        h = omega + (alpha + gamma * (eps < 0)) * eps * eps + beta * h
+    return r8(r[500:] / 100.0)
+
+
+def garch_ext_case(name, returns, model, dist):
+    y = 100.0 * np.asarray(returns, dtype=float)
+    o = 1 if model == "gjr_garch" else 0
+    am = arch_model(y, mean="Constant", vol="GARCH", p=1, o=o, q=1, dist=dist)
+    res = am.fit(disp="off")
+    names = list(res.params.index)
+    classic = np.sqrt(np.diag(am.compute_param_cov(res.params.values, robust=False)))
+    fc = res.forecast(horizon=10, reindex=False).variance.values[-1]
+    cv = np.asarray(res.conditional_volatility)
+    return {"series": name, "model": model, "dist": dist, "n_obs": int(len(y)),
+            "names": names, "convergence_flag": int(res.convergence_flag),
+            "params": [float(res.params[k]) for k in names],
+            "loglik": float(res.loglikelihood),
+            "std_err": [float(res.std_err[k]) for k in names],
+            "tvalues": [float(res.tvalues[k]) for k in names],
+            "pvalues": [float(res.pvalues[k]) for k in names],
+            "classic_std_err": [float(v) for v in classic],
+            "conditional_vol_head": [float(v) for v in cv[:5]],
+            "conditional_vol_tail": [float(v) for v in cv[-5:]],
+            "forecast_variance": [float(v) for v in fc]}
+
+
 def ewma_case(name, returns, lam=0.94):
     y = 100.0 * np.asarray(returns, dtype=float)
     am = ZeroMean(y, volatility=EWMAVariance(lam))
@@ -380,6 +424,18 @@ def main():
     payload["johansen"] = johansen_cases(m, system)
     payload["garch_inference"] = [garch_inference_case(n, returns[n])
                                   for n in ["spy_returns", "ko_returns", "garch_returns"]]
+    with open(os.path.join(HERE, "ts_market_spy.csv")) as f:
+        spy0515 = [float(r["close"]) for r in csv.DictReader(f)]
+    ext_inputs = {"gjr_t_returns": gjr_t_returns()}
+    payload["garch_ext_inputs"] = ext_inputs
+    ext_series = {"spy_2005_2015": list(simple_returns(spy0515)),
+                  "spy_returns": returns["spy_returns"],
+                  "ko_returns": returns["ko_returns"],
+                  "gjr_t_returns": ext_inputs["gjr_t_returns"]}
+    payload["garch_ext"] = [garch_ext_case(n, ext_series[n], model, dist)
+                            for n in ext_series
+                            for model, dist in [("garch", "t"), ("gjr_garch", "normal"),
+                                                ("gjr_garch", "t")]]
     path = os.path.join(HERE, "ts.json")
     if "--only" in sys.argv:
         keys = sys.argv[sys.argv.index("--only") + 1].split(",")
