@@ -871,6 +871,26 @@ fn tail_of(variance: &[f64]) -> Vec<VolPoint> {
         .collect()
 }
 
+/// What every GARCH fit reports of its variance path: the shock half-life
+/// from the persistence, the current, long-run and forecast volatilities,
+/// and the path's tail; the rest of the output is the caller's.
+fn variance_path(
+    persistence: f64,
+    variance: &[f64],
+    long_run: Option<f64>,
+    forecast: Vec<f64>,
+) -> VolatilityModelOutput {
+    VolatilityModelOutput {
+        shock_half_life_days: (persistence > 0.0 && persistence < 1.0)
+            .then(|| 0.5f64.ln() / persistence.ln()),
+        long_run_vol_annualized: long_run.map(annualized),
+        current_vol_annualized: variance.last().copied().map_or(f64::NAN, annualized),
+        forecast: forecast.into_iter().map(annualized).collect(),
+        tail: tail_of(variance),
+        ..VolatilityModelOutput::default()
+    }
+}
+
 fn garch_output(pct: &[f64], horizon: usize) -> Result<VolatilityModelOutput, ToolError> {
     let fit = fit_garch(pct).map_err(ts_error)?;
     let p = fit.params;
@@ -885,20 +905,15 @@ fn garch_output(pct: &[f64], horizon: usize) -> Result<VolatilityModelOutput, To
         beta: Some(p.beta),
         persistence: Some(persistence),
         parameters,
-        shock_half_life_days: (persistence > 0.0 && persistence < 1.0)
-            .then(|| 0.5f64.ln() / persistence.ln()),
         loglik: fit.loglik,
-        long_run_vol_annualized: fit.long_run_variance().map(annualized),
-        current_vol_annualized: fit
-            .conditional_variance
-            .last()
-            .copied()
-            .map_or(f64::NAN, annualized),
-        forecast: fit.forecast(horizon).into_iter().map(annualized).collect(),
-        tail: tail_of(&fit.conditional_variance),
         iterations: Some(fit.iterations),
         conventions: "GARCH(1,1) as arch's arch_model(100 × returns, mean=\"Constant\", vol=\"GARCH\", p=1, q=1, dist=\"normal\"): e_t = y_t − μ, σ²_t = ω + α·e²_(t−1) + β·σ²_(t−1) on returns in percent, started from arch's backcast; maximum likelihood (normal); mu in percent per day, omega in percent²; volatilities annualized as √(252·σ²)/100 (a fraction); forecast σ²_(T+h) = ω + (α+β)·σ²_(T+h−1)".to_string() + se_note,
-        ..VolatilityModelOutput::default()
+        ..variance_path(
+            persistence,
+            &fit.conditional_variance,
+            fit.long_run_variance(),
+            fit.forecast(horizon),
+        )
     })
 }
 
@@ -1001,17 +1016,7 @@ fn family_output(
         nu: p.nu,
         persistence: finite(persistence),
         parameters,
-        shock_half_life_days: (persistence > 0.0 && persistence < 1.0)
-            .then(|| 0.5f64.ln() / persistence.ln()),
         loglik: fit.loglik,
-        long_run_vol_annualized: fit.long_run_variance().map(annualized),
-        current_vol_annualized: fit
-            .conditional_variance
-            .last()
-            .copied()
-            .map_or(f64::NAN, annualized),
-        forecast: fit.forecast(horizon).into_iter().map(annualized).collect(),
-        tail: tail_of(&fit.conditional_variance),
         iterations: Some(fit.iterations),
         conventions: format!(
             "{} as arch's arch_model(100 × returns, mean=\"Constant\", vol=\"GARCH\", {vol}, dist=\"{dist}\"): e_t = y_t − μ, {recursion} on returns in percent, started from arch's backcast; maximum likelihood ({likelihood}); mu in percent per day, omega in percent²; persistence {pers}; volatilities annualized as √(252·σ²)/100 (a fraction); forecast σ²_(T+h) = ω + ({pers})·σ²_(T+h−1){se_note}",
@@ -1021,7 +1026,12 @@ fn family_output(
                 "GARCH(1,1)"
             }
         ),
-        ..VolatilityModelOutput::default()
+        ..variance_path(
+            persistence,
+            &fit.conditional_variance,
+            fit.long_run_variance(),
+            fit.forecast(horizon),
+        )
     })
 }
 
