@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::outside::Outside;
+
 use chrono::NaiveDate;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -835,12 +837,7 @@ async fn validation_failures_are_structured_and_start_no_process() {
 // sets it, so CI runs these tests rather than skipping them).
 
 fn pandas_available() -> bool {
-    let found = python::probe(None).is_ok();
-    assert!(
-        found || std::env::var_os("VIBEDESK_REQUIRE_PANDAS").is_none(),
-        "python3 with pandas is required here (VIBEDESK_REQUIRE_PANDAS is set); .ci/run installs it"
-    );
-    found
+    Outside::Pandas.available()
 }
 
 const SMA_ENGINE: &str = r#"

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
+
+use crate::support::outside::Outside;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -33,23 +35,7 @@ const FIXTURE: &str = concat!(
 /// Whether the Python peers are installed; a failed assertion where CI
 /// requires them.
 pub(crate) fn peers_available() -> bool {
-    let sdk = std::process::Command::new("python3")
-        .args(["-c", "import mcp.server.mcpserver"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let time = std::process::Command::new("mcp-server-time")
-        .arg("--help")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let found = sdk && time;
-    assert!(
-        found || std::env::var_os("VIBEDESK_REQUIRE_MCP").is_none(),
-        "python3 with `mcp` 2.x and `mcp-server-time` are required here (VIBEDESK_REQUIRE_MCP is set); .ci/run installs them"
-    );
-    if !found {
-        eprintln!("skipped: the Python MCP peers (`mcp`, `mcp-server-time`) are not installed");
-    }
-    found
+    Outside::McpPeers.available()
 }
 
 pub(crate) fn stdio(

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::support::harness::vibedesk;
+use crate::support::outside::Outside;
 use chrono::NaiveDate;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -501,13 +502,7 @@ async fn vibedesk_run_shows_the_true_last_rows() {
 /// VIBEDESK_REQUIRE_PANDAS is set (CI).
 #[tokio::test]
 async fn a_python_strategy_sees_the_warm_up_bars() {
-    let found = bt::python::probe(None).is_ok();
-    assert!(
-        found || std::env::var_os("VIBEDESK_REQUIRE_PANDAS").is_none(),
-        "python3 with pandas is required here (VIBEDESK_REQUIRE_PANDAS is set)"
-    );
-    if !found {
-        eprintln!("skipped: python3 with pandas is not available");
+    if !Outside::Pandas.available() {
         return;
     }
     const ENGINE: &str = r#"

@@ -8,6 +8,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::outside::Outside;
+
 const BIN: &str = env!("CARGO_BIN_EXE_vibedesk");
 /// Generous: a cold debug binary on a loaded 2-core machine.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -108,13 +110,6 @@ fn rand_suffix() -> u32 {
         .unwrap_or(0)
 }
 
-fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// One real terminal at a time: two binaries drawing at once on a loaded
 /// machine slow each other until keys sent one after another reach the app
 /// in one read, and crossterm reads two Escapes in one read as one.
@@ -123,12 +118,7 @@ static ONE_TERMINAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// The one real terminal, or `None` (said on stderr) where tmux is
 /// missing; where CI requires tmux its absence fails the test instead.
 async fn terminal() -> Option<tokio::sync::MutexGuard<'static, ()>> {
-    if !tmux_available() {
-        assert!(
-            std::env::var_os("VIBEDESK_REQUIRE_TMUX").is_none(),
-            "tmux is required here (VIBEDESK_REQUIRE_TMUX is set); .ci/run installs it"
-        );
-        eprintln!("skipped: tmux is not installed (CI installs it)");
+    if !Outside::Tmux.available() {
         return None;
     }
     Some(ONE_TERMINAL.lock().await)
