@@ -123,9 +123,11 @@ pub async fn invoke(inv: Invocation<'_>, call: ToolCall, ctx: ToolContext) -> Ca
     let started = Instant::now();
     let progress = ProgressHandle::new(inv.sink.clone(), &call.id, &name);
     let call_cancel = ctx.cancel.clone();
-    let fut = progress
-        .clone()
-        .scope(inv.tool.call_with_output(inv.args.clone(), &ctx));
+    // The panic boundary (docs §2.4): a panic while the tool runs is its
+    // `internal_error` result, and the run or the server goes on.
+    let fut = progress.clone().scope(super::guard::Guarded::new(
+        inv.tool.call_with_output(inv.args.clone(), &ctx),
+    ));
     tokio::pin!(fut);
 
     let period = inv
@@ -143,6 +145,10 @@ pub async fn invoke(inv: Invocation<'_>, call: ToolCall, ctx: ToolContext) -> Ca
         tokio::select! {
             biased;
             result = &mut fut => {
+                let result = result.unwrap_or_else(|p| {
+                    tracing::error!(tool = %name, call = %call.id, panic = %p.message, "a tool panicked");
+                    Err(p.into_tool_error(&name))
+                });
                 break match result {
                     Ok(reply) => {
                         output = reply.output;
