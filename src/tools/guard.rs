@@ -126,6 +126,47 @@ pub async fn compute<T: Send + 'static>(
     blocking(f).await.map_err(|p| p.into_tool_error(tool))
 }
 
+tokio::task_local! {
+    /// The deadline of the read-only call running on this task.
+    static DEADLINE: Option<tokio::time::Instant>;
+}
+
+/// Runs `fut` (a call) with `deadline` readable by [`remaining`].
+pub async fn with_deadline<F: Future>(deadline: Option<tokio::time::Instant>, fut: F) -> F::Output {
+    DEADLINE.scope(deadline, fut).await
+}
+
+/// The time left before this call's deadline; `None` without one (a write
+/// tool, whose deadline only warns, or outside a call).
+pub fn remaining() -> Option<std::time::Duration> {
+    DEADLINE
+        .try_with(|d| d.map(|d| d.saturating_duration_since(tokio::time::Instant::now())))
+        .ok()
+        .flatten()
+}
+
+/// Refuses work estimated at `estimate` when it clearly cannot finish
+/// before the call's deadline (more than twice the time left: the estimate
+/// is a machine's average), saying the estimate (docs §2.4).
+pub fn refuse_past_deadline(
+    tool: &str,
+    what: &str,
+    estimate: std::time::Duration,
+    fix: &str,
+) -> Result<(), ToolError> {
+    match remaining() {
+        Some(left) if estimate > left.saturating_mul(2) => Err(ToolError::failed(
+            "would_time_out",
+            format!(
+                "'{tool}' would not finish before its timeout: {what} takes about {:.0} s here, and {:.1} s are left; {fix}",
+                estimate.as_secs_f64(),
+                left.as_secs_f64()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// An interrupt for research code that fires when `cancel` does (a read-only
 /// call's deadline, the run's cancel; docs §2.4). The watcher task ends
 /// with the token or when the returned guard is dropped.
@@ -137,6 +178,9 @@ pub fn interrupt_for(
     let (fire, cancel, stop) = (interrupt.clone(), cancel.clone(), done.clone());
     tokio::spawn(async move {
         tokio::select! {
+            // Cancel first: a timed-out call's token fires just before its
+            // future (and with it the guard) is dropped.
+            biased;
             _ = cancel.cancelled() => fire.interrupt(),
             _ = stop.cancelled() => {}
         }

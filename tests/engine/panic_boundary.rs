@@ -10,7 +10,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
@@ -329,4 +329,91 @@ async fn a_panicking_tool_over_http_answers_an_error_and_the_session_lives() {
     assert_eq!(m["result"]["isError"], false, "{m}");
     assert!(child.try_wait().unwrap().is_none(), "the server lives");
     child.kill().await.unwrap();
+}
+
+/// The CPU time `pid` has used, in clock ticks (utime + stime of
+/// `/proc/<pid>/stat`, all its threads).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name, which ends at the last ')'.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // utime and stime are fields 14 and 15 of the line (11 and 12 here).
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// The served option call on a 2 s deadline, and the server's stdio.
+async fn price_on_a_2s_deadline(
+    steps: usize,
+) -> (
+    tempfile::TempDir,
+    Child,
+    ChildStdin,
+    Lines<BufReader<ChildStdout>>,
+) {
+    let home = tempfile::tempdir().unwrap();
+    let (child, mut stdin, mut lines) =
+        serve_stdio(home.path(), &[("VIBEDESK_TOOL_TIMEOUT_SECONDS", "2")]);
+    send(&mut stdin, &initialize()).await;
+    answer(&mut lines, 1, Duration::from_secs(30)).await;
+    send(&mut stdin, &initialized()).await;
+    let args = json!({"spot": 100, "strike": 100, "expiry_years": 1, "volatility": 0.2,
+        "rate": 0.01, "style": "american", "steps": steps, "kind": "put"});
+    send(&mut stdin, &call(2, "option_price", args)).await;
+    (home, child, stdin, lines)
+}
+
+/// Over the second after `settle`, `pid` uses a small part of one core
+/// (ticks are 1/100 s): its work has stopped.
+async fn assert_idle(pid: u32) {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = cpu_ticks(pid);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let used = cpu_ticks(pid) - before;
+    assert!(
+        used < 30,
+        "{used} ticks of CPU in the second after the answer"
+    );
+}
+
+/// An American option on the largest lattice served with a 2 s deadline
+/// answers at once, refused with its estimate (minutes); one whose
+/// estimate fits but whose tree outruns the deadline answers `timeout`
+/// within 3 s, and within about a second after the server's CPU stops
+/// climbing: the lattice saw the deadline (issue 35: it ran 300 s at
+/// 100 % CPU). Then the server serves the next call.
+#[tokio::test]
+async fn a_served_lattice_past_its_deadline_stops_computing() {
+    let started = Instant::now();
+    let (_home, _child, _stdin, mut lines) = price_on_a_2s_deadline(100_000).await;
+    let m = answer(&mut lines, 2, Duration::from_secs(30)).await;
+    assert!(
+        started.elapsed() <= Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_error_result(&m, "would_time_out");
+    assert_error_result(&m, "would not finish before its timeout");
+
+    // The steps whose estimate is about 3.6 s: under the refusal's bound
+    // (twice the 2 s left), over the deadline.
+    let steps = (100..100_000)
+        .step_by(100)
+        .find(|n| vibedesk::research::options::crr_estimate(*n) >= Duration::from_millis(3600))
+        .unwrap();
+    let (_home, mut child, mut stdin, mut lines) = price_on_a_2s_deadline(steps).await;
+    let pid = child.id().unwrap();
+    let started = Instant::now();
+    let m = answer(&mut lines, 2, Duration::from_secs(30)).await;
+    let took = started.elapsed();
+    assert_error_result(&m, "did not finish within 2s");
+    assert!(took <= Duration::from_secs(3), "answered after {took:?}");
+    assert_idle(pid).await;
+    let small = json!({"spot": 100, "strike": 100, "expiry_years": 1, "volatility": 0.2,
+        "rate": 0.01, "style": "american", "steps": 200, "kind": "put"});
+    send(&mut stdin, &call(3, "option_price", small)).await;
+    let m = answer(&mut lines, 3, Duration::from_secs(30)).await;
+    assert_eq!(m["result"]["isError"], false, "{m}");
+    drop(stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
 }
