@@ -4,8 +4,26 @@
 //! answer [`Interrupted`]. A plain atomic: the research room knows no
 //! runtime; the tools room sets it from a call's cancel token.
 
+//!
+//! A computation called deep inside a tool (a GARCH fit, a PBO, an
+//! optimizer) reads the interrupt of the thread it runs on
+//! ([`Interrupt::within`], [`checkpoint`]), so no signature between the tool
+//! and the loop has to carry it.
+
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+thread_local! {
+    static CURRENT: RefCell<Option<Interrupt>> = const { RefCell::new(None) };
+}
+
+/// `Err` once the interrupt of this thread's computation
+/// ([`Interrupt::within`]) has fired; `Ok` outside one. As cheap as a
+/// thread-local read and an atomic load: call it once an iteration.
+pub fn checkpoint() -> Result<(), Interrupted> {
+    CURRENT.with(|c| c.borrow().as_ref().map_or(Ok(()), Interrupt::check))
+}
 
 /// The stop signal; clones share one flag.
 #[derive(Clone, Debug, Default)]
@@ -39,6 +57,21 @@ impl Interrupt {
             Ok(())
         }
     }
+
+    /// Runs `f` with this as the thread's interrupt ([`checkpoint`]); the
+    /// previous one is back afterwards, even if `f` panics.
+    pub fn within<T>(&self, f: impl FnOnce() -> T) -> T {
+        struct Restore(Option<Interrupt>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let previous = self.0.take();
+                CURRENT.with(|c| *c.borrow_mut() = previous);
+            }
+        }
+        let previous = CURRENT.with(|c| c.borrow_mut().replace(self.clone()));
+        let _restore = Restore(previous);
+        f()
+    }
 }
 
 #[cfg(test)]
@@ -52,5 +85,17 @@ mod tests {
         assert_eq!(b.check(), Ok(()));
         a.interrupt();
         assert_eq!(b.check(), Err(Interrupted));
+    }
+
+    #[test]
+    fn a_checkpoint_reads_the_thread_s_interrupt() {
+        let a = Interrupt::new();
+        assert_eq!(checkpoint(), Ok(()), "none outside");
+        a.within(|| {
+            assert_eq!(checkpoint(), Ok(()));
+            a.interrupt();
+            assert_eq!(checkpoint(), Err(Interrupted));
+        });
+        assert_eq!(checkpoint(), Ok(()), "restored");
     }
 }

@@ -25,4 +25,4 @@ pub mod stats;
 pub mod timeseries;
 pub mod warmup;
 
-pub use interrupt::{Interrupt, Interrupted};
+pub use interrupt::{Interrupt, Interrupted, checkpoint};

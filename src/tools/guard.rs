@@ -167,6 +167,18 @@ pub fn refuse_past_deadline(
     }
 }
 
+/// [`compute`] for research work that watches its thread's interrupt
+/// ([`crate::research::checkpoint`]): the interrupt fires with `cancel`
+/// (docs §2.4), so the work stops soon after a deadline.
+pub async fn compute_interruptible<T: Send + 'static>(
+    tool: &str,
+    cancel: &tokio_util::sync::CancellationToken,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ToolError> {
+    let (interrupt, _stop) = interrupt_for(cancel);
+    compute(tool, move || interrupt.within(f)).await
+}
+
 /// An interrupt for research code that fires when `cancel` does (a read-only
 /// call's deadline, the run's cancel; docs §2.4). The watcher task ends
 /// with the token or when the returned guard is dropped.
@@ -217,5 +229,30 @@ mod tests {
         assert_eq!(e.code(), "internal_error");
         assert!(e.to_string().contains("'t'"), "{e}");
         assert_eq!(blocking(|| 3).await.unwrap(), 3);
+    }
+
+    /// Blocking work sees its call's cancel token through the thread's
+    /// interrupt and stops, the awaiting future answering at once.
+    #[tokio::test]
+    async fn blocking_work_observes_the_call_s_cancel() {
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let c2 = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            c2.cancel();
+        });
+        let started = std::time::Instant::now();
+        let r = compute_interruptible("t", &cancel, || {
+            loop {
+                if let Err(e) = crate::research::checkpoint() {
+                    return e;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(r, crate::research::Interrupted);
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 }

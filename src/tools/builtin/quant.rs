@@ -60,6 +60,7 @@ fn portfolio_error(e: PortfolioError) -> ToolError {
         PortfolioError::Input(_) | PortfolioError::Bounds { .. } => {
             ToolError::InvalidArguments(e.to_string())
         }
+        PortfolioError::Interrupted(i) => ToolError::failed("cancelled", i.to_string()),
         other => ToolError::failed("optimization_failed", other.to_string()),
     }
 }
@@ -867,7 +868,13 @@ impl TypedTool for PortfolioOptimize {
             max_weight: args.max_weight.unwrap_or(1.0),
             covariance,
         };
-        let p = portfolio::optimize(&r.columns, &r.names, &o).map_err(portfolio_error)?;
+        // The optimizer off the async threads, watching the deadline (§2.4).
+        let (columns, names) = (r.columns, r.names.clone());
+        let p = guard::compute_interruptible(Self::NAME, &ctx.cancel, move || {
+            portfolio::optimize(&columns, &names, &o)
+        })
+        .await?
+        .map_err(portfolio_error)?;
         Ok(PortfolioOptimizeOutput {
             status: "ok".into(),
             method: method.as_str().into(),
