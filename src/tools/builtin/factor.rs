@@ -79,6 +79,7 @@ fn regression_error(e: RegressionError) -> ToolError {
         RegressionError::Input(m) => ToolError::InvalidArguments(m),
         RegressionError::TooFew { .. } => ToolError::failed("too_few_observations", e.to_string()),
         RegressionError::Singular { .. } => ToolError::failed("singular_regressors", e.to_string()),
+        RegressionError::Interrupted(i) => ToolError::failed("cancelled", i.to_string()),
     }
 }
 
@@ -875,7 +876,11 @@ impl TypedTool for Regression {
                 inline_design(y, x, monthly)?
             }
         };
-        fit(design, args.hac_lags, args.rolling_window)
+        // HAC and rolling fits are O(n²) at worst: off the async threads,
+        // watching the deadline (§2.4).
+        let (lags, window) = (args.hac_lags, args.rolling_window);
+        guard::compute_interruptible(Self::NAME, &ctx.cancel, move || fit(design, lags, window))
+            .await?
     }
 }
 
