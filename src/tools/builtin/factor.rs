@@ -71,6 +71,7 @@ fn factor_error(e: FactorError) -> ToolError {
     match e {
         FactorError::Input(m) => ToolError::InvalidArguments(m),
         FactorError::TooFew(_) => ToolError::failed("too_few_observations", e.to_string()),
+        FactorError::Interrupted(i) => ToolError::failed("cancelled", i.to_string()),
     }
 }
 
@@ -433,7 +434,12 @@ impl TypedTool for FactorIc {
             quantiles: q,
             min_names: 3,
         };
-        let study = factor_ic(&built.panel, &o).map_err(factor_error)?;
+        // The ranks of every date off the async threads (§2.4).
+        let (study, built) = guard::compute_interruptible(Self::NAME, &ctx.cancel, move || {
+            factor_ic(&built.panel, &o).map(|s| (s, built))
+        })
+        .await?
+        .map_err(factor_error)?;
         let (name, params) = match &spec {
             FactorSpec::Indicator(i) => (i.name().to_string(), i.params_json()),
             FactorSpec::Inline(r) => ("inline".to_string(), json!({"values": r.len()})),
