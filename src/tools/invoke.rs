@@ -121,7 +121,8 @@ pub async fn invoke(inv: Invocation<'_>, call: ToolCall, ctx: ToolContext) -> Ca
         timeout_s: timeout.map(|t| t.as_secs_f64()),
     });
     let started = Instant::now();
-    let deadline = timeout.map(|t| started + t);
+    // Checked: a deadline past the clock's range is no deadline.
+    let deadline = timeout.and_then(|t| started.checked_add(t));
     let progress = ProgressHandle::new(inv.sink.clone(), &call.id, &name);
     let call_cancel = ctx.cancel.clone();
     // The panic boundary (docs §2.4): a panic while the tool runs is its
