@@ -201,6 +201,10 @@ impl AgentSetup {
         });
         let mut registry = crate::tools::Registry::new();
         builtin::register_entries(&mut registry, builtin::MANIFEST, &env)?;
+        // Test only: a panicking tool for the panic boundary's end-to-end
+        // tests (docs §2.4), in debug builds when asked.
+        #[cfg(debug_assertions)]
+        builtin::panic_probe::register_if_asked(&mut registry);
         let (recall, snapshot) = match &store {
             Some(s) => (
                 Some(Arc::new(crate::agent::recall::MemoryRecall::new(s.clone()))

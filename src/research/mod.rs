@@ -14,6 +14,7 @@ pub mod backtest;
 pub mod data;
 pub mod factor;
 pub mod indicators;
+pub mod interrupt;
 pub mod options;
 pub mod overfitting;
 pub mod portfolio;
@@ -23,3 +24,5 @@ pub mod seeded;
 pub mod stats;
 pub mod timeseries;
 pub mod warmup;
+
+pub use interrupt::{Interrupt, Interrupted, checkpoint};

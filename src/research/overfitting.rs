@@ -33,6 +33,8 @@ pub(crate) const EULER_GAMMA: f64 = 0.577_215_664_901_532_9;
 pub enum OverfitError {
     #[error("{0}")]
     Input(String),
+    #[error(transparent)]
+    Interrupted(#[from] crate::research::Interrupted),
 }
 
 /// The moments PSR reads, of one return series.
@@ -203,7 +205,7 @@ pub fn pbo_cscv(columns: &[Vec<f64>], partitions: usize) -> Result<Pbo, OverfitE
     }
     let from = t - m * s;
     let blocks = block_sums(columns, s, m, from);
-    Ok(cscv(&blocks, n, s, m, from))
+    Ok(cscv(&blocks, n, s, m, from)?)
 }
 
 /// CSCV over every choice of half the blocks, in `itertools.combinations`
@@ -212,7 +214,16 @@ pub fn pbo_cscv(columns: &[Vec<f64>], partitions: usize) -> Result<Pbo, OverfitE
 /// the one that changed. Strategies are compared by the signed square of
 /// their Sharpe, m·|m|/σ², which orders them as the Sharpe does without a
 /// square root; the winner's own Sharpe is then computed in full.
-fn cscv(b: &Blocks, n: usize, s: usize, m: usize, from: usize) -> Pbo {
+///
+/// Up to C(24, 12) = 2.7 million choices: the thread's interrupt is read
+/// every 64 (docs §2.4).
+fn cscv(
+    b: &Blocks,
+    n: usize,
+    s: usize,
+    m: usize,
+    from: usize,
+) -> Result<Pbo, crate::research::Interrupted> {
     let k = s / 2;
     let (tot_sum, tot_sq) = totals(b, n, s);
     let count = (k * m) as f64;
@@ -248,6 +259,9 @@ fn cscv(b: &Blocks, n: usize, s: usize, m: usize, from: usize) -> Pbo {
     let (mut num, mut den) = (vec![0.0; n], vec![0.0; n]);
     let inv = 1.0 / count;
     loop {
+        if logits.len() % 64 == 0 {
+            crate::research::checkpoint()?;
+        }
         let last = &pre[(k - 1) * 2 * n..k * 2 * n];
         let (is_sum, is_sq) = last.split_at(n);
         let (mut best, mut bn, mut bd) = (0usize, f64::NEG_INFINITY, 1.0);
@@ -292,7 +306,7 @@ fn cscv(b: &Blocks, n: usize, s: usize, m: usize, from: usize) -> Pbo {
         }
     }
     let combos = logits.len();
-    Pbo {
+    Ok(Pbo {
         pbo: logits.iter().filter(|l| **l <= 0.0).count() as f64 / combos as f64,
         partitions: s,
         combinations: combos,
@@ -301,7 +315,7 @@ fn cscv(b: &Blocks, n: usize, s: usize, m: usize, from: usize) -> Pbo {
         logits,
         prob_oos_loss: losses as f64 / combos as f64,
         degradation_slope: slope(&pairs),
-    }
+    })
 }
 
 fn totals(b: &Blocks, n: usize, s: usize) -> (Vec<f64>, Vec<f64>) {
@@ -392,6 +406,28 @@ mod tests {
                 (0..t).map(|_| mu + 0.01 * rng.normal()).collect()
             })
             .collect()
+    }
+
+    /// An interrupt fired before or during CSCV's 2.7 million choices
+    /// stops it promptly with `Interrupted` (docs §2.4).
+    #[test]
+    fn an_interrupted_pbo_stops_promptly() {
+        let cols = noise(2400, 40, 3, None);
+        let fired = crate::research::Interrupt::new();
+        fired.interrupt();
+        let e = fired.within(|| pbo_cscv(&cols, 24)).unwrap_err();
+        assert_eq!(e, OverfitError::Interrupted(crate::research::Interrupted));
+        let later = crate::research::Interrupt::new();
+        let firing = later.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            firing.interrupt();
+            std::time::Instant::now()
+        });
+        let r = later.within(|| pbo_cscv(&cols, 24));
+        let fired_at = t.join().unwrap();
+        assert!(matches!(r, Err(OverfitError::Interrupted(_))), "{r:?}");
+        assert!(fired_at.elapsed() < std::time::Duration::from_millis(500));
     }
 
     /// A planted edge: the in-sample winner stays on top out of sample,

@@ -63,7 +63,8 @@ pub fn run_cells(
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let threads = threads.clamp(1, blocks.len().max(1));
-    let (tx, rx) = mpsc::channel::<(usize, Vec<Row>)>();
+    // A block's rows, or the cell whose evaluation panicked and why.
+    let (tx, rx) = mpsc::channel::<Result<(usize, Vec<Row>), (usize, String)>>();
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let tx = tx.clone();
@@ -79,10 +80,16 @@ pub fn run_cells(
                         if cancel.is_cancelled() || stop.load(Ordering::Relaxed) {
                             break;
                         }
-                        rows.extend(evaluate_cell(prep, cell, &mut scratch));
+                        match guarded_cell(prep, cell, &mut scratch) {
+                            Ok(r) => rows.extend(r),
+                            Err(why) => {
+                                let _ = tx.send(Err((cell, why)));
+                                return;
+                            }
+                        }
                         cells += 1;
                     }
-                    if cells > 0 && tx.send((cells, rows)).is_err() {
+                    if cells > 0 && tx.send(Ok((cells, rows))).is_err() {
                         break;
                     }
                     if cancel.is_cancelled() || stop.load(Ordering::Relaxed) {
@@ -97,10 +104,18 @@ pub fn run_cells(
         drop(tx);
         let mut computed = 0;
         let mut failed = None;
-        for (cells, rows) in rx {
+        for sent in rx {
             if failed.is_some() {
                 continue;
             }
+            let (cells, rows) = match sent {
+                Ok(block) => block,
+                Err((cell, why)) => {
+                    stop.store(true, Ordering::Relaxed);
+                    failed = Some(cell_panicked(cell, &why));
+                    continue;
+                }
+            };
             match sink(rows) {
                 Ok(()) => computed += cells,
                 Err(e) => {
@@ -116,12 +131,36 @@ pub fn run_cells(
                 if cancel.is_cancelled() {
                     break;
                 }
-                sink(evaluate_cell(prep, cell, &mut scratch))?;
+                let rows = guarded_cell(prep, cell, &mut scratch)
+                    .map_err(|why| cell_panicked(cell, &why))?;
+                sink(rows)?;
                 computed += 1;
             }
         }
         failed.map_or(Ok(computed), Err)
     })
+}
+
+/// One cell, a panic in it caught (docs §2.4): the sweep stops with an
+/// error naming the cell instead of taking its worker (and the journal's
+/// writer) down. The scratch is reset after a panic, as it may be torn.
+fn guarded_cell(prep: &Prepared, cell: usize, scratch: &mut Scratch) -> Result<Vec<Row>, String> {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        evaluate_cell(prep, cell, scratch)
+    }));
+    r.map_err(|p| {
+        *scratch = Scratch::default();
+        p.downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into())
+    })
+}
+
+fn cell_panicked(cell: usize, why: &str) -> SweepError {
+    SweepError::Engine(format!(
+        "cell {cell} failed unexpectedly ({why}); this is a bug in vibedesk: the finished cells are kept in the journal"
+    ))
 }
 
 /// The score a cell is ranked by: the mean of the ranking metric over its

@@ -121,11 +121,17 @@ pub async fn invoke(inv: Invocation<'_>, call: ToolCall, ctx: ToolContext) -> Ca
         timeout_s: timeout.map(|t| t.as_secs_f64()),
     });
     let started = Instant::now();
+    // Checked: a deadline past the clock's range is no deadline.
+    let deadline = timeout.and_then(|t| started.checked_add(t));
     let progress = ProgressHandle::new(inv.sink.clone(), &call.id, &name);
     let call_cancel = ctx.cancel.clone();
-    let fut = progress
-        .clone()
-        .scope(inv.tool.call_with_output(inv.args.clone(), &ctx));
+    // The panic boundary (docs §2.4): a panic while the tool runs is its
+    // `internal_error` result, and the run or the server goes on. A
+    // read-only tool may read its deadline, to refuse work that cannot fit.
+    let fut = progress.clone().scope(super::guard::with_deadline(
+        deadline.filter(|_| readonly),
+        super::guard::Guarded::new(inv.tool.call_with_output(inv.args.clone(), &ctx)),
+    ));
     tokio::pin!(fut);
 
     let period = inv
@@ -133,7 +139,6 @@ pub async fn invoke(inv: Invocation<'_>, call: ToolCall, ctx: ToolContext) -> Ca
         .heartbeat_interval
         .max(Duration::from_millis(500));
     let mut heartbeat = tokio::time::interval_at(started + period, period);
-    let deadline = timeout.map(|t| started + t);
     let mut warned = false;
     let mut grace_until: Option<Instant> = None;
     let far = started + Duration::from_secs(86_400 * 365);
@@ -143,6 +148,10 @@ pub async fn invoke(inv: Invocation<'_>, call: ToolCall, ctx: ToolContext) -> Ca
         tokio::select! {
             biased;
             result = &mut fut => {
+                let result = result.unwrap_or_else(|p| {
+                    tracing::error!(tool = %name, call = %call.id, panic = %p.message, "a tool panicked");
+                    Err(p.into_tool_error(&name))
+                });
                 break match result {
                     Ok(reply) => {
                         output = reply.output;

@@ -11,6 +11,7 @@ pub mod background;
 pub mod builtin;
 pub mod events;
 pub mod finalize;
+pub mod guard;
 pub mod invoke;
 pub mod late;
 pub mod manifest;

@@ -95,6 +95,12 @@ fn install_panic_hook() {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
+            // A tool's panic is caught and answered as its error (docs
+            // §2.4): the screen stays, and the message goes to the log.
+            if crate::tools::guard::inside() {
+                tracing::error!("a tool panicked: {info}");
+                return;
+            }
             restore();
             previous(info);
         }));

@@ -20,6 +20,7 @@ mod mcp_server;
 mod memory;
 mod offline_market;
 mod pairs;
+mod panic_boundary;
 mod planner;
 mod provider;
 mod quant_goldens;

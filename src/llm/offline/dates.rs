@@ -19,7 +19,7 @@
 
 use std::sync::LazyLock;
 
-use chrono::{Duration, NaiveDate};
+use chrono::NaiveDate;
 use regex::{Captures, Regex};
 
 const MONTHS: &str = r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?";
@@ -376,7 +376,7 @@ fn months(y: i32, m: u32, count: u32) -> Option<(NaiveDate, NaiveDate)> {
     } else {
         NaiveDate::from_ymd_opt(y, after_last, 1)?
     };
-    Some((first, next - Duration::days(1)))
+    Some((first, next.pred_opt()?))
 }
 
 fn month(c: &Captures<'_>, name: &str) -> Option<u32> {

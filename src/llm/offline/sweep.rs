@@ -235,7 +235,9 @@ fn split(start: &str, end: &str) -> Option<Value> {
     if days < 365 {
         return None;
     }
-    let cut = s + chrono::Duration::days((days as f64 * IN_SAMPLE_SHARE).round() as i64);
+    let cut = s.checked_add_signed(chrono::TimeDelta::try_days(
+        (days as f64 * IN_SAMPLE_SHARE).round() as i64,
+    )?)?;
     let next = cut.succ_opt()?;
     let f = |d: NaiveDate| d.format("%Y-%m-%d").to_string();
     Some(json!({"in_sample": [f(s), f(cut)], "out_of_sample": [f(next), f(e)]}))

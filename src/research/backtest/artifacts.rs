@@ -181,7 +181,12 @@ pub fn write_ohlcv(
         .flatten();
         let mine = work();
         let theirs = match helper {
-            Some(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            // A helper's panic is this call's error, not a second panic.
+            Some(h) => h
+                .join()
+                .unwrap_or(Err(BacktestError::Chart(chart::ChartError::Panicked(
+                    "a price file writer",
+                )))),
             None => Ok(Vec::new()),
         };
         let mut all = mine?;

@@ -282,16 +282,19 @@ pub fn rust_signals(strategy: &StrategySpec, series: &[PriceSeries]) -> Vec<Vec<
         let parts: Vec<_> = series
             .chunks(chunk)
             .map(|c| {
-                std::thread::Builder::new()
+                let h = std::thread::Builder::new()
                     .spawn_scoped(scope, move || c.iter().map(one).collect::<Vec<_>>())
-                    .map_err(|_| c)
+                    .ok();
+                (c, h)
             })
             .collect();
+        // A helper that panicked has its chunk redone here rather than
+        // re-panicking this thread (docs §2.4).
         parts
             .into_iter()
-            .flat_map(|part| match part {
-                Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                Err(c) => c.iter().map(one).collect(),
+            .flat_map(|(c, h)| match h.map(|h| h.join()) {
+                Some(Ok(signals)) => signals,
+                _ => c.iter().map(one).collect(),
             })
             .collect()
     })

@@ -969,16 +969,25 @@ pub(crate) fn load_many(
             .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
             .collect();
         let mut all = work();
-        for h in handles {
-            match h.join() {
-                Ok(part) => all.extend(part),
-                Err(p) => std::panic::resume_unwind(p),
-            }
-        }
+        // A helper that panicked loses its symbols: each is an error of its
+        // own below, not a second panic here (docs §2.4).
+        all.extend(handles.into_iter().filter_map(|h| h.join().ok()).flatten());
         all
     });
     all.sort_unstable_by_key(|(i, _)| *i);
-    all.into_iter().map(|(_, r)| r).collect()
+    let mut loaded = all.into_iter().peekable();
+    (0..symbols.len())
+        .map(|i| match loaded.next_if(|(at, _)| *at == i) {
+            Some((_, r)) => r,
+            None => Err(DataError::Unavailable {
+                loader: Source::Local,
+                reason: format!(
+                    "the loader thread reading {} failed (a bug in vibedesk); try again",
+                    symbols[i]
+                ),
+            }),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -587,6 +587,14 @@ pub enum DataError {
         start: NaiveDate,
         end: NaiveDate,
     },
+    #[error(
+        "{bars} bars of history before {start} for {symbol} reach past the calendar's first date; ask for fewer rows (last_n) or a shorter warm-up"
+    )]
+    HistoryTooLong {
+        symbol: String,
+        bars: usize,
+        start: NaiveDate,
+    },
     #[error("invalid symbol '{0}': give a ticker such as AAPL, 0700.HK or BTC-USD")]
     InvalidSymbol(String),
     #[error(
@@ -680,6 +688,7 @@ impl DataError {
                 | DataError::CsvValue { .. }
                 | DataError::CsvFormat { .. }
                 | DataError::InvalidRange { .. }
+                | DataError::HistoryTooLong { .. }
                 | DataError::InvalidSymbol(_)
                 | DataError::UnsupportedInterval { .. }
                 | DataError::Embedded(_)
@@ -692,6 +701,7 @@ impl DataError {
             DataError::UnknownSource { .. } => "unknown_source",
             DataError::UnsupportedInterval { .. } => "unsupported_interval",
             DataError::InvalidDate { .. } | DataError::InvalidRange { .. } => "invalid_range",
+            DataError::HistoryTooLong { .. } => "invalid_arguments",
             DataError::InvalidSymbol(_) => "invalid_symbol",
             DataError::Embedded(_) => "embedded_data_broken",
             DataError::Io(_) => "io_error",

@@ -116,6 +116,12 @@ pub fn history_days(bars: usize) -> i64 {
     i64::try_from(bars).map_or(i64::MAX, |b| b.saturating_mul(8) / 5 + 14)
 }
 
+/// `start` less [`history_days`] of `bars`: `None` past the calendar's
+/// first date (checked: a user's count may be any size, issue 35).
+fn history_start(start: NaiveDate, bars: usize) -> Option<NaiveDate> {
+    chrono::TimeDelta::try_days(history_days(bars)).and_then(|d| start.checked_sub_signed(d))
+}
+
 impl DataRequest {
     pub fn new(symbol: impl Into<String>) -> Self {
         DataRequest {
@@ -145,7 +151,7 @@ impl DataRequest {
         if !source.is_online() || self.history == usize::MAX {
             return None;
         }
-        start.checked_sub_signed(chrono::Duration::days(history_days(self.history)))
+        history_start(start, self.history)
     }
 
     pub fn range(mut self, start: Option<NaiveDate>, end: Option<NaiveDate>) -> Self {
@@ -344,6 +350,17 @@ impl MarketData {
                 end: b,
             });
         }
+        // usize::MAX is "all of it"; any other count must reach a date.
+        if let Some(start) = req.start
+            && req.history != usize::MAX
+            && history_start(start, req.history).is_none()
+        {
+            return Err(DataError::HistoryTooLong {
+                symbol: s.to_string(),
+                bars: req.history,
+                start,
+            });
+        }
         Ok(())
     }
 
@@ -354,7 +371,9 @@ impl MarketData {
         };
         let slack = chrono::Duration::days(COVER_SLACK_DAYS);
         let end = req.end.unwrap_or_else(|| self.today());
-        req.start.is_none_or(|s| first <= s + slack) && last + slack >= end
+        // Checked: a requested date may sit at the calendar's edge.
+        let plus = |d: NaiveDate| d.checked_add_signed(slack).unwrap_or(NaiveDate::MAX);
+        req.start.is_none_or(|s| first <= plus(s)) && plus(last) >= end
     }
 
     /// Fetches one symbol, falling back along its chain.

@@ -26,6 +26,8 @@ pub enum FactorError {
     Input(String),
     #[error("too few dates to score: {0}; widen start..end, add symbols, or shorten the horizon")]
     TooFew(String),
+    #[error(transparent)]
+    Interrupted(#[from] crate::research::Interrupted),
 }
 
 /// Factor values and closes of several symbols on common dates.
@@ -381,6 +383,8 @@ fn score_horizon(
         spread_n: 0,
     };
     for row in 0..t - h {
+        // A date ranks every name: the interrupt is read once a date (§2.4).
+        crate::research::checkpoint()?;
         // A date without any factor value (an inline factor's off days) is
         // not a date of the study.
         if sorted.start[row] == sorted.start[row + 1] {

@@ -32,6 +32,8 @@ pub enum RegressionError {
         "singular regressors: '{name}' is constant or a linear combination of the intercept and the regressors before it; drop it"
     )]
     Singular { name: String },
+    #[error(transparent)]
+    Interrupted(#[from] crate::research::Interrupted),
 }
 
 /// One coefficient.
@@ -210,7 +212,7 @@ pub fn ols_hac(y: &[f64], x: &[(&str, &[f64])], hac_lags: usize) -> Result<Ols, 
             bread[i * k + j] = (0..k).map(|m| rinv[i * k + m] * rinv[j * k + m]).sum();
         }
     }
-    let meat = hac_meat(&a, &resid, n, k, hac_lags);
+    let meat = hac_meat(&a, &resid, n, k, hac_lags)?;
     let cov = sandwich(&bread, &meat, k);
     Ok(finish(y, x, &beta, &cov, resid, hac_lags))
 }
@@ -239,7 +241,14 @@ fn check_inputs(y: &[f64], x: &[(&str, &[f64])]) -> Result<(), RegressionError> 
 }
 
 /// S = Σ_l w_l Σ_t (g_t g_{t−l}ᵀ + its transpose), row-major k×k.
-fn hac_meat(a: &[f64], u: &[f64], n: usize, k: usize, lags: usize) -> Vec<f64> {
+/// O(n·lags·k²): the thread's interrupt is read at every lag (docs §2.4).
+fn hac_meat(
+    a: &[f64],
+    u: &[f64],
+    n: usize,
+    k: usize,
+    lags: usize,
+) -> Result<Vec<f64>, crate::research::Interrupted> {
     // g[t·k + j] = x_tj · u_t
     let mut g = vec![0.0; n * k];
     for t in 0..n {
@@ -249,6 +258,7 @@ fn hac_meat(a: &[f64], u: &[f64], n: usize, k: usize, lags: usize) -> Vec<f64> {
     }
     let mut s = vec![0.0; k * k];
     for l in 0..=lags.min(n.saturating_sub(1)) {
+        crate::research::checkpoint()?;
         let w = 1.0 - l as f64 / (lags as f64 + 1.0);
         let mut c = vec![0.0; k * k];
         for t in l..n {
@@ -269,7 +279,7 @@ fn hac_meat(a: &[f64], u: &[f64], n: usize, k: usize, lags: usize) -> Vec<f64> {
             }
         }
     }
-    s
+    Ok(s)
 }
 
 /// B S Bᵀ (B symmetric).
@@ -348,6 +358,7 @@ pub fn rolling_slopes(
     let mut out = Vec::new();
     let mut end = n - 1;
     loop {
+        crate::research::checkpoint()?;
         let from = end + 1 - window;
         let cols: Vec<(&str, &[f64])> = x.iter().map(|(nm, c)| (*nm, &c[from..=end])).collect();
         let fit = ols_hac(&y[from..=end], &cols, 0)?;
@@ -414,6 +425,33 @@ pub fn month_end_returns(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// HAC and rolling fits stop with `Interrupted` once their interrupt
+    /// has fired (docs §2.4); without one they answer as before.
+    #[test]
+    fn an_interrupted_fit_answers_interrupted() {
+        let x: Vec<f64> = (0..200).map(|i| ((i * 7) % 11) as f64).collect();
+        let y: Vec<f64> = x
+            .iter()
+            .enumerate()
+            .map(|(i, v)| 2.0 * v + (i % 3) as f64)
+            .collect();
+        let fired = crate::research::Interrupt::new();
+        fired.interrupt();
+        let e = fired.within(|| ols_hac(&y, &[("x", &x)], 150)).unwrap_err();
+        assert_eq!(
+            e,
+            RegressionError::Interrupted(crate::research::Interrupted)
+        );
+        let e = fired
+            .within(|| rolling_slopes(&y, &[("x", &x)], 20, 1))
+            .unwrap_err();
+        assert_eq!(
+            e,
+            RegressionError::Interrupted(crate::research::Interrupted)
+        );
+        assert!(ols_hac(&y, &[("x", &x)], 150).is_ok());
+    }
 
     #[test]
     fn an_exact_line_is_recovered() {

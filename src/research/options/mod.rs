@@ -15,7 +15,7 @@ pub mod strategy;
 
 use serde::{Deserialize, Serialize};
 
-pub use binomial::crr_american;
+pub use binomial::{crr_american, crr_american_within, crr_estimate};
 pub use black_scholes::black_scholes;
 pub use implied::{ImpliedVolatility, implied_volatility};
 
@@ -131,6 +131,8 @@ pub enum OptionError {
         rate: f64,
         dividend_yield: f64,
     },
+    #[error(transparent)]
+    Interrupted(#[from] crate::research::Interrupted),
     #[error("implied volatility did not converge within {iterations} iterations for price {price}")]
     NoConvergence { price: f64, iterations: u32 },
     #[error("{0}")]

@@ -157,6 +157,8 @@ pub enum PortfolioError {
     },
     #[error("the optimiser failed: {0}")]
     Solver(String),
+    #[error(transparent)]
+    Interrupted(#[from] crate::research::Interrupted),
 }
 
 /// Checks the returns: at least one asset, equal lengths, two days or
@@ -250,6 +252,7 @@ pub fn optimize(
                 best: mu.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             }
         }
+        WeightsError::Qp(QpError::Interrupted(i)) => PortfolioError::Interrupted(i),
         WeightsError::Qp(q) => PortfolioError::Solver(q.to_string()),
         WeightsError::Portfolio(p) => p,
     })?;

@@ -27,6 +27,8 @@ pub(crate) enum QpError {
     Infeasible,
     #[error("no optimum after {0} steps")]
     TooManySteps(usize),
+    #[error(transparent)]
+    Interrupted(#[from] crate::research::Interrupted),
 }
 
 /// Constraints as normal vectors (each of length n) and offsets.
@@ -296,6 +298,8 @@ impl Solver {
             }
             snapshot.take(self);
             'step2: loop {
+                // A step is O(n²) (docs §2.4).
+                crate::research::checkpoint()?;
                 steps += 1;
                 if steps > max_steps {
                     return Err(QpError::TooManySteps(max_steps));

@@ -26,6 +26,8 @@ pub(crate) fn erc_weights(cov: &Matrix) -> Result<Vec<f64>, QpError> {
     y.iter_mut().for_each(|v| *v /= scale);
     let f = |y: &[f64]| 0.5 * cov.quad(y) - b * y.iter().map(|v| v.ln()).sum::<f64>();
     for _ in 0..MAX_ITERATIONS {
+        // An iteration factors an n × n matrix (docs §2.4).
+        crate::research::checkpoint()?;
         let sy = cov.times(&y);
         let grad: Vec<f64> = sy.iter().zip(&y).map(|(s, v)| s - b / v).collect();
         let mut h = cov.data.clone();

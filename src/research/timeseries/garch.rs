@@ -453,6 +453,8 @@ fn newton(
     }
     let mut iterations = 0;
     for it in 0..200 {
+        // An iteration is a few passes over the returns (docs §2.4).
+        crate::research::checkpoint()?;
         iterations = it + 1;
         // Variables at a bound whose gradient points outward stay there.
         let free: Vec<usize> = (0..4)
@@ -599,6 +601,32 @@ mod tests {
                 p.mu + e
             })
             .collect()
+    }
+
+    /// A fit whose interrupt has fired stops at its next iteration with
+    /// `Interrupted`, the normal and the family fits alike (docs §2.4).
+    #[test]
+    fn an_interrupted_fit_stops_with_interrupted() {
+        let truth = GarchParams {
+            mu: 0.05,
+            omega: 0.05,
+            alpha: 0.1,
+            beta: 0.85,
+        };
+        let y = simulate(4000, truth, 7);
+        let fired = crate::research::Interrupt::new();
+        fired.interrupt();
+        let e = fired.within(|| fit_garch(&y)).unwrap_err();
+        assert_eq!(e, TsError::Interrupted(crate::research::Interrupted));
+        let spec = crate::research::timeseries::GarchSpec {
+            gjr: true,
+            dist: crate::research::timeseries::ErrorDist::StudentT,
+        };
+        let e = fired
+            .within(|| crate::research::timeseries::fit_family(&y, spec))
+            .unwrap_err();
+        assert_eq!(e, TsError::Interrupted(crate::research::Interrupted));
+        assert!(fit_garch(&y).is_ok(), "no interrupt outside");
     }
 
     #[test]

@@ -572,6 +572,8 @@ fn newton(
     }
     let k = x.len();
     for it in 0..MAX_ITER {
+        // An iteration is a few passes over the returns (docs §2.4).
+        crate::research::checkpoint()?;
         let (_, g, h) = prob.derivatives(&x);
         let mut normals: Vec<Vec<f64>> = (0..k)
             .filter(|&i| (x[i] <= lo[i] && g[i] < 0.0) || (x[i] >= hi[i] && g[i] > 0.0))

@@ -127,6 +127,8 @@ pub enum TsError {
     Singular { test: &'static str },
     #[error("{0}")]
     NoFit(String),
+    #[error(transparent)]
+    Interrupted(#[from] crate::research::Interrupted),
 }
 
 /// Checks that `x` has at least `need` finite values.

@@ -32,8 +32,8 @@ use crate::research::overfitting::{
     OverfitError, SharpeMoments, expected_max_sharpe, min_track_record, pbo_cscv, psr,
 };
 use crate::research::warmup::WarmupRecord;
-use crate::tools::Caps;
 use crate::tools::registry::DuplicateTool;
+use crate::tools::{Caps, guard};
 use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
 
 /// Most symbols one call takes.
@@ -71,6 +71,7 @@ fn factor_error(e: FactorError) -> ToolError {
     match e {
         FactorError::Input(m) => ToolError::InvalidArguments(m),
         FactorError::TooFew(_) => ToolError::failed("too_few_observations", e.to_string()),
+        FactorError::Interrupted(i) => ToolError::failed("cancelled", i.to_string()),
     }
 }
 
@@ -79,11 +80,15 @@ fn regression_error(e: RegressionError) -> ToolError {
         RegressionError::Input(m) => ToolError::InvalidArguments(m),
         RegressionError::TooFew { .. } => ToolError::failed("too_few_observations", e.to_string()),
         RegressionError::Singular { .. } => ToolError::failed("singular_regressors", e.to_string()),
+        RegressionError::Interrupted(i) => ToolError::failed("cancelled", i.to_string()),
     }
 }
 
 fn overfit_error(e: OverfitError) -> ToolError {
-    ToolError::InvalidArguments(e.to_string())
+    match e {
+        OverfitError::Interrupted(i) => ToolError::failed("cancelled", i.to_string()),
+        e => ToolError::InvalidArguments(e.to_string()),
+    }
 }
 
 fn no_data(symbol: &str, start: Option<NaiveDate>, end: Option<NaiveDate>) -> ToolError {
@@ -429,7 +434,12 @@ impl TypedTool for FactorIc {
             quantiles: q,
             min_names: 3,
         };
-        let study = factor_ic(&built.panel, &o).map_err(factor_error)?;
+        // The ranks of every date off the async threads (§2.4).
+        let (study, built) = guard::compute_interruptible(Self::NAME, &ctx.cancel, move || {
+            factor_ic(&built.panel, &o).map(|s| (s, built))
+        })
+        .await?
+        .map_err(factor_error)?;
         let (name, params) = match &spec {
             FactorSpec::Indicator(i) => (i.name().to_string(), i.params_json()),
             FactorSpec::Inline(r) => ("inline".to_string(), json!({"values": r.len()})),
@@ -872,7 +882,11 @@ impl TypedTool for Regression {
                 inline_design(y, x, monthly)?
             }
         };
-        fit(design, args.hac_lags, args.rolling_window)
+        // HAC and rolling fits are O(n²) at worst: off the async threads,
+        // watching the deadline (§2.4).
+        let (lags, window) = (args.hac_lags, args.rolling_window);
+        guard::compute_interruptible(Self::NAME, &ctx.cancel, move || fit(design, lags, window))
+            .await?
     }
 }
 
@@ -1205,7 +1219,12 @@ impl TypedTool for Overfitting {
     ) -> Result<Self::Output, ToolError> {
         let s = strategies(&self.data, ctx, &args).await?;
         let o = options(&args, s.names.len())?;
-        deflate(s, &o, args.trial_sharpes.as_deref())
+        // PBO's choices off the async threads, watching the deadline (§2.4).
+        let trial_sharpes = args.trial_sharpes;
+        guard::compute_interruptible(Self::NAME, &ctx.cancel, move || {
+            deflate(s, &o, trial_sharpes.as_deref())
+        })
+        .await?
     }
 }
 
@@ -1266,7 +1285,7 @@ fn deflate(
     let sr0 = expected_max_sharpe(var, o.trials, bench);
     let dsr = psr(&m, sr0);
     let mtrl = min_track_record(&m, bench, o.confidence);
-    let (pbo, pbo_note) = pbo_of(&s.columns, o.partitions);
+    let (pbo, pbo_note) = pbo_of(&s.columns, o.partitions)?;
     let survives = dsr >= o.confidence;
     let verdict = format!(
         "DSR {dsr:.3} for {} trial(s): the best Sharpe ({:.2} annualised, {}) {} at {:.0} % confidence; the best of {} by luck alone would reach {:.2}",
@@ -1364,14 +1383,18 @@ fn trial_variance(
     ))
 }
 
-fn pbo_of(columns: &[Vec<f64>], partitions: usize) -> (Option<PboOutput>, Option<String>) {
+/// PBO, or a note why there is none; `Err` only when it was interrupted.
+fn pbo_of(
+    columns: &[Vec<f64>],
+    partitions: usize,
+) -> Result<(Option<PboOutput>, Option<String>), ToolError> {
     if columns.len() < 2 {
-        return (
+        return Ok((
             None,
             Some("PBO needs two or more strategies' returns".into()),
-        );
+        ));
     }
-    match pbo_cscv(columns, partitions) {
+    Ok(match pbo_cscv(columns, partitions) {
         Ok(p) => {
             let mut l = p.logits.clone();
             l.sort_by(f64::total_cmp);
@@ -1390,8 +1413,9 @@ fn pbo_of(columns: &[Vec<f64>], partitions: usize) -> (Option<PboOutput>, Option
                 None,
             )
         }
+        Err(e @ OverfitError::Interrupted(_)) => return Err(overfit_error(e)),
         Err(e) => (None, Some(format!("no PBO: {}", overfit_error(e)))),
-    }
+    })
 }
 
 // Each is made of the shared market data alone.

@@ -859,4 +859,30 @@ mod tests {
                 .ends_with("data/MYCO.csv")
         );
     }
+
+    /// A huge `last_n` is refused with a clear invalid-argument error,
+    /// never a panic (issue 35: chrono's day count overflowed).
+    #[tokio::test]
+    async fn a_huge_last_n_is_an_invalid_argument_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        for n in [
+            json!(1_000_000_000_000_000u64),
+            json!(10_000_000_000_000u64),
+            json!(100_000_000u64),
+        ] {
+            let args = json!({"symbol": "SPY", "last_n": n, "end": "2010-01-04"});
+            let e = call(&registry(), "get_market_data", args, &c)
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), "invalid_arguments", "{n}: {e}");
+            assert!(e.to_string().contains("ask for fewer rows"), "{e}");
+        }
+        // A count that reaches a date is served as before.
+        let args = json!({"symbol": "SPY", "last_n": 5, "end": "2010-01-04"});
+        let five = call(&registry(), "get_market_data", args, &c)
+            .await
+            .unwrap();
+        assert_eq!(five["total"], 5, "{five}");
+    }
 }

@@ -30,6 +30,8 @@ pub mod factor;
 pub mod fs;
 pub mod market;
 pub mod memory;
+#[cfg(debug_assertions)]
+pub mod panic_probe;
 #[cfg(test)]
 pub(crate) mod probe;
 pub mod quant;

@@ -20,15 +20,17 @@ use super::{Family, ToolEnv, register_family};
 use crate::model::names;
 use crate::model::quant::*;
 use crate::research::data::{self, DataConfig, DataRequest, MarketData, PriceSeries};
+use crate::research::options::binomial::{MAX_STEPS, crr_nodes};
 use crate::research::options::strategy::{self, Leg, LegKind, Market};
 use crate::research::options::{
-    OptionError, OptionInputs, OptionKind, black_scholes, crr_american, implied_volatility,
+    OptionError, OptionInputs, OptionKind, black_scholes, crr_american_within, crr_estimate,
+    implied_volatility,
 };
 use crate::research::portfolio::{self, CovarianceKind, Method, OptimizeOptions, PortfolioError};
 use crate::research::returns::{aligned_returns, realised_volatility};
 use crate::research::risk::{self, RiskError};
-use crate::tools::Caps;
 use crate::tools::registry::DuplicateTool;
+use crate::tools::{Caps, guard};
 use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
 
 /// Daily returns behind a filled-in volatility.
@@ -47,7 +49,10 @@ pub fn register_quant_tools(
 }
 
 fn option_error(e: OptionError) -> ToolError {
-    ToolError::InvalidArguments(e.to_string())
+    match e {
+        OptionError::Interrupted(i) => ToolError::failed("cancelled", i.to_string()),
+        e => ToolError::InvalidArguments(e.to_string()),
+    }
 }
 
 fn portfolio_error(e: PortfolioError) -> ToolError {
@@ -55,6 +60,7 @@ fn portfolio_error(e: PortfolioError) -> ToolError {
         PortfolioError::Input(_) | PortfolioError::Bounds { .. } => {
             ToolError::InvalidArguments(e.to_string())
         }
+        PortfolioError::Interrupted(i) => ToolError::failed("cancelled", i.to_string()),
         other => ToolError::failed("optimization_failed", other.to_string()),
     }
 }
@@ -260,6 +266,35 @@ pub struct OptionPrice {
     data: Arc<MarketData>,
 }
 
+/// The tree off the async thread, so the call's deadline fires, watching
+/// the call's cancel (docs §2.4); refused at once when its estimate clearly
+/// cannot fit the deadline.
+async fn american_price(
+    inputs: OptionInputs,
+    steps: usize,
+    ctx: &ToolContext,
+) -> Result<crate::research::options::Greeks, ToolError> {
+    let name = OptionPrice::NAME;
+    // Steps out of range are the tree's own error, said below.
+    if steps <= MAX_STEPS {
+        guard::refuse_past_deadline(
+            name,
+            &format!(
+                "an American tree of {steps} steps ({:.1e} node updates)",
+                crr_nodes(steps)
+            ),
+            crr_estimate(steps),
+            "use fewer steps (500 prices to about a cent)",
+        )?;
+    }
+    let (interrupt, _stop) = guard::interrupt_for(&ctx.cancel);
+    guard::compute(name, move || {
+        crr_american_within(&inputs, steps, &interrupt)
+    })
+    .await?
+    .map_err(option_error)
+}
+
 impl TypedTool for OptionPrice {
     type Args = OptionPriceArgs;
     type Output = OptionPriceOutput;
@@ -317,10 +352,7 @@ impl TypedTool for OptionPrice {
         };
         let steps = opt_usize(args.steps, "steps")?.unwrap_or(DEFAULT_STEPS);
         let (g, model) = if american {
-            (
-                crr_american(&inputs, steps).map_err(option_error)?,
-                "crr_binomial",
-            )
+            (american_price(inputs, steps, ctx).await?, "crr_binomial")
         } else {
             (
                 black_scholes(&inputs).map_err(option_error)?,
@@ -836,7 +868,13 @@ impl TypedTool for PortfolioOptimize {
             max_weight: args.max_weight.unwrap_or(1.0),
             covariance,
         };
-        let p = portfolio::optimize(&r.columns, &r.names, &o).map_err(portfolio_error)?;
+        // The optimizer off the async threads, watching the deadline (§2.4).
+        let (columns, names) = (r.columns, r.names.clone());
+        let p = guard::compute_interruptible(Self::NAME, &ctx.cancel, move || {
+            portfolio::optimize(&columns, &names, &o)
+        })
+        .await?
+        .map_err(portfolio_error)?;
         Ok(PortfolioOptimizeOutput {
             status: "ok".into(),
             method: method.as_str().into(),

@@ -23,8 +23,8 @@ use crate::research::timeseries::{
     engle_granger, ewma, family_inference, fit_family, fit_garch, garch_inference, half_life,
     hurst, jarque_bera, johansen, kpss, ljung_box,
 };
-use crate::tools::Caps;
 use crate::tools::registry::DuplicateTool;
+use crate::tools::{Caps, guard};
 use crate::tools::{Registry, ToolContext, ToolError, TypedTool};
 
 /// Trading days a year, for annualizing.
@@ -49,6 +49,7 @@ pub fn register_stats_tools(
 fn ts_error(e: TsError) -> ToolError {
     match e {
         TsError::NoFit(m) => ToolError::failed("fit_failed", m),
+        TsError::Interrupted(i) => ToolError::failed("cancelled", i.to_string()),
         other => ToolError::InvalidArguments(other.to_string()),
     }
 }
@@ -334,20 +335,24 @@ impl TypedTool for StatTest {
             data: input.data.clone(),
             ..StatTestOutput::default()
         };
-        let x = &input.columns[0];
-        match test {
-            StatTestName::Adf => run_adf(&mut out, x, trend, autolag, max_lags)?,
-            StatTestName::Kpss => run_kpss(&mut out, x, trend, max_lags)?,
-            StatTestName::EngleGranger => {
-                run_eg(&mut out, x, &input.columns[1], trend, autolag, max_lags)?
+        // The math off the async threads, so the deadline fires (§2.4).
+        guard::compute_interruptible(Self::NAME, &ctx.cancel, move || {
+            let x = &input.columns[0];
+            match test {
+                StatTestName::Adf => run_adf(&mut out, x, trend, autolag, max_lags)?,
+                StatTestName::Kpss => run_kpss(&mut out, x, trend, max_lags)?,
+                StatTestName::EngleGranger => {
+                    run_eg(&mut out, x, &input.columns[1], trend, autolag, max_lags)?
+                }
+                StatTestName::Johansen => run_johansen(&mut out, &input.columns, trend, max_lags)?,
+                StatTestName::HalfLife => run_half_life(&mut out, x)?,
+                StatTestName::Hurst => run_hurst(&mut out, x)?,
+                StatTestName::LjungBox => run_ljung_box(&mut out, x, max_lags)?,
+                StatTestName::JarqueBera => run_jarque_bera(&mut out, x)?,
             }
-            StatTestName::Johansen => run_johansen(&mut out, &input.columns, trend, max_lags)?,
-            StatTestName::HalfLife => run_half_life(&mut out, x)?,
-            StatTestName::Hurst => run_hurst(&mut out, x)?,
-            StatTestName::LjungBox => run_ljung_box(&mut out, x, max_lags)?,
-            StatTestName::JarqueBera => run_jarque_bera(&mut out, x)?,
-        }
-        Ok(out)
+            Ok(out)
+        })
+        .await?
     }
 }
 
@@ -783,20 +788,23 @@ impl TypedTool for VolatilityModel {
         }
         let s = self.series(&args, ctx).await?;
         let pct: Vec<f64> = s.returns.iter().map(|r| 100.0 * r).collect();
-        let mut out = match (model, dist) {
-            // The default normal GARCH keeps its own exact-derivative fit.
-            (VolatilityModelName::Garch, ErrorDist::Normal) => garch_output(&pct, horizon)?,
-            (VolatilityModelName::Garch, _) | (VolatilityModelName::GjrGarch, _) => {
-                let spec = GarchSpec {
-                    gjr: model == VolatilityModelName::GjrGarch,
-                    dist,
-                };
-                family_output(&pct, spec, horizon)?
+        let lambda = args.lambda.unwrap_or(0.94);
+        // The fit off the async threads, watching the deadline (§2.4).
+        let mut out = guard::compute_interruptible(Self::NAME, &ctx.cancel, move || {
+            match (model, dist) {
+                // The default normal GARCH keeps its own exact-derivative fit.
+                (VolatilityModelName::Garch, ErrorDist::Normal) => garch_output(&pct, horizon),
+                (VolatilityModelName::Garch, _) | (VolatilityModelName::GjrGarch, _) => {
+                    let spec = GarchSpec {
+                        gjr: model == VolatilityModelName::GjrGarch,
+                        dist,
+                    };
+                    family_output(&pct, spec, horizon)
+                }
+                (VolatilityModelName::Ewma, _) => ewma_output(&pct, lambda, horizon),
             }
-            (VolatilityModelName::Ewma, _) => {
-                ewma_output(&pct, args.lambda.unwrap_or(0.94), horizon)?
-            }
-        };
+        })
+        .await??;
         let n = s.returns.len();
         let at = |i: usize| match &s.dates {
             Some(d) => d.get(i).map_or(Value::Null, |d| d.to_string().into()),
