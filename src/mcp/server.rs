@@ -121,6 +121,10 @@ struct Shared {
     /// This server's run dir: read-only calls run here, each writing call
     /// gets a fresh sub-directory so two backtests never share one.
     run_dir: PathBuf,
+    /// `<runs_root>/sweeps`: every `sweep` call's run dir, the same for
+    /// every call and every server, so a call that reached its deadline is
+    /// resumed by the next one with the same spec and `out` (docs §18.7).
+    sweep_dir: PathBuf,
     workspace: PathBuf,
     session_id: String,
     scheduler: SchedulerConfig,
@@ -175,6 +179,7 @@ impl VibedeskServer {
                 tools,
                 withheld,
                 run_dir,
+                sweep_dir: options.runs_root.join("sweeps"),
                 workspace: options.workspace,
                 session_id: format!("mcp-{session_id}"),
                 scheduler: options.scheduler,
@@ -213,6 +218,13 @@ impl VibedeskServer {
         let n = self.shared.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let run_dir = if served.tool.readonly() {
             self.shared.run_dir.clone()
+        } else if served.name == crate::model::names::SWEEP {
+            // A sweep's folder is its `out` (one writer each, §18.3), not
+            // the call: the journal must outlive the call to be resumed.
+            let dir = self.shared.sweep_dir.clone();
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| ToolError::io("cannot create the run directory", &dir, e))?;
+            dir
         } else {
             let dir = self.shared.run_dir.join(format!("{n:04}_{}", served.name));
             std::fs::create_dir_all(&dir)
