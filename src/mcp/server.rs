@@ -83,6 +83,33 @@ pub struct ServeOptions {
     pub scheduler: SchedulerConfig,
     /// Which writing and private tools are offered.
     pub policy: ServePolicy,
+    /// How many heavy calls ([`HEAVY`]) run at once; the others queue
+    /// (docs §13.4). At least 1.
+    pub heavy_calls: usize,
+}
+
+/// The served tools whose one call can take a core and much memory for a
+/// long time (sweeps, backtests, the statistics and the pricers): at most
+/// [`ServeOptions::heavy_calls`] of them run at once, so several large
+/// requests queue rather than exhaust the machine.
+pub const HEAVY: [&str; 12] = [
+    crate::model::names::SWEEP,
+    crate::model::names::BACKTEST,
+    crate::model::names::FACTOR_IC,
+    crate::model::names::REGRESSION,
+    crate::model::names::OVERFITTING,
+    crate::model::names::STAT_TEST,
+    crate::model::names::VOLATILITY_MODEL,
+    crate::model::names::PORTFOLIO_OPTIMIZE,
+    crate::model::names::RISK_REPORT,
+    crate::model::names::OPTION_PRICE,
+    crate::model::names::OPTION_STRATEGY,
+    crate::model::names::IMPLIED_VOLATILITY,
+];
+
+/// One heavy call per core by default.
+pub fn default_heavy_calls() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +157,9 @@ struct Shared {
     scheduler: SchedulerConfig,
     calls: AtomicU64,
     background: BackgroundQueue,
+    /// Admits heavy calls ([`HEAVY`]).
+    heavy: Arc<tokio::sync::Semaphore>,
+    heavy_calls: usize,
 }
 
 /// The `rmcp` handler: cheap to clone, one per connection.
@@ -185,6 +215,8 @@ impl VibedeskServer {
                 scheduler: options.scheduler,
                 calls: AtomicU64::new(0),
                 background: BackgroundQueue::default(),
+                heavy: Arc::new(tokio::sync::Semaphore::new(options.heavy_calls.max(1))),
+                heavy_calls: options.heavy_calls.max(1),
             }),
         })
     }
@@ -207,6 +239,39 @@ impl VibedeskServer {
 
     fn served(&self, name: &str) -> Option<&ServedTool> {
         self.shared.tools.iter().find(|s| s.name == name)
+    }
+
+    /// A place among the heavy calls for a call of `served`: waited for
+    /// until the client cancels or the call's deadline passes, which
+    /// answers `busy` naming how many run.
+    async fn admit_heavy(
+        &self,
+        served: &ServedTool,
+        cancel: &CancellationToken,
+    ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, ToolError> {
+        if !HEAVY.contains(&served.name) {
+            return Ok(None);
+        }
+        let wait = served
+            .tool
+            .timeout()
+            .or(self.shared.scheduler.default_timeout)
+            .unwrap_or(std::time::Duration::from_secs(1800));
+        let busy = || {
+            ToolError::failed(
+                "busy",
+                format!(
+                    "{} heavy calls (sweeps, backtests, statistics, pricers) are running, the most this server runs at once (--max-heavy-calls), and none finished within this call's {} s deadline: call again later",
+                    self.shared.heavy_calls,
+                    wait.as_secs()
+                ),
+            )
+        };
+        tokio::select! {
+            permit = self.shared.heavy.clone().acquire_owned() => permit.map(Some).map_err(|_| busy()),
+            _ = cancel.cancelled() => Err(ToolError::failed("cancelled", "the client cancelled the call while it waited for a place among the heavy calls")),
+            _ = tokio::time::sleep(wait) => Err(busy()),
+        }
     }
 
     /// The context a call runs with: writing tools get a fresh run dir.
@@ -472,8 +537,13 @@ impl ServerHandler for VibedeskServer {
         };
         let name = served.name;
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let reply = match self.context(served, context.ct.child_token()) {
-            Ok(ctx) => {
+        // Heavy calls queue for a place (docs §13.4) before anything is made.
+        let admitted = self.admit_heavy(served, &context.ct).await;
+        let reply = match admitted.and_then(|permit| {
+            self.context(served, context.ct.child_token())
+                .map(|ctx| (permit, ctx))
+        }) {
+            Ok((_permit, ctx)) => {
                 let progress = context
                     .meta
                     .get_progress_token()
@@ -577,6 +647,7 @@ mod tests {
             workspace: dir.path().join("ws"),
             scheduler: SchedulerConfig::default(),
             policy: ServePolicy::default(),
+            heavy_calls: 1,
         })
         .unwrap();
         let served = server.served("probe").unwrap();
