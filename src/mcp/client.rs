@@ -771,7 +771,7 @@ async fn connect_stdio(
 }
 
 /// The most tools read from one server's `tools/list` (over every page).
-pub const MAX_LISTED_TOOLS: usize = 4096;
+pub const MAX_LISTED_TOOLS: usize = 20_000;
 /// The most `tools/list` pages read from one server.
 pub const MAX_TOOL_PAGES: usize = 64;
 

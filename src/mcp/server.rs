@@ -88,23 +88,23 @@ pub struct ServeOptions {
     pub heavy_calls: usize,
 }
 
-/// The served tools whose one call can take a core and much memory for a
-/// long time (sweeps, backtests, the statistics and the pricers): at most
+/// The served tools (by their MCP names, §13.4.1) whose one call can take
+/// a core and much memory for a long time (sweeps, backtests, the statistics and the pricers): at most
 /// [`ServeOptions::heavy_calls`] of them run at once, so several large
 /// requests queue rather than exhaust the machine.
 pub const HEAVY: [&str; 12] = [
-    crate::model::names::SWEEP,
-    crate::model::names::BACKTEST,
-    crate::model::names::FACTOR_IC,
-    crate::model::names::REGRESSION,
-    crate::model::names::OVERFITTING,
-    crate::model::names::STAT_TEST,
-    crate::model::names::VOLATILITY_MODEL,
-    crate::model::names::PORTFOLIO_OPTIMIZE,
-    crate::model::names::RISK_REPORT,
-    crate::model::names::OPTION_PRICE,
-    crate::model::names::OPTION_STRATEGY,
-    crate::model::names::IMPLIED_VOLATILITY,
+    "sweep",
+    "backtest",
+    "factor_ic",
+    "regression",
+    "overfitting",
+    "stat_test",
+    "volatility_model",
+    "portfolio_optimize",
+    "risk_report",
+    "option_price",
+    "option_strategy",
+    "implied_volatility",
 ];
 
 /// One heavy call per core by default.
@@ -283,7 +283,7 @@ impl VibedeskServer {
         let n = self.shared.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let run_dir = if served.tool.readonly() {
             self.shared.run_dir.clone()
-        } else if served.name == crate::model::names::SWEEP {
+        } else if served.name == "sweep" {
             // A sweep's folder is its `out` (one writer each, §18.3), not
             // the call: the journal must outlive the call to be resumed.
             let dir = self.shared.sweep_dir.clone();
@@ -672,6 +672,18 @@ mod tests {
             builtin::table_mismatches(&manifest, guide),
             ["'probe' is a built-in tool the table does not list"]
         );
+    }
+
+    #[test]
+    fn every_heavy_name_is_a_served_tool() {
+        let served: Vec<&str> = crate::tools::builtin::MANIFEST
+            .iter()
+            .filter_map(|e| e.caps.served_name())
+            .collect();
+        for h in HEAVY {
+            assert!(served.contains(&h), "{h} is not served: {served:?}");
+        }
+        assert!(!HEAVY.contains(&"market_data"));
     }
 
     #[test]
