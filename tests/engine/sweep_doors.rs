@@ -141,9 +141,14 @@ struct Stdio2 {
 
 impl Stdio2 {
     async fn start(home: &Path, envs: &[(&str, &str)]) -> Stdio2 {
+        Stdio2::start_with(home, &[], envs).await
+    }
+
+    async fn start_with(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Stdio2 {
         let mut c = vibedesk(home);
         c.current_dir(home)
             .args(["mcp", "serve"])
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
@@ -240,6 +245,53 @@ async fn three_huge_grids_at_once_over_mcp_are_refused_and_the_server_lives() {
     let peak = vm_hwm_mb(s.child.id().unwrap());
     eprintln!("mcp serve after three 10⁴ × 10⁴ grids: peak RSS {peak:.1} MB");
     assert!(peak < 100.0, "peak RSS {peak:.1} MB");
+    drop(s.stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(30), s.child.wait()).await;
+}
+
+/// With one place for heavy calls, a second heavy call waits for the
+/// first: a plan that alone answers at once comes after the long sweep (or
+/// answers `busy` when its own deadline passes while it waits).
+#[tokio::test]
+async fn heavy_calls_over_mcp_queue_for_their_places() {
+    let home = tempfile::tempdir().unwrap();
+    let mut s = Stdio2::start_with(
+        home.path(),
+        &["--max-heavy-calls", "1"],
+        &[("VIBEDESK_TOOL_TIMEOUT_SECONDS", "2")],
+    )
+    .await;
+    s.send(Stdio2::call(
+        1,
+        "sweep",
+        json!({"spec": grid(40, 50), "out": "long.csv"}),
+    ))
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.send(Stdio2::call(
+        2,
+        "sweep",
+        json!({"spec": grid(2, 20), "plan_only": true}),
+    ))
+    .await;
+    let mut order = Vec::new();
+    while order.len() < 2 {
+        let m = s.next().await;
+        if let Some(id) = m["id"].as_u64() {
+            order.push((id, m));
+        }
+    }
+    assert_eq!(
+        order[0].0, 1,
+        "the plan ran beside the sweep: {:?}",
+        order[0].1
+    );
+    let plan = &order[1].1["result"];
+    let text = plan["content"][0]["text"].as_str().unwrap();
+    assert!(
+        plan["isError"] == false || text.contains("--max-heavy-calls"),
+        "{text}"
+    );
     drop(s.stdin);
     let _ = tokio::time::timeout(Duration::from_secs(30), s.child.wait()).await;
 }
