@@ -10,8 +10,9 @@ use super::{CliError, exit, init_logging, load_config};
 use crate::config::Overrides;
 use crate::mcp::ServerState;
 use crate::mcp::{
-    Auth, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, HttpOptions, Listen, SessionLimits,
-    TOKEN_FILE, serve_http, stored_token,
+    Auth, ConnectionLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CLIENT_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, HttpOptions, Listen,
+    SessionLimits, TOKEN_FILE, serve_http, stored_token,
 };
 use crate::mcp::{ServeOptions, ServePolicy, VibedeskServer};
 use crate::mcp::{probe, render_list, render_tools};
@@ -54,12 +55,24 @@ pub struct ServeArgs {
     /// Seconds without a message after which an HTTP session is closed.
     #[arg(long, value_name = "SECONDS", requires = "http", default_value_t = DEFAULT_SESSION_IDLE.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub session_idle: u64,
+    /// Seconds a connection has to send a request's headers before it is closed.
+    #[arg(long, value_name = "SECONDS", requires = "http", default_value_t = DEFAULT_HEADER_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub header_timeout: u64,
+    /// Most HTTP connections open at once from one client address; past it a new one gets 503.
+    #[arg(long, value_name = "N", requires = "http", default_value_t = DEFAULT_MAX_CLIENT_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_client_connections: u32,
+    /// Most HTTP connections open at once from everyone; past it a new one gets 503.
+    #[arg(long, value_name = "N", requires = "http", default_value_t = DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_connections: u32,
     /// Offer `remember`: clients may save memories (marked with their source) and forget or reinforce those MCP clients wrote; never the user's own.
     #[arg(long)]
     pub allow_memory_write: bool,
     /// Offer `session_search`: clients may search past session transcripts (redacted).
     #[arg(long)]
     pub allow_sessions: bool,
+    /// Most heavy calls (sweep, backtest, the statistics and pricers) run at once; the others wait for a place (default: one per core).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_heavy_calls: Option<u32>,
     /// The workspace the tools resolve local files in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -150,6 +163,9 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
             memory_write: args.allow_memory_write,
             sessions: args.allow_sessions,
         },
+        heavy_calls: args
+            .max_heavy_calls
+            .map_or_else(crate::mcp::default_heavy_calls, |n| n as usize),
     };
     let http = match listen {
         None => None,
@@ -159,6 +175,11 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
             limits: SessionLimits {
                 max_sessions: args.max_sessions as usize,
                 idle: std::time::Duration::from_secs(args.session_idle),
+            },
+            connections: ConnectionLimits {
+                header_timeout: std::time::Duration::from_secs(args.header_timeout),
+                per_client: args.max_client_connections as usize,
+                total: args.max_connections as usize,
             },
         }),
     };

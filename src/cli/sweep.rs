@@ -111,7 +111,10 @@ pub async fn sweep(args: SweepArgs) -> Result<(), CliError> {
 
 fn fail(e: SweepError) -> CliError {
     let code = match e {
-        SweepError::Spec(_) | SweepError::Plan(_) | SweepError::Engine(_) => exit::USAGE,
+        SweepError::Spec(_)
+        | SweepError::Plan(_)
+        | SweepError::Engine(_)
+        | SweepError::OtherPlan(_) => exit::USAGE,
         SweepError::Output(ref m) if m.contains("--out") => exit::USAGE,
         SweepError::Cancelled { .. } => exit::CANCELLED,
         _ => exit::FAILED,

@@ -176,6 +176,23 @@ pub fn fsync_dir(dir: &Path) -> Result<(), IoError> {
     }
 }
 
+/// Reads a whole file, refusing one longer than `cap` bytes (an error of
+/// kind `FileTooLarge` saying the cap) without reading more than `cap + 1`:
+/// a file a user names (`--spec /dev/zero`, a FIFO) cannot fill memory.
+pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = File::open(path)?;
+    let mut buf = Vec::new();
+    file.take(cap.saturating_add(1)).read_to_end(&mut buf)?;
+    if buf.len() as u64 > cap {
+        return Err(std::io::Error::new(
+            ErrorKind::FileTooLarge,
+            format!("is larger than the {} MiB limit", cap.div_ceil(1 << 20)),
+        ));
+    }
+    Ok(buf)
+}
+
 /// The directory holding `path`; `.` for a bare file name.
 pub fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
@@ -187,6 +204,18 @@ pub fn parent_dir(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_capped_read_stops_past_the_cap() {
+        let e = read_capped(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::FileTooLarge);
+        assert!(e.to_string().contains("1 MiB"), "{e}");
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("small");
+        std::fs::write(&p, b"12345").unwrap();
+        assert_eq!(read_capped(&p, 5).unwrap(), b"12345");
+        assert!(read_capped(&p, 4).is_err());
+    }
 
     #[test]
     fn a_process_crash_write_replaces_content_without_a_temp_left() {

@@ -759,7 +759,7 @@ async fn connect_stdio(
     .await
     .map_err(|e| e.into_start(StartError::Handshake))?;
     let tools = stdio_step(
-        service.peer().list_all_tools(),
+        list_tools_capped(service.peer()),
         "tools/list",
         timeout,
         deadline,
@@ -768,6 +768,46 @@ async fn connect_stdio(
     .await
     .map_err(|e| e.into_start(StartError::ListTools))?;
     Ok((service, tools, Some(watch)))
+}
+
+/// The most tools read from one server's `tools/list` (over every page).
+pub const MAX_LISTED_TOOLS: usize = 20_000;
+/// The most `tools/list` pages read from one server.
+pub const MAX_TOOL_PAGES: usize = 64;
+
+/// Why a server's tool list was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ListToolsError {
+    #[error("{0}")]
+    Service(#[from] rmcp::ServiceError),
+    #[error(
+        "the server lists more than {MAX_LISTED_TOOLS} tools (or more than {MAX_TOOL_PAGES} pages of them): the list is not read further"
+    )]
+    TooMany,
+}
+
+/// `tools/list` page by page, as the SDK's `list_all_tools` does, but with
+/// caps on the tools and the pages (docs §13.3): each message is bounded by
+/// the transport, and a server that pages forever is refused instead of
+/// filling memory until the start deadline.
+async fn list_tools_capped(
+    peer: &rmcp::Peer<rmcp::RoleClient>,
+) -> Result<Vec<rmcp::model::Tool>, ListToolsError> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_TOOL_PAGES {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+        let page = peer.list_tools(Some(params)).await?;
+        tools.extend(page.tools);
+        if tools.len() > MAX_LISTED_TOOLS {
+            return Err(ListToolsError::TooMany);
+        }
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            return Ok(tools);
+        }
+    }
+    Err(ListToolsError::TooMany)
 }
 
 /// What the HTTP transport reads of one event or response: four times the
@@ -807,7 +847,7 @@ async fn connect_http(
         url: url.to_string(),
         cause: handshake_cause(&e),
     })?;
-    let tools = tokio::time::timeout_at(deadline, service.peer().list_all_tools())
+    let tools = tokio::time::timeout_at(deadline, list_tools_capped(service.peer()))
         .await
         .map_err(|_| no_answer("tools/list"))?
         .map_err(|e| StartError::ListTools(e.to_string()))?;

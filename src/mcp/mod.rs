@@ -22,9 +22,10 @@ pub use client_cli::{probe, render_list, render_tools};
 pub use config::{
     DEFAULT_MAX_TOOLS, McpConfigError, McpServerConfig, McpSettings, McpTransport, from_table,
 };
-pub use server::{ServeOptions, ServePolicy, VibedeskServer};
+pub use server::{HEAVY, ServeOptions, ServePolicy, VibedeskServer, default_heavy_calls};
 pub use server_http::{
-    Auth, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, HttpOptions, Listen, SessionLimits,
-    TOKEN_FILE, serve_http, stored_token,
+    Auth, ConnectionLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CLIENT_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, HttpOptions, Listen,
+    SessionLimits, TOKEN_FILE, serve_http, stored_token,
 };
 pub use stdio::STDERR_LINES_PER_SECOND;

@@ -83,6 +83,33 @@ pub struct ServeOptions {
     pub scheduler: SchedulerConfig,
     /// Which writing and private tools are offered.
     pub policy: ServePolicy,
+    /// How many heavy calls ([`HEAVY`]) run at once; the others queue
+    /// (docs §13.4). At least 1.
+    pub heavy_calls: usize,
+}
+
+/// The served tools (by their MCP names, §13.4.1) whose one call can take
+/// a core and much memory for a long time (sweeps, backtests, the statistics and the pricers): at most
+/// [`ServeOptions::heavy_calls`] of them run at once, so several large
+/// requests queue rather than exhaust the machine.
+pub const HEAVY: [&str; 12] = [
+    "sweep",
+    "backtest",
+    "factor_ic",
+    "regression",
+    "overfitting",
+    "stat_test",
+    "volatility_model",
+    "portfolio_optimize",
+    "risk_report",
+    "option_price",
+    "option_strategy",
+    "implied_volatility",
+];
+
+/// One heavy call per core by default.
+pub fn default_heavy_calls() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -121,11 +148,18 @@ struct Shared {
     /// This server's run dir: read-only calls run here, each writing call
     /// gets a fresh sub-directory so two backtests never share one.
     run_dir: PathBuf,
+    /// `<runs_root>/sweeps`: every `sweep` call's run dir, the same for
+    /// every call and every server, so a call that reached its deadline is
+    /// resumed by the next one with the same spec and `out` (docs §18.7).
+    sweep_dir: PathBuf,
     workspace: PathBuf,
     session_id: String,
     scheduler: SchedulerConfig,
     calls: AtomicU64,
     background: BackgroundQueue,
+    /// Admits heavy calls ([`HEAVY`]).
+    heavy: Arc<tokio::sync::Semaphore>,
+    heavy_calls: usize,
 }
 
 /// The `rmcp` handler: cheap to clone, one per connection.
@@ -175,11 +209,14 @@ impl VibedeskServer {
                 tools,
                 withheld,
                 run_dir,
+                sweep_dir: options.runs_root.join("sweeps"),
                 workspace: options.workspace,
                 session_id: format!("mcp-{session_id}"),
                 scheduler: options.scheduler,
                 calls: AtomicU64::new(0),
                 background: BackgroundQueue::default(),
+                heavy: Arc::new(tokio::sync::Semaphore::new(options.heavy_calls.max(1))),
+                heavy_calls: options.heavy_calls.max(1),
             }),
         })
     }
@@ -204,6 +241,39 @@ impl VibedeskServer {
         self.shared.tools.iter().find(|s| s.name == name)
     }
 
+    /// A place among the heavy calls for a call of `served`: waited for
+    /// until the client cancels or the call's deadline passes, which
+    /// answers `busy` naming how many run.
+    async fn admit_heavy(
+        &self,
+        served: &ServedTool,
+        cancel: &CancellationToken,
+    ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, ToolError> {
+        if !HEAVY.contains(&served.name) {
+            return Ok(None);
+        }
+        let wait = served
+            .tool
+            .timeout()
+            .or(self.shared.scheduler.default_timeout)
+            .unwrap_or(std::time::Duration::from_secs(1800));
+        let busy = || {
+            ToolError::failed(
+                "busy",
+                format!(
+                    "{} heavy calls (sweeps, backtests, statistics, pricers) are running, the most this server runs at once (--max-heavy-calls), and none finished within this call's {} s deadline: call again later",
+                    self.shared.heavy_calls,
+                    wait.as_secs()
+                ),
+            )
+        };
+        tokio::select! {
+            permit = self.shared.heavy.clone().acquire_owned() => permit.map(Some).map_err(|_| busy()),
+            _ = cancel.cancelled() => Err(ToolError::failed("cancelled", "the client cancelled the call while it waited for a place among the heavy calls")),
+            _ = tokio::time::sleep(wait) => Err(busy()),
+        }
+    }
+
     /// The context a call runs with: writing tools get a fresh run dir.
     fn context(
         &self,
@@ -213,6 +283,13 @@ impl VibedeskServer {
         let n = self.shared.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let run_dir = if served.tool.readonly() {
             self.shared.run_dir.clone()
+        } else if served.name == "sweep" {
+            // A sweep's folder is its `out` (one writer each, §18.3), not
+            // the call: the journal must outlive the call to be resumed.
+            let dir = self.shared.sweep_dir.clone();
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| ToolError::io("cannot create the run directory", &dir, e))?;
+            dir
         } else {
             let dir = self.shared.run_dir.join(format!("{n:04}_{}", served.name));
             std::fs::create_dir_all(&dir)
@@ -460,8 +537,13 @@ impl ServerHandler for VibedeskServer {
         };
         let name = served.name;
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let reply = match self.context(served, context.ct.child_token()) {
-            Ok(ctx) => {
+        // Heavy calls queue for a place (docs §13.4) before anything is made.
+        let admitted = self.admit_heavy(served, &context.ct).await;
+        let reply = match admitted.and_then(|permit| {
+            self.context(served, context.ct.child_token())
+                .map(|ctx| (permit, ctx))
+        }) {
+            Ok((_permit, ctx)) => {
                 let progress = context
                     .meta
                     .get_progress_token()
@@ -565,6 +647,7 @@ mod tests {
             workspace: dir.path().join("ws"),
             scheduler: SchedulerConfig::default(),
             policy: ServePolicy::default(),
+            heavy_calls: 1,
         })
         .unwrap();
         let served = server.served("probe").unwrap();
@@ -589,6 +672,18 @@ mod tests {
             builtin::table_mismatches(&manifest, guide),
             ["'probe' is a built-in tool the table does not list"]
         );
+    }
+
+    #[test]
+    fn every_heavy_name_is_a_served_tool() {
+        let served: Vec<&str> = crate::tools::builtin::MANIFEST
+            .iter()
+            .filter_map(|e| e.caps.served_name())
+            .collect();
+        for h in HEAVY {
+            assert!(served.contains(&h), "{h} is not served: {served:?}");
+        }
+        assert!(!HEAVY.contains(&"market_data"));
     }
 
     #[test]

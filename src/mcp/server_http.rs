@@ -37,6 +37,12 @@ pub const TOKEN_FILE: &str = "mcp-serve.token";
 pub const DEFAULT_MAX_SESSIONS: u32 = 64;
 /// Default idle time after which a session is closed.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
+/// Default time a connection has to send a request's headers.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default cap on connections open at once from one client address.
+pub const DEFAULT_MAX_CLIENT_CONNECTIONS: u32 = 32;
+/// Default cap on connections open at once from everyone.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 512;
 
 /// Who may connect, as the command line chose.
 #[derive(Clone, Debug, PartialEq)]
@@ -355,13 +361,101 @@ fn own_origins(bound: SocketAddr) -> Vec<String> {
         .collect()
 }
 
+/// What a connection may hold (docs §13.4.2): the time it has to send a
+/// request's headers, and how many may be open from one client address and
+/// from everyone. Past a cap a new connection gets a 503 and is closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    pub header_timeout: Duration,
+    pub per_client: usize,
+    pub total: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            per_client: DEFAULT_MAX_CLIENT_CONNECTIONS as usize,
+            total: DEFAULT_MAX_CONNECTIONS as usize,
+        }
+    }
+}
+
+/// The connections open now, by client address; a [`Slot`] is one of them.
+#[derive(Default)]
+struct Connections {
+    open: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+}
+
+/// One open connection's place, given back when it closes.
+struct Slot {
+    connections: Arc<Connections>,
+    ip: std::net::IpAddr,
+}
+
+impl Connections {
+    /// A place for a connection from `ip`, or why there is none.
+    fn admit(
+        self: &Arc<Self>,
+        ip: std::net::IpAddr,
+        limits: &ConnectionLimits,
+    ) -> Result<Slot, String> {
+        let Ok(mut open) = self.open.lock() else {
+            return Err("the connection table is unavailable".into());
+        };
+        let total: usize = open.values().sum();
+        let mine = open.get(&ip).copied().unwrap_or(0);
+        if mine >= limits.per_client {
+            return Err(format!(
+                "{mine} connections from {ip} are open, the most one client may hold (--max-client-connections)"
+            ));
+        }
+        if total >= limits.total {
+            return Err(format!(
+                "{total} connections are open, the most this server allows (--max-connections)"
+            ));
+        }
+        open.insert(ip, mine + 1);
+        Ok(Slot {
+            connections: self.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.connections.open.lock()
+            && let Some(n) = open.get_mut(&self.ip)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Refuses a connection past a cap: a 503 saying which, written only if
+/// the socket takes it at once (a client that reads nothing holds no task),
+/// then closed.
+fn refuse(stream: tokio::net::TcpStream, why: &str) {
+    let body = format!("{why}\n");
+    let reply = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.try_write(reply.as_bytes());
+}
+
 /// What the server needs besides the tools: the token (none only with
-/// `--no-token`) and the session limits.
+/// `--no-token`), the session limits and the connection limits.
 #[derive(Clone, Debug)]
 pub struct HttpOptions {
     pub addr: SocketAddr,
     pub bearer_token: Option<String>,
     pub limits: SessionLimits,
+    pub connections: ConnectionLimits,
 }
 
 /// Serves MCP over HTTP until `cancel` fires. `on_ready` gets the bound
@@ -395,17 +489,31 @@ pub async fn serve_http(
     let sessions = Arc::new(CappedSessions::new(options.limits));
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
     let token: Option<Arc<str>> = options.bearer_token.map(Arc::from);
+    let limits = options.connections;
+    let connections = Arc::new(Connections::default());
     on_ready(bound);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = cancel.cancelled() => return Ok(()),
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
+                    // Out of descriptors (EMFILE) the error repeats at once:
+                    // a pause keeps the loop from spinning.
                     tracing::warn!("mcp serve: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             },
+        };
+        // Caps per client address and overall (docs §13.4.2).
+        let slot = match connections.admit(peer.ip(), &limits) {
+            Ok(slot) => slot,
+            Err(why) => {
+                tracing::debug!("mcp serve: refused a connection: {why}");
+                refuse(stream, &why);
+                continue;
+            }
         };
         let service = TowerToHyperService::new(service.clone());
         let token = token.clone();
@@ -423,7 +531,12 @@ pub async fn serve_http(
             }
         });
         tokio::spawn(async move {
+            let _slot = slot;
+            // A request's headers must arrive within the timeout, or the
+            // connection is closed (hyper needs a timer for it).
             let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
                 .serve_connection(TokioIo::new(stream), handler);
             if let Err(e) = conn.await {
                 tracing::debug!("mcp serve: connection ended: {e}");

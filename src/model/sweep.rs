@@ -14,7 +14,7 @@ pub struct SweepArgs {
     /// A spec file (JSON or .toml) in the run directory, instead of `spec`
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_file: Option<String>,
-    /// The results file in the run directory, .parquet or .csv (default sweep/results.parquet); calling again with the same spec and out resumes
+    /// The results file in the run directory, .parquet or .csv (default sweep/<plan hash>.parquet); calling again with the same spec and out resumes
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub out: Option<String>,
     /// Only plan: the cell count and the estimated time, nothing run

@@ -289,6 +289,8 @@ pub async fn run(
     super::output::check_extension(out)?;
     let state = state_dir(out);
     std::fs::create_dir_all(&state).map_err(SweepError::io("create", &state))?;
+    // One writer per out, one plan per folder (docs §18.3); held to the end.
+    let _claim = super::claim::Claim::take(&state, out, &plan)?;
     plan.save(&state.join("plan.json"))?;
     let (journal, done) = Journal::open(&state.join("journal.csv"), &plan)?;
     let total = plan.cell_count();

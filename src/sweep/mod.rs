@@ -12,6 +12,7 @@
 //! parameters (prices, the panel, the risk-free rate) and the indicator
 //! series the signals are made of.
 
+pub mod claim;
 pub mod collect;
 pub mod dispatch;
 pub mod eval;
@@ -57,6 +58,12 @@ pub enum SweepError {
     /// The Ray engine could not reach the cluster or its job failed (§19).
     #[error("{0}")]
     Ray(String),
+    /// Another run holds the results file's lock (§18.3).
+    #[error("{0}")]
+    Busy(String),
+    /// The results file's folder holds another plan (§18.3).
+    #[error("{0}")]
+    OtherPlan(String),
 }
 
 impl SweepError {
@@ -72,6 +79,8 @@ impl SweepError {
             SweepError::Cancelled { .. } => "cancelled",
             SweepError::Engine(_) => "engine_unavailable",
             SweepError::Ray(_) => "ray_failed",
+            SweepError::Busy(_) => "sweep_busy",
+            SweepError::OtherPlan(_) => "out_has_another_plan",
         }
     }
 

@@ -23,6 +23,10 @@ pub const FORMAT: u32 = 1;
 /// bench --bench sweep`, docs §18.6), for the estimate.
 pub const BARS_PER_SECOND_PER_CORE: f64 = 35e6;
 
+/// The largest plan file read: a plan of the most cells a spec may make
+/// (docs §18.2) is well under it.
+pub const MAX_PLAN_BYTES: u64 = 1 << 30;
+
 /// An axis as the plan keeps it (its values are in the combos).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlanAxis {
@@ -162,7 +166,8 @@ impl Plan {
 
     /// Reads a plan written by [`Plan::save`].
     pub fn load(path: &Path) -> Result<Plan, SweepError> {
-        let bytes = std::fs::read(path).map_err(SweepError::io("read", path))?;
+        let bytes =
+            crate::fsio::read_capped(path, MAX_PLAN_BYTES).map_err(SweepError::io("read", path))?;
         let plan: Plan = serde_json::from_slice(&bytes).map_err(|e| {
             SweepError::Plan(format!(
                 "{} is not a sweep plan: {e}; write one with `vibedesk sweep plan SPEC --save PLAN`",
@@ -306,13 +311,13 @@ fn combos_of(spec: &Spec) -> Result<Vec<Vec<Value>>, SweepError> {
         .axes
         .iter()
         .try_fold(1usize, |acc, a| acc.checked_mul(a.values.len()))
-        .filter(|n| *n <= super::spec::MAX_COMBOS * 10)
+        .filter(|n| *n <= super::spec::MAX_COMBOS)
         .ok_or_else(|| {
             super::SpecError::one(
                 "axes",
                 format!(
-                    "the product of the axes is too large (over {}): sweep fewer values",
-                    super::spec::MAX_COMBOS * 10
+                    "make more than {} parameter sets before the constraint: sweep fewer values",
+                    super::spec::MAX_COMBOS
                 ),
             )
         })?;
@@ -327,16 +332,6 @@ fn combos_of(spec: &Spec) -> Result<Vec<Vec<Value>>, SweepError> {
             .collect();
         if spec.constraints.iter().all(|c| c.holds(&combo)) {
             out.push(combo);
-            if out.len() > super::spec::MAX_COMBOS {
-                return Err(super::SpecError::one(
-                    "axes",
-                    format!(
-                        "more than {} parameter sets: sweep fewer values",
-                        super::spec::MAX_COMBOS
-                    ),
-                )
-                .into());
-            }
         }
         // The last axis varies fastest.
         for k in (0..idx.len()).rev() {

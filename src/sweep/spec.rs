@@ -205,6 +205,12 @@ const RESERVED: [&str; 7] = [
 /// The most values one axis may expand to, and combinations in a grid.
 pub const MAX_AXIS_VALUES: usize = 100_000;
 pub const MAX_COMBOS: usize = 10_000_000;
+/// The most cells (parameter sets × units) a plan may have.
+pub const MAX_CELLS: usize = 10_000_000;
+/// The most symbols `universe` may list.
+pub const MAX_UNIVERSE: usize = 10_000;
+/// The largest spec file read (a list axis of 10⁵ values is about 1 MB).
+pub const MAX_SPEC_BYTES: u64 = 16 << 20;
 
 struct Issues(Vec<SpecIssue>);
 
@@ -232,6 +238,19 @@ impl Spec {
         Spec::from_value(value)
     }
 
+    /// The most cells the spec can plan: every combination of its axes
+    /// (the constraint not applied) times its units; known before the plan
+    /// expands anything.
+    pub fn max_cells(&self) -> usize {
+        let units = match &self.universe {
+            Universe::Symbols(list) => list.len(),
+            Universe::Portfolio => 1,
+        };
+        self.axes
+            .iter()
+            .fold(units, |acc, a| acc.saturating_mul(a.values.len()))
+    }
+
     /// Fills `base` keys the spec leaves out (or null) from the user's
     /// `[backtest]` defaults (costs, lots, benchmark, cash: docs §7.4), as
     /// the `backtest` tool does, so a cell equals the same config run alone
@@ -255,8 +274,12 @@ impl Spec {
 
     /// Reads a spec file (`.toml` by extension, else JSON).
     pub fn load(path: &std::path::Path) -> Result<Spec, SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        // Read with a cap: `--spec /dev/zero` is refused, not read forever.
+        let bytes = crate::fsio::read_capped(path, MAX_SPEC_BYTES).map_err(|e| {
             SpecError::one("(file)", format!("cannot read {}: {e}", path.display()))
+        })?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            SpecError::one("(file)", format!("{} is not UTF-8 text", path.display()))
         })?;
         let toml = path
             .extension()
@@ -272,6 +295,10 @@ impl Spec {
                 "must be an object with `base`, `axes` and optionally `constraint`, `universe`, `split`, `rank_by`",
             ));
         };
+        // The size first, from the axes' lengths and the universe's, before
+        // a value is expanded (docs §18.2): a grid too large is refused
+        // without the memory it would take.
+        bound(obj)?;
         let mut issues = Issues(Vec::new());
         for k in obj.keys() {
             if !SPEC_KEYS.contains(&k.as_str()) {
@@ -330,6 +357,85 @@ impl Spec {
             heatmap,
         })
     }
+}
+
+/// How many values an axis expands to, read from its shape alone (a list's
+/// length, a range's count, the number of draws); `None` when the shape is
+/// wrong, which [`axis_values`] then reports.
+fn axis_len(spec: &Value) -> Option<u64> {
+    match spec {
+        Value::Array(list) => Some(list.len() as u64),
+        Value::Object(m) if m.contains_key("random") => m.get("random").and_then(Value::as_u64),
+        Value::Object(m) => {
+            let num = |k: &str| m.get(k).and_then(Value::as_f64);
+            let (a, b, s) = (num("from")?, num("to")?, num("step")?);
+            let count = ((b - a) / s + 1e-9).floor() + 1.0;
+            // A saturating cast: an infinite count is u64::MAX.
+            (s > 0.0 && count >= 1.0).then_some(count as u64)
+        }
+        _ => None,
+    }
+}
+
+/// Refuses a spec whose grid is too large, counting from the shapes before
+/// anything is expanded: the product of the axes' lengths (every
+/// combination, the constraint not applied: it can only remove some) and
+/// that times the units (the universe's symbols, or one portfolio).
+fn bound(obj: &Map<String, Value>) -> Result<(), SpecError> {
+    let lens: Vec<(String, u64)> = obj
+        .get("axes")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(path, v)| axis_len(v).map(|n| (path.clone(), n)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let product = lens
+        .iter()
+        .try_fold(1u64, |acc, (_, n)| acc.checked_mul(*n));
+    let shown = || {
+        lens.iter()
+            .map(|(p, n)| format!("{p}: {n}"))
+            .collect::<Vec<_>>()
+            .join(" × ")
+    };
+    let combos = match product {
+        Some(n) if n <= MAX_COMBOS as u64 => n,
+        _ => {
+            return Err(SpecError::one(
+                "axes",
+                format!(
+                    "make {} parameter sets before the constraint ({}), more than {MAX_COMBOS} parameter sets: sweep fewer values",
+                    product.map_or("over 2^64".to_string(), |n| n.to_string()),
+                    shown()
+                ),
+            ));
+        }
+    };
+    let units = match obj.get("universe") {
+        Some(Value::Array(list)) => list.len() as u64,
+        Some(Value::String(s)) if s == "all" => {
+            crate::research::data::embedded::symbols().len() as u64
+        }
+        _ => 1,
+    };
+    if units > MAX_UNIVERSE as u64 {
+        return Err(SpecError::one(
+            "universe",
+            format!("lists {units} symbols, more than {MAX_UNIVERSE}: sweep fewer symbols"),
+        ));
+    }
+    let cells = combos.saturating_mul(units.max(1));
+    if cells > MAX_CELLS as u64 {
+        return Err(SpecError::one(
+            "axes",
+            format!(
+                "{combos} parameter sets × {units} symbols make {cells} cells before the constraint, more than {MAX_CELLS}: sweep fewer values or symbols"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn parse_axes(v: Option<&Value>, issues: &mut Issues) -> Vec<Axis> {
@@ -509,6 +615,7 @@ fn random_values(
     };
     let mut rng = SplitMix64::new(seed);
     let mut out: Vec<Value> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for _ in 0..count {
         let u = rng.uniform();
         let v = if integer {
@@ -518,7 +625,7 @@ fn random_values(
             serde_json::json!(round12(a + u * (b - a)))
         };
         // Draws are kept in order; a repeated integer is one value.
-        if !out.contains(&v) {
+        if seen.insert(v.to_string()) {
             out.push(v);
         }
     }
@@ -626,9 +733,10 @@ fn parse_universe(v: Option<&Value>, base: &Map<String, Value>, issues: &mut Iss
         ),
         Some(Value::Array(list)) => {
             let mut out: Vec<String> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
             for (i, item) in list.iter().enumerate() {
                 match item.as_str().map(str::trim) {
-                    Some(s) if !s.is_empty() && !out.iter().any(|o| o.eq_ignore_ascii_case(s)) => {
+                    Some(s) if !s.is_empty() && seen.insert(s.to_ascii_lowercase()) => {
                         out.push(s.to_string())
                     }
                     Some(s) if !s.is_empty() => {
@@ -1053,6 +1161,31 @@ out_of_sample = ["2011-01-01", "2013-12-31"]
             json!({"strategy.params.slow": {"from": 30, "to": 10, "step": 10}}),
         );
         assert!(e.contains("above `to`"), "{e}");
+    }
+
+    #[test]
+    fn a_grid_too_large_is_refused_from_its_shape_before_expanding() {
+        let mut v = minimal();
+        v["axes"] = json!({"strategy.params.fast": {"from": 1, "to": 10000, "step": 1},
+                           "strategy.params.slow": {"from": 1, "to": 10000, "step": 1}});
+        let e = Spec::from_value(v.clone()).unwrap_err().to_string();
+        assert!(
+            e.contains("100000000 parameter sets before the constraint") && e.contains("10000000"),
+            "{e}"
+        );
+        // Symbols multiply: 10⁴ sets on 2,000 symbols is 2·10⁷ cells.
+        v["axes"] = json!({"strategy.params.fast": {"from": 1, "to": 100, "step": 1},
+                           "strategy.params.slow": {"from": 101, "to": 200, "step": 1}});
+        v["universe"] = json!((0..2000).map(|i| format!("S{i}")).collect::<Vec<_>>());
+        let e = Spec::from_value(v).unwrap_err().to_string();
+        assert!(e.contains("make 20000000 cells"), "{e}");
+        // A product past u64 is refused too.
+        let mut v = minimal();
+        v["axes"] = json!({"strategy.params.fast": {"from": 0, "to": 1e300, "step": 1e-300}});
+        assert!(Spec::from_value(v).is_err());
+        // 10⁵ seeded draws deduplicate without quadratic time.
+        let d = axis_values(&json!({"from": 0, "to": 1000, "random": 100000})).unwrap();
+        assert_eq!(d.len(), 1001);
     }
 
     #[test]

@@ -34,6 +34,7 @@ mod status;
 mod support;
 mod swarm;
 mod sweep;
+mod sweep_doors;
 mod teams;
 mod ts_goldens;
 mod ts_tools;

@@ -461,6 +461,32 @@ async fn thousands_of_tools_are_cut_to_the_cap_and_errors_stay_short() {
     assert!(stdout.contains("mcp__hostile__t4999  [read-only]"));
 }
 
+/// A server whose `tools/list` names a next page forever is refused at
+/// the page cap (issue 35), instead of being read until its start deadline.
+#[tokio::test]
+async fn a_tool_list_that_pages_forever_is_refused_at_its_cap() {
+    let home = tempfile::tempdir().unwrap();
+    home_with_server(
+        home.path(),
+        "hostile",
+        "python3",
+        &[HOSTILE_SERVER, "0", "endless"],
+        30,
+    );
+    let out = vibedesk(home.path())
+        .args(["mcp", "tools", "hostile"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("more than 64 pages of them"),
+        "{}",
+        &stdout[..stdout.len().min(2000)]
+    );
+}
+
 /// Live processes whose command line holds `marker`.
 fn marked(marker: &str) -> Vec<u32> {
     std::fs::read_dir("/proc")

@@ -375,10 +375,15 @@ async fn a_sweep_request_runs_one_sweep_with_its_ranges_and_says_its_choices() {
     assert_eq!(out["ranked_out_of_sample"], true);
 
     let runs = home.path().join("data/runs");
+    // The default out is named by the plan's hash (§18.7).
     let plan = std::fs::read_dir(&runs)
         .unwrap()
         .filter_map(|d| d.ok())
-        .map(|d| d.path().join("sweep/results.parquet.sweep/plan.json"))
+        .filter_map(|d| std::fs::read_dir(d.path().join("sweep")).ok())
+        .flat_map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .map(|e| e.path().join("plan.json"))
+        })
         .find(|p| p.exists())
         .expect("the sweep's plan");
     let spec = read_json(&plan)["spec"].clone();

@@ -16,6 +16,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Bound on a package upload: a release binary is tens of MB.
 const UPLOAD_TIMEOUT: Duration = Duration::from_secs(600);
+/// The most of an answer read: a status, version or submit answer is a few
+/// KB; past it the answer is refused, not held (docs §19.2).
+pub const MAX_ANSWER_BYTES: u64 = 4 << 20;
+/// The most of a job's log read at once: the driver prints a line a shard.
+pub const MAX_LOG_BYTES: u64 = 32 << 20;
 
 /// A job's state as Ray names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
@@ -111,13 +116,35 @@ impl JobsClient {
     /// Sends `r` and returns the body of a 2xx answer; any other answer is
     /// an error naming `what` and quoting Ray's text.
     async fn send(&self, what: &str, r: reqwest::RequestBuilder) -> Result<String, RayError> {
-        let response = r.send().await.map_err(|e| RayError::Unreachable {
+        self.send_capped(what, r, MAX_ANSWER_BYTES).await
+    }
+
+    /// [`JobsClient::send`] reading at most `cap` bytes of the answer: a
+    /// longer one is [`RayError::TooLarge`], whatever the server streams.
+    async fn send_capped(
+        &self,
+        what: &str,
+        r: reqwest::RequestBuilder,
+        cap: u64,
+    ) -> Result<String, RayError> {
+        let mut response = r.send().await.map_err(|e| RayError::Unreachable {
             address: self.base.clone(),
             what: what.to_string(),
             detail: crate::text::preview(&error_chain(&e), 300),
         })?;
         let status = response.status();
-        let body = response.text().await.unwrap_or_default();
+        let mut bytes: Vec<u8> = Vec::new();
+        // A body cut short by the connection is read as far as it came.
+        while let Ok(Some(chunk)) = response.chunk().await {
+            if bytes.len() as u64 + chunk.len() as u64 > cap {
+                return Err(RayError::TooLarge {
+                    what: what.to_string(),
+                    mib: cap >> 20,
+                });
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let body = String::from_utf8_lossy(&bytes).into_owned();
         if status.is_success() {
             Ok(body)
         } else {
@@ -199,9 +226,10 @@ impl JobsClient {
             logs: String,
         }
         let body = self
-            .send(
+            .send_capped(
                 "read the job's logs",
                 self.request(reqwest::Method::GET, &format!("/api/jobs/{id}/logs")),
+                MAX_LOG_BYTES,
             )
             .await?;
         serde_json::from_str::<Logs>(&body)

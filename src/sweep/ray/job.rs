@@ -264,6 +264,8 @@ struct Follow {
     status: Option<JobStatus>,
     done: Vec<usize>,
     failed: BTreeSet<usize>,
+    /// The log grew past what is read: no longer followed.
+    log_capped: bool,
 }
 
 /// Polls the job's status and log until it ends; on cancel asks Ray to stop
@@ -319,7 +321,23 @@ async fn read_log(
     follow: &mut Follow,
     on_event: &mut (dyn FnMut(JobEvent) + Send),
 ) -> Result<(), RayError> {
-    let logs = client.logs(id).await?;
+    if follow.log_capped {
+        return Ok(());
+    }
+    // A log past the cap is no longer read (nor held): the results come
+    // from the shard files, the log only tells progress (docs §19.2).
+    let logs = match client.logs(id).await {
+        Err(super::RayError::TooLarge { mib, .. }) => {
+            follow.log_capped = true;
+            on_event(JobEvent::Log {
+                line: format!(
+                    "vibedesk: the job's log passed {mib} MiB and is no longer followed; the sweep goes on and its results are read from the shard files"
+                ),
+            });
+            return Ok(());
+        }
+        other => other?,
+    };
     // Only whole lines: a line still being written is read next time.
     let Some(end) = logs.rfind('\n').map(|i| i + 1) else {
         return Ok(());

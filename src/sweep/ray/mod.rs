@@ -54,6 +54,11 @@ pub enum RayError {
     },
     #[error("cannot read {what} from Ray: {detail}")]
     Decode { what: String, detail: String },
+    /// An answer longer than the client reads (§19.2).
+    #[error(
+        "cannot {what}: Ray's answer is longer than the {mib} MiB this client reads; is the address a Ray dashboard?"
+    )]
+    TooLarge { what: String, mib: u64 },
     #[error("cannot build the job's package: {0}")]
     Zip(#[from] zip::ZipError),
     #[error(

@@ -115,6 +115,8 @@ pub async fn run(
     output::check_extension(out)?;
     let state = local::state_dir(out);
     std::fs::create_dir_all(&state).map_err(SweepError::io("create", &state))?;
+    // One writer per out, one plan per folder (docs §18.3); held to the end.
+    let _claim = crate::sweep::claim::Claim::take(&state, out, &plan)?;
     plan.save(&state.join("plan.json"))?;
     let dir = shard_dir(ray, &state)?;
     let count = ray.shard_count(&plan);

@@ -27,7 +27,12 @@ use crate::tools::{Caps, ToolContext, ToolError, TypedTool, progress};
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 /// The most cells one call plans (the CLI has no limit).
 pub const MAX_CELLS: usize = 2_000_000;
-const DEFAULT_OUT: &str = "sweep/results.parquet";
+/// The results file when the call names none: named by the plan's hash, so
+/// the same spec called again resumes its own journal and two specs never
+/// share a folder (docs §18.7).
+fn default_out(plan: &Plan) -> String {
+    format!("sweep/{}.parquet", plan.short_hash())
+}
 
 pub struct SweepTool {
     cache_dir: Option<PathBuf>,
@@ -148,20 +153,22 @@ impl TypedTool for SweepTool {
         {
             let mut spec = spec_of(&args, ctx)?;
             let filled = spec.fill_defaults(&self.defaults);
-            let plan = Plan::from_spec(&spec).map_err(invalid)?;
-            if plan.cell_count() > MAX_CELLS {
+            // Counted before the plan expands the grid (docs §18.7), so a
+            // call over the limit costs nothing.
+            if spec.max_cells() > MAX_CELLS {
                 return Err(ToolError::InvalidArguments(format!(
-                    "{} cells is more than one call runs ({MAX_CELLS}); sweep fewer values or symbols, or run it with `vibedesk sweep run`",
-                    plan.cell_count()
+                    "up to {} cells (every combination of the axes × the symbols, before the constraint) is more than one call runs ({MAX_CELLS}); sweep fewer values or symbols, or run it with `vibedesk sweep run`",
+                    spec.max_cells()
                 )));
             }
+            let plan = Plan::from_spec(&spec).map_err(invalid)?;
             if args.plan_only == Some(true) {
                 return Ok(SweepOutput {
                     from_backtest_defaults: filled,
                     ..plan_output(&plan)
                 });
             }
-            let out_rel = args.out.clone().unwrap_or_else(|| DEFAULT_OUT.into());
+            let out_rel = args.out.clone().unwrap_or_else(|| default_out(&plan));
             crate::sweep::output::check_extension(Path::new(&out_rel)).map_err(invalid)?;
             let wanted = ctx.run_dir.join(&out_rel);
             if let Some(dir) = wanted.parent() {

@@ -3,7 +3,7 @@ for tests/engine/mcp_hardening.rs: input schemas that are not JSON Schema,
 and thousands of tools. The standard library only, speaking JSON-RPC on
 stdin/stdout as tiny_stdio_server.py does.
 
-Usage: hostile_server.py N
+Usage: hostile_server.py N [endless]
 
 Tools: `echo` (read-only) returns its `text`; `bad_type` has the schema
 {"type": 42, "properties": "nope"}; `bad_nested` a property whose type is
@@ -14,6 +14,8 @@ import json
 import sys
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+# `endless`: tools/list answers page after page, each naming a next one.
+ENDLESS = len(sys.argv) > 2 and sys.argv[2] == "endless"
 
 TOOLS = [
     {
@@ -56,6 +58,9 @@ for line in sys.stdin:
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "hostile", "version": "1"},
         }
+    elif method == "tools/list" and ENDLESS:
+        page = int((params.get("cursor") or "p0")[1:])
+        result = {"tools": [dict(t, name=f"{t['name']}_{page}") for t in TOOLS], "nextCursor": f"p{page + 1}"}
     elif method == "tools/list":
         result = {"tools": TOOLS}
     elif method == "tools/call":
