@@ -222,6 +222,9 @@ struct TurnState {
     /// Notes about calls of this reply that were not run (docs §2.11.1),
     /// sent to the model after the reply's tool results.
     notes_after_tools: Vec<String>,
+    /// This iteration's reply showed calls as an example (docs §2.11.1): its
+    /// call markup is what the answer is about, not a leak.
+    example_answer: bool,
     /// Texts an answer's figures may come from: the conversation as the run
     /// began (the user's words, recalled memories, earlier turns) and the
     /// tool results the model saw (docs §1.6).
@@ -256,6 +259,7 @@ impl TurnState {
             tools: ToolTally::default(),
             text_call_corrected: false,
             notes_after_tools: Vec::new(),
+            example_answer: false,
             sources,
             repeats: RepeatedFailures::default(),
             figures: FigureCheck::default(),
@@ -1296,7 +1300,7 @@ impl Turn {
     /// Tool-call markup written as text is sent back; on the last
     /// iteration it is replaced by a note that asks the user to continue.
     fn markup_in_answer(&mut self, draft: String, iter: u64) -> ControlFlow<AnswerStep, String> {
-        if !contains_tool_markup(&draft) {
+        if !contains_tool_markup(&draft) || self.st.example_answer {
             return ControlFlow::Continue(draft);
         }
         trace_record(&self.trace, TraceRecord::ToolCallSyntaxInAnswer { iter });
@@ -1383,10 +1387,12 @@ impl Turn {
             return ControlFlow::Continue(response);
         }
         let draft = response.content.clone();
+        self.st.example_answer = false;
         match screen(response, self.scheduler.registry(), iter, &self.req.prompt) {
             TextCallDecision::NotACall(response) => ControlFlow::Continue(response),
             TextCallDecision::Example { response, record } => {
                 trace_record(&self.trace, record);
+                self.st.example_answer = true;
                 // The stream held it back as a possible call: it is the
                 // answer, so the user sees it now.
                 if !response.held_back.is_empty() {

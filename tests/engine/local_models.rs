@@ -1188,3 +1188,43 @@ async fn a_thousand_calls_in_one_reply_run_sixteen() {
         );
     }
 }
+
+/// An example asked for in the `<tool_call>` form is the answer too: its
+/// markup is what the user asked to see, not a leak to send back.
+#[tokio::test]
+async fn an_example_in_tool_call_markup_is_the_answer_when_asked_for() {
+    let home = Home::new();
+    let reply = "<tool_call>\n{\"name\": \"get_market_data\", \"arguments\": {\"symbol\": \"IBM\", \"last_n\": 1}}\n</tool_call>";
+    let server = TestServer::start(vec![text_reply(reply)]).await;
+    let ran = run_with(
+        &home,
+        provider(&server),
+        registry(),
+        config(),
+        "What does a get_market_data call look like? Don't run it.",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Success,
+        "{}",
+        ran.outcome.reason
+    );
+    assert_eq!(ran.outcome.content, reply);
+    assert!(finished_tools(&ran).is_empty());
+    assert_eq!(server.request_count(), 1);
+    assert!(trace_records(&home, "tool_call_syntax_in_answer").is_empty());
+    let shown: String = ran
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TextDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        shown, reply,
+        "held back while streaming, shown once read as an example"
+    );
+}
