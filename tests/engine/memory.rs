@@ -1182,6 +1182,31 @@ fn a_secret_in_a_session_is_not_in_the_search_index() {
     );
 }
 
+/// The same for memory entries, through the index and the scan alike.
+#[test]
+fn a_secret_in_a_memory_is_not_found_by_recall() {
+    let password = "Tr0ub4dor&3xq";
+    for preset in ["full", "off"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut f = flags("full");
+        f.fts_index = preset == "full";
+        let s = store(tmp.path(), f);
+        add(
+            &s,
+            "zanzibar database",
+            &format!("The zanzibar database password is {password} for now."),
+            MemoryType::Reference,
+        );
+        let now = Utc::now();
+        let found = s.find_relevant("zanzibar", 5, now).unwrap();
+        assert_eq!(found.len(), 1, "index {preset}: a normal word finds it");
+        for secret in [password, "Tr0ub4dor"] {
+            let hits = s.find_relevant(secret, 5, now).unwrap();
+            assert!(hits.is_empty(), "index {preset}: {secret} found");
+        }
+    }
+}
+
 // ----- tools -------------------------------------------------------------------------
 
 fn ctx(root: &Path) -> ToolContext {
