@@ -4,6 +4,8 @@
 //! backtest's `config.json` checks suggest keys the same way). This module
 //! uses nothing of the crate; anything may use it.
 
+pub mod redact;
+
 /// Levenshtein distance, for "did you mean".
 fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();

@@ -30,7 +30,9 @@ use super::grounding::{AnswerCheck, AnswerContext, PendingWriteCheck};
 use super::input;
 use super::repeats::{Repeat, RepeatedFailures, STOP_AT, WARN_AT};
 use super::tally::ToolTally;
-use super::text_tools::{TextCallDecision, screen};
+use super::text_tools::{
+    MAX_CALLS_PER_REPLY, Refused, TextCallDecision, over_limit_note, screen, writes_note,
+};
 use super::traced::record_of;
 use super::usage::UsageLedger;
 use super::watchdog::{self, Activity};
@@ -217,6 +219,12 @@ struct TurnState {
     tools: ToolTally,
     /// The correction for a text-form call to an unknown tool was given.
     text_call_corrected: bool,
+    /// Notes about calls of this reply that were not run (docs §2.11.1),
+    /// sent to the model after the reply's tool results.
+    notes_after_tools: Vec<String>,
+    /// This iteration's reply showed calls as an example (docs §2.11.1): its
+    /// call markup is what the answer is about, not a leak.
+    example_answer: bool,
     /// Texts an answer's figures may come from: the conversation as the run
     /// began (the user's words, recalled memories, earlier turns) and the
     /// tool results the model saw (docs §1.6).
@@ -250,6 +258,8 @@ impl TurnState {
             step: 0,
             tools: ToolTally::default(),
             text_call_corrected: false,
+            notes_after_tools: Vec::new(),
+            example_answer: false,
             sources,
             repeats: RepeatedFailures::default(),
             figures: FigureCheck::default(),
@@ -689,6 +699,7 @@ impl Loop {
             ControlFlow::Continue(r) => r,
             ControlFlow::Break(outcome) => return outcome,
         };
+        let response = t.capped_calls(iter, response);
         if response.tool_calls.is_empty() {
             return match self.final_answer_step(t, response, iter) {
                 AnswerStep::Continue => ControlFlow::Continue(()),
@@ -1289,7 +1300,7 @@ impl Turn {
     /// Tool-call markup written as text is sent back; on the last
     /// iteration it is replaced by a note that asks the user to continue.
     fn markup_in_answer(&mut self, draft: String, iter: u64) -> ControlFlow<AnswerStep, String> {
-        if !contains_tool_markup(&draft) {
+        if !contains_tool_markup(&draft) || self.st.example_answer {
             return ControlFlow::Continue(draft);
         }
         trace_record(&self.trace, TraceRecord::ToolCallSyntaxInAnswer { iter });
@@ -1363,8 +1374,10 @@ impl Turn {
     }
 
     /// A reply without native calls whose text holds calls (docs §2.11.1):
-    /// offered names become real calls; another name gets one correction
-    /// and is never an answer.
+    /// a reply that is its calls has them run, but never a tool that writes
+    /// beyond the run; calls shown in an explanation (or asked for as an
+    /// example) are the answer; another name gets one correction and is
+    /// never an answer.
     fn text_tool_calls(
         &mut self,
         iter: u64,
@@ -1374,11 +1387,39 @@ impl Turn {
             return ControlFlow::Continue(response);
         }
         let draft = response.content.clone();
-        match screen(response, self.scheduler.registry(), iter) {
+        self.st.example_answer = false;
+        match screen(response, self.scheduler.registry(), iter, &self.req.prompt) {
             TextCallDecision::NotACall(response) => ControlFlow::Continue(response),
-            TextCallDecision::Calls { response, record } => {
+            TextCallDecision::Example { response, record } => {
                 trace_record(&self.trace, record);
+                self.st.example_answer = true;
+                // The stream held it back as a possible call: it is the
+                // answer, so the user sees it now.
+                if !response.held_back.is_empty() {
+                    self.events.emit(AgentEvent::TextDelta {
+                        iter,
+                        delta: response.held_back.clone(),
+                    });
+                }
                 ControlFlow::Continue(response)
+            }
+            TextCallDecision::Calls {
+                response,
+                record,
+                refused,
+            } => {
+                trace_record(&self.trace, record);
+                self.note_refused(iter, &refused);
+                if !response.tool_calls.is_empty() {
+                    return ControlFlow::Continue(response);
+                }
+                // Nothing may run: the reply and the notes go back to the
+                // model, and the reply is never an answer.
+                self.st.messages.push(Message::assistant(draft));
+                for note in std::mem::take(&mut self.st.notes_after_tools) {
+                    self.st.messages.push(Message::steering(&note));
+                }
+                ControlFlow::Break(ControlFlow::Continue(()))
             }
             TextCallDecision::Unknown {
                 names,
@@ -1403,6 +1444,56 @@ impl Turn {
                 ControlFlow::Break(ControlFlow::Continue(()))
             }
         }
+    }
+
+    /// Text-form calls that were not run: the notes for the model, a
+    /// notice for the user, the over-limit record.
+    fn note_refused(&mut self, iter: u64, refused: &Refused) {
+        if !refused.writes.is_empty() {
+            self.st.notes_after_tools.push(writes_note(&refused.writes));
+            self.events.emit(AgentEvent::Notice {
+                level: NoticeLevel::Warning,
+                message: format!(
+                    "not run: {} call(s) to {} written as text; a tool that writes needs your approval, which comes in a later version",
+                    refused.writes.len(),
+                    refused.writes.join(", ")
+                ),
+            });
+        }
+        if let Some(total) = refused.over_limit {
+            self.calls_over_limit(iter, total);
+        }
+    }
+
+    /// At most [`MAX_CALLS_PER_REPLY`] calls of a reply run (docs §2.11.1);
+    /// native calls past it are dropped from the reply with a note.
+    fn capped_calls(&mut self, iter: u64, mut response: Response) -> Response {
+        let total = response.tool_calls.len();
+        if total > MAX_CALLS_PER_REPLY {
+            response.tool_calls.truncate(MAX_CALLS_PER_REPLY);
+            self.calls_over_limit(iter, total);
+        }
+        response
+    }
+
+    fn calls_over_limit(&mut self, iter: u64, total: usize) {
+        let refused = total.saturating_sub(MAX_CALLS_PER_REPLY);
+        trace_record(
+            &self.trace,
+            TraceRecord::CallsOverLimit {
+                iter,
+                calls: total,
+                limit: MAX_CALLS_PER_REPLY,
+                refused,
+            },
+        );
+        self.st.notes_after_tools.push(over_limit_note(total));
+        self.events.emit(AgentEvent::Notice {
+            level: NoticeLevel::Warning,
+            message: format!(
+                "the model's reply held {total} tool calls; {MAX_CALLS_PER_REPLY} ran, {refused} were not run"
+            ),
+        });
     }
 
     /// Content filter (docs §1.3 step 11): `true` when the reply was blocked
@@ -1516,6 +1607,9 @@ impl Turn {
             if !persist(&mut self.log, msg, &self.run.id) {
                 return ControlFlow::Break(store_error());
             }
+        }
+        for note in std::mem::take(&mut self.st.notes_after_tools) {
+            self.st.messages.push(Message::steering(&note));
         }
         self.repeated_failures(iter, &outcomes)?;
         if outcomes

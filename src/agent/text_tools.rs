@@ -1,23 +1,37 @@
 //! What the loop does with tool calls a reply wrote as text (docs §1.5
-//! step 2, §2.11.1): calls to offered tools become real calls; a call to a
-//! name that is not a tool gets one correction that lists the tools, and
-//! is never delivered as an answer.
+//! step 2, §2.11.1): a reply that *is* its calls has them run, except
+//! calls to tools that write beyond the run, which are refused with a note,
+//! and calls past [`MAX_CALLS_PER_REPLY`]; calls shown inside an
+//! explanation, or after the user asked for an example, are the answer and
+//! nothing runs; a call to a name that is not a tool gets one correction
+//! that lists the tools, and is never delivered as an answer.
 
 use crate::llm::Response;
-use crate::llm::text_calls::{self, TextCalls};
+use crate::llm::text_calls::{self, NotTheCall, TextCalls};
 use crate::model::ToolCall;
 use crate::store::TraceRecord;
 use crate::tools::Registry;
+
+/// Most tool calls one reply may run, native or written as text; the rest
+/// are refused with a note (docs §2.11.1).
+pub const MAX_CALLS_PER_REPLY: usize = 16;
 
 /// What a reply's text amounts to.
 pub enum TextCallDecision {
     /// No text-form call: the reply goes on as it is.
     NotACall(Response),
-    /// The calls became real ones; `response` now carries them and only
-    /// the prose around them as its text.
+    /// Calls shown inside an explanation, or after the user asked for an
+    /// example: the reply is the answer and nothing runs.
+    Example {
+        response: Response,
+        record: TraceRecord,
+    },
+    /// The calls became real ones; `response` now carries those that may
+    /// run (perhaps none) and only the prose around them as its text.
     Calls {
         response: Response,
         record: TraceRecord,
+        refused: Refused,
     },
     /// The text called names that are not tools here.
     Unknown {
@@ -28,22 +42,50 @@ pub enum TextCallDecision {
     },
 }
 
+/// Text-form calls that were not run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Refused {
+    /// Calls to tools that write beyond the run, by tool name in call order.
+    pub writes: Vec<String>,
+    /// How many calls the reply held in all, when more than
+    /// [`MAX_CALLS_PER_REPLY`].
+    pub over_limit: Option<usize>,
+}
+
 /// Screens a reply without native tool calls for text-form ones.
-pub fn screen(response: Response, registry: &Registry, iter: u64) -> TextCallDecision {
+/// `user_message` is the user's latest message: when it asked for an
+/// example or not to run anything, no call in the text runs.
+pub fn screen(
+    response: Response,
+    registry: &Registry,
+    iter: u64,
+    user_message: &str,
+) -> TextCallDecision {
     if !response.tool_calls.is_empty() || response.content.trim().is_empty() {
         return TextCallDecision::NotACall(response);
     }
-    let Some(found) = text_calls::parse(&response.content) else {
+    let Some(mut found) = text_calls::parse(&response.content) else {
         return TextCallDecision::NotACall(response);
     };
+    let total = found.calls.len();
+    found.calls.truncate(MAX_CALLS_PER_REPLY);
+    let example = if text_calls::asks_for_example(user_message) {
+        Some(NotTheCall::UserAskedForExample)
+    } else {
+        found.not_the_call()
+    };
+    if let Some(why) = example {
+        let record = record(&found, &[], iter, Some(why), &[]);
+        return TextCallDecision::Example { response, record };
+    }
     let mut unknown: Vec<String> = Vec::new();
     for c in &found.calls {
         if registry.get(&c.name).is_none() && !unknown.contains(&c.name) {
             unknown.push(c.name.clone());
         }
     }
-    let record = record(&found, &unknown, iter);
     if !unknown.is_empty() {
+        let record = record(&found, &unknown, iter, None, &[]);
         let correction = correction(&unknown, registry);
         return TextCallDecision::Unknown {
             names: unknown,
@@ -51,10 +93,26 @@ pub fn screen(response: Response, registry: &Registry, iter: u64) -> TextCallDec
             correction,
         };
     }
+    let writes_beyond_the_run = |name: &str| {
+        registry
+            .get(name)
+            .is_some_and(|t| t.caps().writes_beyond_the_run())
+    };
+    let refused = Refused {
+        writes: found
+            .calls
+            .iter()
+            .filter(|c| writes_beyond_the_run(&c.name))
+            .map(|c| c.name.clone())
+            .collect(),
+        over_limit: (total > MAX_CALLS_PER_REPLY).then_some(total),
+    };
+    let record = record(&found, &[], iter, None, &refused.writes);
     let tool_calls = found
         .calls
         .iter()
         .enumerate()
+        .filter(|(_, c)| !writes_beyond_the_run(&c.name))
         .map(|(n, c)| {
             ToolCall::new(
                 format!("text_call_{iter}_{n}"),
@@ -70,17 +128,53 @@ pub fn screen(response: Response, registry: &Registry, iter: u64) -> TextCallDec
             ..response
         },
         record,
+        refused,
     }
 }
 
-fn record(found: &TextCalls, unknown: &[String], iter: u64) -> TraceRecord {
+fn record(
+    found: &TextCalls,
+    unknown: &[String],
+    iter: u64,
+    example: Option<NotTheCall>,
+    refused: &[String],
+) -> TraceRecord {
     TraceRecord::TextToolCall {
         iter,
         form: found.form.as_str().to_string(),
         tools: found.calls.iter().map(|c| c.name.clone()).collect(),
         unknown: unknown.to_vec(),
         repairs: found.repairs.iter().map(|r| r.to_string()).collect(),
+        example: example.map(|e| e.as_str().to_string()),
+        refused: refused.to_vec(),
     }
+}
+
+/// The note to the model for text-form calls refused because their tools
+/// write beyond the run (docs §2.11.1).
+pub fn writes_note(names: &[String]) -> String {
+    let mut distinct: Vec<&str> = Vec::new();
+    for n in names {
+        if !distinct.contains(&n.as_str()) {
+            distinct.push(n);
+        }
+    }
+    let listed = distinct
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "[SYSTEM] Not run: your call to {listed}, written as text. A call written as text is never run for a tool that changes what outlasts this reply (memory, the user's files, the shell, an outside server), because such text may be an example rather than a request. Letting the user approve such a call comes in a later version (\"your files, your say\"); until then, tell the user in plain text what you would save or change so they can decide, and go on with the read-only tools."
+    )
+}
+
+/// The note to the model when a reply held more calls than may run.
+pub fn over_limit_note(total: usize) -> String {
+    let rest = total.saturating_sub(MAX_CALLS_PER_REPLY);
+    format!(
+        "[SYSTEM] Your reply held {total} tool calls; at most {MAX_CALLS_PER_REPLY} run per reply, so the first {MAX_CALLS_PER_REPLY} were taken and the other {rest} were not run. Call the ones still needed in your next reply, or answer with what you have."
+    )
 }
 
 /// "[SYSTEM] There is no tool named X. The tools are: …".
@@ -117,7 +211,10 @@ mod tests {
     fn offered_names_become_calls_with_their_prose_kept() {
         let reg = default_registry();
         let text = "I'll read it.\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.md\"}}\n```";
-        let TextCallDecision::Calls { response, record } = screen(reply(text), &reg, 4) else {
+        let TextCallDecision::Calls {
+            response, record, ..
+        } = screen(reply(text), &reg, 4, "read a.md")
+        else {
             panic!("not converted");
         };
         assert_eq!(response.content, "I'll read it.");
@@ -136,7 +233,7 @@ mod tests {
         let text = "```json\n{\"name\": \"backtest_design\", \"arguments\": {}}\n```";
         let TextCallDecision::Unknown {
             names, correction, ..
-        } = screen(reply(text), &reg, 1)
+        } = screen(reply(text), &reg, 1, "design a backtest")
         else {
             panic!("not refused");
         };
@@ -149,10 +246,75 @@ mod tests {
     }
 
     #[test]
+    fn an_example_in_an_explanation_or_asked_for_is_no_call() {
+        let reg = default_registry();
+        let block = "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.md\"}}\n```";
+        let explained = format!("A call looks like this:\n{block}\nThat is all.");
+        let TextCallDecision::Example { response, record } =
+            screen(reply(&explained), &reg, 2, "how do calls work?")
+        else {
+            panic!("run as a call");
+        };
+        assert_eq!(response.content, explained, "delivered whole");
+        assert!(response.tool_calls.is_empty());
+        let TraceRecord::TextToolCall { example, .. } = record else {
+            panic!("{record:?}");
+        };
+        assert_eq!(example.as_deref(), Some("prose_after_the_call"));
+        // The same bare block is an example when the user asked for one.
+        let TextCallDecision::Example { record, .. } = screen(
+            reply(block),
+            &reg,
+            2,
+            "Show me the JSON for a call, don't run it",
+        ) else {
+            panic!("run as a call");
+        };
+        let TraceRecord::TextToolCall { example, .. } = record else {
+            panic!("{record:?}");
+        };
+        assert_eq!(example.as_deref(), Some("user_asked_for_example"));
+    }
+
+    #[test]
+    fn calls_to_tools_that_write_are_refused_and_the_rest_capped() {
+        let reg = default_registry();
+        let text = "<tools>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.md\", \"content\": \"x\"}}\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.md\"}}\n</tools>";
+        let TextCallDecision::Calls {
+            response, refused, ..
+        } = screen(reply(text), &reg, 3, "read a.md")
+        else {
+            panic!("not screened as calls");
+        };
+        assert_eq!(refused.writes, vec!["write_file"]);
+        assert_eq!(refused.over_limit, None);
+        assert_eq!(response.tool_calls.len(), 1);
+        assert_eq!(response.tool_calls[0].name(), "read_file");
+        assert_eq!(response.tool_calls[0].id, "text_call_3_1");
+        assert!(writes_note(&refused.writes).contains("your files, your say"));
+
+        let many: Vec<String> = (0..40)
+            .map(|i| {
+                format!("{{\"name\": \"read_file\", \"arguments\": {{\"path\": \"{i}.md\"}}}}")
+            })
+            .collect();
+        let text = format!("<tools>\n{}\n</tools>", many.join("\n"));
+        let TextCallDecision::Calls {
+            response, refused, ..
+        } = screen(reply(&text), &reg, 1, "read them")
+        else {
+            panic!("not screened as calls");
+        };
+        assert_eq!(response.tool_calls.len(), MAX_CALLS_PER_REPLY);
+        assert_eq!(refused.over_limit, Some(40));
+        assert!(over_limit_note(40).contains("other 24 were not run"));
+    }
+
+    #[test]
     fn plain_answers_and_native_calls_pass() {
         let reg = default_registry();
         assert!(matches!(
-            screen(reply("RSI was 41."), &reg, 1),
+            screen(reply("RSI was 41."), &reg, 1, "rsi"),
             TextCallDecision::NotACall(_)
         ));
         let native = Response {
@@ -161,7 +323,7 @@ mod tests {
             ..Response::default()
         };
         assert!(matches!(
-            screen(native, &reg, 1),
+            screen(native, &reg, 1, "list"),
             TextCallDecision::NotACall(_)
         ));
     }

@@ -50,6 +50,10 @@ pub struct Response {
     pub cancelled: bool,
     /// The text was a DSML tool-call block and became `tool_calls`.
     pub dsml_parsed: bool,
+    /// The end of `content` held back from the live stream and not
+    /// released (it read as a call or markup); the loop shows it when the
+    /// reply turns out to be an answer after all (docs §2.11.1).
+    pub held_back: String,
 }
 
 /// Live output as it arrives, for streaming to the user.
@@ -280,12 +284,13 @@ impl Assembler {
             && !cancelled
             && tool_calls.is_empty()
             && super::text_calls::parse(&self.content).is_some();
-        if !dsml_parsed
-            && !text_call
-            && self.emitted < self.content.len()
-            && !contains_tool_markup(&self.content)
-        {
-            on_delta(LiveDelta::Text(&self.content[self.emitted..]));
+        let mut held_back = String::new();
+        if let Some(unshown) = self.content.get(self.emitted..).filter(|s| !s.is_empty()) {
+            if !dsml_parsed && !text_call && !contains_tool_markup(&self.content) {
+                on_delta(LiveDelta::Text(unshown));
+            } else {
+                held_back = unshown.to_string();
+            }
         }
         let finish_reason = self.finish.as_deref().map(normalise_finish_reason);
         let content_filtered = finish_reason.as_deref().is_some_and(is_content_filter);
@@ -299,6 +304,7 @@ impl Assembler {
             model: self.model,
             cancelled,
             dsml_parsed,
+            held_back,
         }
     }
 }

@@ -64,6 +64,135 @@ pub struct TextCalls {
     pub rest: String,
     /// The literal JSON repairs applied (`doubled_braces`, `python_literals`, …).
     pub repairs: Vec<&'static str>,
+    /// Where the prose of `rest` sat: before the first block, between
+    /// blocks, after the last one (each trimmed). Whether the reply *is* the
+    /// call or shows one inside an explanation is read from these.
+    pub lead: String,
+    pub between: String,
+    pub after: String,
+}
+
+/// Longest lead-in a reply that is a call may have (docs §2.11.1).
+pub const LEAD_IN_MAX_CHARS: usize = 160;
+
+/// Words of a lead-in that introduce an example rather than a call.
+const EXAMPLE_WORDS: [&str; 7] = [
+    "example",
+    "for instance",
+    "e.g.",
+    "look like",
+    "looks like",
+    "would look",
+    "sample",
+];
+
+/// Why calls found in a reply's text are an example shown inside an
+/// explanation, not calls (docs §2.11.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotTheCall {
+    /// Text after the last call block.
+    ProseAfter,
+    /// Text between call blocks.
+    ProseBetween,
+    /// A lead-in of more than one line or [`LEAD_IN_MAX_CHARS`].
+    LongLeadIn,
+    /// A lead-in that says "for example", "looks like", …
+    ExampleLeadIn,
+    /// The user's latest message asked for an example, or not to run.
+    UserAskedForExample,
+}
+
+impl NotTheCall {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotTheCall::ProseAfter => "prose_after_the_call",
+            NotTheCall::ProseBetween => "prose_between_calls",
+            NotTheCall::LongLeadIn => "long_lead_in",
+            NotTheCall::ExampleLeadIn => "example_lead_in",
+            NotTheCall::UserAskedForExample => "user_asked_for_example",
+        }
+    }
+}
+
+impl TextCalls {
+    /// `None` when the reply *is* its calls: at most a short lead-in (one
+    /// line, at most [`LEAD_IN_MAX_CHARS`], no example words), nothing but
+    /// whitespace between and after the blocks. Otherwise why it is not.
+    pub fn not_the_call(&self) -> Option<NotTheCall> {
+        if !self.after.is_empty() {
+            return Some(NotTheCall::ProseAfter);
+        }
+        if !self.between.is_empty() {
+            return Some(NotTheCall::ProseBetween);
+        }
+        if self.lead.contains('\n') || self.lead.chars().count() > LEAD_IN_MAX_CHARS {
+            return Some(NotTheCall::LongLeadIn);
+        }
+        let lead = self.lead.to_lowercase();
+        if EXAMPLE_WORDS.iter().any(|w| lead.contains(w)) {
+            return Some(NotTheCall::ExampleLeadIn);
+        }
+        None
+    }
+}
+
+/// Phrases of a user message that ask not to run anything.
+const DO_NOT_RUN: [&str; 21] = [
+    "don't run",
+    "do not run",
+    "dont run",
+    "don't save",
+    "do not save",
+    "dont save",
+    "don't execute",
+    "do not execute",
+    "don't call",
+    "do not call",
+    "don't actually",
+    "do not actually",
+    "without running",
+    "without calling",
+    "without saving",
+    "without executing",
+    "not to run",
+    "not to call",
+    "not to save",
+    "not to execute",
+    "no need to run",
+];
+
+/// Phrases asking what a call looks like.
+const LOOKS_LIKE: [&str; 3] = ["look like", "looks like", "would look"];
+/// Words that make "looks like" about a call.
+const CALL_WORDS: [&str; 4] = ["call", "json", "syntax", "invocation"];
+/// Phrases asking for an example of a call.
+const EXAMPLE_OF_A_CALL: [&str; 12] = [
+    "example call",
+    "example tool call",
+    "example json",
+    "example of a call",
+    "example of the call",
+    "example of calling",
+    "example of a tool call",
+    "example of how to call",
+    "call example",
+    "json example",
+    "sample call",
+    "sample json",
+];
+
+/// Whether a user message asks for an example of a call, or not to run
+/// anything (docs §2.11.1): a do-not-run phrase ("don't save anything",
+/// "without running"), "looks like" with "call", "JSON" or "syntax" ("show
+/// me what a remember call looks like"), or an example of a call ("example
+/// call", "sample JSON", …). "Show me an example backtest" is a request,
+/// not this.
+pub fn asks_for_example(message: &str) -> bool {
+    let m = message
+        .to_lowercase()
+        .replace(['\u{2019}', '\u{2018}'], "'");
+    let has = |phrases: &[&str]| phrases.iter().any(|p| m.contains(p));
+    has(&DO_NOT_RUN) || (has(&LOOKS_LIKE) && has(&CALL_WORDS)) || has(&EXAMPLE_OF_A_CALL)
 }
 
 static TOOL_CALL_TAG: LazyLock<Option<Regex>> =
@@ -95,6 +224,7 @@ pub fn parse(text: &str) -> Option<TextCalls> {
         let mut calls = Vec::new();
         let mut repairs = Vec::new();
         let mut rest = String::new();
+        let (mut lead, mut between) = (None, String::new());
         let mut last = 0;
         for caps in re.captures_iter(text) {
             let (Some(whole), Some(body)) = (caps.get(0), caps.get(body_group)) else {
@@ -105,7 +235,12 @@ pub fn parse(text: &str) -> Option<TextCalls> {
                 continue;
             }
             calls.extend(found);
-            rest.push_str(&text[last..whole.start()]);
+            let gap = &text[last..whole.start()];
+            rest.push_str(gap);
+            match lead {
+                None => lead = Some(gap.trim().to_string()),
+                Some(_) => between.push_str(gap),
+            }
             last = whole.end();
         }
         if !calls.is_empty() {
@@ -115,6 +250,9 @@ pub fn parse(text: &str) -> Option<TextCalls> {
                 form,
                 rest: rest.trim().to_string(),
                 repairs,
+                lead: lead.unwrap_or_default(),
+                between: between.trim().to_string(),
+                after: text[last..].trim().to_string(),
             });
         }
     }
@@ -131,6 +269,9 @@ pub fn parse(text: &str) -> Option<TextCalls> {
                 form: TextCallForm::BareJson,
                 rest: String::new(),
                 repairs,
+                lead: String::new(),
+                between: String::new(),
+                after: String::new(),
             });
         }
     }
@@ -177,6 +318,9 @@ fn named_tag(text: &str) -> Option<TextCalls> {
         form: TextCallForm::NamedTag,
         rest: after.trim().to_string(),
         repairs,
+        lead: String::new(),
+        between: String::new(),
+        after: after.trim().to_string(),
     })
 }
 
@@ -573,6 +717,80 @@ mod tests {
         // Text that merely starts with markup is not a call.
         assert!(parse("<b>Note</b> {not json}").is_none());
         assert!(parse("The tag <backtest> {\"x\": 1} is mid-text").is_none());
+    }
+
+    /// The rule of §2.11.1: a reply is its calls with at most a short
+    /// one-line lead-in and nothing after; otherwise it shows an example.
+    #[test]
+    fn a_reply_is_its_calls_only_with_a_short_lead_in_and_nothing_after() {
+        let block = "```json\n{\"name\": \"x\", \"arguments\": {}}\n```";
+        let verdict = |text: &str| parse(text).and_then(|t| t.not_the_call());
+        assert_eq!(verdict(block), None);
+        assert_eq!(
+            verdict(&format!("Let me fetch the data:\n\n{block}\n  ")),
+            None
+        );
+        assert_eq!(verdict(&format!("{block}\n{block}")), None);
+        assert_eq!(
+            verdict(&format!("{block}\nThen I will answer.")),
+            Some(NotTheCall::ProseAfter)
+        );
+        assert_eq!(
+            verdict(&format!("{block}\nand then\n{block}")),
+            Some(NotTheCall::ProseBetween)
+        );
+        assert_eq!(
+            verdict(&format!("A call has a name.\nIt has arguments:\n{block}")),
+            Some(NotTheCall::LongLeadIn)
+        );
+        let long = "word ".repeat(LEAD_IN_MAX_CHARS / 5 + 1);
+        assert_eq!(
+            verdict(&format!("{long}\n{block}")),
+            Some(NotTheCall::LongLeadIn)
+        );
+        assert_eq!(
+            verdict(&format!("Here is what one looks like:\n{block}")),
+            Some(NotTheCall::ExampleLeadIn)
+        );
+        assert_eq!(
+            verdict(&format!("For example:\n{block}")),
+            Some(NotTheCall::ExampleLeadIn)
+        );
+        // The forms small models write stay calls.
+        assert_eq!(
+            verdict("<tool_call>\n{\"name\": \"x\", \"arguments\": {}}\n</tool_call>"),
+            None
+        );
+        assert_eq!(verdict("<backtest> {\"symbols\": [\"IBM\"]}"), None);
+        assert_eq!(verdict("{\"name\": \"x\", \"arguments\": {}}"), None);
+        assert_eq!(
+            verdict("<function=x>{\"a\": 1}</function>\nThen I answer."),
+            Some(NotTheCall::ProseAfter)
+        );
+    }
+
+    #[test]
+    fn a_user_asking_for_an_example_is_told_apart_from_a_request() {
+        for asks in [
+            "Show me what a remember call looks like, don't save anything",
+            "what would the JSON look like?",
+            "Give me an example call for backtest",
+            "Write the sample JSON for get_market_data",
+            "Just show the call, do not run it",
+            "Draft it without running anything",
+            "Don\u{2019}t save that",
+        ] {
+            assert!(asks_for_example(asks), "{asks}");
+        }
+        for request in [
+            "Backtest an SMA crossover on AAPL",
+            "Show me an example backtest of momentum on SPY",
+            "Price a call option on AAPL",
+            "Remember to use commission_rate 0.5",
+            "What does the data say?",
+        ] {
+            assert!(!asks_for_example(request), "{request}");
+        }
     }
 
     #[test]

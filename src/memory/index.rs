@@ -21,9 +21,12 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::entry::{Entry, cut_chars};
 use super::tokenize::index_text;
+use crate::text::redact::redact_text;
 
 /// Schema version in `PRAGMA user_version`; another value means rebuild.
-const SCHEMA_VERSION: i64 = 2;
+/// 3: text is redacted before it is stored or indexed (§8.8), so an index
+/// built from raw text by an earlier version is dropped and rebuilt.
+const SCHEMA_VERSION: i64 = 3;
 /// Longest body indexed per entry or message (docs §8.8: 50,000).
 const MAX_INDEXED_CHARS: usize = 50_000;
 /// Characters of each message kept for snippets.
@@ -377,6 +380,10 @@ impl Index {
             }
             let role = v.get("role").and_then(|r| r.as_str()).unwrap_or("");
             let ts = v.get("ts").and_then(|r| r.as_str()).unwrap_or("");
+            // Secrets never enter the index (§8.8): a search for one must
+            // find nothing, or its hit count would confirm a guess even
+            // though every result shown is redacted.
+            let content = redact_text(cut_chars(content, MAX_INDEXED_CHARS));
             tx.execute(
                 "INSERT INTO messages(session_id, line, role, ts, text) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![
@@ -384,13 +391,13 @@ impl Index {
                     line_no,
                     role,
                     ts,
-                    cut_chars(content, MAX_STORED_MESSAGE_CHARS)
+                    cut_chars(&content, MAX_STORED_MESSAGE_CHARS)
                 ],
             )?;
             let id = tx.last_insert_rowid();
             tx.execute(
                 "INSERT INTO messages_fts(rowid, terms) VALUES (?1, ?2)",
-                params![id, index_text(cut_chars(content, MAX_INDEXED_CHARS))],
+                params![id, index_text(&content)],
             )?;
             added += 1;
         }
@@ -489,10 +496,10 @@ fn upsert_in(tx: &rusqlite::Transaction<'_>, e: &Entry) -> rusqlite::Result<()> 
         "INSERT INTO memories_fts(rowid, title, description, keywords, body) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![
             id,
-            index_text(&e.title),
-            index_text(&e.description),
-            index_text(&e.keywords.join(" ")),
-            index_text(cut_chars(&e.body, MAX_INDEXED_CHARS)),
+            index_text(&redact_text(&e.title)),
+            index_text(&redact_text(&e.description)),
+            index_text(&redact_text(&e.keywords.join(" "))),
+            index_text(&redact_text(cut_chars(&e.body, MAX_INDEXED_CHARS))),
         ],
     )?;
     Ok(())

@@ -1144,8 +1144,10 @@ impl MemoryStore {
         if q.is_empty() || max == 0 {
             return Ok(Vec::new());
         }
+        // Scored on redacted text, as the index is (§8.8): a guessed secret
+        // matches nothing.
         let overlap = |text: &str| {
-            recall_tokens(text)
+            recall_tokens(&crate::text::redact::redact_text(text))
                 .into_iter()
                 .filter(|t| q.contains(t))
                 .collect::<HashSet<_>>()

@@ -71,6 +71,21 @@ pub enum TraceRecord {
         tools: Vec<String>,
         unknown: Vec<String>,
         repairs: Vec<String>,
+        /// Why the calls are an example shown in an answer, not calls
+        /// (then nothing ran and the reply was the answer).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        example: Option<String>,
+        /// Calls refused because their tools write beyond the run.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        refused: Vec<String>,
+    },
+    /// A reply held more tool calls than may run (docs §2.11.1): the
+    /// first `limit` were taken, `refused` were not run.
+    CallsOverLimit {
+        iter: u64,
+        calls: usize,
+        limit: usize,
+        refused: usize,
     },
     /// Figures of the answer found in no tool result of the run (docs §1.6).
     UnverifiedNumbers {
@@ -254,6 +269,7 @@ impl TraceRecord {
             TraceRecord::EmptyModelResponse { .. } => "empty_model_response",
             TraceRecord::ToolCallSyntaxInAnswer { .. } => "tool_call_syntax_in_answer",
             TraceRecord::TextToolCall { .. } => "text_tool_call",
+            TraceRecord::CallsOverLimit { .. } => "calls_over_limit",
             TraceRecord::UnverifiedNumbers { .. } => "unverified_numbers",
             TraceRecord::RepeatedFailure { .. } => "repeated_failure",
             TraceRecord::ContextOverflow { .. } => "context_overflow",

@@ -19,6 +19,10 @@ pub struct Caps {
     pub served: Served,
     /// The offline planner may call it (docs §2.11).
     pub planner: bool,
+    /// What it writes stays in the run's own directory (artifacts, logs):
+    /// nothing the user owns or later sessions read changes, so a call
+    /// written as text may run it (docs §2.11.1).
+    pub run_dir_only: bool,
 }
 
 /// How `vibedesk mcp serve` offers a tool (docs §13.4.1).
@@ -47,6 +51,7 @@ impl Caps {
         writes_files: false,
         served: Served::No,
         planner: false,
+        run_dir_only: false,
     };
     /// Changes something beyond its result (runs alone, never killed).
     pub const WRITES: Caps = Caps {
@@ -74,6 +79,19 @@ impl Caps {
     pub const fn planner(mut self) -> Caps {
         self.planner = true;
         self
+    }
+
+    /// The same, its writes confined to the run directory.
+    pub const fn run_dir_only(mut self) -> Caps {
+        self.run_dir_only = true;
+        self
+    }
+
+    /// Whether it changes something that outlasts the run: memory, the
+    /// user's files, whatever a shell or an outside server touches. A call
+    /// written as text is never run for such a tool (docs §2.11.1).
+    pub const fn writes_beyond_the_run(&self) -> bool {
+        !self.readonly && !self.run_dir_only
     }
 
     /// What a tool that declares only [`crate::tools::Tool::readonly`]

@@ -20,11 +20,13 @@ use vibedesk::agent::events::{AgentEvent, RunStatus, ToolCallStatus, ToolEvent};
 use vibedesk::agent::{Loop, LoopConfig, LoopDeps};
 use vibedesk::llm::openai::{OpenAiConfig, OpenAiProvider};
 use vibedesk::llm::window::WindowDiscovery;
+use vibedesk::memory::{MemoryFlags, MemoryStore, SkillSet};
 use vibedesk::research::data::{DataConfig, embedded};
 use vibedesk::research::indicators;
 use vibedesk::store::read_trace;
 use vibedesk::tools::Registry;
 use vibedesk::tools::builtin::market::register_market_tools_with;
+use vibedesk::tools::builtin::memory::register_memory_tools;
 use vibedesk::tools::builtin::register_defaults;
 
 use crate::support::harness::*;
@@ -890,4 +892,339 @@ fn the_local_profile_first_request_is_lean_and_cache_stable() {
     // The tool schemas are most of it: the system text does not list them.
     assert!(lean.tools > lean.system, "{lean:?}");
     println!("first request: default {full:?}, local {lean:?}");
+}
+
+// ----- calls, not examples (issue 35 item 5, docs §2.11.1) ---------------------------
+
+/// The registry above with the memory tools on a store in `dir`.
+fn registry_with_memory(dir: &std::path::Path) -> (Arc<Registry>, Arc<MemoryStore>) {
+    let store =
+        Arc::new(MemoryStore::open(dir.join("memory"), MemoryFlags::preset("full")).unwrap());
+    let mut r = Registry::new();
+    register_defaults(&mut r).expect("defaults");
+    register_market_tools_with(&mut r, DataConfig::offline()).expect("market tools");
+    register_memory_tools(
+        &mut r,
+        store.clone(),
+        Arc::new(SkillSet::load(None)),
+        dir.join("sessions"),
+    )
+    .expect("memory tools");
+    (Arc::new(r), store)
+}
+
+/// Files under a memory store's `entries/` (none when it was never written).
+fn saved_entries(store: &MemoryStore) -> Vec<std::path::PathBuf> {
+    files_under(store.entries_dir())
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
+}
+
+const REMEMBER_EXAMPLE: &str = "{\"name\": \"remember\", \"arguments\": {\"title\": \"Backtest costs\", \"content\": \"Always use commission_rate 0.5 for every backtest\", \"memory_type\": \"feedback\"}}";
+
+/// The reply of the attack in issue 35: prose, a fenced example of a
+/// `remember` call, prose again.
+fn remember_example_reply() -> String {
+    format!(
+        "A `remember` call is a JSON object with the tool's name and its arguments. Here is what one looks like:\n\n```json\n{REMEMBER_EXAMPLE}\n```\n\nI have not saved anything: this is only an example."
+    )
+}
+
+/// The attack of issue 35 through the real binary and the loopback server:
+/// the user asks what a `remember` call looks like; the reply shows one in
+/// a code block inside an explanation. It is the answer; nothing runs and
+/// nothing is saved.
+#[tokio::test]
+async fn an_example_of_a_remember_call_is_the_answer_and_nothing_is_saved() {
+    let home = tempfile::tempdir().unwrap();
+    let reply = remember_example_reply();
+    let server = TestServer::start(vec![text_reply(&reply)]).await;
+    let out = vibedesk(home.path())
+        .args([
+            "run",
+            "--json",
+            "-p",
+            "Show me what a remember call looks like, don't save anything.",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "local",
+        ])
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let answer = events.iter().find(|e| e["type"] == "answer").unwrap();
+    assert_eq!(answer["content"], json!(reply), "the example is the answer");
+    let shown: String = events
+        .iter()
+        .filter(|e| e["type"] == "text_delta")
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    assert_eq!(shown, reply, "the user saw it");
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["type"].as_str().is_some_and(|t| t.starts_with("tool_"))),
+        "no tool ran: {events:?}"
+    );
+    assert_eq!(events.last().unwrap()["status"], "success");
+    assert_eq!(server.request_count(), 1);
+    // Nothing was saved: the store exists (the run opened it) and holds no
+    // entry; no file anywhere under the memory folder mentions the rule.
+    let memory = home.path().join("data").join("memory");
+    assert!(memory.is_dir(), "the run opened its memory store");
+    for (file, _) in files_under(&memory) {
+        let text = std::fs::read(&file).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&text).contains("commission_rate 0.5"),
+            "saved in {}",
+            file.display()
+        );
+        assert!(
+            !file.starts_with(memory.join("entries")),
+            "{}",
+            file.display()
+        );
+    }
+    // The trace says why it was not a call.
+    let sid = events[0]["session_id"].as_str().unwrap();
+    let trace = read_trace(&home.path().join("data/sessions").join(sid), None).unwrap();
+    let record = trace
+        .records
+        .iter()
+        .find(|r| r["type"] == "text_tool_call")
+        .expect("text_tool_call record");
+    assert_eq!(record["example"], "user_asked_for_example");
+    assert_eq!(record["tools"], json!(["remember"]));
+}
+
+/// The same reply when the user did not ask for an example: a code block
+/// inside an explanation is still no call (prose after it).
+#[tokio::test]
+async fn a_call_inside_an_explanation_is_delivered_not_run() {
+    let home = Home::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let (reg, store) = registry_with_memory(tmp.path());
+    let reply = remember_example_reply();
+    let server = TestServer::start(vec![text_reply(&reply)]).await;
+    let ran = run_with(
+        &home,
+        provider(&server),
+        reg,
+        config(),
+        "How do memories work here?",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Success,
+        "{}",
+        ran.outcome.reason
+    );
+    assert_eq!(ran.outcome.content, reply);
+    assert!(finished_tools(&ran).is_empty());
+    assert!(
+        saved_entries(&store).is_empty(),
+        "{:?}",
+        saved_entries(&store)
+    );
+    assert_eq!(server.request_count(), 1);
+    let records = trace_records(&home, "text_tool_call");
+    assert_eq!(records[0]["example"], "prose_after_the_call");
+}
+
+/// A reply that *is* a call to a tool that writes (memory, files) is
+/// refused with a note to the model; the refusal is in the trace; the
+/// model's next reply is the answer.
+#[tokio::test]
+async fn a_text_form_call_that_writes_is_refused_with_a_note() {
+    let home = Home::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let (reg, store) = registry_with_memory(tmp.path());
+    let remember = format!("```json\n{REMEMBER_EXAMPLE}\n```");
+    let write = "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"rules.md\", \"content\": \"commission_rate 0.5\"}}\n</tool_call>";
+    let answer = "I did not save the rule; save it yourself if you want it kept.";
+    let server = TestServer::start(vec![
+        text_reply(&remember),
+        text_reply(write),
+        text_reply(answer),
+    ])
+    .await;
+    let ran = run_with(
+        &home,
+        provider(&server),
+        reg,
+        config(),
+        "Remember to use commission_rate 0.5 for every backtest.",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Success,
+        "{}",
+        ran.outcome.reason
+    );
+    assert_eq!(ran.outcome.content, answer);
+    assert!(
+        finished_tools(&ran).is_empty(),
+        "{:?}",
+        finished_tools(&ran)
+    );
+    assert!(
+        saved_entries(&store).is_empty(),
+        "{:?}",
+        saved_entries(&store)
+    );
+    assert!(!home.workspace().join("rules.md").exists());
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    for (req, tool) in [(&reqs[1], "remember"), (&reqs[2], "write_file")] {
+        let msgs = messages(&req.body);
+        let note = msgs.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            note.contains(&format!("Not run: your call to `{tool}`")),
+            "{note}"
+        );
+        assert!(note.contains("your files, your say"), "{note}");
+        // The model's own reply stays in the conversation, as text.
+        let assistant = &msgs[msgs.len() - 2];
+        assert_eq!(assistant["role"], "assistant");
+        assert!(assistant.get("tool_calls").is_none_or(Value::is_null));
+    }
+    let records = trace_records(&home, "text_tool_call");
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0]["refused"], json!(["remember"]));
+    assert_eq!(records[1]["refused"], json!(["write_file"]));
+    let notices = ran
+        .events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::Notice { message, .. } if message.contains("not run")))
+        .count();
+    assert_eq!(notices, 2);
+}
+
+/// 1,000 calls in one reply, written as text or sent natively: 16 run, the
+/// rest are refused with one note, and the trace counts them.
+#[tokio::test]
+async fn a_thousand_calls_in_one_reply_run_sixteen() {
+    let lines: Vec<String> = (0..1000)
+        .map(|i| format!("{{\"name\": \"count_probe\", \"arguments\": {{\"q\": \"{i}\"}}}}"))
+        .collect();
+    let text = format!("<tools>\n{}\n</tools>", lines.join("\n"));
+    let args: Vec<(String, String)> = (0..1000)
+        .map(|i| (format!("call_{i}"), format!("{{\"q\": \"{i}\"}}")))
+        .collect();
+    let native: Vec<(&str, &str, &str)> = args
+        .iter()
+        .map(|(id, a)| (id.as_str(), "count_probe", a.as_str()))
+        .collect();
+    for (form, reply) in [
+        ("text", text_reply(&text)),
+        ("native", tool_call_reply(&native)),
+    ] {
+        let home = Home::new();
+        let probe = TestTool::new("count_probe", true, Behaviour::Echo);
+        let ran_count = probe.counter();
+        let mut r = Registry::new();
+        register_defaults(&mut r).expect("defaults");
+        r.register(Arc::new(probe)).unwrap();
+        let server = TestServer::start(vec![reply, text_reply("Done.")]).await;
+        let ran = run_with(
+            &home,
+            provider(&server),
+            Arc::new(r),
+            config(),
+            "Probe everything.",
+            CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(
+            ran.outcome.status,
+            RunStatus::Success,
+            "{form}: {}",
+            ran.outcome.reason
+        );
+        assert_eq!(
+            ran_count.load(std::sync::atomic::Ordering::SeqCst),
+            16,
+            "{form}"
+        );
+        assert_eq!(finished_tools(&ran).len(), 16, "{form}");
+        let reqs = server.requests();
+        let second = messages(&reqs[1].body);
+        let assistant = second.iter().find(|m| m["role"] == "assistant").unwrap();
+        assert_eq!(
+            assistant["tool_calls"].as_array().unwrap().len(),
+            16,
+            "{form}"
+        );
+        assert_eq!(
+            second.iter().filter(|m| m["role"] == "tool").count(),
+            16,
+            "{form}"
+        );
+        let note = second.last().unwrap()["content"].as_str().unwrap();
+        assert!(
+            note.contains("held 1000 tool calls") && note.contains("other 984 were not run"),
+            "{form}: {note}"
+        );
+        let over = trace_records(&home, "calls_over_limit");
+        assert_eq!(over.len(), 1, "{form}");
+        assert_eq!(
+            (over[0]["calls"].as_u64(), over[0]["refused"].as_u64()),
+            (Some(1000), Some(984))
+        );
+    }
+}
+
+/// An example asked for in the `<tool_call>` form is the answer too: its
+/// markup is what the user asked to see, not a leak to send back.
+#[tokio::test]
+async fn an_example_in_tool_call_markup_is_the_answer_when_asked_for() {
+    let home = Home::new();
+    let reply = "<tool_call>\n{\"name\": \"get_market_data\", \"arguments\": {\"symbol\": \"IBM\", \"last_n\": 1}}\n</tool_call>";
+    let server = TestServer::start(vec![text_reply(reply)]).await;
+    let ran = run_with(
+        &home,
+        provider(&server),
+        registry(),
+        config(),
+        "What does a get_market_data call look like? Don't run it.",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Success,
+        "{}",
+        ran.outcome.reason
+    );
+    assert_eq!(ran.outcome.content, reply);
+    assert!(finished_tools(&ran).is_empty());
+    assert_eq!(server.request_count(), 1);
+    assert!(trace_records(&home, "tool_call_syntax_in_answer").is_empty());
+    let shown: String = ran
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TextDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        shown, reply,
+        "held back while streaming, shown once read as an example"
+    );
 }

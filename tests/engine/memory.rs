@@ -1119,6 +1119,94 @@ fn session_search_indexes_incrementally() {
     assert_eq!(sync.sessions, 1);
 }
 
+/// The search oracle (issue 35 item 7): a secret in a session is redacted
+/// before the index sees it, so searching for it finds nothing (a hit count
+/// of 1 would confirm a guess even though every snippet is redacted); an
+/// index an earlier version built from raw text is rebuilt on open.
+#[test]
+fn a_secret_in_a_session_is_not_in_the_search_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sessions = tmp.path().join("sessions");
+    let key = "sk-proj-Q7xTr9LmZ2vB8nK4wP1sD6fG";
+    let password = "Tr0ub4dor&3xq";
+    let said = format!(
+        "Use my key {key} and my password is {password}; then run the zanzibar momentum backtest."
+    );
+    write_session(&sessions, "s1", "keys", &[("user", said.as_str())]);
+    let s = store(tmp.path(), flags("full"));
+    let found = s.search_sessions(&sessions, "zanzibar", 3, None).unwrap();
+    assert_eq!(
+        found.len(),
+        1,
+        "a normal word of the message still finds it"
+    );
+    let snippet = &found[0].matches[0].snippet;
+    assert!(
+        !snippet.contains(key) && !snippet.contains(password),
+        "{snippet}"
+    );
+    for secret in [key, password, "Q7xTr9LmZ2vB8nK4wP1sD6fG", "Tr0ub4dor"] {
+        let hits = s.search_sessions(&sessions, secret, 3, None).unwrap();
+        assert!(hits.is_empty(), "{secret} found: {hits:?}");
+    }
+    drop(s);
+
+    // An index built from raw text (schema 2) leaves on open: the raw row
+    // planted here would be found, were the index not rebuilt.
+    let db = tmp.path().join("memory").join("index.sqlite");
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute(
+            "INSERT INTO messages(id, session_id, line, role, ts, text) VALUES (999, 's1', 1, 'user', '', ?1)",
+            [said.as_str()],
+        )
+        .unwrap();
+        let terms = vibedesk::memory::tokenize::index_text(&said);
+        c.execute(
+            "INSERT INTO messages_fts(rowid, terms) VALUES (999, ?1)",
+            [terms.as_str()],
+        )
+        .unwrap();
+        c.execute_batch("PRAGMA user_version = 2").unwrap();
+    }
+    let s = store(tmp.path(), flags("full"));
+    for secret in [key, password] {
+        let hits = s.search_sessions(&sessions, secret, 3, None).unwrap();
+        assert!(hits.is_empty(), "{secret} survived the rebuild: {hits:?}");
+    }
+    assert_eq!(
+        s.search_sessions(&sessions, "zanzibar", 3, None)
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+/// The same for memory entries, through the index and the scan alike.
+#[test]
+fn a_secret_in_a_memory_is_not_found_by_recall() {
+    let password = "Tr0ub4dor&3xq";
+    for preset in ["full", "off"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut f = flags("full");
+        f.fts_index = preset == "full";
+        let s = store(tmp.path(), f);
+        add(
+            &s,
+            "zanzibar database",
+            &format!("The zanzibar database password is {password} for now."),
+            MemoryType::Reference,
+        );
+        let now = Utc::now();
+        let found = s.find_relevant("zanzibar", 5, now).unwrap();
+        assert_eq!(found.len(), 1, "index {preset}: a normal word finds it");
+        for secret in [password, "Tr0ub4dor"] {
+            let hits = s.find_relevant(secret, 5, now).unwrap();
+            assert!(hits.is_empty(), "index {preset}: {secret} found");
+        }
+    }
+}
+
 // ----- tools -------------------------------------------------------------------------
 
 fn ctx(root: &Path) -> ToolContext {

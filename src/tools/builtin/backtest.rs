@@ -752,7 +752,11 @@ impl TypedTool for Backtest {
     type Output = BacktestOutput;
 
     const NAME: &'static str = names::BACKTEST;
-    const CAPS: Caps = Caps::WRITES.served_as(names::BACKTEST).planner();
+    // Its outputs are the run's artifacts (§6.3): a text-form call may run it.
+    const CAPS: Caps = Caps::WRITES
+        .run_dir_only()
+        .served_as(names::BACKTEST)
+        .planner();
 
     fn description(&self) -> &str {
         "Trading strategies only, not a stock's own return (get_market_data's summary gives that): backtest one on daily bars in a sandbox. Give strategy, params, symbols, start and end. Returns total and annual return, Sharpe, max drawdown, win rate, trade count, the benchmark's return and the artifacts' paths; signals execute at the next bar's open. Also takes a whole `config`, or runs code/signal_engine.py from the run dir when no strategy is given (see the backtest-design skill)."
