@@ -673,9 +673,12 @@ fn read_file_config(path: &Path) -> Result<(FileConfig, toml::Table, String, boo
             let table: toml::Table = toml::from_str(&text).map_err(parse_error)?;
             Ok((file, table, text, true))
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Ok((FileConfig::default(), toml::Table::new(), String::new(), false))
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((
+            FileConfig::default(),
+            toml::Table::new(),
+            String::new(),
+            false,
+        )),
         Err(source) => Err(ConfigError::Read {
             path: path.to_path_buf(),
             source,
@@ -765,11 +768,10 @@ fn provider_config(
         .or(section.max_tokens)
         .or(file.max_tokens)
         .filter(|n| *n > 0);
-    let context_window =
-        env_in::<u64>(env, "VIBEDESK_CONTEXT_WINDOW", CONTEXT_WINDOW)?
-            .or(section.context_window)
-            .or(file.context_window)
-            .filter(|n| *n > 0);
+    let context_window = env_in::<u64>(env, "VIBEDESK_CONTEXT_WINDOW", CONTEXT_WINDOW)?
+        .or(section.context_window)
+        .or(file.context_window)
+        .filter(|n| *n > 0);
     // A server on this machine is a local one, whatever preset named it
     // (`--provider openai --base-url http://127.0.0.1:8080/v1`).
     let local_url = base_url.as_deref().is_some_and(is_loopback_url);
@@ -969,8 +971,10 @@ impl Numbers<'_> {
         } else {
             format!("[{section}] {key}")
         };
-        self.problems
-            .push(format!("{line}`{name}` = {v:?} is out of range: {}", range.describe()));
+        self.problems.push(format!(
+            "{line}`{name}` = {v:?} is out of range: {}",
+            range.describe()
+        ));
         None
     }
 }
@@ -1005,7 +1009,13 @@ fn line_of(text: &str, section: &str, key: &str) -> Option<usize> {
     }
     let (_, value) = table.iter().find(|(k, _)| k.get_ref() == key)?;
     let at = value.span().start.min(text.len());
-    Some(text.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1)
+    Some(
+        text.as_bytes()[..at]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count()
+            + 1,
+    )
 }
 
 /// A number from the environment, in `range`.
@@ -1028,7 +1038,9 @@ where
 
 /// Seconds already in range → duration; 0 disables.
 fn secs(v: f64) -> Option<Duration> {
-    (v > 0.0).then(|| Duration::try_from_secs_f64(v).ok()).flatten()
+    (v > 0.0)
+        .then(|| Duration::try_from_secs_f64(v).ok())
+        .flatten()
 }
 
 fn agent_config(
@@ -1056,7 +1068,12 @@ fn agent_config(
     {
         c.max_iterations = v;
     }
-    let file_t = n.check(A, "token_threshold", section.token_threshold, TOKEN_THRESHOLD);
+    let file_t = n.check(
+        A,
+        "token_threshold",
+        section.token_threshold,
+        TOKEN_THRESHOLD,
+    );
     if let Some(v) = env_in(env, "VIBEDESK_TOKEN_THRESHOLD", TOKEN_THRESHOLD)?.or(file_t) {
         c.token_threshold = v;
     }
@@ -1103,7 +1120,12 @@ fn agent_config(
     ) {
         c.max_retry_after = secs(v).unwrap_or_default();
     }
-    if let Some(v) = n.check(A, "tool_result_limit", section.tool_result_limit, RESULT_LIMIT) {
+    if let Some(v) = n.check(
+        A,
+        "tool_result_limit",
+        section.tool_result_limit,
+        RESULT_LIMIT,
+    ) {
         c.scheduler.result_limit = v;
     }
     if let Some(v) = n.check(
@@ -1117,7 +1139,12 @@ fn agent_config(
     if let Some(v) = n.check(A, "history_chars", section.history_chars, CHARS) {
         c.history_chars = v;
     }
-    if let Some(v) = n.check(A, "max_message_bytes", section.max_message_bytes, MESSAGE_BYTES) {
+    if let Some(v) = n.check(
+        A,
+        "max_message_bytes",
+        section.max_message_bytes,
+        MESSAGE_BYTES,
+    ) {
         c.max_message_bytes = v;
     }
     if let Some(v) = n.check(
@@ -1184,7 +1211,12 @@ fn compaction_config(
             *dst = v;
         }
     };
-    set(&mut c.keep_recent, "keep_recent", section.keep_recent, MESSAGES);
+    set(
+        &mut c.keep_recent,
+        "keep_recent",
+        section.keep_recent,
+        MESSAGES,
+    );
     set(
         &mut c.collapse.preserve_recent,
         "collapse_preserve_recent",
@@ -1215,7 +1247,12 @@ fn compaction_config(
         section.summary_chunk_chars,
         CHUNK_CHARS,
     );
-    if let Some(v) = n.check(C, "tail_token_budget", section.tail_token_budget, TAIL_BUDGET) {
+    if let Some(v) = n.check(
+        C,
+        "tail_token_budget",
+        section.tail_token_budget,
+        TAIL_BUDGET,
+    ) {
         c.auto.tail_token_budget = v;
     }
     if let Some(v) = n.check(C, "min_gain", section.min_gain, RATIO) {
@@ -1619,7 +1656,9 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(
-            e.contains("line 2: `[agent] max_message_bytes` = 0 is out of range: must be from 1024"),
+            e.contains(
+                "line 2: `[agent] max_message_bytes` = 0 is out of range: must be from 1024"
+            ),
             "a limit of 0 would refuse every message: {e}"
         );
     }
@@ -1647,7 +1686,10 @@ mod tests {
         ] {
             assert!(e.contains(part), "{part} in {e}");
         }
-        assert!(!e.contains("llm_timeout_seconds"), "a week is in range: {e}");
+        assert!(
+            !e.contains("llm_timeout_seconds"),
+            "a week is in range: {e}"
+        );
         // The environment and the flag are checked too, naming themselves.
         let e = load(
             d.path(),
@@ -1657,12 +1699,18 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("VIBEDESK_STALL_TIMEOUT_SECONDS") && e.contains("0 (off)"), "{e}");
+        assert!(
+            e.contains("VIBEDESK_STALL_TIMEOUT_SECONDS") && e.contains("0 (off)"),
+            "{e}"
+        );
         let o = Overrides {
             max_iterations: Some(0),
             ..Overrides::default()
         };
         let e = load(d.path(), None, &[], o).unwrap_err().to_string();
-        assert!(e.contains("--max-iterations 0 is out of range: must be from 1"), "{e}");
+        assert!(
+            e.contains("--max-iterations 0 is out of range: must be from 1"),
+            "{e}"
+        );
     }
 }

@@ -749,7 +749,11 @@ async fn an_agent_timeout_out_of_range_stops_doctor_and_run_naming_key_and_line(
         }
     }
     // 0 still means off, and the environment is checked the same way.
-    std::fs::write(dir.join("config.toml"), "[agent]\ntool_timeout_seconds = 0\n").unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        "[agent]\ntool_timeout_seconds = 0\n",
+    )
+    .unwrap();
     let out = vibedesk(home.path()).arg("doctor").output().await.unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let out = vibedesk(home.path())

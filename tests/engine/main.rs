@@ -34,6 +34,7 @@ mod support;
 mod swarm;
 mod sweep;
 mod teams;
+mod tool_props;
 mod ts_goldens;
 mod ts_tools;
 mod tui;

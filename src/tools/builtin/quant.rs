@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use chrono::NaiveDate;
 
-use super::args::{nonempty, opt_usize};
+use super::args::{check_returns, nonempty, opt_usize, rate};
 use super::market::{fetch, opt_date};
 use super::{Family, ToolEnv, register_family};
 use crate::model::names;
@@ -316,6 +316,13 @@ impl TypedTool for OptionPrice {
             dividend_yield: args.dividend_yield.unwrap_or(0.0),
         };
         let steps = opt_usize(args.steps, "steps")?.unwrap_or(DEFAULT_STEPS);
+        // Delta and gamma come from the tree's second step (docs §15.2):
+        // one step would answer `ok` without them.
+        if american && steps < 2 {
+            return Err(ToolError::InvalidArguments(format!(
+                "'steps' must be at least 2 for an american option (its delta and gamma come from the tree's second step), got {steps}"
+            )));
+        }
         let (g, model) = if american {
             (
                 crr_american(&inputs, steps).map_err(option_error)?,
@@ -638,6 +645,10 @@ pub(crate) async fn returns_from(
                     series.0.len()
                 )));
             }
+            check_returns(
+                "returns",
+                series.0.iter().map(|(n, c)| (n.as_str(), c.as_slice())),
+            )?;
             let days = series.0[0].1.len();
             Ok(Returns {
                 names: series.0.iter().map(|(n, _)| n.clone()).collect(),
@@ -831,7 +842,7 @@ impl TypedTool for PortfolioOptimize {
         .await?;
         let o = OptimizeOptions {
             method,
-            risk_free_rate: args.risk_free_rate.unwrap_or(0.0),
+            risk_free_rate: rate("risk_free_rate", args.risk_free_rate.unwrap_or(0.0))?,
             min_weight: args.min_weight.unwrap_or(0.0),
             max_weight: args.max_weight.unwrap_or(1.0),
             covariance,
