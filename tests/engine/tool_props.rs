@@ -6,8 +6,12 @@
 //! lean on the scheduler's panic boundary), an answer within the call's
 //! deadline + 1 s, and no `ok` answer with a null number in it.
 //!
-//! Seeded: `VIBEDESK_PROPTEST_SEED` replays a run, `VIBEDESK_PROPTEST_CASES`
-//! sets the calls per tool (default 8, about 200 calls in all).
+//! Seeded (a SplitMix64 of its own rather than `proptest`: the values come
+//! from each tool's schema and a valid call of it, and a failure names the
+//! seed's call whole, so there is nothing to shrink): `VIBEDESK_PROPTEST_SEED`
+//! replays a run, `VIBEDESK_PROPTEST_CASES` sets the calls per tool (default
+//! 16, 400 calls in all, a few seconds), `VIBEDESK_PROPTEST_TOOL` keeps one
+//! tool, `VIBEDESK_PROPTEST_VERBOSE` prints every answer's status and nulls.
 
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
@@ -610,7 +614,7 @@ fn shown(args: &Value) -> String {
 
 #[test]
 fn every_manifest_tool_survives_generated_and_extreme_arguments() {
-    let cases = env_number("VIBEDESK_PROPTEST_CASES", 8) as usize;
+    let cases = env_number("VIBEDESK_PROPTEST_CASES", 16) as usize;
     let seed = env_number("VIBEDESK_PROPTEST_SEED", 35);
     let only = std::env::var("VIBEDESK_PROPTEST_TOOL").ok();
     let panics = panics();

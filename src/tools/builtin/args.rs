@@ -41,7 +41,7 @@ pub fn check_returns<'a>(
             .find(|(_, r)| !(lo..=hi).contains(*r))
         {
             return Err(ToolError::InvalidArguments(format!(
-                "'{key}': {name}[{i}] = {r} is not a daily simple return from {lo} (−100 %) to {hi} (+1,000 %); give fractions (0.01 for 1 %)"
+                "'{key}': {name}[{i}] = {r:?} is not a daily simple return from {lo} (−100 %) to {hi} (+1,000 %); give fractions (0.01 for 1 %)"
             )));
         }
     }
@@ -65,7 +65,7 @@ pub fn check_values<'a>(
             .find(|(_, x)| !(x.is_finite() && x.abs() <= MAX_VALUE))
         {
             return Err(ToolError::InvalidArguments(format!(
-                "'{key}': {name}[{i}] = {x} is not a finite number within ±1e12"
+                "'{key}': {name}[{i}] = {x:?} is not a finite number within ±1e12"
             )));
         }
     }

@@ -1465,6 +1465,48 @@ mod tests {
         assert_eq!(schemas[2]["required"], json!([]));
     }
 
+    /// The failures issue 35 found: HAC over n − 1 lags or more (a t of
+    /// 955 reported `ok`), and a constant series (Sharpe 1.5e15 that
+    /// "survives"), are refused; so are impossible returns.
+    #[tokio::test]
+    async fn meaningless_inputs_are_refused_not_answered() {
+        let noise: Vec<f64> = (0..40).map(|i| ((i * 7919) % 13) as f64 / 1000.0).collect();
+        let y = json!({"y": noise});
+        let x = json!([{"x": noise.iter().rev().copied().collect::<Vec<_>>()}]);
+        let ok = call("regression", json!({"y": y, "x": x, "hac_lags": 38})).await;
+        assert!(ok.is_ok(), "n − 2 lags is the most: {ok:?}");
+        for lags in [39, 40, 1000] {
+            let e = call("regression", json!({"y": y, "x": x, "hac_lags": lags}))
+                .await
+                .unwrap_err();
+            assert!(
+                e.contains(&format!(
+                    "hac_lags must be less than n − 1 = 39 for 40 observations, got {lags}"
+                )),
+                "{e}"
+            );
+        }
+        let flat = json!({"returns": {"flat": vec![0.001; 400]}});
+        let e = call("overfitting", flat).await.unwrap_err();
+        assert!(e.contains("flat") && e.contains("constant"), "{e}");
+        let mut crash = vec![0.01; 50];
+        crash[20] = -2.0;
+        let e = call("overfitting", json!({"returns": {"s": crash}}))
+            .await
+            .unwrap_err();
+        assert!(
+            e.contains("s[20] = -2.0 is not a daily simple return"),
+            "{e}"
+        );
+        let e = call(
+            "overfitting",
+            json!({"sharpe": 1.0, "observations": 500, "trials": 9223372036854775807i64}),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("trials must be at most 1000000000"), "{e}");
+    }
+
     #[tokio::test]
     async fn momentum_ic_on_a_few_stocks_states_its_warm_up() {
         let v = call(
