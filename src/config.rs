@@ -33,10 +33,16 @@ pub enum ConfigError {
     Env {
         name: String,
         value: String,
-        expected: &'static str,
+        expected: String,
     },
     #[error("unknown provider '{0}'; known: {known}", known = preset_names().join(", "))]
     UnknownProvider(String),
+    #[error("{flag} {value} is out of range: {expected}")]
+    Flag {
+        flag: &'static str,
+        value: String,
+        expected: String,
+    },
 }
 
 /// A provider preset (docs §2.11 lists the original's catalog).
@@ -601,10 +607,21 @@ impl Config {
             .var("VIBEDESK_CONFIG")
             .map(PathBuf::from)
             .unwrap_or_else(|| paths.config_file());
-        let (file, table, found) = read_file_config(&config_file)?;
-        let mut agent = agent_config(&file.agent, env, overrides)?;
-        compaction_config(&mut agent, &file.compaction, env)?;
-        let provider = provider_config(&file, env, overrides, &config_file)?;
+        let (file, table, text, found) = read_file_config(&config_file)?;
+        let mut numbers = Numbers {
+            text: &text,
+            problems: Vec::new(),
+        };
+        let mut agent = agent_config(&file.agent, env, overrides, &mut numbers)?;
+        compaction_config(&mut agent, &file.compaction, env, &mut numbers)?;
+        swarm_numbers(&file.swarm, &mut numbers);
+        let provider = provider_config(&file, env, overrides, &config_file, &mut numbers)?;
+        if !numbers.problems.is_empty() {
+            return Err(ConfigError::Parse {
+                path: config_file,
+                message: numbers.problems.join("; "),
+            });
+        }
         if let Some(p) = &provider {
             agent.text_tool_calls = p.text_tool_calls;
             agent.lean_prompt = p.lean_prompt;
@@ -645,7 +662,7 @@ impl Config {
 
 /// The config file read once: its typed sections, the whole table (for the
 /// sections other rooms' rules validate), and whether it exists.
-fn read_file_config(path: &Path) -> Result<(FileConfig, toml::Table, bool), ConfigError> {
+fn read_file_config(path: &Path) -> Result<(FileConfig, toml::Table, String, bool), ConfigError> {
     let parse_error = |e: toml::de::Error| ConfigError::Parse {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -654,11 +671,14 @@ fn read_file_config(path: &Path) -> Result<(FileConfig, toml::Table, bool), Conf
         Ok(text) => {
             let file: FileConfig = toml::from_str(&text).map_err(parse_error)?;
             let table: toml::Table = toml::from_str(&text).map_err(parse_error)?;
-            Ok((file, table, true))
+            Ok((file, table, text, true))
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Ok((FileConfig::default(), toml::Table::new(), false))
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((
+            FileConfig::default(),
+            toml::Table::new(),
+            String::new(),
+            false,
+        )),
         Err(source) => Err(ConfigError::Read {
             path: path.to_path_buf(),
             source,
@@ -671,7 +691,18 @@ fn provider_config(
     env: &dyn Env,
     overrides: &Overrides,
     config_file: &Path,
+    n: &mut Numbers,
 ) -> Result<Option<ProviderConfig>, ConfigError> {
+    // Every provider's numbers are checked, not only the chosen one's.
+    n.check("", "temperature", file.temperature, TEMPERATURE);
+    n.check("", "max_tokens", file.max_tokens, MAX_TOKENS);
+    n.check("", "context_window", file.context_window, CONTEXT_WINDOW);
+    for (name, p) in &file.providers {
+        let at = format!("providers.{name}");
+        n.check(&at, "temperature", p.temperature, TEMPERATURE);
+        n.check(&at, "max_tokens", p.max_tokens, MAX_TOKENS);
+        n.check(&at, "context_window", p.context_window, CONTEXT_WINDOW);
+    }
     let name = overrides
         .provider
         .clone()
@@ -729,19 +760,18 @@ fn provider_config(
     } else {
         (None, None)
     };
-    let temperature = env_num::<f32>(env, "VIBEDESK_TEMPERATURE", "a number such as 0.2")?
+    let temperature = env_in::<f32>(env, "VIBEDESK_TEMPERATURE", TEMPERATURE)?
         .or(section.temperature)
         .or(file.temperature)
         .or(preset.local.then_some(LOCAL_TEMPERATURE));
-    let max_tokens = env_num::<u32>(env, "VIBEDESK_MAX_TOKENS", "a whole number of tokens")?
+    let max_tokens = env_in::<u32>(env, "VIBEDESK_MAX_TOKENS", MAX_TOKENS)?
         .or(section.max_tokens)
         .or(file.max_tokens)
         .filter(|n| *n > 0);
-    let context_window =
-        env_num::<u64>(env, "VIBEDESK_CONTEXT_WINDOW", "a whole number of tokens")?
-            .or(section.context_window)
-            .or(file.context_window)
-            .filter(|n| *n > 0);
+    let context_window = env_in::<u64>(env, "VIBEDESK_CONTEXT_WINDOW", CONTEXT_WINDOW)?
+        .or(section.context_window)
+        .or(file.context_window)
+        .filter(|n| *n > 0);
     // A server on this machine is a local one, whatever preset named it
     // (`--provider openai --base-url http://127.0.0.1:8080/v1`).
     let local_url = base_url.as_deref().is_some_and(is_loopback_url);
@@ -832,114 +862,336 @@ pub fn is_loopback_url(url: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-fn env_num<T: std::str::FromStr>(
-    env: &dyn Env,
-    name: &str,
-    expected: &'static str,
-) -> Result<Option<T>, ConfigError> {
-    match env.var(name) {
-        None => Ok(None),
-        Some(v) => v
-            .trim()
-            .parse::<T>()
-            .map(Some)
-            .map_err(|_| ConfigError::Env {
-                name: name.to_string(),
-                value: v,
-                expected,
-            }),
+/// The range a configured number must lie in (docs §1.1 lists each key's):
+/// finite, from `min` to `max`, and 0 too where 0 means "off".
+#[derive(Clone, Copy, Debug)]
+struct Range {
+    min: f64,
+    max: f64,
+    zero_off: bool,
+    unit: &'static str,
+}
+
+impl Range {
+    const fn new(min: f64, max: f64, unit: &'static str) -> Self {
+        Range {
+            min,
+            max,
+            zero_off: false,
+            unit,
+        }
+    }
+
+    /// A timeout: 0 disables it, anything else is at most a week, so that
+    /// every deadline `now + timeout` is representable.
+    const fn timeout() -> Self {
+        Range {
+            min: 0.001,
+            max: 604_800.0,
+            zero_off: true,
+            unit: "seconds",
+        }
+    }
+
+    fn contains(&self, x: f64) -> bool {
+        x.is_finite() && ((self.zero_off && x == 0.0) || (x >= self.min && x <= self.max))
+    }
+
+    fn describe(&self) -> String {
+        let span = format!("from {} to {} {}", self.min, self.max, self.unit);
+        if self.zero_off {
+            format!("must be 0 (off) or {span}")
+        } else {
+            format!("must be {span}")
+        }
     }
 }
 
-/// Seconds → duration; `≤ 0` disables (the original's convention).
+/// Ranges of the `[agent]`, `[compaction]`, `[swarm]` and provider numbers.
+const MAX_ITERATIONS: Range = Range::new(1.0, 10_000.0, "iterations");
+const TOKEN_THRESHOLD: Range = Range::new(512.0, 1e9, "tokens");
+const HEARTBEAT: Range = Range::new(0.5, 3_600.0, "seconds");
+const RETRY_DELAY: Range = Range::new(0.0, 600.0, "seconds");
+const RETRY_AFTER: Range = Range::new(0.0, 3_600.0, "seconds");
+const CANCEL_GRACE: Range = Range::new(0.0, 3_600.0, "seconds");
+const RESULT_LIMIT: Range = Range::new(200.0, 1e8, "characters");
+const PARALLEL_TOOLS: Range = Range::new(1.0, 64.0, "calls");
+const CHARS: Range = Range::new(0.0, 1e8, "characters");
+const MESSAGE_BYTES: Range = Range::new(
+    crate::agent::config::MIN_MAX_MESSAGE_BYTES as f64,
+    1_073_741_824.0,
+    "bytes",
+);
+const FILTER_SKIPS: Range = Range::new(1.0, 1_000.0, "replies");
+const RATIO: Range = Range::new(0.0, 1.0, "(a share)");
+const MESSAGES: Range = Range::new(0.0, 100_000.0, "messages");
+const TAIL_BUDGET: Range = Range::new(1.0, 1e9, "tokens");
+const CHUNK_CHARS: Range = Range::new(200.0, 1e8, "characters");
+const SWARM_DEADLINE: Range = Range::new(1.0, 604_800.0, "seconds");
+const TEMPERATURE: Range = Range::new(0.0, 2.0, "");
+const MAX_TOKENS: Range = Range {
+    min: 1.0,
+    max: 10_000_000.0,
+    zero_off: true,
+    unit: "tokens (0: not sent)",
+};
+const CONTEXT_WINDOW: Range = Range {
+    min: 512.0,
+    max: 1e9,
+    zero_off: true,
+    unit: "tokens (0: asked from the server)",
+};
+
+/// The config file's numbers as they are checked: its text, to name the
+/// line a bad key is on, and every problem found, reported together.
+struct Numbers<'a> {
+    text: &'a str,
+    problems: Vec<String>,
+}
+
+impl Numbers<'_> {
+    /// `value` of `[section] key` when in `range`; otherwise the problem is
+    /// kept, naming the key, its line and the range, and `None` returned.
+    fn check<T: Copy + std::fmt::Debug + Into<Num>>(
+        &mut self,
+        section: &str,
+        key: &str,
+        value: Option<T>,
+        range: Range,
+    ) -> Option<T> {
+        let v = value?;
+        if range.contains(v.into().0) {
+            return Some(v);
+        }
+        let line = line_of(self.text, section, key)
+            .map(|l| format!("line {l}: "))
+            .unwrap_or_default();
+        let name = if section.is_empty() {
+            key.to_string()
+        } else {
+            format!("[{section}] {key}")
+        };
+        self.problems.push(format!(
+            "{line}`{name}` = {v:?} is out of range: {}",
+            range.describe()
+        ));
+        None
+    }
+}
+
+/// A configured number as `f64` for its range check (integers above 2^53
+/// round, which no range's bounds come near).
+struct Num(f64);
+
+macro_rules! num_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Num {
+            fn from(v: $t) -> Num {
+                Num(v as f64)
+            }
+        }
+    )*};
+}
+num_from!(f64, f32, u32, u64, usize);
+
+/// The 1-based line of `[section] key` in a TOML text (`section` dotted,
+/// empty for the top level).
+fn line_of(text: &str, section: &str, key: &str) -> Option<usize> {
+    let doc = toml::de::DeTable::parse(text).ok()?;
+    let mut table = doc.get_ref();
+    for part in section.split('.').filter(|p| !p.is_empty()) {
+        table = table
+            .iter()
+            .find(|(k, _)| k.get_ref() == part)?
+            .1
+            .get_ref()
+            .as_table()?;
+    }
+    let (_, value) = table.iter().find(|(k, _)| k.get_ref() == key)?;
+    let at = value.span().start.min(text.len());
+    Some(
+        text.as_bytes()[..at]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count()
+            + 1,
+    )
+}
+
+/// A number from the environment, in `range`.
+fn env_in<T>(env: &dyn Env, name: &str, range: Range) -> Result<Option<T>, ConfigError>
+where
+    T: std::str::FromStr + Copy + Into<Num>,
+{
+    let Some(raw) = env.var(name) else {
+        return Ok(None);
+    };
+    match raw.trim().parse::<T>() {
+        Ok(v) if range.contains(v.into().0) => Ok(Some(v)),
+        _ => Err(ConfigError::Env {
+            name: name.to_string(),
+            value: raw,
+            expected: range.describe(),
+        }),
+    }
+}
+
+/// Seconds already in range → duration; 0 disables.
 fn secs(v: f64) -> Option<Duration> {
-    (v > 0.0 && v.is_finite()).then(|| Duration::from_secs_f64(v))
+    (v > 0.0)
+        .then(|| Duration::try_from_secs_f64(v).ok())
+        .flatten()
 }
 
 fn agent_config(
     section: &AgentSection,
     env: &dyn Env,
     overrides: &Overrides,
+    n: &mut Numbers,
 ) -> Result<LoopConfig, ConfigError> {
+    const A: &str = "agent";
     let mut c = LoopConfig::default();
-    let secs_expected = "a number of seconds (0 disables)";
+    if let Some(v) = overrides.max_iterations
+        && !MAX_ITERATIONS.contains(f64::from(v))
+    {
+        return Err(ConfigError::Flag {
+            flag: "--max-iterations",
+            value: v.to_string(),
+            expected: MAX_ITERATIONS.describe(),
+        });
+    }
+    let file_max = n.check(A, "max_iterations", section.max_iterations, MAX_ITERATIONS);
     if let Some(v) = overrides
         .max_iterations
-        .or(env_num(
-            env,
-            "VIBEDESK_MAX_ITERATIONS",
-            "a whole number ≥ 1",
-        )?)
-        .or(section.max_iterations)
+        .or(env_in(env, "VIBEDESK_MAX_ITERATIONS", MAX_ITERATIONS)?)
+        .or(file_max)
     {
-        c.max_iterations = v.max(1);
+        c.max_iterations = v;
     }
-    if let Some(v) = env_num(env, "VIBEDESK_TOKEN_THRESHOLD", "a whole number of tokens")?
-        .or(section.token_threshold)
-    {
-        c.token_threshold = v.max(1);
+    let file_t = n.check(
+        A,
+        "token_threshold",
+        section.token_threshold,
+        TOKEN_THRESHOLD,
+    );
+    if let Some(v) = env_in(env, "VIBEDESK_TOKEN_THRESHOLD", TOKEN_THRESHOLD)?.or(file_t) {
+        c.token_threshold = v;
     }
-    if let Some(v) =
-        env_num(env, "VIBEDESK_LLM_TIMEOUT_SECONDS", secs_expected)?.or(section.llm_timeout_seconds)
-    {
+    let t = Range::timeout();
+    let file_llm = n.check(A, "llm_timeout_seconds", section.llm_timeout_seconds, t);
+    if let Some(v) = env_in(env, "VIBEDESK_LLM_TIMEOUT_SECONDS", t)?.or(file_llm) {
         c.llm_timeout = secs(v);
         // The original uses the LLM timeout as the idle timeout too (docs §1.1).
         c.idle_timeout = secs(v);
     }
-    if let Some(v) = section.idle_timeout_seconds {
+    if let Some(v) = n.check(A, "idle_timeout_seconds", section.idle_timeout_seconds, t) {
         c.idle_timeout = secs(v);
     }
-    if let Some(v) = env_num(env, "VIBEDESK_TOOL_TIMEOUT_SECONDS", secs_expected)?
-        .or(section.tool_timeout_seconds)
-    {
+    let file_tool = n.check(A, "tool_timeout_seconds", section.tool_timeout_seconds, t);
+    if let Some(v) = env_in(env, "VIBEDESK_TOOL_TIMEOUT_SECONDS", t)?.or(file_tool) {
         c.scheduler.default_timeout = secs(v);
     }
-    if let Some(v) = env_num(env, "VIBEDESK_STALL_TIMEOUT_SECONDS", secs_expected)?
-        .or(section.stall_timeout_seconds)
-    {
+    let file_stall = n.check(A, "stall_timeout_seconds", section.stall_timeout_seconds, t);
+    if let Some(v) = env_in(env, "VIBEDESK_STALL_TIMEOUT_SECONDS", t)?.or(file_stall) {
         c.stall_timeout = secs(v);
     }
-    if let Some(v) = env_num(env, "VIBEDESK_HEARTBEAT_INTERVAL_SECONDS", secs_expected)?
-        .or(section.heartbeat_interval_seconds)
-    {
-        // Clamped to ≥ 0.5 s (docs §2.4).
-        c.scheduler.heartbeat_interval = Duration::from_secs_f64(v.max(0.5));
+    let file_beat = n.check(
+        A,
+        "heartbeat_interval_seconds",
+        section.heartbeat_interval_seconds,
+        HEARTBEAT,
+    );
+    if let Some(v) = env_in(env, "VIBEDESK_HEARTBEAT_INTERVAL_SECONDS", HEARTBEAT)?.or(file_beat) {
+        c.scheduler.heartbeat_interval = secs(v).unwrap_or(c.scheduler.heartbeat_interval);
     }
-    if let Some(v) = section.stream_retry_delay_seconds {
+    if let Some(v) = n.check(
+        A,
+        "stream_retry_delay_seconds",
+        section.stream_retry_delay_seconds,
+        RETRY_DELAY,
+    ) {
         c.stream_retry_delay = secs(v).unwrap_or_default();
     }
-    if let Some(v) = section.max_retry_after_seconds {
+    if let Some(v) = n.check(
+        A,
+        "max_retry_after_seconds",
+        section.max_retry_after_seconds,
+        RETRY_AFTER,
+    ) {
         c.max_retry_after = secs(v).unwrap_or_default();
     }
-    if let Some(v) = section.tool_result_limit {
-        c.scheduler.result_limit = v.max(200);
+    if let Some(v) = n.check(
+        A,
+        "tool_result_limit",
+        section.tool_result_limit,
+        RESULT_LIMIT,
+    ) {
+        c.scheduler.result_limit = v;
     }
-    if let Some(v) = section.max_parallel_tools {
-        c.scheduler.max_parallel = v.clamp(1, 64);
+    if let Some(v) = n.check(
+        A,
+        "max_parallel_tools",
+        section.max_parallel_tools,
+        PARALLEL_TOOLS,
+    ) {
+        c.scheduler.max_parallel = v;
     }
-    if let Some(v) = section.history_chars {
+    if let Some(v) = n.check(A, "history_chars", section.history_chars, CHARS) {
         c.history_chars = v;
     }
-    if let Some(v) = section.max_message_bytes {
-        c.max_message_bytes = v.max(crate::agent::config::MIN_MAX_MESSAGE_BYTES);
+    if let Some(v) = n.check(
+        A,
+        "max_message_bytes",
+        section.max_message_bytes,
+        MESSAGE_BYTES,
+    ) {
+        c.max_message_bytes = v;
     }
-    if let Some(v) = section.max_content_filter_skips {
-        c.max_content_filter_skips = v.max(1);
+    if let Some(v) = n.check(
+        A,
+        "max_content_filter_skips",
+        section.max_content_filter_skips,
+        FILTER_SKIPS,
+    ) {
+        c.max_content_filter_skips = v;
     }
-    if let Some(v) = section.content_filter_warning_ratio {
+    if let Some(v) = n.check(
+        A,
+        "content_filter_warning_ratio",
+        section.content_filter_warning_ratio,
+        RATIO,
+    ) {
         c.content_filter_warning_ratio = v;
     }
-    if let Some(v) = section.write_cancel_grace_seconds {
+    if let Some(v) = n.check(
+        A,
+        "write_cancel_grace_seconds",
+        section.write_cancel_grace_seconds,
+        CANCEL_GRACE,
+    ) {
         c.scheduler.write_cancel_grace = secs(v).unwrap_or_default();
     }
     Ok(c)
+}
+
+/// `[swarm] deadline_seconds`: the whole team run, at most a week (its
+/// `max_workers` is checked against the open-file limit when a team runs).
+fn swarm_numbers(section: &SwarmSection, n: &mut Numbers) {
+    n.check(
+        "swarm",
+        "deadline_seconds",
+        section.deadline_seconds,
+        SWARM_DEADLINE,
+    );
 }
 
 fn compaction_config(
     agent: &mut LoopConfig,
     section: &CompactionSection,
     env: &dyn Env,
+    n: &mut Numbers,
 ) -> Result<(), ConfigError> {
+    const C: &str = "compaction";
     let c = &mut agent.compaction;
     if let Some(e) = env
         .var("VIBEDESK_ESTIMATOR")
@@ -949,38 +1201,68 @@ fn compaction_config(
             return Err(ConfigError::Env {
                 name: "VIBEDESK_ESTIMATOR (or [compaction] estimator)".into(),
                 value: e,
-                expected: "one of bpe, o200k_base, cl100k_base, chars4",
+                expected: "one of bpe, o200k_base, cl100k_base, chars4".into(),
             });
         }
         c.estimator = e;
     }
-    let set = |dst: &mut usize, v: Option<usize>| {
-        if let Some(v) = v {
+    let mut set = |dst: &mut usize, key: &str, v: Option<usize>, range: Range| {
+        if let Some(v) = n.check(C, key, v, range) {
             *dst = v;
         }
     };
-    set(&mut c.keep_recent, section.keep_recent);
+    set(
+        &mut c.keep_recent,
+        "keep_recent",
+        section.keep_recent,
+        MESSAGES,
+    );
     set(
         &mut c.collapse.preserve_recent,
+        "collapse_preserve_recent",
         section.collapse_preserve_recent,
+        MESSAGES,
     );
-    set(&mut c.collapse.min_chars, section.collapse_min_chars);
-    set(&mut c.collapse.head_chars, section.collapse_head_chars);
-    set(&mut c.collapse.tail_chars, section.collapse_tail_chars);
+    set(
+        &mut c.collapse.min_chars,
+        "collapse_min_chars",
+        section.collapse_min_chars,
+        CHARS,
+    );
+    set(
+        &mut c.collapse.head_chars,
+        "collapse_head_chars",
+        section.collapse_head_chars,
+        CHARS,
+    );
+    set(
+        &mut c.collapse.tail_chars,
+        "collapse_tail_chars",
+        section.collapse_tail_chars,
+        CHARS,
+    );
     set(
         &mut c.auto.chunk_chars,
-        section.summary_chunk_chars.map(|v| v.max(200)),
+        "summary_chunk_chars",
+        section.summary_chunk_chars,
+        CHUNK_CHARS,
     );
-    if let Some(v) = section.tail_token_budget {
+    if let Some(v) = n.check(
+        C,
+        "tail_token_budget",
+        section.tail_token_budget,
+        TAIL_BUDGET,
+    ) {
         c.auto.tail_token_budget = v;
     }
-    if let Some(v) = section.min_gain {
-        c.min_gain = v.clamp(0.0, 1.0);
+    if let Some(v) = n.check(C, "min_gain", section.min_gain, RATIO) {
+        c.min_gain = v;
     }
     // A collapsed message must be shorter than the collapse threshold, or it
     // would be collapsed again every iteration.
-    if c.collapse.head_chars + c.collapse.tail_chars + 40 >= c.collapse.min_chars {
-        c.collapse.min_chars = c.collapse.head_chars + c.collapse.tail_chars + 40;
+    let floor = c.collapse.head_chars + c.collapse.tail_chars + 40;
+    if floor >= c.collapse.min_chars {
+        c.collapse.min_chars = floor;
     }
     Ok(())
 }
@@ -1365,16 +1647,70 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.agent.max_message_bytes, 4096);
-        let c = load(
+        let e = load(
             d.path(),
             Some("[agent]\nmax_message_bytes = 0\n"),
             &[],
             Overrides::default(),
         )
-        .unwrap();
-        assert_eq!(
-            c.agent.max_message_bytes, 1024,
-            "a limit of 0 would refuse every message"
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(
+                "line 2: `[agent] max_message_bytes` = 0 is out of range: must be from 1024"
+            ),
+            "a limit of 0 would refuse every message: {e}"
+        );
+    }
+
+    #[test]
+    fn every_number_out_of_its_range_is_named_with_its_line_all_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let file = "temperature = nan\n[providers.ollama]\ncontext_window = 9223372036854775807\n\
+                    [agent]\nheartbeat_interval_seconds = 0.1\nmax_parallel_tools = 0\n\
+                    content_filter_warning_ratio = -1\nllm_timeout_seconds = 604800\n\
+                    [compaction]\nmin_gain = 2\ncollapse_head_chars = 9223372036854775807\n\
+                    [swarm]\ndeadline_seconds = 9223372036854775807\n";
+        let e = load(d.path(), Some(file), &[], Overrides::default())
+            .unwrap_err()
+            .to_string();
+        for part in [
+            "line 1: `temperature` = NaN is out of range: must be from 0 to 2",
+            "line 3: `[providers.ollama] context_window` = 9223372036854775807",
+            "line 5: `[agent] heartbeat_interval_seconds` = 0.1 is out of range: must be from 0.5 to 3600 seconds",
+            "line 6: `[agent] max_parallel_tools` = 0",
+            "line 7: `[agent] content_filter_warning_ratio` = -1.0",
+            "line 10: `[compaction] min_gain` = 2.0",
+            "line 11: `[compaction] collapse_head_chars`",
+            "line 13: `[swarm] deadline_seconds`",
+        ] {
+            assert!(e.contains(part), "{part} in {e}");
+        }
+        assert!(
+            !e.contains("llm_timeout_seconds"),
+            "a week is in range: {e}"
+        );
+        // The environment and the flag are checked too, naming themselves.
+        let e = load(
+            d.path(),
+            None,
+            &[("VIBEDESK_STALL_TIMEOUT_SECONDS", "-1")],
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("VIBEDESK_STALL_TIMEOUT_SECONDS") && e.contains("0 (off)"),
+            "{e}"
+        );
+        let o = Overrides {
+            max_iterations: Some(0),
+            ..Overrides::default()
+        };
+        let e = load(d.path(), None, &[], o).unwrap_err().to_string();
+        assert!(
+            e.contains("--max-iterations 0 is out of range: must be from 1"),
+            "{e}"
         );
     }
 }

@@ -804,7 +804,7 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         | tool::OPTION_STRATEGY
         | tool::PORTFOLIO_OPTIMIZE
         | tool::RISK_REPORT => quant::answer(request, tool, v),
-        tool::STAT_TEST | tool::VOLATILITY_MODEL => stats::answer(tool, v),
+        tool::STAT_TEST | tool::VOLATILITY_MODEL => stats::answer(request, tool, v),
         tool::FACTOR_IC | tool::REGRESSION | tool::OVERFITTING => factor::answer(request, tool, v),
         tool::SWEEP => sweep::answer(request, v),
         tool::COMPACT => Some(

@@ -881,6 +881,10 @@ pub(crate) struct IndicatorColumn {
     pub values: Vec<f64>,
 }
 
+/// The longest window (or lag, or skip) a parameter may ask for: about
+/// 400 years of daily bars.
+const MAX_WINDOW: u64 = 100_000;
+
 fn param_usize(
     indicator: &'static str,
     params: &Value,
@@ -900,6 +904,13 @@ fn param_usize(
                     })
                     .or_else(|| v.as_str().and_then(|s| s.trim().parse::<u64>().ok()));
                 return match n {
+                    // A window past MAX_WINDOW is longer than any series
+                    // (and `window + 1` would overflow: docs §2.12).
+                    Some(n) if n > MAX_WINDOW => Err(IndicatorError::BadArgument {
+                        indicator,
+                        param: (*key).to_string(),
+                        problem: format!("is too large ({n}; at most {MAX_WINDOW} bars)"),
+                    }),
                     Some(n) => usize::try_from(n).map_err(|_| IndicatorError::BadArgument {
                         indicator,
                         param: (*key).to_string(),
@@ -927,13 +938,16 @@ fn param_f64(
         match params.get(*key) {
             None | Some(Value::Null) => continue,
             Some(v) => {
+                // Finite and within ±10⁶ (a band's k, a threshold), so the
+                // output's figures stay numbers.
                 return v
                     .as_f64()
                     .or_else(|| v.as_str().and_then(|s| s.trim().parse::<f64>().ok()))
+                    .filter(|x| x.is_finite() && x.abs() <= 1e6)
                     .ok_or_else(|| IndicatorError::BadArgument {
                         indicator,
                         param: (*key).to_string(),
-                        problem: format!("must be a number, got {v}"),
+                        problem: format!("must be a number from -1e6 to 1e6, got {v}"),
                     });
             }
         }

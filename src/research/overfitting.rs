@@ -66,10 +66,14 @@ impl SharpeMoments {
             ));
         }
         let (m, s) = (mean(returns), std_dev(returns, 1));
-        if s.is_nan() || s <= 0.0 {
-            return Err(OverfitError::Input(
-                "the returns are constant: no Sharpe ratio".into(),
-            ));
+        // A constant series' deviation is rounding noise (1e-18 beside a
+        // mean of 1e-3), not 0: its "Sharpe" of 10¹⁵ would survive any
+        // deflation. Below 10⁻¹² absolute, or 10⁻⁹ of the mean, there is
+        // no variance to speak of.
+        if !(s > 1e-12 && s > 1e-9 * m.abs()) {
+            return Err(OverfitError::Input(format!(
+                "the returns are constant (standard deviation {s:e} beside a mean of {m:e}): no Sharpe ratio"
+            )));
         }
         Ok(SharpeMoments {
             n: returns.len(),
@@ -455,5 +459,12 @@ mod tests {
         assert!(e.to_string().contains("at least 32"), "{e}");
         let e = SharpeMoments::of(&[0.01; 5]).unwrap_err();
         assert!(e.to_string().contains("constant"), "{e}");
+        // 0.001 repeated has a deviation of rounding noise, not 0: its
+        // Sharpe was 1.5e15 and survived any deflation.
+        let e = SharpeMoments::of(&[0.001; 400]).unwrap_err();
+        assert!(e.to_string().contains("constant"), "{e}");
+        let mut near = vec![0.001; 400];
+        near[7] = 0.0010001;
+        assert!(SharpeMoments::of(&near).is_ok(), "a real, small deviation");
     }
 }

@@ -719,6 +719,57 @@ async fn doctor_masks_the_key_and_checks_the_server() {
     );
 }
 
+/// A timeout out of its range (docs §1.1: 0 for off, else up to a week)
+/// stops `doctor` and `run` with exit 2, naming the key, its line and the
+/// range. Before, 1e20 panicked (exit 101) and −5, NaN or inf were taken
+/// as "off".
+#[tokio::test]
+async fn an_agent_timeout_out_of_range_stops_doctor_and_run_naming_key_and_line() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("config");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (key, value, shown) in [
+        ("tool_timeout_seconds", "1e20", "1e20"),
+        ("llm_timeout_seconds", "-5", "-5.0"),
+        ("stall_timeout_seconds", "nan", "NaN"),
+        ("tool_timeout_seconds", "inf", "inf"),
+    ] {
+        let text = format!("# a comment\n\n[agent]\nmax_iterations = 5\n{key} = {value}\n");
+        std::fs::write(dir.join("config.toml"), text).unwrap();
+        for args in [&["doctor"][..], &["run", "--json", "-p", "hello"][..]] {
+            let out = vibedesk(home.path()).args(args).output().await.unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?} {value}: {stderr}");
+            let expected = format!(
+                "line 5: `[agent] {key}` = {shown} is out of range: \
+                 must be 0 (off) or from 0.001 to 604800 seconds"
+            );
+            assert!(stderr.contains(&expected), "{args:?}: {stderr}");
+            assert!(stderr.contains("config.toml"), "{stderr}");
+        }
+    }
+    // 0 still means off, and the environment is checked the same way.
+    std::fs::write(
+        dir.join("config.toml"),
+        "[agent]\ntool_timeout_seconds = 0\n",
+    )
+    .unwrap();
+    let out = vibedesk(home.path()).arg("doctor").output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = vibedesk(home.path())
+        .env("VIBEDESK_TOOL_TIMEOUT_SECONDS", "1e300")
+        .arg("doctor")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("VIBEDESK_TOOL_TIMEOUT_SECONDS") && stderr.contains("604800"),
+        "{stderr}"
+    );
+}
+
 /// `doctor` exits 0 whenever the configuration is valid, with no model
 /// (the offline planner, a supported mode) as with one; 2 for an invalid
 /// configuration; 1 when the configured model cannot be used. Before, it

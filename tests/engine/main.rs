@@ -36,6 +36,7 @@ mod swarm;
 mod sweep;
 mod sweep_doors;
 mod teams;
+mod tool_props;
 mod ts_goldens;
 mod ts_tools;
 mod tui;

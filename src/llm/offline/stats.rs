@@ -422,9 +422,14 @@ fn vol_rows(o: &VolatilityModelOutput) -> Vec<(String, String, String)> {
 
 /// A time-series tool's answer, every input stated; `None` for another
 /// tool.
-pub(super) fn answer(tool: &str, v: &Value) -> Option<String> {
+pub(super) fn answer(request: &str, tool: &str, v: &Value) -> Option<String> {
     match tool {
-        tool::STAT_TEST => Some(test_answer(&typed(v)?)),
+        tool::STAT_TEST => {
+            let o: StatTestOutput = typed(v)?;
+            let mut out = test_answer(&o);
+            out.push_str(&not_tested(request, &o));
+            Some(out)
+        }
         tool::VOLATILITY_MODEL => Some(vol_answer(&typed(v)?)),
         _ => None,
     }
@@ -449,6 +454,29 @@ fn data_line(o: &crate::model::quant::ReturnsData, field: &str) -> String {
         s.push_str(&format!("; {n}"));
     }
     s
+}
+
+/// The tickers the request named that the test did not take, and why
+/// (a test takes one series, Engle–Granger two, Johansen 2 to 12: the
+/// planner tests the first ones named); empty when it took them all.
+fn not_tested(request: &str, o: &StatTestOutput) -> String {
+    let tested = |t: &String| o.series.iter().any(|s| s.eq_ignore_ascii_case(t));
+    let named = tickers(request);
+    if !named.iter().all(tested) && named.iter().any(tested) {
+        let left: Vec<String> = named.into_iter().filter(|t| !tested(t)).collect();
+        let takes = match o.test.as_str() {
+            "johansen" => "at most 12 series",
+            "engle_granger" => "two series",
+            _ => "one series",
+        };
+        format!(
+            "\n\nNot tested: {} — {} takes {takes}, so the first named were used; ask again with those.\n",
+            left.join(", "),
+            o.test
+        )
+    } else {
+        String::new()
+    }
 }
 
 fn test_answer(o: &StatTestOutput) -> String {
@@ -622,6 +650,47 @@ mod tests {
         assert_eq!(c.args["model"], "garch");
         assert_eq!(c.args["symbol"], "SPY");
         assert!(c.args.get("start").is_none());
+    }
+
+    /// Johansen takes 12 series: a 13th named is dropped from the call,
+    /// and the answer says which and why (before, silently).
+    #[test]
+    fn tickers_the_test_cannot_take_are_named_in_the_answer() {
+        let names = [
+            "KO", "PEP", "XOM", "CVX", "JPM", "BAC", "WFC", "C", "GS", "MS", "AAPL", "MSFT", "IBM",
+        ];
+        let request = format!("Johansen test on {} from 2010 to 2015", names.join(", "));
+        let c = call(&request);
+        assert_eq!(c.args["test"], "johansen");
+        assert_eq!(c.args["symbols"], json!(names[..12]));
+        let out = StatTestOutput {
+            test: "johansen".into(),
+            series: names[..12].iter().map(|s| s.to_string()).collect(),
+            ..StatTestOutput::default()
+        };
+        let text = answer(
+            &request,
+            tool::STAT_TEST,
+            &serde_json::to_value(&out).unwrap(),
+        )
+        .unwrap();
+        assert!(
+            text.contains("Not tested: IBM — johansen takes at most 12 series"),
+            "{text}"
+        );
+        // All taken: no note.
+        let request = format!("Johansen test on {}", names[..3].join(", "));
+        let out = StatTestOutput {
+            series: names[..3].iter().map(|s| s.to_string()).collect(),
+            ..out
+        };
+        let text = answer(
+            &request,
+            tool::STAT_TEST,
+            &serde_json::to_value(&out).unwrap(),
+        )
+        .unwrap();
+        assert!(!text.contains("Not tested"), "{text}");
     }
 
     #[test]

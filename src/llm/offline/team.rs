@@ -437,7 +437,9 @@ fn window_before(before: &str) -> Option<u32> {
 fn member_answer(message: &str, outcomes: &[Outcome<'_>]) -> String {
     let (own, upstream) = split_upstream(message);
     let mut subject = symbols(own);
-    subject.truncate(MAX_SYMBOLS);
+    // The plan took the first MAX_SYMBOLS tickers named: say which it
+    // left, rather than drop them silently.
+    let left = subject.split_off(subject.len().min(MAX_SYMBOLS));
     let subject = subject.join(", ");
     let sections = upstream.map(upstream_sections).unwrap_or_default();
     let mut out = decision(outcomes, &sections);
@@ -457,6 +459,12 @@ fn member_answer(message: &str, outcomes: &[Outcome<'_>]) -> String {
                     row.figure, row.value, row.as_of, o.tool
                 ));
             }
+        }
+        if !left.is_empty() {
+            out.push_str(&format!(
+                "\nNot studied: {} — a member's plan takes the first {MAX_SYMBOLS} tickers named.\n",
+                left.join(", ")
+            ));
         }
         out.push_str("\n## Detail\n\n");
         for o in outcomes {
@@ -835,7 +843,7 @@ fn detail(o: &Outcome<'_>) -> String {
         | tool::OPTION_STRATEGY
         | tool::PORTFOLIO_OPTIMIZE
         | tool::RISK_REPORT => super::quant::answer("", o.tool, &o.result),
-        tool::STAT_TEST | tool::VOLATILITY_MODEL => super::stats::answer(o.tool, &o.result),
+        tool::STAT_TEST | tool::VOLATILITY_MODEL => super::stats::answer("", o.tool, &o.result),
         tool::FACTOR_IC | tool::REGRESSION | tool::OVERFITTING => {
             super::factor::answer("", o.tool, &o.result)
         }

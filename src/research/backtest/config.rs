@@ -297,6 +297,9 @@ fn parse_day(r: &mut Reader<'_>, key: &'static str) -> Option<NaiveDate> {
     }
 }
 
+/// The most symbols one backtest takes (docs §7.1).
+pub const MAX_CODES: usize = 1_000;
+
 fn parse_codes(r: &mut Reader<'_>) -> Vec<String> {
     let Some(v) = r.obj.get("codes").filter(|v| !v.is_null()) else {
         r.issue(
@@ -324,11 +327,25 @@ fn parse_codes(r: &mut Reader<'_>) -> Vec<String> {
             "must not be empty: name at least one symbol, e.g. [\"AAPL\"]",
         );
     }
+    // Checked before the list is read: 20,000 codes took longer than any
+    // deadline to refuse one by one (docs §7.1).
+    if list.len() > MAX_CODES {
+        r.issue(
+            "codes",
+            "invalid_value",
+            format!(
+                "lists {} symbols; a backtest takes at most {MAX_CODES}",
+                list.len()
+            ),
+        );
+        return Vec::new();
+    }
     let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (i, item) in list.iter().enumerate() {
         match item.as_str().map(str::trim) {
             Some(s) if !s.is_empty() => {
-                if out.iter().any(|o| o.eq_ignore_ascii_case(s)) {
+                if !seen.insert(s.to_ascii_uppercase()) {
                     r.issue(
                         &format!("codes[{i}]"),
                         "invalid_value",

@@ -108,6 +108,14 @@ pub enum OptionError {
     NotPositive { name: &'static str, value: f64 },
     #[error("'{name}' must be a finite number, got {value}")]
     NotFinite { name: &'static str, value: f64 },
+    #[error("'{name}' must be from {min} to {max}{unit}, got {value}")]
+    OutOfRange {
+        name: &'static str,
+        value: f64,
+        min: f64,
+        max: f64,
+        unit: &'static str,
+    },
     #[error("'steps' must be from 1 to {max}, got {value}")]
     Steps { value: usize, max: usize },
     #[error(
@@ -157,16 +165,60 @@ pub(crate) fn finite(name: &'static str, value: f64) -> Result<f64, OptionError>
     }
 }
 
+/// `value` when from `min` to `max` (the ranges of docs §15.1: outside
+/// them an answer's figures overflow or mean nothing, a price of 10⁻³⁰⁰
+/// has no gamma, a rate of 1000 a year no sensible tree).
+pub(crate) fn within(
+    name: &'static str,
+    value: f64,
+    (min, max, unit): (f64, f64, &'static str),
+) -> Result<f64, OptionError> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(OptionError::OutOfRange {
+            name,
+            value,
+            min,
+            max,
+            unit,
+        })
+    }
+}
+
+/// Spot and strike: a millionth to a billion.
+pub(crate) const PRICE_RANGE: (f64, f64, &str) = (1e-6, 1e9, "");
+/// Expiry: about half a minute to a century.
+pub(crate) const EXPIRY_RANGE: (f64, f64, &str) = (1e-6, 100.0, " years");
+/// Volatility: 0.01 % to 1,000 % a year.
+pub(crate) const VOLATILITY_RANGE: (f64, f64, &str) = (1e-4, 10.0, " (a fraction a year)");
+/// Rate and dividend yield: −100 % to +100 % a year (negative rates are
+/// allowed).
+pub(crate) const RATE_RANGE: (f64, f64, &str) = (-1.0, 1.0, " (a fraction a year)");
+
 impl OptionInputs {
     /// Checks every input: spot, strike, expiry and volatility positive,
-    /// rate and yield finite (negative rates are allowed).
+    /// rate and yield finite (negative rates are allowed), each within its
+    /// range (docs §15.1).
     pub(crate) fn checked(self) -> Result<Self, OptionError> {
-        positive("spot", self.spot)?;
-        positive("strike", self.strike)?;
-        positive("expiry_years", self.expiry_years)?;
-        positive("volatility", self.volatility)?;
-        finite("rate", self.rate)?;
-        finite("dividend_yield", self.dividend_yield)?;
+        within("spot", positive("spot", self.spot)?, PRICE_RANGE)?;
+        within("strike", positive("strike", self.strike)?, PRICE_RANGE)?;
+        within(
+            "expiry_years",
+            positive("expiry_years", self.expiry_years)?,
+            EXPIRY_RANGE,
+        )?;
+        within(
+            "volatility",
+            positive("volatility", self.volatility)?,
+            VOLATILITY_RANGE,
+        )?;
+        within("rate", finite("rate", self.rate)?, RATE_RANGE)?;
+        within(
+            "dividend_yield",
+            finite("dividend_yield", self.dividend_yield)?,
+            RATE_RANGE,
+        )?;
         Ok(self)
     }
 }

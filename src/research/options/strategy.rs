@@ -12,7 +12,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::black_scholes::price_unchecked;
-use super::{Greeks, OptionError, OptionInputs, OptionKind, finite, positive};
+use super::{
+    EXPIRY_RANGE, Greeks, OptionError, OptionInputs, OptionKind, PRICE_RANGE, RATE_RANGE,
+    VOLATILITY_RANGE, finite, positive, within,
+};
 
 /// Most points of a payoff grid.
 pub(crate) const MAX_POINTS: usize = 1001;
@@ -200,11 +203,23 @@ pub(crate) fn name_of(legs: &[PricedLeg]) -> String {
 }
 
 fn check_market(m: &Market) -> Result<(), OptionError> {
-    positive("spot", m.spot)?;
-    positive("volatility", m.volatility)?;
-    positive("expiry_years", m.expiry_years)?;
-    finite("rate", m.rate)?;
-    finite("dividend_yield", m.dividend_yield)?;
+    within("spot", positive("spot", m.spot)?, PRICE_RANGE)?;
+    within(
+        "volatility",
+        positive("volatility", m.volatility)?,
+        VOLATILITY_RANGE,
+    )?;
+    within(
+        "expiry_years",
+        positive("expiry_years", m.expiry_years)?,
+        EXPIRY_RANGE,
+    )?;
+    within("rate", finite("rate", m.rate)?, RATE_RANGE)?;
+    within(
+        "dividend_yield",
+        finite("dividend_yield", m.dividend_yield)?,
+        RATE_RANGE,
+    )?;
     Ok(())
 }
 
@@ -222,17 +237,19 @@ fn inputs(kind: OptionKind, strike: f64, m: &Market) -> OptionInputs {
 
 fn price_leg(i: usize, l: &Leg, m: &Market) -> Result<PricedLeg, OptionError> {
     let bad = |what: String| OptionError::Strategy(format!("leg {}: {what}", i + 1));
-    if !l.quantity.is_finite() || l.quantity == 0.0 {
+    // At most a billion units and a billion a unit, so that every P&L of
+    // the answer stays a finite number (docs §15.1).
+    if !(l.quantity.is_finite() && l.quantity != 0.0 && l.quantity.abs() <= 1e9) {
         return Err(bad(format!(
-            "'quantity' must be a non-zero number (negative for a short leg), got {}",
+            "'quantity' must be a non-zero number from -1e9 to 1e9 (negative for a short leg), got {}",
             l.quantity
         )));
     }
     if let Some(p) = l.premium
-        && !(p.is_finite() && p >= 0.0)
+        && !(p.is_finite() && (0.0..=PRICE_RANGE.1).contains(&p))
     {
         return Err(bad(format!(
-            "'premium' must be a number ≥ 0 (what one unit costs), got {p}"
+            "'premium' must be a number from 0 to 1e9 (what one unit costs), got {p}"
         )));
     }
     let Some(kind) = l.kind.option() else {
@@ -245,8 +262,12 @@ fn price_leg(i: usize, l: &Leg, m: &Market) -> Result<PricedLeg, OptionError> {
         });
     };
     let strike = match l.strike {
-        Some(k) if k.is_finite() && k > 0.0 => k,
-        Some(k) => return Err(bad(format!("'strike' must be a number > 0, got {k}"))),
+        Some(k) if (PRICE_RANGE.0..=PRICE_RANGE.1).contains(&k) => k,
+        Some(k) => {
+            return Err(bad(format!(
+                "'strike' must be a number from 1e-6 to 1e9, got {k}"
+            )));
+        }
         None => return Err(bad(format!("a {} needs a 'strike'", l.kind.as_str()))),
     };
     let premium = match l.premium {
@@ -358,9 +379,9 @@ fn grid(
     let lo_all = strikes.clone().fold(spot, f64::min);
     let hi_all = strikes.fold(spot, f64::max);
     let (low, high) = range.unwrap_or((0.5 * lo_all, 1.5 * hi_all));
-    if !(low.is_finite() && high.is_finite() && low >= 0.0 && high > low) {
+    if !(low.is_finite() && high.is_finite() && low >= 0.0 && high > low && high <= 1e12) {
         return Err(OptionError::Strategy(format!(
-            "'spot_range' must be two numbers 0 ≤ low < high, got [{low}, {high}]"
+            "'spot_range' must be two numbers 0 ≤ low < high ≤ 1e12, got [{low}, {high}]"
         )));
     }
     let n = points.unwrap_or(DEFAULT_POINTS);

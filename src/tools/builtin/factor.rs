@@ -14,7 +14,7 @@ use std::sync::Arc;
 use chrono::{Datelike, NaiveDate};
 use serde_json::{Map, Value, json};
 
-use super::args::{nonempty, opt_usize};
+use super::args::{check_returns, check_values, nonempty, opt_usize};
 use super::market::{fetch, opt_date};
 use super::quant::returns_from;
 use super::{Family, ToolEnv, register_family};
@@ -893,10 +893,21 @@ impl TypedTool for Regression {
 fn fit(d: Design, lags: Option<i64>, window: Option<i64>) -> Result<RegressionOutput, ToolError> {
     let n = d.y.len();
     let lags = opt_usize(lags, "hac_lags")?.unwrap_or_else(|| default_hac_lags(n));
+    // Newey–West over n − 1 lags or more weighs autocovariances of one
+    // pair of residuals or none, and its "standard errors" mean nothing
+    // (a t of 955 on noise): at most n − 2 (docs §17.2).
+    if lags >= n.saturating_sub(1) {
+        return Err(ToolError::InvalidArguments(format!(
+            "hac_lags must be less than n − 1 = {} for {n} observations, got {lags}",
+            n.saturating_sub(1)
+        )));
+    }
     let x: Vec<(&str, &[f64])> =
         d.x.iter()
             .map(|(k, v)| (k.as_str(), v.as_slice()))
             .collect();
+    check_values("y", [(d.y_name.as_str(), d.y.as_slice())])?;
+    check_values("x", x.iter().copied())?;
     let ols = ols_hac(&d.y, &x, lags).map_err(regression_error)?;
     let rolling = match opt_usize(window, "rolling_window")? {
         None => None,
@@ -1000,6 +1011,17 @@ struct Strategies {
 
 /// A reported Sharpe ratio's moments: per period, with the skewness and
 /// kurtosis given or a normal's.
+/// The most trials a deflated Sharpe counts (docs §17.3).
+const MAX_TRIALS: usize = 1_000_000_000;
+/// The largest annualised Sharpe taken as given (reported, a trial's, a
+/// benchmark): far past any real strategy's, well inside `f64`.
+const MAX_SHARPE: f64 = 100.0;
+
+/// Whether `x` is a finite Sharpe within ±[`MAX_SHARPE`] (NaN is not).
+fn sharpe_in_range(x: f64) -> bool {
+    (-MAX_SHARPE..=MAX_SHARPE).contains(&x)
+}
+
 fn reported(a: &OverfittingArgs, sharpe: f64) -> Result<Strategies, ToolError> {
     let n = opt_usize(a.observations, "observations")?.ok_or_else(|| {
         ToolError::InvalidArguments(
@@ -1007,12 +1029,17 @@ fn reported(a: &OverfittingArgs, sharpe: f64) -> Result<Strategies, ToolError> {
                 .into(),
         )
     })?;
-    if n < 3 || !sharpe.is_finite() {
+    if !(3..=MAX_TRIALS).contains(&n) || !sharpe_in_range(sharpe) {
         return Err(ToolError::InvalidArguments(format!(
-            "a reported Sharpe needs a finite 'sharpe' and at least 3 observations, got {sharpe} over {n}"
+            "a reported Sharpe needs a 'sharpe' from -{MAX_SHARPE} to {MAX_SHARPE} (annualised) and 3 to {MAX_TRIALS} observations, got {sharpe} over {n}"
         )));
     }
     let (skew, kurt) = (a.skewness.unwrap_or(0.0), a.kurtosis.unwrap_or(3.0));
+    if !(skew.abs() <= 1e3 && (1.0..=1e6).contains(&kurt)) {
+        return Err(ToolError::InvalidArguments(format!(
+            "'skewness' must be from -1000 to 1000 and 'kurtosis' from 1 to 1e6 (3 for a normal, not excess), got {skew} and {kurt}"
+        )));
+    }
     let per = sharpe / PERIODS_PER_YEAR.sqrt();
     let m = SharpeMoments {
         n,
@@ -1168,6 +1195,10 @@ async fn strategies(
                 r.0.len()
             )));
         }
+        check_returns(
+            "returns",
+            r.0.iter().map(|(n, c)| (n.as_str(), c.as_slice())),
+        )?;
         return Ok(Strategies {
             names: r.0.iter().map(|(n, _)| n.clone()).collect(),
             columns: r.0.iter().map(|(_, c)| c.clone()).collect(),
@@ -1243,6 +1274,13 @@ fn options(a: &OverfittingArgs, given: usize) -> Result<DeflateOptions, ToolErro
             "trials ({trials}) must count every configuration tried, at least the {given} given"
         )));
     }
+    // Past 10⁹ trials the expected best Sharpe's quantile Φ⁻¹(1 − 1/N)
+    // rounds to Φ⁻¹(1) = ∞ (docs §17.3).
+    if trials > MAX_TRIALS {
+        return Err(ToolError::InvalidArguments(format!(
+            "trials must be at most {MAX_TRIALS}, got {trials}"
+        )));
+    }
     let confidence = a.confidence.unwrap_or(0.95);
     if !(confidence > 0.5 && confidence < 1.0) {
         return Err(ToolError::InvalidArguments(format!(
@@ -1250,10 +1288,10 @@ fn options(a: &OverfittingArgs, given: usize) -> Result<DeflateOptions, ToolErro
         )));
     }
     let benchmark = a.benchmark_sharpe.unwrap_or(0.0);
-    if !benchmark.is_finite() {
-        return Err(ToolError::InvalidArguments(
-            "benchmark_sharpe must be a number".into(),
-        ));
+    if !sharpe_in_range(benchmark) {
+        return Err(ToolError::InvalidArguments(format!(
+            "benchmark_sharpe must be an annualised Sharpe from -{MAX_SHARPE} to {MAX_SHARPE}, got {benchmark}"
+        )));
     }
     Ok(DeflateOptions {
         trials,
@@ -1350,10 +1388,10 @@ fn trial_variance(
     trials: usize,
 ) -> Result<(f64, String), ToolError> {
     if let Some(t) = trial_sharpes {
-        if t.len() < 2 || t.iter().any(|v| !v.is_finite()) {
-            return Err(ToolError::InvalidArguments(
-                "trial_sharpes needs at least 2 annualised Sharpe ratios".into(),
-            ));
+        if t.len() < 2 || !t.iter().copied().all(sharpe_in_range) {
+            return Err(ToolError::InvalidArguments(format!(
+                "trial_sharpes needs at least 2 annualised Sharpe ratios, each from -{MAX_SHARPE} to {MAX_SHARPE}"
+            )));
         }
         let v = crate::research::stats::variance(t, 1) / PERIODS_PER_YEAR;
         return Ok((
@@ -1449,6 +1487,48 @@ mod tests {
             json!(["daily", "monthly"])
         );
         assert_eq!(schemas[2]["required"], json!([]));
+    }
+
+    /// The failures issue 35 found: HAC over n − 1 lags or more (a t of
+    /// 955 reported `ok`), and a constant series (Sharpe 1.5e15 that
+    /// "survives"), are refused; so are impossible returns.
+    #[tokio::test]
+    async fn meaningless_inputs_are_refused_not_answered() {
+        let noise: Vec<f64> = (0..40).map(|i| ((i * 7919) % 13) as f64 / 1000.0).collect();
+        let y = json!({"y": noise});
+        let x = json!([{"x": noise.iter().rev().copied().collect::<Vec<_>>()}]);
+        let ok = call("regression", json!({"y": y, "x": x, "hac_lags": 38})).await;
+        assert!(ok.is_ok(), "n − 2 lags is the most: {ok:?}");
+        for lags in [39, 40, 1000] {
+            let e = call("regression", json!({"y": y, "x": x, "hac_lags": lags}))
+                .await
+                .unwrap_err();
+            assert!(
+                e.contains(&format!(
+                    "hac_lags must be less than n − 1 = 39 for 40 observations, got {lags}"
+                )),
+                "{e}"
+            );
+        }
+        let flat = json!({"returns": {"flat": vec![0.001; 400]}});
+        let e = call("overfitting", flat).await.unwrap_err();
+        assert!(e.contains("flat") && e.contains("constant"), "{e}");
+        let mut crash = vec![0.01; 50];
+        crash[20] = -2.0;
+        let e = call("overfitting", json!({"returns": {"s": crash}}))
+            .await
+            .unwrap_err();
+        assert!(
+            e.contains("s[20] = -2.0 is not a daily simple return"),
+            "{e}"
+        );
+        let e = call(
+            "overfitting",
+            json!({"sharpe": 1.0, "observations": 500, "trials": 9223372036854775807i64}),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("trials must be at most 1000000000"), "{e}");
     }
 
     #[tokio::test]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use chrono::NaiveDate;
 
-use super::args::{nonempty, opt_usize};
+use super::args::{check_returns, nonempty, opt_usize, rate};
 use super::market::{fetch, opt_date};
 use super::{Family, ToolEnv, register_family};
 use crate::model::names;
@@ -351,6 +351,13 @@ impl TypedTool for OptionPrice {
             dividend_yield: args.dividend_yield.unwrap_or(0.0),
         };
         let steps = opt_usize(args.steps, "steps")?.unwrap_or(DEFAULT_STEPS);
+        // Delta and gamma come from the tree's second step (docs §15.2):
+        // one step would answer `ok` without them.
+        if american && steps < 2 {
+            return Err(ToolError::InvalidArguments(format!(
+                "'steps' must be at least 2 for an american option (its delta and gamma come from the tree's second step), got {steps}"
+            )));
+        }
         let (g, model) = if american {
             (american_price(inputs, steps, ctx).await?, "crr_binomial")
         } else {
@@ -670,6 +677,10 @@ pub(crate) async fn returns_from(
                     series.0.len()
                 )));
             }
+            check_returns(
+                "returns",
+                series.0.iter().map(|(n, c)| (n.as_str(), c.as_slice())),
+            )?;
             let days = series.0[0].1.len();
             Ok(Returns {
                 names: series.0.iter().map(|(n, _)| n.clone()).collect(),
@@ -863,7 +874,7 @@ impl TypedTool for PortfolioOptimize {
         .await?;
         let o = OptimizeOptions {
             method,
-            risk_free_rate: args.risk_free_rate.unwrap_or(0.0),
+            risk_free_rate: rate("risk_free_rate", args.risk_free_rate.unwrap_or(0.0))?,
             min_weight: args.min_weight.unwrap_or(0.0),
             max_weight: args.max_weight.unwrap_or(1.0),
             covariance,
@@ -1107,6 +1118,77 @@ mod tests {
         assert_eq!(
             v["inputs"]["sources"],
             json!(["dividend_yield: not given, so none"])
+        );
+    }
+
+    /// Issue 35: a rate of 1000, a −200 % or ±1e308 return and a one-step
+    /// american tree answered `ok` with nulls (or a 210 % drawdown); each is
+    /// refused now, naming the input and its range (docs §15.1, §15.4).
+    #[tokio::test]
+    async fn inputs_without_a_meaningful_answer_are_refused() {
+        let base = json!({"kind": "call", "spot": 100, "strike": 100, "expiry_years": 1, "volatility": 0.2});
+        for (key, value, needle) in [
+            (
+                "rate",
+                json!(1000),
+                "'rate' must be from -1 to 1 (a fraction a year), got 1000",
+            ),
+            (
+                "dividend_yield",
+                json!(-5),
+                "'dividend_yield' must be from -1 to 1",
+            ),
+            (
+                "volatility",
+                json!(1e15),
+                "'volatility' must be from 0.0001 to 10",
+            ),
+            (
+                "spot",
+                json!(5e-324),
+                "'spot' must be from 0.000001 to 1000000000",
+            ),
+        ] {
+            let mut args = base.clone();
+            args[key] = value;
+            let e = call("option_price", args).await.unwrap_err();
+            assert!(e.contains(needle), "{key}: {e}");
+        }
+        let mut args = base.clone();
+        args["style"] = json!("american");
+        args["steps"] = json!(1);
+        let e = call("option_price", args).await.unwrap_err();
+        assert!(
+            e.contains("'steps' must be at least 2 for an american option"),
+            "{e}"
+        );
+
+        let mut r = vec![0.01; 30];
+        for (bad, shown) in [(-2.0, "-2.0"), (1e308, "1e308"), (-1e308, "-1e308")] {
+            r[3] = bad;
+            for tool in ["risk_report", "portfolio_optimize"] {
+                let mut args = json!({"returns": {"a": r, "b": vec![0.002; 30]}});
+                if tool == "portfolio_optimize" {
+                    args["method"] = json!("equal_weight");
+                }
+                let e = call(tool, args).await.unwrap_err();
+                assert!(
+                    e.contains(&format!(
+                        "a[3] = {shown} is not a daily simple return from -1"
+                    )),
+                    "{tool}: {e}"
+                );
+            }
+        }
+        let e = call(
+            "portfolio_optimize",
+            json!({"method": "max_sharpe", "returns": {"a": [0.01, 0.02, -0.01], "b": [0.0, 0.01, 0.02]}, "risk_free_rate": 1000}),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            e.contains("'risk_free_rate' must be a rate a year from -1 to 1"),
+            "{e}"
         );
     }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 use serde_json::{Map, Value};
 
-use super::args::{nonempty, opt_usize};
+use super::args::{check_returns, check_values, nonempty, opt_usize};
 use super::market::{fetch, opt_date};
 use super::{Family, ToolEnv, register_family};
 use crate::model::names;
@@ -266,6 +266,10 @@ impl StatTest {
                         s.0.len()
                     )));
                 }
+                check_values(
+                    "series",
+                    s.0.iter().map(|(n, c)| (n.as_str(), c.as_slice())),
+                )?;
                 Ok(Input {
                     names: s.0.iter().map(|(n, _)| n.clone()).collect(),
                     columns: s.0.iter().map(|(_, c)| c.clone()).collect(),
@@ -724,6 +728,7 @@ impl VolatilityModel {
                         r.0.len()
                     )));
                 };
+                check_returns("returns", [(name.as_str(), returns.as_slice())])?;
                 Ok(Series {
                     name: name.clone(),
                     returns: returns.clone(),
