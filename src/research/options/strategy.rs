@@ -12,10 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::black_scholes::price_unchecked;
-use super::{
-    EXPIRY_RANGE, Greeks, OptionError, OptionInputs, OptionKind, PRICE_RANGE, RATE_RANGE,
-    VOLATILITY_RANGE, finite, positive, within,
-};
+use super::{Greeks, OptionError, OptionInputs, OptionKind, PRICE_RANGE};
 
 /// Most points of a payoff grid.
 pub(crate) const MAX_POINTS: usize = 1001;
@@ -202,25 +199,11 @@ pub(crate) fn name_of(legs: &[PricedLeg]) -> String {
     }
 }
 
+/// The market's inputs by the one option's rules ([`OptionInputs::checked`]):
+/// an at-the-money call stands in for the legs, whose strikes are checked
+/// on their own.
 fn check_market(m: &Market) -> Result<(), OptionError> {
-    within("spot", positive("spot", m.spot)?, PRICE_RANGE)?;
-    within(
-        "volatility",
-        positive("volatility", m.volatility)?,
-        VOLATILITY_RANGE,
-    )?;
-    within(
-        "expiry_years",
-        positive("expiry_years", m.expiry_years)?,
-        EXPIRY_RANGE,
-    )?;
-    within("rate", finite("rate", m.rate)?, RATE_RANGE)?;
-    within(
-        "dividend_yield",
-        finite("dividend_yield", m.dividend_yield)?,
-        RATE_RANGE,
-    )?;
-    Ok(())
+    inputs(OptionKind::Call, m.spot, m).checked().map(|_| ())
 }
 
 fn inputs(kind: OptionKind, strike: f64, m: &Market) -> OptionInputs {
