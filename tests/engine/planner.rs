@@ -363,11 +363,11 @@ async fn a_sweep_request_runs_one_sweep_with_its_ranges_and_says_its_choices() {
         .unwrap();
     assert_eq!(done["status"], "ok", "{done}");
     let out = &done["output"];
-    // §18.8: no step named, so 1/2/2.5/5 × 10^k over about six values:
-    // fast 5, 10, 15, 20 (step 5) × slow 50, 70, …, 150 (step 20), all with
+    // §18.8: no step named, so about six values ending on the bound asked:
+    // fast 5, 8, …, 20 (step 3) × slow 50, 70, …, 150 (step 20), all with
     // fast < slow, for each of the two symbols.
-    assert_eq!(out["parameter_sets"], 4 * 6, "{out}");
-    assert_eq!(out["cells"], 4 * 6 * 2, "{out}");
+    assert_eq!(out["parameter_sets"], 6 * 6, "{out}");
+    assert_eq!(out["cells"], 6 * 6 * 2, "{out}");
     assert_eq!(
         out["windows"],
         serde_json::json!(["in_sample", "out_of_sample"])
@@ -398,9 +398,9 @@ async fn a_sweep_request_runs_one_sweep_with_its_ranges_and_says_its_choices() {
     assert_eq!(split["out_of_sample"][1], "2012-12-31");
 
     for part in [
-        "## Parameter sweep: 48 cells",
+        "## Parameter sweep: 72 cells",
         "Deflated Sharpe of the best cell for the",
-        "grid fast 5 to 20 step 5 × slow 50 to 150 step 20",
+        "grid fast 5 to 20 step 3 × slow 50 to 150 step 20",
         "each of AAPL, MSFT run alone",
         "cells ranked by the out-of-sample result",
         "from your memory 'I use 10 bp commission'",

@@ -154,12 +154,8 @@ fn named_axes(text: &str, strategy: &str) -> Map<String, Value> {
             let step = c
                 .get(4)
                 .and_then(|s| s.as_str().parse::<f64>().ok())
-                .filter(|s| *s > 0.0)
-                .unwrap_or_else(|| nice_step((to - from) / (VALUES_PER_RANGE - 1.0)));
-            put(
-                &c[1],
-                json!({"from": num(from), "to": num(to), "step": num(step)}),
-            );
+                .filter(|s| *s > 0.0);
+            put(&c[1], range_axis(from, to, step));
         }
     }
     axes
@@ -172,6 +168,57 @@ fn num(x: f64) -> Value {
     } else {
         json!(x)
     }
+}
+
+/// A range's axis. One that names no step gets about
+/// [`VALUES_PER_RANGE`] values ending on the bound asked ("slow 60 to 180"
+/// runs 60, 84, …, 180, not 60 … 160 by a rounder 25): a whole-number range
+/// takes a whole step that divides it, or else the values themselves,
+/// evenly spaced and rounded, so the bound is always run. A named step is
+/// kept as asked (the answer then lists the values run, [`range_values`]).
+fn range_axis(from: f64, to: f64, step: Option<f64>) -> Value {
+    let ranged = |step: f64| json!({"from": num(from), "to": num(to), "step": num(step)});
+    if let Some(step) = step {
+        return ranged(step);
+    }
+    let span = to - from;
+    let whole = from.fract() == 0.0 && to.fract() == 0.0;
+    if !whole || span <= 0.0 {
+        return ranged(nice_step(span / (VALUES_PER_RANGE - 1.0)));
+    }
+    let divides = [6.0, 5.0, 7.0, 4.0, 8.0, 9.0, 10.0, 11.0]
+        .iter()
+        .map(|n| span / (n - 1.0))
+        .find(|step| *step >= 1.0 && step.fract() == 0.0);
+    if let Some(step) = divides {
+        return ranged(step);
+    }
+    let mut values: Vec<Value> = Vec::new();
+    for i in 0..VALUES_PER_RANGE as usize {
+        let v = num((from + span * i as f64 / (VALUES_PER_RANGE - 1.0)).round());
+        if !values.contains(&v) {
+            values.push(v);
+        }
+    }
+    Value::Array(values)
+}
+
+/// The values `from`, `from + step`, … up to `to` that a range runs, when
+/// the step does not land on `to` (then the answer says them, docs §18.8);
+/// `None` when it does or the range is not a plain numeric one.
+fn range_values(range: &Map<String, Value>) -> Option<Vec<f64>> {
+    let get = |k: &str| range.get(k).and_then(Value::as_f64);
+    let (from, to, step) = (get("from")?, get("to")?, get("step")?);
+    if ![from, to, step].iter().all(|x| x.is_finite()) || step <= 0.0 || to < from {
+        return None;
+    }
+    let steps = (to - from) / step;
+    // The sweep's own expansion forgives the same rounding (spec.rs).
+    if (steps - steps.round()).abs() < 1e-9 || steps > 1000.0 {
+        return None;
+    }
+    let n = steps.floor() as usize;
+    Some((0..=n).map(|i| from + step * i as f64).collect())
 }
 
 /// 1, 2 or 5 times a power of ten, at least `raw` (never below 1 for the
@@ -336,12 +383,26 @@ fn assumptions(spec: &Map<String, Value>) -> String {
             .map(|(k, v)| {
                 let name = k.rsplit('.').next().unwrap_or(k);
                 match v {
-                    Value::Object(r) => format!(
-                        "{name} {} to {} step {}",
-                        r.get("from").unwrap_or(&Value::Null),
-                        r.get("to").unwrap_or(&Value::Null),
-                        r.get("step").unwrap_or(&Value::Null)
-                    ),
+                    Value::Object(r) => {
+                        let mut said = format!(
+                            "{name} {} to {} step {}",
+                            r.get("from").unwrap_or(&Value::Null),
+                            r.get("to").unwrap_or(&Value::Null),
+                            r.get("step").unwrap_or(&Value::Null)
+                        );
+                        // The step stops short of the bound asked: say
+                        // what ran rather than let "to 180" stand.
+                        if let Some(values) = range_values(r) {
+                            let shown: Vec<String> =
+                                values.iter().map(|v| num(*v).to_string()).collect();
+                            said.push_str(&format!(
+                                " (runs {}: the step does not land on {})",
+                                shown.join(", "),
+                                r.get("to").unwrap_or(&Value::Null)
+                            ));
+                        }
+                        said
+                    }
                     // "5, 10, 20": a bare JSON list reads as one number
                     // with thousands separators.
                     Value::Array(values) => format!(
@@ -471,6 +532,43 @@ mod tests {
             s["split"],
             json!({"walk_forward": {"train_months": 36, "test_months": 12}})
         );
+    }
+
+    /// A range without a step ends on the bound asked; one whose step
+    /// stops short says the values it runs.
+    #[test]
+    fn a_range_ends_on_its_bound_or_says_what_ran() {
+        let s =
+            planned("sweep the SMA crossover fast 10 to 30 and slow 60 to 180 on SPY 2005-2015");
+        assert_eq!(
+            s["axes"]["strategy.params.slow"],
+            json!({"from": 60, "to": 180, "step": 24})
+        );
+        assert_eq!(
+            s["axes"]["strategy.params.fast"],
+            json!({"from": 10, "to": 30, "step": 4})
+        );
+        let s = planned("sweep the SMA crossover slow 40 to 160 on SPY 2005-2015");
+        assert_eq!(
+            s["axes"]["strategy.params.slow"],
+            json!({"from": 40, "to": 160, "step": 24})
+        );
+        // 7 to 20 (13 apart) has no whole step: the values, 20 among them.
+        let s = planned("sweep an RSI mean reversion on KO with period 7 to 20");
+        assert_eq!(
+            s["axes"]["strategy.params.period"],
+            json!([7, 10, 12, 15, 17, 20])
+        );
+        let s = planned("sweep the SMA crossover slow 60 to 180 step 25 on SPY 2005-2015");
+        let said = assumptions(s.as_object().unwrap());
+        assert!(
+            said.contains(
+                "slow 60 to 180 step 25 (runs 60, 85, 110, 135, 160: the step does not land on 180)"
+            ),
+            "{said}"
+        );
+        let s = planned("sweep the SMA crossover slow 50 to 200 step 25 on SPY 2005-2015");
+        assert!(!assumptions(s.as_object().unwrap()).contains("runs"));
     }
 
     #[test]
