@@ -290,22 +290,84 @@ pub(super) fn intent(text: &str) -> Option<PlannedCall> {
     None
 }
 
+/// "50/30/20 QQQ/GLD/IEF": shares in the order the tickers are named.
+static SHARES: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[^\d./])(\d{1,3}(?:\.\d+)?(?:\s*/\s*\d{1,3}(?:\.\d+)?)+)(?:[^\d./]|$)").ok()
+});
+/// "50% QQQ", "-20 % of XLE", "60 percent SPY".
+static SHARE_THEN_TICKER: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(-?\d{1,3}(?:\.\d+)?)\s*(?:%|percent\b)\s*(?:in\s+|of\s+)?([A-Za-z][A-Za-z.\-]{0,9})",
+    )
+    .ok()
+});
+/// "QQQ 50%", "SPY: 60 %".
+static TICKER_THEN_SHARE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b([A-Za-z][A-Za-z.\-]{0,9})\s*[:=]?\s*(-?\d{1,3}(?:\.\d+)?)\s*(?:%|percent\b)",
+    )
+    .ok()
+});
+
+/// The weights a request states for its tickers, as fractions, in any of
+/// the common forms: "50/30/20 QQQ/GLD/IEF", "50% QQQ, 30% GLD, 20% IEF",
+/// "60% SPY and 40% TLT", "QQQ 50%", a short as "-20% XLE". `None` unless
+/// every ticker has one and they sum to 100 % (an equal-weight book is then
+/// the tool's default; a book that does not add up is not guessed at).
+fn stated_weights(text: &str, syms: &[String]) -> Option<BTreeMap<String, f64>> {
+    if syms.len() < 2 {
+        return None;
+    }
+    let adds_up = |w: &BTreeMap<String, f64>| {
+        w.len() == syms.len() && (w.values().sum::<f64>() - 1.0).abs() < 1e-6
+    };
+    let mut by_name = BTreeMap::new();
+    for (re, share_at, name_at) in [(&SHARE_THEN_TICKER, 1, 2), (&TICKER_THEN_SHARE, 2, 1)] {
+        let Some(re) = re.as_ref() else { continue };
+        for c in re.captures_iter(text) {
+            let (Some(share), Some(name)) = (c.get(share_at), c.get(name_at)) else {
+                continue;
+            };
+            let name = name.as_str().to_uppercase();
+            // Only a ticker of the request: "99% VaR" names no holding.
+            if let (Some(sym), Ok(share)) = (
+                syms.iter().find(|s| **s == name),
+                share.as_str().parse::<f64>(),
+            ) {
+                by_name.entry(sym.clone()).or_insert(share / 100.0);
+            }
+        }
+    }
+    if adds_up(&by_name) {
+        return Some(by_name);
+    }
+    let shares: Vec<f64> = SHARES
+        .as_ref()?
+        .captures(text)?
+        .get(1)?
+        .as_str()
+        .split('/')
+        .map(|x| x.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .ok()?;
+    if shares.len() != syms.len() {
+        return None;
+    }
+    let in_order: BTreeMap<String, f64> = syms
+        .iter()
+        .cloned()
+        .zip(shares.iter().map(|s| s / 100.0))
+        .collect();
+    adds_up(&in_order).then_some(in_order)
+}
+
 fn risk_call(
     text: &str,
     syms: &[String],
     start: Option<String>,
     end: Option<String>,
 ) -> PlannedCall {
-    let weights = PAIR
-        .as_ref()
-        .and_then(|re| re.captures(text))
-        .and_then(|c| {
-            let a: f64 = c.get(1)?.as_str().parse().ok()?;
-            let b: f64 = c.get(2)?.as_str().parse().ok()?;
-            (syms.len() == 2 && (a + b - 100.0).abs() < 1e-9).then(|| {
-                BTreeMap::from([(syms[0].clone(), a / 100.0), (syms[1].clone(), b / 100.0)])
-            })
-        });
+    let weights = stated_weights(text, syms);
     PlannedCall::typed(
         tool::RISK_REPORT,
         RiskReportArgs {
@@ -1191,6 +1253,50 @@ mod tests {
 
     fn call(text: &str) -> PlannedCall {
         intent(text).unwrap_or_else(|| panic!("no call for {text}"))
+    }
+
+    /// A book's weights are read in every common form (issue 36), or not
+    /// at all: a book that does not add up to 100 % is not guessed at.
+    #[test]
+    fn a_books_weights_are_read_in_every_common_form() {
+        let weights = |text: &str| {
+            let c = call(text);
+            assert_eq!(c.name, "risk_report", "{text}");
+            c.args.get("weights").cloned()
+        };
+        let book = |pairs: &[(&str, f64)]| {
+            Some(serde_json::json!(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), *v))
+                    .collect::<BTreeMap<_, _>>()
+            ))
+        };
+        assert_eq!(
+            weights("99% VaR of a portfolio 50% QQQ, 30% GLD, 20% IEF in 2010"),
+            book(&[("QQQ", 0.5), ("GLD", 0.3), ("IEF", 0.2)])
+        );
+        assert_eq!(
+            weights("95% expected shortfall of 60% SPY and 40% TLT in 2008"),
+            book(&[("SPY", 0.6), ("TLT", 0.4)])
+        );
+        assert_eq!(
+            weights("VaR of a book that is 70% XLK and 30% XLU"),
+            book(&[("XLK", 0.7), ("XLU", 0.3)])
+        );
+        assert_eq!(
+            weights("99% VaR of 50/30/20 QQQ/GLD/IEF"),
+            book(&[("QQQ", 0.5), ("GLD", 0.3), ("IEF", 0.2)])
+        );
+        assert_eq!(
+            weights("VaR of a book of SPY 120% and TLT -20%"),
+            book(&[("SPY", 1.2), ("TLT", -0.2)])
+        );
+        assert_eq!(
+            weights("99 % ES of an equal-weight SPY/TLT book in 2008"),
+            None
+        );
+        assert_eq!(weights("VaR of 50% SPY and 30% TLT"), None);
     }
 
     #[test]
