@@ -387,6 +387,19 @@ struct Connections {
     open: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
 }
 
+/// Why a connection gets no place (said in its 503).
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    #[error("the connection table is unavailable")]
+    TableUnavailable,
+    #[error(
+        "{open} connections from {ip} are open, the most one client may hold (--max-client-connections)"
+    )]
+    PerClient { open: usize, ip: std::net::IpAddr },
+    #[error("{0} connections are open, the most this server allows (--max-connections)")]
+    Total(usize),
+}
+
 /// One open connection's place, given back when it closes.
 struct Slot {
     connections: Arc<Connections>,
@@ -399,21 +412,17 @@ impl Connections {
         self: &Arc<Self>,
         ip: std::net::IpAddr,
         limits: &ConnectionLimits,
-    ) -> Result<Slot, String> {
+    ) -> Result<Slot, Refused> {
         let Ok(mut open) = self.open.lock() else {
-            return Err("the connection table is unavailable".into());
+            return Err(Refused::TableUnavailable);
         };
         let total: usize = open.values().sum();
         let mine = open.get(&ip).copied().unwrap_or(0);
         if mine >= limits.per_client {
-            return Err(format!(
-                "{mine} connections from {ip} are open, the most one client may hold (--max-client-connections)"
-            ));
+            return Err(Refused::PerClient { open: mine, ip });
         }
         if total >= limits.total {
-            return Err(format!(
-                "{total} connections are open, the most this server allows (--max-connections)"
-            ));
+            return Err(Refused::Total(total));
         }
         open.insert(ip, mine + 1);
         Ok(Slot {
@@ -511,7 +520,7 @@ pub async fn serve_http(
             Ok(slot) => slot,
             Err(why) => {
                 tracing::debug!("mcp serve: refused a connection: {why}");
-                refuse(stream, &why);
+                refuse(stream, &why.to_string());
                 continue;
             }
         };

@@ -64,7 +64,7 @@ pub fn run_cells(
     let stop = AtomicBool::new(false);
     let threads = threads.clamp(1, blocks.len().max(1));
     // A block's rows, or the cell whose evaluation panicked and why.
-    let (tx, rx) = mpsc::channel::<Result<(usize, Vec<Row>), (usize, String)>>();
+    let (tx, rx) = mpsc::channel::<Result<(usize, Vec<Row>), SweepError>>();
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let tx = tx.clone();
@@ -82,8 +82,8 @@ pub fn run_cells(
                         }
                         match guarded_cell(prep, cell, &mut scratch) {
                             Ok(r) => rows.extend(r),
-                            Err(why) => {
-                                let _ = tx.send(Err((cell, why)));
+                            Err(panicked) => {
+                                let _ = tx.send(Err(panicked));
                                 return;
                             }
                         }
@@ -110,9 +110,9 @@ pub fn run_cells(
             }
             let (cells, rows) = match sent {
                 Ok(block) => block,
-                Err((cell, why)) => {
+                Err(panicked) => {
                     stop.store(true, Ordering::Relaxed);
-                    failed = Some(cell_panicked(cell, &why));
+                    failed = Some(panicked);
                     continue;
                 }
             };
@@ -131,8 +131,7 @@ pub fn run_cells(
                 if cancel.is_cancelled() {
                     break;
                 }
-                let rows = guarded_cell(prep, cell, &mut scratch)
-                    .map_err(|why| cell_panicked(cell, &why))?;
+                let rows = guarded_cell(prep, cell, &mut scratch)?;
                 sink(rows)?;
                 computed += 1;
             }
@@ -144,16 +143,22 @@ pub fn run_cells(
 /// One cell, a panic in it caught (docs §2.4): the sweep stops with an
 /// error naming the cell instead of taking its worker (and the journal's
 /// writer) down. The scratch is reset after a panic, as it may be torn.
-fn guarded_cell(prep: &Prepared, cell: usize, scratch: &mut Scratch) -> Result<Vec<Row>, String> {
+fn guarded_cell(
+    prep: &Prepared,
+    cell: usize,
+    scratch: &mut Scratch,
+) -> Result<Vec<Row>, SweepError> {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         evaluate_cell(prep, cell, scratch)
     }));
     r.map_err(|p| {
         *scratch = Scratch::default();
-        p.downcast_ref::<&str>()
+        let why = p
+            .downcast_ref::<&str>()
             .map(|s| (*s).to_string())
             .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic without a message".into())
+            .unwrap_or_else(|| "a panic without a message".into());
+        cell_panicked(cell, &why)
     })
 }
 
