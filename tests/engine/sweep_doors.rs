@@ -261,13 +261,18 @@ async fn heavy_calls_over_mcp_queue_for_their_places() {
         &[("VIBEDESK_TOOL_TIMEOUT_SECONDS", "2")],
     )
     .await;
-    s.send(Stdio2::call(
-        1,
-        "sweep",
-        json!({"spec": grid(40, 50), "out": "long.csv"}),
-    ))
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut sweep = Stdio2::call(1, "sweep", json!({"spec": grid(40, 50), "out": "long.csv"}));
+    sweep["params"]["_meta"] = json!({"progressToken": "long"});
+    s.send(sweep).await;
+    // The sweep holds the one place once it reports progress; a fixed
+    // sleep raced a loaded machine, where the plan could arrive first.
+    loop {
+        let m = s.next().await;
+        if m["method"] == "notifications/progress" && m["params"]["progressToken"] == "long" {
+            break;
+        }
+        assert!(m.get("id").is_none(), "an answer before any progress: {m}");
+    }
     s.send(Stdio2::call(
         2,
         "sweep",
