@@ -16,8 +16,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::process::Command;
-use vibedesk::llm::offline::{Plan, PlannedCall, plan};
 use vibedesk::model::Message;
+use vibedesk::planner::{Plan, PlannedCall, plan};
 use vibedesk::swarm::bundled::BUNDLED;
 
 /// The top-level keys of spec §9.3, every one required.
