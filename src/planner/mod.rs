@@ -196,10 +196,102 @@ fn after_assumptions(text: &str, note: &str) -> String {
     }
 }
 
+/// A line of the help the planner gives: a heading, its example requests
+/// (each one the planner serves; the grounding test runs them all) and a
+/// note after them.
+pub struct HelpLine {
+    pub heading: &'static str,
+    pub examples: &'static [&'static str],
+    pub note: &'static str,
+}
+
+/// The planner's help, one line per kind of work.
+pub const HELP: &[HelpLine] = &[
+    HelpLine {
+        heading: "backtest",
+        examples: &[
+            "backtest a 20/50 SMA crossover on AAPL from 2005 to 2012",
+            "Sharpe of SPY from 2005 to 2015",
+        ],
+        note: "also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold",
+    },
+    HelpLine {
+        heading: "sweeps",
+        examples: &[
+            "sweep the SMA crossover fast 5 to 30 and slow 50 to 200 on AAPL, MSFT from 2005 to 2015",
+            "walk-forward sweep of momentum on IBM",
+        ],
+        note: "",
+    },
+    HelpLine {
+        heading: "prices",
+        examples: &["show MSFT's last 30 days in 2010"],
+        note: "",
+    },
+    HelpLine {
+        heading: "indicators",
+        examples: &[
+            "RSI of IBM",
+            "20-day SMA of GOOGL in 2011",
+            "MACD of AAPL",
+            "correlation of AAPL and MSFT in 2010",
+        ],
+        note: "",
+    },
+    HelpLine {
+        heading: "options, portfolios, risk",
+        examples: &[
+            "price a 3-month 110 call on AAPL",
+            "optimize AAPL, MSFT, JPM, XOM and KO for minimum variance over 2015–2016",
+            "99 % ES of an equal-weight SPY/TLT book in 2008",
+            "a 3-month at-the-money straddle on IBM",
+        ],
+        note: "",
+    },
+    HelpLine {
+        heading: "is the edge real",
+        examples: &[
+            "IC of 12-1 momentum on the offline universe",
+            "beta of AAPL to the market factor 2010–2017",
+            "does a Sharpe of 1.4 over 3 years survive 50 trials",
+            "Johansen test on KO, PEP and PG",
+        ],
+        note: "",
+    },
+    HelpLine {
+        heading: "memory",
+        examples: &[
+            "remember that I prefer 10 bp fees",
+            "what do you remember about fees",
+        ],
+        note: "",
+    },
+    HelpLine {
+        heading: "context",
+        examples: &["compact"],
+        note: "",
+    },
+];
+
+/// The help's list of what runs offline, one bullet per [`HELP`] line.
+pub fn help_list() -> String {
+    let mut out = String::new();
+    for line in HELP {
+        let examples: Vec<String> = line.examples.iter().map(|e| format!("\"{e}\"")).collect();
+        out.push_str(&format!("- **{}**: {}", line.heading, examples.join(", ")));
+        if !line.note.is_empty() {
+            out.push_str(&format!(" ({})", line.note));
+        }
+        out.push('\n');
+    }
+    out
+}
+
 fn unsupported(request: &str) -> String {
     let preview: String = request.chars().take(80).collect();
     format!(
-        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):\n\n- **backtest**: \"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\" (also EMA crossover, RSI mean reversion, momentum, breakout, Bollinger reversion, buy and hold), \"Sharpe of SPY from 2005 to 2015\"\n- **sweeps**: \"sweep the SMA crossover fast 5 to 30 and slow 50 to 200 on AAPL, MSFT from 2005 to 2015\", \"walk-forward sweep of momentum on IBM\"\n- **prices**: \"show MSFT's last 30 days in 2010\"\n- **indicators**: \"RSI of IBM\", \"20-day SMA of GOOGL in 2011\", \"MACD of AAPL\", \"correlation of AAPL and MSFT in 2010\"\n- **options, portfolios, risk**: \"price a 3-month 110 call on AAPL\", \"optimize AAPL, MSFT, JPM, XOM and KO for minimum variance over 2015–2016\", \"99 % ES of an equal-weight SPY/TLT book in 2008\", \"a 3-month at-the-money straddle on IBM\"\n- **is the edge real**: \"IC of 12-1 momentum on the offline universe\", \"beta of AAPL to the market factor 2010–2017\", \"does a Sharpe of 1.4 over 3 years survive 50 trials\", \"Johansen test on KO, PEP and PG\"\n- **memory**: \"remember that I prefer 10 bp fees\", \"what do you remember about fees\"\n- **context**: \"compact\"\n\n{CONNECT_HELP}\n"
+        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):\n\n{}\n{CONNECT_HELP}\n",
+        help_list()
     )
 }
 
