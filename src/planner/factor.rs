@@ -84,6 +84,8 @@ fn is_regression(lower: &str) -> bool {
 
 fn is_overfitting(lower: &str) -> bool {
     lower.contains("deflated sharpe")
+        || names(lower, "cscv")
+        || lower.contains("combinatorially symmetric")
         || lower.contains("probabilistic sharpe")
         || lower.contains("overfit")
         || names(lower, "pbo")
@@ -91,24 +93,51 @@ fn is_overfitting(lower: &str) -> bool {
             && (lower.contains("survive") || lower.contains("trial") || lower.contains("luck")))
 }
 
-/// A plain request's call, or `None` (then the other intents run).
-pub(super) fn intent(text: &str) -> Option<PlannedCall> {
+/// A backtest named outright is the backtest's request, except "the
+/// probability of backtest overfitting" itself.
+fn backtest_named(lower: &str) -> bool {
+    (names(lower, "backtest") || lower.contains("back-test"))
+        && !lower.contains("backtest overfitting")
+        && !lower.contains("back-test overfitting")
+}
+
+/// The call of whichever of this module's tools reads the request.
+fn intent(text: &str) -> Option<PlannedCall> {
+    ic_read(text)
+        .or_else(|| overfitting_read(text))
+        .or_else(|| regression_read(text))
+}
+
+/// `factor_ic`: a factor's information coefficient.
+pub(super) fn ic_read(text: &str) -> Option<PlannedCall> {
     let lower = text.to_lowercase();
-    if names(&lower, "backtest") || lower.contains("back-test") {
+    if backtest_named(&lower) || !is_ic(&lower) {
         return None;
     }
     let (start, end) = date_range(text);
-    if is_ic(&lower) {
-        let f = factor_of(&lower)?;
-        return Some(ic_call(text, &lower, f, &tickers(text), start, end));
+    let f = factor_of(&lower)?;
+    Some(ic_call(text, &lower, f, &tickers(text), start, end))
+}
+
+/// `overfitting`: a deflated or probabilistic Sharpe, the probability of
+/// backtest overfitting (PBO by CSCV) across named books.
+pub(super) fn overfitting_read(text: &str) -> Option<PlannedCall> {
+    let lower = text.to_lowercase();
+    if backtest_named(&lower) || !is_overfitting(&lower) || is_ic(&lower) {
+        return None;
     }
-    if is_overfitting(&lower) {
-        return overfitting_call(text, &tickers(text), start, end);
+    let (start, end) = date_range(text);
+    overfitting_call(text, &tickers(text), start, end)
+}
+
+/// `regression`: a beta, an alpha, factor loadings.
+pub(super) fn regression_read(text: &str) -> Option<PlannedCall> {
+    let lower = text.to_lowercase();
+    if backtest_named(&lower) || !is_regression(&lower) || is_overfitting(&lower) {
+        return None;
     }
-    if is_regression(&lower) {
-        return regression_call(text, &lower, &tickers(text), start, end);
-    }
-    None
+    let (start, end) = date_range(text);
+    regression_call(text, &lower, &tickers(text), start, end)
 }
 
 // ---------------------------------------------------------------------------

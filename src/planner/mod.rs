@@ -17,6 +17,7 @@
 mod board;
 mod dates;
 mod factor;
+pub mod intents;
 mod preferences;
 mod quant;
 mod rule;
@@ -427,27 +428,40 @@ fn has(text: &str, words: &[&str]) -> bool {
 }
 
 /// Maps a plain request onto one tool call.
+/// The call a plain request asks for: the first tool whose intent reads
+/// it, in the order of [`intents::INTENTS`]; `None` when none does.
 pub fn intent(text: &str) -> Option<PlannedCall> {
+    intents::INTENTS.iter().find_map(|i| (i.read)(text))
+}
+
+/// `compact`, with the focus the request names.
+fn compact_read(text: &str) -> Option<PlannedCall> {
     let lower = text.to_lowercase();
     let trimmed = lower.trim().trim_start_matches('/');
-    if trimmed == "compact"
-        || trimmed.starts_with("compact ")
-        || lower.contains("compact the context")
+    if trimmed != "compact"
+        && !trimmed.starts_with("compact ")
+        && !lower.contains("compact the context")
     {
-        let focus = trimmed
-            .strip_prefix("compact")
-            .unwrap_or("")
-            .trim()
-            .to_string();
-        return Some(PlannedCall {
-            name: tool::COMPACT.into(),
-            args: if focus.is_empty() {
-                json!({})
-            } else {
-                json!({"focus_topic": focus})
-            },
-        });
+        return None;
     }
+    let focus = trimmed
+        .strip_prefix("compact")
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    Some(PlannedCall {
+        name: tool::COMPACT.into(),
+        args: if focus.is_empty() {
+            json!({})
+        } else {
+            json!({"focus_topic": focus})
+        },
+    })
+}
+
+/// `remember`: "remember that …" saves; "what do you remember about …"
+/// searches.
+fn remember_read(text: &str) -> Option<PlannedCall> {
     if let Some(rest) = remember_text(text) {
         let title: String = rest
             .split_whitespace()
@@ -465,69 +479,77 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             },
         ));
     }
-    if let Some(query) = recall_query(&lower) {
-        return Some(PlannedCall::typed(
-            tool::REMEMBER,
-            RememberArgs {
-                action: Some(MemoryAction::Recall.as_str().into()),
-                query: Some(query),
+    let query = recall_query(&text.to_lowercase())?;
+    Some(PlannedCall::typed(
+        tool::REMEMBER,
+        RememberArgs {
+            action: Some(MemoryAction::Recall.as_str().into()),
+            query: Some(query),
+            ..Default::default()
+        },
+    ))
+}
+
+/// `recall`: "search my memories for …", "recall …".
+fn recall_read(text: &str) -> Option<PlannedCall> {
+    let lower = text.to_lowercase();
+    let t = lower.trim();
+    let query = ["search my memories for ", "search memories for ", "recall "]
+        .iter()
+        .find_map(|p| t.strip_prefix(p))?
+        .trim()
+        .trim_end_matches('?')
+        .trim();
+    (!query.is_empty()).then(|| {
+        PlannedCall::typed(
+            tool::RECALL,
+            RecallArgs {
+                query: query.to_string(),
                 ..Default::default()
             },
-        ));
+        )
+    })
+}
+
+/// `backtest`: a rule named or a backtest asked for on a symbol; "the
+/// Sharpe of SPY from 2005 to 2015" holds it, measured as every backtest
+/// is (over the T-bill, the assumptions said).
+fn backtest_read(text: &str) -> Option<PlannedCall> {
+    let lower = text.to_lowercase();
+    symbol(text)?;
+    let (start, end) = date_range(text);
+    let asked = has(text, &["backtest", "back-test", "back test", "simulate"])
+        || has(text, &STRATEGY_WORDS)
+        || has(text, &BUY_AND_HOLD);
+    let sharpe_of = names(&lower, "sharpe") || names(&lower, "sortino");
+    if !asked && !sharpe_of {
+        return None;
     }
-    // A parameter sweep, before the backtest it would otherwise read as
-    // (docs §18.8).
-    if sweep::is_sweep(&lower)
-        && let Some(call) = sweep::intent(text)
-    {
-        return Some(call);
+    let mut config = backtest_config(text, &symbols(text), start, end);
+    if !asked {
+        config.insert("strategy".into(), json!({"name": "buy_and_hold"}));
     }
-    // Time-series tests and volatility forecasts (docs §16.7).
-    if let Some(call) = stats::intent(text) {
-        return Some(call);
-    }
-    // A factor's IC, a beta, a deflated Sharpe (docs §17.4).
-    if let Some(call) = factor::intent(text) {
-        return Some(call);
-    }
-    // Options, portfolio weights and a book's risk (docs §15.7).
-    if let Some(call) = quant::intent(text) {
-        return Some(call);
-    }
+    Some(PlannedCall::typed(
+        tool::BACKTEST,
+        BacktestArgs {
+            config: Some(config),
+            ..BacktestArgs::default()
+        },
+    ))
+}
+
+/// `technical_indicator`: "correlation of AAPL and MSFT in 2010" (the
+/// rolling correlation of daily returns), or an indicator on a symbol.
+fn indicator_read(text: &str) -> Option<PlannedCall> {
+    let lower = text.to_lowercase();
     let sym = symbol(text)?;
     let (start, end) = date_range(text);
-    let named_rule = has(text, &STRATEGY_WORDS) || has(text, &BUY_AND_HOLD);
-    if has(text, &["backtest", "back-test", "back test", "simulate"]) || named_rule {
-        return Some(PlannedCall::typed(
-            tool::BACKTEST,
-            BacktestArgs {
-                config: Some(backtest_config(text, &symbols(text), start, end)),
-                ..BacktestArgs::default()
-            },
-        ));
-    }
-    // "The Sharpe ratio of SPY from 2005 to 2015": holding it, measured as
-    // every backtest is (over the T-bill, the assumptions said).
-    if names(&lower, "sharpe") || names(&lower, "sortino") {
-        let mut config = backtest_config(text, &symbols(text), start, end);
-        config.insert("strategy".into(), json!({"name": "buy_and_hold"}));
-        return Some(PlannedCall::typed(
-            tool::BACKTEST,
-            BacktestArgs {
-                config: Some(config),
-                ..BacktestArgs::default()
-            },
-        ));
-    }
-    // "Correlation of AAPL and MSFT in 2010": the rolling correlation of
-    // their daily returns.
+    let window = WINDOW
+        .as_ref()
+        .and_then(|re| re.captures(text))
+        .and_then(|c| c.get(1)?.as_str().parse::<u32>().ok());
     let codes = symbols(text);
     if (names(&lower, "correlation") || names(&lower, "correlated")) && codes.len() >= 2 {
-        let window = WINDOW
-            .as_ref()
-            .and_then(|re| re.captures(text))
-            .and_then(|c| c.get(1)?.as_str().parse::<u32>().ok())
-            .unwrap_or(CORRELATION_WINDOW);
         return Some(PlannedCall::typed(
             tool::TECHNICAL_INDICATOR,
             IndicatorArgs {
@@ -536,7 +558,10 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
                 indicator: "correlation".into(),
                 params: Some(Map::from_iter([
                     ("with".to_string(), json!(codes[1])),
-                    ("window".to_string(), json!(window)),
+                    (
+                        "window".to_string(),
+                        json!(window.unwrap_or(CORRELATION_WINDOW)),
+                    ),
                 ])),
                 start,
                 end,
@@ -544,57 +569,56 @@ pub fn intent(text: &str) -> Option<PlannedCall> {
             },
         ));
     }
-    if let Some(indicator) = indicator_name(&lower) {
-        let window = WINDOW
-            .as_ref()
-            .and_then(|re| re.captures(text))
-            .and_then(|c| c.get(1)?.as_str().parse::<u32>().ok());
-        let params = window.map(|w| {
-            let key = if matches!(indicator, "rsi" | "atr") {
-                "period"
-            } else {
-                "window"
-            };
-            Map::from_iter([(key.to_string(), json!(w))])
-        });
-        return Some(PlannedCall::typed(
-            tool::TECHNICAL_INDICATOR,
-            IndicatorArgs {
-                source: Some(source_for(&sym).as_str().into()),
-                symbol: sym,
-                indicator: indicator.into(),
-                params,
-                start,
-                end,
-                tail: Some(10),
-            },
-        ));
+    let indicator = indicator_name(&lower)?;
+    let params = window.map(|w| {
+        let key = if matches!(indicator, "rsi" | "atr") {
+            "period"
+        } else {
+            "window"
+        };
+        Map::from_iter([(key.to_string(), json!(w))])
+    });
+    Some(PlannedCall::typed(
+        tool::TECHNICAL_INDICATOR,
+        IndicatorArgs {
+            source: Some(source_for(&sym).as_str().into()),
+            symbol: sym,
+            indicator: indicator.into(),
+            params,
+            start,
+            end,
+            tail: Some(10),
+        },
+    ))
+}
+
+/// `get_market_data`: prices of a symbol. The tool counts the last N rows
+/// back from the end (the answer shows the last 30 of a range): never a
+/// guess in calendar days.
+fn market_data_read(text: &str) -> Option<PlannedCall> {
+    let sym = symbol(text)?;
+    let words = [
+        "show", "price", "prices", "data", "ohlc", "quote", "bars", "close", "last",
+    ];
+    if !has(text, &words) {
+        return None;
     }
-    if has(
-        text,
-        &[
-            "show", "price", "prices", "data", "ohlc", "quote", "bars", "close", "last",
-        ],
-    ) {
-        // The tool counts the last N rows back from the end (the answer
-        // shows the last 30 of a range): never a guess in calendar days.
-        let last_n = LAST_N
-            .as_ref()
-            .and_then(|re| re.captures(text))
-            .and_then(|c| c.get(1)?.as_str().parse::<i64>().ok());
-        return Some(PlannedCall::typed(
-            tool::GET_MARKET_DATA,
-            MarketDataArgs {
-                source: Some(source_for(&sym).as_str().into()),
-                symbol: sym,
-                start: if last_n.is_some() { None } else { start },
-                end,
-                last_n: Some(last_n.unwrap_or(SHOWN_PRICE_ROWS as i64)),
-                ..Default::default()
-            },
-        ));
-    }
-    None
+    let (start, end) = date_range(text);
+    let last_n = LAST_N
+        .as_ref()
+        .and_then(|re| re.captures(text))
+        .and_then(|c| c.get(1)?.as_str().parse::<i64>().ok());
+    Some(PlannedCall::typed(
+        tool::GET_MARKET_DATA,
+        MarketDataArgs {
+            source: Some(source_for(&sym).as_str().into()),
+            symbol: sym,
+            start: if last_n.is_some() { None } else { start },
+            end,
+            last_n: Some(last_n.unwrap_or(SHOWN_PRICE_ROWS as i64)),
+            ..Default::default()
+        },
+    ))
 }
 
 fn remember_text(text: &str) -> Option<String> {
@@ -610,11 +634,7 @@ fn remember_text(text: &str) -> Option<String> {
 }
 
 fn recall_query(lower: &str) -> Option<String> {
-    for prefix in [
-        "what do you remember about ",
-        "what do you know about ",
-        "recall ",
-    ] {
+    for prefix in ["what do you remember about ", "what do you know about "] {
         if let Some(rest) = lower.trim().strip_prefix(prefix) {
             let q = rest.trim().trim_end_matches('?').trim().to_string();
             return (!q.is_empty()).then_some(q);
@@ -794,25 +814,8 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
             "The `{tool}` tool reported an error, so I have no figures to give:\n\n> {err}\n"
         );
     }
-    let written = match tool {
-        tool::BACKTEST => typed(v).map(|o| backtest_answer(&o)),
-        tool::GET_MARKET_DATA => typed(v).map(|o| prices_answer(request, &o)),
-        tool::TECHNICAL_INDICATOR => typed(v).map(|o| indicator_answer(&o)),
-        tool::REMEMBER | tool::RECALL => typed(v).map(|o| remember_answer(&o)),
-        tool::OPTION_PRICE
-        | tool::IMPLIED_VOLATILITY
-        | tool::OPTION_STRATEGY
-        | tool::PORTFOLIO_OPTIMIZE
-        | tool::RISK_REPORT => quant::answer(request, tool, v),
-        tool::STAT_TEST | tool::VOLATILITY_MODEL => stats::answer(request, tool, v),
-        tool::FACTOR_IC | tool::REGRESSION | tool::OVERFITTING => factor::answer(request, tool, v),
-        tool::SWEEP => sweep::answer(request, v),
-        tool::COMPACT => Some(
-            "Done: the conversation will be compacted into a summary now (watch the gauge).\n"
-                .into(),
-        ),
-        _ => None,
-    };
+    let row = intents::of(tool);
+    let written = row.and_then(|i| (i.answer)(request, v));
     let text = written.unwrap_or_else(|| {
         format!(
             "`{tool}` returned:\n\n```\n{}\n```\n",
@@ -820,18 +823,7 @@ pub fn answer(request: &str, tool: &str, v: &Value) -> String {
         )
     });
     // How the request's dates were read, when not as written (docs §2.13).
-    let dated = matches!(
-        tool,
-        tool::BACKTEST
-            | tool::GET_MARKET_DATA
-            | tool::TECHNICAL_INDICATOR
-            | tool::PORTFOLIO_OPTIMIZE
-            | tool::RISK_REPORT
-            | tool::STAT_TEST
-            | tool::VOLATILITY_MODEL
-            | tool::FACTOR_IC
-            | tool::REGRESSION
-    );
+    let dated = row.is_some_and(|i| i.dated);
     match dated.then(|| dates::read(request).note()).flatten() {
         Some(note) => format!("{note}\n\n{text}"),
         None => text,

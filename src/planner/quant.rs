@@ -260,34 +260,66 @@ fn is_portfolio(lower: &str) -> bool {
 }
 
 /// A plain request's quant call, or `None` (then the other intents run).
-pub(super) fn intent(text: &str) -> Option<PlannedCall> {
+/// A backtest names the rule's own risk, not a desk tool's.
+fn backtest_named(lower: &str) -> bool {
+    names(lower, "backtest") || lower.contains("back-test")
+}
+
+/// `risk_report`: VaR, ES, drawdown-at-risk of a named book.
+pub(super) fn risk_read(text: &str) -> Option<PlannedCall> {
     let lower = text.to_lowercase();
-    if names(&lower, "backtest") || lower.contains("back-test") {
+    let syms = tickers(text);
+    if backtest_named(&lower) || !is_risk(&lower, text) || syms.is_empty() {
         return None;
     }
-    let syms = tickers(text);
     let (start, end) = date_range(text);
-    if is_risk(&lower, text) && !syms.is_empty() {
-        return Some(risk_call(text, &syms, start, end));
+    Some(risk_call(text, &syms, start, end))
+}
+
+/// `portfolio_optimize`: weights for two or more named assets.
+pub(super) fn portfolio_read(text: &str) -> Option<PlannedCall> {
+    let lower = text.to_lowercase();
+    let syms = tickers(text);
+    if backtest_named(&lower) || !is_portfolio(&lower) || syms.len() < 2 {
+        return None;
     }
-    if is_portfolio(&lower) && syms.len() >= 2 {
-        return Some(portfolio_call(&lower, &syms, start, end));
+    let (start, end) = date_range(text);
+    Some(portfolio_call(&lower, &syms, start, end))
+}
+
+/// `implied_volatility`: the volatility a quoted premium implies.
+pub(super) fn implied_read(text: &str) -> Option<PlannedCall> {
+    let lower = text.to_lowercase();
+    if backtest_named(&lower) || !lower.contains("implied vol") {
+        return None;
     }
-    if lower.contains("implied vol") {
-        return implied_call(text, &lower, syms.first());
+    implied_call(text, &lower, tickers(text).first())
+}
+
+/// `option_strategy`: a named structure (straddle, spread, collar …).
+pub(super) fn strategy_read(text: &str) -> Option<PlannedCall> {
+    let lower = text.to_lowercase();
+    if backtest_named(&lower) || lower.contains("implied vol") {
+        return None;
     }
-    if let Some(call) = strategy_call(text, &lower, syms.first()) {
-        return Some(call);
+    strategy_call(text, &lower, tickers(text).first())
+}
+
+/// `option_price`: one call or put priced, with its Greeks.
+pub(super) fn option_read(text: &str) -> Option<PlannedCall> {
+    let lower = text.to_lowercase();
+    if backtest_named(&lower) || lower.contains("implied vol") {
+        return None;
     }
     let pricing = [
         "price", "value", "worth", "greeks", "delta", "premium", "cost",
     ]
     .iter()
     .any(|w| names(&lower, w));
-    if pricing && kind(&lower).is_some() {
-        return option_call(text, &lower, syms.first());
+    if !pricing || kind(&lower).is_none() {
+        return None;
     }
-    None
+    option_call(text, &lower, tickers(text).first())
 }
 
 /// "50/30/20 QQQ/GLD/IEF": shares in the order the tickers are named.
@@ -1250,6 +1282,15 @@ fn risk_answer(o: &RiskReportOutput) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The call of whichever of this module's tools reads `text`.
+    fn intent(text: &str) -> Option<PlannedCall> {
+        risk_read(text)
+            .or_else(|| portfolio_read(text))
+            .or_else(|| implied_read(text))
+            .or_else(|| strategy_read(text))
+            .or_else(|| option_read(text))
+    }
 
     fn call(text: &str) -> PlannedCall {
         intent(text).unwrap_or_else(|| panic!("no call for {text}"))

@@ -193,18 +193,26 @@ fn vol_symbol(text: &str, syms: &[String]) -> Option<String> {
 
 /// A plain request's time-series call, or `None` (then the other intents
 /// run).
-pub(super) fn intent(text: &str) -> Option<PlannedCall> {
+/// `volatility_model`: a GARCH-family fit and forecast of one series.
+pub(super) fn volatility_read(text: &str) -> Option<PlannedCall> {
     let lower = text.to_lowercase();
     if names(&lower, "backtest") || lower.contains("back-test") {
         return None;
     }
-    let syms = tickers(text);
+    let model = model_named(&lower)?;
     let (start, end) = date_range(text);
-    if let Some(model) = model_named(&lower) {
-        let sym = vol_symbol(text, &syms)?;
-        return Some(volatility_call(model, text, &sym, start, end));
+    let sym = vol_symbol(text, &tickers(text))?;
+    Some(volatility_call(model, text, &sym, start, end))
+}
+
+/// `stat_test`: a unit-root, cointegration or normality test.
+pub(super) fn test_read(text: &str) -> Option<PlannedCall> {
+    let lower = text.to_lowercase();
+    if names(&lower, "backtest") || lower.contains("back-test") || model_named(&lower).is_some() {
+        return None;
     }
-    test_call(test_named(&lower)?, &lower, &syms, start, end)
+    let (start, end) = date_range(text);
+    test_call(test_named(&lower)?, &lower, &tickers(text), start, end)
 }
 
 /// The time-series calls of a team member's sentence, or `None`.
@@ -632,6 +640,11 @@ fn vol_answer(o: &VolatilityModelOutput) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The call of whichever of this module's tools reads `text`.
+    fn intent(text: &str) -> Option<PlannedCall> {
+        volatility_read(text).or_else(|| test_read(text))
+    }
 
     fn call(text: &str) -> PlannedCall {
         intent(text).unwrap_or_else(|| panic!("no call for {text}"))

@@ -69,8 +69,13 @@ pub(super) fn is_sweep(lower: &str) -> bool {
     .any(|w| lower.contains(w))
 }
 
-/// The sweep a plain request asks for, or `None` when it names no symbol.
-pub(super) fn intent(text: &str) -> Option<PlannedCall> {
+/// The sweep a plain request asks for, or `None` when it asks for none or
+/// names no symbol. Read before the backtest it would otherwise read as
+/// (docs §18.8).
+pub(super) fn read(text: &str) -> Option<PlannedCall> {
+    if !is_sweep(&text.to_lowercase()) {
+        return None;
+    }
     let spec = spec(text)?;
     Some(PlannedCall::typed(
         tool::SWEEP,
@@ -457,7 +462,7 @@ mod tests {
     use super::*;
 
     fn planned(text: &str) -> Value {
-        let c = intent(text).unwrap();
+        let c = read(text).unwrap();
         assert_eq!(c.name, "sweep");
         c.args["spec"].clone()
     }
@@ -510,7 +515,7 @@ mod tests {
         // A parameter the strategy does not take is not an axis.
         let s = planned("sweep momentum on IBM with fast 5 to 10");
         assert!(s["axes"].get("strategy.params.fast").is_none(), "{s}");
-        assert!(intent("sweep the floor").is_none());
+        assert!(read("sweep the floor").is_none());
     }
 
     #[test]
