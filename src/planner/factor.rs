@@ -188,10 +188,12 @@ fn factor_of(lower: &str) -> Option<FactorRead> {
             .as_ref()
             .and_then(|re| re.captures(lower))
             .and_then(|c| c.get(1)?.as_str().parse::<u32>().ok());
-        let ((w, s), why) = match (pair, months) {
-            (Some((a, b)), _) => ((a * 21, b * 21), format!("{a}-{b}")),
-            (None, Some(m)) => ((m * 21, 21), format!("{m}-month, skipping the last")),
-            (None, None) => ((252, 21), "12-1: none was named, so the usual".to_string()),
+        let ((w, s), why) = match (pair, months, n_day) {
+            (Some((a, b)), _, _) => ((a * 21, b * 21), format!("{a}-{b}")),
+            (None, Some(m), _) => ((m * 21, 21), format!("{m}-month, skipping the last")),
+            // "20-day momentum": that many days back, none skipped.
+            (None, None, Some(d)) if d > 0 => ((d, 0), format!("{d}-day")),
+            _ => ((252, 21), "12-1: none was named, so the usual".to_string()),
         };
         return Some(FactorRead {
             spec: spec("momentum", json!({"window": w, "skip": s})),
@@ -830,7 +832,25 @@ fn conventions(request: &str, text: &str) -> String {
 }
 
 fn regression_answer(request: &str, o: &RegressionOutput) -> String {
-    let mut out = format!(
+    let lower = request.to_lowercase();
+    // The embedded Fama–French file carries the three factors and
+    // momentum, not the five-factor model's RMW and CMA: say what ran.
+    let five = [
+        "five factor",
+        "five-factor",
+        "5 factor",
+        "5-factor",
+        "rmw",
+        "cma",
+    ]
+    .iter()
+    .any(|w| lower.contains(w));
+    let mut out = if five {
+        "The five-factor model's RMW (profitability) and CMA (investment) are not in the embedded Fama–French data (market, SMB, HML and momentum are), so this is the three-factor regression.\n\n".to_string()
+    } else {
+        String::new()
+    };
+    out += &format!(
         "## Regression of {} ({} returns)\n\n| coefficient | estimate | std error (Newey–West) | t | p-value |\n|---|---|---|---|---|\n",
         o.y, o.frequency
     );

@@ -317,7 +317,10 @@ const CORRELATION_WINDOW: u32 = 60;
 /// Rows a price answer shows when the request names no count.
 const SHOWN_PRICE_ROWS: usize = 30;
 static LAST_N: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)\blast\s+(\d{1,4})\s+(?:trading\s+)?(?:days|sessions|bars|rows)").ok()
+    Regex::new(
+        r"(?i)\blast\s+(\d{1,4})\s+(?:trading\s+|daily\s+)?(?:days|sessions|bars|rows|closes|prices|quotes)",
+    )
+    .ok()
 });
 
 /// Words in capitals that are not tickers (abbreviations, and the short
@@ -431,7 +434,55 @@ fn has(text: &str, words: &[&str]) -> bool {
 /// The call a plain request asks for: the first tool whose intent reads
 /// it, in the order of [`intents::INTENTS`]; `None` when none does.
 pub fn intent(text: &str) -> Option<PlannedCall> {
-    intents::INTENTS.iter().find_map(|i| (i.read)(text))
+    let text = mended(text);
+    intents::INTENTS.iter().find_map(|i| (i.read)(&text))
+}
+
+/// Common misspellings of the words that route a request, and the word
+/// meant; matched as whole words in any case (tickers are never on it).
+const TYPOS: &[(&str, &str)] = &[
+    ("bactest", "backtest"),
+    ("backtst", "backtest"),
+    ("bakctest", "backtest"),
+    ("corelation", "correlation"),
+    ("correllation", "correlation"),
+    ("corelated", "correlated"),
+    ("johanson", "Johansen"),
+    ("johannsen", "Johansen"),
+    ("volatilty", "volatility"),
+    ("volitility", "volatility"),
+    ("shapre", "Sharpe"),
+    ("optimse", "optimise"),
+    ("portfollio", "portfolio"),
+    ("porfolio", "portfolio"),
+    ("strangel", "strangle"),
+    ("stradle", "straddle"),
+    ("cointergration", "cointegration"),
+    ("garhc", "GARCH"),
+];
+
+/// `text` with the misspelt words of [`TYPOS`] mended.
+fn mended(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let mut flush = |word: &mut String, out: &mut String| {
+        let lower = word.to_lowercase();
+        match TYPOS.iter().find(|(typo, _)| *typo == lower) {
+            Some((_, meant)) => out.push_str(meant),
+            None => out.push_str(word),
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 /// `compact`, with the focus the request names.
@@ -444,9 +495,18 @@ fn compact_read(text: &str) -> Option<PlannedCall> {
     {
         return None;
     }
-    let focus = trimmed
-        .strip_prefix("compact")
-        .unwrap_or("")
+    // "compact the context" names no focus; "compact fees" or "compact
+    // the context on fees" do.
+    let rest = lower.split_once("compact").map_or("", |(_, r)| r).trim();
+    let rest = ["the context", "context"]
+        .iter()
+        .find_map(|w| rest.strip_prefix(w))
+        .unwrap_or(rest)
+        .trim();
+    let focus = ["focusing on ", "on ", "about "]
+        .iter()
+        .find_map(|w| rest.strip_prefix(w))
+        .unwrap_or(rest)
         .trim()
         .to_string();
     Some(PlannedCall {
@@ -673,6 +733,32 @@ fn indicator_name(lower: &str) -> Option<&'static str> {
     .map(|(_, v)| *v)
 }
 
+/// The number right after a parameter's name ("fast 10", "slow=100",
+/// "lookback of 60"), when one is there and not a range ("fast 5 to 30").
+fn named_number(lower: &str, key: &str) -> Option<u32> {
+    let re = Regex::new(&format!(
+        r"\b{key}\s*(?:=|:|of)?\s*(\d{{1,4}})\b(\s*(?:to|-|–)\s*\d)?"
+    ))
+    .ok()?;
+    let c = re.captures(lower)?;
+    if c.get(2).is_some() {
+        return None;
+    }
+    c.get(1)?.as_str().parse().ok()
+}
+
+/// "A 60-day breakout": the window a request names in days.
+fn day_count(text: &str) -> Option<u32> {
+    WINDOW
+        .as_ref()?
+        .captures(text)?
+        .get(1)?
+        .as_str()
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
+}
+
 /// The `config.json` for a plain backtest request on `codes` (every ticker
 /// named: none is dropped silently).
 fn backtest_config(
@@ -704,11 +790,22 @@ fn backtest_config(
     } else if names(&lower, "bollinger") {
         json!({"name": "bollinger_reversion", "params": {"window": 20, "k": 2.0}})
     } else if names(&lower, "breakout") {
-        json!({"name": "breakout", "params": {"window": pair.map_or(20, |p| p.0)}})
+        let window = pair.map(|p| p.0).or_else(|| day_count(text)).unwrap_or(20);
+        json!({"name": "breakout", "params": {"window": window}})
     } else if names(&lower, "momentum") {
-        json!({"name": "momentum", "params": {"lookback": pair.map_or(126, |p| p.0)}})
+        let lookback = pair
+            .map(|p| p.0)
+            .or_else(|| named_number(&lower, "lookback"))
+            .or_else(|| day_count(text))
+            .unwrap_or(126);
+        json!({"name": "momentum", "params": {"lookback": lookback}})
     } else {
         let (fast, slow) = pair.map(|(a, b)| (a.min(b), a.max(b))).unwrap_or((20, 50));
+        // "fast 10 slow 100" names each one.
+        let (fast, slow) = (
+            named_number(&lower, "fast").unwrap_or(fast),
+            named_number(&lower, "slow").unwrap_or(slow),
+        );
         let name = if names(&lower, "ema") {
             "ema_crossover"
         } else {

@@ -37,7 +37,7 @@ static EXPIRY: LazyLock<Option<Regex>> = LazyLock::new(|| {
 static STRIKE_BEFORE: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?i)\$?(\d+(?:\.\d+)?)\s*(?:-?strike\s+)?(?:call|put)s?\b").ok());
 static STRIKE_AFTER: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)\bstrike(?:\s+price)?\s*(?:of|at|=|:)?\s*\$?(\d+(?:\.\d+)?)").ok()
+    Regex::new(r"(?i)\b(?:strike(?:\s+price)?|struck)\s*(?:of|at|=|:)?\s*\$?(\d+(?:\.\d+)?)").ok()
 });
 static AS_OF: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?i)\bas\s+of\s+(\d{4}-\d{2}-\d{2})\b").ok());
@@ -249,6 +249,11 @@ fn is_risk(lower: &str, text: &str) -> bool {
         || text
             .split(|c: char| !c.is_ascii_alphanumeric())
             .any(|w| w == "ES" || w == "VaR" || w == "VAR")
+        // "The risk of a 40/60 SPY/TLT portfolio", "how risky is this book".
+        || ((lower.contains("risk of") || lower.contains("risky"))
+            && ["portfolio", "book", "position", "allocation"]
+                .iter()
+                .any(|w| lower.contains(w)))
 }
 
 fn is_portfolio(lower: &str) -> bool {
@@ -455,6 +460,10 @@ fn implied_call(text: &str, lower: &str, sym: Option<&String>) -> Option<Planned
             "price of",
             "premium of",
             "trading at",
+            "quoted at",
+            "that costs",
+            "costs",
+            "cost of",
             "price",
             "premium",
         ],

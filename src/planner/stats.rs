@@ -72,7 +72,15 @@ fn test_named(lower: &str) -> Option<&'static str> {
         Some("hurst")
     } else if has(&["ljung", "autocorrelat", "serial correlation"]) {
         Some("ljung_box")
-    } else if has(&["jarque", "normality", "normally distributed", "fat tails"]) {
+    } else if has(&[
+        "jarque",
+        "normality",
+        "normally distributed",
+        "fat tails",
+        "returns normal",
+        "normal distribution",
+        "gaussian",
+    ]) {
         Some("jarque_bera")
     } else {
         None
@@ -131,6 +139,13 @@ fn test_call(
     start: Option<String>,
     end: Option<String>,
 ) -> Option<PlannedCall> {
+    // The half-life of two names' spread is Engle–Granger's: it fits the
+    // hedge ratio and reports the spread's half-life.
+    let test = if test == "half_life" && syms.len() >= 2 {
+        "engle_granger"
+    } else {
+        test
+    };
     let want = match test {
         "engle_granger" => 2,
         "johansen" => syms.len().clamp(2, 12),
