@@ -465,7 +465,7 @@ const TYPOS: &[(&str, &str)] = &[
 fn mended(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut word = String::new();
-    let mut flush = |word: &mut String, out: &mut String| {
+    let flush = |word: &mut String, out: &mut String| {
         let lower = word.to_lowercase();
         match TYPOS.iter().find(|(typo, _)| *typo == lower) {
             Some((_, meant)) => out.push_str(meant),
