@@ -54,6 +54,26 @@ use crate::tools::{
     Authorizer, BackgroundQueue, CallOutcome, LateTools, Registry, Scheduler, ToolContext,
 };
 
+/// Why a run could not be set up (it then ends at once, with this reason).
+#[derive(Debug, thiserror::Error)]
+enum SetUpError {
+    #[error("cannot create the run directory: {0}")]
+    RunDir(#[source] crate::store::StoreError),
+    #[error("cannot write req.json: {0}")]
+    Request(#[source] crate::store::StoreError),
+    #[error("cannot write state.json: {0}")]
+    State(#[source] crate::store::StoreError),
+    #[error("cannot create the workspace {}: {source}", path.display())]
+    Workspace {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open the trace: {0}")]
+    Trace(#[source] crate::store::StoreError),
+    #[error("cannot open the message log: {0}")]
+    MessageLog(#[source] crate::store::StoreError),
+}
+
 /// Everything a loop needs that outlives one run.
 #[derive(Clone)]
 pub struct LoopDeps {
@@ -435,7 +455,10 @@ impl Loop {
         // Set-up failures end the run immediately, with a reason.
         let (run, trace, mut log) = match self.set_up(&store, &req, &cfg) {
             Ok(x) => x,
-            Err(reason) => return Err(Box::new(self.refuse(reason, "agent_loop_error", &events))),
+            Err(reason) => {
+                let outcome = self.refuse(reason.to_string(), "agent_loop_error", &events);
+                return Err(Box::new(outcome));
+            }
         };
         if self.iter == 0 {
             self.iter = TraceWriter::max_iter(&req.session_dir);
@@ -1108,13 +1131,13 @@ impl Loop {
         store: &RunStateStore,
         req: &RunRequest,
         cfg: &LoopConfig,
-    ) -> Result<(RunDir, SharedTrace, Option<MessageLog>), String> {
+    ) -> Result<(RunDir, SharedTrace, Option<MessageLog>), SetUpError> {
         let run = store
             .create_run(chrono::Utc::now())
-            .map_err(|e| format!("cannot create the run directory: {e}"))?;
+            .map_err(SetUpError::RunDir)?;
         store
             .write_request(&run, &req.prompt, &req.session_id)
-            .map_err(|e| format!("cannot write req.json: {e}"))?;
+            .map_err(SetUpError::Request)?;
         let (pid, pid_start) = current_process_identity();
         store
             .write_state(
@@ -1130,17 +1153,13 @@ impl Loop {
                     finished_at: None,
                 },
             )
-            .map_err(|e| format!("cannot write state.json: {e}"))?;
-        std::fs::create_dir_all(&req.workspace).map_err(|e| {
-            format!(
-                "cannot create the workspace {}: {e}",
-                req.workspace.display()
-            )
+            .map_err(SetUpError::State)?;
+        std::fs::create_dir_all(&req.workspace).map_err(|source| SetUpError::Workspace {
+            path: req.workspace.clone(),
+            source,
         })?;
-        let trace = TraceWriter::open(&req.session_dir, cfg.trace)
-            .map_err(|e| format!("cannot open the trace: {e}"))?;
-        let log = MessageLog::open(&req.session_dir)
-            .map_err(|e| format!("cannot open the message log: {e}"))?;
+        let trace = TraceWriter::open(&req.session_dir, cfg.trace).map_err(SetUpError::Trace)?;
+        let log = MessageLog::open(&req.session_dir).map_err(SetUpError::MessageLog)?;
         Ok((run, Arc::new(Mutex::new(trace)), Some(log)))
     }
 

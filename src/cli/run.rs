@@ -13,10 +13,10 @@ use super::{
     AgentSetup, CliError, DEMO_PROMPT, DemoProvider, ProviderArgs, exit, init_logging, load_config,
     provider_or_offline,
 };
-use crate::agent::EventSink;
 use crate::agent::events::{AgentEvent, McpServerState, RunStatus, ToolCallStatus, ToolEvent};
 use crate::agent::input::{ReadMessageError, check_message_size, read_message};
-use crate::config::Overrides;
+use crate::agent::{EventSink, RunOutcome};
+use crate::config::{Config, Overrides};
 use crate::llm::Provider;
 use crate::session::{Session, reconcile_stale_runs, valid_id};
 use crate::store::Paths;
@@ -58,48 +58,8 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         super::demo_config(&mut config);
     }
     let _log_guard = init_logging(&config);
-
-    let provider: Arc<dyn Provider> = if args.demo {
-        Arc::new(
-            DemoProvider::new()
-                .map_err(|e| CliError::failed(format!("the bundled demo script is broken: {e}")))?,
-        )
-    } else {
-        let (p, offline_note) = provider_or_offline(&config).map_err(CliError::usage)?;
-        if let Some(note) = offline_note
-            && !args.json
-        {
-            eprintln!("vibedesk: {note}");
-        }
-        p
-    };
-
-    let limit = config.agent.max_message_bytes;
-    let workspace = || workspace_hint(&config.paths, args.session.as_deref());
-    let prompt = match (&args.prompt, args.demo) {
-        (Some(p), _) if p == "-" => {
-            let stdin = std::io::stdin();
-            read_message(stdin.lock(), limit, stdin_file_size(&stdin), &workspace).map_err(|e| {
-                match e {
-                    ReadMessageError::TooLarge(e) => CliError::usage(e),
-                    e => CliError::usage(format!("cannot read the prompt from stdin: {e}")),
-                }
-            })?
-        }
-        (Some(p), _) => {
-            check_message_size(p.len(), limit, &workspace).map_err(CliError::usage)?;
-            p.clone()
-        }
-        (None, true) => DEMO_PROMPT.to_string(),
-        (None, false) => {
-            return Err(CliError::usage(
-                "give a prompt with -p \"...\" (or -p - to read stdin)",
-            ));
-        }
-    };
-    if prompt.trim().is_empty() {
-        return Err(CliError::usage("the prompt is empty"));
-    }
+    let provider = run_provider(&args, &config)?;
+    let prompt = run_prompt(&args, &config)?;
 
     if let Some(notice) = reconcile_stale_runs(&config.paths)
         && !args.json
@@ -140,9 +100,70 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let deps = setup.deps(provider, &config);
     let mut session =
         Session::open(&config.paths, args.session.as_deref(), deps).map_err(CliError::usage)?;
+    let cancel = cancel_on_ctrl_c(args.json);
+
+    let outcome = session.send(&prompt, EventSink::new(tx), cancel).await;
+    // The servers end before the printer drains: their monitors hold the
+    // last senders of the event stream.
+    mcp.shutdown().await;
+    drop(mcp_sink);
+    let _ = printer.await;
+    run_result(&outcome, session.id(), args.json)
+}
+
+/// The run's model: the demo's script, the configured provider, or the
+/// offline planner (saying why, unless the output is JSON).
+fn run_provider(args: &RunArgs, config: &Config) -> Result<Arc<dyn Provider>, CliError> {
+    if args.demo {
+        let demo = DemoProvider::new()
+            .map_err(|e| CliError::failed(format!("the bundled demo script is broken: {e}")))?;
+        return Ok(Arc::new(demo));
+    }
+    let (p, offline_note) = provider_or_offline(config).map_err(CliError::usage)?;
+    if let Some(note) = offline_note
+        && !args.json
+    {
+        eprintln!("vibedesk: {note}");
+    }
+    Ok(p)
+}
+
+/// The prompt: `-p TEXT`, `-p -` (stdin) or the demo's, within the message
+/// size limit and not blank.
+fn run_prompt(args: &RunArgs, config: &Config) -> Result<String, CliError> {
+    let limit = config.agent.max_message_bytes;
+    let workspace = || workspace_hint(&config.paths, args.session.as_deref());
+    let prompt = match (&args.prompt, args.demo) {
+        (Some(p), _) if p == "-" => {
+            let stdin = std::io::stdin();
+            read_message(stdin.lock(), limit, stdin_file_size(&stdin), &workspace).map_err(|e| {
+                match e {
+                    ReadMessageError::TooLarge(e) => CliError::usage(e),
+                    e => CliError::usage(format!("cannot read the prompt from stdin: {e}")),
+                }
+            })?
+        }
+        (Some(p), _) => {
+            check_message_size(p.len(), limit, &workspace).map_err(CliError::usage)?;
+            p.clone()
+        }
+        (None, true) => DEMO_PROMPT.to_string(),
+        (None, false) => {
+            return Err(CliError::usage(
+                "give a prompt with -p \"...\" (or -p - to read stdin)",
+            ));
+        }
+    };
+    if prompt.trim().is_empty() {
+        return Err(CliError::usage("the prompt is empty"));
+    }
+    Ok(prompt)
+}
+
+/// A token cancelled by the first Ctrl-C; a second quits at once.
+fn cancel_on_ctrl_c(json: bool) -> CancellationToken {
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
-    let json = args.json;
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             if !json {
@@ -156,20 +177,18 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
             }
         }
     });
+    cancel
+}
 
-    let outcome = session.send(&prompt, EventSink::new(tx), cancel).await;
-    // The servers end before the printer drains: their monitors hold the
-    // last senders of the event stream.
-    mcp.shutdown().await;
-    drop(mcp_sink);
-    let _ = printer.await;
-
+/// The command's result from the run's: a success line on a terminal, or
+/// the exit code and line of a run that did not succeed.
+fn run_result(outcome: &RunOutcome, session: &str, json: bool) -> Result<(), CliError> {
     match outcome.status {
         RunStatus::Success => {
-            if !args.json && std::io::stderr().is_terminal() {
+            if !json && std::io::stderr().is_terminal() {
                 eprintln!(
                     "\n[session {} · run {} · {} iteration(s){}]",
-                    session.id(),
+                    session,
                     outcome.run_id,
                     outcome.iterations,
                     if outcome.degraded {
@@ -183,11 +202,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         }
         RunStatus::Cancelled => Err(CliError::new(
             exit::CANCELLED,
-            format!(
-                "cancelled (session {}, run {})",
-                session.id(),
-                outcome.run_id
-            ),
+            format!("cancelled (session {}, run {})", session, outcome.run_id),
         )),
         // The answer is on stdout already; the line says what it lacks.
         RunStatus::Partial => Err(CliError::new(

@@ -198,8 +198,7 @@ fn model_switch(
             Some(Arc::new(move |name: &str| {
                 let mut next = pc.clone();
                 next.model = Some(name.to_string());
-                // The workstation shows the reason as text.
-                let p = build_provider(&next).map_err(|e| e.to_string())?;
+                let p = build_provider(&next)?;
                 if let Some(slot) = &current
                     && let Ok(mut held) = slot.write()
                 {

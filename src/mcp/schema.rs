@@ -163,8 +163,8 @@ fn check_object(o: &Map<String, Value>, path: &str, depth: usize) -> Result<(), 
 fn value_problem(k: &str, v: &Value) -> Option<String> {
     let bad = |ok: bool, want: &str| (!ok).then(|| format!("must be {want}, got {}", short(v)));
     match k {
-        "type" => check_type(v).err(),
-        "required" => check_string_list(v).err(),
+        "type" => type_problem(v),
+        "required" => string_list_problem(v),
         "enum" => bad(v.is_array(), "an array"),
         "multipleOf" => bad(v.as_f64().is_some_and(|x| x > 0.0), "a number above 0"),
         "minimum" | "maximum" => bad(v.is_number(), "a number"),
@@ -189,23 +189,20 @@ fn check_subschemas(k: &str, v: &Value, path: &str, depth: usize) -> Result<(), 
                 .try_for_each(|(i, s)| check_schema_value(s, &format!("{at}/{i}"), depth)),
             other => check_schema_value(other, &at, depth),
         },
-        "dependentRequired" => check_map(v, |name, deps| {
-            check_string_list(deps).map_err(|p| err(&at, name, p))
-        })
-        .map_err(|e| e.unwrap_or_else(|p| err(path, k, p))),
-        "dependencies" => check_map(v, |name, dep| {
+        "dependentRequired" => check_map(v, path, k, |name, deps| {
+            string_list_problem(deps).map_or(Ok(()), |p| Err(err(&at, name, p)))
+        }),
+        "dependencies" => check_map(v, path, k, |name, dep| {
             if dep.is_array() {
-                check_string_list(dep).map_err(|p| err(&at, name, p))
+                string_list_problem(dep).map_or(Ok(()), |p| Err(err(&at, name, p)))
             } else {
                 check_schema_value(dep, &format!("{at}/{name}"), depth)
             }
-        })
-        .map_err(|e| e.unwrap_or_else(|p| err(path, k, p))),
+        }),
         _ if ONE_SCHEMA.contains(&k) => check_schema_value(v, &at, depth),
-        _ if SCHEMA_MAPS.contains(&k) => check_map(v, |name, s| {
+        _ if SCHEMA_MAPS.contains(&k) => check_map(v, path, k, |name, s| {
             check_schema_value(s, &format!("{at}/{name}"), depth)
-        })
-        .map_err(|e| e.unwrap_or_else(|p| err(path, k, p))),
+        }),
         _ if SCHEMA_LISTS.contains(&k) => match v.as_array() {
             Some(a) if !a.is_empty() => a
                 .iter()
@@ -221,14 +218,15 @@ fn check_subschemas(k: &str, v: &Value, path: &str, depth: usize) -> Result<(), 
     }
 }
 
-/// `type`: a known type name, or a non-empty array of them. (The
-/// meta-schema also wants array entries distinct; a repeat harms no one.)
-fn check_type(v: &Value) -> Result<(), String> {
+/// What keeps `type` from being a known type name, or a non-empty array of
+/// them, if anything. (The meta-schema also wants array entries distinct;
+/// a repeat harms no one.)
+fn type_problem(v: &Value) -> Option<String> {
     let known = |t: &Value| t.as_str().is_some_and(|s| TYPES.contains(&s));
     match v {
-        Value::String(_) if known(v) => Ok(()),
-        Value::Array(a) if !a.is_empty() && a.iter().all(known) => Ok(()),
-        _ => Err(format!(
+        Value::String(_) if known(v) => None,
+        Value::Array(a) if !a.is_empty() && a.iter().all(known) => None,
+        _ => Some(format!(
             "must be one of {} or an array of them, got {}",
             TYPES.join(", "),
             short(v)
@@ -236,39 +234,59 @@ fn check_type(v: &Value) -> Result<(), String> {
     }
 }
 
-/// An array of strings.
-fn check_string_list(v: &Value) -> Result<(), String> {
+/// What keeps `v` from being an array of strings, if anything.
+fn string_list_problem(v: &Value) -> Option<String> {
     let Some(a) = v.as_array() else {
-        return Err(format!("must be an array of strings, got {}", short(v)));
+        return Some(format!("must be an array of strings, got {}", short(v)));
     };
-    match a.iter().find(|x| !x.is_string()) {
-        Some(bad) => Err(format!(
-            "must be an array of strings, but holds {}",
-            short(bad)
-        )),
-        None => Ok(()),
-    }
+    a.iter()
+        .find(|x| !x.is_string())
+        .map(|bad| format!("must be an array of strings, but holds {}", short(bad)))
 }
 
-/// An object whose every value passes `each`; `Err(Err(problem))` when it
-/// is not an object at all.
+/// Keyword `k` at `path`: an object whose every value passes `each`.
 fn check_map(
     v: &Value,
+    path: &str,
+    k: &str,
     mut each: impl FnMut(&str, &Value) -> Result<(), SchemaError>,
-) -> Result<(), Result<SchemaError, String>> {
+) -> Result<(), SchemaError> {
     let Some(o) = v.as_object() else {
-        return Err(Err(format!("must be an object, got {}", short(v))));
+        return Err(err(path, k, format!("must be an object, got {}", short(v))));
     };
-    for (k, s) in o {
-        each(k, s).map_err(Ok)?;
-    }
-    Ok(())
+    o.iter().try_for_each(|(name, s)| each(name, s))
 }
 
-/// Checks `args` against a tool's (valid) input schema. The error names
-/// each problem by its path (at most five) and what the tool takes, so the
-/// model can correct the call.
-pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), String> {
+/// Arguments that do not fit a tool's schema: each problem by its path (at
+/// most five named) and what the tool takes, so the model can correct the
+/// call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgumentProblems {
+    /// `path: problem`, at most [`MAX_PROBLEMS`].
+    pub problems: Vec<String>,
+    /// How many more were found.
+    pub more: usize,
+    /// The tool's arguments in brief; empty when it declares none.
+    pub takes: String,
+}
+
+impl std::fmt::Display for ArgumentProblems {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problems.join("; "))?;
+        if self.more > 0 {
+            write!(f, "; and {} more", self.more)?;
+        }
+        if !self.takes.is_empty() {
+            write!(f, ". The tool takes: {}", self.takes)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ArgumentProblems {}
+
+/// Checks `args` against a tool's (valid) input schema.
+pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), ArgumentProblems> {
     let mut problems = Vec::new();
     Checker {
         root: schema,
@@ -280,15 +298,11 @@ pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), String> {
     }
     let more = problems.len().saturating_sub(MAX_PROBLEMS);
     problems.truncate(MAX_PROBLEMS);
-    let mut text = problems.join("; ");
-    if more > 0 {
-        text.push_str(&format!("; and {more} more"));
-    }
-    let takes = signature(schema);
-    if !takes.is_empty() {
-        text.push_str(&format!(". The tool takes: {takes}"));
-    }
-    Err(text)
+    Err(ArgumentProblems {
+        problems,
+        more,
+        takes: signature(schema),
+    })
 }
 
 struct Checker<'a> {
@@ -582,13 +596,17 @@ mod tests {
             check_arguments(&schema, &json!({"mode": "fast", "depth": 3.0})),
             Ok(())
         );
-        let e = check_arguments(&schema, &json!({"mode": "medium"})).unwrap_err();
+        let e = check_arguments(&schema, &json!({"mode": "medium"}))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("mode: must be one of \"fast\", \"slow\", got \"medium\""),
             "{e}"
         );
         assert!(e.contains("The tool takes: mode (string: \"fast\"|\"slow\", required), depth (integer), filters (array)"), "{e}");
-        let e = check_arguments(&schema, &json!({"mdoe": "fast"})).unwrap_err();
+        let e = check_arguments(&schema, &json!({"mdoe": "fast"}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("missing required mode"), "{e}");
         assert!(
             e.contains("mdoe: is not an argument of this tool; did you mean 'mode'?"),
@@ -598,14 +616,17 @@ mod tests {
             &schema,
             &json!({"mode": "fast", "depth": "3", "filters": [{"op": 1}, {}]}),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("depth: must be an integer, got a string"), "{e}");
         assert!(
             e.contains("filters[0].op: must be a string, got a number"),
             "{e}"
         );
         assert!(e.contains("filters[1]: missing required op"), "{e}");
-        let e = check_arguments(&schema, &json!([1])).unwrap_err();
+        let e = check_arguments(&schema, &json!([1]))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("the arguments: must be an object, got an array"),
             "{e}"

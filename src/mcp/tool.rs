@@ -17,6 +17,7 @@ use rmcp::{Peer, RoleClient};
 use serde_json::{Map, Value, json};
 
 use super::client_link::{ServerLink, ToolSummary, oversized_arrived};
+use crate::tools::registry::InvalidArguments;
 use crate::tools::{Tool, ToolContext, ToolError, ToolReply, ToolResult};
 
 /// Model APIs accept function names of at most 64 characters.
@@ -411,8 +412,9 @@ impl Tool for McpTool {
 
     /// Against the whole schema, nested objects and `enum`s included: a
     /// call the server would refuse never reaches it (docs §13.3).
-    fn check_arguments(&self, args: &Value) -> Result<(), String> {
+    fn check_arguments(&self, args: &Value) -> Result<(), InvalidArguments> {
         super::schema::check_arguments(&self.schema, args)
+            .map_err(|e| InvalidArguments::Own(Box::new(e)))
     }
 
     /// The same arguments may answer differently later (time, live data).

@@ -17,10 +17,25 @@ pub struct AlignedReturns {
     pub columns: Vec<Vec<f64>>,
 }
 
+/// Why series cannot be aligned.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AlignError {
+    #[error("no series were given")]
+    NoSeries,
+    #[error(
+        "{names} share {days} trading day(s) in the range; at least 3 closes (2 returns) are needed: widen the dates or pick symbols that traded together"
+    )]
+    TooFewCommonDays {
+        /// The series' names, comma-joined.
+        names: String,
+        days: usize,
+    },
+}
+
 /// Aligns `series` (name, bars) on the dates all of them have.
-pub fn aligned_returns(series: &[(String, &Bars)]) -> Result<AlignedReturns, String> {
+pub fn aligned_returns(series: &[(String, &Bars)]) -> Result<AlignedReturns, AlignError> {
     let Some((_, first)) = series.first() else {
-        return Err("no series were given".into());
+        return Err(AlignError::NoSeries);
     };
     let common: Vec<NaiveDate> = first
         .dates
@@ -30,11 +45,10 @@ pub fn aligned_returns(series: &[(String, &Bars)]) -> Result<AlignedReturns, Str
         .collect();
     if common.len() < 3 {
         let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
-        return Err(format!(
-            "{} share {} trading day(s) in the range; at least 3 closes (2 returns) are needed: widen the dates or pick symbols that traded together",
-            names.join(", "),
-            common.len()
-        ));
+        return Err(AlignError::TooFewCommonDays {
+            names: names.join(", "),
+            days: common.len(),
+        });
     }
     let columns = series
         .iter()

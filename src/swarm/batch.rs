@@ -283,34 +283,65 @@ pub async fn run_shard(
     Ok(path)
 }
 
+/// Why a shard file does not count toward the batch.
+#[derive(Debug, thiserror::Error)]
+enum ShardFileError {
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} has no header line", .0.display())]
+    NoHeader(PathBuf),
+    #[error("{} belongs to another plan", .0.display())]
+    OtherPlan(PathBuf),
+    #[error("{}: {source}", path.display())]
+    Row {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{} holds cells {held:?}, not {want:?}", path.display())]
+    Cells {
+        path: PathBuf,
+        held: Vec<usize>,
+        want: Vec<usize>,
+    },
+}
+
 fn read_shard(
     plan: &BatchPlan,
     hash: &str,
     dir: &Path,
     shard: usize,
     count: usize,
-) -> Result<Vec<CellResult>, String> {
+) -> Result<Vec<CellResult>, ShardFileError> {
     let path = shard_file(dir, shard, count);
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(source) => return Err(ShardFileError::Read { path, source }),
+    };
     let mut lines = text.lines();
-    let header: ShardHeader = lines
+    let Some(header) = lines
         .next()
-        .and_then(|l| serde_json::from_str(l).ok())
-        .ok_or_else(|| format!("{} has no header line", path.display()))?;
+        .and_then(|l| serde_json::from_str::<ShardHeader>(l).ok())
+    else {
+        return Err(ShardFileError::NoHeader(path));
+    };
     let cells = cells_of(plan, shard, count);
     if header.plan != hash || header.shard != shard || header.of != count {
-        return Err(format!("{} belongs to another plan", path.display()));
+        return Err(ShardFileError::OtherPlan(path));
     }
-    let rows: Vec<CellResult> = lines
-        .map(serde_json::from_str)
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let rows: Vec<CellResult> = match lines.map(serde_json::from_str).collect() {
+        Ok(rows) => rows,
+        Err(source) => return Err(ShardFileError::Row { path, source }),
+    };
     let indices: Vec<usize> = rows.iter().map(|r| r.index).collect();
     if indices != cells || header.cells != cells.len() {
-        return Err(format!(
-            "{} holds cells {indices:?}, not {cells:?}",
-            path.display()
-        ));
+        return Err(ShardFileError::Cells {
+            path,
+            held: indices,
+            want: cells,
+        });
     }
     Ok(rows)
 }

@@ -45,23 +45,28 @@ pub fn first_line(plan: &Plan, i: usize, n: usize) -> String {
     )
 }
 
+/// A `--shard` that is not `i/N` with `i < N`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShardError {
+    #[error("--shard '{0}' must be i/N, e.g. 0/4")]
+    NoSlash(String),
+    #[error("--shard '{0}' must be i/N with whole numbers, e.g. 0/4")]
+    NotWhole(String),
+    #[error("--shard '{0}': i must be below N (shards are 0..N-1)")]
+    OutOfRange(String),
+}
+
 /// Parses `i/N` (`0/4`).
-pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+pub fn parse_shard(s: &str) -> Result<(usize, usize), ShardError> {
     let (a, b) = s
         .split_once('/')
-        .ok_or_else(|| format!("--shard '{s}' must be i/N, e.g. 0/4"))?;
+        .ok_or_else(|| ShardError::NoSlash(s.to_string()))?;
     let (i, n): (usize, usize) = match (a.trim().parse(), b.trim().parse()) {
         (Ok(i), Ok(n)) => (i, n),
-        _ => {
-            return Err(format!(
-                "--shard '{s}' must be i/N with whole numbers, e.g. 0/4"
-            ));
-        }
+        _ => return Err(ShardError::NotWhole(s.to_string())),
     };
     if n == 0 || i >= n {
-        return Err(format!(
-            "--shard '{s}': i must be below N (shards are 0..N-1)"
-        ));
+        return Err(ShardError::OutOfRange(s.to_string()));
     }
     Ok((i, n))
 }

@@ -212,6 +212,73 @@ pub const MAX_UNIVERSE: usize = 10_000;
 /// The largest spec file read (a list axis of 10⁵ values is about 1 MB).
 pub const MAX_SPEC_BYTES: u64 = 16 << 20;
 
+/// What is wrong with one axis: the message of its `axes.PATH` issue.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum AxisError {
+    #[error("is not a dotted path: write e.g. `strategy.params.fast`")]
+    NotDotted,
+    #[error("`codes` is set by `universe`; sweep symbols with `universe`")]
+    SetByUniverse,
+    #[error("the dates are set by `split` (or `base`); sweep periods with `split`")]
+    SetBySplit,
+    #[error(
+        "unknown path: `{key}` is not a backtest config key; {hint}an axis is a dotted path into `base` such as `strategy.params.fast` or `commission_rate`"
+    )]
+    UnknownKey { key: String, hint: String },
+    #[error("values must be numbers, strings or booleans, got {0}")]
+    NotAScalar(Value),
+    #[error(
+        "unknown key `{0}`: a range is {{\"from\", \"to\", \"step\"}}, random draws {{\"from\", \"to\", \"random\": COUNT, \"seed\"}}"
+    )]
+    UnknownRangeKey(String),
+    #[error("`{0}` must be a number")]
+    NotANumber(&'static str),
+    #[error("`from` ({from}) is above `to` ({to})")]
+    FromAboveTo { from: f64, to: f64 },
+    #[error(
+        "must be a list of values, a range {{\"from\", \"to\", \"step\"}} or random draws {{\"from\", \"to\", \"random\", \"seed\"}}, got {0}"
+    )]
+    Shape(Value),
+    #[error("`step` must be above 0, got {0}")]
+    Step(f64),
+    #[error("expands to {0} values, more than {MAX_AXIS_VALUES}: use a larger step")]
+    TooManyValues(f64),
+    #[error("`random` must be a count of draws from 1 to {MAX_AXIS_VALUES}")]
+    DrawCount,
+    #[error("`seed` must be a non-negative integer")]
+    Seed,
+}
+
+/// What is wrong with one comparison of `constraint`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConstraintError {
+    #[error(
+        "'{0}' has no comparison: write e.g. \"fast < slow\" (<, <=, >, >=, ==, !=, joined by `and`)"
+    )]
+    NoComparison(String),
+    #[error(
+        "'{text}': `{operand}` is neither an axis nor a number; {hint}axes are named by their last segment: {axes}"
+    )]
+    UnknownOperand {
+        text: String,
+        operand: String,
+        hint: String,
+        axes: String,
+    },
+    #[error("'{0}' compares no axis")]
+    NoAxis(String),
+}
+
+/// [`set_path`] met a segment of `base` that is not an object.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown path: `{walked}` in base is {kind}, not an object")]
+pub struct PathError {
+    /// The path up to and including that segment.
+    pub walked: String,
+    /// What it is instead (`a number`, ...).
+    pub kind: &'static str,
+}
+
 struct Issues(Vec<SpecIssue>);
 
 impl Issues {
@@ -463,7 +530,7 @@ fn parse_axes(v: Option<&Value>, issues: &mut Issues) -> Vec<Axis> {
     for (path, spec) in obj {
         let key = format!("axes.{path}");
         if let Err(why) = check_path(path) {
-            issues.push(key.clone(), why);
+            issues.push(key.clone(), why.to_string());
             continue;
         }
         let name = path.rsplit('.').next().unwrap_or(path).to_string();
@@ -489,7 +556,7 @@ fn parse_axes(v: Option<&Value>, issues: &mut Issues) -> Vec<Axis> {
                 name,
                 values,
             }),
-            Err(why) => issues.push(key, why),
+            Err(why) => issues.push(key, why.to_string()),
         }
     }
     axes
@@ -497,57 +564,49 @@ fn parse_axes(v: Option<&Value>, issues: &mut Issues) -> Vec<Axis> {
 
 /// An axis path must start at a config key (docs §7.1) that the sweep does
 /// not set itself.
-fn check_path(path: &str) -> Result<(), String> {
+fn check_path(path: &str) -> Result<(), AxisError> {
     let first = path.split('.').next().unwrap_or("");
     if path.split('.').any(str::is_empty) {
-        return Err("is not a dotted path: write e.g. `strategy.params.fast`".into());
+        return Err(AxisError::NotDotted);
     }
     match first {
-        "codes" => Err("`codes` is set by `universe`; sweep symbols with `universe`".into()),
-        "start_date" | "end_date" => {
-            Err("the dates are set by `split` (or `base`); sweep periods with `split`".into())
-        }
+        "codes" => Err(AxisError::SetByUniverse),
+        "start_date" | "end_date" => Err(AxisError::SetBySplit),
         k if SUPPORTED_KEYS.contains(&k) => Ok(()),
-        k => {
-            let hint = crate::text::suggest(k, SUPPORTED_KEYS)
+        k => Err(AxisError::UnknownKey {
+            key: k.to_string(),
+            hint: crate::text::suggest(k, SUPPORTED_KEYS)
                 .map(|s| format!("did you mean `{s}`? "))
-                .unwrap_or_default();
-            Err(format!(
-                "unknown path: `{k}` is not a backtest config key; {hint}an axis is a dotted path into `base` such as `strategy.params.fast` or `commission_rate`"
-            ))
-        }
+                .unwrap_or_default(),
+        }),
     }
 }
 
-fn axis_values(spec: &Value) -> Result<Vec<Value>, String> {
+fn axis_values(spec: &Value) -> Result<Vec<Value>, AxisError> {
     match spec {
         Value::Array(list) => {
             if let Some(bad) = list.iter().find(|v| v.is_array() || v.is_object()) {
-                return Err(format!(
-                    "values must be numbers, strings or booleans, got {bad}"
-                ));
+                return Err(AxisError::NotAScalar(bad.clone()));
             }
             Ok(list.clone())
         }
         Value::Object(m) => {
             for k in m.keys() {
                 if !["from", "to", "step", "random", "seed"].contains(&k.as_str()) {
-                    return Err(format!(
-                        "unknown key `{k}`: a range is {{\"from\", \"to\", \"step\"}}, random draws {{\"from\", \"to\", \"random\": COUNT, \"seed\"}}"
-                    ));
+                    return Err(AxisError::UnknownRangeKey(k.clone()));
                 }
             }
-            let num = |k: &str| -> Result<&serde_json::Number, String> {
+            let num = |k: &'static str| -> Result<&serde_json::Number, AxisError> {
                 match m.get(k) {
                     Some(Value::Number(n)) => Ok(n),
-                    _ => Err(format!("`{k}` must be a number")),
+                    _ => Err(AxisError::NotANumber(k)),
                 }
             };
             let (from, to) = (num("from")?, num("to")?);
             let integer = from.is_i64() && to.is_i64();
             let (a, b) = (from.as_f64().unwrap_or(0.0), to.as_f64().unwrap_or(0.0));
             if a > b {
-                return Err(format!("`from` ({a}) is above `to` ({b})"));
+                return Err(AxisError::FromAboveTo { from: a, to: b });
             }
             if m.contains_key("random") {
                 return random_values(m, a, b, integer);
@@ -555,9 +614,7 @@ fn axis_values(spec: &Value) -> Result<Vec<Value>, String> {
             let step = num("step")?;
             range_values(a, b, step, integer && step.is_i64())
         }
-        other => Err(format!(
-            "must be a list of values, a range {{\"from\", \"to\", \"step\"}} or random draws {{\"from\", \"to\", \"random\", \"seed\"}}, got {other}"
-        )),
+        other => Err(AxisError::Shape(other.clone())),
     }
 }
 
@@ -566,16 +623,14 @@ fn range_values(
     b: f64,
     step: &serde_json::Number,
     integer: bool,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, AxisError> {
     let s = step.as_f64().unwrap_or(0.0);
     if !(s > 0.0 && s.is_finite()) {
-        return Err(format!("`step` must be above 0, got {s}"));
+        return Err(AxisError::Step(s));
     }
     let count = ((b - a) / s + 1e-9).floor() + 1.0;
     if count > MAX_AXIS_VALUES as f64 {
-        return Err(format!(
-            "expands to {count} values, more than {MAX_AXIS_VALUES}: use a larger step"
-        ));
+        return Err(AxisError::TooManyValues(count));
     }
     let count = count as usize;
     Ok((0..count)
@@ -601,17 +656,15 @@ fn random_values(
     a: f64,
     b: f64,
     integer: bool,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, AxisError> {
     let count = m
         .get("random")
         .and_then(Value::as_u64)
         .filter(|n| *n >= 1 && *n <= MAX_AXIS_VALUES as u64)
-        .ok_or_else(|| format!("`random` must be a count of draws from 1 to {MAX_AXIS_VALUES}"))?;
+        .ok_or(AxisError::DrawCount)?;
     let seed = match m.get("seed") {
         None => 42,
-        Some(v) => v
-            .as_u64()
-            .ok_or_else(|| "`seed` must be a non-negative integer".to_string())?,
+        Some(v) => v.as_u64().ok_or(AxisError::Seed)?,
     };
     let mut rng = SplitMix64::new(seed);
     let mut out: Vec<Value> = Vec::new();
@@ -662,13 +715,13 @@ fn parse_constraint(
     {
         match parse_comparison(part, axes) {
             Ok(c) => out.push(c),
-            Err(why) => issues.push("constraint", why),
+            Err(why) => issues.push("constraint", why.to_string()),
         }
     }
     (out, Some(joined))
 }
 
-fn parse_comparison(text: &str, axes: &[Axis]) -> Result<Comparison, String> {
+fn parse_comparison(text: &str, axes: &[Axis]) -> Result<Comparison, ConstraintError> {
     const OPS: [(&str, Op); 6] = [
         ("<=", Op::Le),
         (">=", Op::Ge),
@@ -682,12 +735,10 @@ fn parse_comparison(text: &str, axes: &[Axis]) -> Result<Comparison, String> {
         .filter_map(|(s, op)| text.find(s).map(|i| (i, *s, *op)))
         .min_by_key(|(i, s, _)| (*i, usize::MAX - s.len()))
     else {
-        return Err(format!(
-            "'{text}' has no comparison: write e.g. \"fast < slow\" (<, <=, >, >=, ==, !=, joined by `and`)"
-        ));
+        return Err(ConstraintError::NoComparison(text.to_string()));
     };
     let (l, r) = (text[..at].trim(), text[at + sym.len()..].trim());
-    let operand = |s: &str| -> Result<Operand, String> {
+    let operand = |s: &str| -> Result<Operand, ConstraintError> {
         if let Ok(x) = s.parse::<f64>() {
             return Ok(Operand::Number(x));
         }
@@ -696,18 +747,19 @@ fn parse_comparison(text: &str, axes: &[Axis]) -> Result<Comparison, String> {
             .map(Operand::Axis)
             .ok_or_else(|| {
                 let names: Vec<&str> = axes.iter().map(|a| a.name.as_str()).collect();
-                let hint = crate::text::suggest(s, &names)
-                    .map(|n| format!("did you mean `{n}`? "))
-                    .unwrap_or_default();
-                format!(
-                    "'{text}': `{s}` is neither an axis nor a number; {hint}axes are named by their last segment: {}",
-                    names.join(", ")
-                )
+                ConstraintError::UnknownOperand {
+                    text: text.to_string(),
+                    operand: s.to_string(),
+                    hint: crate::text::suggest(s, &names)
+                        .map(|n| format!("did you mean `{n}`? "))
+                        .unwrap_or_default(),
+                    axes: names.join(", "),
+                }
             })
     };
     let (left, right) = (operand(l)?, operand(r)?);
     if !matches!(left, Operand::Axis(_)) && !matches!(right, Operand::Axis(_)) {
-        return Err(format!("'{text}' compares no axis"));
+        return Err(ConstraintError::NoAxis(text.to_string()));
     }
     Ok(Comparison { left, op, right })
 }
@@ -1017,7 +1069,7 @@ fn parse_heatmap(
 
 /// Sets `path` (dotted) in `obj` to `value`, creating objects on the way;
 /// `Err` names the segment that is not an object.
-pub fn set_path(obj: &mut Map<String, Value>, path: &str, value: Value) -> Result<(), String> {
+pub fn set_path(obj: &mut Map<String, Value>, path: &str, value: Value) -> Result<(), PathError> {
     let mut parts = path.split('.').peekable();
     let mut cur = obj;
     let mut walked = String::new();
@@ -1036,10 +1088,10 @@ pub fn set_path(obj: &mut Map<String, Value>, path: &str, value: Value) -> Resul
         cur = match slot {
             Value::Object(m) => m,
             other => {
-                return Err(format!(
-                    "unknown path: `{walked}` in base is {}, not an object",
-                    crate::research::backtest::config::kind(other)
-                ));
+                return Err(PathError {
+                    walked,
+                    kind: crate::research::backtest::config::kind(other),
+                });
             }
         };
     }

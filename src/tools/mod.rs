@@ -125,8 +125,8 @@ pub trait Tool: Send + Sync {
     /// Checks a call's arguments before anything runs (docs §2.2): by
     /// default the schema's required keys and top-level types. An `Err` is
     /// the `invalid_arguments` message the model reads.
-    fn check_arguments(&self, args: &Value) -> Result<(), String> {
-        registry::check_arguments(&self.parameters(), args).map_err(|e| e.to_string())
+    fn check_arguments(&self, args: &Value) -> Result<(), registry::InvalidArguments> {
+        Ok(registry::check_arguments(&self.parameters(), args)?)
     }
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
     /// [`Tool::call`] with the structured output, which the scheduler puts

@@ -153,6 +153,18 @@ pub enum ArgumentError {
     },
 }
 
+/// Why a call's arguments were refused before it ran; its message is the
+/// `invalid_arguments` error the model reads (docs §2.2).
+#[derive(Debug, thiserror::Error)]
+pub enum InvalidArguments {
+    /// The default check: an object, required keys, top-level types.
+    #[error(transparent)]
+    Schema(#[from] ArgumentError),
+    /// A tool's own, fuller check (an MCP server's schema, docs §13.3).
+    #[error(transparent)]
+    Own(Box<dyn std::error::Error + Send + Sync>),
+}
+
 /// Checks arguments against the parts of a JSON schema that matter for a
 /// clear error: an object, required keys present, declared property types.
 pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), ArgumentError> {

@@ -199,7 +199,7 @@ impl Scheduler {
                 call,
                 args,
                 ToolCallStatus::Error,
-                error_json(name, "invalid_arguments", &problem),
+                error_json(name, "invalid_arguments", &problem.to_string()),
             ));
         }
         // Dedupe on name *and* arguments: the original keys on the name only,

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::registry::check_arguments;
+use super::registry::{InvalidArguments, check_arguments};
 use super::{Caps, Tool, ToolContext, ToolError, ToolReply, ToolResult};
 use crate::model::contract::{output_schema, parameters_schema};
 
@@ -127,8 +127,8 @@ impl<T: TypedTool> Tool for T {
     fn output_schema(&self) -> Option<Value> {
         output_schema_of::<T::Output>().cloned()
     }
-    fn check_arguments(&self, args: &Value) -> Result<(), String> {
-        check_arguments(schema_of::<T::Args>(), args).map_err(|e| e.to_string())
+    fn check_arguments(&self, args: &Value) -> Result<(), InvalidArguments> {
+        Ok(check_arguments(schema_of::<T::Args>(), args)?)
     }
     fn readonly(&self) -> bool {
         T::CAPS.readonly

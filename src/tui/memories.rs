@@ -62,6 +62,15 @@ pub struct MemoryListing {
     pub notice: Option<String>,
 }
 
+/// An archived copy that could not be read.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("cannot read {file}: {reason}")]
+pub struct UnreadableCopy {
+    pub file: String,
+    /// The I/O error, as text: the detail is kept comparable and cloneable.
+    pub reason: String,
+}
+
 /// An archived original, read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ArchivedText {
@@ -69,7 +78,7 @@ pub struct ArchivedText {
     /// The level written in the copy itself.
     pub level: String,
     /// The copy's body (frontmatter stripped), or why it could not be read.
-    pub body: Result<String, String>,
+    pub body: Result<String, UnreadableCopy>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -263,7 +272,10 @@ pub fn detail(
                 }
                 Err(e) => (
                     copy.tag.clone(),
-                    Err(format!("cannot read {}: {e}", copy.file)),
+                    Err(UnreadableCopy {
+                        file: copy.file.clone(),
+                        reason: e.to_string(),
+                    }),
                 ),
             };
             ArchivedText { copy, level, body }

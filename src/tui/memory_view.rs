@@ -218,7 +218,7 @@ pub(crate) fn pane_body(
             Some(a) => match &a.body {
                 Ok(b) if b.trim().is_empty() => notice("(empty body)", theme.muted),
                 Ok(b) => text_lines(b, width, theme.text),
-                Err(e) => notice(e, theme.error),
+                Err(e) => notice(&e.to_string(), theme.error),
             },
             None => match &d.archive_error {
                 Some(e) => notice(&format!("cannot list the archive: {e}"), theme.error),
@@ -471,7 +471,10 @@ mod tests {
                         path: PathBuf::new(),
                     },
                     level: "raw".into(),
-                    body: Err(format!("cannot read copy {i}")),
+                    body: Err(crate::tui::memories::UnreadableCopy {
+                        file: format!("copy {i}"),
+                        reason: "denied".into(),
+                    }),
                 }
             })
             .collect();
@@ -499,7 +502,7 @@ mod tests {
         assert!(text_width(&last) <= 80, "{last}");
         // An unreadable copy is a notice in its pane, not a panic.
         let body = pane_body(&d, Pane::Original, 5, 40, &theme);
-        assert_eq!(line_text(&body[0]), "cannot read copy 5");
+        assert_eq!(line_text(&body[0]), "cannot read copy 5: denied");
     }
 
     #[test]

@@ -83,10 +83,14 @@ pub trait SwarmLauncher: Send + Sync {
     ) -> BoxFuture<'static, Result<(), SwarmLaunchError>>;
 }
 
+/// Why `/model` could not switch: the setup error of the room that builds
+/// providers, which the workstation shows as text.
+pub(crate) type ModelSwitchError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Switches the model of the configured provider: returns the new provider
 /// and its label, or why it cannot.
 pub(crate) type ModelSwitch =
-    Arc<dyn Fn(&str) -> Result<(Arc<dyn Provider>, String), String> + Send + Sync>;
+    Arc<dyn Fn(&str) -> Result<(Arc<dyn Provider>, String), ModelSwitchError> + Send + Sync>;
 
 /// Everything the workstation needs to start.
 pub struct Workstation {

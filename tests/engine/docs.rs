@@ -335,3 +335,115 @@ fn the_extending_guide_names_real_files_and_every_built_in_tool() {
         vibedesk::tools::builtin::table_mismatches(vibedesk::tools::builtin::MANIFEST, &text);
     assert!(mismatches.is_empty(), "docs/extending.md: {mismatches:?}");
 }
+
+/// The rows of the markdown table in `text` whose header row starts with
+/// `header`: each row's cells, trimmed. The table ends at the first line
+/// that is not a row.
+fn table_rows(text: &str, header: &str) -> Vec<Vec<String>> {
+    let mut lines = text.lines().skip_while(|l| !l.starts_with(header));
+    assert!(lines.next().is_some(), "no table headed `{header}`");
+    lines
+        .skip(1) // the |---| line
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim()
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// The code spans of a cell: `` `a`, `b` `` → `[a, b]`.
+fn code_spans(cell: &str) -> Vec<&str> {
+    cell.split('`').skip(1).step_by(2).collect()
+}
+
+/// The README's tool table names every built-in tool exactly once, and
+/// nothing else: it is a copy of the manifest, kept by hand.
+#[test]
+fn the_readme_tool_table_lists_every_built_in_tool_once() {
+    use vibedesk::tools::builtin::MANIFEST;
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let rows = table_rows(&text, "| tool | what it does |");
+    let listed: Vec<&str> = rows
+        .iter()
+        .flat_map(|r| code_spans(r.first().map_or("", String::as_str)))
+        .collect();
+    let mut problems = Vec::new();
+    for e in MANIFEST {
+        match listed.iter().filter(|n| **n == e.name).count() {
+            1 => {}
+            0 => problems.push(format!("'{}' is not listed", e.name)),
+            n => problems.push(format!("'{}' is listed {n} times", e.name)),
+        }
+    }
+    for n in &listed {
+        if !MANIFEST.iter().any(|e| e.name == *n) {
+            problems.push(format!("'{n}' is not a built-in tool"));
+        }
+    }
+    assert!(problems.is_empty(), "README.md's tool table: {problems:?}");
+}
+
+/// docs/13-mcp.md §13.4.1's table is the served tools in `mcp serve`'s
+/// order, each with its built-in and the flag that offers it; the
+/// README's summary names the tools served without a flag.
+#[test]
+fn the_mcp_docs_list_the_served_tools_as_the_manifest_serves_them() {
+    use vibedesk::tools::builtin::served_entries;
+    use vibedesk::tools::{Gate, Served};
+    let offered = |gate: Gate| match gate {
+        Gate::Always => "always",
+        Gate::MemoryWrite => "with `--allow-memory-write`",
+        Gate::Sessions => "with `--allow-sessions`",
+    };
+    let want: Vec<[String; 3]> = served_entries()
+        .iter()
+        .filter_map(|e| match e.caps.served {
+            Served::As { name, gate } => Some([
+                format!("`{name}`"),
+                format!("`{}`", e.name),
+                offered(gate).to_string(),
+            ]),
+            Served::No => None,
+        })
+        .collect();
+    assert!(want.len() >= 10, "the manifest serves only {want:?}");
+    let text = std::fs::read_to_string(root().join("docs/13-mcp.md")).unwrap();
+    let got: Vec<[String; 3]> = table_rows(&text, "| served as | built-in | offered |")
+        .into_iter()
+        .map(|r| {
+            let cell = |i: usize| r.get(i).cloned().unwrap_or_default();
+            [cell(0), cell(1), cell(2)]
+        })
+        .collect();
+    assert_eq!(got, want, "docs/13-mcp.md §13.4.1's table");
+
+    // The README's "`vibedesk mcp serve` offers …" sentence, up to "to any
+    // MCP client": the tools a client gets without a flag.
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let from = readme.find("`vibedesk mcp serve` offers").unwrap();
+    let to = from + readme[from..].find("to any MCP client").unwrap();
+    let mut named: Vec<&str> = code_spans(&readme[from..to])
+        .into_iter()
+        .filter(|s| *s != "vibedesk mcp serve")
+        .collect();
+    let mut always: Vec<&str> = served_entries()
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.caps.served,
+                Served::As {
+                    gate: Gate::Always,
+                    ..
+                }
+            )
+        })
+        .filter_map(|e| e.caps.served_name())
+        .collect();
+    named.sort_unstable();
+    always.sort_unstable();
+    assert_eq!(named, always, "README.md: the tools `mcp serve` offers");
+}

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStderr, Command};
 
-use crate::mcp_server::python_mcp_available;
+use crate::mcp_server::{python_mcp_available, served_by_default};
 use crate::support::harness::files_under;
 use crate::support::server::{TestServer, text_reply};
 
@@ -172,27 +172,7 @@ async fn http_needs_the_token_made_once_and_kept_private() {
     // The official SDK client with the token gets the read-only tools.
     if python_mcp_available() {
         let seen = policy(home.path(), "default", &["http", &url, &token]).await;
-        assert_eq!(
-            seen["tools"],
-            json!([
-                "backtest",
-                "market_data",
-                "indicators",
-                "recall",
-                "load_skill",
-                "option_price",
-                "implied_volatility",
-                "option_strategy",
-                "portfolio_optimize",
-                "risk_report",
-                "stat_test",
-                "volatility_model",
-                "factor_ic",
-                "regression",
-                "overfitting",
-                "sweep"
-            ])
-        );
+        assert_eq!(seen["tools"], json!(served_by_default()));
     }
     first.child.kill().await.unwrap();
 
@@ -345,27 +325,7 @@ async fn by_default_memory_is_read_only_and_sessions_are_private() {
         .iter()
         .map(|t| t.as_str().unwrap())
         .collect();
-    assert_eq!(
-        tools,
-        [
-            "backtest",
-            "market_data",
-            "indicators",
-            "recall",
-            "load_skill",
-            "option_price",
-            "implied_volatility",
-            "option_strategy",
-            "portfolio_optimize",
-            "risk_report",
-            "stat_test",
-            "volatility_model",
-            "factor_ic",
-            "regression",
-            "overfitting",
-            "sweep"
-        ]
-    );
+    assert_eq!(tools, served_by_default());
     let refused = seen["remember"]["protocol_error"].as_str().unwrap();
     assert!(refused.contains("--allow-memory-write"), "{refused}");
     let refused = seen["session_search"]["protocol_error"].as_str().unwrap();

@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
+use vibedesk::tools::builtin::served_entries;
+use vibedesk::tools::{Gate, Served};
+
 use crate::support::outside::Outside;
 
 const BIN: &str = env!("CARGO_BIN_EXE_vibedesk");
@@ -27,27 +30,33 @@ const TOKEN_VAR: &str = "VIBEDESK_TEST_MCP_TOKEN";
 const ALLOW_ALL: [&str; 2] = ["--allow-memory-write", "--allow-sessions"];
 
 /// The served tools with memory writes and session search allowed
-/// (`ALLOW_ALL`), and whether each is read-only.
-const SERVED: &[(&str, bool)] = &[
-    ("backtest", false),
-    ("market_data", true),
-    ("indicators", true),
-    ("remember", false),
-    ("recall", true),
-    ("session_search", true),
-    ("load_skill", true),
-    ("option_price", true),
-    ("implied_volatility", true),
-    ("option_strategy", true),
-    ("portfolio_optimize", true),
-    ("risk_report", true),
-    ("stat_test", true),
-    ("volatility_model", true),
-    ("factor_ic", true),
-    ("regression", true),
-    ("overfitting", true),
-    ("sweep", false),
-];
+/// (`ALLOW_ALL`), and whether each is read-only: the manifest's, in
+/// `mcp serve`'s order.
+fn served() -> Vec<(&'static str, bool)> {
+    let all: Vec<(&str, bool)> = served_entries()
+        .iter()
+        .filter_map(|e| e.caps.served_name().map(|n| (n, e.caps.readonly)))
+        .collect();
+    assert!(all.len() >= 10, "the manifest serves only {all:?}");
+    all
+}
+
+/// The tools a server started without `--allow-*` flags lists.
+pub(crate) fn served_by_default() -> Vec<&'static str> {
+    served_entries()
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.caps.served,
+                Served::As {
+                    gate: Gate::Always,
+                    ..
+                }
+            )
+        })
+        .filter_map(|e| e.caps.served_name())
+        .collect()
+}
 
 pub(crate) fn python_mcp_available() -> bool {
     Outside::McpClient.available()
@@ -96,9 +105,10 @@ async fn drive(home: &Path, args: &[&str]) -> Value {
 fn check_session(seen: &Value, home: &Path) {
     let tools = seen["tools"].as_object().unwrap();
     let names: Vec<&str> = tools.keys().map(String::as_str).collect();
-    let expected: Vec<&str> = SERVED.iter().map(|(n, _)| *n).collect();
+    let served = served();
+    let expected: Vec<&str> = served.iter().map(|(n, _)| *n).collect();
     assert_eq!(names, expected);
-    for (name, readonly) in SERVED {
+    for (name, readonly) in &served {
         assert_eq!(tools[*name]["read_only"], json!(readonly), "{name}");
         // Only the writing tools say they may overwrite something.
         let destructive = if *readonly { Value::Null } else { json!(true) };
@@ -112,7 +122,7 @@ fn check_session(seen: &Value, home: &Path) {
     // Each typed tool's output type is published as its `outputSchema`,
     // which the Python client checks every structured result against
     // (`session_search` and `load_skill` answer free-form JSON: none).
-    for (name, _) in SERVED {
+    for (name, _) in &served {
         if ["session_search", "load_skill"].contains(name) {
             assert_eq!(tools[*name]["output_properties"], json!([]), "{name}");
             continue;
@@ -349,7 +359,7 @@ async fn malformed_lines_on_stdio_get_an_error_and_serving_goes_on() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, SERVED.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+    assert_eq!(names, served().iter().map(|(n, _)| *n).collect::<Vec<_>>());
 
     // Bad arguments are a tool error result, not a protocol error.
     let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",

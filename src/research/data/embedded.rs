@@ -80,7 +80,10 @@ pub enum EmbeddedError {
     #[error("index line {line}: {detail}")]
     Index { line: usize, detail: String },
     #[error("block of {ticker}: {detail}")]
-    Block { ticker: String, detail: String },
+    Block {
+        ticker: String,
+        detail: pack::BlockError,
+    },
     #[error("{file}: {detail}")]
     Table {
         file: &'static str,
@@ -177,13 +180,13 @@ type Decoded = Result<(Bars, DropReport), EmbeddedError>;
 static BLOCKS: OnceLock<Vec<OnceLock<Decoded>>> = OnceLock::new();
 
 fn decode(x: &Instrument) -> Decoded {
-    let fail = |detail: String| EmbeddedError::Block {
+    let fail = |detail: pack::BlockError| EmbeddedError::Block {
         ticker: x.ticker.clone(),
         detail,
     };
     let block = PACK
         .get(x.block.clone())
-        .ok_or_else(|| fail("outside the pack".into()))?;
+        .ok_or_else(|| fail(pack::BlockError::OutsidePack))?;
     let raw = pack::decode_block(block, x.rows).map_err(fail)?;
     let price =
         |v: &[i64]| -> Vec<f64> { v.iter().map(|&u| u as f64 / pack::PRICE_UNITS).collect() };

@@ -282,23 +282,39 @@ pub fn planner_tools() -> Vec<String> {
         .collect()
 }
 
+/// Where a tool comes in `mcp serve`'s list: its family's place in
+/// [`SERVE_ORDER`] (last when not a listed family's built-in).
+fn serve_rank(name: &str) -> usize {
+    MANIFEST
+        .iter()
+        .find(|e| e.name == name)
+        .and_then(|e| SERVE_ORDER.iter().position(|f| *f == e.family))
+        .unwrap_or(SERVE_ORDER.len())
+}
+
+/// The manifest's served entries in `mcp serve`'s order (docs §13.4.1),
+/// every gate open: what a server started with every `--allow-*` flag
+/// lists, for docs and tests to check against.
+pub fn served_entries() -> Vec<&'static Entry> {
+    let mut out: Vec<&'static Entry> = MANIFEST
+        .iter()
+        .filter(|e| e.caps.served_name().is_some())
+        .collect();
+    // Stable: manifest order within a family.
+    out.sort_by_key(|e| serve_rank(e.name));
+    out
+}
+
 /// The tools of `registry` served over MCP (their caps say how), in
 /// `mcp serve`'s order: by [`SERVE_ORDER`] family, then registry order.
 pub fn served(registry: &Registry) -> Vec<Arc<dyn Tool>> {
-    let rank = |name: &str| {
-        MANIFEST
-            .iter()
-            .find(|e| e.name == name)
-            .and_then(|e| SERVE_ORDER.iter().position(|f| *f == e.family))
-            .unwrap_or(SERVE_ORDER.len())
-    };
     let mut tools: Vec<Arc<dyn Tool>> = registry
         .iter()
         .filter(|t| t.caps().served_name().is_some())
         .cloned()
         .collect();
     // Stable: registry order within a family.
-    tools.sort_by_key(|t| rank(t.name()));
+    tools.sort_by_key(|t| serve_rank(t.name()));
     tools
 }
 

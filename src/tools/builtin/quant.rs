@@ -725,7 +725,8 @@ async fn load_symbols(
     }
     let named: Vec<(String, &data::Bars)> =
         loaded.iter().map(|s| (s.symbol.clone(), &s.bars)).collect();
-    let aligned = aligned_returns(&named).map_err(|e| ToolError::failed("no_data", e))?;
+    let aligned =
+        aligned_returns(&named).map_err(|e| ToolError::failed("no_data", e.to_string()))?;
     let mut notes = grouped_notes(loaded.iter().flat_map(|s| {
         s.provenance
             .notes

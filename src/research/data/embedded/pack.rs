@@ -69,6 +69,27 @@ pub fn digest(c: &RawColumns) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Why a block does not decode (a broken pack).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BlockError {
+    #[error("outside the pack")]
+    OutsidePack,
+    #[error("inflate: {0}")]
+    Inflate(String),
+    #[error("the block ends inside a number at byte {0}")]
+    Truncated(usize),
+    #[error("a number longer than 64 bits at byte {0}")]
+    LongNumber(usize),
+    #[error("{0}")]
+    RowCountTooLarge(#[from] std::num::TryFromIntError),
+    #[error("the block holds {held} rows, the index says {indexed}")]
+    RowCount { held: usize, indexed: usize },
+    #[error("{extra} bytes left over after {rows} rows")]
+    LeftOver { extra: usize, rows: usize },
+    #[error("row {row}: day {day} is not a date")]
+    NotADate { row: usize, day: i64 },
+}
+
 /// Reads LEB128 varints from a block.
 struct Cursor<'a> {
     bytes: &'a [u8],
@@ -76,46 +97,49 @@ struct Cursor<'a> {
 }
 
 impl Cursor<'_> {
-    fn unsigned(&mut self) -> Result<u64, String> {
+    fn unsigned(&mut self) -> Result<u64, BlockError> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let b = *self
                 .bytes
                 .get(self.at)
-                .ok_or_else(|| format!("the block ends inside a number at byte {}", self.at))?;
+                .ok_or(BlockError::Truncated(self.at))?;
             self.at += 1;
             value |= u64::from(b & 0x7f) << shift;
             if b & 0x80 == 0 {
                 return Ok(value);
             }
         }
-        Err(format!("a number longer than 64 bits at byte {}", self.at))
+        Err(BlockError::LongNumber(self.at))
     }
 
-    fn signed(&mut self) -> Result<i64, String> {
+    fn signed(&mut self) -> Result<i64, BlockError> {
         let z = self.unsigned()?;
         Ok((z >> 1) as i64 ^ -((z & 1) as i64))
     }
 
     /// `n` signed numbers.
-    fn column(&mut self, n: usize) -> Result<Vec<i64>, String> {
+    fn column(&mut self, n: usize) -> Result<Vec<i64>, BlockError> {
         (0..n).map(|_| self.signed()).collect()
     }
 }
 
 /// Inflates and decodes one block; `rows` is what the index says it holds.
-pub(crate) fn decode_block(deflated: &[u8], rows: usize) -> Result<RawColumns, String> {
+pub(crate) fn decode_block(deflated: &[u8], rows: usize) -> Result<RawColumns, BlockError> {
     let mut bytes = Vec::with_capacity(rows * 14);
     flate2::read::DeflateDecoder::new(deflated)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("inflate: {e}"))?;
+        .map_err(|e| BlockError::Inflate(e.to_string()))?;
     let mut cur = Cursor {
         bytes: &bytes,
         at: 0,
     };
-    let n = usize::try_from(cur.unsigned()?).map_err(|e| e.to_string())?;
+    let n = usize::try_from(cur.unsigned()?)?;
     if n != rows {
-        return Err(format!("the block holds {n} rows, the index says {rows}"));
+        return Err(BlockError::RowCount {
+            held: n,
+            indexed: rows,
+        });
     }
     let days = cur.column(n)?;
     let close_delta = cur.column(n)?;
@@ -124,10 +148,10 @@ pub(crate) fn decode_block(deflated: &[u8], rows: usize) -> Result<RawColumns, S
     let low_under = cur.column(n)?;
     let volume_delta = cur.column(n)?;
     if cur.at != bytes.len() {
-        return Err(format!(
-            "{} bytes left over after {n} rows",
-            bytes.len() - cur.at
-        ));
+        return Err(BlockError::LeftOver {
+            extra: bytes.len() - cur.at,
+            rows: n,
+        });
     }
     let mut c = RawColumns::default();
     let (mut day, mut close, mut volume) = (0i64, 0i64, 0i64);
@@ -136,7 +160,7 @@ pub(crate) fn decode_block(deflated: &[u8], rows: usize) -> Result<RawColumns, S
         let date = i32::try_from(day)
             .ok()
             .and_then(NaiveDate::from_num_days_from_ce_opt)
-            .ok_or_else(|| format!("row {i}: day {day} is not a date"))?;
+            .ok_or(BlockError::NotADate { row: i, day })?;
         let prev_close = if i == 0 { close_delta[0] } else { close };
         close += close_delta[i];
         let open = prev_close + open_gap[i];
@@ -235,7 +259,7 @@ mod tests {
         };
         let block = write::encode_block(&c);
         assert_eq!(decode_block(&block, 3).unwrap(), c);
-        let e = decode_block(&block, 4).unwrap_err();
+        let e = decode_block(&block, 4).unwrap_err().to_string();
         assert!(e.contains("holds 3 rows, the index says 4"), "{e}");
         assert!(decode_block(&block[..block.len() / 2], 3).is_err());
         let empty = RawColumns::default();
