@@ -246,8 +246,8 @@ struct TurnState {
     /// call markup is what the answer is about, not a leak.
     example_answer: bool,
     /// Texts an answer's figures may come from: the conversation as the run
-    /// began (the user's words, recalled memories, earlier turns) and the
-    /// tool results the model saw (docs §1.6).
+    /// began (the user's words, recalled memories, earlier turns), the
+    /// arguments of the calls it made and the tool results it saw (docs §1.6).
     sources: Vec<String>,
     repeats: RepeatedFailures,
     /// The delivered answer's figures, checked against `sources`.
@@ -1622,6 +1622,9 @@ impl Turn {
             let msg =
                 Message::tool_result(o.call.id.clone(), o.call.name(), o.model_content.clone());
             self.st.sources.push(o.model_content.clone());
+            // The call's own numbers (steps, windows, thresholds) are the
+            // model's choices, not claims to verify (docs §1.6).
+            self.st.sources.push(o.args.to_string());
             self.st.messages.push(msg.clone());
             if !persist(&mut self.log, msg, &self.run.id) {
                 return ControlFlow::Break(store_error());

@@ -9,6 +9,7 @@ mod compaction;
 mod docs;
 mod factor_goldens;
 mod factor_tools;
+mod grounding;
 mod house;
 mod llama_e2e;
 mod local_models;
