@@ -194,6 +194,11 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
             exit::PARTIAL,
             format!("run partial: {}", outcome.reason),
         )),
+        // The answer on stdout says what is missing and what runs instead.
+        RunStatus::Unsupported => Err(CliError::new(
+            exit::UNSUPPORTED,
+            format!("run unsupported: {}", outcome.reason),
+        )),
         RunStatus::Failed | RunStatus::Interrupted => {
             Err(CliError::failed(format!("run failed: {}", outcome.reason)))
         }
