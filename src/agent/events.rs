@@ -10,7 +10,9 @@ pub use crate::tools::events::{BatchCall, BatchMode, ToolCallStatus, ToolEvent};
 
 /// How a run or a team ended (docs §1.4, §14.4). `partial`: an answer was
 /// delivered but some of its tool calls (a team: some of its tasks) failed;
-/// `failed` includes a run whose every tool call failed, answer or not.
+/// `failed` includes a run whose every tool call failed, answer or not;
+/// `unsupported`: no tool offered could serve the request, and the answer
+/// says what is missing (a run only: a team's member that ends so failed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -19,6 +21,7 @@ pub enum RunStatus {
     Failed,
     Cancelled,
     Interrupted,
+    Unsupported,
 }
 
 impl RunStatus {
@@ -29,6 +32,7 @@ impl RunStatus {
             RunStatus::Failed => "failed",
             RunStatus::Cancelled => "cancelled",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Unsupported => "unsupported",
         }
     }
 }

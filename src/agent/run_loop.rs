@@ -38,7 +38,9 @@ use super::usage::UsageLedger;
 use super::watchdog::{self, Activity};
 use crate::llm::assemble::{LiveDelta, contains_tool_markup};
 use crate::llm::tokens::Estimator;
-use crate::llm::{CallOptions, ChatRequest, LlmError, Provider, Response, stream_response};
+use crate::llm::{
+    CallOptions, ChatRequest, FINISH_UNSUPPORTED, LlmError, Provider, Response, stream_response,
+};
 use crate::model::contract::CompactArgs;
 use crate::model::{Message, Role, ToolCall, Usage};
 use crate::store::run_state::{RunState, Status, current_process_identity};
@@ -254,6 +256,9 @@ struct TurnState {
     figures: FigureCheck,
     /// The delivered answer is a tool's raw error result.
     raw_error_answer: bool,
+    /// The reply that delivered the answer finished `unsupported`: no tool
+    /// offered could serve the request (docs §1.4).
+    unsupported: bool,
 }
 
 impl TurnState {
@@ -284,6 +289,7 @@ impl TurnState {
             repeats: RepeatedFailures::default(),
             figures: FigureCheck::default(),
             raw_error_answer: false,
+            unsupported: false,
         }
     }
 }
@@ -1239,6 +1245,7 @@ impl Loop {
             return self.empty_reply(t, iter);
         }
         t.st.consecutive_empty = 0;
+        t.st.unsupported = response.finish_reason.as_deref() == Some(FINISH_UNSUPPORTED);
         let screened = match t.markup_in_answer(draft, iter) {
             ControlFlow::Continue(draft) => self.check_draft(t, draft, iter),
             stop => stop,
@@ -1778,11 +1785,15 @@ fn answered(t: &Turn, exit: &Exit) -> bool {
     !stopped && !broke && !t.st.final_text.trim().is_empty()
 }
 
-/// The status of an answered run (docs §1.4): `success`, unless its tool
-/// calls failed (all: `failed`, some: `partial`) or its answer is not
-/// grounded (every figure unverified, or a raw error result: `partial`,
-/// §1.6), with the failures named first and any degradation after.
+/// The status of an answered run (docs §1.4): `unsupported` when the
+/// answering reply finished so; else `success`, unless its tool calls
+/// failed (all: `failed`, some: `partial`) or its answer is not grounded
+/// (every figure unverified, or a raw error result: `partial`, §1.6), with
+/// the failures named first and any degradation after.
 fn answered_status(st: &TurnState) -> (RunStatus, String, Option<String>) {
+    if st.unsupported {
+        return (RunStatus::Unsupported, UNSUPPORTED_REASON.to_string(), None);
+    }
     let degraded = (!st.degraded_reasons.is_empty()).then(|| st.degraded_reasons.join("; "));
     let verdict = match (st.tools.verdict(), ungrounded(st)) {
         (Some((RunStatus::Failed, f)), _) => Some((RunStatus::Failed, f)),
@@ -1824,6 +1835,10 @@ fn ungrounded(st: &TurnState) -> Option<String> {
     })
 }
 
+/// The reason of a run that ended `unsupported` (docs §1.4).
+pub const UNSUPPORTED_REASON: &str =
+    "no tool offered in this session can serve this request; the answer says what is missing";
+
 /// `error_code` of an answered run whose every tool call failed.
 pub const TOOL_CALLS_FAILED: &str = "tool_calls_failed";
 
@@ -1834,6 +1849,7 @@ fn state_status(status: RunStatus) -> Status {
         RunStatus::Failed => Status::Failed,
         RunStatus::Cancelled => Status::Cancelled,
         RunStatus::Interrupted => Status::Interrupted,
+        RunStatus::Unsupported => Status::Unsupported,
     }
 }
 

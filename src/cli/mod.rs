@@ -117,6 +117,10 @@ pub mod exit {
     /// `run` and `swarm run` ended `partial`: an answer (a report) was
     /// delivered, but some tool calls (some tasks) failed (README, docs §1.4).
     pub const PARTIAL: u8 = 3;
+    /// `run` ended `unsupported`: no tool offered could serve the request;
+    /// the answer on stdout says what is missing and the nearest request
+    /// that runs (README, docs §1.4).
+    pub const UNSUPPORTED: u8 = 4;
     pub const CANCELLED: u8 = 130;
 }
 

@@ -209,6 +209,11 @@ fn run_result(outcome: &RunOutcome, session: &str, json: bool) -> Result<(), Cli
             exit::PARTIAL,
             format!("run partial: {}", outcome.reason),
         )),
+        // The answer on stdout says what is missing and what runs instead.
+        RunStatus::Unsupported => Err(CliError::new(
+            exit::UNSUPPORTED,
+            format!("run unsupported: {}", outcome.reason),
+        )),
         RunStatus::Failed | RunStatus::Interrupted => {
             Err(CliError::failed(format!("run failed: {}", outcome.reason)))
         }

@@ -499,10 +499,12 @@ async fn run(args: SwarmRunArgs) -> Result<(), CliError> {
             exit::PARTIAL,
             format!("team run partial: {why}"),
         )),
-        RunStatus::Failed | RunStatus::Interrupted if args.json => {
+        // A team is never `unsupported` (its members fail instead); the arm
+        // keeps the match whole.
+        RunStatus::Failed | RunStatus::Interrupted | RunStatus::Unsupported if args.json => {
             Err(CliError::quiet(exit::FAILED))
         }
-        RunStatus::Failed | RunStatus::Interrupted => {
+        RunStatus::Failed | RunStatus::Interrupted | RunStatus::Unsupported => {
             Err(CliError::failed(format!("team run failed: {why}")))
         }
     }
@@ -615,6 +617,7 @@ fn status_mark(status: Status) -> &'static str {
         Status::Cancelled => "⊘",
         Status::Interrupted => "!",
         Status::Failed => "✗",
+        Status::Unsupported => "∅",
     }
 }
 

@@ -66,6 +66,12 @@ pub enum StreamChunk {
     Model(String),
 }
 
+/// The finish reason of a reply that answers "I cannot serve this": the
+/// offline provider ends its [`crate::planner::Plan::Unsupported`] text
+/// with it, and the agent loop ends the run `unsupported` with that text as
+/// its answer (docs §1.4). Model providers never send it.
+pub const FINISH_UNSUPPORTED: &str = "unsupported";
+
 pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<StreamChunk, LlmError>> + Send>>;
 
 /// A chat model that streams. Implementations do no timeout or retry work of

@@ -6,7 +6,7 @@
 use futures_util::future::BoxFuture;
 use futures_util::stream;
 
-use super::{ChatRequest, ChunkStream, LlmError, Provider, StreamChunk};
+use super::{ChatRequest, ChunkStream, FINISH_UNSUPPORTED, LlmError, Provider, StreamChunk};
 use crate::planner::{Plan, plan_request};
 
 pub const OFFLINE: &str = "offline";
@@ -81,19 +81,21 @@ impl Provider for OfflineProvider {
                 v.push(Ok(StreamChunk::Finish("tool_calls".into())));
                 v
             }
-            Plan::Answer(text) => {
-                let mut v: Vec<Result<StreamChunk, LlmError>> = split_lines(&text)
-                    .into_iter()
-                    .map(|l| Ok(StreamChunk::Text(l)))
-                    .collect();
-                v.push(Ok(StreamChunk::Finish("stop".into())));
-                v
-            }
+            Plan::Answer(text) => text_then(&text, "stop"),
+            // The text is the answer; the finish reason makes the run's
+            // status `unsupported` (docs §1.4).
+            Plan::Unsupported(text) => text_then(&text, FINISH_UNSUPPORTED),
         };
         Box::pin(async move { Ok(Box::pin(stream::iter(chunks)) as ChunkStream) })
     }
 }
 
-fn split_lines(text: &str) -> Vec<String> {
-    text.split_inclusive('\n').map(String::from).collect()
+/// `text` streamed a line a chunk, then `finish`.
+fn text_then(text: &str, finish: &str) -> Vec<Result<StreamChunk, LlmError>> {
+    let mut v: Vec<Result<StreamChunk, LlmError>> = text
+        .split_inclusive('\n')
+        .map(|l| Ok(StreamChunk::Text(l.to_string())))
+        .collect();
+    v.push(Ok(StreamChunk::Finish(finish.into())));
+    v
 }

@@ -18,6 +18,7 @@ mod board;
 mod dates;
 mod factor;
 pub mod intents;
+mod missing;
 mod preferences;
 mod quant;
 mod rule;
@@ -77,6 +78,10 @@ pub enum Plan {
     /// Several calls in one batch (a team member's angles).
     Calls(Vec<PlannedCall>),
     Answer(String),
+    /// No tool offered can serve the request: the text says what is
+    /// missing and the nearest request that runs; the run ends
+    /// `unsupported` (docs §1.4).
+    Unsupported(String),
 }
 
 /// The turn's own request and where it is: the last user message that is
@@ -150,6 +155,12 @@ pub fn plan_request(messages: &[Message], offered: &[String], request: Option<&s
             _ => text,
         });
     }
+    // A topic no tool serves, named outright: before any reading that
+    // would answer only a part of it (docs §1.4).
+    let named = missing::topic(&request);
+    if let Some(topic) = named.filter(|t| t.preempts) {
+        return Plan::Unsupported(topic.answer(&embedded_symbols(&request), offered, CONNECT_HELP));
+    }
     // "Does this Sharpe survive …": the conversation's last backtest.
     let call = factor::from_context(&request, &messages[..at]).or_else(|| intent(&request));
     if call.is_none()
@@ -159,12 +170,21 @@ pub fn plan_request(messages: &[Message], offered: &[String], request: Option<&s
     }
     match call {
         Some(call) if offered.contains(&call.name) => remembered.apply(Plan::Call(call)),
-        Some(call) => Plan::Answer(format!(
+        Some(call) => Plan::Unsupported(format!(
             "That needs the `{}` tool, which is not available in this session. {CONNECT_HELP}",
             call.name
         )),
-        None => Plan::Answer(unsupported(&request)),
+        None if missing::asks_for_help(&request) => Plan::Answer(help()),
+        None => Plan::Unsupported(match named {
+            Some(topic) => topic.answer(&embedded_symbols(&request), offered, CONNECT_HELP),
+            None => unsupported(&request),
+        }),
     }
+}
+
+/// The embedded tickers `text` names, in order.
+fn embedded_symbols(text: &str) -> Vec<String> {
+    symbols(text).into_iter().filter(|s| embedded(s)).collect()
 }
 
 /// A team member's step, with the remembered costs in its backtests and
@@ -288,10 +308,23 @@ pub fn help_list() -> String {
     out
 }
 
+/// What runs offline, for a request no topic of [`missing`] names.
+const OFFLINE_CAN: &str = "Offline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):";
+
+/// The answer to a request the planner cannot serve and knows nothing
+/// nearer to: what is missing (a model) and the help.
 fn unsupported(request: &str) -> String {
     let preview: String = request.chars().take(80).collect();
     format!(
-        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\nOffline I can run these on the real tools and the built-in data (131 US stocks and ETFs such as AAPL, MSFT, IBM and SPY, 2000-2017; `vibedesk data --list` names them):\n\n{}\n{CONNECT_HELP}\n",
+        "I am the offline planner: no language model is connected, so I can't answer \"{preview}\" myself.\n\n{OFFLINE_CAN}\n\n{}\n{CONNECT_HELP}\n",
+        help_list()
+    )
+}
+
+/// The answer to "help", "what can you do", "hello": the help.
+fn help() -> String {
+    format!(
+        "I am the offline planner: no language model is connected, and I map plain requests onto the real tools.\n\n{OFFLINE_CAN}\n\n{}\n{CONNECT_HELP}\n",
         help_list()
     )
 }
@@ -1769,7 +1802,7 @@ mod tests {
             Message::user("What is the meaning of life?"),
         ];
         match plan(&msgs, &offered()) {
-            Plan::Answer(t) => {
+            Plan::Unsupported(t) => {
                 assert!(
                     t.contains("offline planner") && t.contains("vibedesk doctor"),
                     "{t}"
@@ -1862,7 +1895,127 @@ mod tests {
     fn missing_tools_are_named() {
         let msgs = vec![Message::user("RSI of IBM")];
         match plan(&msgs, &[]) {
-            Plan::Answer(t) => assert!(t.contains("technical_indicator")),
+            Plan::Unsupported(t) => assert!(t.contains("technical_indicator")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn every_tool() -> Vec<String> {
+        [
+            tool::GET_MARKET_DATA,
+            tool::TECHNICAL_INDICATOR,
+            tool::OPTION_PRICE,
+            tool::IMPLIED_VOLATILITY,
+            tool::OPTION_STRATEGY,
+            tool::PORTFOLIO_OPTIMIZE,
+            tool::RISK_REPORT,
+            tool::STAT_TEST,
+            tool::VOLATILITY_MODEL,
+            tool::FACTOR_IC,
+            tool::REGRESSION,
+            tool::OVERFITTING,
+            tool::BACKTEST,
+            tool::SWEEP,
+            tool::REMEMBER,
+            tool::RECALL,
+            tool::COMPACT,
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    /// The requests no offline tool serves end `unsupported`, naming what
+    /// is missing and the nearest request with the user's own tickers.
+    #[test]
+    fn unservable_requests_are_unsupported_and_say_what_is_missing() {
+        let cases = [
+            (
+                "Black-Litterman portfolio of AAPL, MSFT, XOM",
+                "Black-Litterman views",
+                Some("\"optimize AAPL, MSFT and XOM for maximum Sharpe\""),
+            ),
+            (
+                "Kalman filter hedge ratio of KO and PEP",
+                "a Kalman filter",
+                Some("\"Engle-Granger cointegration test of KO and PEP\""),
+            ),
+            (
+                "What is Tesla's latest earnings surprise?",
+                "earnings and fundamentals",
+                None,
+            ),
+            (
+                "intraday RSI of AAPL on 5-minute bars",
+                "intraday and tick data",
+                Some("\"show AAPL's last 30 days in 2017\""),
+            ),
+            ("What is the meaning of life?", "can't answer", None),
+        ];
+        for (request, missing, nearest) in cases {
+            let msgs = vec![Message::user(request)];
+            let Plan::Unsupported(text) = plan(&msgs, &every_tool()) else {
+                panic!("{request}: not unsupported");
+            };
+            assert!(text.contains(missing), "{request}: {text}");
+            if let Some(n) = nearest {
+                assert!(text.contains(n), "{request}: {text}");
+            }
+            assert!(text.contains("vibedesk doctor"), "{request}: {text}");
+        }
+        // The earnings answer says nothing offline comes near.
+        let msgs = vec![Message::user("EPS of AAPL in 2015")];
+        let Plan::Unsupported(text) = plan(&msgs, &every_tool()) else {
+            panic!("EPS");
+        };
+        assert!(text.contains("nothing offline comes near"), "{text}");
+    }
+
+    /// Each topic's nearest request runs: it plans a call of the tool the
+    /// answer names, with the defaults and with tickers the user named.
+    #[test]
+    fn every_nearest_request_plans_its_tool() {
+        let named: Vec<String> = ["KO", "PEP", "XOM"].map(String::from).to_vec();
+        let mut seen = 0;
+        for topic in missing::MISSING {
+            for tickers in [&[][..], &named[..1], &named[..]] {
+                let Some((request, tool)) = topic.nearest_request(tickers) else {
+                    continue;
+                };
+                seen += 1;
+                let call = intent(&request).unwrap_or_else(|| panic!("{request} plans nothing"));
+                assert_eq!(call.name, tool, "{request}");
+                assert!(missing::topic(&request).is_none(), "{request}");
+            }
+        }
+        assert!(seen >= 20, "{seen}");
+    }
+
+    /// A served request is never taken for a missing topic: no example of
+    /// the help names one.
+    #[test]
+    fn no_served_example_names_a_missing_topic() {
+        for line in HELP {
+            for e in line.examples {
+                assert!(missing::topic(e).is_none(), "{e}");
+            }
+        }
+    }
+
+    /// Help and greetings get the help, as an answer (`success`); a topic
+    /// the online sources may serve is read only when nothing else plans.
+    #[test]
+    fn help_is_an_answer_and_unread_topics_come_last() {
+        for request in ["help", "hello", "What can you do?", "hi"] {
+            match plan(&[Message::user(request)], &every_tool()) {
+                Plan::Answer(t) => {
+                    assert!(t.contains("backtest a 20/50 SMA crossover"), "{t}");
+                    assert!(!t.contains("can't answer"), "{t}");
+                }
+                other => panic!("{request}: {other:?}"),
+            }
+        }
+        match plan(&[Message::user("bitcoin volatility")], &every_tool()) {
+            Plan::Unsupported(t) => assert!(t.contains("crypto prices"), "{t}"),
             other => panic!("{other:?}"),
         }
     }

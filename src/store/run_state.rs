@@ -29,6 +29,9 @@ pub enum Status {
     Failed,
     Cancelled,
     Interrupted,
+    /// Answered, but no tool offered could serve the request: the answer
+    /// says what is missing (docs §1.4, §5.1).
+    Unsupported,
 }
 
 impl Status {
@@ -40,6 +43,7 @@ impl Status {
             Status::Failed => "failed",
             Status::Cancelled => "cancelled",
             Status::Interrupted => "interrupted",
+            Status::Unsupported => "unsupported",
         }
     }
 }
@@ -357,6 +361,7 @@ mod tests {
             (Status::Failed, "failed"),
             (Status::Cancelled, "cancelled"),
             (Status::Interrupted, "interrupted"),
+            (Status::Unsupported, "unsupported"),
         ] {
             assert_eq!(serde_json::to_value(s).unwrap(), serde_json::json!(name));
             assert_eq!(s.as_str(), name);

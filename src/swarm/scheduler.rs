@@ -664,6 +664,13 @@ async fn run_task(
                     outcome.content.clone(),
                 );
             }
+            // No tool offered could serve the member's request: a failure
+            // of the member, not retried (the next attempt would get the
+            // same answer); what it said goes to the report (docs §14.3).
+            RunStatus::Unsupported => {
+                let reason = format!("unsupported: {}", outcome.reason);
+                break (TaskState::Failed, Some(reason), outcome.content.clone());
+            }
             _ if timed_out => {
                 break (
                     TaskState::TimedOut,
@@ -867,6 +874,7 @@ fn finish(dag: &Dag<'_>, stop: Stop, started: Instant) -> SwarmOutcome {
             RunStatus::Failed => Status::Failed,
             RunStatus::Cancelled => Status::Cancelled,
             RunStatus::Interrupted => Status::Interrupted,
+            RunStatus::Unsupported => Status::Unsupported,
         };
         r.reason = reason.clone();
         r.seconds = seconds;

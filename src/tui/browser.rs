@@ -757,7 +757,7 @@ impl Browser {
                 let status_style = match status.as_str() {
                     "success" => theme.ok,
                     "failed" | "interrupted" => theme.error,
-                    "cancelled" | "partial" => theme.warn,
+                    "cancelled" | "partial" | "unsupported" => theme.warn,
                     _ => theme.muted,
                 };
                 let head = format!(

@@ -282,12 +282,14 @@ pub(crate) fn status_mark(
 }
 
 /// The mark and style of how a run or a team ended: ✓ success, ◐ partial
-/// (warn: an answer with some failed tool calls), ✗ failed, ⊘ cancelled.
+/// (warn: an answer with some failed tool calls), ✗ failed, ⊘ cancelled,
+/// ∅ unsupported (warn: an answer that says what no tool here can do).
 pub(crate) fn run_mark(status: RunStatus, theme: &Theme) -> (&'static str, Style) {
     match status {
         RunStatus::Success => ("✓", theme.ok),
         RunStatus::Partial => ("◐", theme.warn),
         RunStatus::Cancelled => ("⊘", theme.warn),
+        RunStatus::Unsupported => ("∅", theme.warn),
         RunStatus::Failed | RunStatus::Interrupted => ("✗", theme.error),
     }
 }
@@ -301,6 +303,7 @@ pub(crate) fn status_word_mark(word: &str, theme: &Theme) -> Option<(&'static st
         "failed" | "unreadable" => ("✗", theme.error),
         "timed_out" | "timed out" => ("⏱", theme.error),
         "cancelled" => ("⊘", theme.warn),
+        "unsupported" => ("∅", theme.warn),
         "interrupted" => ("!", theme.warn),
         _ => return None,
     })

@@ -346,7 +346,7 @@ impl Chat {
         if !matches!(
             end,
             CellKind::RunEnd {
-                status: RunStatus::Success | RunStatus::Partial,
+                status: RunStatus::Success | RunStatus::Partial | RunStatus::Unsupported,
                 ..
             }
         ) {

@@ -157,7 +157,11 @@ async fn with_no_model_the_offline_planner_answers_honestly() {
         .output()
         .await
         .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    // An answer that says it cannot: `unsupported`, exit 4 (docs §1.4).
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(vibedesk::cli::exit::UNSUPPORTED))
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("no model is configured") && err.contains("offline planner"),
@@ -585,7 +589,7 @@ async fn skipped_log_lines_are_reported_when_a_session_is_resumed() {
     );
 
     let out = vibedesk(home.path())
-        .args(["run", "--json", "--session", &sid, "-p", "and again"])
+        .args(["run", "--json", "--session", &sid, "-p", "hello again"])
         .output()
         .await
         .unwrap();
@@ -1363,8 +1367,8 @@ async fn an_oversized_prompt_on_stdin_is_refused_before_anything_is_written() {
     assert!(files_under(&home.path().join("data").join("runs")).is_empty());
 }
 
-/// `vibedesk run --json -p - < file`; the events.
-async fn run_prompt_file(home: &Path, prompt: &str, env: &[(&str, &str)]) -> Vec<Value> {
+/// `vibedesk run --json -p - < file`, which must exit `code`; the events.
+async fn run_prompt_file(home: &Path, prompt: &str, env: &[(&str, &str)], code: u8) -> Vec<Value> {
     let file = home.join("prompt.txt");
     std::fs::write(&file, prompt).unwrap();
     let out = vibedesk(home)
@@ -1377,7 +1381,7 @@ async fn run_prompt_file(home: &Path, prompt: &str, env: &[(&str, &str)]) -> Vec
     std::fs::remove_file(&file).unwrap();
     assert_eq!(
         out.status.code(),
-        Some(0),
+        Some(i32::from(code)),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -1391,7 +1395,8 @@ async fn a_prompt_at_the_limit_is_accepted_and_the_planner_answers_it() {
     let head = "What is the meaning of life?\n";
     let prompt = format!("{head}{}", "z".repeat(limit - head.len()));
     assert_eq!(prompt.len(), limit);
-    let evs = run_prompt_file(home.path(), &prompt, &[]).await;
+    // The planner cannot answer it: the run ends `unsupported` (docs §1.4).
+    let evs = run_prompt_file(home.path(), &prompt, &[], vibedesk::cli::exit::UNSUPPORTED).await;
     // The prompt is far over the compaction threshold: the context is
     // summarised before the first call, and the planner still answers the
     // user's own request, not the summary.
@@ -1424,6 +1429,7 @@ async fn a_large_prompt_is_stored_once_and_read_back_whole() {
         home.path(),
         &prompt,
         &[("VIBEDESK_TOKEN_THRESHOLD", "100000000")],
+        vibedesk::cli::exit::OK,
     )
     .await;
 
@@ -1490,7 +1496,7 @@ async fn a_prompt_argument_over_the_configured_limit_is_refused_naming_the_sessi
     .unwrap();
     // A session to continue.
     let out = vibedesk(home.path())
-        .args(["run", "--json", "-p", "What is the meaning of life?"])
+        .args(["run", "--json", "-p", "hello"])
         .output()
         .await
         .unwrap();
@@ -1529,9 +1535,10 @@ async fn a_prompt_argument_over_the_configured_limit_is_refused_naming_the_sessi
         .output()
         .await
         .unwrap();
+    // Accepted and answered; the planner cannot serve "aaa…" (docs §1.4).
     assert_eq!(
         out.status.code(),
-        Some(0),
+        Some(i32::from(vibedesk::cli::exit::UNSUPPORTED)),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

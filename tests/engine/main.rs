@@ -44,4 +44,5 @@ mod tool_props;
 mod ts_goldens;
 mod ts_tools;
 mod tui;
+mod unsupported;
 mod warmup;

@@ -3,11 +3,25 @@
 //! tickers, thresholds), read by the offline planner as a user would
 //! type them: misspellings, reversed dates, weights in every common form.
 //! A pointer whose expected value is `null` must be absent (nothing read
-//! that was not asked). Requests nothing offline can serve must read as
-//! no call at all, so the planner answers `unsupported`.
+//! that was not asked). Requests nothing offline can serve end
+//! `unsupported` (docs §1.4); their exit code is tested through the
+//! binary in `unsupported.rs`.
 
 use serde_json::Value;
-use vibedesk::planner::intent;
+use vibedesk::model::Message;
+use vibedesk::planner::intents::INTENTS;
+use vibedesk::planner::{Plan, PlannedCall, plan};
+
+/// The planner's whole turn for `request` with every tool it drives
+/// offered: the call it makes, if any.
+fn planned(request: &str) -> (Option<PlannedCall>, Plan) {
+    let offered: Vec<String> = INTENTS.iter().map(|i| i.tool.to_string()).collect();
+    let p = plan(&[Message::user(request)], &offered);
+    match &p {
+        Plan::Call(call) => (Some(call.clone()), p),
+        _ => (None, p),
+    }
+}
 
 /// (request, tool, [(JSON pointer into the arguments, expected JSON)]).
 type Phrase = (
@@ -1233,7 +1247,7 @@ fn every_phrase_reaches_its_tool_with_its_meaning() {
     );
     let mut wrong = Vec::new();
     for (request, tool, says) in PHRASES {
-        let Some(call) = intent(request) else {
+        let (Some(call), _) = planned(request) else {
             wrong.push(format!("{request:?}: no call, expected {tool}"));
             continue;
         };
@@ -1279,16 +1293,22 @@ fn same(a: &Value, b: &Value) -> bool {
 }
 
 #[test]
-fn unservable_requests_read_as_no_call() {
+fn unservable_requests_end_unsupported_and_say_what_is_missing() {
     assert!(UNSERVABLE.len() >= 10);
     for request in UNSERVABLE {
-        assert_eq!(intent(request), None, "{request:?} was read as a call");
+        match planned(request).1 {
+            Plan::Unsupported(text) => assert!(
+                text.contains("vibedesk doctor") || text.contains("offline"),
+                "{request:?}: {text}"
+            ),
+            other => panic!("{request:?} was planned as {other:?}"),
+        }
     }
 }
 
 #[test]
 fn every_tool_the_planner_drives_is_in_the_phrasebook() {
-    for row in vibedesk::planner::intents::INTENTS {
+    for row in INTENTS {
         assert!(
             PHRASES.iter().any(|(_, tool, _)| *tool == row.tool),
             "no phrase reaches {}",

@@ -286,6 +286,48 @@ fn a_partial_and_a_failed_run_show_their_state_in_the_chat_and_the_tool_panel() 
     snap_both("run_failed", &mut failed, t0);
 }
 
+/// An `unsupported` run (docs §1.4) ends with its own mark and word, the
+/// answer above it kept, and no tool-panel line (no tool ran).
+#[test]
+fn an_unsupported_run_ends_with_its_own_mark() {
+    let t0 = Instant::now();
+    let mut a = app();
+    type_text(&mut a, "Kalman filter hedge ratio of KO and PEP");
+    update(&mut a, key(KeyCode::Enter));
+    let said = "**Not available offline: a Kalman filter.** The nearest I can run: the Engle-Granger test of KO and PEP.\n";
+    feed(
+        &mut a,
+        &[
+            run_started(),
+            AgentEvent::IterationStarted {
+                iter: 1,
+                step: 1,
+                max_iterations: 50,
+            },
+            text(1, said),
+            AgentEvent::Answer {
+                iter: 1,
+                content: said.into(),
+                degraded: false,
+            },
+            run_finished(
+                RunStatus::Unsupported,
+                "no tool offered in this session can serve this request",
+            ),
+        ],
+        t0,
+    );
+    update(&mut a, Msg::TurnDone { error: None });
+    let s = screen(&mut a, 160, 48, t0);
+    assert!(
+        s.contains("── ∅ unsupported · 3 iterations")
+            && s.contains("no tool offered in this session can serve this request"),
+        "{s}"
+    );
+    assert!(s.contains("Not available offline: a Kalman filter"), "{s}");
+    assert!(!s.contains("run unsupported"), "{s}");
+}
+
 #[test]
 fn chat_with_expanded_tool_cells_and_reasoning() {
     let t0 = Instant::now();
