@@ -764,12 +764,12 @@ mod tests {
         let (dates, close) = (&all.bars.dates, &all.bars.close);
         let from = dates.partition_point(|d| Some(*d) < day("2008-01-01"));
         let (mut peak, mut peak_i, mut worst) = (close[from], from, (0.0f64, from, from));
-        for i in from..close.len() {
-            if close[i] > peak {
-                (peak, peak_i) = (close[i], i);
+        for (i, &c) in close.iter().enumerate().skip(from) {
+            if c > peak {
+                (peak, peak_i) = (c, i);
             }
-            if close[i] / peak - 1.0 < worst.0 {
-                worst = (close[i] / peak - 1.0, peak_i, i);
+            if c / peak - 1.0 < worst.0 {
+                worst = (c / peak - 1.0, peak_i, i);
             }
         }
         let w = &p["max_drawdown_window"];
