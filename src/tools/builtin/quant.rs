@@ -935,11 +935,13 @@ impl TypedTool for PortfolioOptimize {
         )
         .await?;
         let days = r.columns.first().map_or(0, Vec::len);
-        let rf = sharpe_rate(
-            args.risk_free.or(args.risk_free_rate),
-            r.dates.as_deref(),
-            days,
-        )?;
+        // A rate out of range is refused under the name the call used.
+        let given = match (args.risk_free, args.risk_free_rate) {
+            (Some(x), _) => Some(rate("risk_free", x)?),
+            (None, Some(x)) => Some(rate("risk_free_rate", x)?),
+            (None, None) => None,
+        };
+        let rf = sharpe_rate(given, r.dates.as_deref(), days)?;
         let o = OptimizeOptions {
             method,
             risk_free_rate: rf.annual,
