@@ -888,6 +888,50 @@ pub struct IndicatorOutput<P = ProvenanceBrief> {
     /// (`window` for RSI's `period`, docs §2.2.1).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub argument_warnings: Vec<String>,
+    /// The range's own return, volatility and drawdown (docs §2.12.1),
+    /// for the drawdown, volatility and return indicators.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period: Option<PeriodFigures>,
+}
+
+/// A drawdown with its dates: `depth` is negative (−0.4795 = −47.95 %),
+/// `recovery` null when the closes had not regained the peak by the end.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct DrawdownDates {
+    pub depth: f64,
+    pub peak: String,
+    pub trough: String,
+    pub recovery: Option<String>,
+}
+
+/// What a period itself did, on the closes within it (docs §2.12.1): "the
+/// drawdown during 2008" is measured within 2008.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct PeriodFigures {
+    /// The first and last bar of the range.
+    pub first_date: String,
+    pub last_date: String,
+    pub bars: usize,
+    /// The close the return runs from: the last one before the range
+    /// when the data has it, else the range's first.
+    pub return_from: String,
+    /// last close / the `return_from` close − 1.
+    pub total_return: f64,
+    /// The daily simple returns from `return_from` to the last bar.
+    pub daily_returns: usize,
+    /// Their sample standard deviation (ddof 1) × √252; null with fewer
+    /// than two.
+    pub annualized_volatility: Option<f64>,
+    /// The deepest drawdown within the range: the running peak starts at
+    /// its first close. Null when the closes never fell below a peak.
+    pub max_drawdown_window: Option<DrawdownDates>,
+    /// The deepest drawdown of the range against the running peak over
+    /// all the history before it too, when that peak lies before the
+    /// range (the drawdown indicator's own series measures it so).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drawdown_from_earlier_peak: Option<DrawdownDates>,
 }
 
 /// A link from a recalled memory to a related one.

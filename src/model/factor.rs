@@ -241,6 +241,9 @@ pub struct OverfittingArgs {
     /// CSCV partitions for PBO (even, default 16)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partitions: Option<i64>,
+    /// Annual risk-free rate, decimal, the Sharpe ratios are measured over; default: the 3-month T-bill on the returns' dates (symbols, runs), else 0
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk_free: Option<f64>,
 }
 
 /// One strategy's Sharpe statistics.
@@ -278,6 +281,9 @@ pub struct PboOutput {
 #[serde(default)]
 pub struct OverfittingOutput {
     pub status: String,
+    /// Which Sharpe every statistic here uses: excess over which rate,
+    /// with its source (docs §15.1.1).
+    pub risk_free: String,
     pub best: String,
     pub sharpe: f64,
     pub sharpe_annualized: f64,

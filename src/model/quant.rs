@@ -378,7 +378,10 @@ pub struct PortfolioOptimizeArgs {
     pub end: Option<String>,
     #[schemars(with = "PortfolioMethodName")]
     pub method: String,
-    /// Annual risk-free rate for Sharpe (default 0)
+    /// Annual risk-free rate for Sharpe, decimal (0.02 for 2 %); default: the 3-month T-bill over the dates (symbols), else 0
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk_free: Option<f64>,
+    /// The same as risk_free (its former name)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk_free_rate: Option<f64>,
     /// Smallest weight (default 0; long-only)
@@ -424,7 +427,10 @@ pub struct PortfolioOptimizeOutput {
     pub volatility: f64,
     pub sharpe: f64,
     pub risk_contributions: BTreeMap<String, f64>,
+    /// The annual rate the Sharpe is measured over (see `risk_free`).
     pub risk_free_rate: f64,
+    /// Which rate, with its source (docs §15.1.1).
+    pub risk_free: String,
     pub min_weight: f64,
     pub max_weight: f64,
     #[serde(skip_serializing_if = "Option::is_none")]

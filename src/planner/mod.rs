@@ -37,10 +37,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::model::contract::{
-    BacktestArgs, BacktestAssumptions, BacktestMetrics, BacktestOutput, DataSource, Extremes,
-    IndicatorArgs, IndicatorOutput, MarketDataArgs, MarketDataOutput, MemoryAction, MemoryKind,
-    MemoryOutput, PriceRow, ProvenanceBrief, RecallArgs, RememberArgs, WarmupInfo,
-    adjustment_label,
+    BacktestArgs, BacktestAssumptions, BacktestMetrics, BacktestOutput, DataSource, DrawdownDates,
+    Extremes, IndicatorArgs, IndicatorOutput, MarketDataArgs, MarketDataOutput, MemoryAction,
+    MemoryKind, MemoryOutput, PeriodFigures, PriceRow, ProvenanceBrief, RecallArgs, RememberArgs,
+    WarmupInfo, adjustment_label,
 };
 use crate::model::names as tool;
 use crate::model::{HANDOFF_PREFIX, Message, Role};
@@ -662,6 +662,10 @@ fn indicator_read(text: &str) -> Option<PlannedCall> {
             },
         ));
     }
+    // "SPY's return during 2008": the period's own figures (docs §2.12.1).
+    if let Some(call) = period_return(&lower, &sym, &start, &end) {
+        return Some(call);
+    }
     let indicator = indicator_name(&lower)?;
     let params = window.map(|w| {
         let key = if matches!(indicator, "rsi" | "atr") {
@@ -710,6 +714,32 @@ fn market_data_read(text: &str) -> Option<PlannedCall> {
             end,
             last_n: Some(last_n.unwrap_or(SHOWN_PRICE_ROWS as i64)),
             ..Default::default()
+        },
+    ))
+}
+
+/// A return over a named period ("SPY's return during 2008"): the
+/// returns indicator over it, whose answer leads with the period's own
+/// return, volatility and drawdown. Another indicator named wins.
+fn period_return(
+    lower: &str,
+    sym: &str,
+    start: &Option<String>,
+    end: &Option<String>,
+) -> Option<PlannedCall> {
+    if start.is_none() || !names(lower, "return") || indicator_name(lower).is_some() {
+        return None;
+    }
+    Some(PlannedCall::typed(
+        tool::TECHNICAL_INDICATOR,
+        IndicatorArgs {
+            source: Some(source_for(sym).as_str().into()),
+            symbol: sym.to_string(),
+            indicator: "returns".into(),
+            params: None,
+            start: start.clone(),
+            end: end.clone(),
+            tail: Some(10),
         },
     ))
 }
@@ -985,7 +1015,7 @@ fn backtest_answer(v: &BacktestOutput) -> String {
         ("total return", pct(m.total_return)),
         ("annualized return", pct(m.annual_return)),
         (sharpe.as_str(), fixed(m.sharpe)),
-        ("max drawdown (peak to trough)", pct(m.max_drawdown)),
+        ("max drawdown (peak to trough)", drawdown_cell(m)),
         ("win rate (round trips with a profit)", pct(m.win_rate)),
         (
             "round-trip trades",
@@ -1047,6 +1077,26 @@ fn backtest_answer(v: &BacktestOutput) -> String {
     }
     out.push_str("\n\nFigures come from the backtest tool's run on the data named in the run card; they are analysis, not advice.\n");
     out
+}
+
+/// The backtest's max drawdown with its dates when the result names them
+/// (docs §7.5): "-23.40 % (peak 2008-01-02, trough 2008-11-20, not
+/// recovered by the end)".
+fn drawdown_cell(m: &BacktestMetrics) -> String {
+    let day = |k: &str| m.other.get(k).and_then(Value::as_str);
+    match (day("max_drawdown_peak"), day("max_drawdown_trough")) {
+        (Some(peak), Some(trough)) if m.max_drawdown.is_some() => {
+            let recovery = day("max_drawdown_recovery").map_or_else(
+                || "not recovered by the end".to_string(),
+                |r| format!("recovered {r}"),
+            );
+            format!(
+                "{} (peak {peak}, trough {trough}, {recovery})",
+                pct(m.max_drawdown)
+            )
+        }
+        _ => pct(m.max_drawdown),
+    }
 }
 
 /// The warm-up a backtest's signals had (docs §7.4.1), as one clause of
@@ -1233,6 +1283,9 @@ fn indicator_answer(v: &IndicatorOutput) -> String {
         name.to_uppercase(),
         v.params
     );
+    if let Some(p) = &v.period {
+        out.push_str(&period_section(name, sym, p));
+    }
     if !v.latest.is_empty() {
         let date = v.latest.get("date").and_then(Value::as_str).unwrap_or("");
         out.push_str(&format!(
@@ -1259,6 +1312,62 @@ fn indicator_answer(v: &IndicatorOutput) -> String {
     out
 }
 
+/// A drawdown in words with its dates: "−47.95 % from the peak of
+/// 2008-01-02 to the trough of 2008-11-20, not recovered by 2008-12-31".
+fn drawdown_words(d: &DrawdownDates, end: &str) -> String {
+    let recovery = match &d.recovery {
+        Some(r) => format!("recovered on {r}"),
+        None => format!("not recovered by {end}"),
+    };
+    format!(
+        "{:.2} % from the peak of {} to the trough of {}, {recovery}",
+        d.depth * 100.0,
+        d.peak,
+        d.trough
+    )
+}
+
+/// What the range itself did (docs §2.12.1), the asked figure first: a
+/// question about a period is answered within it, and a deeper drawdown
+/// from a peak before it is said as such.
+fn period_section(indicator: &str, sym: &str, p: &PeriodFigures) -> String {
+    let span = format!("{} to {}", p.first_date, p.last_date);
+    let ret = format!(
+        "{:.2} % (close of {} to close of {})",
+        p.total_return * 100.0,
+        p.return_from,
+        p.last_date
+    );
+    let vol = p.annualized_volatility.map_or("n/a".to_string(), |x| {
+        format!(
+            "{:.2} % (sample standard deviation of the {} daily returns × √252)",
+            x * 100.0,
+            p.daily_returns
+        )
+    });
+    let dd = p.max_drawdown_window.as_ref().map_or_else(
+        || "none (no close below an earlier one in the range)".to_string(),
+        |d| drawdown_words(d, &p.last_date),
+    );
+    let headline = match indicator {
+        "drawdown" => format!("Max drawdown of {sym} within {span}: {dd}."),
+        "volatility" => format!("Volatility of {sym} over {span}, annualized: {vol}."),
+        _ => format!("Return of {sym} over {span}: {ret}."),
+    };
+    let mut out = format!("**{headline}**\n\n");
+    if let Some(d) = &p.drawdown_from_earlier_peak {
+        out.push_str(&format!(
+            "Measured from the running peak over all the history before the range too, the deepest drawdown was {}: that peak lies before {}, so it is not a drawdown within the range. The series below is that running-peak drawdown.\n\n",
+            drawdown_words(d, &p.last_date),
+            p.first_date
+        ));
+    }
+    out.push_str(&format!(
+        "Within {span}, on {sym}'s daily closes (as the Data line names them):\n\n| figure | value |\n|---|---|\n| return | {ret} |\n| annualized volatility | {vol} |\n| max drawdown (peak to trough within the range) | {dd} |\n\n"
+    ));
+    out
+}
+
 /// Each series' lowest and highest value over the range (and, for a
 /// drawdown, the deepest one in words).
 fn extremes_table(name: &str, v: &IndicatorOutput) -> String {
@@ -1277,8 +1386,15 @@ fn extremes_table(name: &str, v: &IndicatorOutput) -> String {
         && let Some((_, deepest)) = extremes.iter().find(|(k, _)| *k == "drawdown")
         && let Some(x) = deepest.min
     {
+        // Its peak, when the range's own figures name one before the range.
+        let peak = v
+            .period
+            .as_ref()
+            .and_then(|p| p.drawdown_from_earlier_peak.as_ref())
+            .map(|d| format!(", from the running peak of {} (before the range)", d.peak))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "\nDeepest drawdown{span}: {:.2} % on {}.\n",
+            "\nDeepest drawdown{span}: {:.2} % on {}{peak}.\n",
             x * 100.0,
             deepest.min_date.as_deref().unwrap_or("?")
         ));

@@ -434,7 +434,8 @@ fn portfolio_call(
             start,
             end,
             method: method(lower).unwrap_or("min_variance").into(),
-            risk_free_rate: fraction(text, &["risk-free rate", "risk free rate", "rf"]),
+            risk_free: fraction(text, &["risk-free rate", "risk free rate", "rf"]),
+            risk_free_rate: None,
             min_weight: fraction(text, &["min weight", "minimum weight", "at least"]),
             max_weight: fraction(
                 text,
@@ -1199,7 +1200,11 @@ fn portfolio_answer(request: &str, o: &PortfolioOptimizeOutput) -> String {
         pct(o.min_weight),
         pct(o.max_weight),
         if default_bounds { "the default bounds" } else { "as asked" },
-        pct(o.risk_free_rate),
+        if o.risk_free.is_empty() {
+            pct(o.risk_free_rate)
+        } else {
+            format!("{}: {}", pct(o.risk_free_rate), o.risk_free)
+        },
     ));
     if !request.is_empty() && method(&request.to_lowercase()).is_none() {
         out.push_str(" Method: minimum variance, as none was named.");

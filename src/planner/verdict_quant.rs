@@ -6,21 +6,23 @@
 use super::board::Board;
 use super::rule::{Need, Verdict};
 
-const RULE: &str = "Rule (docs §14.7): the long straddle is cheap when the latest 20-day realised volatility is at least 1.2 times the volatility its price assumes (the stock has lately moved more than the price pays for), rich at 0.8 times or less, else fair; the 60-day realised volatility confirms when it stands on the same side of the same line. Cheap: long volatility favoured; rich: not favoured; fair: neutral. Both volatilities must be reported. The premium is the most the position can lose; the worst stress result and the move needed to break even are set beside it. Analysis by rule, not advice.";
+const RULE: &str = "Rule (docs §14.7): it compares two realised volatilities, not realised against implied: the latest 20-day realised volatility against the volatility the straddle was priced at, which offline is the realised volatility of the last 252 daily returns (no implied volatility is known). Recent moves are above it when the ratio is at least 1.2, below it at 0.8 or less, else in line; the 60-day realised volatility confirms when it stands on the same side of the same line. Above: long volatility favoured; below: not favoured; in line: neutral. It says nothing of whether the market prices the straddle cheap or rich. Both volatilities must be reported. The premium is the most the position can lose; the worst stress result and the move needed to break even are set beside it. Analysis by rule, not advice.";
 
-/// cheap, rich or fair for a ratio of realised to priced volatility.
+/// above, below or in line for a ratio of recent realised volatility to
+/// the (realised, 252-day) volatility the straddle was priced at.
 fn side(ratio: f64) -> &'static str {
     if ratio >= 1.2 {
-        "cheap"
+        "above"
     } else if ratio <= 0.8 {
-        "rich"
+        "below"
     } else {
-        "fair"
+        "in line"
     }
 }
 
-/// `options_desk`: whether the straddle's price is cheap or rich against
-/// the stock's recent moves.
+/// `options_desk`: the stock's recent realised volatility against the
+/// realised volatility its straddle was priced at: two realised
+/// volatilities, so no reading of cheap or rich against the market.
 pub(super) fn options_desk(b: &Board) -> Verdict {
     let mut n = Need::new(b);
     let priced = n
@@ -52,7 +54,7 @@ pub(super) fn options_desk(b: &Board) -> Verdict {
     let ratio = s.value / p.value;
     let word = side(ratio);
     let mut body = vec![format!(
-        "- Recent moves against the price: {} over {} = {ratio:.2} → {word}.",
+        "- Realised 20-day volatility against the volatility priced (realised over 252 days): {} over {} = {ratio:.2} → {word}.",
         s.cite(),
         p.cite()
     )];
@@ -86,9 +88,15 @@ pub(super) fn options_desk(b: &Board) -> Verdict {
         body.push(format!("- Priced: {}.", f.cite()));
     }
     let decision = match word {
-        "cheap" => "long volatility favoured (the straddle is cheap against recent moves)",
-        "rich" => "long volatility not favoured (the straddle is rich against recent moves)",
-        _ => "neutral (the straddle is fairly priced against recent moves)",
+        "above" => {
+            "long volatility favoured (realised 20-day volatility above the realised 252-day volatility the straddle was priced at)"
+        }
+        "below" => {
+            "long volatility not favoured (realised 20-day volatility below the realised 252-day volatility the straddle was priced at)"
+        }
+        _ => {
+            "neutral (realised 20-day volatility in line with the realised 252-day volatility the straddle was priced at)"
+        }
     };
     Verdict {
         title: format!("Decision: {decision}"),
@@ -147,7 +155,17 @@ mod tests {
             t.starts_with("## Decision: long volatility favoured"),
             "{t}"
         );
-        assert!(t.contains("= 1.25 → cheap"), "{t}");
+        assert!(t.contains("= 1.25 → above"), "{t}");
+        // Two realised volatilities are compared, and said so; neither is
+        // called the market's price of the option.
+        assert!(
+            t.contains("realised 20-day volatility above the realised 252-day volatility the straddle was priced at"),
+            "{t}"
+        );
+        for word in ["cheap", "rich", "fairly priced"] {
+            let said = t.replace("cheap or rich", "");
+            assert!(!said.contains(word), "{word} in {t}");
+        }
         assert!(t.contains("→ confirms"), "{t}");
         assert!(
             t.contains("Premium paid (the most it can lose): IBM straddle"),

@@ -440,3 +440,63 @@ async fn factor_research_measures_each_factors_ic() {
         "{c}"
     );
 }
+
+/// One Sharpe convention (docs §15.1.1): the same buy-and-hold of SPY over
+/// the same dates has the same Sharpe in backtest, portfolio_optimize and
+/// overfitting (excess over the 3-month T-bill), and `risk_free`
+/// overrides it.
+#[tokio::test]
+async fn the_same_buy_and_hold_has_one_sharpe_in_every_tool() {
+    let home = tempfile::tempdir().unwrap();
+    let (start, end) = ("2005-03-01", "2007-12-31");
+    let held = json!({"symbols": ["SPY"], "start": start, "end": end});
+    let mut po = held.clone();
+    po["method"] = json!("equal_weight");
+    let mut po0 = po.clone();
+    po0["risk_free"] = json!(0.0);
+    let mut o0 = held.clone();
+    o0["risk_free"] = json!(0.0);
+    let answers = mcp_session(
+        home.path(),
+        &[
+            call(
+                "backtest",
+                json!({"strategy": "buy_and_hold", "symbols": ["SPY"], "start": start, "end": end,
+                       "commission_rate": 0.0, "slippage": 0.0}),
+            ),
+            call("portfolio_optimize", po),
+            call("overfitting", held),
+            call("portfolio_optimize", po0),
+            call("overfitting", o0),
+        ],
+    )
+    .await;
+    let out = |i: usize| answers[i]["result"]["structuredContent"].clone();
+    let bt = out(0);
+    assert_eq!(bt["metrics"]["risk_free"], "treasury_3m", "{}", answers[0]);
+    let backtest = bt["metrics"]["sharpe"].as_f64().unwrap();
+    let (p, o) = (out(1), out(2));
+    let portfolio = p["sharpe"].as_f64().unwrap();
+    let overfit = o["sharpe_annualized"].as_f64().unwrap();
+    // The backtest buys at the first open and counts a first bar without
+    // a return: the same Sharpe to within that day.
+    assert!(
+        (backtest - portfolio).abs() < 0.03,
+        "{backtest} vs {portfolio}"
+    );
+    assert!((backtest - overfit).abs() < 0.03, "{backtest} vs {overfit}");
+    for said in [&p["risk_free"], &o["risk_free"]] {
+        assert!(
+            said.as_str()
+                .unwrap()
+                .contains("3-month T-bill on the same dates"),
+            "{said}"
+        );
+    }
+    // The T-bill paid about 4 % a year then: risk_free 0 gives the raw
+    // ratio, the same in both.
+    let p0 = out(3)["sharpe"].as_f64().unwrap();
+    let z0 = out(4)["sharpe_annualized"].as_f64().unwrap();
+    assert!(p0 - portfolio > 0.2, "{p0} vs {portfolio}");
+    assert!((p0 - z0).abs() < 0.01, "{p0} vs {z0}");
+}

@@ -32,6 +32,36 @@ type Phrase = (
 
 const PHRASES: &[Phrase] = &[
     (
+        "SPY's maximum drawdown during 2008",
+        "technical_indicator",
+        &[
+            ("/symbol", r#""SPY""#),
+            ("/indicator", r#""drawdown""#),
+            ("/start", r#""2008-01-01""#),
+            ("/end", r#""2008-12-31""#),
+        ],
+    ),
+    (
+        "SPY's return during 2008",
+        "technical_indicator",
+        &[
+            ("/symbol", r#""SPY""#),
+            ("/indicator", r#""returns""#),
+            ("/start", r#""2008-01-01""#),
+            ("/end", r#""2008-12-31""#),
+        ],
+    ),
+    (
+        "volatility of QQQ in 2011",
+        "technical_indicator",
+        &[
+            ("/symbol", r#""QQQ""#),
+            ("/indicator", r#""volatility""#),
+            ("/start", r#""2011-01-01""#),
+            ("/end", r#""2011-12-31""#),
+        ],
+    ),
+    (
         "backtest a 20/50 SMA crossover on AAPL from 2005 to 2012",
         "backtest",
         &[

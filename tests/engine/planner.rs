@@ -417,3 +417,66 @@ async fn a_sweep_request_runs_one_sweep_with_its_ranges_and_says_its_choices() {
         r.answer
     );
 }
+
+/// The output of the run's one `technical_indicator` call.
+fn indicator_output(r: &Run) -> &Value {
+    let done = r
+        .events
+        .iter()
+        .find(|e| e["type"] == "tool_call_finished" && e["tool"] == "technical_indicator")
+        .unwrap_or_else(|| panic!("no indicator ran: {:?}", r.events));
+    assert_eq!(done["status"], "ok", "{done}");
+    &done["output"]
+}
+
+/// "During 2008" means within 2008 (issue 36 item 3): the answer leads
+/// with the drawdown measured within the year, names its peak and trough,
+/// and says that the deeper running-peak figure starts before the year.
+#[tokio::test]
+async fn a_drawdown_during_a_year_is_measured_within_it_and_names_its_dates() {
+    let home = tempfile::tempdir().unwrap();
+    let r = run(home.path(), "SPY's maximum drawdown during 2008").await;
+    let p = &indicator_output(&r)["period"];
+    let w = &p["max_drawdown_window"];
+    let depth = w["depth"].as_f64().unwrap();
+    let said = format!(
+        "**Max drawdown of SPY within 2008-01-02 to 2008-12-31: {:.2} % from the peak of {} to the trough of {}, not recovered by 2008-12-31.**",
+        depth * 100.0,
+        w["peak"].as_str().unwrap(),
+        w["trough"].as_str().unwrap()
+    );
+    assert!(r.answer.contains(&said), "{said} in {}", r.answer);
+    assert!((-0.50..-0.45).contains(&depth), "{depth}");
+    let e = &p["drawdown_from_earlier_peak"];
+    let before = format!(
+        "the deepest drawdown was {:.2} % from the peak of {}",
+        e["depth"].as_f64().unwrap() * 100.0,
+        e["peak"].as_str().unwrap()
+    );
+    assert!(r.answer.contains(&before), "{before} in {}", r.answer);
+    assert!(
+        r.answer
+            .contains("that peak lies before 2008-01-02, so it is not a drawdown within the range"),
+        "{}",
+        r.answer
+    );
+    assert!(e["peak"].as_str().unwrap().starts_with("2007-"), "{e}");
+
+    // A return and a volatility over a period are the period's own too.
+    let r = run(home.path(), "SPY's return during 2008").await;
+    let p = &indicator_output(&r)["period"];
+    let said = format!(
+        "**Return of SPY over 2008-01-02 to 2008-12-31: {:.2} % (close of {} to close of 2008-12-31).**",
+        p["total_return"].as_f64().unwrap() * 100.0,
+        p["return_from"].as_str().unwrap()
+    );
+    assert!(r.answer.contains(&said), "{said} in {}", r.answer);
+    let r = run(home.path(), "volatility of QQQ in 2011").await;
+    let p = &indicator_output(&r)["period"];
+    let said = format!(
+        "**Volatility of QQQ over 2011-01-03 to 2011-12-30, annualized: {:.2} % (sample standard deviation of the {} daily returns × √252).**",
+        p["annualized_volatility"].as_f64().unwrap() * 100.0,
+        p["daily_returns"]
+    );
+    assert!(r.answer.contains(&said), "{said} in {}", r.answer);
+}

@@ -225,7 +225,7 @@ fn number(shown: &str) -> f64 {
 async fn the_options_desk_prices_stresses_and_decides_by_its_rule() {
     let report = swarm("options_desk", &[("target", "IBM")]).await;
     let c = conclusion(&report);
-    let heading = regex::Regex::new(r"(?m)^## Decision: (long volatility favoured|long volatility not favoured|neutral) \(the straddle is (cheap|rich|fairly priced) against recent moves\)$")
+    let heading = regex::Regex::new(r"(?m)^## Decision: (long volatility favoured|long volatility not favoured|neutral) \(realised 20-day volatility (above|below|in line with) the realised 252-day volatility the straddle was priced at\)$")
         .unwrap()
         .captures(c)
         .unwrap_or_else(|| panic!("a decision in:\n{c}"));
@@ -258,11 +258,11 @@ async fn the_options_desk_prices_stresses_and_decides_by_its_rule() {
     let recent = number(&figure(&report, "IBM annualized volatility(20) latest"));
     let ratio = recent / priced;
     let word = if ratio >= 1.2 {
-        "cheap"
+        "above"
     } else if ratio <= 0.8 {
-        "rich"
+        "below"
     } else {
-        "fairly priced"
+        "in line with"
     };
     assert_eq!(&heading[2], word, "{c}");
     assert!(c.contains(&format!("= {ratio:.2} →")), "{c}");

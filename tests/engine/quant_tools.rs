@@ -122,7 +122,8 @@ async fn mcp_serve_offers_and_runs_the_quant_tools() {
             ),
             call(
                 "portfolio_optimize",
-                json!({"symbols": ["AAPL", "MSFT", "IBM"], "start": "2009-01-01", "end": "2010-12-31", "method": "max_sharpe"}),
+                // rf 0, as the optimizer below is run (docs §15.1.1).
+                json!({"symbols": ["AAPL", "MSFT", "IBM"], "start": "2009-01-01", "end": "2010-12-31", "method": "max_sharpe", "risk_free": 0.0}),
             ),
             call(
                 "risk_report",

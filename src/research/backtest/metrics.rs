@@ -143,6 +143,60 @@ pub(crate) fn max_drawdown(equity: &[f64], floor: f64) -> f64 {
     worst
 }
 
+/// The deepest drawdown of a path, with where it started and ended:
+/// indices into the path. `depth` is negative, as `max_drawdown`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DrawdownSpan {
+    /// The running peak's bar (0 when the peak is the floor, before the
+    /// first bar rose above it).
+    pub peak: usize,
+    pub trough: usize,
+    /// The first bar after the trough back at or above the peak; `None`
+    /// when the path ends below it.
+    pub recovery: Option<usize>,
+    pub depth: f64,
+}
+
+/// [`max_drawdown`] with its bars: the same figure (bit for bit) and the
+/// peak, trough and recovery it runs between. `None` for an empty path or
+/// one that never fell below its peak.
+pub fn deepest_drawdown(values: &[f64], floor: f64) -> Option<DrawdownSpan> {
+    deepest_drawdown_since(values, floor, 0)
+}
+
+/// The deepest drawdown of the bars from `from` on against the running
+/// peak of the whole path (floored at `floor`), the bars before `from`
+/// included: a peak before a window counts, as an indicator's warm-up
+/// (docs §7.4.1) counts it. Positive prices take a floor of 0.
+pub fn deepest_drawdown_since(values: &[f64], floor: f64, from: usize) -> Option<DrawdownSpan> {
+    let (mut peak, mut peak_at) = (floor, 0usize);
+    let mut worst: Option<(f64, usize, usize, f64)> = None;
+    for (i, &e) in values.iter().enumerate() {
+        if e > peak {
+            peak = e;
+            peak_at = i;
+        }
+        let div = if peak == 0.0 { 1.0 } else { peak };
+        let dd = (e - peak) / div;
+        if i >= from && dd < worst.map_or(0.0, |w| w.0) {
+            worst = Some((dd, peak_at, i, peak));
+        }
+    }
+    let (depth, peak, trough, level) = worst?;
+    let recovery = values
+        .iter()
+        .enumerate()
+        .skip(trough + 1)
+        .find(|(_, e)| **e >= level)
+        .map(|(i, _)| i);
+    Some(DrawdownSpan {
+        peak,
+        trough,
+        recovery,
+        depth,
+    })
+}
+
 /// The drawdown series of `equity` against the same floored peak.
 pub fn drawdown_series(equity: &[f64], floor: f64) -> Vec<f64> {
     let mut peak = floor;
@@ -414,6 +468,24 @@ mod tests {
             drawdown_series(&[100.0, 110.0, 99.0], 100.0)[2],
             (99.0 - 110.0) / 110.0
         );
+    }
+
+    #[test]
+    fn the_deepest_drawdown_names_its_bars_and_matches_the_figure() {
+        let e = [100.0, 120.0, 90.0, 110.0, 80.0, 121.0, 100.0];
+        let d = deepest_drawdown(&e, 100.0).unwrap();
+        assert_eq!((d.peak, d.trough, d.recovery), (1, 4, Some(5)));
+        assert_eq!(d.depth, max_drawdown(&e, 100.0));
+        // A peak at the floor (the cash before the first bar) is bar 0.
+        let d = deepest_drawdown(&[95.0, 90.0], 100.0).unwrap();
+        assert_eq!((d.peak, d.trough, d.recovery), (0, 1, None));
+        assert!(deepest_drawdown(&[1.0, 2.0, 3.0], 0.0).is_none());
+        // From bar 3 on: the trough at 4 runs from the peak at 1, before.
+        let d = deepest_drawdown_since(&e, 0.0, 3).unwrap();
+        assert_eq!((d.peak, d.trough), (1, 4));
+        let within = deepest_drawdown(&e[3..], 0.0).unwrap();
+        assert_eq!((within.peak, within.trough), (0, 1));
+        assert!((within.depth - (80.0 / 110.0 - 1.0)).abs() < 1e-15);
     }
 
     #[test]

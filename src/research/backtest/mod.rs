@@ -502,6 +502,7 @@ pub fn evaluate_warm(
     );
     let mut scalars = engine_scalars(cfg, &panel, &sim, &m, &bench.label);
     put_benchmark_and_rate(&mut scalars, &bench, &risk_free);
+    put_drawdown_dates(&mut scalars, &sim.equity, &panel.dates, cfg.initial_cash);
     if let (Some(spec), Some(o)) = (&cfg.optimizer, &optimized) {
         put_optimizer(&mut scalars, cfg, spec, o);
     }
@@ -570,6 +571,29 @@ fn put_benchmark_and_rate(
     if let Some(n) = &rf.note {
         scalars.insert("risk_free_note".into(), json!(n));
     }
+}
+
+/// Where `max_drawdown` ran (docs §7.5): `max_drawdown_peak`,
+/// `max_drawdown_trough` and `max_drawdown_recovery` (null: not recovered
+/// by the last bar), dates on the run's calendar. The equity starts at
+/// the run's start, so the drawdown lies within the run's own dates; a
+/// peak at the initial cash is the first bar's date.
+fn put_drawdown_dates(
+    scalars: &mut Map<String, Value>,
+    equity: &[f64],
+    dates: &[chrono::NaiveDate],
+    initial_cash: f64,
+) {
+    let Some(d) = metrics::deepest_drawdown(equity, initial_cash) else {
+        return;
+    };
+    let day = |i: Option<usize>| {
+        i.and_then(|i| dates.get(i))
+            .map_or(Value::Null, |d| json!(d.to_string()))
+    };
+    scalars.insert("max_drawdown_peak".into(), day(Some(d.peak)));
+    scalars.insert("max_drawdown_trough".into(), day(Some(d.trough)));
+    scalars.insert("max_drawdown_recovery".into(), day(d.recovery));
 }
 
 /// Which optimizer ran (docs §7.4.2), as result fields: `optimizer`,

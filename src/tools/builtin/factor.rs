@@ -1007,6 +1007,9 @@ struct Strategies {
     columns: Vec<Vec<f64>>,
     moments: Option<SharpeMoments>,
     data: StudyData,
+    /// The close dates behind the returns (one more than each column),
+    /// when known: the T-bill is read on them.
+    dates: Option<Vec<NaiveDate>>,
 }
 
 /// A reported Sharpe ratio's moments: per period, with the skewness and
@@ -1072,6 +1075,7 @@ fn reported(a: &OverfittingArgs, sharpe: f64) -> Result<Strategies, ToolError> {
         names: vec![a.name.clone().unwrap_or_else(|| "the strategy".into())],
         columns: Vec::new(),
         moments: Some(m),
+        dates: None,
         data: StudyData {
             origin: "a reported Sharpe ratio".into(),
             notes,
@@ -1151,6 +1155,11 @@ fn runs_strategies(ctx: &ToolContext, runs: &[String]) -> Result<Strategies, Too
         names: per.into_iter().map(|(n, _)| n).collect(),
         columns,
         moments: None,
+        // The run's first close has no return: its date only anchors the
+        // first return's (the rate is read on each return's end date).
+        dates: dates
+            .first()
+            .map(|d| std::iter::once(*d).chain(dates.iter().copied()).collect()),
         data: StudyData {
             origin: "backtest runs".into(),
             start: dates.first().map(ToString::to_string),
@@ -1203,6 +1212,7 @@ async fn strategies(
             names: r.0.iter().map(|(n, _)| n.clone()).collect(),
             columns: r.0.iter().map(|(_, c)| c.clone()).collect(),
             moments: None,
+            dates: None,
             data: StudyData {
                 origin: "inline".into(),
                 ..StudyData::default()
@@ -1224,6 +1234,7 @@ async fn strategies(
         names: r.names,
         columns: r.columns,
         moments: None,
+        dates: r.dates,
         data: StudyData {
             origin: "market data".into(),
             start: r.data.start,
@@ -1232,6 +1243,24 @@ async fn strategies(
             notes,
         },
     })
+}
+
+/// The strategies' returns in excess of the common risk-free rate (docs
+/// §15.1.1), the same Sharpe the backtest reports; PSR, DSR and PBO then
+/// run on them unchanged. A reported Sharpe is taken as given. Returns
+/// what the rate is, for the answer.
+fn excess_returns(s: &mut Strategies, given: Option<f64>) -> Result<String, ToolError> {
+    if s.moments.is_some() {
+        return Ok("the reported Sharpe as given (over whatever rate its reporter used)".into());
+    }
+    let n = s.columns.iter().map(Vec::len).max().unwrap_or(0);
+    let rf = super::quant::sharpe_rate(given, s.dates.as_deref(), n)?;
+    for c in &mut s.columns {
+        for (x, f) in c.iter_mut().zip(&rf.per_return) {
+            *x -= f;
+        }
+    }
+    Ok(rf.basis)
 }
 
 impl TypedTool for Overfitting {
@@ -1248,14 +1277,17 @@ impl TypedTool for Overfitting {
         args: OverfittingArgs,
         ctx: &ToolContext,
     ) -> Result<Self::Output, ToolError> {
-        let s = strategies(&self.data, ctx, &args).await?;
+        let mut s = strategies(&self.data, ctx, &args).await?;
         let o = options(&args, s.names.len())?;
+        let basis = excess_returns(&mut s, args.risk_free)?;
         // PBO's choices off the async threads, watching the deadline (§2.4).
         let trial_sharpes = args.trial_sharpes;
-        guard::compute_interruptible(Self::NAME, &ctx.cancel, move || {
+        let mut out = guard::compute_interruptible(Self::NAME, &ctx.cancel, move || {
             deflate(s, &o, trial_sharpes.as_deref())
         })
-        .await?
+        .await??;
+        out.risk_free = basis;
+        Ok(out)
     }
 }
 
@@ -1341,6 +1373,7 @@ fn deflate(
     );
     Ok(OverfittingOutput {
         status: "ok".into(),
+        risk_free: String::new(),
         best: s.names[best].clone(),
         sharpe: m.sharpe,
         sharpe_annualized: m.sharpe * scale,

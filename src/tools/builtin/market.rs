@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 use super::args::{nonempty, opt_usize};
 use super::{Family, ToolEnv, register_family};
 use crate::model::contract::{
-    Extremes, IndicatorArgs, IndicatorOutput, MarketDataArgs, MarketDataOutput, PriceRow,
-    PriceSummary, WarmupInfo,
+    DrawdownDates, Extremes, IndicatorArgs, IndicatorOutput, MarketDataArgs, MarketDataOutput,
+    PeriodFigures, PriceRow, PriceSummary, WarmupInfo,
 };
 use crate::model::names;
 use crate::research::data::{
@@ -464,6 +464,10 @@ impl TypedTool for TechnicalIndicator {
                 ),
             ));
         }
+        // The range's own figures read the closes before the cut: the
+        // return runs from the close before it, and the drawdown indicator
+        // names a peak the warm-up saw (docs §2.12.1).
+        let whole = period_wanted(&spec).then(|| (b.close.clone(), b.dates.clone()));
         warmup::cut(&mut series, start, end);
         if let Some(o) = other.as_mut() {
             warmup::cut(o, start, end);
@@ -502,6 +506,15 @@ impl TypedTool for TechnicalIndicator {
             provenance: series.provenance,
             other_provenance: other.map(|o| o.provenance),
             argument_warnings,
+            period: whole.and_then(|(close, dates)| {
+                let window = from..from.checked_add(b.len())?;
+                period_figures(
+                    &close,
+                    &dates,
+                    window,
+                    matches!(spec, IndicatorSpec::Drawdown),
+                )
+            }),
         })
     }
 }
@@ -605,6 +618,61 @@ fn extremes(b: &Bars, cols: &[IndicatorColumn]) -> serde_json::Map<String, Value
     out
 }
 
+/// Whether an indicator's answer carries its range's own figures: the
+/// ones a question about a period's drawdown, volatility or return asks.
+fn period_wanted(spec: &IndicatorSpec) -> bool {
+    matches!(
+        spec,
+        IndicatorSpec::Drawdown
+            | IndicatorSpec::Volatility { .. }
+            | IndicatorSpec::Returns
+            | IndicatorSpec::LogReturns
+    )
+}
+
+/// The figures of the bars `window` of `close` (docs §2.12.1): the return
+/// from the close before the window (else its first), the annualised
+/// volatility of those daily returns, the deepest drawdown within the
+/// window, and with `earlier` the deepest against the running peak of all
+/// the closes before it too, when that peak lies before the window.
+fn period_figures(
+    close: &[f64],
+    dates: &[NaiveDate],
+    window: std::ops::Range<usize>,
+    earlier: bool,
+) -> Option<PeriodFigures> {
+    use crate::research::backtest::metrics;
+    let inside = close.get(window.clone())?;
+    let (first, last) = (window.start, window.end.checked_sub(1)?);
+    let base = first.saturating_sub(1);
+    let with_base = close.get(base..window.end)?;
+    let day = |i: usize| dates.get(i).map(ToString::to_string).unwrap_or_default();
+    let returns: Vec<f64> = with_base.windows(2).map(|w| w[1] / w[0] - 1.0).collect();
+    let sd = metrics::std(&returns);
+    let spans = |d: metrics::DrawdownSpan, offset: usize| DrawdownDates {
+        depth: d.depth,
+        peak: day(d.peak + offset),
+        trough: day(d.trough + offset),
+        recovery: d.recovery.map(|r| day(r + offset)),
+    };
+    let from_earlier = earlier
+        .then(|| metrics::deepest_drawdown_since(close.get(..window.end)?, 0.0, first))
+        .flatten()
+        .filter(|d| d.peak < first)
+        .map(|d| spans(d, 0));
+    Some(PeriodFigures {
+        first_date: day(first),
+        last_date: day(last),
+        bars: inside.len(),
+        return_from: day(base),
+        total_return: close.get(last)? / close.get(base)? - 1.0,
+        daily_returns: returns.len(),
+        annualized_volatility: (returns.len() >= 2).then(|| sd * 252f64.sqrt()),
+        max_drawdown_window: metrics::deepest_drawdown(inside, 0.0).map(|d| spans(d, first)),
+        drawdown_from_earlier_peak: from_earlier,
+    })
+}
+
 // Each is made of the shared market data alone.
 built_from_data!(GetMarketData, TechnicalIndicator);
 
@@ -674,6 +742,71 @@ mod tests {
         .unwrap();
         assert_eq!(limited["returned"], 3);
         assert_eq!(limited["rows"][0][0], "2005-01-03");
+    }
+
+    #[tokio::test]
+    async fn a_period_s_drawdown_is_measured_within_it_with_its_dates() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let r = registry();
+        let out = call(
+            &r,
+            "technical_indicator",
+            json!({"symbol": "SPY", "indicator": "drawdown", "start": "2008-01-01", "end": "2008-12-31"}),
+            &c,
+        )
+        .await
+        .unwrap();
+        let p = &out["period"];
+        // Independently: a plain loop over the embedded adjusted closes.
+        let day = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").ok();
+        let all = crate::research::data::embedded::load("SPY", None, day("2008-12-31")).unwrap();
+        let (dates, close) = (&all.bars.dates, &all.bars.close);
+        let from = dates.partition_point(|d| Some(*d) < day("2008-01-01"));
+        let (mut peak, mut peak_i, mut worst) = (close[from], from, (0.0f64, from, from));
+        for (i, &c) in close.iter().enumerate().skip(from) {
+            if c > peak {
+                (peak, peak_i) = (c, i);
+            }
+            if c / peak - 1.0 < worst.0 {
+                worst = (c / peak - 1.0, peak_i, i);
+            }
+        }
+        let w = &p["max_drawdown_window"];
+        assert!(
+            (w["depth"].as_f64().unwrap() - worst.0).abs() < 1e-12,
+            "{p}"
+        );
+        assert_eq!(w["peak"], dates[worst.1].to_string());
+        assert_eq!(w["trough"], dates[worst.2].to_string());
+        assert!(w["recovery"].is_null(), "SPY ended 2008 below its peak");
+        assert_eq!(
+            (p["first_date"].as_str(), p["last_date"].as_str()),
+            (Some("2008-01-02"), Some("2008-12-31"))
+        );
+        // The running peak over all the history: late 2007, before 2008.
+        let e = &p["drawdown_from_earlier_peak"];
+        assert!(e["peak"].as_str().unwrap() < "2008-01-01", "{e}");
+        let top = close[..from].iter().cloned().fold(f64::MIN, f64::max);
+        assert!((e["depth"].as_f64().unwrap() - (close[worst.2] / top - 1.0)).abs() < 1e-12);
+        assert!(e["depth"].as_f64().unwrap() < w["depth"].as_f64().unwrap());
+        // The return runs from the last close of 2007.
+        assert_eq!(p["return_from"], dates[from - 1].to_string());
+        let ret = close[close.len() - 1] / close[from - 1] - 1.0;
+        assert!((p["total_return"].as_f64().unwrap() - ret).abs() < 1e-12);
+        assert_eq!(p["daily_returns"], close.len() - from);
+        // The figures the issue quotes: -47.95 % within, -51.78 % from 2007.
+        assert_eq!(format!("{:.2}", worst.0 * 100.0), "-47.95");
+        // Indicators that are not about a period carry none.
+        let rsi = call(
+            &r,
+            "technical_indicator",
+            json!({"symbol": "SPY", "indicator": "rsi", "start": "2008-01-01", "end": "2008-12-31"}),
+            &c,
+        )
+        .await
+        .unwrap();
+        assert!(rsi.get("period").is_none());
     }
 
     #[tokio::test]

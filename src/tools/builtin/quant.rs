@@ -655,6 +655,68 @@ pub(crate) struct Returns {
     pub(crate) data: ReturnsData,
 }
 
+/// The risk-free rate a tool's Sharpe is measured over (docs §15.1.1),
+/// one convention for every tool: the `risk_free` a call gives (annual,
+/// decimal), else the embedded 3-month T-bill on the returns' own dates
+/// as the backtest measures it, else zero with the reason.
+pub(crate) struct SharpeRate {
+    /// The daily rate of each return (its end date's yield y as
+    /// (1 + y)^(1/252) − 1).
+    pub(crate) per_return: Vec<f64>,
+    /// A year of it: the given rate, else 252 × the mean daily rate.
+    pub(crate) annual: f64,
+    /// What it is, in words, with its source.
+    pub(crate) basis: String,
+}
+
+/// [`SharpeRate`] for `n` returns ending on `dates[1..]` (`dates` has one
+/// more: the close before the first return).
+pub(crate) fn sharpe_rate(
+    given: Option<f64>,
+    dates: Option<&[NaiveDate]>,
+    n: usize,
+) -> Result<SharpeRate, ToolError> {
+    if let Some(x) = given {
+        let x = rate("risk_free", x)?;
+        let daily = (1.0 + x).powf(1.0 / 252.0) - 1.0;
+        return Ok(SharpeRate {
+            per_return: vec![daily; n],
+            annual: x,
+            basis: format!(
+                "excess over the risk_free rate given, {:.4} % a year",
+                x * 100.0
+            ),
+        });
+    }
+    let why = match dates.filter(|d| d.len() == n + 1) {
+        Some(d) => {
+            let rf = crate::research::data::rates::per_bar(d, 252.0);
+            if rf.label == "treasury_3m" {
+                let per_return = rf.per_bar.get(1..).map(<[f64]>::to_vec).unwrap_or_default();
+                let annual = 252.0 * per_return.iter().sum::<f64>() / n.max(1) as f64;
+                let note = rf.note.map(|n| format!("; {n}")).unwrap_or_default();
+                return Ok(SharpeRate {
+                    per_return,
+                    annual,
+                    basis: format!(
+                        "excess over the 3-month T-bill on the same dates ({}; mean {:.4} % a year{note})",
+                        crate::research::data::rates::ATTRIBUTION,
+                        annual * 100.0
+                    ),
+                });
+            }
+            rf.note
+                .unwrap_or_else(|| "the Treasury curve does not cover the dates".into())
+        }
+        None => "returns given without dates".into(),
+    };
+    Ok(SharpeRate {
+        per_return: vec![0.0; n],
+        annual: 0.0,
+        basis: format!("a zero risk-free rate ({why}; give risk_free to set one)"),
+    })
+}
+
 pub(crate) async fn returns_from(
     data: &MarketData,
     ctx: &ToolContext,
@@ -873,9 +935,17 @@ impl TypedTool for PortfolioOptimize {
             args.end.as_deref(),
         )
         .await?;
+        let days = r.columns.first().map_or(0, Vec::len);
+        // A rate out of range is refused under the name the call used.
+        let given = match (args.risk_free, args.risk_free_rate) {
+            (Some(x), _) => Some(rate("risk_free", x)?),
+            (None, Some(x)) => Some(rate("risk_free_rate", x)?),
+            (None, None) => None,
+        };
+        let rf = sharpe_rate(given, r.dates.as_deref(), days)?;
         let o = OptimizeOptions {
             method,
-            risk_free_rate: rate("risk_free_rate", args.risk_free_rate.unwrap_or(0.0))?,
+            risk_free_rate: rf.annual,
             min_weight: args.min_weight.unwrap_or(0.0),
             max_weight: args.max_weight.unwrap_or(1.0),
             covariance,
@@ -901,7 +971,8 @@ impl TypedTool for PortfolioOptimize {
             max_weight: o.max_weight,
             shrinkage: p.shrinkage,
             data: r.data,
-            conventions: "annual: μ = mean daily simple return × 252, Σ = covariance × 252 (sample: ddof 1); Sharpe = (μᵀw − risk_free_rate) / √(wᵀΣw); risk contribution = w_i·(Σw)_i / wᵀΣw".into(),
+            risk_free: rf.basis,
+            conventions: "annual: μ = mean daily simple return × 252, Σ = covariance × 252 (sample: ddof 1); Sharpe = (μᵀw − risk_free_rate) / √(wᵀΣw), risk_free_rate a year as `risk_free` says (docs §15.1.1); risk contribution = w_i·(Σw)_i / wᵀΣw".into(),
         })
     }
 }
