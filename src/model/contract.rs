@@ -466,6 +466,9 @@ pub struct BacktestArgs {
     /// Benchmark ticker (default SPY for US stocks)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub benchmark: Option<String>,
+    /// Annual risk-free rate (decimal) for Sharpe and Sortino; leave out for the 3-month T-bill over the same dates
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk_free: Option<f64>,
     /// rules: when to be long, e.g. "sma(close, 20) > sma(close, 50)" (sma ema rsi std highest lowest lag roc bb_upper bb_lower macd macd_signal macd_hist atr crosses_above crosses_below on open high low close volume)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
@@ -479,7 +482,7 @@ pub struct BacktestArgs {
     /// Run directory (default: the current run dir; relative paths resolve there; must stay inside the run dir or the workspace)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_dir: Option<String>,
-    /// The whole config.json instead (keys codes, start_date, end_date, strategy {name, params} or {rules: {entry, exit}}, commission_rate, slippage, min_commission, stamp_tax, lot_size, allow_short, initial_cash, benchmark, source, position_adjustment, validation {monte_carlo, bootstrap, walk_forward}); validated before it is written
+    /// The whole config.json instead (keys codes, start_date, end_date, strategy {name, params} or {rules: {entry, exit}}, commission_rate, slippage, min_commission, stamp_tax, lot_size, allow_short, initial_cash, benchmark, risk_free, source, position_adjustment, validation {monte_carlo, bootstrap, walk_forward}); validated before it is written
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<Map<String, Value>>,
 }

@@ -468,6 +468,11 @@ async fn the_same_buy_and_hold_has_one_sharpe_in_every_tool() {
             call("overfitting", held),
             call("portfolio_optimize", po0),
             call("overfitting", o0),
+            call(
+                "backtest",
+                json!({"strategy": "buy_and_hold", "symbols": ["SPY"], "start": start, "end": end,
+                       "commission_rate": 0.0, "slippage": 0.0, "risk_free": 0.0}),
+            ),
         ],
     )
     .await;
@@ -499,4 +504,9 @@ async fn the_same_buy_and_hold_has_one_sharpe_in_every_tool() {
     let z0 = out(4)["sharpe_annualized"].as_f64().unwrap();
     assert!(p0 - portfolio > 0.2, "{p0} vs {portfolio}");
     assert!((p0 - z0).abs() < 0.01, "{p0} vs {z0}");
+    // The backtest takes the same override and says so.
+    let bt0 = out(5);
+    assert_eq!(bt0["metrics"]["risk_free"], "given", "{}", answers[5]);
+    let b0 = bt0["metrics"]["sharpe"].as_f64().unwrap();
+    assert!((b0 - p0).abs() < 0.03, "{b0} vs {p0}");
 }

@@ -203,6 +203,9 @@ pub struct BacktestConfig {
     /// default: SPY for US equities, else the equal weight of the codes
     /// (see `backtest::benchmark`).
     pub benchmark: Option<String>,
+    /// `risk_free`: an annual rate (decimal) that Sharpe and Sortino use
+    /// instead of the 3-month T-bill (docs §15.1.1); `None`: the T-bill.
+    pub risk_free: Option<f64>,
     pub strategy: StrategySpec,
     pub validation: ValidationConfig,
     /// `warmup_bars`: history bars to load before `start_date` for the
@@ -238,6 +241,7 @@ pub(crate) const SUPPORTED_KEYS: &[&str] = &[
     "lot_size",
     "leverage",
     "benchmark",
+    "risk_free",
     "strategy",
     "validation",
     "warmup_bars",
@@ -781,6 +785,7 @@ impl BacktestConfig {
         let costs = parse_costs(&mut r);
         refuse_leverage_and_nonpositive_prices(&mut r);
         let benchmark = parse_benchmark(obj, &mut r);
+        let risk_free = r.number("risk_free", -0.05, false, 0.5);
         let warmup = r
             .integer("warmup_bars", 0, MAX_WARMUP_BARS)
             .and_then(|n| usize::try_from(n).ok());
@@ -830,6 +835,7 @@ impl BacktestConfig {
                 initial_cash,
                 costs,
                 benchmark,
+                risk_free,
                 strategy,
                 validation,
                 warmup,
@@ -919,6 +925,27 @@ mod tests {
         let mut v = base();
         v["warmup_bars"] = json!(-1);
         assert!(BacktestConfig::from_value(&v, false).is_err());
+    }
+
+    #[test]
+    fn a_risk_free_rate_is_read_within_its_range() {
+        let mut v = base();
+        v["risk_free"] = json!(0.02);
+        assert_eq!(
+            BacktestConfig::from_value(&v, false).unwrap().risk_free,
+            Some(0.02)
+        );
+        assert_eq!(
+            BacktestConfig::from_value(&base(), false)
+                .unwrap()
+                .risk_free,
+            None
+        );
+        for bad in [json!(0.9), json!(-0.2), json!("2%")] {
+            v["risk_free"] = bad.clone();
+            let e = BacktestConfig::from_value(&v, false).unwrap_err();
+            assert!(e.to_string().contains("risk_free"), "{bad}: {e}");
+        }
     }
 
     #[test]

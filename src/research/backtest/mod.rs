@@ -474,7 +474,12 @@ pub fn evaluate_warm(
     );
     let bench = benchmark::resolve(cfg, &panel, bench);
     let b_year = metrics::resolve_bars_per_year(bars_per_year(&markets), panel.n(), &panel.dates);
-    let risk_free = benchmark::risk_free(&markets, &panel.dates, b_year);
+    let risk_free = match cfg.risk_free {
+        Some(annual) => {
+            crate::research::data::rates::RiskFree::given(panel.dates.len(), annual, b_year)
+        }
+        None => benchmark::risk_free(&markets, &panel.dates, b_year),
+    };
     // Kept to the end as before the split: dropping them earlier made the
     // bench's 100 x 2,520 in-process case measurably slower.
     let trade_stats = trade_stats(&panel, &sim);
@@ -551,8 +556,8 @@ pub fn evaluate_warm(
 }
 
 /// The benchmark and the risk-free rate used, as result fields (docs §7.5):
-/// `benchmark` (a ticker or "equal_weight"), `risk_free` (`treasury_3m` or
-/// `zero`) and its mean annual rate, and a note for each when there is
+/// `benchmark` (a ticker or "equal_weight"), `risk_free` (`treasury_3m`,
+/// `given` by the config's `risk_free`, or `zero`) and its mean annual rate, and a note for each when there is
 /// something to say.
 fn put_benchmark_and_rate(
     scalars: &mut Map<String, Value>,

@@ -183,6 +183,7 @@ pub(crate) fn markdown(card: &Value) -> String {
                 r * 100.0
             ),
             (Some("zero"), _) => "zero".to_string(),
+            (Some("given"), Some(r)) => format!("the rate given, {:.2} % a year", r * 100.0),
             (other, _) => other.unwrap_or("").to_string(),
         },
         note(&b["risk_free_note"]),

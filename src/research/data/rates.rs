@@ -197,6 +197,30 @@ pub struct RiskFree {
 }
 
 impl RiskFree {
+    /// The annual rate `annual` (decimal) the caller gave, as a per-bar
+    /// rate on `n` bars with `bars_per_year` a year: (1 + r)^(1/B) − 1, 0
+    /// on the first bar (it has no return), as the T-bill's.
+    pub(crate) fn given(n: usize, annual: f64, bars_per_year: f64) -> Self {
+        let bar = if bars_per_year > 0.0 && annual > -1.0 {
+            (1.0 + annual).powf(1.0 / bars_per_year) - 1.0
+        } else {
+            0.0
+        };
+        let mut per_bar = vec![bar; n];
+        if let Some(first) = per_bar.first_mut() {
+            *first = 0.0;
+        }
+        RiskFree {
+            per_bar,
+            label: "given",
+            mean_annual: annual,
+            note: Some(format!(
+                "the risk_free rate given, {:.2} % a year, instead of the 3-month T-bill",
+                annual * 100.0
+            )),
+        }
+    }
+
     /// A zero rate for `n` bars, and why.
     pub(crate) fn zero(n: usize, why: impl Into<String>) -> Self {
         RiskFree {

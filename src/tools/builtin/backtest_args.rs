@@ -42,6 +42,7 @@ fn flat(args: &BacktestArgs) -> Map<String, Value> {
     put("slippage", args.slippage.map(Value::from));
     put("initial_cash", args.initial_cash.map(Value::from));
     put("benchmark", args.benchmark.clone().map(Value::from));
+    put("risk_free", args.risk_free.map(Value::from));
     put("validation", args.validation.clone());
     let rules = args.strategy.as_deref().map(str::trim) == Some("rules")
         || args.entry.is_some()
