@@ -122,6 +122,10 @@ pub struct TaskSpec {
     /// keeps it).
     #[serde(default)]
     pub input_from: InputFrom,
+    /// The decision rule the task's reader applies (docs §14.7), by a name
+    /// of `model::team_rules::RULES`; the member's message carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Located>,
 }
 
 /// `input_from` as an ordered list of `(key, task id)`.

@@ -55,6 +55,7 @@ struct Task {
     depends_on: Vec<String>,
     #[serde(default)]
     input_from: indexmap_free::Ordered,
+    decision: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -228,6 +229,46 @@ fn layers(p: &Preset) -> Vec<Vec<String>> {
         out.push(ready);
     }
     out
+}
+
+/// Every shipped reader (a task with upstream inputs) names its decision
+/// rule, each a rule the planner has, and every rule is some team's.
+#[test]
+fn every_shipped_reader_names_a_known_decision_rule() {
+    use vibedesk::model::team_rules::RULES;
+    let mut used = BTreeSet::new();
+    for p in presets() {
+        for t in &p.tasks {
+            if t.input_from.0.is_empty() {
+                assert!(
+                    t.decision.is_none(),
+                    "{}/{}: no inputs to decide on",
+                    p.name,
+                    t.id
+                );
+                continue;
+            }
+            let rule = t
+                .decision
+                .as_deref()
+                .unwrap_or_else(|| panic!("{}/{} names no decision rule", p.name, t.id));
+            assert!(RULES.contains(&rule), "{}/{}: '{rule}'", p.name, t.id);
+            assert!(used.insert(rule.to_string()), "'{rule}' is one team's rule");
+        }
+        // And validation accepts it as the swarm reads it.
+        let text = BUNDLED.iter().find(|(n, _)| *n == p.name).unwrap().1;
+        let parsed = vibedesk::swarm::preset::parse(text, &p.name).unwrap();
+        let catalog = vibedesk::swarm::validate::Catalog {
+            tools: allowed_tools().iter().map(|s| s.to_string()).collect(),
+            skills: shipped_skills(),
+        };
+        let r = vibedesk::swarm::validate::inspect(&parsed, &catalog);
+        assert!(r.is_ok(), "{}: {:?}", p.name, r.issues);
+    }
+    assert_eq!(
+        used,
+        RULES.iter().map(|r| r.to_string()).collect::<BTreeSet<_>>()
+    );
 }
 
 #[test]
