@@ -439,6 +439,7 @@ fn window_before(before: &str) -> Option<u32> {
 fn member_answer(message: &str, outcomes: &[Outcome<'_>]) -> String {
     let (own, upstream) = split_upstream(message);
     let rule = team_rules::read(own);
+    let given = team_rules::read_thresholds(own);
     let own = &team_rules::without_line(own);
     let mut subject = symbols(own);
     // The plan took the first MAX_SYMBOLS tickers named: say which it
@@ -446,7 +447,7 @@ fn member_answer(message: &str, outcomes: &[Outcome<'_>]) -> String {
     let left = subject.split_off(subject.len().min(MAX_SYMBOLS));
     let subject = subject.join(", ");
     let sections = upstream.map(upstream_sections).unwrap_or_default();
-    let mut out = decision(outcomes, &sections, rule);
+    let mut out = decision(outcomes, &sections, rule, &given);
     if !outcomes.is_empty() {
         out.push_str(&format!(
             "## Findings{}\n\n| figure | value | as of | tool |\n|---|---|---|---|\n",
@@ -500,7 +501,12 @@ fn member_answer(message: &str, outcomes: &[Outcome<'_>]) -> String {
 
 /// The reader's decision by the rule its message names (docs §14.7): its
 /// own results and each upstream member's key figures on one board.
-fn decision(outcomes: &[Outcome<'_>], sections: &[Section<'_>], rule: Option<&str>) -> String {
+fn decision(
+    outcomes: &[Outcome<'_>],
+    sections: &[Section<'_>],
+    rule: Option<&str>,
+    given: &[(String, f64)],
+) -> String {
     if sections.is_empty() {
         return String::new();
     }
@@ -513,7 +519,7 @@ fn decision(outcomes: &[Outcome<'_>], sections: &[Section<'_>], rule: Option<&st
     for s in sections {
         board.read(s.key, s.body);
     }
-    rule.and_then(|r| verdict(r, &board))
+    rule.and_then(|r| verdict(r, given, &board))
         .map_or_else(String::new, |v| v.render())
 }
 

@@ -8,7 +8,9 @@
 //! A rule whose figures are missing says "no decision" and why, rather
 //! than deciding on less.
 //!
-//! Thresholds are constants here and are the ones docs §14.7 lists; the
+//! Thresholds are constants here and are the ones docs §14.7 lists, except
+//! a rule's in `model::team_rules::THRESHOLDS`, which the preset may set
+//! (`thresholds:` beside `decision:`) and the rule line carries; the
 //! shipped presets' prompts state the same rules for a model.
 
 use super::board::{Board, Fig, OWN};
@@ -16,8 +18,10 @@ use super::rule::{Need, Point, Verdict, stance};
 use super::verdict_teams as teams;
 
 /// The rule named `rule` (a name of `model::team_rules::RULES`), if the
-/// planner has it.
-pub(super) fn verdict(rule: &str, b: &Board) -> Option<Verdict> {
+/// planner has it, with the thresholds its line `given` (the rest at their
+/// defaults, `model::team_rules::THRESHOLDS`).
+pub(super) fn verdict(rule: &str, given: &[(String, f64)], b: &Board) -> Option<Verdict> {
+    let at = |name: &str| crate::model::team_rules::threshold(rule, given, name);
     Some(match rule {
         "risk_review" => risk_review(b),
         "bull_rebuttal" => rebuttal_member(b, Side::Bull),
@@ -30,7 +34,7 @@ pub(super) fn verdict(rule: &str, b: &Board) -> Option<Verdict> {
         "crypto" => teams::crypto(b),
         "equity" => teams::equity(b),
         "factors" => teams::factors(b),
-        "macro_regimes" => teams::macro_regimes(b),
+        "macro_regimes" => teams::macro_regimes(b, at("min_sharpe_gap")),
         "portfolio" => teams::portfolio(b),
         "risk_memo" => teams::risk_memo(b),
         "technical_panel" => teams::technical_panel(b),
@@ -638,14 +642,33 @@ mod tests {
     }
 
     fn decide(b: &Board) -> String {
-        verdict("committee", b).unwrap().render()
+        verdict("committee", &[], b).unwrap().render()
     }
 
     #[test]
     fn every_named_rule_is_one_the_planner_has() {
         for rule in crate::model::team_rules::RULES {
-            assert!(verdict(rule, &Board::default()).is_some(), "{rule}");
+            assert!(verdict(rule, &[], &Board::default()).is_some(), "{rule}");
         }
+    }
+
+    #[test]
+    fn the_macro_rule_reads_its_gap_from_the_line_else_its_default() {
+        let mut b = Board::default();
+        for (key, v) in [
+            ("hiking", "0.90"),
+            ("easing", "0.10"),
+            ("zero_rates", "0.50"),
+        ] {
+            b.add(key, "X buy_and_hold Sharpe (annualized, rf 0 %)", v, P);
+        }
+        let title = |given: &[(String, f64)]| verdict("macro_regimes", given, &b).unwrap().title;
+        // A gap of 0.80: under the default 1.0, over a preset's 0.5.
+        assert_eq!(title(&[]), "Decision: not clearly rate-regime-sensitive");
+        let given = [("min_sharpe_gap".to_string(), 0.5)];
+        assert!(title(&given).starts_with("Decision: rate-regime-sensitive"));
+        let text = verdict("macro_regimes", &given, &b).unwrap().render();
+        assert!(text.contains("differ by 0.5 or more"), "{text}");
     }
 
     #[test]
@@ -719,7 +742,7 @@ mod tests {
         );
         assert!(text.contains("missing from `bear_report` (a tool call failed: technical_indicator: no data for ZZZ)"), "{text}");
         // A rule the planner does not have gives no verdict at all.
-        assert!(verdict("vibes", &b).is_none());
+        assert!(verdict("vibes", &[], &b).is_none());
     }
 
     #[test]
@@ -757,7 +780,7 @@ mod tests {
             "0.70",
             oos,
         );
-        let text = verdict("quant_desk", &b).unwrap().render();
+        let text = verdict("quant_desk", &[], &b).unwrap().render();
         // 0.60 ≥ 0.5 and ≥ half of 0.90: survives; 0.70 < half of 1.50: does not.
         assert!(
             text.starts_with(

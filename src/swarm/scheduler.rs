@@ -492,10 +492,11 @@ impl Dag<'_> {
         // The rule line goes just before the upstream results, where the
         // member's own request ends (docs §14.7).
         let context = match (&task.decision, context) {
-            (Some(rule), Some(ctx)) => {
-                Some(format!("{}\n\n{ctx}", team_rules::line(rule.as_str())))
-            }
-            (Some(rule), None) => Some(team_rules::line(rule.as_str())),
+            (Some(rule), Some(ctx)) => Some(format!(
+                "{}\n\n{ctx}",
+                team_rules::line_with(rule.as_str(), &task.thresholds)
+            )),
+            (Some(rule), None) => Some(team_rules::line_with(rule.as_str(), &task.thresholds)),
             (None, ctx) => ctx,
         };
         Some(Job {

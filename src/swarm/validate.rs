@@ -234,9 +234,36 @@ fn check_references(preset: &Preset, graph: &Graph<'_>, f: &mut Findings) {
 /// A task's `decision` must name a rule the offline planner has: an
 /// unknown one would silently decide nothing.
 fn check_decisions(preset: &Preset, f: &mut Findings) {
-    use crate::model::team_rules::{RULES, is_rule};
+    use crate::model::team_rules::{RULES, is_rule, thresholds_of};
     for t in &preset.tasks {
-        let Some(rule) = &t.decision else { continue };
+        let Some(rule) = &t.decision else {
+            if !t.thresholds.is_empty() {
+                f.error(
+                    t.id.line,
+                    format!("task '{}' sets thresholds but names no decision rule", t.id),
+                );
+            }
+            continue;
+        };
+        let known = thresholds_of(rule.as_str());
+        for (name, value) in &t.thresholds {
+            if !known.iter().any(|(n, _)| n == name) {
+                let names: Vec<&str> = known.iter().map(|(n, _)| *n).collect();
+                f.error(
+                    rule.line,
+                    format!(
+                        "task '{}': decision rule '{rule}' has no threshold '{name}'; its thresholds are: {}",
+                        t.id,
+                        if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                    ),
+                );
+            } else if !value.is_finite() {
+                f.error(
+                    rule.line,
+                    format!("task '{}': threshold '{name}' is not a number", t.id),
+                );
+            }
+        }
         if !is_rule(rule.as_str()) {
             f.error(
                 rule.line,

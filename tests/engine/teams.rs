@@ -56,6 +56,8 @@ struct Task {
     #[serde(default)]
     input_from: indexmap_free::Ordered,
     decision: Option<String>,
+    #[serde(default)]
+    thresholds: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -268,6 +270,52 @@ fn every_shipped_reader_names_a_known_decision_rule() {
     assert_eq!(
         used,
         RULES.iter().map(|r| r.to_string()).collect::<BTreeSet<_>>()
+    );
+}
+
+/// The thresholds a shipped preset sets are the rule's defaults and the
+/// ones docs §14.7 states, each as the docs word it (rule, name, text).
+#[test]
+fn shipped_thresholds_are_the_defaults_and_the_documented_ones() {
+    use vibedesk::model::team_rules::{THRESHOLDS, thresholds_of};
+    let docs = std::fs::read_to_string(repo().join("docs/14-swarm.md")).unwrap();
+    let section = docs
+        .split("### 14.7 ")
+        .nth(1)
+        .and_then(|s| s.split("\n### ").next())
+        .unwrap();
+    let stated = |name: &str, v: f64| match name {
+        "min_sharpe_gap" => format!("sensitive when best − worst ≥ {v:.1}"),
+        other => panic!("say how docs §14.7 states '{other}'"),
+    };
+    let mut set = BTreeSet::new();
+    for p in presets() {
+        for t in &p.tasks {
+            let Some(rule) = t.decision.as_deref() else {
+                continue;
+            };
+            for (name, value) in &t.thresholds {
+                let default = thresholds_of(rule).iter().find(|(n, _)| n == name);
+                assert_eq!(
+                    default.map(|d| d.1),
+                    Some(*value),
+                    "{}/{}: {name}",
+                    p.name,
+                    t.id
+                );
+                let want = stated(name, *value);
+                assert!(section.contains(&want), "docs §14.7 states {want}");
+                set.insert((rule.to_string(), name.clone()));
+            }
+        }
+    }
+    let all: BTreeSet<(String, String)> = THRESHOLDS
+        .iter()
+        .flat_map(|(r, t)| t.iter().map(move |(n, _)| (r.to_string(), n.to_string())))
+        .collect();
+    assert_eq!(
+        set, all,
+        "every rule's threshold is set in its shipped preset"
     );
 }
 
