@@ -10,6 +10,7 @@ pub mod names;
 pub mod quant;
 pub mod stats;
 pub mod sweep;
+pub mod team_rules;
 pub mod universe;
 
 use serde::{Deserialize, Deserializer, Serialize};

@@ -24,6 +24,7 @@ use super::{
     num, pct, prices_answer, source_for, symbol, symbols, typed,
 };
 use crate::model::names as tool;
+use crate::model::team_rules;
 
 /// Most tool calls one member makes in its batch.
 const MAX_CALLS: usize = 8;
@@ -113,7 +114,8 @@ pub(super) fn is_member(message: &str) -> bool {
 pub(super) fn plan(message: &str, outcomes: &[Outcome<'_>], offered: &[String]) -> Plan {
     if outcomes.is_empty() {
         let (own, upstream) = split_upstream(message);
-        let mut calls = member_calls_with(own, Some(offered), upstream);
+        let own = team_rules::without_line(own);
+        let mut calls = member_calls_with(&own, Some(offered), upstream);
         match calls.len() {
             0 => {}
             1 => return Plan::Call(calls.remove(0)),
@@ -436,13 +438,16 @@ fn window_before(before: &str) -> Option<u32> {
 /// tool), then each result in detail, then what the upstream members found.
 fn member_answer(message: &str, outcomes: &[Outcome<'_>]) -> String {
     let (own, upstream) = split_upstream(message);
+    let rule = team_rules::read(own);
+    let given = team_rules::read_thresholds(own);
+    let own = &team_rules::without_line(own);
     let mut subject = symbols(own);
     // The plan took the first MAX_SYMBOLS tickers named: say which it
     // left, rather than drop them silently.
     let left = subject.split_off(subject.len().min(MAX_SYMBOLS));
     let subject = subject.join(", ");
     let sections = upstream.map(upstream_sections).unwrap_or_default();
-    let mut out = decision(outcomes, &sections);
+    let mut out = decision(outcomes, &sections, rule, &given);
     if !outcomes.is_empty() {
         out.push_str(&format!(
             "## Findings{}\n\n| figure | value | as of | tool |\n|---|---|---|---|\n",
@@ -494,10 +499,14 @@ fn member_answer(message: &str, outcomes: &[Outcome<'_>]) -> String {
     out
 }
 
-/// The reader's decision by its team's rule (docs §14.7), when the
-/// upstream keys are a shipped team's: its own results and each upstream
-/// member's key figures on one board.
-fn decision(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> String {
+/// The reader's decision by the rule its message names (docs §14.7): its
+/// own results and each upstream member's key figures on one board.
+fn decision(
+    outcomes: &[Outcome<'_>],
+    sections: &[Section<'_>],
+    rule: Option<&str>,
+    given: &[(String, f64)],
+) -> String {
     if sections.is_empty() {
         return String::new();
     }
@@ -510,8 +519,8 @@ fn decision(outcomes: &[Outcome<'_>], sections: &[Section<'_>]) -> String {
     for s in sections {
         board.read(s.key, s.body);
     }
-    let keys: Vec<&str> = sections.iter().map(|s| s.key).collect();
-    verdict(&keys, &board).map_or_else(String::new, |v| v.render())
+    rule.and_then(|r| verdict(r, given, &board))
+        .map_or_else(String::new, |v| v.render())
 }
 
 /// One row of the key-figures table.
@@ -1453,7 +1462,8 @@ mod tests {
         // An answer a model wrote: prose, a nested heading, a cut.
         let bear = "The stock fell 59.88 % from its high to 2009-01-20.\n### Not a section\nRSI peaked at 88.06 on 2012-02-14.\nNo numbers here.\n[cut: 120 of 6120 characters omitted; the full answer is in /runs/x]";
         let message = format!(
-            "Weigh both cases on AAPL below. Backtest buy and hold of AAPL from 2008-01-01 to 2012-12-31.\n\n{}",
+            "Weigh both cases on AAPL below. Backtest buy and hold of AAPL from 2008-01-01 to 2012-12-31.\n{}\n\n{}",
+            team_rules::line("risk_review"),
             upstream(&[
                 ("bull_report", "task-bull", "Bull-side Researcher", bull),
                 ("bear_report", "task-bear", "Bear-side Researcher", bear),
@@ -1510,6 +1520,33 @@ mod tests {
                 "{t}"
             ),
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_rule_line_not_the_keys_chooses_the_decision() {
+        let bull = "| AAPL close | 69.01 | 2012-12-31 | get_market_data |\n";
+        let sections = upstream(&[
+            ("bull_report", "task-bull", "Bull", bull),
+            ("bear_report", "task-bear", "Bear", "no figures"),
+        ]);
+        let answer = |line: &str| {
+            let message = format!("Weigh both cases.\n{line}\n\n{sections}");
+            // The rule line is no request: nothing to compute.
+            match plan(&message, &[], &all_tools()) {
+                Plan::Answer(t) => t,
+                other => panic!("{other:?}"),
+            }
+        };
+        // The keys are the risk officer's, the line names the pairs desk.
+        let pairs = answer(&team_rules::line("pairs"));
+        assert!(pairs.starts_with("## Decision: no decision\n"), "{pairs}");
+        assert!(!pairs.contains("Risk limits"), "{pairs}");
+        let risk = answer(&team_rules::line("risk_review"));
+        assert!(risk.starts_with("## Risk limits: no decision\n"), "{risk}");
+        // No line, or a name the planner lacks: no verdict at all.
+        for none in [answer(""), answer("Decision rule: vibes")] {
+            assert!(none.starts_with("## What each member found\n"), "{none}");
         }
     }
 

@@ -1,44 +1,44 @@
 //! Decisions by rule (docs §14.7): with no model, a shipped team's reader
 //! weighs its members' figures by a fixed, documented rule and states the
-//! outcome, naming the figure each argument rests on. The rule is chosen
-//! by the reader's `input_from` keys (each shipped reader has its own set);
-//! an unknown set gets no verdict. A rule whose figures are missing says
-//! "no decision" and why, rather than deciding on less.
+//! outcome, naming the figure each argument rests on. The preset names the
+//! rule (a task's `decision: risk_review`); the swarm writes it into the
+//! member's message as a `Decision rule: NAME` line and the rule is chosen
+//! by that name alone: a message without the line, or with a name not in
+//! `model::team_rules::RULES`, gets no verdict, whatever its upstream keys.
+//! A rule whose figures are missing says "no decision" and why, rather
+//! than deciding on less.
 //!
-//! Thresholds are constants here and are the ones docs §14.7 lists; the
+//! Thresholds are constants here and are the ones docs §14.7 lists, except
+//! a rule's in `model::team_rules::THRESHOLDS`, which the preset may set
+//! (`thresholds:` beside `decision:`) and the rule line carries; the
 //! shipped presets' prompts state the same rules for a model.
 
 use super::board::{Board, Fig, OWN};
 use super::rule::{Need, Point, Verdict, stance};
 use super::verdict_teams as teams;
 
-/// The rule for the reader whose upstream keys are `keys`, if it has one.
-pub(super) fn verdict(keys: &[&str], b: &Board) -> Option<Verdict> {
-    let mut k: Vec<&str> = keys.to_vec();
-    k.sort_unstable();
-    Some(match k.as_slice() {
-        ["bear_report", "bull_report"] => risk_review(b),
-        ["bear_case", "own_case"] => rebuttal_member(b, Side::Bull),
-        ["bull_case", "own_case"] => rebuttal_member(b, Side::Bear),
-        [
-            "bear_rebuttal",
-            "bear_report",
-            "bull_rebuttal",
-            "bull_report",
-            "risk_review",
-        ] => committee(b),
-        ["co_movement", "reversion", "stretch"] => teams::pairs(b),
-        ["breakout", "reversion", "trend"] => teams::validation(b),
-        ["breakout", "reversion", "trend", "validation"] => teams::quant_desk(b),
-        ["base_case", "cost_stress", "walk_forward"] => teams::audit(b),
-        ["breakout", "trend", "volatility"] => teams::crypto(b),
-        ["backtests", "price_study", "technicals"] => teams::equity(b),
-        ["low_volatility", "momentum", "reversal"] => teams::factors(b),
-        ["easing", "hiking", "zero_rates"] => teams::macro_regimes(b),
-        ["diversification", "holding_risk", "performance"] => teams::portfolio(b),
-        ["correlation", "market_risk", "stress_test"] => teams::risk_memo(b),
-        ["momentum", "trend", "volatility"] => teams::technical_panel(b),
-        ["pricing", "stress", "volatility"] => super::verdict_quant::options_desk(b),
+/// The rule named `rule` (a name of `model::team_rules::RULES`), if the
+/// planner has it, with the thresholds its line `given` (the rest at their
+/// defaults, `model::team_rules::THRESHOLDS`).
+pub(super) fn verdict(rule: &str, given: &[(String, f64)], b: &Board) -> Option<Verdict> {
+    let at = |name: &str| crate::model::team_rules::threshold(rule, given, name);
+    Some(match rule {
+        "risk_review" => risk_review(b),
+        "bull_rebuttal" => rebuttal_member(b, Side::Bull),
+        "bear_rebuttal" => rebuttal_member(b, Side::Bear),
+        "committee" => committee(b),
+        "pairs" => teams::pairs(b),
+        "validation" => teams::validation(b),
+        "quant_desk" => teams::quant_desk(b),
+        "backtest_audit" => teams::audit(b),
+        "crypto" => teams::crypto(b),
+        "equity" => teams::equity(b),
+        "factors" => teams::factors(b),
+        "macro_regimes" => teams::macro_regimes(b, at("min_sharpe_gap")),
+        "portfolio" => teams::portfolio(b),
+        "risk_memo" => teams::risk_memo(b),
+        "technical_panel" => teams::technical_panel(b),
+        "options_desk" => super::verdict_quant::options_desk(b),
         _ => return None,
     })
 }
@@ -642,14 +642,33 @@ mod tests {
     }
 
     fn decide(b: &Board) -> String {
-        let keys = [
-            "bull_report",
-            "bear_report",
-            "bull_rebuttal",
-            "bear_rebuttal",
-            "risk_review",
-        ];
-        verdict(&keys, b).unwrap().render()
+        verdict("committee", &[], b).unwrap().render()
+    }
+
+    #[test]
+    fn every_named_rule_is_one_the_planner_has() {
+        for rule in crate::model::team_rules::RULES {
+            assert!(verdict(rule, &[], &Board::default()).is_some(), "{rule}");
+        }
+    }
+
+    #[test]
+    fn the_macro_rule_reads_its_gap_from_the_line_else_its_default() {
+        let mut b = Board::default();
+        for (key, v) in [
+            ("hiking", "0.90"),
+            ("easing", "0.10"),
+            ("zero_rates", "0.50"),
+        ] {
+            b.add(key, "X buy_and_hold Sharpe (annualized, rf 0 %)", v, P);
+        }
+        let title = |given: &[(String, f64)]| verdict("macro_regimes", given, &b).unwrap().title;
+        // A gap of 0.80: under the default 1.0, over a preset's 0.5.
+        assert_eq!(title(&[]), "Decision: not clearly rate-regime-sensitive");
+        let given = [("min_sharpe_gap".to_string(), 0.5)];
+        assert!(title(&given).starts_with("Decision: rate-regime-sensitive"));
+        let text = verdict("macro_regimes", &given, &b).unwrap().render();
+        assert!(text.contains("differ by 0.5 or more"), "{text}");
     }
 
     #[test]
@@ -722,8 +741,8 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("missing from `bear_report` (a tool call failed: technical_indicator: no data for ZZZ)"), "{text}");
-        // A reader with unknown keys gets no rule at all.
-        assert!(verdict(&["a", "b"], &b).is_none());
+        // A rule the planner does not have gives no verdict at all.
+        assert!(verdict("vibes", &[], &b).is_none());
     }
 
     #[test]
@@ -761,9 +780,7 @@ mod tests {
             "0.70",
             oos,
         );
-        let text = verdict(&["validation", "trend", "reversion", "breakout"], &b)
-            .unwrap()
-            .render();
+        let text = verdict("quant_desk", &[], &b).unwrap().render();
         // 0.60 ≥ 0.5 and ≥ half of 0.90: survives; 0.70 < half of 1.50: does not.
         assert!(
             text.starts_with(

@@ -673,8 +673,10 @@ pub(super) fn factors(b: &Board) -> Verdict {
 }
 
 /// `macro_rates`: how much the regimes differ, and the precedents.
-pub(super) fn macro_regimes(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): the regimes are ranked by buy and hold's Sharpe in each; the stock is rate-regime-sensitive when the best and the worst differ by 1.0 or more, else not clearly so; each rate turn is read against its nearest precedent (a hiking turn: the hiking cycle; cuts: the easing cycle; rates held at zero: the zero-rate years). Scenarios, not forecasts or advice.";
+pub(super) fn macro_regimes(b: &Board, min_gap: f64) -> Verdict {
+    let rule = &format!(
+        "Rule (docs §14.7): the regimes are ranked by buy and hold's Sharpe in each; the stock is rate-regime-sensitive when the best and the worst differ by {min_gap:.1} or more, else not clearly so; each rate turn is read against its nearest precedent (a hiking turn: the hiking cycle; cuts: the easing cycle; rates held at zero: the zero-rate years). Scenarios, not forecasts or advice."
+    );
     let names = [
         ("hiking", "the 2004–2006 hiking cycle"),
         ("easing", "the 2007–2008 easing cycle"),
@@ -724,7 +726,7 @@ pub(super) fn macro_regimes(b: &Board) -> Verdict {
             body.push(format!("- {turn}: the precedent is {}.", f.cite()));
         }
     }
-    let title = if gap >= 1.0 {
+    let title = if gap >= min_gap {
         format!(
             "Decision: rate-regime-sensitive (best in `{}`, worst in `{}`)",
             best.0, worst.0
@@ -734,7 +736,7 @@ pub(super) fn macro_regimes(b: &Board) -> Verdict {
     };
     Verdict {
         title,
-        rule: rule.into(),
+        rule: rule.clone(),
         body,
     }
 }

@@ -122,6 +122,54 @@ pub struct TaskSpec {
     /// keeps it).
     #[serde(default)]
     pub input_from: InputFrom,
+    /// The decision rule the task's reader applies (docs §14.7), by a name
+    /// of `model::team_rules::RULES`; the member's message carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Located>,
+    /// The rule's thresholds by name, where the preset sets them (docs
+    /// §14.7); the rule's defaults otherwise.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "thresholds_map"
+    )]
+    pub thresholds: Vec<(String, f64)>,
+}
+
+/// `thresholds` as a YAML mapping of names to numbers, in the file's order.
+mod thresholds_map {
+    use serde::de::{Deserializer, MapAccess, Visitor};
+    use serde::ser::{SerializeMap, Serializer};
+    use std::fmt;
+
+    pub fn serialize<S: Serializer>(v: &[(String, f64)], s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(v.len()))?;
+        for (k, x) in v {
+            map.serialize_entry(k, x)?;
+        }
+        map.end()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, f64)>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Vec<(String, f64)>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping of threshold names to numbers")
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Vec::new())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(kv) = map.next_entry::<String, f64>()? {
+                    out.push(kv);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `input_from` as an ordered list of `(key, task id)`.

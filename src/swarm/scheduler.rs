@@ -27,6 +27,7 @@ use crate::agent::compaction::CompactionRequest;
 use crate::agent::events::{AgentEvent, RunStatus, SwarmTaskInfo, TaskState};
 use crate::agent::{EventSink, Loop, LoopDeps, RunOutcome, RunRequest};
 use crate::llm::{LlmError, Provider};
+use crate::model::team_rules;
 use crate::store::run_state::Status;
 use crate::store::{Paths, StoreError};
 use crate::tools::{BackgroundQueue, Registry};
@@ -488,6 +489,16 @@ impl Dag<'_> {
             })
             .collect();
         let context = (!upstream.is_empty()).then(|| upstream_context(&upstream));
+        // The rule line goes just before the upstream results, where the
+        // member's own request ends (docs §14.7).
+        let context = match (&task.decision, context) {
+            (Some(rule), Some(ctx)) => Some(format!(
+                "{}\n\n{ctx}",
+                team_rules::line_with(rule.as_str(), &task.thresholds)
+            )),
+            (Some(rule), None) => Some(team_rules::line_with(rule.as_str(), &task.thresholds)),
+            (None, ctx) => ctx,
+        };
         Some(Job {
             task: id.clone(),
             message: user_message(&task.prompt_template, self.vars, context.as_deref()),

@@ -1,6 +1,6 @@
 //! Validation (docs §14.2): errors (duplicate ids, unknown agents, unknown
 //! `input_from` tasks, cycles, unknown tools or skills, dependencies on
-//! unknown tasks) and warnings (`input_from` from a task that is not
+//! unknown tasks, unknown decision rules) and warnings (`input_from` from a task that is not
 //! upstream, variables used but not declared or declared but not used),
 //! each with the YAML line, and the topological layers of the task DAG.
 
@@ -124,6 +124,7 @@ pub fn inspect(preset: &Preset, catalog: &Catalog) -> Inspection {
     check_ids(preset, &mut f);
     check_agents(preset, catalog, &mut f);
     check_references(preset, &graph, &mut f);
+    check_decisions(preset, &mut f);
     let order = graph.topological();
     let layers = match graph.layers(&order) {
         Ok(l) => l,
@@ -226,6 +227,52 @@ fn check_references(preset: &Preset, graph: &Graph<'_>, f: &mut Findings) {
                     ),
                 );
             }
+        }
+    }
+}
+
+/// A task's `decision` must name a rule the offline planner has: an
+/// unknown one would silently decide nothing.
+fn check_decisions(preset: &Preset, f: &mut Findings) {
+    use crate::model::team_rules::{RULES, is_rule, thresholds_of};
+    for t in &preset.tasks {
+        let Some(rule) = &t.decision else {
+            if !t.thresholds.is_empty() {
+                f.error(
+                    t.id.line,
+                    format!("task '{}' sets thresholds but names no decision rule", t.id),
+                );
+            }
+            continue;
+        };
+        let known = thresholds_of(rule.as_str());
+        for (name, value) in &t.thresholds {
+            if !known.iter().any(|(n, _)| n == name) {
+                let names: Vec<&str> = known.iter().map(|(n, _)| *n).collect();
+                f.error(
+                    rule.line,
+                    format!(
+                        "task '{}': decision rule '{rule}' has no threshold '{name}'; its thresholds are: {}",
+                        t.id,
+                        if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                    ),
+                );
+            } else if !value.is_finite() {
+                f.error(
+                    rule.line,
+                    format!("task '{}': threshold '{name}' is not a number", t.id),
+                );
+            }
+        }
+        if !is_rule(rule.as_str()) {
+            f.error(
+                rule.line,
+                format!(
+                    "task '{}' names unknown decision rule '{rule}'; the known rules are: {}",
+                    t.id,
+                    RULES.join(", ")
+                ),
+            );
         }
     }
 }
@@ -597,6 +644,28 @@ mod tests {
         let r = inspect(&p, &catalog());
         assert!(r.is_ok(), "{:?}", r.issues);
         assert_eq!(r.layers, vec![vec!["b", "e"], vec!["c"], vec!["d"]]);
+    }
+
+    #[test]
+    fn an_unknown_decision_rule_is_refused_and_the_known_ones_named() {
+        let p = parse(
+            "name: x\nagents: [{id: a}]\ntasks:\n  - id: t\n    agent_id: a\n    decision: vibes\n  - {id: u, agent_id: a, decision: pairs}\n",
+            "x",
+        )
+        .unwrap();
+        let r = inspect(&p, &catalog());
+        let shown: Vec<String> = r.issues.iter().map(|i| i.to_string()).collect();
+        assert_eq!(shown.len(), 1, "{shown:#?}");
+        assert!(
+            shown[0].starts_with(
+                "line 6: error: task 't' names unknown decision rule 'vibes'; the known rules are: risk_review, bull_rebuttal,"
+            ),
+            "{shown:#?}"
+        );
+        assert!(
+            shown[0].ends_with("technical_panel, options_desk"),
+            "{shown:#?}"
+        );
     }
 
     #[test]

@@ -55,6 +55,9 @@ struct Task {
     depends_on: Vec<String>,
     #[serde(default)]
     input_from: indexmap_free::Ordered,
+    decision: Option<String>,
+    #[serde(default)]
+    thresholds: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -228,6 +231,92 @@ fn layers(p: &Preset) -> Vec<Vec<String>> {
         out.push(ready);
     }
     out
+}
+
+/// Every shipped reader (a task with upstream inputs) names its decision
+/// rule, each a rule the planner has, and every rule is some team's.
+#[test]
+fn every_shipped_reader_names_a_known_decision_rule() {
+    use vibedesk::model::team_rules::RULES;
+    let mut used = BTreeSet::new();
+    for p in presets() {
+        for t in &p.tasks {
+            if t.input_from.0.is_empty() {
+                assert!(
+                    t.decision.is_none(),
+                    "{}/{}: no inputs to decide on",
+                    p.name,
+                    t.id
+                );
+                continue;
+            }
+            let rule = t
+                .decision
+                .as_deref()
+                .unwrap_or_else(|| panic!("{}/{} names no decision rule", p.name, t.id));
+            assert!(RULES.contains(&rule), "{}/{}: '{rule}'", p.name, t.id);
+            assert!(used.insert(rule.to_string()), "'{rule}' is one team's rule");
+        }
+        // And validation accepts it as the swarm reads it.
+        let text = BUNDLED.iter().find(|(n, _)| *n == p.name).unwrap().1;
+        let parsed = vibedesk::swarm::preset::parse(text, &p.name).unwrap();
+        let catalog = vibedesk::swarm::validate::Catalog {
+            tools: allowed_tools().iter().map(|s| s.to_string()).collect(),
+            skills: shipped_skills(),
+        };
+        let r = vibedesk::swarm::validate::inspect(&parsed, &catalog);
+        assert!(r.is_ok(), "{}: {:?}", p.name, r.issues);
+    }
+    assert_eq!(
+        used,
+        RULES.iter().map(|r| r.to_string()).collect::<BTreeSet<_>>()
+    );
+}
+
+/// The thresholds a shipped preset sets are the rule's defaults and the
+/// ones docs §14.7 states, each as the docs word it (rule, name, text).
+#[test]
+fn shipped_thresholds_are_the_defaults_and_the_documented_ones() {
+    use vibedesk::model::team_rules::{THRESHOLDS, thresholds_of};
+    let docs = std::fs::read_to_string(repo().join("docs/14-swarm.md")).unwrap();
+    let section = docs
+        .split("### 14.7 ")
+        .nth(1)
+        .and_then(|s| s.split("\n### ").next())
+        .unwrap();
+    let stated = |name: &str, v: f64| match name {
+        "min_sharpe_gap" => format!("sensitive when best − worst ≥ {v:.1}"),
+        other => panic!("say how docs §14.7 states '{other}'"),
+    };
+    let mut set = BTreeSet::new();
+    for p in presets() {
+        for t in &p.tasks {
+            let Some(rule) = t.decision.as_deref() else {
+                continue;
+            };
+            for (name, value) in &t.thresholds {
+                let default = thresholds_of(rule).iter().find(|(n, _)| n == name);
+                assert_eq!(
+                    default.map(|d| d.1),
+                    Some(*value),
+                    "{}/{}: {name}",
+                    p.name,
+                    t.id
+                );
+                let want = stated(name, *value);
+                assert!(section.contains(&want), "docs §14.7 states {want}");
+                set.insert((rule.to_string(), name.clone()));
+            }
+        }
+    }
+    let all: BTreeSet<(String, String)> = THRESHOLDS
+        .iter()
+        .flat_map(|(r, t)| t.iter().map(move |(n, _)| (r.to_string(), n.to_string())))
+        .collect();
+    assert_eq!(
+        set, all,
+        "every rule's threshold is set in its shipped preset"
+    );
 }
 
 #[test]
