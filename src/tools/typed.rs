@@ -289,11 +289,12 @@ mod tests {
             "slippage": {"type": "number", "description": "The user's slippage per trade as a fraction of the price; null (the default) for the market's usual costs"},
             "initial_cash": {"type": "number", "description": "Starting cash; leave out for the default"},
             "benchmark": {"type": "string", "description": "Benchmark ticker (default SPY for US stocks)"},
+            "risk_free": {"type": "number", "description": "Annual risk-free rate (decimal) for Sharpe and Sortino; leave out for the 3-month T-bill over the same dates"},
             "entry": {"type": "string", "description": "rules: when to be long, e.g. \"sma(close, 20) > sma(close, 50)\" (sma ema rsi std highest lowest lag roc bb_upper bb_lower macd macd_signal macd_hist atr crosses_above crosses_below on open high low close volume)"},
             "exit": {"type": "string", "description": "rules: when to exit, e.g. \"crosses_below(sma(close, 20), sma(close, 50))\""},
             "validation": {"type": ["object", "string"], "description": "Robustness checks, e.g. {\"monte_carlo\": true, \"walk_forward\": true}, or their names"},
             "run_dir": {"type": "string", "description": "Run directory (default: the current run dir; relative paths resolve there; must stay inside the run dir or the workspace)"},
-            "config": {"type": "object", "description": "The whole config.json instead (keys codes, start_date, end_date, strategy {name, params} or {rules: {entry, exit}}, commission_rate, slippage, min_commission, stamp_tax, lot_size, allow_short, initial_cash, benchmark, source, position_adjustment, validation {monte_carlo, bootstrap, walk_forward}); validated before it is written"}
+            "config": {"type": "object", "description": "The whole config.json instead (keys codes, start_date, end_date, strategy {name, params} or {rules: {entry, exit}}, commission_rate, slippage, min_commission, stamp_tax, lot_size, allow_short, initial_cash, benchmark, risk_free, source, position_adjustment, validation {monte_carlo, bootstrap, walk_forward}); validated before it is written"}
             }, "required": []}),
             ),
             (
