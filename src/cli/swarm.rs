@@ -288,8 +288,11 @@ fn print_inspection(loaded: &preset::LoadedPreset, report: &crate::swarm::Inspec
 #[error("--var takes NAME=VALUE, not '{0}'")]
 struct BadVar(String);
 
+/// Variables by name.
+type Vars = BTreeMap<String, String>;
+
 /// `name=value` pairs; the first `=` splits.
-fn parse_vars(raw: &[String]) -> Result<BTreeMap<String, String>, BadVar> {
+fn parse_vars(raw: &[String]) -> Result<Vars, BadVar> {
     raw.iter()
         .map(|kv| match kv.split_once('=') {
             Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),

@@ -12,6 +12,9 @@ use serde::Serialize;
 use super::preset::{Located, Preset, TaskSpec};
 use super::template::{UPSTREAM_CONTEXT, placeholders};
 
+/// Variables by name.
+type Vars = BTreeMap<String, String>;
+
 /// What a preset may name: the tools of the registry the workers get and
 /// the skills the session knows.
 #[derive(Clone, Debug, Default)]
@@ -597,7 +600,7 @@ pub enum VariableError {
 pub fn resolve_variables(
     preset: &Preset,
     given: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, String>, VariableError> {
+) -> Result<Vars, VariableError> {
     let mut out = given.clone();
     let mut missing = Vec::new();
     for v in &preset.variables {
