@@ -16,25 +16,25 @@ use crate::support::harness::read_json;
 /// A clean environment, and no request leaves the machine: the online data
 /// sources go through a proxy on a closed loopback port, so a symbol with
 /// no embedded data fails at once.
-fn vibedesk(home: &Path) -> Command {
+pub(crate) fn vibedesk(home: &Path) -> Command {
     let mut c = crate::support::harness::vibedesk(home);
     c.env("HTTPS_PROXY", "http://127.0.0.1:9")
         .env("HTTP_PROXY", "http://127.0.0.1:9");
     c
 }
 
-async fn run(home: &Path, args: &[&str]) -> Output {
+pub(crate) async fn run(home: &Path, args: &[&str]) -> Output {
     vibedesk(home).args(args).output().await.unwrap()
 }
 
-fn events(stdout: &[u8]) -> Vec<Value> {
+pub(crate) fn events(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
 }
 
-fn last_of<'a>(evs: &'a [Value], kind: &str) -> &'a Value {
+pub(crate) fn last_of<'a>(evs: &'a [Value], kind: &str) -> &'a Value {
     evs.iter()
         .rfind(|e| e["type"] == kind)
         .unwrap_or_else(|| panic!("no {kind} in {evs:#?}"))

@@ -6,38 +6,14 @@
 //! binary, with no model configured (the offline planner) and no network.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use serde_json::Value;
 use vibedesk::cli::exit;
 
 use crate::support::harness::read_json;
 
-/// A clean environment with no API key; the online data sources go through
-/// a proxy on a closed loopback port, so nothing leaves the machine.
-fn vibedesk(home: &Path) -> tokio::process::Command {
-    let mut c = crate::support::harness::vibedesk(home);
-    c.env("HTTPS_PROXY", "http://127.0.0.1:9")
-        .env("HTTP_PROXY", "http://127.0.0.1:9");
-    c
-}
-
-async fn run(home: &Path, args: &[&str]) -> Output {
-    vibedesk(home).args(args).output().await.unwrap()
-}
-
-fn events(stdout: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
-fn last_of<'a>(evs: &'a [Value], kind: &str) -> &'a Value {
-    evs.iter()
-        .rfind(|e| e["type"] == kind)
-        .unwrap_or_else(|| panic!("no {kind} in {evs:#?}"))
-}
+// The same clean, offline environment and event readers as status.rs.
+use crate::status::{events, last_of, run, vibedesk};
 
 /// Requests no offline tool serves, each with what its answer must name as
 /// missing and, where one exists, the nearest request it must offer (with
