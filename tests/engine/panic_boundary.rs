@@ -1,8 +1,9 @@
 //! No panic reaches a user, and a deadline binds computation (docs §2.4,
 //! issue 35 items 1 and 2), through the real binary: a panicking tool in
 //! `vibedesk run --json`, in `mcp serve` over stdio and over loopback HTTP
-//! (raw JSON-RPC), and an American option on the largest lattice served
-//! with a 2 s deadline.
+//! (raw JSON-RPC, and the official Python client where python3 has it),
+//! and an American option on the largest lattice served with a 2 s
+//! deadline.
 //!
 //! The panicking tool is `test_panic`, compiled into debug builds only and
 //! registered when `VIBEDESK_TEST_PANIC_TOOL=1` (src/tools/builtin/
@@ -17,6 +18,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use crate::support::harness::vibedesk;
+use crate::support::outside::Outside;
 use crate::support::server::{TestServer, status_reply, text_reply, tool_call_reply};
 
 /// Whether the binary has the test-only panicking tool (a debug build).
@@ -328,6 +330,55 @@ async fn a_panicking_tool_over_http_answers_an_error_and_the_session_lives() {
     let m = m.unwrap();
     assert_eq!(m["result"]["isError"], false, "{m}");
     assert!(child.try_wait().unwrap().is_none(), "the server lives");
+    child.kill().await.unwrap();
+}
+
+/// The official Python MCP client (issue 35's test) meets the panicking
+/// tool over stdio and over HTTP: each panic is an `internal_error` result
+/// naming the tool within the 4 s deadline, and the same session is served
+/// its next call. Skips with a note where python3 lacks the `mcp` package.
+#[tokio::test]
+async fn the_python_mcp_client_gets_an_error_for_a_panic_and_is_served_next() {
+    if !has_panic_tool() || !Outside::McpClient.available() {
+        return;
+    }
+    let driver = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/engine/mcp/panic_client.py");
+    let home = tempfile::tempdir().unwrap();
+    let (mut child, url) = serve_http(home.path()).await;
+    let bin = env!("CARGO_BIN_EXE_vibedesk");
+    for target in [["stdio", bin], ["http", url.as_str()]] {
+        let run = tokio::process::Command::new("python3")
+            .arg(driver)
+            .args(target)
+            .env("VIBEDESK_HOME", home.path())
+            .env("VIBEDESK_TEST_PANIC_TOOL", "1")
+            .env("VIBEDESK_TOOL_TIMEOUT_SECONDS", "4")
+            .current_dir(home.path())
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(Duration::from_secs(120), run)
+            .await
+            .expect("the Python client finished within 120 s")
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{}: {stderr}", target[0]);
+        let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let seen = seen.as_array().unwrap();
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        for panicked in &seen[..2] {
+            assert_eq!(panicked["is_error"], true, "{}: {panicked}", target[0]);
+            let text = panicked["text"].as_str().unwrap();
+            assert!(
+                text.contains("internal_error") && text.contains("'test_panic'"),
+                "{}: {text}",
+                target[0]
+            );
+            assert!(panicked["seconds"].as_f64().unwrap() < 4.0, "{panicked}");
+        }
+        assert_eq!(seen[2]["is_error"], false, "{}: {}", target[0], seen[2]);
+        assert!(seen[2]["text"].as_str().unwrap().contains("\"status\":\"ok\""));
+    }
+    assert!(child.try_wait().unwrap().is_none(), "the HTTP server lives");
     child.kill().await.unwrap();
 }
 

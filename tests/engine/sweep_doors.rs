@@ -258,7 +258,9 @@ async fn heavy_calls_over_mcp_queue_for_their_places() {
     let mut s = Stdio2::start_with(
         home.path(),
         &["--max-heavy-calls", "1"],
-        &[("VIBEDESK_TOOL_TIMEOUT_SECONDS", "2")],
+        // Long enough for a first cell beside the whole suite: at 2 s a
+        // loaded machine ran none and the sweep answered before any progress.
+        &[("VIBEDESK_TOOL_TIMEOUT_SECONDS", "8")],
     )
     .await;
     let mut sweep = Stdio2::call(1, "sweep", json!({"spec": grid(40, 50), "out": "long.csv"}));
