@@ -342,7 +342,10 @@ async fn the_python_mcp_client_gets_an_error_for_a_panic_and_is_served_next() {
     if !has_panic_tool() || !Outside::McpClient.available() {
         return;
     }
-    let driver = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/engine/mcp/panic_client.py");
+    let driver = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/engine/mcp/panic_client.py"
+    );
     let home = tempfile::tempdir().unwrap();
     let (mut child, url) = serve_http(home.path()).await;
     let bin = env!("CARGO_BIN_EXE_vibedesk");
@@ -376,7 +379,12 @@ async fn the_python_mcp_client_gets_an_error_for_a_panic_and_is_served_next() {
             assert!(panicked["seconds"].as_f64().unwrap() < 4.0, "{panicked}");
         }
         assert_eq!(seen[2]["is_error"], false, "{}: {}", target[0], seen[2]);
-        assert!(seen[2]["text"].as_str().unwrap().contains("\"status\":\"ok\""));
+        assert!(
+            seen[2]["text"]
+                .as_str()
+                .unwrap()
+                .contains("\"status\":\"ok\"")
+        );
     }
     assert!(child.try_wait().unwrap().is_none(), "the HTTP server lives");
     child.kill().await.unwrap();
