@@ -1,6 +1,7 @@
 //! File tools: `read_file`, `list_dir`, `write_file`, `edit_file`.
 //!
-//! Every path is confined to the session workspace and the current run dir.
+//! Every path is confined to the workspace (the session's own folder or the
+//! user's, docs §2.3.1) and the current run dir.
 //! Relative paths resolve in the workspace, which persists across the
 //! session's runs. Escapes (`..`, absolute paths elsewhere, symlinks that
 //! point outside) are refused with an error naming the allowed roots.
@@ -51,7 +52,7 @@ fn outside(ctx: &ToolContext, raw: &str) -> ToolError {
     ToolError::failed(
         "path_outside_workspace",
         format!(
-            "path '{raw}' is outside the session workspace; use a relative path (it resolves in {}) or a path inside the run directory {}",
+            "path '{raw}' is outside the workspace; use a relative path (it resolves in {}) or a path inside the run directory {}",
             ctx.workspace.display(),
             ctx.run_dir.display()
         ),
@@ -503,7 +504,7 @@ mod tests {
         for p in ["../secret.txt", "/etc/passwd", "a/../../secret.txt"] {
             let e = call(&ReadFile, json!({"path": p}), &c).await.unwrap_err();
             assert_eq!(e.code(), "path_outside_workspace", "{p}: {e}");
-            assert!(e.to_string().contains("outside the session workspace"));
+            assert!(e.to_string().contains("outside the workspace"));
         }
         std::os::unix::fs::symlink(dir.path(), c.workspace.join("link")).unwrap();
         let e = call(
