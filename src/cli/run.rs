@@ -143,11 +143,7 @@ fn run_provider(args: &RunArgs, config: &Config) -> Result<Arc<dyn Provider>, Cl
 
 /// The prompt: `-p TEXT`, `-p -` (stdin) or the demo's, within the message
 /// size limit and not blank.
-fn run_prompt(
-    args: &RunArgs,
-    config: &Config,
-    chosen: Option<&Path>,
-) -> Result<String, CliError> {
+fn run_prompt(args: &RunArgs, config: &Config, chosen: Option<&Path>) -> Result<String, CliError> {
     let limit = config.agent.max_message_bytes;
     let workspace = || workspace_hint(&config.paths, args.session.as_deref(), chosen);
     let prompt = match (&args.prompt, args.demo) {

@@ -483,9 +483,8 @@ async fn run(args: SwarmRunArgs) -> Result<(), CliError> {
         }
     }
     let deps = setup.deps(provider.clone(), &config);
-    let options =
-        swarm_options(&config, vars, Some(max_workers), provider, workspace)
-            .map_err(CliError::usage)?;
+    let options = swarm_options(&config, vars, Some(max_workers), provider, workspace)
+        .map_err(CliError::usage)?;
     let (tx, rx) = mpsc::unbounded_channel();
     let printer = tokio::spawn(print_events(rx, args.json));
     let cancel = CancellationToken::new();

@@ -57,7 +57,10 @@ fn config_origin(config: &Config) -> String {
         .line
         .map(|l| format!(" line {l}"))
         .unwrap_or_default();
-    format!("`[agent] workspace` in {}{line}", config.config_file.display())
+    format!(
+        "`[agent] workspace` in {}{line}",
+        config.config_file.display()
+    )
 }
 
 /// The invoking user's home folder, for `~/` and the breadth check.
@@ -250,8 +253,7 @@ mod tests {
     fn config_with(choice: WorkspaceChoice, line: Option<usize>) -> Config {
         let d = tempfile::tempdir().unwrap();
         let env: BTreeMap<String, String> = BTreeMap::new();
-        let mut c =
-            Config::load_with(Paths::under(d.path()), &env, &Overrides::default()).unwrap();
+        let mut c = Config::load_with(Paths::under(d.path()), &env, &Overrides::default()).unwrap();
         c.workspace = WorkspaceSetting { choice, line };
         c
     }
@@ -342,15 +344,15 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let file = d.path().join("config.toml");
         std::fs::write(&file, "[agent]\nmax_iterations = 5\nworkspace = \" \"\n").unwrap();
-        let env: BTreeMap<String, String> = [(
-            "VIBEDESK_CONFIG".to_string(),
-            file.display().to_string(),
-        )]
-        .into();
+        let env: BTreeMap<String, String> =
+            [("VIBEDESK_CONFIG".to_string(), file.display().to_string())].into();
         let e = Config::load_with(Paths::under(d.path()), &env, &Overrides::default())
             .unwrap_err()
             .to_string();
-        assert!(e.contains("line 3") && e.contains("[agent] workspace"), "{e}");
+        assert!(
+            e.contains("line 3") && e.contains("[agent] workspace"),
+            "{e}"
+        );
         std::fs::write(&file, "[agent]\nworkspace = \"cwd\"\n").unwrap();
         let c = Config::load_with(Paths::under(d.path()), &env, &Overrides::default()).unwrap();
         assert_eq!(c.workspace.choice, WorkspaceChoice::Cwd);

@@ -247,7 +247,10 @@ pub async fn run(
     let shared = Arc::new(Shared {
         run_id: run_id.clone(),
         log: Mutex::new(EventLog::open(files.events_file())),
-        workspace: options.workspace.clone().unwrap_or_else(|| files.workspace()),
+        workspace: options
+            .workspace
+            .clone()
+            .unwrap_or_else(|| files.workspace()),
         files,
         record: Mutex::new(record),
         sink: events,

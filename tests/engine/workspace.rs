@@ -22,12 +22,24 @@ struct Folders {
 fn folders() -> Folders {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
-    let (home, research, outside) = (root.join("home"), root.join("research"), root.join("outside"));
+    let (home, research, outside) = (
+        root.join("home"),
+        root.join("research"),
+        root.join("outside"),
+    );
     for d in [&home, &research.join("data"), &outside] {
         std::fs::create_dir_all(d).unwrap();
     }
-    std::fs::write(research.join("notes.md"), "Momentum notes: alpha decays fast.\n").unwrap();
-    std::fs::write(research.join("data/MYCO.csv"), "date,close\n2020-01-02,10\n").unwrap();
+    std::fs::write(
+        research.join("notes.md"),
+        "Momentum notes: alpha decays fast.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        research.join("data/MYCO.csv"),
+        "Date,Open,High,Low,Close,Volume\n2024-01-02,10,11,9,10.5,100\n2024-01-03,10.5,12,10,11,200\n",
+    )
+    .unwrap();
     std::fs::write(outside.join("secret.txt"), "outside-secret-value\n").unwrap();
     std::os::unix::fs::symlink(&outside, research.join("escape")).unwrap();
     Folders {
@@ -62,10 +74,7 @@ fn run_args(server: &TestServer, workspace: &[&str]) -> Vec<String> {
 /// The model's script: list and read the user's files, write a report,
 /// then try to leave the folder four ways.
 async fn scripted_server(outside: &Path) -> TestServer {
-    let absolute = format!(
-        r#"{{"path":"{}"}}"#,
-        outside.join("secret.txt").display()
-    );
+    let absolute = format!(r#"{{"path":"{}"}}"#, outside.join("secret.txt").display());
     TestServer::start(vec![
         tool_call_reply(&[
             ("c1", "list_dir", "{}"),
@@ -78,7 +87,11 @@ async fn scripted_server(outside: &Path) -> TestServer {
         )]),
         tool_call_reply(&[
             ("c4", "write_file", r#"{"path":"../x.md","content":"up"}"#),
-            ("c5", "write_file", r#"{"path":"escape/planted.md","content":"out"}"#),
+            (
+                "c5",
+                "write_file",
+                r#"{"path":"escape/planted.md","content":"out"}"#,
+            ),
             ("c6", "read_file", r#"{"path":"escape/secret.txt"}"#),
             ("c7", "read_file", &absolute),
         ]),
@@ -110,10 +123,16 @@ async fn scripted_run(f: &Folders, cwd: &Path, workspace: &[&str]) -> Vec<Record
 fn saw_the_folder_wrote_inside_only(f: &Folders, requests: &[RecordedRequest]) {
     // The model was told where it works.
     let research = f.research.display().to_string();
-    assert!(requests[0].raw_body.contains(&research), "the workspace summary names the folder");
+    assert!(
+        requests[0].raw_body.contains(&research),
+        "the workspace summary names the folder"
+    );
     // The listing and the read it got back are the user's files.
     let second = &requests[1].raw_body;
-    assert!(second.contains("notes.md") && second.contains("data"), "{second}");
+    assert!(
+        second.contains("notes.md") && second.contains("data"),
+        "{second}"
+    );
     assert!(second.contains("alpha decays fast"), "{second}");
     // The write landed in the research folder, not the session's folder.
     assert_eq!(
@@ -127,7 +146,11 @@ fn saw_the_folder_wrote_inside_only(f: &Folders, requests: &[RecordedRequest]) {
     assert!(stray.is_empty(), "{stray:?}");
     // Each escape was refused and left nothing behind.
     let fourth = &requests[3].raw_body;
-    assert_eq!(fourth.matches("outside the workspace").count(), 4, "{fourth}");
+    assert_eq!(
+        fourth.matches("outside the workspace").count(),
+        4,
+        "{fourth}"
+    );
     assert!(!fourth.contains("outside-secret-value"), "{fourth}");
     assert!(!f.research.parent().unwrap().join("x.md").exists());
     assert!(!f.outside.join("planted.md").exists());
@@ -189,7 +212,19 @@ async fn config_cwd_is_the_folder_run_starts_in_and_doctor_shows_it() {
     assert!(line.ends_with(&f.research.display().to_string()), "{line}");
 
     let server = TestServer::start(vec![
-        tool_call_reply(&[("c1", "read_file", r#"{"path":"notes.md"}"#)]),
+        tool_call_reply(&[
+            ("c1", "read_file", r#"{"path":"notes.md"}"#),
+            (
+                "c2",
+                "get_market_data",
+                r#"{"symbol":"MYCO","source":"local"}"#,
+            ),
+        ]),
+        tool_call_reply(&[(
+            "c3",
+            "bash",
+            r#"{"command":"echo from-bash > \"$VIBEDESK_WORKSPACE/bash.txt\""}"#,
+        )]),
         text_reply("It says alpha decays fast."),
     ])
     .await;
@@ -199,8 +234,24 @@ async fn config_cwd_is_the_folder_run_starts_in_and_doctor_shows_it() {
         .output()
         .await
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(server.requests()[1].raw_body.contains("alpha decays fast"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let second = &server.requests()[1].raw_body;
+    assert!(second.contains("alpha decays fast"), "{second}");
+    // `source: "local"` read the user's data folder (the session's own
+    // folder has no MYCO).
+    assert!(
+        second.contains(r#"\"symbol\":\"MYCO\",\"total\":2"#),
+        "{second}"
+    );
+    // `bash` may write in the user's folder (its sandbox's write root).
+    assert_eq!(
+        std::fs::read_to_string(f.research.join("bash.txt")).unwrap(),
+        "from-bash\n"
+    );
 }
 
 #[tokio::test]
@@ -209,7 +260,10 @@ async fn a_missing_folder_is_refused_naming_it_and_the_config_line() {
     let missing = f.research.join("no-such-folder");
     write_config(
         &f.home,
-        &format!("[agent]\nmax_iterations = 5\nworkspace = \"{}\"\n", missing.display()),
+        &format!(
+            "[agent]\nmax_iterations = 5\nworkspace = \"{}\"\n",
+            missing.display()
+        ),
     );
     let server = TestServer::start(vec![text_reply("never")]).await;
     for (extra, names) in [
@@ -224,7 +278,10 @@ async fn a_missing_folder_is_refused_naming_it_and_the_config_line() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains("does not exist") && stderr.contains(names), "{stderr}");
+        assert!(
+            stderr.contains("does not exist") && stderr.contains(names),
+            "{stderr}"
+        );
         if extra.is_empty() {
             assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
             assert!(stderr.contains("line 3"), "{stderr}");
@@ -252,13 +309,24 @@ async fn home_as_the_workspace_headless_needs_yes() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("home folder") && stderr.contains("--yes"), "{stderr}");
-    assert_eq!(server.request_count(), 0, "refused before the model is asked");
+    assert!(
+        stderr.contains("home folder") && stderr.contains("--yes"),
+        "{stderr}"
+    );
+    assert_eq!(
+        server.request_count(),
+        0,
+        "refused before the model is asked"
+    );
     let out = vibedesk(&f.home)
         .args(run_args(&server, &["-C", &home, "--yes"]))
         .output()
         .await
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(server.request_count(), 1);
 }

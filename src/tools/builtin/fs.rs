@@ -156,7 +156,7 @@ impl TypedTool for ReadFile {
 
     const NAME: &'static str = names::READ_FILE;
     fn description(&self) -> &str {
-        "Read a text file from the session workspace, a page of lines at a time (offset is the 1-based first line)."
+        "Read a text file from the workspace, a page of lines at a time (offset is the 1-based first line)."
     }
     fn repeatable(&self) -> bool {
         true
@@ -229,7 +229,7 @@ impl TypedTool for ListDir {
 
     const NAME: &'static str = names::LIST_DIR;
     fn description(&self) -> &str {
-        "List files and folders in the session workspace (or a folder inside it), with sizes."
+        "List files and folders in the workspace (or a folder inside it), with sizes."
     }
     fn repeatable(&self) -> bool {
         true
@@ -299,7 +299,7 @@ impl TypedTool for WriteFile {
     const NAME: &'static str = names::WRITE_FILE;
     const CAPS: Caps = Caps::WRITES_FILES;
     fn description(&self) -> &str {
-        "Write a text file in the session workspace (creates folders; replaces the file atomically, or appends)."
+        "Write a text file in the workspace (creates folders; replaces the file atomically, or appends)."
     }
     fn repeatable(&self) -> bool {
         true
