@@ -453,6 +453,8 @@ pub struct AgentSection {
     pub max_content_filter_skips: Option<u32>,
     pub content_filter_warning_ratio: Option<f64>,
     pub write_cancel_grace_seconds: Option<f64>,
+    /// Where file tools work: `session`, `cwd` or a folder path.
+    pub workspace: Option<String>,
 }
 
 /// `[compaction]`: the context-management constants (docs §1.1, §3).
@@ -553,6 +555,62 @@ pub struct Config {
     pub tui: Section<crate::tui::settings::TuiSettings>,
     /// `[engines.ray]`: the Ray cluster (docs §19.1).
     pub ray: Section<crate::sweep::ray::RayConfig>,
+    /// `[agent] workspace`: where the file tools work (docs §2.3.1);
+    /// commands resolve it, `--workspace` first.
+    pub workspace: WorkspaceSetting,
+}
+
+/// What `[agent] workspace` names; the folder itself is checked when a
+/// command resolves it, so a missing folder stops only the commands that
+/// work in it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum WorkspaceChoice {
+    /// `<data>/sessions/<id>/workspace/` (the default).
+    #[default]
+    Session,
+    /// The directory the command was started in.
+    Cwd,
+    /// A folder (relative paths resolve against the current directory; a
+    /// leading `~/` is the home folder).
+    Dir(PathBuf),
+}
+
+/// `[agent] workspace` as read, with the line it is on to name in errors.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkspaceSetting {
+    pub choice: WorkspaceChoice,
+    /// The 1-based line of the key in the config file, when set there.
+    pub line: Option<usize>,
+}
+
+impl WorkspaceChoice {
+    /// `session`, `cwd` or a folder; `None` for an empty value.
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw.trim() {
+            "" => None,
+            "session" => Some(WorkspaceChoice::Session),
+            "cwd" | "." => Some(WorkspaceChoice::Cwd),
+            dir => Some(WorkspaceChoice::Dir(PathBuf::from(dir))),
+        }
+    }
+}
+
+/// `[agent] workspace`, or a problem naming its line.
+fn workspace_setting(section: &AgentSection, n: &mut Numbers) -> WorkspaceSetting {
+    let Some(raw) = &section.workspace else {
+        return WorkspaceSetting::default();
+    };
+    let line = line_of(n.text, "agent", "workspace");
+    match WorkspaceChoice::parse(raw) {
+        Some(choice) => WorkspaceSetting { choice, line },
+        None => {
+            let at = line.map(|l| format!("line {l}: ")).unwrap_or_default();
+            n.problems.push(format!(
+                "{at}`[agent] workspace` = {raw:?} is not valid: must be \"session\", \"cwd\" or a folder path"
+            ));
+            WorkspaceSetting::default()
+        }
+    }
 }
 
 /// A section of `config.toml` that one group of commands uses, validated
@@ -613,6 +671,7 @@ impl Config {
             problems: Vec::new(),
         };
         let mut agent = agent_config(&file.agent, env, overrides, &mut numbers)?;
+        let workspace = workspace_setting(&file.agent, &mut numbers);
         compaction_config(&mut agent, &file.compaction, env, &mut numbers)?;
         swarm_numbers(&file.swarm, &mut numbers);
         let provider = provider_config(&file, env, overrides, &config_file, &mut numbers)?;
@@ -656,6 +715,7 @@ impl Config {
             mcp,
             tui,
             ray,
+            workspace,
         })
     }
 }
@@ -1293,6 +1353,7 @@ pub const EXAMPLE_CONFIG: &str = r#"# vibedesk configuration. Every key is optio
 # tool_timeout_seconds = 1800
 # stall_timeout_seconds = 1800
 # max_message_bytes = 1048576   # the largest user message; hand larger texts in as workspace files
+# workspace = "session"         # where file tools work: "session" (a folder per session), "cwd" or a path
 
 # [compaction]
 # estimator = "bpe"            # or o200k_base, cl100k_base, chars4 (the original's len/4)

@@ -153,6 +153,15 @@ impl Session {
         &self.workspace
     }
 
+    /// Works in `dir` (the user's folder, `--workspace`) instead of the
+    /// session's own `workspace/`; `None` keeps the session's.
+    pub fn with_workspace(mut self, dir: Option<PathBuf>) -> Self {
+        if let Some(d) = dir {
+            self.workspace = d;
+        }
+        self
+    }
+
     pub fn meta(&self) -> &SessionMeta {
         &self.meta
     }

@@ -35,7 +35,7 @@ impl MessageTooLarge {
         };
         format!(
             "{size} (`[agent] max_message_bytes` in config.toml). Hand a text this large in as a file: \
-             save it in the session workspace {} and ask the agent to read it, \
+             save it in the workspace {} and ask the agent to read it, \
              e.g. \"read notes.txt in the workspace and summarise it\" (read_file pages through it).",
             self.workspace
         )

@@ -6,6 +6,7 @@
 //! does not parse, a bad `[mcp_servers]` entry); 1 when a configured model
 //! cannot be used (a key or base URL missing, its server not answering).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{CliError, NO_MODEL_HELP, ProviderArgs, Wire, connect, exit, load_config};
@@ -19,6 +20,9 @@ pub struct DoctorArgs {
     /// Skip the network check of the provider.
     #[arg(long)]
     pub offline: bool,
+    /// Report this folder as the workspace, as `run -C DIR` would use it.
+    #[arg(short = 'C', long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
 }
 
 fn secs(d: Option<Duration>) -> String {
@@ -72,7 +76,7 @@ pub async fn doctor(args: DoctorArgs) -> Result<(), CliError> {
     // The MCP servers, each started as a session would (docs §13.2). One
     // that does not start is reported, not a failed check: it holds up
     // nothing; an invalid entry is an invalid configuration.
-    let mut invalid = false;
+    let mut invalid = !report_workspace(&config, args.workspace.as_deref());
     match &config.mcp {
         Ok(mcp) if mcp.servers.is_empty() => println!("mcp servers   (none configured)"),
         Ok(mcp) => {
@@ -105,6 +109,32 @@ pub async fn doctor(args: DoctorArgs) -> Result<(), CliError> {
         return Err(CliError::quiet(exit::USAGE));
     }
     checked
+}
+
+/// The `workspace` line: the folder file tools work in, as `run` would
+/// resolve it; `false` when it cannot be used.
+fn report_workspace(config: &crate::config::Config, flag: Option<&std::path::Path>) -> bool {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    match super::workspace::resolve(flag, config, home.as_deref()) {
+        Ok(None) => {
+            println!(
+                "workspace     each session's own: {}/<session id>/workspace/ (`-C DIR` or `[agent] workspace` for a folder of yours)",
+                config.paths.sessions_dir().display()
+            );
+            true
+        }
+        Ok(Some(dir)) => {
+            let broad = super::workspace::too_broad(&dir, home.as_deref())
+                .map(|what| format!(" ({what}: `run` needs --yes)"))
+                .unwrap_or_default();
+            println!("workspace     {}{broad}", dir.display());
+            true
+        }
+        Err(e) => {
+            println!("workspace     FAIL: {e}");
+            false
+        }
+    }
 }
 
 /// A sample research question, for the size of a first request.

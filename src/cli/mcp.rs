@@ -74,7 +74,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_heavy_calls: Option<u32>,
     /// The workspace the tools resolve local files in (default: the current directory).
-    #[arg(long, value_name = "DIR")]
+    #[arg(short = 'C', long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 }
 
@@ -145,11 +145,7 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
     };
     let config = load_config(&Overrides::default())?;
     let _log = init_logging(&config);
-    let workspace = match args.workspace {
-        Some(w) => w,
-        None => std::env::current_dir()
-            .map_err(|e| CliError::failed(format!("cannot read the current directory: {e}")))?,
-    };
+    let workspace = super::workspace::serve_workspace(args.workspace.as_deref())?;
     let setup = super::AgentSetup::new(&config)?;
     for note in &setup.notes {
         tracing::warn!("mcp serve: {note}");

@@ -18,6 +18,7 @@ mod setup;
 mod swarm;
 mod swarm_batch;
 mod sweep;
+mod workspace;
 mod workstation;
 
 use std::process::ExitCode;

@@ -3,7 +3,7 @@
 
 use std::io::{IsTerminal, Seek, Write};
 use std::os::fd::AsFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -25,7 +25,7 @@ use crate::store::Paths;
 pub struct RunArgs {
     /// The prompt; `-` reads it from stdin. One message may hold at most
     /// 1 MiB (`[agent] max_message_bytes`); hand larger texts in as a file in
-    /// the session workspace and ask the agent to read it.
+    /// the workspace and ask the agent to read it.
     #[arg(short, long)]
     pub prompt: Option<String>,
     /// Continue this session (default: a new one).
@@ -44,6 +44,13 @@ pub struct RunArgs {
     /// Run the bundled demo script: a scripted model driving the real tools.
     #[arg(long, conflicts_with_all = ["provider", "model", "base_url", "script"])]
     pub demo: bool,
+    /// Work in this folder: file tools, `bash`'s writes, `source: "local"`
+    /// data (default: `[agent] workspace`, else the session's own folder).
+    #[arg(short = 'C', long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Answer yes to the confirmation a workspace as broad as $HOME or / needs.
+    #[arg(long)]
+    pub yes: bool,
 }
 
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
@@ -58,8 +65,13 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         super::demo_config(&mut config);
     }
     let _log_guard = init_logging(&config);
+    let workspace = super::workspace::for_command(
+        args.workspace.as_deref(),
+        &config,
+        super::workspace::Confirm::from_flag(args.yes),
+    )?;
     let provider = run_provider(&args, &config)?;
-    let prompt = run_prompt(&args, &config)?;
+    let prompt = run_prompt(&args, &config, workspace.as_deref())?;
 
     if let Some(notice) = reconcile_stale_runs(&config.paths)
         && !args.json
@@ -98,8 +110,9 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         crate::mcp::McpClients::default()
     };
     let deps = setup.deps(provider, &config);
-    let mut session =
-        Session::open(&config.paths, args.session.as_deref(), deps).map_err(CliError::usage)?;
+    let mut session = Session::open(&config.paths, args.session.as_deref(), deps)
+        .map_err(CliError::usage)?
+        .with_workspace(workspace);
     let cancel = cancel_on_ctrl_c(args.json);
 
     let outcome = session.send(&prompt, EventSink::new(tx), cancel).await;
@@ -130,9 +143,9 @@ fn run_provider(args: &RunArgs, config: &Config) -> Result<Arc<dyn Provider>, Cl
 
 /// The prompt: `-p TEXT`, `-p -` (stdin) or the demo's, within the message
 /// size limit and not blank.
-fn run_prompt(args: &RunArgs, config: &Config) -> Result<String, CliError> {
+fn run_prompt(args: &RunArgs, config: &Config, chosen: Option<&Path>) -> Result<String, CliError> {
     let limit = config.agent.max_message_bytes;
-    let workspace = || workspace_hint(&config.paths, args.session.as_deref());
+    let workspace = || workspace_hint(&config.paths, args.session.as_deref(), chosen);
     let prompt = match (&args.prompt, args.demo) {
         (Some(p), _) if p == "-" => {
             let stdin = std::io::stdin();
@@ -229,9 +242,13 @@ fn provider_label(provider: &dyn Provider) -> String {
     }
 }
 
-/// The workspace an oversized prompt should go to: the session's own when
-/// one is named, else where a session's workspace lives.
-fn workspace_hint(paths: &Paths, session: Option<&str>) -> String {
+/// The workspace an oversized prompt should go to: the chosen folder
+/// (`--workspace`, `[agent] workspace`), else the session's own when one is
+/// named, else where a session's workspace lives.
+fn workspace_hint(paths: &Paths, session: Option<&str>, chosen: Option<&Path>) -> String {
+    if let Some(dir) = chosen {
+        return dir.display().to_string();
+    }
     match session.filter(|id| valid_id(id)) {
         Some(id) => paths
             .session_dir(id)

@@ -83,6 +83,14 @@ pub struct SwarmRunArgs {
     /// Script for the scripted provider (format in README.md).
     #[arg(long)]
     pub script: Option<PathBuf>,
+    /// Every member works in this folder: file tools, `bash`'s writes,
+    /// `source: "local"` data (default: `[agent] workspace`, else the team
+    /// run's shared `workspace/`).
+    #[arg(short = 'C', long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Answer yes to the confirmation a workspace as broad as $HOME or / needs.
+    #[arg(long)]
+    pub yes: bool,
 }
 
 pub async fn swarm(args: SwarmArgs) -> Result<(), CliError> {
@@ -309,6 +317,7 @@ fn swarm_options(
     vars: BTreeMap<String, String>,
     max_workers: Option<usize>,
     provider: Arc<dyn Provider>,
+    workspace: Option<PathBuf>,
 ) -> Result<SwarmOptions, WorkersError> {
     let max_workers = workers::check(
         max_workers
@@ -324,6 +333,7 @@ fn swarm_options(
             .deadline_seconds
             .map_or(DEFAULT_DEADLINE, Duration::from_secs),
         provider_for_model: Some(provider_factory(config, provider)),
+        workspace,
     })
 }
 
@@ -336,6 +346,9 @@ pub(super) struct WorkstationTeams {
     /// The chat's provider as `/model` last set it: a team started after a
     /// switch runs on the model the user switched to.
     pub provider: Option<Arc<std::sync::RwLock<Arc<dyn crate::llm::Provider>>>>,
+    /// The workstation's chosen folder (`--workspace`); `None`: each team
+    /// run's own.
+    pub workspace: Option<PathBuf>,
 }
 
 impl SwarmLauncher for WorkstationTeams {
@@ -347,6 +360,7 @@ impl SwarmLauncher for WorkstationTeams {
         cancel: CancellationToken,
     ) -> BoxFuture<'static, Result<(), SwarmLaunchError>> {
         let config = self.config.clone();
+        let workspace = self.workspace.clone();
         let mut deps = self.deps.clone();
         if let Some(current) = self.provider.as_ref().and_then(|p| p.read().ok()) {
             deps.provider = current.clone();
@@ -365,6 +379,7 @@ impl SwarmLauncher for WorkstationTeams {
                 vars.into_iter().collect(),
                 None,
                 deps.provider.clone(),
+                workspace,
             )
             .map_err(|e| engine(Box::new(e)))?;
             crate::swarm::run(&loaded.preset, options, deps, &config.paths, events, cancel)
@@ -440,6 +455,11 @@ async fn run(args: SwarmRunArgs) -> Result<(), CliError> {
     let config = config_reconciled(&overrides, args.json)?;
     let _log_guard = init_logging(&config);
     let vars = parse_vars(&args.vars).map_err(CliError::usage)?;
+    let workspace = super::workspace::for_command(
+        args.workspace.as_deref(),
+        &config,
+        super::workspace::Confirm::from_flag(args.yes),
+    )?;
     // Checked before anything starts: a refusal costs nothing.
     let max_workers = workers::check(
         args.max_workers
@@ -463,8 +483,8 @@ async fn run(args: SwarmRunArgs) -> Result<(), CliError> {
         }
     }
     let deps = setup.deps(provider.clone(), &config);
-    let options =
-        swarm_options(&config, vars, Some(max_workers), provider).map_err(CliError::usage)?;
+    let options = swarm_options(&config, vars, Some(max_workers), provider, workspace)
+        .map_err(CliError::usage)?;
     let (tx, rx) = mpsc::unbounded_channel();
     let printer = tokio::spawn(print_events(rx, args.json));
     let cancel = CancellationToken::new();
@@ -716,6 +736,7 @@ mod tests {
             config: config.clone(),
             deps,
             provider: Some(current.clone()),
+            workspace: None,
         };
         let yaml = dir.path().join("t.yaml");
         std::fs::write(

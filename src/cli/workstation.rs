@@ -37,6 +37,13 @@ pub struct WorkstationArgs {
     /// Script for the scripted provider (format in README.md).
     #[arg(long)]
     pub script: Option<PathBuf>,
+    /// Work in this folder: file tools, `bash`'s writes, `source: "local"`
+    /// data (default: `[agent] workspace`, else each session's own folder).
+    #[arg(short = 'C', long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Answer yes to the confirmation a workspace as broad as $HOME or / needs.
+    #[arg(long)]
+    pub yes: bool,
 }
 
 /// What the chat says when a prompt is sent with no model.
@@ -65,6 +72,13 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
         // A short session reaches every compaction gate (docs §3).
         super::demo_config(&mut config);
     }
+    // Asked on the terminal before the screen opens.
+    let how = if args.yes {
+        super::workspace::Confirm::Given
+    } else {
+        super::workspace::Confirm::Ask
+    };
+    let workspace = super::workspace::for_command(args.workspace.as_deref(), &config, how)?;
     let _log_guard = init_logging(&config);
 
     let (keymap, theme) = keys_and_theme(&config, args.theme.clone())?;
@@ -116,6 +130,11 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
         no_model_help: no_model_text(failure.as_deref()),
         max_message_bytes: config.agent.max_message_bytes,
         sessions_dir: config.paths.sessions_dir(),
+        workspace_label: workspace
+            .as_deref()
+            .map(super::workspace::shown)
+            .unwrap_or_default(),
+        workspace,
     };
     // A bad MCP entry stops the workstation before its screen opens.
     let mcp_servers = AgentSetup::mcp_servers(&config).map_err(CliError::usage)?;
@@ -140,6 +159,7 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
             config: config.clone(),
             deps,
             provider: current.clone(),
+            workspace: options.workspace.clone(),
         }) as Arc<dyn crate::tui::SwarmLauncher>
     });
     let ws = Workstation {

@@ -254,7 +254,7 @@ pub enum Judge {
 /// `read_file`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReadFileArgs {
-    /// File path, relative to the session workspace
+    /// File path, relative to the workspace
     pub path: String,
     /// First line to return, 1-based (default 1)
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -278,7 +278,7 @@ pub struct ListDirArgs {
 /// `write_file`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WriteFileArgs {
-    /// File path, relative to the session workspace
+    /// File path, relative to the workspace
     pub path: String,
     /// The full text to write
     pub content: String,
@@ -290,7 +290,7 @@ pub struct WriteFileArgs {
 /// `edit_file`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EditFileArgs {
-    /// File path, relative to the session workspace
+    /// File path, relative to the workspace
     pub path: String,
     /// Exact text to replace
     pub old_string: String,

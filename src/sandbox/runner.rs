@@ -32,7 +32,7 @@ pub struct RunSpec {
     pub args: Vec<OsString>,
     /// The child's cwd, writable; `logs/` goes here.
     pub run_dir: PathBuf,
-    /// More writable roots (the session workspace).
+    /// More writable roots (the workspace).
     pub writable: Vec<PathBuf>,
     /// Extra variables, set last (forbidden names are still refused).
     pub env: Vec<(String, String)>,

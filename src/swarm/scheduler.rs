@@ -56,6 +56,9 @@ pub struct SwarmOptions {
     /// For agents that name a `model`; `None` gives every agent the run's
     /// provider.
     pub provider_for_model: Option<ProviderFactory>,
+    /// The user's folder every member works in (`--workspace`); `None`:
+    /// the team run's shared `workspace/`.
+    pub workspace: Option<PathBuf>,
 }
 
 impl Default for SwarmOptions {
@@ -65,6 +68,7 @@ impl Default for SwarmOptions {
             max_workers: DEFAULT_MAX_WORKERS,
             deadline: DEFAULT_DEADLINE,
             provider_for_model: None,
+            workspace: None,
         }
     }
 }
@@ -112,6 +116,8 @@ struct TaskResult {
 struct Shared {
     run_id: String,
     files: RunFiles,
+    /// Where members' file tools work: the user's folder or `files`' own.
+    workspace: PathBuf,
     record: Mutex<RunRecord>,
     log: Mutex<EventLog>,
     sink: EventSink,
@@ -241,6 +247,10 @@ pub async fn run(
     let shared = Arc::new(Shared {
         run_id: run_id.clone(),
         log: Mutex::new(EventLog::open(files.events_file())),
+        workspace: options
+            .workspace
+            .clone()
+            .unwrap_or_else(|| files.workspace()),
         files,
         record: Mutex::new(record),
         sink: events,
@@ -799,7 +809,7 @@ async fn run_attempt(
         history: Vec::new(),
         session_id: format!("{}.{}", shared.run_id, job.task),
         session_dir,
-        workspace: shared.files.workspace(),
+        workspace: shared.workspace.clone(),
         background: BackgroundQueue::default(),
         compaction: CompactionRequest::default(),
         notices: Vec::new(),

@@ -181,7 +181,7 @@ mod tests {
             (
                 parameters_schema::<ReadFileArgs>(),
                 json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "File path, relative to the session workspace"},
+            "path": {"type": "string", "description": "File path, relative to the workspace"},
             "offset": {"type": "integer", "description": "First line to return, 1-based (default 1)"},
             "limit": {"type": "integer", "description": "Most lines to return (default 2000)"}
             }, "required": ["path"]}),
@@ -196,7 +196,7 @@ mod tests {
             (
                 parameters_schema::<WriteFileArgs>(),
                 json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "File path, relative to the session workspace"},
+            "path": {"type": "string", "description": "File path, relative to the workspace"},
             "content": {"type": "string", "description": "The full text to write"},
             "append": {"type": "boolean", "description": "Append instead of replacing (default false)"}
             }, "required": ["path", "content"]}),
@@ -204,7 +204,7 @@ mod tests {
             (
                 parameters_schema::<EditFileArgs>(),
                 json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "File path, relative to the session workspace"},
+            "path": {"type": "string", "description": "File path, relative to the workspace"},
             "old_string": {"type": "string", "description": "Exact text to replace"},
             "new_string": {"type": "string", "description": "Replacement text"},
             "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}

@@ -202,6 +202,11 @@ pub struct AppOptions {
     pub max_message_bytes: usize,
     /// Where session directories live, to name the workspace in that explanation.
     pub sessions_dir: PathBuf,
+    /// The user's folder the agent works in (`--workspace`, `[agent]
+    /// workspace`), shown in the status bar; `None`: each session's own.
+    pub workspace: Option<PathBuf>,
+    /// How the status bar names `workspace` (`~/research`).
+    pub workspace_label: String,
 }
 
 impl Default for AppOptions {
@@ -218,6 +223,8 @@ impl Default for AppOptions {
             no_model_help: String::new(),
             max_message_bytes: cfg.max_message_bytes,
             sessions_dir: PathBuf::from("sessions"),
+            workspace: None,
+            workspace_label: String::new(),
         }
     }
 }
@@ -502,9 +509,12 @@ impl App {
         self.send_text(text)
     }
 
-    /// The engine's size check on one message, naming this session's workspace.
+    /// The engine's size check on one message, naming the workspace.
     fn check_size(&self, bytes: usize) -> Result<(), MessageTooLarge> {
         check_message_size(bytes, self.options.max_message_bytes, &|| {
+            if let Some(dir) = &self.options.workspace {
+                return dir.display().to_string();
+            }
             let sessions = &self.options.sessions_dir;
             match &self.session_id {
                 Some(id) => sessions.join(id).join("workspace").display().to_string(),

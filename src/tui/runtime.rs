@@ -143,6 +143,8 @@ struct Worker {
     session: Option<Session>,
     /// The session to open on the next send when none is open.
     target: Option<String>,
+    /// The user's folder sessions work in; `None`: each session's own.
+    workspace: Option<PathBuf>,
 }
 
 /// Why the worker could not open its session.
@@ -160,7 +162,8 @@ impl Worker {
             return Ok(());
         }
         let deps = self.deps.clone().ok_or(OpenError::NoModel)?;
-        let mut s = Session::open(&self.paths, self.target.as_deref(), deps)?;
+        let mut s = Session::open(&self.paths, self.target.as_deref(), deps)?
+            .with_workspace(self.workspace.clone());
         s.set_compaction_request(self.compaction.clone());
         self.target = Some(s.id().to_string());
         self.session = Some(s);
@@ -303,6 +306,7 @@ async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiErr
         deps: ws.deps,
         session: None,
         target: None,
+        workspace: ws.options.workspace.clone(),
     };
     // The engine gets a runtime of its own on a dedicated thread: a turn's
     // CPU work can never delay a frame, and the turn's future need not be

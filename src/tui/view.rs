@@ -126,7 +126,12 @@ fn status_bar(area: Rect, buf: &mut Buffer, app: &App, now: Instant) {
     } else {
         "no model configured".to_string()
     };
-    let left = format!(" vibedesk · {session} · {model} ");
+    let folder = if app.options.workspace.is_some() {
+        format!(" · in {}", app.options.workspace_label)
+    } else {
+        String::new()
+    };
+    let left = format!(" vibedesk · {session} · {model}{folder} ");
     let state = if app.cancelling() {
         "⊘ cancelling…".to_string()
     } else if app.busy() {

@@ -46,3 +46,4 @@ mod ts_tools;
 mod tui;
 mod unsupported;
 mod warmup;
+mod workspace;

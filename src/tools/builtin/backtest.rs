@@ -722,7 +722,7 @@ pub fn resolve_run_dir(ctx: &ToolContext, raw: Option<&str>) -> Result<PathBuf, 
         ToolError::failed(
             "run_dir_outside",
             format!(
-                "run_dir '{shown}' is outside the current run directory ({}) and the session workspace ({}); use a relative path or omit run_dir",
+                "run_dir '{shown}' is outside the current run directory ({}) and the workspace ({}); use a relative path or omit run_dir",
                 ctx.run_dir.display(),
                 ctx.workspace.display()
             ),

@@ -1,6 +1,7 @@
 //! File tools: `read_file`, `list_dir`, `write_file`, `edit_file`.
 //!
-//! Every path is confined to the session workspace and the current run dir.
+//! Every path is confined to the workspace (the session's own folder or the
+//! user's, docs §2.3.1) and the current run dir.
 //! Relative paths resolve in the workspace, which persists across the
 //! session's runs. Escapes (`..`, absolute paths elsewhere, symlinks that
 //! point outside) are refused with an error naming the allowed roots.
@@ -51,7 +52,7 @@ fn outside(ctx: &ToolContext, raw: &str) -> ToolError {
     ToolError::failed(
         "path_outside_workspace",
         format!(
-            "path '{raw}' is outside the session workspace; use a relative path (it resolves in {}) or a path inside the run directory {}",
+            "path '{raw}' is outside the workspace; use a relative path (it resolves in {}) or a path inside the run directory {}",
             ctx.workspace.display(),
             ctx.run_dir.display()
         ),
@@ -155,7 +156,7 @@ impl TypedTool for ReadFile {
 
     const NAME: &'static str = names::READ_FILE;
     fn description(&self) -> &str {
-        "Read a text file from the session workspace, a page of lines at a time (offset is the 1-based first line)."
+        "Read a text file from the workspace, a page of lines at a time (offset is the 1-based first line)."
     }
     fn repeatable(&self) -> bool {
         true
@@ -228,7 +229,7 @@ impl TypedTool for ListDir {
 
     const NAME: &'static str = names::LIST_DIR;
     fn description(&self) -> &str {
-        "List files and folders in the session workspace (or a folder inside it), with sizes."
+        "List files and folders in the workspace (or a folder inside it), with sizes."
     }
     fn repeatable(&self) -> bool {
         true
@@ -298,7 +299,7 @@ impl TypedTool for WriteFile {
     const NAME: &'static str = names::WRITE_FILE;
     const CAPS: Caps = Caps::WRITES_FILES;
     fn description(&self) -> &str {
-        "Write a text file in the session workspace (creates folders; replaces the file atomically, or appends)."
+        "Write a text file in the workspace (creates folders; replaces the file atomically, or appends)."
     }
     fn repeatable(&self) -> bool {
         true
@@ -503,7 +504,7 @@ mod tests {
         for p in ["../secret.txt", "/etc/passwd", "a/../../secret.txt"] {
             let e = call(&ReadFile, json!({"path": p}), &c).await.unwrap_err();
             assert_eq!(e.code(), "path_outside_workspace", "{p}: {e}");
-            assert!(e.to_string().contains("outside the session workspace"));
+            assert!(e.to_string().contains("outside the workspace"));
         }
         std::os::unix::fs::symlink(dir.path(), c.workspace.join("link")).unwrap();
         let e = call(

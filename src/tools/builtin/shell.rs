@@ -1,7 +1,7 @@
 //! The `bash` tool (docs §2.6, §2.10): one shell command in the sandbox.
 //!
 //! The command runs through [`crate::sandbox::Runner`] with cwd = the run
-//! dir, the session workspace writable and named in `VIBEDESK_WORKSPACE`, a
+//! dir, the workspace writable and named in `VIBEDESK_WORKSPACE`, a
 //! 120 s deadline (at most 600 s on request) that kills the whole process
 //! group, and stdout/stderr each capped at 50 000 characters. It is a write
 //! tool (runs alone, never killed by the loop); the runner's own deadline
@@ -81,7 +81,7 @@ impl TypedTool for Bash {
     const CAPS: Caps = Caps::WRITES;
 
     fn description(&self) -> &str {
-        "Run a shell command in the current run directory (sandboxed). No API keys in its environment, a throwaway HOME, memory/process/file-size limits, and writes allowed only in the run directory, the session workspace ($VIBEDESK_WORKSPACE) and $TMPDIR. Default timeout 120 s (timeout_seconds, at most 600); at the deadline the whole process group is killed and the partial output returned. stdout and stderr are each capped at 50,000 characters (head and tail kept). Do not kill Python processes broadly by name (pkill python); target a script (pkill -f my_script.py)."
+        "Run a shell command in the current run directory (sandboxed). No API keys in its environment, a throwaway HOME, memory/process/file-size limits, and writes allowed only in the run directory, the workspace ($VIBEDESK_WORKSPACE) and $TMPDIR. Default timeout 120 s (timeout_seconds, at most 600); at the deadline the whole process group is killed and the partial output returned. stdout and stderr are each capped at 50,000 characters (head and tail kept). Do not kill Python processes broadly by name (pkill python); target a script (pkill -f my_script.py)."
     }
 
     fn repeatable(&self) -> bool {

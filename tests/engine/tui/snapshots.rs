@@ -759,3 +759,20 @@ fn resize_reflows_without_leftovers() {
         assert_eq!(after_resize, screen(&mut fresh, w, h, now), "{w}x{h}");
     }
 }
+
+/// A user's folder as the workspace is named in the status bar; the
+/// session's own folder (the default) adds nothing there.
+#[test]
+fn the_status_bar_names_a_chosen_workspace() {
+    let mut a = app_with(AppOptions {
+        workspace: Some(std::path::PathBuf::from("/home/u/research")),
+        workspace_label: "~/research".into(),
+        ..AppOptions::default()
+    });
+    let shown = screen(&mut a, 120, 24, Instant::now());
+    let top = shown.lines().next().unwrap();
+    assert!(top.contains("· in ~/research"), "{top}");
+    let mut plain = app();
+    let shown = screen(&mut plain, 120, 24, Instant::now());
+    assert!(!shown.lines().next().unwrap().contains(" in "), "{shown}");
+}
