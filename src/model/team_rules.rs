@@ -25,9 +25,129 @@ pub const RULES: &[&str] = &[
 ];
 
 /// The thresholds a rule reads from its preset, with the value it uses
-/// when the preset gives none (docs §14.7 states the defaults). A rule not
-/// listed here reads none.
-pub const THRESHOLDS: &[(&str, &[(&str, f64)])] = &[("macro_regimes", &[("min_sharpe_gap", 1.0)])];
+/// when the preset gives none. This table is the one definition: the
+/// rules' stated text is formatted from the values in force, the shipped
+/// presets set each of them (`thresholds:`), and docs §14.7's threshold
+/// table is compared with it by a test. Percent figures are in percent
+/// (`-20` is a 20 % drawdown); counts (two points make a stance) are part
+/// of a rule's shape, not thresholds.
+pub const THRESHOLDS: &[(&str, &[(&str, f64)])] = &[
+    ("risk_review", RISK_REVIEW),
+    ("bull_rebuttal", REBUTTAL),
+    ("bear_rebuttal", REBUTTAL),
+    ("committee", COMMITTEE),
+    (
+        "pairs",
+        &[
+            ("pass_correlation", 0.5),
+            ("fail_correlation", 0.3),
+            ("pass_p_value", 0.05),
+            ("fail_p_value", 0.10),
+            ("pass_half_life", 30.0),
+            ("fail_half_life", 60.0),
+            ("pass_sharpe", 0.5),
+            ("fail_sharpe", 0.0),
+            ("entry_z", 2.0),
+        ],
+    ),
+    ("validation", SURVIVAL),
+    ("quant_desk", SURVIVAL),
+    ("backtest_audit", &[("cost_sharpe_share", 0.5)]),
+    (
+        "crypto",
+        &[
+            ("high_risk_volatility", 80.0),
+            ("elevated_risk_volatility", 50.0),
+            ("crash_drawdown", -50.0),
+            ("paid_sharpe", 0.5),
+        ],
+    ),
+    (
+        "equity",
+        &[
+            ("paid_sharpe", 0.5),
+            ("deep_drawdown", -20.0),
+            ("shallow_drawdown", -5.0),
+        ],
+    ),
+    (
+        "factors",
+        &[("min_sharpe_margin", 0.1), ("min_low_vol_lead", 10.0)],
+    ),
+    ("macro_regimes", &[("min_sharpe_gap", 1.0)]),
+    (
+        "portfolio",
+        &[
+            ("crash_drawdown", -50.0),
+            ("high_volatility", 40.0),
+            ("high_correlation", 0.7),
+            ("risk_share_multiple", 1.5),
+            ("trend_sharpe_edge", 0.2),
+        ],
+    ),
+    (
+        "risk_memo",
+        &[
+            ("volatility_limit", 40.0),
+            ("es_limit", 5.0),
+            ("stress_loss_limit", 30.0),
+            ("drawdown_limit", 40.0),
+            ("correlation_limit", 0.8),
+        ],
+    ),
+    ("technical_panel", &[("momentum_rsi", 50.0)]),
+    (
+        "options_desk",
+        &[("above_ratio", 1.2), ("below_ratio", 0.8)],
+    ),
+];
+
+/// The risk officer's limits (which the manager applies too), and the
+/// researchers' point lines it ranks each side's strongest figure by.
+const RISK_REVIEW: &[(&str, f64)] = &[
+    ("paid_sharpe", 0.5),
+    ("deep_drawdown", -20.0),
+    ("shallow_drawdown", -5.0),
+    ("high_volatility", 40.0),
+    ("low_volatility", 20.0),
+    ("overbought_rsi", 70.0),
+    ("veto_volatility", 60.0),
+    ("cap_drawdown", -50.0),
+    ("cap_atr_percent", 5.0),
+];
+
+/// The researchers' point lines and the rebuttals' answer lines: the
+/// rebuttals score the other side's points to find its strongest.
+const REBUTTAL: &[(&str, f64)] = &[
+    ("paid_sharpe", 0.5),
+    ("deep_drawdown", -20.0),
+    ("shallow_drawdown", -5.0),
+    ("high_volatility", 40.0),
+    ("low_volatility", 20.0),
+    ("overbought_rsi", 70.0),
+    ("answer_drawdown", -10.0),
+    ("crash_drawdown", -50.0),
+];
+
+/// The manager scores both researchers, strikes answered points and
+/// applies the limits, so it reads all of them.
+const COMMITTEE: &[(&str, f64)] = &[
+    ("paid_sharpe", 0.5),
+    ("deep_drawdown", -20.0),
+    ("shallow_drawdown", -5.0),
+    ("high_volatility", 40.0),
+    ("low_volatility", 20.0),
+    ("overbought_rsi", 70.0),
+    ("answer_drawdown", -10.0),
+    ("crash_drawdown", -50.0),
+    ("veto_volatility", 60.0),
+    ("cap_drawdown", -50.0),
+    ("cap_atr_percent", 5.0),
+];
+
+/// Out of sample, a rule survives at this Sharpe and this share of its
+/// in-sample Sharpe.
+const SURVIVAL: &[(&str, f64)] = &[("min_oos_sharpe", 0.5), ("min_kept_share", 0.5)];
 
 /// The thresholds `rule` reads, by name, with their defaults.
 pub fn thresholds_of(rule: &str) -> &'static [(&'static str, f64)] {
@@ -38,19 +158,39 @@ pub fn thresholds_of(rule: &str) -> &'static [(&'static str, f64)] {
 }
 
 /// The value of threshold `name` in `given` (from the rule line), else
-/// `rule`'s default for it (0 for a name the rule does not have).
+/// its default. A name means one thing in every rule that has it, with one
+/// default (a test holds the table to that), so a rule line that names no
+/// known rule still gets the documented value, never a silent 0.
 pub fn threshold(rule: &str, given: &[(String, f64)], name: &str) -> f64 {
     given
         .iter()
         .find(|(n, _)| n == name)
         .map(|(_, v)| *v)
-        .or_else(|| {
-            thresholds_of(rule)
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| *v)
+        .or_else(|| default_of(rule, name))
+        .or_else(|| THRESHOLDS.iter().find_map(|(r, _)| default_of(r, name)))
+        .unwrap_or(f64::NAN)
+}
+
+/// Each of `rule`'s thresholds in force, by name, as a prompt states it
+/// (`0.5`, `-20`): a preset's prompt names them as `{name}` placeholders,
+/// so the text a model reads says the values the rule decides by.
+pub fn in_force(rule: &str, given: &[(String, f64)]) -> Vec<(String, String)> {
+    thresholds_of(rule)
+        .iter()
+        .map(|(name, _)| {
+            (
+                name.to_string(),
+                format!("{}", threshold(rule, given, name)),
+            )
         })
-        .unwrap_or(0.0)
+        .collect()
+}
+
+fn default_of(rule: &str, name: &str) -> Option<f64> {
+    thresholds_of(rule)
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
 }
 
 /// What the rule line starts with.
@@ -134,5 +274,23 @@ mod tests {
         assert_eq!(threshold("macro_regimes", &given, "min_sharpe_gap"), 0.75);
         assert_eq!(threshold("macro_regimes", &[], "min_sharpe_gap"), 1.0);
         assert!(THRESHOLDS.iter().all(|(r, _)| is_rule(r)));
+    }
+
+    #[test]
+    fn a_threshold_name_has_one_default_in_every_rule() {
+        let mut seen: Vec<(&str, f64, &str)> = Vec::new();
+        for (rule, list) in THRESHOLDS {
+            for (name, v) in *list {
+                assert!(v.is_finite(), "{rule}.{name}");
+                if let Some((_, w, other)) = seen.iter().find(|(n, _, _)| n == name) {
+                    assert_eq!(v, w, "{name}: {rule} and {other} differ");
+                }
+                seen.push((name, *v, rule));
+            }
+        }
+        // A name no rule has is NaN: every comparison with it is false, so
+        // a mistyped name decides nothing rather than deciding at 0.
+        assert!(threshold("pairs", &[], "nonesuch").is_nan());
+        assert_eq!(threshold("pairs", &[], "crash_drawdown"), -50.0);
     }
 }

@@ -39,9 +39,19 @@ pub(super) struct Board {
     pub figs: Vec<Fig>,
     /// (member key, what failed and why).
     pub failures: Vec<(String, String)>,
+    /// The rule deciding, a name of `model::team_rules::RULES`.
+    pub rule: String,
+    /// The thresholds the rule line gave; the rest are at their defaults.
+    pub given: Vec<(String, f64)>,
 }
 
 impl Board {
+    /// The deciding rule's threshold `name`: the line's value, else the
+    /// default (docs §14.7).
+    pub fn at(&self, name: &str) -> f64 {
+        crate::model::team_rules::threshold(&self.rule, &self.given, name)
+    }
+
     /// Adds the key-figures table of `body` under `from`.
     pub fn read(&mut self, from: &str, body: &str) {
         let mut in_table = false;

@@ -122,6 +122,12 @@ impl<'a> Need<'a> {
     }
 }
 
+/// A threshold as a rule states it: `0.5`, `−20` (a typographic minus, as
+/// the rules' text writes negatives).
+pub(super) fn shown(v: f64) -> String {
+    format!("{v}").replace('-', "−")
+}
+
 /// A member's stance from the sum of its points: ≥ +2 bull, ≤ −2 bear.
 pub(super) fn stance(score: i32) -> &'static str {
     if score >= 2 {

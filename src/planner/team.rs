@@ -507,9 +507,9 @@ fn decision(
     rule: Option<&str>,
     given: &[(String, f64)],
 ) -> String {
-    if sections.is_empty() {
+    let (Some(rule), false) = (rule, sections.is_empty()) else {
         return String::new();
-    }
+    };
     let mut board = Board::default();
     for o in outcomes {
         for r in key_rows(o) {
@@ -519,8 +519,9 @@ fn decision(
     for s in sections {
         board.read(s.key, s.body);
     }
-    rule.and_then(|r| verdict(r, given, &board))
-        .map_or_else(String::new, |v| v.render())
+    board.rule = rule.to_string();
+    board.given = given.to_vec();
+    verdict(&board).map_or_else(String::new, |v| v.render())
 }
 
 /// One row of the key-figures table.

@@ -8,21 +8,22 @@
 //! A rule whose figures are missing says "no decision" and why, rather
 //! than deciding on less.
 //!
-//! Thresholds are constants here and are the ones docs §14.7 lists, except
-//! a rule's in `model::team_rules::THRESHOLDS`, which the preset may set
-//! (`thresholds:` beside `decision:`) and the rule line carries; the
-//! shipped presets' prompts state the same rules for a model.
+//! Every threshold is read from the board ([`Board::at`]): the preset's
+//! value (`thresholds:` beside `decision:`, carried on the rule line), else
+//! its default in `model::team_rules::THRESHOLDS`, the one definition docs
+//! §14.7 is checked against; the rules' stated text is formatted from the
+//! values in force. The shipped presets' prompts state the same rules for
+//! a model.
 
 use super::board::{Board, Fig, OWN};
-use super::rule::{Need, Point, Verdict, stance};
+use super::rule::{Need, Point, Verdict, shown, stance};
 use super::verdict_teams as teams;
 
-/// The rule named `rule` (a name of `model::team_rules::RULES`), if the
-/// planner has it, with the thresholds its line `given` (the rest at their
-/// defaults, `model::team_rules::THRESHOLDS`).
-pub(super) fn verdict(rule: &str, given: &[(String, f64)], b: &Board) -> Option<Verdict> {
-    let at = |name: &str| crate::model::team_rules::threshold(rule, given, name);
-    Some(match rule {
+/// The verdict of the board's rule (a name of `model::team_rules::RULES`),
+/// if the planner has it, at the thresholds its line gave (the rest at
+/// their defaults, `model::team_rules::THRESHOLDS`).
+pub(super) fn verdict(b: &Board) -> Option<Verdict> {
+    Some(match b.rule.as_str() {
         "risk_review" => risk_review(b),
         "bull_rebuttal" => rebuttal_member(b, Side::Bull),
         "bear_rebuttal" => rebuttal_member(b, Side::Bear),
@@ -34,7 +35,7 @@ pub(super) fn verdict(rule: &str, given: &[(String, f64)], b: &Board) -> Option<
         "crypto" => teams::crypto(b),
         "equity" => teams::equity(b),
         "factors" => teams::factors(b),
-        "macro_regimes" => teams::macro_regimes(b, at("min_sharpe_gap")),
+        "macro_regimes" => teams::macro_regimes(b),
         "portfolio" => teams::portfolio(b),
         "risk_memo" => teams::risk_memo(b),
         "technical_panel" => teams::technical_panel(b),
@@ -88,7 +89,8 @@ pub(super) fn bull_points(n: &mut Need<'_>, from: &str) -> Vec<Point> {
         &["sma_crossover", "Sharpe"],
         "the trend rule's Sharpe",
     ) {
-        let score = if f.value >= 0.5 {
+        let paid = n.b.at("paid_sharpe");
+        let score = if f.value >= paid {
             1
         } else if f.value < 0.0 {
             -1
@@ -98,7 +100,7 @@ pub(super) fn bull_points(n: &mut Need<'_>, from: &str) -> Vec<Point> {
         out.push(Point::new(
             "trend rule",
             score,
-            format!("{} against the 0.5 and 0 lines", f.cite()),
+            format!("{} against the {} and 0 lines", f.cite(), shown(paid)),
         ));
     }
     out
@@ -110,10 +112,12 @@ pub(super) fn bull_points(n: &mut Need<'_>, from: &str) -> Vec<Point> {
 /// (RSI-mean-reversion Sharpe < 0 against, ≥ 0.5 for).
 pub(super) fn bear_points(n: &mut Need<'_>, from: &str) -> Vec<Point> {
     let mut out = Vec::new();
+    let b = n.b;
     if let Some(f) = n.get(from, &["drawdown", "latest"], "the latest drawdown") {
-        let score = if f.value <= -20.0 {
+        let (deep, shallow) = (b.at("deep_drawdown"), b.at("shallow_drawdown"));
+        let score = if f.value <= deep {
             -1
-        } else if f.value >= -5.0 {
+        } else if f.value >= shallow {
             1
         } else {
             0
@@ -121,13 +125,19 @@ pub(super) fn bear_points(n: &mut Need<'_>, from: &str) -> Vec<Point> {
         out.push(Point::new(
             "drawdown",
             score,
-            format!("{} against the −20 % and −5 % lines", f.cite()),
+            format!(
+                "{} against the {} % and {} % lines",
+                f.cite(),
+                shown(deep),
+                shown(shallow)
+            ),
         ));
     }
     if let Some(f) = n.get(from, &["volatility", "latest"], "the latest volatility") {
-        let score = if f.value >= 40.0 {
+        let (high, low) = (b.at("high_volatility"), b.at("low_volatility"));
+        let score = if f.value >= high {
             -1
-        } else if f.value <= 20.0 {
+        } else if f.value <= low {
             1
         } else {
             0
@@ -135,15 +145,21 @@ pub(super) fn bear_points(n: &mut Need<'_>, from: &str) -> Vec<Point> {
         out.push(Point::new(
             "volatility",
             score,
-            format!("{} against the 40 % and 20 % lines", f.cite()),
+            format!(
+                "{} against the {} % and {} % lines",
+                f.cite(),
+                shown(high),
+                shown(low)
+            ),
         ));
     }
     if let Some(f) = n.get(from, &["RSI(14)", "latest"], "the latest RSI(14)") {
-        let score = if f.value >= 70.0 { -1 } else { 0 };
+        let stretched = b.at("overbought_rsi");
+        let score = if f.value >= stretched { -1 } else { 0 };
         out.push(Point::new(
             "RSI",
             score,
-            format!("{} against the 70 line", f.cite()),
+            format!("{} against the {} line", f.cite(), shown(stretched)),
         ));
     }
     if let Some(f) = n.get(
@@ -151,9 +167,10 @@ pub(super) fn bear_points(n: &mut Need<'_>, from: &str) -> Vec<Point> {
         &["rsi_mean_reversion", "Sharpe"],
         "the dip-buying rule's Sharpe",
     ) {
+        let paid = b.at("paid_sharpe");
         let score = if f.value < 0.0 {
             -1
-        } else if f.value >= 0.5 {
+        } else if f.value >= paid {
             1
         } else {
             0
@@ -161,7 +178,7 @@ pub(super) fn bear_points(n: &mut Need<'_>, from: &str) -> Vec<Point> {
         out.push(Point::new(
             "dip buying",
             score,
-            format!("{} against the 0 and 0.5 lines", f.cite()),
+            format!("{} against the 0 and {} lines", f.cite(), shown(paid)),
         ));
     }
     out
@@ -247,10 +264,11 @@ fn bull_answer(b: &Board, topic: &str, own: &str, other: &str) -> (String, bool)
         _ => match get(own, &["sma_crossover", "Sharpe"]) {
             Some(r) => (
                 format!(
-                    "following the trend rather than buying dips earned {} (it answers if ≥ 0.5)",
-                    r.cite()
+                    "following the trend rather than buying dips earned {} (it answers if ≥ {})",
+                    r.cite(),
+                    shown(b.at("paid_sharpe"))
                 ),
-                r.value >= 0.5,
+                r.value >= b.at("paid_sharpe"),
             ),
             None => ("the trend rule's Sharpe was not reported".into(), false),
         },
@@ -264,10 +282,11 @@ fn bear_answer(b: &Board, topic: &str, own: &str) -> (String, bool) {
         "trend" => match get(own, &["drawdown", "latest"]) {
             Some(d) => (
                 format!(
-                    "the stock still stands {} below its high (it answers if ≤ −10 %)",
-                    d.cite()
+                    "the stock still stands {} below its high (it answers if ≤ {} %)",
+                    d.cite(),
+                    shown(b.at("answer_drawdown"))
                 ),
-                d.value <= -10.0,
+                d.value <= b.at("answer_drawdown"),
             ),
             None => ("the latest drawdown was not reported".into(), false),
         },
@@ -279,18 +298,24 @@ fn bear_answer(b: &Board, topic: &str, own: &str) -> (String, bool) {
                 .flatten()
                 .collect::<Vec<_>>()
                 .join(" and ");
+            let (stretched, high) = (b.at("overbought_rsi"), b.at("high_volatility"));
             (
-                format!("momentum comes with {text} (it answers if RSI ≥ 70 or volatility ≥ 40 %)"),
-                rsi.is_some_and(|r| r.value >= 70.0) || vol.is_some_and(|v| v.value >= 40.0),
+                format!(
+                    "momentum comes with {text} (it answers if RSI ≥ {} or volatility ≥ {} %)",
+                    shown(stretched),
+                    shown(high)
+                ),
+                rsi.is_some_and(|r| r.value >= stretched) || vol.is_some_and(|v| v.value >= high),
             )
         }
         _ => match get(own, &["drawdown", "deepest"]) {
             Some(d) => (
                 format!(
-                    "the same period held a decline of {} (it answers if ≤ −50 %)",
-                    d.cite()
+                    "the same period held a decline of {} (it answers if ≤ {} %)",
+                    d.cite(),
+                    shown(b.at("crash_drawdown"))
                 ),
-                d.value <= -50.0,
+                d.value <= b.at("crash_drawdown"),
             ),
             None => ("the deepest drawdown was not reported".into(), false),
         },
@@ -357,10 +382,14 @@ pub(super) struct Limits {
     pub lines: Vec<String>,
 }
 
-/// Volatility limit: the latest annualized volatility ≥ 60 % vetoes.
-/// Drawdown limit: a deepest drawdown ≤ −50 % caps the size at half. ATR
-/// limit: ATR(14) ≥ 5 % of the last close caps the size at half.
+/// Volatility limit: the latest annualized volatility at `veto_volatility`
+/// (60 %) vetoes. Drawdown limit: a deepest drawdown at `cap_drawdown`
+/// (−50 %) caps the size at half. ATR limit: ATR(14) at `cap_atr_percent`
+/// (5 %) of the last close caps the size at half.
 pub(super) fn limits(b: &Board, bull: &str, bear: &str, risk: &str) -> Limits {
+    let veto = shown(b.at("veto_volatility"));
+    let cap_dd = shown(b.at("cap_drawdown"));
+    let cap_atr = shown(b.at("cap_atr_percent"));
     let mut l = Limits {
         veto: false,
         cap: false,
@@ -370,31 +399,31 @@ pub(super) fn limits(b: &Board, bull: &str, bear: &str, risk: &str) -> Limits {
     match b.get(bear, &["volatility", "latest"]) {
         Some(v) => {
             l.assessed += 1;
-            l.veto = v.value >= 60.0;
+            l.veto = v.value >= b.at("veto_volatility");
             l.lines.push(format!(
-                "volatility limit 60 %: {} → {}",
+                "volatility limit {veto} %: {} → {}",
                 v.cite(),
                 if l.veto { "veto" } else { "within" }
             ));
         }
         None => l.lines.push(format!(
-            "volatility limit 60 %: not assessed ({})",
+            "volatility limit {veto} %: not assessed ({})",
             b.missing(bear, "the latest volatility")
         )),
     }
     match b.get(bear, &["drawdown", "deepest"]) {
         Some(d) => {
             l.assessed += 1;
-            let hit = d.value <= -50.0;
+            let hit = d.value <= b.at("cap_drawdown");
             l.cap |= hit;
             l.lines.push(format!(
-                "drawdown limit −50 %: {} → {}",
+                "drawdown limit {cap_dd} %: {} → {}",
                 d.cite(),
                 if hit { "size cap 50 %" } else { "within" }
             ));
         }
         None => l.lines.push(format!(
-            "drawdown limit −50 %: not assessed ({})",
+            "drawdown limit {cap_dd} %: not assessed ({})",
             b.missing(bear, "the deepest drawdown")
         )),
     }
@@ -405,19 +434,18 @@ pub(super) fn limits(b: &Board, bull: &str, bear: &str, risk: &str) -> Limits {
         (Some(a), Some(c)) if c.value > 0.0 => {
             l.assessed += 1;
             let share = a.value / c.value * 100.0;
-            let hit = share >= 5.0;
+            let hit = share >= b.at("cap_atr_percent");
             l.cap |= hit;
             l.lines.push(format!(
-                "ATR limit 5 % of the close: {} is {share:.2} % of {} → {}",
+                "ATR limit {cap_atr} % of the close: {} is {share:.2} % of {} → {}",
                 a.cite(),
                 c.cite(),
                 if hit { "size cap 50 %" } else { "within" }
             ));
         }
-        _ => l.lines.push(
-            "ATR limit 5 % of the close: not assessed (the ATR(14) or the last close is missing)"
-                .into(),
-        ),
+        _ => l.lines.push(format!(
+            "ATR limit {cap_atr} % of the close: not assessed (the ATR(14) or the last close is missing)"
+        )),
     }
     l
 }
@@ -437,9 +465,14 @@ fn limits_word(l: &Limits) -> &'static str {
 /// The risk officer's review: the limits, and each side's strongest figure.
 fn risk_review(b: &Board) -> Verdict {
     let l = limits(b, "bull_report", "bear_report", OWN);
-    let rule = "Rule (docs §14.7): the latest annualized volatility at or above 60 % vetoes; a deepest drawdown at or below −50 %, or an ATR(14) at or above 5 % of the last close, caps the size at half a position.";
+    let rule = format!(
+        "Rule (docs §14.7): the latest annualized volatility at or above {} % vetoes; a deepest drawdown at or below {} %, or an ATR(14) at or above {} % of the last close, caps the size at half a position.",
+        shown(b.at("veto_volatility")),
+        shown(b.at("cap_drawdown")),
+        shown(b.at("cap_atr_percent"))
+    );
     if l.assessed == 0 {
-        return Verdict::none("Risk limits", rule, &l.lines);
+        return Verdict::none("Risk limits", &rule, &l.lines);
     }
     let mut body: Vec<String> = l.lines.iter().map(|x| format!("- {x}")).collect();
     let mut n = Need::new(b);
@@ -453,21 +486,22 @@ fn risk_review(b: &Board) -> Verdict {
     }
     Verdict {
         title: format!("Risk limits: {}", limits_word(&l)),
-        rule: rule.into(),
+        rule,
         body,
     }
 }
 
-/// The baseline's stance from buy and hold: Sharpe ≥ 0.5 with a gain is
-/// bull, a Sharpe below 0 bear.
+/// The baseline's stance from buy and hold: Sharpe at `paid_sharpe` (0.5)
+/// with a gain is bull, a Sharpe below 0 bear.
 fn baseline(n: &mut Need<'_>) -> Option<(i32, String)> {
+    let paid = n.b.at("paid_sharpe");
     let s = n.get(OWN, &["buy_and_hold", "Sharpe"], "the buy-and-hold Sharpe")?;
     let r = n.get(
         OWN,
         &["buy_and_hold", "total return"],
         "the buy-and-hold return",
     )?;
-    let score = if s.value >= 0.5 && r.value > 0.0 {
+    let score = if s.value >= paid && r.value > 0.0 {
         1
     } else if s.value < 0.0 {
         -1
@@ -498,7 +532,10 @@ fn struck(points: Vec<Point>, answer: Option<&Answer>) -> Vec<Point> {
 
 /// The investment committee: stances, the vote, the risk limits, the debate.
 fn committee(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): each researcher's stance is the sum of its points (≥ +2 bull, ≤ −2 bear, else neutral; a point the other side answered is struck), the baseline's is buy and hold (Sharpe ≥ 0.5 with a gain: bull; below 0: bear); a net vote of +2 or more is buy, −2 or less avoid, else hold; the risk officer's volatility limit vetoes (avoid) and its drawdown and ATR limits cap a buy at half a position. A stance needs two points; the vote needs two stances. Research by rule, not advice.";
+    let rule = format!(
+        "Rule (docs §14.7): each researcher's stance is the sum of its points (≥ +2 bull, ≤ −2 bear, else neutral; a point the other side answered is struck), the baseline's is buy and hold (Sharpe ≥ {} with a gain: bull; below 0: bear); a net vote of +2 or more is buy, −2 or less avoid, else hold; the risk officer's volatility limit vetoes (avoid) and its drawdown and ATR limits cap a buy at half a position. A stance needs two points; the vote needs two stances. Research by rule, not advice.",
+        shown(b.at("paid_sharpe"))
+    );
     let mut n = Need::new(b);
     let bull_answer = answer(b, Side::Bull, "bull_report", "bear_report");
     let bear_answer = answer(b, Side::Bear, "bear_report", "bull_report");
@@ -539,7 +576,7 @@ fn committee(b: &Board) -> Verdict {
     if votes.len() < 2 {
         let mut why = vec![format!("only {} of 3 stances could be taken", votes.len())];
         why.extend(n.reasons());
-        return Verdict::none("Decision", rule, &why);
+        return Verdict::none("Decision", &rule, &why);
     }
     let net: i32 = votes
         .iter()
@@ -591,7 +628,7 @@ fn committee(b: &Board) -> Verdict {
     }
     Verdict {
         title: format!("Decision: {decision}"),
-        rule: rule.into(),
+        rule,
         body,
     }
 }
@@ -599,6 +636,18 @@ fn committee(b: &Board) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The verdict of `rule` over `b` with the thresholds `given`.
+    pub(in crate::planner) fn verdict_by(
+        rule: &str,
+        given: &[(String, f64)],
+        b: &Board,
+    ) -> Option<Verdict> {
+        let mut b = b.clone();
+        b.rule = rule.to_string();
+        b.given = given.to_vec();
+        verdict(&b)
+    }
 
     const P: &str = "2008-01-01 to 2012-12-31";
     const D: &str = "2012-12-31";
@@ -642,13 +691,13 @@ mod tests {
     }
 
     fn decide(b: &Board) -> String {
-        verdict("committee", &[], b).unwrap().render()
+        verdict_by("committee", &[], b).unwrap().render()
     }
 
     #[test]
     fn every_named_rule_is_one_the_planner_has() {
         for rule in crate::model::team_rules::RULES {
-            assert!(verdict(rule, &[], &Board::default()).is_some(), "{rule}");
+            assert!(verdict_by(rule, &[], &Board::default()).is_some(), "{rule}");
         }
     }
 
@@ -662,12 +711,12 @@ mod tests {
         ] {
             b.add(key, "X buy_and_hold Sharpe (annualized, rf 0 %)", v, P);
         }
-        let title = |given: &[(String, f64)]| verdict("macro_regimes", given, &b).unwrap().title;
+        let title = |given: &[(String, f64)]| verdict_by("macro_regimes", given, &b).unwrap().title;
         // A gap of 0.80: under the default 1.0, over a preset's 0.5.
         assert_eq!(title(&[]), "Decision: not clearly rate-regime-sensitive");
         let given = [("min_sharpe_gap".to_string(), 0.5)];
         assert!(title(&given).starts_with("Decision: rate-regime-sensitive"));
-        let text = verdict("macro_regimes", &given, &b).unwrap().render();
+        let text = verdict_by("macro_regimes", &given, &b).unwrap().render();
         assert!(text.contains("differ by 0.5 or more"), "{text}");
     }
 
@@ -698,6 +747,25 @@ mod tests {
         assert!(
             text.contains("The bear answers the bull's strongest figure (trend +1: X close 110.00")
         );
+    }
+
+    #[test]
+    fn the_committee_decides_and_states_its_rule_at_the_lines_given() {
+        let b = board(["-30.00 %", "65.00 %", "-40.00 %", "-0.20"]);
+        let at_default = verdict_by("committee", &[], &b).unwrap().render();
+        assert!(at_default.contains("volatility limit 60 %"), "{at_default}");
+        assert!(at_default.starts_with("## Decision: avoid (risk veto)\n"));
+        // The preset's veto at 70 %: 65 % no longer vetoes, and every line
+        // that states the limit says 70.
+        let given = [("veto_volatility".to_string(), 70.0)];
+        let text = verdict_by("committee", &given, &b).unwrap().render();
+        assert!(!text.contains("risk veto"), "{text}");
+        assert!(text.contains("volatility limit 70 %: "), "{text}");
+        assert!(!text.contains("60 %"), "{text}");
+        // A drawdown line moved past the bear's −30 %: no longer a point against.
+        let given = [("deep_drawdown".to_string(), -35.0)];
+        let text = verdict_by("committee", &given, &b).unwrap().render();
+        assert!(text.contains("against the −35 % and −5 % lines"), "{text}");
     }
 
     #[test]
@@ -742,7 +810,7 @@ mod tests {
         );
         assert!(text.contains("missing from `bear_report` (a tool call failed: technical_indicator: no data for ZZZ)"), "{text}");
         // A rule the planner does not have gives no verdict at all.
-        assert!(verdict("vibes", &[], &b).is_none());
+        assert!(verdict_by("vibes", &[], &b).is_none());
     }
 
     #[test]
@@ -780,7 +848,7 @@ mod tests {
             "0.70",
             oos,
         );
-        let text = verdict("quant_desk", &[], &b).unwrap().render();
+        let text = verdict_by("quant_desk", &[], &b).unwrap().render();
         // 0.60 ≥ 0.5 and ≥ half of 0.90: survives; 0.70 < half of 1.50: does not.
         assert!(
             text.starts_with(

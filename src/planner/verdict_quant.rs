@@ -4,16 +4,27 @@
 //! risk manager's stress of the position, citing each figure.
 
 use super::board::Board;
-use super::rule::{Need, Verdict};
+use super::rule::{Need, Verdict, shown};
 
-const RULE: &str = "Rule (docs §14.7): it compares two realised volatilities, not realised against implied: the latest 20-day realised volatility against the volatility the straddle was priced at, which offline is the realised volatility of the last 252 daily returns (no implied volatility is known). Recent moves are above it when the ratio is at least 1.2, below it at 0.8 or less, else in line; the 60-day realised volatility confirms when it stands on the same side of the same line. Above: long volatility favoured; below: not favoured; in line: neutral. It says nothing of whether the market prices the straddle cheap or rich. Both volatilities must be reported. The premium is the most the position can lose; the worst stress result and the move needed to break even are set beside it. Analysis by rule, not advice.";
+/// The rule at the board's thresholds.
+fn rule(b: &Board) -> String {
+    format!(
+        "{RULE_HEAD} Recent moves are above it when the ratio is at least {}, below it at {} or less, else in line;{RULE_TAIL}",
+        shown(b.at("above_ratio")),
+        shown(b.at("below_ratio"))
+    )
+}
+
+const RULE_HEAD: &str = "Rule (docs §14.7): it compares two realised volatilities, not realised against implied: the latest 20-day realised volatility against the volatility the straddle was priced at, which offline is the realised volatility of the last 252 daily returns (no implied volatility is known).";
+
+const RULE_TAIL: &str = " the 60-day realised volatility confirms when it stands on the same side of the same line. Above: long volatility favoured; below: not favoured; in line: neutral. It says nothing of whether the market prices the straddle cheap or rich. Both volatilities must be reported. The premium is the most the position can lose; the worst stress result and the move needed to break even are set beside it. Analysis by rule, not advice.";
 
 /// above, below or in line for a ratio of recent realised volatility to
 /// the (realised, 252-day) volatility the straddle was priced at.
-fn side(ratio: f64) -> &'static str {
-    if ratio >= 1.2 {
+fn side(b: &Board, ratio: f64) -> &'static str {
+    if ratio >= b.at("above_ratio") {
         "above"
-    } else if ratio <= 0.8 {
+    } else if ratio <= b.at("below_ratio") {
         "below"
     } else {
         "in line"
@@ -39,12 +50,12 @@ pub(super) fn options_desk(b: &Board) -> Verdict {
     );
     let long = b.get("volatility", &["volatility(60)", "latest"]);
     let (Some(p), Some(s)) = (priced, short) else {
-        return Verdict::none("Decision", RULE, &n.reasons());
+        return Verdict::none("Decision", &rule(b), &n.reasons());
     };
     if p.value <= 0.0 {
         return Verdict::none(
             "Decision",
-            RULE,
+            &rule(b),
             &[format!(
                 "the volatility priced is not positive: {}",
                 p.cite()
@@ -52,7 +63,7 @@ pub(super) fn options_desk(b: &Board) -> Verdict {
         );
     }
     let ratio = s.value / p.value;
-    let word = side(ratio);
+    let word = side(b, ratio);
     let mut body = vec![format!(
         "- Realised 20-day volatility against the volatility priced (realised over 252 days): {} over {} = {ratio:.2} → {word}.",
         s.cite(),
@@ -60,7 +71,7 @@ pub(super) fn options_desk(b: &Board) -> Verdict {
     )];
     if let Some(l) = long {
         let r60 = l.value / p.value;
-        let same = side(r60) == word;
+        let same = side(b, r60) == word;
         body.push(format!(
             "- The longer window: {} over the same = {r60:.2} → {}.",
             l.cite(),
@@ -100,7 +111,7 @@ pub(super) fn options_desk(b: &Board) -> Verdict {
     };
     Verdict {
         title: format!("Decision: {decision}"),
-        rule: RULE.into(),
+        rule: rule(b),
         body,
     }
 }
@@ -145,7 +156,9 @@ mod tests {
     }
 
     fn decide(b: &Board) -> String {
-        options_desk(b).render()
+        let mut b = b.clone();
+        b.rule = "options_desk".into();
+        options_desk(&b).render()
     }
 
     #[test]

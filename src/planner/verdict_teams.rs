@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::board::{Board, Fig, OWN, subject};
-use super::rule::{Need, Point, Verdict, ranked};
+use super::rule::{Need, Point, Verdict, ranked, shown};
 
 /// "Sharpe (annualized, rf 0 %)": what a backtest figure measures, as its
 /// member labelled it.
@@ -60,7 +60,18 @@ fn table(head: &str, rows: Vec<String>) -> Vec<String> {
 /// `pairs_stat_arb`: co-movement, cointegration, reversion and the traded
 /// spread (docs §14.7, §16.3).
 pub(super) fn pairs(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): co-movement passes when the latest 60-day return correlation is ≥ 0.5 and fails below 0.3; cointegration passes when the Engle–Granger p-value over the period (docs §16.3) is ≤ 0.05 and fails above 0.10; reversion passes when the cointegrated spread's half-life is ≤ 30 bars and fails above 60 bars or when the spread does not revert; the spread trade after costs on both legs passes at a Sharpe ≥ 0.5 and fails below 0. Any fail: not worth a spread model; four passes: worth a spread model; else: watch list. Research by rule, not advice.";
+    let t = |name: &str| b.at(name);
+    let rule = format!(
+        "Rule (docs §14.7): co-movement passes when the latest 60-day return correlation is ≥ {} and fails below {}; cointegration passes when the Engle–Granger p-value over the period (docs §16.3) is ≤ {} and fails above {}; reversion passes when the cointegrated spread's half-life is ≤ {} bars and fails above {} bars or when the spread does not revert; the spread trade after costs on both legs passes at a Sharpe ≥ {} and fails below {}. Any fail: not worth a spread model; four passes: worth a spread model; else: watch list. Research by rule, not advice.",
+        shown(t("pass_correlation")),
+        shown(t("fail_correlation")),
+        shown(t("pass_p_value")),
+        shown(t("fail_p_value")),
+        shown(t("pass_half_life")),
+        shown(t("fail_half_life")),
+        shown(t("pass_sharpe")),
+        shown(t("fail_sharpe")),
+    );
     let mut n = Need::new(b);
     let mut tests: Vec<(&str, Mark, String)> = Vec::new();
     if let Some(c) = n.get(
@@ -68,7 +79,11 @@ pub(super) fn pairs(b: &Board) -> Verdict {
         &["correlation", "latest"],
         "the latest correlation",
     ) {
-        tests.push(("co-movement", by(c.value, 0.5, 0.3, true), c.cite()));
+        tests.push((
+            "co-movement",
+            by(c.value, t("pass_correlation"), t("fail_correlation"), true),
+            c.cite(),
+        ));
     }
     // The test over the whole period, not the backtest's formation window.
     let coint = b
@@ -76,7 +91,11 @@ pub(super) fn pairs(b: &Board) -> Verdict {
         .into_iter()
         .find(|f| !f.label.contains("formation"));
     match coint {
-        Some(p) => tests.push(("cointegration", by(p.value, 0.05, 0.10, false), p.cite())),
+        Some(p) => tests.push((
+            "cointegration",
+            by(p.value, t("pass_p_value"), t("fail_p_value"), false),
+            p.cite(),
+        )),
         None => {
             n.get(
                 "reversion",
@@ -90,7 +109,11 @@ pub(super) fn pairs(b: &Board) -> Verdict {
         .get("reversion", &["cointegrated spread half-life"])
         .or_else(|| b.get("reversion", &["half-life"]));
     match (hedge, half_life) {
-        (_, Some(h)) => tests.push(("reversion", by(h.value, 30.0, 60.0, false), h.cite())),
+        (_, Some(h)) => tests.push((
+            "reversion",
+            by(h.value, t("pass_half_life"), t("fail_half_life"), false),
+            h.cite(),
+        )),
         (Some(h), None) => tests.push((
             "reversion",
             Mark::Fail,
@@ -108,12 +131,12 @@ pub(super) fn pairs(b: &Board) -> Verdict {
     ) {
         tests.push((
             "spread trade after costs",
-            by(s.value, 0.5, 0.0, true),
+            by(s.value, t("pass_sharpe"), t("fail_sharpe"), true),
             s.cite(),
         ));
     }
     if tests.len() < 4 {
-        return Verdict::none("Decision", rule, &n.reasons());
+        return Verdict::none("Decision", &rule, &n.reasons());
     }
     let marks: Vec<Mark> = tests.iter().map(|t| t.1).collect();
     let decision = if marks.contains(&Mark::Fail) {
@@ -131,12 +154,13 @@ pub(super) fn pairs(b: &Board) -> Verdict {
             .collect(),
     );
     if let Some(z) = b.get("reversion", &["z-score"]) {
-        let now = if z.value >= 2.0 {
-            "stretched high: the rule would be short the spread"
-        } else if z.value <= -2.0 {
-            "stretched low: the rule would be long the spread"
+        let entry = t("entry_z");
+        let now = if z.value >= entry {
+            "stretched high: the rule would be short the spread".to_string()
+        } else if z.value <= -entry {
+            "stretched low: the rule would be long the spread".to_string()
         } else {
-            "inside ±2: no entry now"
+            format!("inside ±{}: no entry now", shown(entry))
         };
         body.push(format!("- Now: {} is {now}.", z.cite()));
     }
@@ -151,7 +175,7 @@ pub(super) fn pairs(b: &Board) -> Verdict {
     }
     Verdict {
         title: format!("Decision: {decision}"),
-        rule: rule.into(),
+        rule,
         body,
     }
 }
@@ -201,7 +225,9 @@ fn survival(b: &Board, oos_key: &str) -> (Vec<String>, Vec<(String, f64)>, bool)
             continue;
         };
         let kept = (i.value > 0.0).then(|| o.value / i.value * 100.0);
-        let ok = i.value > 0.0 && o.value >= 0.5 && o.value >= 0.5 * i.value;
+        let ok = i.value > 0.0
+            && o.value >= b.at("min_oos_sharpe")
+            && o.value >= b.at("min_kept_share") * i.value;
         if ok {
             survivors.push((name.to_string(), o.value));
         }
@@ -228,7 +254,14 @@ fn survival(b: &Board, oos_key: &str) -> (Vec<String>, Vec<(String, f64)>, bool)
     (body, survivors, !oos.is_empty())
 }
 
-const SURVIVAL_RULE: &str = "Rule (docs §14.7): in-sample and out-of-sample backtests are ranked apart; a rule survives when its out-of-sample Sharpe is ≥ 0.5 and at least half its (positive) in-sample Sharpe; the survivor with the highest out-of-sample Sharpe earns its place, and with no survivor no rule does. Research by rule, not advice.";
+/// The survival rule at the board's thresholds.
+fn survival_rule(b: &Board) -> String {
+    format!(
+        "Rule (docs §14.7): in-sample and out-of-sample backtests are ranked apart; a rule survives when its out-of-sample Sharpe is ≥ {} and at least {} × its (positive) in-sample Sharpe; the survivor with the highest out-of-sample Sharpe earns its place, and with no survivor no rule does. Research by rule, not advice.",
+        shown(b.at("min_oos_sharpe")),
+        shown(b.at("min_kept_share"))
+    )
+}
 
 /// The validator: its own out-of-sample runs against the quants' in-sample ones.
 pub(super) fn validation(b: &Board) -> Verdict {
@@ -236,13 +269,13 @@ pub(super) fn validation(b: &Board) -> Verdict {
     if !any {
         return Verdict::none(
             "Out-of-sample check",
-            SURVIVAL_RULE,
+            &survival_rule(b),
             &[b.missing(OWN, "an out-of-sample Sharpe")],
         );
     }
     Verdict {
         title: format!("Out-of-sample check: {} rule(s) survived", survivors.len()),
-        rule: SURVIVAL_RULE.into(),
+        rule: survival_rule(b),
         body,
     }
 }
@@ -253,7 +286,7 @@ pub(super) fn quant_desk(b: &Board) -> Verdict {
     if !any {
         return Verdict::none(
             "Decision",
-            SURVIVAL_RULE,
+            &survival_rule(b),
             &[b.missing("validation", "an out-of-sample Sharpe")],
         );
     }
@@ -268,7 +301,7 @@ pub(super) fn quant_desk(b: &Board) -> Verdict {
     body.extend(deflated(b));
     Verdict {
         title,
-        rule: SURVIVAL_RULE.into(),
+        rule: survival_rule(b),
         body,
     }
 }
@@ -308,7 +341,11 @@ fn cost_of(label: &str) -> f64 {
 
 /// `backtest_audit`: robust, fragile to costs, or period-dependent.
 pub(super) fn audit(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): a base case with a Sharpe ≤ 0 has no edge to audit; the rule is fragile to costs when, at the highest costs tried, its Sharpe falls below half the base case's or its total return to 0 or less; it is period-dependent when any walk-forward period has a Sharpe ≤ 0; otherwise it is robust. Research by rule, not advice.";
+    let share = b.at("cost_sharpe_share");
+    let rule = format!(
+        "Rule (docs §14.7): a base case with a Sharpe ≤ 0 has no edge to audit; the rule is fragile to costs when, at the highest costs tried, its Sharpe falls below {} × the base case's or its total return to 0 or less; it is period-dependent when any walk-forward period has a Sharpe ≤ 0; otherwise it is robust. Research by rule, not advice.",
+        shown(share)
+    );
     let mut n = Need::new(b);
     let base = n.get(
         "base_case",
@@ -331,10 +368,10 @@ pub(super) fn audit(b: &Board) -> Verdict {
             .iter()
             .max_by(|a, c| cost_of(&a.label).total_cmp(&cost_of(&c.label))),
     ) else {
-        return Verdict::none("Ruling", rule, &n.reasons());
+        return Verdict::none("Ruling", &rule, &n.reasons());
     };
     if periods.len() < 2 {
-        return Verdict::none("Ruling", rule, &n.reasons());
+        return Verdict::none("Ruling", &rule, &n.reasons());
     }
     let mut body = vec![format!("- Base case: {}.", base.cite())];
     if let Some(h) = b.get("base_case", &["buy_and_hold", "Sharpe"]) {
@@ -344,7 +381,7 @@ pub(super) fn audit(b: &Board) -> Verdict {
         "cost_stress",
         &[subject(&worst.label, "Sharpe"), "total return"],
     );
-    let fragile = worst.value < 0.5 * base.value || worst_return.is_some_and(|r| r.value <= 0.0);
+    let fragile = worst.value < share * base.value || worst_return.is_some_and(|r| r.value <= 0.0);
     body.push(format!(
         "- Costs: at the highest costs tried, {}{} → {}.",
         worst.cite(),
@@ -380,7 +417,7 @@ pub(super) fn audit(b: &Board) -> Verdict {
     };
     Verdict {
         title: format!("Ruling: {ruling}"),
-        rule: rule.into(),
+        rule,
         body,
     }
 }
@@ -412,7 +449,18 @@ fn direction(
 
 /// `crypto_desk`: a risk rating and a trend, then an analytical stance.
 pub(super) fn crypto(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): risk is high at a latest annualized volatility ≥ 80 %, elevated at ≥ 50 %, else moderate, one level higher when the deepest drawdown is ≤ −50 %; the trend is up when the close is above its EMA(50) and MACD above its signal, down when both are below; a rule paid when its Sharpe is ≥ 0.5. Defensive when risk is high or the trend is down; constructive when the trend is up, risk is not high and a rule paid; else cautious. An analytical stance, with no sizes or instructions.";
+    let (high, elevated) = (
+        b.at("high_risk_volatility"),
+        b.at("elevated_risk_volatility"),
+    );
+    let (crash, paid_at) = (b.at("crash_drawdown"), b.at("paid_sharpe"));
+    let rule = format!(
+        "Rule (docs §14.7): risk is high at a latest annualized volatility ≥ {} %, elevated at ≥ {} %, else moderate, one level higher when the deepest drawdown is ≤ {} %; the trend is up when the close is above its EMA(50) and MACD above its signal, down when both are below; a rule paid when its Sharpe is ≥ {}. Defensive when risk is high or the trend is down; constructive when the trend is up, risk is not high and a rule paid; else cautious. An analytical stance, with no sizes or instructions.",
+        shown(high),
+        shown(elevated),
+        shown(crash),
+        shown(paid_at)
+    );
     let mut n = Need::new(b);
     let vol = n.get(
         "volatility",
@@ -433,16 +481,16 @@ pub(super) fn crypto(b: &Board) -> Verdict {
     ));
     let trend = direction(close.zip(ema), macd);
     let Some(v) = vol else {
-        return Verdict::none("Stance", rule, &n.reasons());
+        return Verdict::none("Stance", &rule, &n.reasons());
     };
-    let mut level = if v.value >= 80.0 {
+    let mut level = if v.value >= high {
         2
-    } else if v.value >= 50.0 {
+    } else if v.value >= elevated {
         1
     } else {
         0
     };
-    if dd.is_some_and(|d| d.value <= -50.0) {
+    if dd.is_some_and(|d| d.value <= crash) {
         level = (level + 1).min(2);
     }
     let risk = ["moderate", "elevated", "high"][level];
@@ -453,7 +501,7 @@ pub(super) fn crypto(b: &Board) -> Verdict {
     .into_iter()
     .flatten()
     .collect();
-    let paid = rules.iter().any(|f| f.value >= 0.5);
+    let paid = rules.iter().any(|f| f.value >= paid_at);
     let t = trend.as_ref().map_or("not assessed", |t| t.0);
     let stance = if level == 2 || t == "down" {
         "defensive"
@@ -479,7 +527,7 @@ pub(super) fn crypto(b: &Board) -> Verdict {
     ));
     Verdict {
         title: format!("Stance: {stance}"),
-        rule: rule.into(),
+        rule,
         body,
     }
 }
@@ -496,7 +544,14 @@ fn above(topic: &'static str, a: &Fig, b: &Fig) -> Point {
 
 /// `equity_research`: a rating from trend, momentum, baseline and drawdown.
 pub(super) fn equity(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): one point each, +1 for and −1 against: the close against its SMA(200), the SMA(50) against the SMA(200), MACD against its signal, buy and hold's Sharpe (≥ 0.5 for, < 0 against, else 0) and the latest drawdown (≤ −20 % against, ≥ −5 % for, else 0). A sum of +2 or more is positive, −2 or less negative, else neutral; three points are needed. Research by rule, not advice.";
+    let paid = b.at("paid_sharpe");
+    let (deep, shallow) = (b.at("deep_drawdown"), b.at("shallow_drawdown"));
+    let rule = format!(
+        "Rule (docs §14.7): one point each, +1 for and −1 against: the close against its SMA(200), the SMA(50) against the SMA(200), MACD against its signal, buy and hold's Sharpe (≥ {} for, < 0 against, else 0) and the latest drawdown (≤ {} % against, ≥ {} % for, else 0). A sum of +2 or more is positive, −2 or less negative, else neutral; three points are needed. Research by rule, not advice.",
+        shown(paid),
+        shown(deep),
+        shown(shallow)
+    );
     let mut n = Need::new(b);
     let close = n.ending("price_study", " close", "the last close");
     let s50 = n.get("technicals", &["SMA(50)", "latest"], "the SMA(50)");
@@ -524,7 +579,7 @@ pub(super) fn equity(b: &Board) -> Verdict {
         pts.push(above("momentum", m, s));
     }
     if let Some(h) = hold {
-        let score = if h.value >= 0.5 {
+        let score = if h.value >= paid {
             1
         } else if h.value < 0.0 {
             -1
@@ -534,9 +589,9 @@ pub(super) fn equity(b: &Board) -> Verdict {
         pts.push(Point::new("baseline", score, h.cite()));
     }
     if let Some(d) = dd {
-        let score = if d.value <= -20.0 {
+        let score = if d.value <= deep {
             -1
-        } else if d.value >= -5.0 {
+        } else if d.value >= shallow {
             1
         } else {
             0
@@ -544,7 +599,7 @@ pub(super) fn equity(b: &Board) -> Verdict {
         pts.push(Point::new("drawdown", score, d.cite()));
     }
     if pts.len() < 3 {
-        return Verdict::none("Rating", rule, &n.reasons());
+        return Verdict::none("Rating", &rule, &n.reasons());
     }
     let sum: i32 = pts.iter().map(|p| p.score).sum();
     let rating = if sum >= 2 {
@@ -565,14 +620,19 @@ pub(super) fn equity(b: &Board) -> Verdict {
     }
     Verdict {
         title: format!("Rating: {rating}"),
-        rule: rule.into(),
+        rule,
         body,
     }
 }
 
 /// `factor_research`: which factor deserves a full study.
 pub(super) fn factors(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): momentum and reversal are measured by their rule's Sharpe minus buy and hold's on the same universe and period, supported at a margin ≥ 0.1; low volatility by the calmest member's close change minus the wildest's (by the latest 60-day annualized volatility), supported at ≥ 10 points. The supported one of momentum and reversal with the larger margin deserves a full study; low volatility only when neither is supported; none supported: no factor. Research by rule, not advice.";
+    let (min_margin, min_lead) = (b.at("min_sharpe_margin"), b.at("min_low_vol_lead"));
+    let rule = format!(
+        "Rule (docs §14.7): momentum and reversal are measured by their rule's Sharpe minus buy and hold's on the same universe and period, supported at a margin ≥ {}; low volatility by the calmest member's close change minus the wildest's (by the latest 60-day annualized volatility), supported at ≥ {} points. The supported one of momentum and reversal with the larger margin deserves a full study; low volatility only when neither is supported; none supported: no factor. Research by rule, not advice.",
+        shown(min_margin),
+        shown(min_lead)
+    );
     let mut n = Need::new(b);
     let hold = n.get(
         "momentum",
@@ -600,7 +660,7 @@ pub(super) fn factors(b: &Board) -> Verdict {
                     f.cite(),
                     h.cite()
                 ));
-                if margin >= 0.1 {
+                if margin >= min_margin {
                     cands.push((name, margin));
                 }
             }
@@ -615,7 +675,7 @@ pub(super) fn factors(b: &Board) -> Verdict {
         (Some(c), Some(w)) if sym(c) != sym(w) => match (change(c), change(w)) {
             (Some(cc), Some(wc)) => {
                 let lead = cc.value - wc.value;
-                low_vol = lead >= 10.0;
+                low_vol = lead >= min_lead;
                 body.push(format!(
                     "- low volatility: calmest {} with {}, wildest {} with {}: lead {lead:+.2} points.",
                     c.cite(), cc.cite(), w.cite(), wc.cite()
@@ -632,7 +692,7 @@ pub(super) fn factors(b: &Board) -> Verdict {
             .push(b.missing("low_volatility", "two members' volatility")),
     }
     if body.is_empty() {
-        return Verdict::none("Decision", rule, &n.reasons());
+        return Verdict::none("Decision", &rule, &n.reasons());
     }
     cands.sort_by(|a, c| c.1.total_cmp(&a.1));
     let title = match (cands.first(), low_vol) {
@@ -665,16 +725,13 @@ pub(super) fn factors(b: &Board) -> Verdict {
         }
     }
     body.push("- The universe is small and survivor-biased (today's large caps); a full study needs a point-in-time universe and ranked portfolios.".into());
-    Verdict {
-        title,
-        rule: rule.into(),
-        body,
-    }
+    Verdict { title, rule, body }
 }
 
 /// `macro_rates`: how much the regimes differ, and the precedents.
-pub(super) fn macro_regimes(b: &Board, min_gap: f64) -> Verdict {
-    let rule = &format!(
+pub(super) fn macro_regimes(b: &Board) -> Verdict {
+    let min_gap = b.at("min_sharpe_gap");
+    let rule = format!(
         "Rule (docs §14.7): the regimes are ranked by buy and hold's Sharpe in each; the stock is rate-regime-sensitive when the best and the worst differ by {min_gap:.1} or more, else not clearly so; each rate turn is read against its nearest precedent (a hiking turn: the hiking cycle; cuts: the easing cycle; rates held at zero: the zero-rate years). Scenarios, not forecasts or advice."
     );
     let names = [
@@ -700,7 +757,7 @@ pub(super) fn macro_regimes(b: &Board, min_gap: f64) -> Verdict {
         }
     }
     if sharpe.len() < 2 {
-        return Verdict::none("Decision", rule, &n.reasons());
+        return Verdict::none("Decision", &rule, &n.reasons());
     }
     sharpe.sort_by(|a, c| c.1.value.total_cmp(&a.1.value));
     let (best, worst) = (sharpe[0], sharpe[sharpe.len() - 1]);
@@ -734,27 +791,33 @@ pub(super) fn macro_regimes(b: &Board, min_gap: f64) -> Verdict {
     } else {
         "Decision: not clearly rate-regime-sensitive".into()
     };
-    Verdict {
-        title,
-        rule: rule.clone(),
-        body,
-    }
+    Verdict { title, rule, body }
 }
 
 /// `portfolio_review`: flags per holding, where the risk sits.
 pub(super) fn portfolio(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): a holding is flagged for a deepest drawdown ≤ −50 %, for a latest 60-day annualized volatility ≥ 40 %, for a latest 60-day correlation ≥ 0.7 with another holding (both are flagged), and for a share of the equal-weight book's variance of at least 1.5 times its equal share (`portfolio_optimize`'s risk contributions); the book's risk sits in the holding with the largest share (without the shares: the highest latest volatility); the holding with the most flags (ties: the more volatile) is the one to look at next; the minimum-variance weights are set beside it; a trend rule whose Sharpe beats buy and hold's by 0.2 or more is noted. No trading instructions or sizes.";
+    let (crash, high) = (b.at("crash_drawdown"), b.at("high_volatility"));
+    let (close, multiple) = (b.at("high_correlation"), b.at("risk_share_multiple"));
+    let edge = b.at("trend_sharpe_edge");
+    let rule = format!(
+        "Rule (docs §14.7): a holding is flagged for a deepest drawdown ≤ {} %, for a latest 60-day annualized volatility ≥ {} %, for a latest 60-day correlation ≥ {} with another holding (both are flagged), and for a share of the equal-weight book's variance of at least {} times its equal share (`portfolio_optimize`'s risk contributions); the book's risk sits in the holding with the largest share (without the shares: the highest latest volatility); the holding with the most flags (ties: the more volatile) is the one to look at next; the minimum-variance weights are set beside it; a trend rule whose Sharpe beats buy and hold's by {} or more is noted. No trading instructions or sizes.",
+        shown(crash),
+        shown(high),
+        shown(close),
+        shown(multiple),
+        shown(edge)
+    );
     let mut flags: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let vols = b.all("holding_risk", &["volatility", "latest"]);
     for d in b.all("holding_risk", &["drawdown", "deepest"]) {
         let e = flags.entry(sym(d).to_string()).or_default();
-        if d.value <= -50.0 {
+        if d.value <= crash {
             e.push(d.cite());
         }
     }
     for v in &vols {
         let e = flags.entry(sym(v).to_string()).or_default();
-        if v.value >= 40.0 {
+        if v.value >= high {
             e.push(v.cite());
         }
     }
@@ -765,7 +828,7 @@ pub(super) fn portfolio(b: &Board) -> Verdict {
             .nth(1)
             .and_then(|r| r.split(')').next())
             .unwrap_or("");
-        if c.value >= 0.7 {
+        if c.value >= close {
             for s in [sym(c), other] {
                 flags.entry(s.to_string()).or_default().push(c.cite());
             }
@@ -775,14 +838,14 @@ pub(super) fn portfolio(b: &Board) -> Verdict {
     let equal_share = 100.0 / shares.len().max(1) as f64;
     for c in &shares {
         let e = flags.entry(sym(c).to_string()).or_default();
-        if c.value >= 1.5 * equal_share {
+        if c.value >= multiple * equal_share {
             e.push(c.cite());
         }
     }
     if flags.is_empty() {
         return Verdict::none(
             "Decision",
-            rule,
+            &rule,
             &[b.missing("holding_risk", "each holding's volatility and drawdown")],
         );
     }
@@ -821,7 +884,7 @@ pub(super) fn portfolio(b: &Board) -> Verdict {
         b.get("performance", &["sma_crossover", "Sharpe"]),
         b.get("performance", &["buy_and_hold", "Sharpe"]),
     ) {
-        let helped = t.value - h.value >= 0.2;
+        let helped = t.value - h.value >= edge;
         body.push(format!(
             "- Trend overlay: {} against {} → {}.",
             t.cite(),
@@ -842,16 +905,22 @@ pub(super) fn portfolio(b: &Board) -> Verdict {
         Some((s, f)) => format!("Decision: look next at {s} ({} flag(s))", f.len()),
         None => "Decision: no holding breaches the review limits".into(),
     };
-    Verdict {
-        title,
-        rule: rule.into(),
-        body,
-    }
+    Verdict { title, rule, body }
 }
 
 /// `risk_committee`: limits breached, ranked by size, and the levels to watch.
 pub(super) fn risk_memo(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): four limits — the latest 20-day annualized volatility at 40 %, a 1-day 99 % historical expected shortfall of 5 %, a loss of 30 % (or a max drawdown of 40 %) over the stress window, and a 60-day correlation with the second holding at 0.8; each reading is sized as its share of its limit and ranked. No breach: green; one: amber; two or more: red. Two of the four must be assessed. Analytical levels, no trading instructions.";
+    let (vol_limit, es_limit) = (b.at("volatility_limit"), b.at("es_limit"));
+    let (loss_limit, dd_limit) = (b.at("stress_loss_limit"), b.at("drawdown_limit"));
+    let corr_limit = b.at("correlation_limit");
+    let rule = format!(
+        "Rule (docs §14.7): four limits — the latest 20-day annualized volatility at {} %, a 1-day 99 % historical expected shortfall of {} %, a loss of {} % (or a max drawdown of {} %) over the stress window, and a 60-day correlation with the second holding at {}; each reading is sized as its share of its limit and ranked. No breach: green; one: amber; two or more: red. Two of the four must be assessed. Analytical levels, no trading instructions.",
+        shown(vol_limit),
+        shown(es_limit),
+        shown(loss_limit),
+        shown(dd_limit),
+        shown(corr_limit)
+    );
     let mut n = Need::new(b);
     let mut risks: Vec<(f64, bool, String)> = Vec::new();
     if let Some(v) = n.get(
@@ -860,9 +929,9 @@ pub(super) fn risk_memo(b: &Board) -> Verdict {
         "the latest volatility",
     ) {
         risks.push((
-            v.value / 40.0,
-            v.value >= 40.0,
-            format!("volatility limit 40 %: {}", v.cite()),
+            v.value / vol_limit,
+            v.value >= vol_limit,
+            format!("volatility limit {} %: {}", shown(vol_limit), v.cite()),
         ));
     }
     // The tail of daily returns, from `risk_report` (docs §15.4).
@@ -872,9 +941,13 @@ pub(super) fn risk_memo(b: &Board) -> Verdict {
         "the 99 % expected shortfall",
     ) {
         risks.push((
-            es.value / 5.0,
-            es.value >= 5.0,
-            format!("expected shortfall limit 5 %: {}", es.cite()),
+            es.value / es_limit,
+            es.value >= es_limit,
+            format!(
+                "expected shortfall limit {} %: {}",
+                shown(es_limit),
+                es.cite()
+            ),
         ));
     }
     let loss = n.get(
@@ -884,13 +957,18 @@ pub(super) fn risk_memo(b: &Board) -> Verdict {
     );
     let mdd = b.get("stress_test", &["buy_and_hold", "max drawdown"]);
     if let Some(l) = loss {
-        let size = (-l.value / 30.0).max(mdd.map_or(0.0, |d| -d.value / 40.0));
-        let hit = l.value <= -30.0 || mdd.is_some_and(|d| d.value <= -40.0);
+        let size = (-l.value / loss_limit).max(mdd.map_or(0.0, |d| -d.value / dd_limit));
+        let hit = l.value <= -loss_limit || mdd.is_some_and(|d| d.value <= -dd_limit);
         let d = mdd.map(|d| format!(", {}", d.cite())).unwrap_or_default();
         risks.push((
             size,
             hit,
-            format!("stress limit −30 % (max drawdown −40 %): {}{d}", l.cite()),
+            format!(
+                "stress limit {} % (max drawdown {} %): {}{d}",
+                shown(-loss_limit),
+                shown(-dd_limit),
+                l.cite()
+            ),
         ));
     }
     if let Some(c) = n.get(
@@ -899,13 +977,13 @@ pub(super) fn risk_memo(b: &Board) -> Verdict {
         "the latest correlation",
     ) {
         risks.push((
-            c.value / 0.8,
-            c.value >= 0.8,
-            format!("correlation limit 0.8: {}", c.cite()),
+            c.value / corr_limit,
+            c.value >= corr_limit,
+            format!("correlation limit {}: {}", shown(corr_limit), c.cite()),
         ));
     }
     if risks.len() < 2 {
-        return Verdict::none("Rating", rule, &n.reasons());
+        return Verdict::none("Rating", &rule, &n.reasons());
     }
     risks.sort_by(|a, c| c.0.total_cmp(&a.0));
     let breaches = risks.iter().filter(|r| r.1).count();
@@ -938,14 +1016,18 @@ pub(super) fn risk_memo(b: &Board) -> Verdict {
             "Rating: {rating} ({breaches} of {} limits breached)",
             risks.len()
         ),
-        rule: rule.into(),
+        rule,
         body,
     }
 }
 
 /// `technical_analysis_panel`: where trend and momentum agree.
 pub(super) fn technical_panel(b: &Board) -> Verdict {
-    let rule = "Rule (docs §14.7): the trend is up when the close is above its SMA(50) and the SMA(50) above the SMA(200), down when both are below, else mixed; momentum is up when MACD is above its signal and RSI(14) at or above 50, down when both are below, else mixed. Trend and momentum both up: a bullish reading; both down: bearish; otherwise mixed, naming the conflict. A close outside its Bollinger bands is noted as stretched. Analytical levels, not signals.";
+    let line = b.at("momentum_rsi");
+    let rule = format!(
+        "Rule (docs §14.7): the trend is up when the close is above its SMA(50) and the SMA(50) above the SMA(200), down when both are below, else mixed; momentum is up when MACD is above its signal and RSI(14) at or above {}, down when both are below, else mixed. Trend and momentum both up: a bullish reading; both down: bearish; otherwise mixed, naming the conflict. A close outside its Bollinger bands is noted as stretched. Analytical levels, not signals.",
+        shown(line)
+    );
     let mut n = Need::new(b);
     let close = n.ending(OWN, " close", "the last close");
     let s50 = n.get("trend", &["SMA(50)", "latest"], "the SMA(50)");
@@ -968,9 +1050,9 @@ pub(super) fn technical_panel(b: &Board) -> Verdict {
     };
     let momentum = match (rsi, macd, signal) {
         (Some(r), Some(m), Some(s)) => {
-            let w = if m.value >= s.value && r.value >= 50.0 {
+            let w = if m.value >= s.value && r.value >= line {
                 "up"
-            } else if m.value < s.value && r.value < 50.0 {
+            } else if m.value < s.value && r.value < line {
                 "down"
             } else {
                 "mixed"
@@ -983,7 +1065,7 @@ pub(super) fn technical_panel(b: &Board) -> Verdict {
         _ => None,
     };
     let (Some(t), Some(m)) = (trend, momentum) else {
-        return Verdict::none("Reading", rule, &n.reasons());
+        return Verdict::none("Reading", &rule, &n.reasons());
     };
     let reading = match (t.0, m.0) {
         ("up", "up") => "bullish (trend and momentum agree)".to_string(),
@@ -1018,7 +1100,7 @@ pub(super) fn technical_panel(b: &Board) -> Verdict {
     }
     Verdict {
         title: format!("Reading: {reading}"),
-        rule: rule.into(),
+        rule,
         body,
     }
 }

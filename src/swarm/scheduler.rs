@@ -499,6 +499,12 @@ impl Dag<'_> {
             })
             .collect();
         let context = (!upstream.is_empty()).then(|| upstream_context(&upstream));
+        // A reader's prompt may state its rule's thresholds as `{name}`:
+        // the values in force, so the model reads what the rule decides by.
+        let mut vars = self.vars.clone();
+        if let Some(rule) = &task.decision {
+            vars.extend(team_rules::in_force(rule.as_str(), &task.thresholds));
+        }
         // The rule line goes just before the upstream results, where the
         // member's own request ends (docs §14.7).
         let context = match (&task.decision, context) {
@@ -511,7 +517,7 @@ impl Dag<'_> {
         };
         Some(Job {
             task: id.clone(),
-            message: user_message(&task.prompt_template, self.vars, context.as_deref()),
+            message: user_message(&task.prompt_template, &vars, context.as_deref()),
             agent,
             deps,
         })

@@ -535,19 +535,19 @@ fn check_variables(preset: &Preset, f: &mut Findings) {
         .collect();
     let mut used: BTreeSet<String> = BTreeSet::new();
     let mut undeclared: BTreeMap<String, u64> = BTreeMap::new();
+    // A reader's prompt may also name its rule's thresholds (docs §14.7).
     let texts = preset
         .agents
         .iter()
-        .map(|a| (a.system_prompt.as_str(), a.id.line))
-        .chain(
-            preset
-                .tasks
-                .iter()
-                .map(|t| (t.prompt_template.as_str(), t.id.line)),
-        );
-    for (text, line) in texts {
+        .map(|a| (a.system_prompt.as_str(), a.id.line, None))
+        .chain(preset.tasks.iter().map(|t| {
+            let rule = t.decision.as_ref().map(|d| d.as_str());
+            (t.prompt_template.as_str(), t.id.line, rule)
+        }));
+    for (text, line, rule) in texts {
+        let own = rule.map_or(&[][..], crate::model::team_rules::thresholds_of);
         for name in placeholders(text) {
-            if name == UPSTREAM_CONTEXT {
+            if name == UPSTREAM_CONTEXT || own.iter().any(|(n, _)| *n == name) {
                 continue;
             }
             if !declared.contains_key(name.as_str()) {

@@ -273,8 +273,11 @@ fn every_shipped_reader_names_a_known_decision_rule() {
     );
 }
 
-/// The thresholds a shipped preset sets are the rule's defaults and the
-/// ones docs §14.7 states, each as the docs word it (rule, name, text).
+/// One definition of the team thresholds (docs §14.7): every shipped
+/// reader sets each threshold of its rule, at the default; docs §14.7's
+/// threshold table is that definition row for row; and a reader's prompt
+/// names its numbers as `{name}` placeholders of its rule, never as a
+/// second written copy of a default.
 #[test]
 fn shipped_thresholds_are_the_defaults_and_the_documented_ones() {
     use vibedesk::model::team_rules::{THRESHOLDS, thresholds_of};
@@ -284,39 +287,134 @@ fn shipped_thresholds_are_the_defaults_and_the_documented_ones() {
         .nth(1)
         .and_then(|s| s.split("\n### ").next())
         .unwrap();
-    let stated = |name: &str, v: f64| match name {
-        "min_sharpe_gap" => format!("sensitive when best − worst ≥ {v:.1}"),
-        other => panic!("say how docs §14.7 states '{other}'"),
-    };
+    let documented: Vec<(String, String, String)> = section
+        .lines()
+        .filter(|l| l.starts_with("| `") && l.matches('|').count() == 5)
+        .map(|l| {
+            let c: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+            (
+                c[0].trim_matches('`').to_string(),
+                c[1].trim_matches('`').to_string(),
+                c[2].to_string(),
+            )
+        })
+        .collect();
+    let defined: Vec<(String, String, String)> = THRESHOLDS
+        .iter()
+        .flat_map(|(r, t)| {
+            t.iter()
+                .map(move |(n, v)| (r.to_string(), n.to_string(), format!("{v}")))
+        })
+        .collect();
+    assert_eq!(documented, defined, "docs §14.7's threshold table");
     let mut set = BTreeSet::new();
     for p in presets() {
         for t in &p.tasks {
             let Some(rule) = t.decision.as_deref() else {
+                assert!(t.thresholds.is_empty(), "{}/{}", p.name, t.id);
                 continue;
             };
-            for (name, value) in &t.thresholds {
-                let default = thresholds_of(rule).iter().find(|(n, _)| n == name);
-                assert_eq!(
-                    default.map(|d| d.1),
-                    Some(*value),
-                    "{}/{}: {name}",
-                    p.name,
-                    t.id
-                );
-                let want = stated(name, *value);
-                assert!(section.contains(&want), "docs §14.7 states {want}");
-                set.insert((rule.to_string(), name.clone()));
+            let want: BTreeMap<String, f64> = thresholds_of(rule)
+                .iter()
+                .map(|(n, v)| (n.to_string(), *v))
+                .collect();
+            assert_eq!(t.thresholds, want, "{}/{}: {rule}", p.name, t.id);
+            set.insert(rule.to_string());
+            // Numbers the rule decides by are placeholders, not literals:
+            // a default written out beside a threshold word would be a
+            // second copy (a test cannot tell every such word, so it checks
+            // the placeholders resolve and the sentence keeps none of the
+            // old literals of the rule's percentages).
+            let text = &t.prompt_template;
+            for (name, v) in thresholds_of(rule) {
+                let literal = format!("{v} %");
+                if v.abs() >= 5.0 && text.contains(&format!("{{{name}}}")) {
+                    assert!(
+                        !text.contains(&literal),
+                        "{}/{}: '{literal}' beside {{{name}}}",
+                        p.name,
+                        t.id
+                    );
+                }
             }
         }
     }
-    let all: BTreeSet<(String, String)> = THRESHOLDS
-        .iter()
-        .flat_map(|(r, t)| t.iter().map(move |(n, _)| (r.to_string(), n.to_string())))
-        .collect();
-    assert_eq!(
-        set, all,
-        "every rule's threshold is set in its shipped preset"
-    );
+    let all: BTreeSet<String> = THRESHOLDS.iter().map(|(r, _)| r.to_string()).collect();
+    assert_eq!(set, all, "every rule with thresholds has a shipped reader");
+}
+
+/// A reader's prompt is sent with its rule's thresholds in place: the
+/// shipped macro strategist's `{min_sharpe_gap}` reads 1, and a preset of
+/// the user's that sets 0.25 says 0.25, carries it on the rule line and
+/// decides by it (the offline regimes' gap lies between the two).
+#[tokio::test]
+async fn a_readers_prompt_states_the_thresholds_in_force() {
+    let home = tempfile::tempdir().unwrap();
+    let presets_dir = home.path().join("config/swarm");
+    std::fs::create_dir_all(&presets_dir).unwrap();
+    let shipped = std::fs::read_to_string(repo().join("assets/swarm/macro_rates.yaml")).unwrap();
+    assert!(shipped.contains("{min_sharpe_gap}"));
+    let mine = shipped
+        .replace("name: macro_rates", "name: macro_mine")
+        .replace("{min_sharpe_gap: 1.0}", "{min_sharpe_gap: 0.25}");
+    std::fs::write(presets_dir.join("macro_mine.yaml"), mine).unwrap();
+    let mut titles = Vec::new();
+    for (name, want, line) in [
+        (
+            "macro_rates",
+            "differ by 1 or more",
+            "Decision rule: macro_regimes; min_sharpe_gap=1\n",
+        ),
+        (
+            "macro_mine",
+            "differ by 0.25 or more",
+            "Decision rule: macro_regimes; min_sharpe_gap=0.25\n",
+        ),
+    ] {
+        let out = Command::new(BIN)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("VIBEDESK_HOME", home.path())
+            .args(["swarm", "run", name, "--var", "target=XOM"])
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .unwrap();
+        let report = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The newest run's strategist message.
+        let mut runs: Vec<PathBuf> = std::fs::read_dir(home.path().join("data/swarm"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        runs.sort();
+        let msgs = runs
+            .iter()
+            .rev()
+            .find_map(|r| {
+                std::fs::read_to_string(r.join("tasks/task-strategy/messages.jsonl")).ok()
+            })
+            .unwrap();
+        let first: Value = serde_json::from_str(msgs.lines().next().unwrap()).unwrap();
+        let msg = first["content"].as_str().unwrap();
+        assert!(msg.contains(want), "{name}: {msg}");
+        assert!(msg.contains(line), "{name}: {msg}");
+        std::fs::remove_dir_all(home.path().join("data/swarm")).unwrap();
+        titles.push(
+            report
+                .lines()
+                .find(|l| l.contains("## Decision: "))
+                .unwrap_or_default()
+                .to_string(),
+        );
+    }
+    assert!(titles.iter().all(|t| !t.is_empty()), "{titles:?}");
 }
 
 #[test]
@@ -433,7 +531,15 @@ fn check_variables(p: &Preset) {
     assert_eq!(declared.len(), p.variables.len(), "{n}: duplicate variable");
     let mut in_tasks = BTreeSet::new();
     for t in &p.tasks {
-        in_tasks.extend(placeholders(&t.prompt_template));
+        let own = t
+            .decision
+            .as_deref()
+            .map_or(&[][..], vibedesk::model::team_rules::thresholds_of);
+        in_tasks.extend(
+            placeholders(&t.prompt_template)
+                .into_iter()
+                .filter(|n| !own.iter().any(|(o, _)| o == n)),
+        );
     }
     let mut used = in_tasks.clone();
     for a in &p.agents {
@@ -467,6 +573,10 @@ fn render(p: &Preset, task: &Task, vars: &[(&str, &str)], upstream: &str) -> Str
         .collect();
     for (k, v) in vars {
         values.insert(k.to_string(), v.to_string());
+    }
+    if let Some(rule) = task.decision.as_deref() {
+        let given: Vec<(String, f64)> = task.thresholds.clone().into_iter().collect();
+        values.extend(vibedesk::model::team_rules::in_force(rule, &given));
     }
     let mut out = task.prompt_template.replace("{upstream_context}", upstream);
     for (k, v) in &values {
