@@ -120,6 +120,12 @@ pub enum Effect {
     LoadMemory,
     /// Read one memory entry (a file name in `entries/`) and its archives.
     LoadMemoryEntry(String),
+    /// Keep (or un-keep) the model's memory in this file, then reload the
+    /// list and the entry (docs §8.3).
+    KeepMemory {
+        file: String,
+        keep: bool,
+    },
     /// List the research teams' runs on disk (for the browser).
     LoadTeams,
     SwitchModel(String),
@@ -441,6 +447,9 @@ impl App {
                 BrowserEffect::LoadBacktest(r) => out.push(Effect::LoadBacktest(r)),
                 BrowserEffect::LoadMemory => out.push(Effect::LoadMemory),
                 BrowserEffect::LoadMemoryEntry(f) => out.push(Effect::LoadMemoryEntry(f)),
+                BrowserEffect::KeepMemory { file, keep } => {
+                    out.push(Effect::KeepMemory { file, keep })
+                }
                 BrowserEffect::LoadTeams => out.push(Effect::LoadTeams),
                 BrowserEffect::Resume(id) => {
                     if self.busy() {

@@ -463,6 +463,41 @@ pub fn spawn_team(
     (token, task)
 }
 
+/// Keeps or un-keeps one memory through the store (the one writer of the
+/// memory folder), says so, and sends the list and entry again.
+fn keep_memory(dir: &std::path::Path, file: &str, keep: bool, bus: &UnboundedSender<Msg>) {
+    use crate::memory::{KeepOutcome, MemoryFlags, MemoryStore};
+    let flags = MemoryFlags::from_env();
+    let decay = flags.decay;
+    let (kind, text) = match MemoryStore::open(dir, flags).and_then(|s| s.keep(file, keep)) {
+        Ok(KeepOutcome::Set { title, confirmed }) => (
+            NoticeKind::Info,
+            if confirmed {
+                format!("kept: {title} (now yours, recalled without the unconfirmed label)")
+            } else {
+                format!("unkept: {title} (unconfirmed again, written by the model)")
+            },
+        ),
+        Ok(KeepOutcome::UsersOwn { title }) => (
+            NoticeKind::Info,
+            format!("{title} is your own memory: nothing to keep"),
+        ),
+        Ok(KeepOutcome::NotFound) => (
+            NoticeKind::Warning,
+            format!("memory {file} no longer exists"),
+        ),
+        Err(e) => (NoticeKind::Error, format!("cannot keep {file}: {e}")),
+    };
+    let _ = bus.send(Msg::Notice { kind, text });
+    let now = chrono::Utc::now();
+    let _ = bus.send(Msg::Memory(memories::list(dir, now, decay)));
+    let result = memories::detail(dir, file, now, decay);
+    let _ = bus.send(Msg::MemoryEntry {
+        file: file.to_string(),
+        result,
+    });
+}
+
 fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
     match effect {
         Effect::Send { prompt } => {
@@ -558,6 +593,10 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
                 let r = memories::list(&dir, chrono::Utc::now(), decay);
                 let _ = bus.send(Msg::Memory(r));
             });
+        }
+        Effect::KeepMemory { file, keep } => {
+            let (dir, bus) = (memories::dir(&ctx.paths), ctx.bus.clone());
+            tokio::task::spawn_blocking(move || keep_memory(&dir, &file, keep, &bus));
         }
         Effect::LoadTeams => {
             let (data, bus) = (ctx.paths.data_dir.clone(), ctx.bus.clone());

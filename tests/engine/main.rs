@@ -20,6 +20,7 @@ mod mcp_hardening;
 mod mcp_serve_guard;
 mod mcp_server;
 mod memory;
+mod memory_origin;
 mod offline_market;
 mod pairs;
 mod panic_boundary;
