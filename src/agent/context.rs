@@ -503,8 +503,9 @@ mod tests {
             unconfirmed: true,
         };
         assert!(
-            with_recall("hi", std::slice::from_ref(&planted))
-                .contains("- **Fees** (project; unconfirmed, written by the model): commission 0.5\n")
+            with_recall("hi", std::slice::from_ref(&planted)).contains(
+                "- **Fees** (project; unconfirmed, written by the model): commission 0.5\n"
+            )
         );
         assert_eq!(
             with_recall("hi", &[r]),

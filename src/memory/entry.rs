@@ -561,7 +561,9 @@ pub fn frontmatter_problems(meta: &Meta) -> Vec<String> {
     if let Some(v) = given("confirmed")
         && parse_bool(v).is_none()
     {
-        out.push(format!("confirmed '{v}' is not true or false (false is used)"));
+        out.push(format!(
+            "confirmed '{v}' is not true or false (false is used)"
+        ));
     }
     for line in meta.malformed() {
         out.push(format!("line '{line}' is not 'key: value' (ignored)"));
@@ -764,7 +766,10 @@ mod tests {
         };
         // A file from before the field is the user's own.
         let old = read("");
-        assert_eq!((old.origin, old.confirmed, old.is_unconfirmed()), (Origin::User, true, false));
+        assert_eq!(
+            (old.origin, old.confirmed, old.is_unconfirmed()),
+            (Origin::User, true, false)
+        );
         assert!(old.problems.is_empty());
         let model = read("origin: model\nconfirmed: false\n");
         assert!(model.is_unconfirmed() && model.problems.is_empty());
@@ -804,7 +809,10 @@ mod tests {
         stamp.origin = Origin::Model;
         stamp.confirmed = false;
         let models = render("T", "d", MemoryType::Project, &[], &stamp, "b");
-        assert!(models.contains("\norigin: model\nconfirmed: false\n---\n"), "{models}");
+        assert!(
+            models.contains("\norigin: model\nconfirmed: false\n---\n"),
+            "{models}"
+        );
         let e = parse_entry(Path::new("project_t.md"), &models, Utc::now(), 1);
         assert!(e.is_unconfirmed() && e.problems.is_empty());
     }

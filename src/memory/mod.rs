@@ -43,8 +43,7 @@ pub use maintenance::{MaintenanceReport, run_due};
 pub use skills::{Skill, SkillSet};
 pub use store::{
     AddOutcome, CompressionRecord, GcAction, GcReport, ImportReport, KeepOutcome, MemoryStore,
-    Reinforce,
-    ReinforceEvent, SessionMatch, SessionResult,
+    Reinforce, ReinforceEvent, SessionMatch, SessionResult,
 };
 
 /// Why a memory operation failed.

@@ -21,8 +21,9 @@ use super::MemoryError;
 use super::atomic::{fsync_dir, write_atomic};
 use super::compression::{self, CompressOptions, Level, Scoring};
 use super::entry::{
-    self, Entry, MemoryType, NewEntry, Origin, Stamp, UNCONFIRMED_LABEL, clean_keywords, compute_importance, content_hash,
-    days_between, format_ts, one_line, render, sanitize_body, slug_with_hash, truncate_body,
+    self, Entry, MemoryType, NewEntry, Origin, Stamp, UNCONFIRMED_LABEL, clean_keywords,
+    compute_importance, content_hash, days_between, format_ts, one_line, render, sanitize_body,
+    slug_with_hash, truncate_body,
 };
 use super::flags::MemoryFlags;
 use crate::fsio::IoError;
@@ -90,9 +91,14 @@ fn sort_by_score(scored: &mut [(Entry, f64)]) {
 #[derive(Clone, Debug, PartialEq)]
 pub enum KeepOutcome {
     /// The entry's `confirmed` is now this.
-    Set { title: String, confirmed: bool },
+    Set {
+        title: String,
+        confirmed: bool,
+    },
     /// The user wrote it: it is theirs already.
-    UsersOwn { title: String },
+    UsersOwn {
+        title: String,
+    },
     NotFound,
 }
 
@@ -1050,7 +1056,10 @@ impl MemoryStore {
         let _guard = self.lock(false)?;
         self.update_fields(
             &e.file,
-            &[("origin", Origin::Model.as_str()), ("confirmed", if keep { "true" } else { "false" })],
+            &[
+                ("origin", Origin::Model.as_str()),
+                ("confirmed", if keep { "true" } else { "false" }),
+            ],
         )?;
         let kept = read_entry(&self.entries_dir.join(&e.file))
             .map_err(|err| MemoryError::io("read", &e.path, err))?;

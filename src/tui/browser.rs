@@ -103,7 +103,10 @@ pub enum BrowserEffect {
     LoadMemory,
     LoadMemoryEntry(String),
     /// Keep (`true`) or un-keep the model's memory in this file (docs §8.3).
-    KeepMemory { file: String, keep: bool },
+    KeepMemory {
+        file: String,
+        keep: bool,
+    },
     /// List the team runs on disk.
     LoadTeams,
     Resume(String),

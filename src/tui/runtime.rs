@@ -129,6 +129,7 @@ pub fn request_compaction(handle: &CompactionRequest, focus: Option<&str>) -> St
 enum WorkerCmd {
     Send {
         prompt: String,
+        plan: crate::agent::plan::TurnPlan,
         cancel: CancellationToken,
     },
     /// Switch to a session (`None`: a new one, created on first send).
@@ -175,7 +176,11 @@ impl Worker {
     ) {
         while let Some(cmd) = rx.recv().await {
             match cmd {
-                WorkerCmd::Send { prompt, cancel } => {
+                WorkerCmd::Send {
+                    prompt,
+                    plan,
+                    cancel,
+                } => {
                     if let Err(e) = self.open() {
                         let _ = bus.send(Msg::TurnDone {
                             error: Some(format!("cannot open the session: {e}")),
@@ -183,6 +188,7 @@ impl Worker {
                         continue;
                     }
                     if let Some(s) = &mut self.session {
+                        s.set_plan(plan);
                         s.send(&prompt, EventSink::new(events.clone()), cancel)
                             .await;
                     }
@@ -500,11 +506,12 @@ fn keep_memory(dir: &std::path::Path, file: &str, keep: bool, bus: &UnboundedSen
 
 fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
     match effect {
-        Effect::Send { prompt } => {
+        Effect::Send { prompt, plan } => {
             let token = CancellationToken::new();
             running.turn = Some(token.clone());
             let _ = ctx.cmd.send(WorkerCmd::Send {
                 prompt,
+                plan,
                 cancel: token,
             });
         }

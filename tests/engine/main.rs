@@ -25,6 +25,7 @@ mod offline_market;
 mod pairs;
 mod panic_boundary;
 mod phrasebook;
+mod plan_mode;
 mod planner;
 mod planner_intents;
 mod provider;

@@ -31,7 +31,12 @@ async fn run(home: &Path, server: &TestServer, prompt: &str) {
 }
 
 async fn memory_cli(home: &Path, args: &[&str]) -> String {
-    let out = vibedesk(home).arg("memory").args(args).output().await.unwrap();
+    let out = vibedesk(home)
+        .arg("memory")
+        .args(args)
+        .output()
+        .await
+        .unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -75,13 +80,23 @@ async fn a_models_memory_is_unconfirmed_and_labelled_until_the_user_keeps_it() {
     );
     let id = rows[0]["id"].as_str().unwrap().to_string();
     let text = memory_cli(home.path(), &["list"]).await;
-    assert!(text.contains(&format!("[{LABEL}; vibedesk memory keep {id}]")), "{text}");
+    assert!(
+        text.contains(&format!("[{LABEL}; vibedesk memory keep {id}]")),
+        "{text}"
+    );
 
     // The next session recalls it, labelled as the model's.
-    run(home.path(), &server, "which commission_rate for the backtest?").await;
+    run(
+        home.path(),
+        &server,
+        "which commission_rate for the backtest?",
+    )
+    .await;
     let recalled = user_text(&server, 2);
     assert!(
-        recalled.contains(&format!("- **Commission rule** (feedback; {LABEL}): Always use")),
+        recalled.contains(&format!(
+            "- **Commission rule** (feedback; {LABEL}): Always use"
+        )),
         "{recalled}"
     );
 
@@ -91,7 +106,12 @@ async fn a_models_memory_is_unconfirmed_and_labelled_until_the_user_keeps_it() {
     let rows: Vec<Value> =
         serde_json::from_str(&memory_cli(home.path(), &["list", "--json"]).await).unwrap();
     assert_eq!(rows[0]["confirmed"], true);
-    run(home.path(), &server, "which commission_rate for the backtest?").await;
+    run(
+        home.path(),
+        &server,
+        "which commission_rate for the backtest?",
+    )
+    .await;
     let recalled = user_text(&server, 3);
     assert!(
         recalled.contains("- **Commission rule** (feedback): Always use"),
@@ -105,8 +125,8 @@ async fn a_models_memory_is_unconfirmed_and_labelled_until_the_user_keeps_it() {
 fn the_users_memory_outranks_the_models_of_equal_match() {
     for preset in ["on", "full"] {
         let home = tempfile::tempdir().unwrap();
-        let store = MemoryStore::open(home.path().join("memory"), MemoryFlags::preset(preset))
-            .unwrap();
+        let store =
+            MemoryStore::open(home.path().join("memory"), MemoryFlags::preset(preset)).unwrap();
         let now = Utc::now();
         // The model's is written first and last: neither order nor recency
         // may put it ahead.
