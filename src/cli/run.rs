@@ -68,9 +68,10 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         super::demo_config(&mut config);
     }
     let _log_guard = init_logging(&config);
+    // A plan that cannot be read is refused before anything starts.
+    let plan = turn_plan(&args)?;
     let provider = run_provider(&args, &config)?;
     let prompt = run_prompt(&args, &config)?;
-    let plan = turn_plan(&args)?;
 
     if let Some(notice) = reconcile_stale_runs(&config.paths)
         && !args.json

@@ -143,6 +143,7 @@ async fn a_plan_file_that_is_missing_or_empty_is_refused_before_the_model_is_ask
             .arg(&file)
             .arg("--base-url")
             .arg(server.base_url())
+            .args(["--model", "m1"])
             .output()
             .await
             .unwrap();
