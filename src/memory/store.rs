@@ -1272,7 +1272,7 @@ impl MemoryStore {
             scored.push((e, score));
         }
         // Newer files first on ties.
-        scored.sort_by(|a, b| b.0.modified.cmp(&a.0.modified));
+        scored.sort_by_key(|e| std::cmp::Reverse(e.0.modified));
         sort_by_score(&mut scored);
         Ok(scored.into_iter().take(max).map(|(e, _)| e).collect())
     }

@@ -114,7 +114,7 @@ async fn a_plan_is_drafted_with_read_tools_only_and_run_with_all_of_them_pinned(
     }
     let system = system_text(executing);
     assert!(
-        system.contains(&format!("## Approved plan (pinned)\n")) && system.contains(PLAN),
+        system.contains("## Approved plan (pinned)\n") && system.contains(PLAN),
         "{system}"
     );
     assert!(!system.contains("## Plan mode"), "{system}");
