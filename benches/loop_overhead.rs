@@ -109,6 +109,7 @@ async fn one_run(root: &Path, tool_turns: usize) -> f64 {
         background: BackgroundQueue::default(),
         compaction: Default::default(),
         notices: Vec::new(),
+        plan: Default::default(),
     };
     let started = Instant::now();
     let outcome = lp

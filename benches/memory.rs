@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use chrono::{Duration as Days, Utc};
 use serde_json::Value;
 use vibedesk::memory::compression::{CompressOptions, compress_daily, compress_digest};
-use vibedesk::memory::entry::{MemoryType, Stamp, file_name, render};
+use vibedesk::memory::entry::{MemoryType, Origin, Stamp, file_name, render};
 use vibedesk::memory::{MemoryFlags, MemoryStore};
 
 fn fixtures() -> PathBuf {
@@ -426,6 +426,8 @@ fn write_corpus(entries: &Path) -> Corpus {
             importance: 0.5,
             related: Vec::new(),
             source: None,
+            origin: Origin::User,
+            confirmed: true,
         };
         let kw = vec![corpus.pseudo.pick(&mut rng).to_string()];
         std::fs::write(

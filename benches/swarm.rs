@@ -119,6 +119,7 @@ async fn loops_once(root: &Path) -> Duration {
                 background: BackgroundQueue::default(),
                 compaction: Default::default(),
                 notices: Vec::new(),
+                plan: Default::default(),
             };
             let outcome = Loop::new(deps)
                 .run(req, EventSink::none(), CancellationToken::new())

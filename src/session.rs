@@ -2,6 +2,7 @@
 //! runs its turns. A session is locked while open, so two processes never
 //! append to the same logs (docs §5.4: one in-flight run per session).
 
+use crate::agent::plan::TurnPlan;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,6 +63,8 @@ pub struct Session {
     workspace: PathBuf,
     background: BackgroundQueue,
     compaction: CompactionRequest,
+    /// Plan mode of the turns sent from now on (docs §4.8).
+    plan: TurnPlan,
     runner: Loop,
     history_chars: usize,
     /// The unreadable lines of the message log were already reported to the
@@ -134,6 +137,7 @@ impl Session {
             workspace,
             background: BackgroundQueue::default(),
             compaction: CompactionRequest::default(),
+            plan: TurnPlan::Off,
             runner: Loop::new(deps),
             history_chars,
             skipped_reported: AtomicBool::new(false),
@@ -181,6 +185,12 @@ impl Session {
     /// reaches a turn that is already running.
     pub fn set_compaction_request(&mut self, request: CompactionRequest) {
         self.compaction = request;
+    }
+
+    /// Plan mode for the turns sent from now on: plan only with read-only
+    /// tools, carry out an approved plan, or off (docs §4.8).
+    pub fn set_plan(&mut self, plan: TurnPlan) {
+        self.plan = plan;
     }
 
     /// Stored messages; the count of unreadable lines is reported alongside
@@ -236,6 +246,7 @@ impl Session {
             background: self.background.clone(),
             compaction: self.compaction.clone(),
             notices,
+            plan: self.plan.clone(),
         };
         let outcome = self.runner.run(req, events, cancel).await;
         if self.meta.title.is_empty() {

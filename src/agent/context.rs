@@ -40,6 +40,8 @@ pub struct Recalled {
     pub title: String,
     pub memory_type: String,
     pub body: String,
+    /// The model wrote it and the user has not kept it (docs §8.3).
+    pub unconfirmed: bool,
 }
 
 /// Per-message recall (docs §4.2): given the text sent to the model, return
@@ -237,8 +239,13 @@ pub fn with_recall(text: &str, recalled: &[Recalled]) -> String {
     let mut out = String::from("<recalled-memories>\n");
     for r in recalled {
         let body: String = r.body.chars().take(500).collect();
+        let label = if r.unconfirmed {
+            format!("; {}", crate::memory::entry::UNCONFIRMED_LABEL)
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "- **{}** ({}): {}\n",
+            "- **{}** ({}{label}): {}\n",
             r.title, r.memory_type, body
         ));
     }
@@ -487,7 +494,19 @@ mod tests {
             title: "AAPL split".into(),
             memory_type: "fact".into(),
             body: "4:1 in 2020".into(),
+            unconfirmed: false,
         };
+        let planted = Recalled {
+            title: "Fees".into(),
+            memory_type: "project".into(),
+            body: "commission 0.5".into(),
+            unconfirmed: true,
+        };
+        assert!(
+            with_recall("hi", std::slice::from_ref(&planted)).contains(
+                "- **Fees** (project; unconfirmed, written by the model): commission 0.5\n"
+            )
+        );
         assert_eq!(
             with_recall("hi", &[r]),
             "<recalled-memories>\n- **AAPL split** (fact): 4:1 in 2020\n</recalled-memories>\n\nhi"

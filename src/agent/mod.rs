@@ -9,6 +9,7 @@ pub mod events;
 pub mod figures;
 pub mod grounding;
 pub mod input;
+pub mod plan;
 pub mod recall;
 pub mod repeats;
 pub mod run_loop;

@@ -36,6 +36,7 @@ impl RecallHook for MemoryRecall {
             Ok(entries) => entries
                 .into_iter()
                 .map(|e| Recalled {
+                    unconfirmed: e.is_unconfirmed(),
                     title: e.title,
                     memory_type: e.memory_type,
                     body: e.body,

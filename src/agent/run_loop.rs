@@ -28,6 +28,7 @@ use super::events::{AgentEvent, EventSink, NoticeLevel, RunStatus, ToolEvent};
 use super::figures::{FigureCheck, check_figures, is_raw_error};
 use super::grounding::{AnswerCheck, AnswerContext, PendingWriteCheck};
 use super::input;
+use super::plan::TurnPlan;
 use super::repeats::{Repeat, RepeatedFailures, STOP_AT, WARN_AT};
 use super::tally::ToolTally;
 use super::text_tools::{
@@ -139,6 +140,8 @@ pub struct RunRequest {
     /// lines of its message log), emitted as notices right after
     /// `run_started`, so the user sees what the run's history left out.
     pub notices: Vec<String>,
+    /// Plan mode (docs §4.8): plan only, or carry out an approved plan.
+    pub plan: TurnPlan,
 }
 
 /// `error_code` of a turn refused for an oversized message.
@@ -475,7 +478,7 @@ impl Loop {
             provider.model(),
         );
         // The tools this run offers: the registry and the late ones ready now.
-        let (registry, missing) = self.offered(&cfg);
+        let (registry, missing) = self.offered(&cfg, &req.plan);
         let messages = self.first_messages(&run, &req, &registry, cfg.lean_prompt);
         self.record_start(&trace, &mut log, &req, &run.id);
         self.announce(&events, &req, &run, max);
@@ -539,8 +542,12 @@ impl Loop {
     /// The tools this run offers (docs §4.7): the registry and the late ones
     /// ready now, cut to the configured subset; with the subset's names
     /// that no tool has.
-    fn offered(&self, cfg: &LoopConfig) -> (Arc<Registry>, Vec<String>) {
-        let all = self.deps.late_tools.extend(&self.deps.registry);
+    fn offered(&self, cfg: &LoopConfig, plan: &TurnPlan) -> (Arc<Registry>, Vec<String>) {
+        let mut all = self.deps.late_tools.extend(&self.deps.registry);
+        if *plan == TurnPlan::Draft {
+            // Planning only looks (docs §4.8).
+            all = Arc::new(super::plan::planning_tools(&all));
+        }
         let (offered, missing) = match &cfg.tools {
             None => (all, Vec::new()),
             Some(names) => {
@@ -586,6 +593,9 @@ impl Loop {
             system.push_str(role);
             system.push('\n');
         }
+        // In the system prompt, which no compaction layer touches, so an
+        // approved plan stays pinned for the whole run (docs §3, §4.8).
+        system.push_str(&super::plan::system_section(&req.plan));
         let recalled = self
             .deps
             .recall

@@ -1,6 +1,6 @@
 //! `vibedesk memory`: inspect and maintain persistent memory.
 //!
-//! `list`, `show`, `add`, `forget`, `search`, `compress`, `gc [--dry-run]`,
+//! `list`, `show`, `add`, `forget`, `keep`, `unkeep`, `search`, `compress`, `gc [--dry-run]`,
 //! `import DIR`, `reindex`. `compress --text --level daily|digest` is a pure
 //! mode: it reads one body on stdin, prints its compressed form (or
 //! `{"text": …, "retention": …}` with `--json`) and touches no store; with
@@ -16,7 +16,7 @@ use serde_json::json;
 use super::{CliError, exit};
 use crate::memory::compression::{self, CompressOptions, Level, Scoring};
 use crate::memory::entry::{Entry, cut_chars, entries_notice, format_ts, sanitize_body};
-use crate::memory::store::GcReport;
+use crate::memory::store::{GcReport, KeepOutcome};
 use crate::memory::{MemoryFlags, MemoryStore, MemoryType, NewEntry, maintenance, memory_dir};
 use crate::store::Paths;
 
@@ -53,6 +53,11 @@ pub enum MemoryCommand {
     },
     /// Delete a memory by title.
     Forget { title: String },
+    /// Keep a memory the model wrote (by id, title or file name): it is
+    /// then the user's, recalled without the "unconfirmed" label.
+    Keep { name: String },
+    /// Take back a keep: the model's memory is unconfirmed again.
+    Unkeep { name: String },
     /// Search memories (or past sessions with --sessions).
     Search {
         query: String,
@@ -268,6 +273,8 @@ fn with_store(command: MemoryCommand) -> Result<(), CliError> {
             },
         ),
         MemoryCommand::Forget { title } => forget(&store, &title),
+        MemoryCommand::Keep { name } => keep(&store, &name, true),
+        MemoryCommand::Unkeep { name } => keep(&store, &name, false),
         MemoryCommand::Search {
             query,
             max,
@@ -302,7 +309,8 @@ fn list(
                     "level": e.level.as_str(), "importance": e.importance(now, flags.decay),
                     "quality": e.quality, "access_count": e.access_count,
                     "created_at": format_ts(e.created_at), "last_accessed": format_ts(e.last_accessed),
-                    "description": e.description,
+                    "description": e.description, "id": e.id,
+                    "origin": e.origin.as_str(), "confirmed": !e.is_unconfirmed(),
                 })
             })
             .collect();
@@ -313,13 +321,14 @@ fn list(
     }
     for e in &entries {
         println!(
-            "{:<9} {:<6} {:>5.2}  {}  {}  ({})",
+            "{:<9} {:<6} {:>5.2}  {}  {}  ({}){}",
             e.memory_type,
             e.level.as_str(),
             e.importance(now, flags.decay),
             e.last_accessed.format("%Y-%m-%d"),
             sanitize_body(&e.title),
-            e.file
+            e.file,
+            unconfirmed_mark(e)
         );
     }
     Ok(())
@@ -388,6 +397,41 @@ fn forget(store: &MemoryStore, title: &str) -> Result<(), CliError> {
     }
     println!("removed {title}");
     Ok(())
+}
+
+/// `memory keep NAME` / `memory unkeep NAME` (docs §8.3).
+fn keep(store: &MemoryStore, name: &str, keep: bool) -> Result<(), CliError> {
+    match store.keep(name, keep).map_err(CliError::failed)? {
+        KeepOutcome::Set { title, confirmed } => {
+            let verb = if confirmed { "kept" } else { "unkept" };
+            println!("{verb} {}", sanitize_body(&title));
+            Ok(())
+        }
+        KeepOutcome::UsersOwn { title } => {
+            println!(
+                "{} is the user's own memory already: nothing to keep",
+                sanitize_body(&title)
+            );
+            Ok(())
+        }
+        KeepOutcome::NotFound => Err(CliError::failed(format!(
+            "no memory with the id, title or file name {name:?}"
+        ))),
+    }
+}
+
+/// The mark `memory list` puts after a memory the model wrote and the
+/// user has not kept, with the command that keeps it.
+fn unconfirmed_mark(e: &Entry) -> String {
+    if e.is_unconfirmed() {
+        format!(
+            "  [{}; vibedesk memory keep {}]",
+            crate::memory::entry::UNCONFIRMED_LABEL,
+            e.id
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// `memory search --sessions`: past sessions, not memories.

@@ -15,6 +15,7 @@ use super::{
 };
 use crate::agent::events::{AgentEvent, McpServerState, RunStatus, ToolCallStatus, ToolEvent};
 use crate::agent::input::{ReadMessageError, check_message_size, read_message};
+use crate::agent::plan::{EXECUTE_PROMPT, MAX_PLAN_CHARS, TurnPlan};
 use crate::agent::{EventSink, RunOutcome};
 use crate::config::{Config, Overrides};
 use crate::llm::Provider;
@@ -41,6 +42,15 @@ pub struct RunArgs {
     /// Print every event as one JSON object per line instead of the answer.
     #[arg(long)]
     pub json: bool,
+    /// Plan mode (docs §4.8): the model is offered only read-only tools,
+    /// answers with a numbered plan and acts on nothing; the plan is
+    /// printed and the command ends.
+    #[arg(long, conflicts_with_all = ["plan_file", "demo"])]
+    pub plan: bool,
+    /// Carry out the approved plan in this file: all tools are offered and
+    /// the plan is pinned in the system prompt, which compaction keeps.
+    #[arg(long, value_name = "FILE", conflicts_with = "demo")]
+    pub plan_file: Option<PathBuf>,
     /// Run the bundled demo script: a scripted model driving the real tools.
     #[arg(long, conflicts_with_all = ["provider", "model", "base_url", "script"])]
     pub demo: bool,
@@ -70,6 +80,8 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         &config,
         super::workspace::Confirm::from_flag(args.yes),
     )?;
+    // A plan that cannot be read is refused before anything starts.
+    let plan = turn_plan(&args)?;
     let provider = run_provider(&args, &config)?;
     let prompt = run_prompt(&args, &config, workspace.as_deref())?;
 
@@ -113,6 +125,8 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let mut session = Session::open(&config.paths, args.session.as_deref(), deps)
         .map_err(CliError::usage)?
         .with_workspace(workspace);
+    let planning = plan == TurnPlan::Draft;
+    session.set_plan(plan);
     let cancel = cancel_on_ctrl_c(args.json);
 
     let outcome = session.send(&prompt, EventSink::new(tx), cancel).await;
@@ -121,7 +135,46 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     mcp.shutdown().await;
     drop(mcp_sink);
     let _ = printer.await;
+    if planning && !args.json && outcome.status == RunStatus::Success {
+        eprintln!(
+            "vibedesk: plan only, nothing was changed. To carry it out, save the plan to a file and run: vibedesk run --session {} --plan-file FILE -p \"{}\"",
+            session.id(),
+            EXECUTE_PROMPT
+        );
+    }
     run_result(&outcome, session.id(), args.json)
+}
+
+/// The turn's plan mode from `--plan` and `--plan-file` (docs §4.8).
+fn turn_plan(args: &RunArgs) -> Result<TurnPlan, CliError> {
+    if args.plan {
+        return Ok(TurnPlan::Draft);
+    }
+    let Some(path) = &args.plan_file else {
+        return Ok(TurnPlan::Off);
+    };
+    let too_long = || {
+        CliError::usage(format!(
+            "the plan {} is longer than {MAX_PLAN_CHARS} characters",
+            path.display()
+        ))
+    };
+    // A plan is a page: a huge file is refused before it is read.
+    if std::fs::metadata(path).is_ok_and(|m| m.len() > 4 * MAX_PLAN_CHARS as u64) {
+        return Err(too_long());
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::usage(format!("cannot read the plan {}: {e}", path.display())))?;
+    if text.trim().is_empty() {
+        return Err(CliError::usage(format!(
+            "the plan {} is empty",
+            path.display()
+        )));
+    }
+    if text.chars().count() > MAX_PLAN_CHARS {
+        return Err(too_long());
+    }
+    Ok(TurnPlan::Execute(text))
 }
 
 /// The run's model: the demo's script, the configured provider, or the

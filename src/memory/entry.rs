@@ -48,6 +48,45 @@ impl MemoryType {
     }
 }
 
+/// Who wrote an entry (docs §8.3): the user (the CLI, the workstation, a
+/// file written by hand) or the model (the `remember` tool). A model's
+/// memory is unconfirmed until the user keeps it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Origin {
+    #[default]
+    User,
+    Model,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::User => "user",
+            Origin::Model => "model",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Origin> {
+        match s.trim() {
+            "user" => Some(Origin::User),
+            "model" => Some(Origin::Model),
+            _ => None,
+        }
+    }
+}
+
+/// How an unconfirmed memory is labelled wherever the model reads it.
+pub const UNCONFIRMED_LABEL: &str = "unconfirmed, written by the model";
+
+/// A `true`/`false` frontmatter value.
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
 impl std::fmt::Display for MemoryType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -88,9 +127,20 @@ pub struct Entry {
     /// (`source: mcp:<client>`, docs §8.3): an outside note, never recalled
     /// into a prompt on its own (docs §4.2).
     pub source: Option<String>,
+    /// Who wrote it (`origin`; a file without the field is the user's).
+    pub origin: Origin,
+    /// Whether the user kept it (`confirmed`; without the field, true for
+    /// the user's and false for the model's).
+    pub confirmed: bool,
 }
 
 impl Entry {
+    /// The model wrote it and the user has not kept it (docs §8.3): recall
+    /// ranks it after the user's and labels it.
+    pub fn is_unconfirmed(&self) -> bool {
+        self.origin == Origin::Model && !self.confirmed
+    }
+
     /// Importance now (docs §8.4 `compute_importance`).
     pub fn importance(&self, now: DateTime<Utc>, decay: bool) -> f64 {
         compute_importance(
@@ -347,6 +397,8 @@ pub struct NewEntry {
     pub keywords: Vec<String>,
     /// Who writes it when not the user (`mcp:<client>`); `None` = the user.
     pub source: Option<String>,
+    /// The model's memories are saved unconfirmed (docs §8.3).
+    pub origin: Origin,
 }
 
 impl NewEntry {
@@ -362,6 +414,7 @@ impl NewEntry {
             description: String::new(),
             keywords: Vec::new(),
             source: None,
+            origin: Origin::User,
         }
     }
 }
@@ -382,6 +435,10 @@ pub struct Stamp {
     pub related: Vec<String>,
     /// `source`, written only when set (an entry from an MCP client).
     pub source: Option<String>,
+    /// `origin` and `confirmed`, written only for the model's memories, so
+    /// the user's files read as they always did.
+    pub origin: Origin,
+    pub confirmed: bool,
 }
 
 /// Renders an entry in the format of docs §8.3 (timestamps with a zone).
@@ -395,7 +452,7 @@ pub fn render(
     body: &str,
 ) -> String {
     format!(
-        "---\nname: {title}\ndescription: {description}\ntype: {t}\nid: {id}\ncreated_at: {c}\nupdated_at: {u}\nkeywords: [{kw}]\nquality_score: {q}\naccess_count: {a}\nlast_accessed: {l}\nimportance: {i}\nrelated_memories: [{rel}]\ncategory: {t}\ncompression_level: raw\n{src}---\n\n{body}",
+        "---\nname: {title}\ndescription: {description}\ntype: {t}\nid: {id}\ncreated_at: {c}\nupdated_at: {u}\nkeywords: [{kw}]\nquality_score: {q}\naccess_count: {a}\nlast_accessed: {l}\nimportance: {i}\nrelated_memories: [{rel}]\ncategory: {t}\ncompression_level: raw\n{src}{origin}---\n\n{body}",
         t = memory_type.as_str(),
         id = stamp.id,
         c = format_ts(stamp.created_at),
@@ -411,6 +468,10 @@ pub fn render(
             .as_ref()
             .map(|s| format!("source: {s}\n"))
             .unwrap_or_default(),
+        origin = match stamp.origin {
+            Origin::User => String::new(),
+            Origin::Model => format!("origin: model\nconfirmed: {}\n", stamp.confirmed),
+        },
     )
 }
 
@@ -490,6 +551,18 @@ pub fn frontmatter_problems(meta: &Meta) -> Vec<String> {
     {
         out.push(format!(
             "id '{v}' is not 6 characters (a new one is derived)"
+        ));
+    }
+    if let Some(v) = given("origin")
+        && Origin::parse(v).is_none()
+    {
+        out.push(format!("origin '{v}' is not user or model (model is used)"));
+    }
+    if let Some(v) = given("confirmed")
+        && parse_bool(v).is_none()
+    {
+        out.push(format!(
+            "confirmed '{v}' is not true or false (false is used)"
         ));
     }
     for line in meta.malformed() {
@@ -574,8 +647,11 @@ pub fn parse_entry(path: &Path, text: &str, modified: DateTime<Utc>, size: u64) 
         .unwrap_or(Level::Raw);
     let problems = frontmatter_problems(&meta);
     let source = meta.raw("source").and_then(clean_source);
+    let (origin, confirmed) = origin_of(&meta);
     Entry {
         source,
+        origin,
+        confirmed,
         path: path.to_path_buf(),
         description: text_or(&meta, "description", ""),
         memory_type: meta
@@ -602,6 +678,22 @@ pub fn parse_entry(path: &Path, text: &str, modified: DateTime<Utc>, size: u64) 
         file,
         problems,
     }
+}
+
+/// `origin` and `confirmed` by the read rules of docs §8.3: no `origin` is
+/// the user's (files from before the field); an unreadable one is the
+/// model's, unconfirmed, so a damaged mark never promotes a memory.
+fn origin_of(meta: &Meta) -> (Origin, bool) {
+    let given = |key: &str| meta.raw(key).map(str::trim).filter(|v| !v.is_empty());
+    let origin = match given("origin") {
+        None => Origin::User,
+        Some(v) => Origin::parse(v).unwrap_or(Origin::Model),
+    };
+    let confirmed = match given("confirmed") {
+        None => origin == Origin::User,
+        Some(v) => parse_bool(v).unwrap_or(false),
+    };
+    (origin, confirmed)
 }
 
 /// Reads and parses one entry file.
@@ -667,6 +759,65 @@ mod tests {
     }
 
     #[test]
+    fn origin_and_confirmed_read_leniently() {
+        let read = |fm: &str| {
+            let text = format!("---\nname: T\n{fm}---\nb");
+            parse_entry(Path::new("project_t.md"), &text, Utc::now(), 1)
+        };
+        // A file from before the field is the user's own.
+        let old = read("");
+        assert_eq!(
+            (old.origin, old.confirmed, old.is_unconfirmed()),
+            (Origin::User, true, false)
+        );
+        assert!(old.problems.is_empty());
+        let model = read("origin: model\nconfirmed: false\n");
+        assert!(model.is_unconfirmed() && model.problems.is_empty());
+        let kept = read("origin: model\nconfirmed: true\n");
+        assert_eq!((kept.origin, kept.is_unconfirmed()), (Origin::Model, false));
+        // No `confirmed` on the model's: unconfirmed.
+        assert!(read("origin: model\n").is_unconfirmed());
+        // Damaged marks never promote a memory, and are named.
+        let odd = read("origin: robot\nconfirmed: yes\n");
+        assert!(odd.is_unconfirmed());
+        assert_eq!(
+            odd.problems,
+            [
+                "origin 'robot' is not user or model (model is used)",
+                "confirmed 'yes' is not true or false (false is used)"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_models_memory_is_rendered_with_its_origin_and_the_users_without() {
+        let mut stamp = Stamp {
+            id: "a1b2c3".into(),
+            created_at: at("2026-01-02T03:04:05Z"),
+            updated_at: at("2026-01-02T03:04:05Z"),
+            last_accessed: at("2026-01-02T03:04:05Z"),
+            quality: 0.5,
+            access_count: 0,
+            importance: 0.5,
+            related: Vec::new(),
+            source: None,
+            origin: Origin::User,
+            confirmed: true,
+        };
+        let users = render("T", "d", MemoryType::Project, &[], &stamp, "b");
+        assert!(!users.contains("origin:") && !users.contains("confirmed:"));
+        stamp.origin = Origin::Model;
+        stamp.confirmed = false;
+        let models = render("T", "d", MemoryType::Project, &[], &stamp, "b");
+        assert!(
+            models.contains("\norigin: model\nconfirmed: false\n---\n"),
+            "{models}"
+        );
+        let e = parse_entry(Path::new("project_t.md"), &models, Utc::now(), 1);
+        assert!(e.is_unconfirmed() && e.problems.is_empty());
+    }
+
+    #[test]
     fn clean_missing_and_empty_values_are_no_problem() {
         let stamp = Stamp {
             id: "a1b2c3".into(),
@@ -678,6 +829,8 @@ mod tests {
             importance: 0.5,
             related: Vec::new(),
             source: None,
+            origin: Origin::User,
+            confirmed: true,
         };
         let written = render("T", "d", MemoryType::User, &["k".into()], &stamp, "b");
         let e = parse_entry(Path::new("user_t.md"), &written, Utc::now(), 1);
@@ -830,6 +983,8 @@ mod tests {
             importance: 0.5,
             related: vec!["ab12cd".into(), "0a33ff".into()],
             source: None,
+            origin: Origin::User,
+            confirmed: true,
         };
         let text = render(
             "T",

@@ -37,13 +37,13 @@ pub mod tokenize;
 use std::path::PathBuf;
 
 pub use compression::{CompressOptions, Level, Scoring};
-pub use entry::{Entry, MemoryType, NewEntry};
+pub use entry::{Entry, MemoryType, NewEntry, Origin};
 pub use flags::MemoryFlags;
 pub use maintenance::{MaintenanceReport, run_due};
 pub use skills::{Skill, SkillSet};
 pub use store::{
-    AddOutcome, CompressionRecord, GcAction, GcReport, ImportReport, MemoryStore, Reinforce,
-    ReinforceEvent, SessionMatch, SessionResult,
+    AddOutcome, CompressionRecord, GcAction, GcReport, ImportReport, KeepOutcome, MemoryStore,
+    Reinforce, ReinforceEvent, SessionMatch, SessionResult,
 };
 
 /// Why a memory operation failed.

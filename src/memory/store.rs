@@ -21,8 +21,9 @@ use super::MemoryError;
 use super::atomic::{fsync_dir, write_atomic};
 use super::compression::{self, CompressOptions, Level, Scoring};
 use super::entry::{
-    self, Entry, MemoryType, NewEntry, Stamp, clean_keywords, compute_importance, content_hash,
-    days_between, format_ts, one_line, render, sanitize_body, slug_with_hash, truncate_body,
+    self, Entry, MemoryType, NewEntry, Origin, Stamp, UNCONFIRMED_LABEL, clean_keywords,
+    compute_importance, content_hash, days_between, format_ts, one_line, render, sanitize_body,
+    slug_with_hash, truncate_body,
 };
 use super::flags::MemoryFlags;
 use crate::fsio::IoError;
@@ -30,7 +31,7 @@ use crate::fsio::IoError;
 // path relative to `entries/` in both layouts.
 use super::frontmatter;
 use super::hierarchy::{self, read_entry};
-use super::index::{Index, MemoryHit, MessageHit, remove_db_files};
+use super::index::{Index, MessageHit, remove_db_files};
 use super::tokenize::{match_expression, query_terms, recall_token_set, recall_tokens};
 
 /// Lines of `MEMORY.md` in the system-prompt snapshot (docs §4.4).
@@ -61,6 +62,62 @@ struct NewText<'a> {
     keywords: &'a [String],
     body: &'a str,
     source: Option<&'a str>,
+    origin: Origin,
+}
+
+/// The weight of a memory the model wrote and the user has not kept in
+/// recall's score (docs §8.4): the user's own outrank it at equal match.
+pub const UNCONFIRMED_WEIGHT: f64 = 0.75;
+
+fn origin_weight(e: &Entry) -> f64 {
+    if e.is_unconfirmed() {
+        UNCONFIRMED_WEIGHT
+    } else {
+        1.0
+    }
+}
+
+/// Best first; a stable sort, so equal scores keep their order, except
+/// that the user's memories come before unconfirmed ones.
+fn sort_by_score(scored: &mut [(Entry, f64)]) {
+    scored.sort_by(|a, b| {
+        b.1.partial_cmp(&a.1)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.0.is_unconfirmed().cmp(&b.0.is_unconfirmed()))
+    });
+}
+
+/// What [`MemoryStore::keep`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KeepOutcome {
+    /// The entry's `confirmed` is now this.
+    Set {
+        title: String,
+        confirmed: bool,
+    },
+    /// The user wrote it: it is theirs already.
+    UsersOwn {
+        title: String,
+    },
+    NotFound,
+}
+
+/// How an entry's `MEMORY.md` line is marked.
+#[derive(Clone, Copy)]
+enum LineMark<'a> {
+    Own,
+    External(&'a str),
+    Unconfirmed,
+}
+
+impl<'a> LineMark<'a> {
+    fn of(e: &'a Entry) -> Self {
+        match &e.source {
+            Some(s) => LineMark::External(s),
+            None if e.is_unconfirmed() => LineMark::Unconfirmed,
+            None => LineMark::Own,
+        }
+    }
 }
 
 /// What [`MemoryStore::add`] did.
@@ -524,11 +581,17 @@ impl MemoryStore {
     }
 
     /// An entry's `MEMORY.md` line; one an MCP client wrote starts with
-    /// `- (external, <source>)`, which a title (always in brackets) cannot.
-    fn index_line(title: &str, file: &str, description: &str, source: Option<&str>) -> String {
-        match source {
-            None => format!("- [{title}](entries/{file}) — {description}"),
-            Some(s) => format!("{EXTERNAL_LINE}, {s}) [{title}](entries/{file}) — {description}"),
+    /// `- (external, <source>)`, which a title (always in brackets) cannot;
+    /// one the model wrote and the user has not kept says so (docs §8.3).
+    fn index_line(title: &str, file: &str, description: &str, mark: LineMark<'_>) -> String {
+        match mark {
+            LineMark::External(s) => {
+                format!("{EXTERNAL_LINE}, {s}) [{title}](entries/{file}) — {description}")
+            }
+            LineMark::Unconfirmed => {
+                format!("- ({UNCONFIRMED_LABEL}) [{title}](entries/{file}) — {description}")
+            }
+            LineMark::Own => format!("- [{title}](entries/{file}) — {description}"),
         }
     }
 
@@ -539,12 +602,12 @@ impl MemoryStore {
         title: &str,
         file: &str,
         description: &str,
-        source: Option<&str>,
+        mark: LineMark<'_>,
         also_remove: &[String],
     ) -> Result<(), MemoryError> {
         let path = self.memory_md_path();
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let new_line = Self::index_line(title, file, description, source);
+        let new_line = Self::index_line(title, file, description, mark);
         let target = format!("](entries/{file})");
         let stale: Vec<String> = also_remove
             .iter()
@@ -596,7 +659,7 @@ impl MemoryStore {
                 &one_line(&e.title),
                 &e.file,
                 &one_line(&e.description),
-                e.source.as_deref(),
+                LineMark::of(e),
             ));
             out.push('\n');
         }
@@ -789,6 +852,7 @@ impl MemoryStore {
             keywords: &keywords,
             body: &body,
             source: source.as_deref(),
+            origin: new.origin,
         };
         let result = self.write_new(&text, now);
         if result.is_err() && self.flags.quality {
@@ -807,6 +871,7 @@ impl MemoryStore {
             keywords,
             body,
             source,
+            origin,
         } = *new;
         let title = title.to_string();
         let _guard = self.lock(false)?;
@@ -843,6 +908,8 @@ impl MemoryStore {
                 .map(|p| p.related.clone())
                 .unwrap_or_default(),
             source: source.map(str::to_string),
+            origin,
+            confirmed: origin == Origin::User,
         };
         let text = render(&title, description, memory_type, keywords, &stamp, body);
         if let Some(dir) = path.parent() {
@@ -859,7 +926,12 @@ impl MemoryStore {
             }
             self.with_index(|ix| ix.remove_entry(old));
         }
-        self.upsert_memory_md(&title, &file, description, source, &stale)?;
+        let mark = match (source, origin) {
+            (Some(s), _) => LineMark::External(s),
+            (None, Origin::Model) => LineMark::Unconfirmed,
+            (None, Origin::User) => LineMark::Own,
+        };
+        self.upsert_memory_md(&title, &file, description, mark, &stale)?;
         self.index_file(&file);
         hierarchy::refresh_index(&self.entries_dir, self.flags.hierarchy);
         self.relink_after_write(&file, &title, description, body, &stale, now);
@@ -961,6 +1033,47 @@ impl MemoryStore {
         write_atomic(&path, updated.as_bytes())?;
         self.index_file(file);
         Ok(())
+    }
+
+    /// The user keeps (`keep` true) or un-keeps a memory the model wrote
+    /// (docs §8.3), found by title, file name, stem or id. Only the
+    /// `confirmed` field and the entry's `MEMORY.md` line change: nothing
+    /// is lost, so nothing is archived.
+    pub fn keep(&self, name: &str, keep: bool) -> Result<KeepOutcome, MemoryError> {
+        let found = match self.get(name)? {
+            Some(e) => Some(e),
+            None => {
+                let id = name.trim();
+                self.list()?.into_iter().find(|e| e.id == id)
+            }
+        };
+        let Some(e) = found else {
+            return Ok(KeepOutcome::NotFound);
+        };
+        if e.origin == Origin::User {
+            return Ok(KeepOutcome::UsersOwn { title: e.title });
+        }
+        let _guard = self.lock(false)?;
+        self.update_fields(
+            &e.file,
+            &[
+                ("origin", Origin::Model.as_str()),
+                ("confirmed", if keep { "true" } else { "false" }),
+            ],
+        )?;
+        let kept = read_entry(&self.entries_dir.join(&e.file))
+            .map_err(|err| MemoryError::io("read", &e.path, err))?;
+        self.upsert_memory_md(
+            &one_line(&kept.title),
+            &kept.file,
+            &one_line(&kept.description),
+            LineMark::of(&kept),
+            &[],
+        )?;
+        Ok(KeepOutcome::Set {
+            title: kept.title,
+            confirmed: kept.confirmed,
+        })
     }
 
     /// Counts an explicit recall of `entry` (quality flag): `access_count + 1`,
@@ -1097,37 +1210,28 @@ impl MemoryStore {
         // Decay re-ranks, so look at more candidates than will be returned.
         let limit = if decay { (max * 10).max(50) } else { max + 10 };
         let hits = self.with_index(|ix| ix.search_entries(&expr, limit))?;
-        let mut scored: Vec<(MemoryHit, f64)> = hits
-            .into_iter()
-            .map(|h| {
-                let mut score = -h.rank;
-                if decay {
-                    let last = DateTime::from_timestamp(h.last_accessed, 0).unwrap_or(now);
-                    let imp = compute_importance(
-                        h.quality,
-                        h.access_count,
-                        days_between(last, now),
-                        true,
-                    );
-                    score *= 0.5 + 0.5 * imp;
-                }
-                (h, score)
-            })
-            .collect();
-        scored.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
-        let mut out = Vec::with_capacity(max);
-        for (hit, _) in scored {
-            if out.len() >= max {
-                break;
+        let mut scored: Vec<(Entry, f64)> = Vec::with_capacity(hits.len());
+        for h in hits {
+            let mut score = -h.rank;
+            if decay {
+                let last = DateTime::from_timestamp(h.last_accessed, 0).unwrap_or(now);
+                let imp =
+                    compute_importance(h.quality, h.access_count, days_between(last, now), true);
+                score *= 0.5 + 0.5 * imp;
             }
-            match read_entry(&self.entries_dir.join(&hit.file)) {
-                Ok(e) => out.push(e),
+            match read_entry(&self.entries_dir.join(&h.file)) {
+                Ok(e) => {
+                    let score = score * origin_weight(&e);
+                    scored.push((e, score));
+                }
+                // A stale row: the file went away outside the store.
                 Err(_) => {
-                    // A stale row: the file went away outside the store.
-                    self.with_index(|ix| ix.remove_entry(&hit.file));
+                    self.with_index(|ix| ix.remove_entry(&h.file));
                 }
             }
         }
+        sort_by_score(&mut scored);
+        let out: Vec<Entry> = scored.into_iter().take(max).map(|(e, _)| e).collect();
         Some(out)
     }
 
@@ -1153,7 +1257,7 @@ impl MemoryStore {
                 .collect::<HashSet<_>>()
                 .len() as f64
         };
-        let mut scored: Vec<(f64, Entry)> = Vec::new();
+        let mut scored: Vec<(Entry, f64)> = Vec::new();
         for e in self.list()? {
             let mut score = 2.0 * overlap(&format!("{} {}", e.title, e.description))
                 + 2.0 * overlap(&e.keywords.join(" "))
@@ -1164,14 +1268,13 @@ impl MemoryStore {
             if self.flags.decay {
                 score *= 0.5 + 0.5 * e.importance(now, true);
             }
-            scored.push((score, e));
+            score *= origin_weight(&e);
+            scored.push((e, score));
         }
-        scored.sort_by(|a, b| {
-            b.0.partial_cmp(&a.0)
-                .unwrap_or(std::cmp::Ordering::Equal)
-                .then(b.1.modified.cmp(&a.1.modified))
-        });
-        Ok(scored.into_iter().take(max).map(|(_, e)| e).collect())
+        // Newer files first on ties.
+        scored.sort_by_key(|e| std::cmp::Reverse(e.0.modified));
+        sort_by_score(&mut scored);
+        Ok(scored.into_iter().take(max).map(|(e, _)| e).collect())
     }
 
     // ----- compression -----------------------------------------------------
@@ -1651,7 +1754,7 @@ impl MemoryStore {
                     &one_line(&e.title),
                     &file,
                     &one_line(&e.description),
-                    e.source.as_deref(),
+                    LineMark::of(&e),
                     &[],
                 )?;
                 self.index_file(&file);

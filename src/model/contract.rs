@@ -961,6 +961,10 @@ pub struct RecalledMemory {
     /// to be weighed as such (docs §8.9, §13.4).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// `unconfirmed, written by the model` on a memory the model saved and
+    /// the user has not kept (docs §8.3): weigh it below the user's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// `remember`'s and `recall`'s answer: a `message` for save, forget and

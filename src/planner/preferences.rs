@@ -197,7 +197,14 @@ fn snapshot(system: &str) -> Vec<(String, String)> {
         .skip(1)
         .take_while(|l| !l.starts_with("## "))
         .filter_map(|l| {
-            let rest = l.trim().strip_prefix("- [")?;
+            // A memory the model saved and the user has not kept is
+            // listed with its label first (docs §8.3); it is still a
+            // memory the planner reads, as recall still shows it.
+            let line = l.trim();
+            let rest = match line.strip_prefix("- (unconfirmed, written by the model) [") {
+                Some(rest) => rest,
+                None => line.strip_prefix("- [")?,
+            };
             let (title, rest) = rest.split_once("](")?;
             let description = rest.split_once(") — ").map_or("", |(_, d)| d);
             Some((title.to_string(), format!("{title} {description}")))

@@ -819,6 +819,7 @@ async fn run_attempt(
         background: BackgroundQueue::default(),
         compaction: CompactionRequest::default(),
         notices: Vec::new(),
+        plan: Default::default(),
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let run = lp.run(req, EventSink::new(tx), attempt_cancel.clone());

@@ -7,6 +7,7 @@
 //! runs is one [`Phase`], which only `update` moves.
 //! Tests drive `update` with message sequences and no terminal at all.
 
+use crate::agent::plan::{EXECUTE_PROMPT, TurnPlan};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -100,9 +101,10 @@ pub enum Msg {
 /// What `update` asks the runtime to do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
-    /// Run a turn with this prompt.
+    /// Run a turn with this prompt, in this plan mode (docs §4.8).
     Send {
         prompt: String,
+        plan: TurnPlan,
     },
     /// Cancel the running turn.
     Cancel,
@@ -120,6 +122,12 @@ pub enum Effect {
     LoadMemory,
     /// Read one memory entry (a file name in `entries/`) and its archives.
     LoadMemoryEntry(String),
+    /// Keep (or un-keep) the model's memory in this file, then reload the
+    /// list and the entry (docs §8.3).
+    KeepMemory {
+        file: String,
+        keep: bool,
+    },
     /// List the research teams' runs on disk (for the browser).
     LoadTeams,
     SwitchModel(String),
@@ -229,7 +237,19 @@ impl Default for AppOptions {
     }
 }
 
+/// Plan mode in the workstation (docs §4.8).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlanState {
+    /// `/plan` is on: messages are sent as planning turns.
+    pub on: bool,
+    /// The running turn plans: its answer becomes `ready`.
+    pub drafting: bool,
+    /// The last plan, waiting for `/go`.
+    pub ready: Option<String>,
+}
+
 pub struct App {
+    pub plan: PlanState,
     pub theme: Theme,
     pub keymap: Keymap,
     pub options: AppOptions,
@@ -280,6 +300,7 @@ impl App {
             phase: Phase::Idle,
             step: None,
             queued: VecDeque::new(),
+            plan: PlanState::default(),
             quit_armed: false,
             should_quit: false,
             status: None,
@@ -391,12 +412,69 @@ impl App {
     }
 
     fn dispatch(&mut self, prompt: String) -> Vec<Effect> {
+        let plan = if self.plan.on {
+            self.plan.drafting = true;
+            self.plan.ready = None;
+            TurnPlan::Draft
+        } else {
+            TurnPlan::Off
+        };
+        self.send_turn(prompt, plan)
+    }
+
+    fn send_turn(&mut self, prompt: String, plan: TurnPlan) -> Vec<Effect> {
         self.chat.push(CellKind::User {
             text: prompt.clone(),
         });
         self.chat.follow_bottom();
         self.phase = Phase::Running { started_at: None };
-        vec![Effect::Send { prompt }]
+        vec![Effect::Send { prompt, plan }]
+    }
+
+    /// `/plan`, `/plan off`, `/plan TEXT` (docs §4.8).
+    fn plan_command(&mut self, arg: Option<&str>) -> Vec<Effect> {
+        if arg == Some("off") {
+            self.plan = PlanState::default();
+            self.chat.notice(
+                NoticeKind::Info,
+                "plan mode off: every tool is offered again",
+            );
+            return vec![];
+        }
+        if !self.plan.on {
+            self.plan.on = true;
+            self.chat.notice(
+                NoticeKind::Info,
+                "plan mode: the model is offered read-only tools only and answers with a numbered plan; /go runs the plan, /plan off leaves plan mode",
+            );
+        }
+        match arg {
+            Some(text) => self.send_text(text.to_string()),
+            None => vec![],
+        }
+    }
+
+    /// `/go [TEXT]`: runs the last plan with every tool, pinned.
+    fn go_command(&mut self, arg: Option<&str>) -> Vec<Effect> {
+        if self.busy() || self.phase != Phase::Idle {
+            self.set_status(NoticeKind::Warning, "a turn is running: /go when it ends");
+            return vec![];
+        }
+        let Some(plan) = self.plan.ready.take() else {
+            self.chat.notice(
+                NoticeKind::Warning,
+                "no plan to run: /plan, then ask for one",
+            );
+            return vec![];
+        };
+        if !self.options.has_model {
+            self.chat
+                .notice(NoticeKind::Error, self.options.no_model_help.clone());
+            return vec![];
+        }
+        self.plan = PlanState::default();
+        let prompt = arg.map_or_else(|| EXECUTE_PROMPT.to_string(), str::to_string);
+        self.send_turn(prompt, TurnPlan::Execute(plan))
     }
 
     /// A fresh browser, alone over the chat screen.
@@ -448,6 +526,9 @@ impl App {
                 BrowserEffect::LoadBacktest(r) => out.push(Effect::LoadBacktest(r)),
                 BrowserEffect::LoadMemory => out.push(Effect::LoadMemory),
                 BrowserEffect::LoadMemoryEntry(f) => out.push(Effect::LoadMemoryEntry(f)),
+                BrowserEffect::KeepMemory { file, keep } => {
+                    out.push(Effect::KeepMemory { file, keep })
+                }
                 BrowserEffect::LoadTeams => out.push(Effect::LoadTeams),
                 BrowserEffect::Resume(id) => {
                     if self.busy() {
@@ -584,6 +665,8 @@ impl App {
                 vec![Effect::NewSession]
             }
             "/swarm" => self.swarm_command(arg),
+            "/plan" => self.plan_command(arg),
+            "/go" => self.go_command(arg),
             "/compact" => vec![Effect::Compact {
                 focus: arg.map(String::from),
             }],
@@ -901,6 +984,13 @@ impl App {
         if let Some(e) = error {
             self.chat.notice(NoticeKind::Error, e);
         }
+        if std::mem::take(&mut self.plan.drafting) && self.plan.ready.is_some() {
+            self.chat.notice(
+                NoticeKind::Info,
+                "plan ready: /go runs it with every tool, the plan pinned in the context; a message revises it (still in plan mode); /plan off leaves plan mode",
+            );
+            self.chat.follow_bottom();
+        }
         if self.phase != Phase::Idle {
             return vec![];
         }
@@ -965,6 +1055,9 @@ impl App {
                 self.usage.input_tokens += input_tokens;
                 self.usage.output_tokens += output_tokens;
                 self.usage.total_tokens += total_tokens;
+            }
+            AgentEvent::Answer { content, .. } if self.plan.drafting => {
+                self.plan.ready = Some(content.clone());
             }
             AgentEvent::RunFinished { status, reason, .. } => {
                 self.tools.finish_run(*status, reason.as_deref(), at);

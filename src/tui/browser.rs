@@ -102,6 +102,11 @@ pub enum BrowserEffect {
     LoadBacktest(LoadRequest),
     LoadMemory,
     LoadMemoryEntry(String),
+    /// Keep (`true`) or un-keep the model's memory in this file (docs §8.3).
+    KeepMemory {
+        file: String,
+        keep: bool,
+    },
     /// List the team runs on disk.
     LoadTeams,
     Resume(String),
@@ -398,6 +403,7 @@ impl Browser {
             }
             Action::Open => self.open(),
             Action::Memory => self.set_root(View::Memory),
+            Action::KeepMemory => self.keep_memory(),
             Action::TeamRuns => self.set_root(View::Teams),
             Action::TogglePane => {
                 if let Some(l) = self.level_mut()
@@ -582,6 +588,34 @@ impl Browser {
                 .unwrap_or_default(),
             _ => self.row_text(i, 400, theme),
         }
+    }
+
+    /// `K` in the memory list or an entry: keeps the model's memory, or
+    /// takes the keep back (docs §8.3); the user's own need no keep.
+    fn keep_memory(&mut self) -> Vec<BrowserEffect> {
+        let row = match self.view() {
+            View::Memory => self
+                .memory
+                .as_ref()
+                .and_then(|m| m.rows.get(self.selected())),
+            View::MemoryEntry(v) => self
+                .memory_entry
+                .as_ref()
+                .map(|d| &d.row)
+                .filter(|r| r.file == v.file),
+            _ => None,
+        };
+        let Some(row) = row else {
+            return vec![];
+        };
+        if !row.by_model {
+            self.message = Some(format!("{} is your own memory: nothing to keep", row.title));
+            return vec![];
+        }
+        vec![BrowserEffect::KeepMemory {
+            file: row.file.clone(),
+            keep: row.unconfirmed,
+        }]
     }
 
     fn open(&mut self) -> Vec<BrowserEffect> {

@@ -20,6 +20,14 @@ pub(crate) const SLASH_COMMANDS: &[(&str, &str)] = &[
         "/new",
         "Start a new session (the current one stays on disk)",
     ),
+    (
+        "/plan [TEXT|off]",
+        "Plan mode: read-only tools, the answer is a numbered plan; /plan off leaves it",
+    ),
+    (
+        "/go [TEXT]",
+        "Run the last plan with every tool, the plan pinned in the context",
+    ),
     ("/sessions", "Open the transcript browser"),
     (
         "/memory",

@@ -40,6 +40,10 @@ pub struct MemoryRow {
     pub body: String,
     /// What is wrong with the file (unreadable, no frontmatter, …).
     pub problem: Option<String>,
+    /// The model wrote it (docs §8.3): `K` keeps or un-keeps it.
+    pub by_model: bool,
+    /// The model wrote it and the user has not kept it.
+    pub unconfirmed: bool,
 }
 
 impl MemoryRow {
@@ -127,6 +131,8 @@ fn row_of(e: Entry, problem: Option<String>, now: DateTime<Utc>, decay: bool) ->
         retention: e.retention,
         archives: 0,
         problem,
+        by_model: e.origin == crate::memory::Origin::Model,
+        unconfirmed: e.is_unconfirmed(),
         title: e.title,
         memory_type: e.memory_type,
         description: e.description,
@@ -151,6 +157,8 @@ fn unreadable(file: &str, why: String) -> MemoryRow {
         keywords: Vec::new(),
         body: String::new(),
         problem: Some(why),
+        by_model: false,
+        unconfirmed: false,
     }
 }
 

@@ -113,6 +113,9 @@ pub(crate) fn row(
 ) -> Line<'static> {
     let (mark, mark_style) = if r.problem.is_some() {
         ("⚠ ", theme.warn)
+    } else if r.unconfirmed {
+        // The model's, not yet kept by the user (`K` keeps it).
+        ("? ", theme.accent)
     } else {
         ("  ", theme.muted)
     };
@@ -353,6 +356,17 @@ impl EntryFrame<'_> {
             archive_tabs(d, view.archive, width, theme, self.offset),
         );
         put(&mut y, info_line(d, width, theme, self.offset));
+        if d.row.by_model {
+            let text = if d.row.unconfirmed {
+                "? unconfirmed, written by the model: K keeps it"
+            } else {
+                "written by the model, kept by you: K takes the keep back"
+            };
+            put(
+                &mut y,
+                Line::from(Span::styled(truncate(text, width), theme.accent)),
+            );
+        }
         if let Some(p) = &d.row.problem {
             put(
                 &mut y,
@@ -456,6 +470,8 @@ mod tests {
             keywords: Vec::new(),
             body: String::new(),
             problem: None,
+            by_model: false,
+            unconfirmed: false,
         };
         let archives = (0..archives)
             .map(|i| {

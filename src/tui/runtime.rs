@@ -129,6 +129,7 @@ pub fn request_compaction(handle: &CompactionRequest, focus: Option<&str>) -> St
 enum WorkerCmd {
     Send {
         prompt: String,
+        plan: crate::agent::plan::TurnPlan,
         cancel: CancellationToken,
     },
     /// Switch to a session (`None`: a new one, created on first send).
@@ -178,7 +179,11 @@ impl Worker {
     ) {
         while let Some(cmd) = rx.recv().await {
             match cmd {
-                WorkerCmd::Send { prompt, cancel } => {
+                WorkerCmd::Send {
+                    prompt,
+                    plan,
+                    cancel,
+                } => {
                     if let Err(e) = self.open() {
                         let _ = bus.send(Msg::TurnDone {
                             error: Some(format!("cannot open the session: {e}")),
@@ -186,6 +191,7 @@ impl Worker {
                         continue;
                     }
                     if let Some(s) = &mut self.session {
+                        s.set_plan(plan);
                         s.send(&prompt, EventSink::new(events.clone()), cancel)
                             .await;
                     }
@@ -467,13 +473,49 @@ pub fn spawn_team(
     (token, task)
 }
 
+/// Keeps or un-keeps one memory through the store (the one writer of the
+/// memory folder), says so, and sends the list and entry again.
+fn keep_memory(dir: &std::path::Path, file: &str, keep: bool, bus: &UnboundedSender<Msg>) {
+    use crate::memory::{KeepOutcome, MemoryFlags, MemoryStore};
+    let flags = MemoryFlags::from_env();
+    let decay = flags.decay;
+    let (kind, text) = match MemoryStore::open(dir, flags).and_then(|s| s.keep(file, keep)) {
+        Ok(KeepOutcome::Set { title, confirmed }) => (
+            NoticeKind::Info,
+            if confirmed {
+                format!("kept: {title} (now yours, recalled without the unconfirmed label)")
+            } else {
+                format!("unkept: {title} (unconfirmed again, written by the model)")
+            },
+        ),
+        Ok(KeepOutcome::UsersOwn { title }) => (
+            NoticeKind::Info,
+            format!("{title} is your own memory: nothing to keep"),
+        ),
+        Ok(KeepOutcome::NotFound) => (
+            NoticeKind::Warning,
+            format!("memory {file} no longer exists"),
+        ),
+        Err(e) => (NoticeKind::Error, format!("cannot keep {file}: {e}")),
+    };
+    let _ = bus.send(Msg::Notice { kind, text });
+    let now = chrono::Utc::now();
+    let _ = bus.send(Msg::Memory(memories::list(dir, now, decay)));
+    let result = memories::detail(dir, file, now, decay);
+    let _ = bus.send(Msg::MemoryEntry {
+        file: file.to_string(),
+        result,
+    });
+}
+
 fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
     match effect {
-        Effect::Send { prompt } => {
+        Effect::Send { prompt, plan } => {
             let token = CancellationToken::new();
             running.turn = Some(token.clone());
             let _ = ctx.cmd.send(WorkerCmd::Send {
                 prompt,
+                plan,
                 cancel: token,
             });
         }
@@ -562,6 +604,10 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
                 let r = memories::list(&dir, chrono::Utc::now(), decay);
                 let _ = bus.send(Msg::Memory(r));
             });
+        }
+        Effect::KeepMemory { file, keep } => {
+            let (dir, bus) = (memories::dir(&ctx.paths), ctx.bus.clone());
+            tokio::task::spawn_blocking(move || keep_memory(&dir, &file, keep, &bus));
         }
         Effect::LoadTeams => {
             let (data, bus) = (ctx.paths.data_dir.clone(), ctx.bus.clone());

@@ -14,7 +14,7 @@ use crate::memory::entry::cut_chars;
 use crate::memory::links::Link;
 use crate::memory::skills::load_skill_page;
 use crate::memory::store::{AddOutcome, Reinforce, ReinforceEvent};
-use crate::memory::{Entry, MemoryError, MemoryStore, MemoryType, NewEntry, SkillSet};
+use crate::memory::{Entry, MemoryError, MemoryStore, MemoryType, NewEntry, Origin, SkillSet};
 use crate::model::contract::{
     LoadSkillArgs, MemoryOutput, RecallArgs, RecalledMemory, RelatedMemory, RememberArgs,
     SessionSearchArgs,
@@ -103,6 +103,9 @@ fn recalled(e: &Entry, links: &[Link]) -> RecalledMemory {
         content: cut_chars(&e.body, RECALL_CONTENT_CHARS).to_string(),
         level: e.level.as_str().to_string(),
         source: e.source.clone(),
+        note: e
+            .is_unconfirmed()
+            .then(|| crate::memory::entry::UNCONFIRMED_LABEL.to_string()),
         related: (!links.is_empty()).then(|| {
             links
                 .iter()
@@ -242,6 +245,9 @@ async fn save(
     new.description = opt_str(args.description.as_ref()).unwrap_or("").to_string();
     new.keywords = keywords;
     new.source = origin;
+    // Whoever calls this tool is a model (the session's, or an MCP
+    // client's): its memory waits for the user to keep it (docs §8.3).
+    new.origin = Origin::Model;
     let outcome = blocking(move || store.add(new, Utc::now())).await?;
     Ok(match outcome {
         AddOutcome::Saved { path, .. } => MemoryOutput {

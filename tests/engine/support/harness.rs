@@ -53,6 +53,7 @@ impl Home {
             background: BackgroundQueue::default(),
             compaction: Default::default(),
             notices: Vec::new(),
+            plan: Default::default(),
         }
     }
 }

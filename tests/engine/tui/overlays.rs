@@ -295,7 +295,8 @@ fn opening_a_session_is_a_phase_and_messages_wait_for_it() {
     assert_eq!(
         fx,
         vec![Effect::Send {
-            prompt: "waits".into()
+            prompt: "waits".into(),
+            plan: Default::default()
         }]
     );
     assert_eq!(a.phase(), Phase::Running { started_at: None });

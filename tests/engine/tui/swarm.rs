@@ -1037,7 +1037,8 @@ fn a_refused_swarm_gives_the_keyboard_back_to_the_input() {
     assert_eq!(
         update(&mut a, key(KeyCode::Enter)),
         vec![Effect::Send {
-            prompt: "hello there".into()
+            prompt: "hello there".into(),
+            plan: Default::default()
         }]
     );
 }

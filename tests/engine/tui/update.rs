@@ -46,7 +46,8 @@ fn enter_sends_and_marks_the_app_busy() {
     assert_eq!(
         fx,
         vec![Effect::Send {
-            prompt: "hello".into()
+            prompt: "hello".into(),
+            plan: Default::default()
         }]
     );
     assert!(a.busy());
@@ -73,13 +74,15 @@ fn messages_typed_while_busy_queue_and_run_in_order() {
     assert_eq!(
         update(&mut a, Msg::TurnDone { error: None }),
         vec![Effect::Send {
-            prompt: "second".into()
+            prompt: "second".into(),
+            plan: Default::default()
         }]
     );
     assert_eq!(
         update(&mut a, Msg::TurnDone { error: None }),
         vec![Effect::Send {
-            prompt: "third".into()
+            prompt: "third".into(),
+            plan: Default::default()
         }]
     );
     assert!(update(&mut a, Msg::TurnDone { error: None }).is_empty());
@@ -158,7 +161,8 @@ fn multi_line_input_history_and_paste() {
     assert_eq!(
         fx,
         vec![Effect::Send {
-            prompt: "line one\nline two\nthree".into()
+            prompt: "line one\nline two\nthree".into(),
+            plan: Default::default()
         }]
     );
     update(&mut a, Msg::TurnDone { error: None });
@@ -188,7 +192,13 @@ fn multi_line_input_history_and_paste() {
             .is_some_and(|(_, s)| s.contains("2000 line(s)"))
     );
     let fx = update(&mut b, key(KeyCode::Enter));
-    assert_eq!(fx, vec![Effect::Send { prompt: big }]);
+    assert_eq!(
+        fx,
+        vec![Effect::Send {
+            prompt: big,
+            plan: Default::default()
+        }]
+    );
 }
 
 #[test]
@@ -258,7 +268,8 @@ fn slash_commands() {
     assert_eq!(
         update(&mut a, key(KeyCode::Enter)),
         vec![Effect::Send {
-            prompt: "/etc/hosts is a path".into()
+            prompt: "/etc/hosts is a path".into(),
+            plan: Default::default()
         }]
     );
     // /new is refused while busy, then clears the chat.
@@ -1391,7 +1402,8 @@ fn a_message_sent_while_a_session_opens_waits_for_it() {
     assert_eq!(
         fx,
         vec![Effect::Send {
-            prompt: "and now the drawdowns".into()
+            prompt: "and now the drawdowns".into(),
+            plan: Default::default()
         }]
     );
     let users: Vec<String> = cells(&a)
@@ -1420,7 +1432,8 @@ fn a_message_sent_while_a_session_opens_waits_for_it() {
     assert_eq!(
         fx,
         vec![Effect::Send {
-            prompt: "hello".into()
+            prompt: "hello".into(),
+            plan: Default::default()
         }]
     );
     assert!(notices(&b, NoticeKind::Error)[0].contains("another vibedesk process"));
@@ -1474,7 +1487,10 @@ fn an_oversized_send_or_paste_is_refused_and_the_text_is_kept() {
     update(&mut b, Msg::Paste(at_limit.clone()));
     assert_eq!(
         update(&mut b, key(KeyCode::Enter)),
-        vec![Effect::Send { prompt: at_limit }]
+        vec![Effect::Send {
+            prompt: at_limit,
+            plan: Default::default()
+        }]
     );
 }
 
@@ -1587,4 +1603,72 @@ fn unverified_figures_show_under_the_answer() {
     assert!(answer < notice, "the warning follows the answer");
     let s = screen(&mut a, 120, 24, t);
     assert!(s.contains("unverified"), "{s}");
+}
+
+/// Plan mode (docs §4.8): `/plan TEXT` sends a planning turn, its answer
+/// waits for `/go`, which runs it with the plan pinned and leaves plan mode.
+#[test]
+fn plan_then_go_runs_the_plan_pinned() {
+    use vibedesk::agent::plan::{EXECUTE_PROMPT, TurnPlan};
+    let mut a = app();
+    type_text(&mut a, "/plan study prices.csv");
+    let fx = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(
+        fx,
+        vec![Effect::Send {
+            prompt: "study prices.csv".into(),
+            plan: TurnPlan::Draft
+        }]
+    );
+    let plan = "1. Read prices.csv.\n2. Backtest.";
+    feed(
+        &mut a,
+        &[
+            run_started(),
+            AgentEvent::Answer {
+                iter: 1,
+                content: plan.into(),
+                degraded: false,
+            },
+            run_finished(RunStatus::Success, "final answer delivered"),
+        ],
+        Instant::now(),
+    );
+    update(&mut a, Msg::TurnDone { error: None });
+    assert!(
+        notices(&a, NoticeKind::Info)
+            .iter()
+            .any(|n| n.starts_with("plan ready: /go runs it")),
+        "{:?}",
+        notices(&a, NoticeKind::Info)
+    );
+    // A message while planning is another planning turn.
+    assert!(a.plan.on && a.plan.ready.as_deref() == Some(plan));
+    type_text(&mut a, "/go");
+    let fx = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(
+        fx,
+        vec![Effect::Send {
+            prompt: EXECUTE_PROMPT.into(),
+            plan: TurnPlan::Execute(plan.into())
+        }]
+    );
+    assert!(!a.plan.on && a.plan.ready.is_none());
+    update(&mut a, Msg::TurnDone { error: None });
+    // Nothing left to run; the next message is a normal turn.
+    type_text(&mut a, "/go");
+    assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    assert!(
+        notices(&a, NoticeKind::Warning)
+            .iter()
+            .any(|n| n.starts_with("no plan to run"))
+    );
+    type_text(&mut a, "thanks");
+    assert_eq!(
+        update(&mut a, key(KeyCode::Enter)),
+        vec![Effect::Send {
+            prompt: "thanks".into(),
+            plan: TurnPlan::Off
+        }]
+    );
 }
