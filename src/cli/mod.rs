@@ -25,7 +25,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use self::demo::{
-    DEMO_PROMPT, DEMO_SCRIPT, DEMO_TOKEN_THRESHOLD, DEMO_TOOLS, DemoProvider, demo_config,
+    DEMO_PROMPT, DEMO_SCRIPT, DEMO_TOKEN_THRESHOLD, DEMO_TOOLS, DemoProvider, demo_approval, demo_config,
 };
 pub use self::error::CliError;
 pub(crate) use self::setup::mcp_start_options;
@@ -105,6 +105,30 @@ impl ProviderArgs {
             base_url: self.base_url.clone(),
             tools: self.tools.as_deref().map(crate::config::split_tools),
             ..Overrides::default()
+        }
+    }
+}
+
+/// The approval flags shared by `run` and the workstation (docs §2.12.2).
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct ApprovalArgs {
+    /// Which tool calls run unasked: ask (the default: reads only),
+    /// auto-edit (workspace writes too), full-auto (everything; the
+    /// sandbox still confines) or read-only (writes refused).
+    #[arg(long, value_name = "MODE")]
+    pub approval: Option<crate::model::approval::ApprovalMode>,
+    /// Nothing asks for this invocation: `--approval full-auto`.
+    #[arg(long, conflicts_with = "approval")]
+    pub yes: bool,
+}
+
+impl ApprovalArgs {
+    /// The mode the flags name, if any.
+    pub fn mode(&self) -> Option<crate::model::approval::ApprovalMode> {
+        if self.yes {
+            Some(crate::model::approval::ApprovalMode::FullAuto)
+        } else {
+            self.approval
         }
     }
 }

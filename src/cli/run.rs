@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    AgentSetup, CliError, DEMO_PROMPT, DemoProvider, ProviderArgs, exit, init_logging, load_config,
+    AgentSetup, ApprovalArgs, CliError, DEMO_PROMPT, DemoProvider, ProviderArgs, exit, init_logging, load_config,
     provider_or_offline,
 };
 use crate::agent::events::{AgentEvent, McpServerState, RunStatus, ToolCallStatus, ToolEvent};
@@ -33,6 +33,8 @@ pub struct RunArgs {
     pub session: Option<String>,
     #[command(flatten)]
     pub provider: ProviderArgs,
+    #[command(flatten)]
+    pub approval: ApprovalArgs,
     #[arg(long)]
     pub max_iterations: Option<u32>,
     /// Script for the scripted provider (format in README.md).
@@ -50,12 +52,14 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let overrides = Overrides {
         max_iterations: args.max_iterations,
         script: args.script.clone(),
+        approval: args.approval.mode(),
         ..args.provider.overrides()
     };
     let mut config = load_config(&overrides)?;
     if args.demo {
         // A short session reaches every compaction gate (docs §3).
         super::demo_config(&mut config);
+        super::demo_approval(&mut config, &args.approval);
     }
     let _log_guard = init_logging(&config);
     let provider = run_provider(&args, &config)?;

@@ -34,6 +34,8 @@ pub struct WorkstationArgs {
     pub session: Option<String>,
     #[command(flatten)]
     pub provider: ProviderArgs,
+    #[command(flatten)]
+    pub approval: super::ApprovalArgs,
     /// Script for the scripted provider (format in README.md).
     #[arg(long)]
     pub script: Option<PathBuf>,
@@ -58,12 +60,14 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
     }
     let overrides = Overrides {
         script: args.script.clone(),
+        approval: args.approval.mode(),
         ..args.provider.overrides()
     };
     let mut config = load_config(&overrides)?;
     if args.demo {
         // A short session reaches every compaction gate (docs §3).
         super::demo_config(&mut config);
+        super::demo_approval(&mut config, &args.approval);
     }
     let _log_guard = init_logging(&config);
 
@@ -135,7 +139,11 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
     let maintenance = hourly_maintenance(&setup);
     let deps = provider.map(|p| setup.deps(p, &config));
     // `/swarm` runs teams with the same tools, memory and provider.
-    let teams = deps.clone().map(|deps| {
+    let teams = deps.clone().map(|mut deps| {
+        // Members have no one to ask: `[swarm] approval` (docs §2.12.2).
+        deps.authorizer = Some(crate::tools::ApprovalPolicy::headless(
+            config.swarm.approval_mode(),
+        ));
         Arc::new(super::swarm::WorkstationTeams {
             config: config.clone(),
             deps,
