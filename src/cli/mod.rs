@@ -25,7 +25,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use self::demo::{
-    DEMO_PROMPT, DEMO_SCRIPT, DEMO_TOKEN_THRESHOLD, DEMO_TOOLS, DemoProvider, demo_approval, demo_config,
+    DEMO_PROMPT, DEMO_SCRIPT, DEMO_TOKEN_THRESHOLD, DEMO_TOOLS, DemoProvider, demo_approval,
+    demo_config,
 };
 pub use self::error::CliError;
 pub(crate) use self::setup::mcp_start_options;

@@ -10,8 +10,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    AgentSetup, ApprovalArgs, CliError, DEMO_PROMPT, DemoProvider, ProviderArgs, exit, init_logging, load_config,
-    provider_or_offline,
+    AgentSetup, ApprovalArgs, CliError, DEMO_PROMPT, DemoProvider, ProviderArgs, exit,
+    init_logging, load_config, provider_or_offline,
 };
 use crate::agent::events::{AgentEvent, McpServerState, RunStatus, ToolCallStatus, ToolEvent};
 use crate::agent::input::{ReadMessageError, check_message_size, read_message};

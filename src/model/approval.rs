@@ -60,8 +60,12 @@ impl ApprovalMode {
     /// One line on what the mode lets through.
     pub const fn describe(self) -> &'static str {
         match self {
-            ApprovalMode::Ask => "reads are free; writes, shell commands, memory writes and outside tools ask",
-            ApprovalMode::AutoEdit => "reads and workspace writes are free; shell commands, memory writes and outside tools ask",
+            ApprovalMode::Ask => {
+                "reads are free; writes, shell commands, memory writes and outside tools ask"
+            }
+            ApprovalMode::AutoEdit => {
+                "reads and workspace writes are free; shell commands, memory writes and outside tools ask"
+            }
             ApprovalMode::FullAuto => "nothing asks; the sandbox still confines",
             ApprovalMode::ReadOnly => "reads only; every write is refused",
         }
@@ -85,4 +89,3 @@ pub enum Decision {
     /// The mode refuses it, or it would ask and no one can answer.
     RefusedByMode,
 }
-

@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::manifest::Access;
-pub use crate::model::approval::{ApprovalMode, Decision, UnknownMode};
-use super::scheduler::{AuthCall, Authorizer, Denial, Verdict};
 use super::Caps;
+use super::manifest::Access;
+use super::scheduler::{AuthCall, Authorizer, Denial, Verdict};
+pub use crate::model::approval::{ApprovalMode, Decision, UnknownMode};
 
 /// What a mode does with one call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,9 +160,9 @@ impl ApprovalPolicy {
                     },
                 ))
             }
-            Need::Ask if self.is_granted(&(tool.to_string(), target.clone())) => Ok(
-                Verdict::allowed(record(Decision::AskedYesSession, None)),
-            ),
+            Need::Ask if self.is_granted(&(tool.to_string(), target.clone())) => {
+                Ok(Verdict::allowed(record(Decision::AskedYesSession, None)))
+            }
             Need::Ask => Err(Need::Ask),
         }
     }
@@ -223,12 +223,11 @@ impl ApprovalPolicy {
                 Verdict::allowed(record(Decision::AskedYesSession, None))
             }
             Answer::No(reason) => {
-                let reason = reason.map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
+                let reason = reason
+                    .map(|r| r.trim().to_string())
+                    .filter(|r| !r.is_empty());
                 let message = match &reason {
-                    Some(r) => format!(
-                        "not run: the user declined this {} call: {r}",
-                        call.tool
-                    ),
+                    Some(r) => format!("not run: the user declined this {} call: {r}", call.tool),
                     None => format!(
                         "not run: the user declined this {} call; do not retry it unchanged",
                         call.tool
@@ -284,7 +283,12 @@ pub fn access_of(caps: Caps, tool: &str, args: &Value) -> Access {
 /// What a "yes for this session" covers besides the tool: the file, the
 /// command, the memory's title.
 pub fn target_of(tool: &str, access: Access, args: &Value) -> String {
-    let field = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let field = |k: &str| {
+        args.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     match access {
         Access::WorkspaceWrite => field("path"),
         Access::Shell => field("command"),

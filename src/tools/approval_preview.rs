@@ -167,12 +167,13 @@ fn line_ops<'a>(old: &'a str, new: &'a str) -> Vec<Op<'a>> {
                 ops.push(Op::Same(am[i]));
                 i += 1;
                 j += 1;
-            } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
-                ops.push(Op::Add(bm[j]));
-                j += 1;
-            } else {
+            } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
+                // Removals before additions, as unified diffs show them.
                 ops.push(Op::Del(am[i]));
                 i += 1;
+            } else {
+                ops.push(Op::Add(bm[j]));
+                j += 1;
             }
         }
     }
@@ -189,7 +190,10 @@ mod tests {
         let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
         let new = "a\nb\nc\nd\nE\nf\ng\nh\n";
         let d = unified_diff(old, new);
-        assert_eq!(d, ["@@ -2 @@", " b", " c", " d", "-e", "+E", " f", " g", " h"]);
+        assert_eq!(
+            d,
+            ["@@ -2 @@", " b", " c", " d", "-e", "+E", " f", " g", " h"]
+        );
     }
 
     #[test]
@@ -205,7 +209,17 @@ mod tests {
         std::fs::write(dir.path().join("ws/notes.md"), "one\ntwo\n").unwrap();
         let args = serde_json::json!({"path": "notes.md", "content": "one\nthree\n"});
         let p = preview("write_file", Access::WorkspaceWrite, &args, &ctx);
-        assert_eq!(p, ["--- notes.md", "+++ notes.md", "@@ -1 @@", " one", "-two", "+three"]);
+        assert_eq!(
+            p,
+            [
+                "--- notes.md",
+                "+++ notes.md",
+                "@@ -1 @@",
+                " one",
+                "-two",
+                "+three"
+            ]
+        );
         let edit = serde_json::json!({"path": "notes.md", "old_string": "two", "new_string": "2"});
         let p = preview("edit_file", Access::WorkspaceWrite, &edit, &ctx);
         assert!(p.contains(&"+2".to_string()), "{p:?}");

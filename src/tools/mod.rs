@@ -31,12 +31,14 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+pub use approval::{ApprovalMode, ApprovalPolicy};
 pub use background::{BackgroundNotice, BackgroundQueue};
 pub use late::LateTools;
 pub use manifest::{Access, Caps, Gate, Served};
 pub use registry::Registry;
-pub use approval::{ApprovalMode, ApprovalPolicy};
-pub use scheduler::{AuthCall, Authorizer, CallOutcome, Denial, Scheduler, SchedulerConfig, Verdict};
+pub use scheduler::{
+    AuthCall, Authorizer, CallOutcome, Denial, Scheduler, SchedulerConfig, Verdict,
+};
 pub use typed::TypedTool;
 
 /// Everything a call may need besides its arguments.

@@ -15,13 +15,13 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use super::approval::ApprovalRecord;
 use super::events::{BatchCall, BatchMode, ToolCallStatus, ToolEvent, ToolEventSink};
 use super::finalize::{error_code, preview_args};
 pub use super::invoke::{CallOutcome, SchedulerConfig};
 use super::invoke::{Invocation, cancelled_json, emit_finished, invoke};
 use super::redact::{Sink, redact_tool_result, redact_value};
 use super::registry::Registry;
-use super::approval::ApprovalRecord;
 use super::{Caps, Tool, ToolContext};
 use crate::model::ToolCall;
 use crate::store::trace_record::ToolResultStatus;

@@ -74,6 +74,8 @@ async fn run_json_against_a_loopback_server_end_to_end() {
         .args([
             "run",
             "--json",
+            "--approval",
+            "auto-edit",
             "-p",
             "write out.md",
             "--base-url",
@@ -422,7 +424,14 @@ async fn run_shows_a_calls_own_words_and_masks_its_secrets() {
         if json_mode {
             c.arg("--json");
         }
-        c.args(["-p", "note my fees", "--script", script.to_str().unwrap()]);
+        // The write is the point here, not its approval (docs §2.12).
+        c.args([
+            "--yes",
+            "-p",
+            "note my fees",
+            "--script",
+            script.to_str().unwrap(),
+        ]);
         c
     };
 
