@@ -412,7 +412,7 @@ impl BacktestDefaults {
 pub struct SwarmSection {
     pub max_workers: Option<usize>,
     pub deadline_seconds: Option<u64>,
-    /// The approval mode of team members' runs (docs §2.12.2), checked at
+    /// The approval mode of team members' runs (docs §2.14.2), checked at
     /// load; read-only when unset.
     pub approval: Option<String>,
 }
@@ -467,7 +467,7 @@ pub struct AgentSection {
     pub content_filter_warning_ratio: Option<f64>,
     pub write_cancel_grace_seconds: Option<f64>,
     /// `ask` (the default), `auto-edit`, `full-auto` or `read-only`
-    /// (docs §2.12.2).
+    /// (docs §2.14.2).
     pub approval: Option<String>,
 }
 

@@ -65,7 +65,7 @@ pub fn screen(
 }
 
 /// [`screen`], saying whether an approval policy judges the calls (docs
-/// §2.12): then a call to a tool that writes is a call like any other and
+/// §2.14): then a call to a tool that writes is a call like any other and
 /// the policy allows, asks or refuses it as it would a native one;
 /// without one such a call is never run from text.
 pub fn screen_with(

@@ -110,7 +110,7 @@ impl ProviderArgs {
     }
 }
 
-/// The approval flags shared by `run` and the workstation (docs §2.12.2).
+/// The approval flags shared by `run` and the workstation (docs §2.14.2).
 #[derive(clap::Args, Debug, Default, Clone)]
 pub struct ApprovalArgs {
     /// Which tool calls run unasked: ask (the default: reads only),

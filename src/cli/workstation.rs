@@ -120,6 +120,7 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
         no_model_help: no_model_text(failure.as_deref()),
         max_message_bytes: config.agent.max_message_bytes,
         sessions_dir: config.paths.sessions_dir(),
+        approval: config.agent.approval,
     };
     // A bad MCP entry stops the workstation before its screen opens.
     let mcp_servers = AgentSetup::mcp_servers(&config).map_err(CliError::usage)?;
@@ -137,10 +138,17 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
         notices.push((NoticeKind::Info, format!("memory maintenance: {done}")));
     }
     let maintenance = hourly_maintenance(&setup);
-    let deps = provider.map(|p| setup.deps(p, &config));
+    let mut deps = provider.map(|p| setup.deps(p, &config));
+    // The session's policy asks through the overlay (docs §2.14.4).
+    let approvals = deps.as_mut().map(|d| {
+        let (asker, requests) = tokio::sync::mpsc::unbounded_channel();
+        let policy = crate::tools::ApprovalPolicy::asking(config.agent.approval, asker);
+        d.authorizer = Some(policy.clone());
+        crate::tui::runtime::Approvals { policy, requests }
+    });
     // `/swarm` runs teams with the same tools, memory and provider.
     let teams = deps.clone().map(|mut deps| {
-        // Members have no one to ask: `[swarm] approval` (docs §2.12.2).
+        // Members have no one to ask: `[swarm] approval` (docs §2.14.2).
         deps.authorizer = Some(crate::tools::ApprovalPolicy::headless(
             config.swarm.approval_mode(),
         ));
@@ -161,6 +169,7 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
         notices,
         mcp_events: Some(mcp_rx),
         swarm: teams,
+        approvals,
     };
     let result = crate::tui::run(ws).await;
     maintenance.abort();

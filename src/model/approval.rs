@@ -1,9 +1,9 @@
-//! The approval modes and decisions (docs §2.12), shared by the policy
+//! The approval modes and decisions (docs §2.14), shared by the policy
 //! (`tools::approval`), the configuration, the trace and the workstation.
 
 use serde::{Deserialize, Serialize};
 
-/// How much the user lets the agent do unasked (docs §2.12.2).
+/// How much the user lets the agent do unasked (docs §2.14.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalMode {
@@ -73,7 +73,7 @@ impl ApprovalMode {
 }
 
 /// How one call was decided; every decision is an `approval` event and
-/// trace record (docs §2.12.3).
+/// trace record (docs §2.14.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {

@@ -145,7 +145,7 @@ pub enum TraceRecord {
         #[serde(skip_serializing_if = "is_false")]
         blocked: bool,
     },
-    /// The approval policy's decision on one call (docs §2.12.3).
+    /// The approval policy's decision on one call (docs §2.14.3).
     Approval {
         iter: u64,
         call_id: String,

@@ -1,4 +1,4 @@
-//! The approval policy (docs §2.12): one rule for every tool, by the
+//! The approval policy (docs §2.14): one rule for every tool, by the
 //! [`Access`] its capabilities declare. The mode says which calls run
 //! freely, which ask the user, and which are refused; headless runs have
 //! no one to ask, so a call that would ask is refused with a result that

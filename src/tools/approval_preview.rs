@@ -1,5 +1,5 @@
 //! What a call asking for approval will do, as lines for the overlay
-//! (docs §2.12.4): a unified diff for a file write, the command and its
+//! (docs §2.14.4): a unified diff for a file write, the command and its
 //! cwd for `bash`, the text for `remember`, name and arguments otherwise.
 
 use serde_json::Value;

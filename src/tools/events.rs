@@ -92,7 +92,7 @@ pub enum ToolEvent {
         elapsed_s: f64,
         timeout_s: f64,
     },
-    /// The approval policy's decision on one call (docs §2.12.3), before
+    /// The approval policy's decision on one call (docs §2.14.3), before
     /// its batch starts.
     Approval {
         iter: u64,

@@ -23,11 +23,11 @@ pub struct Caps {
     /// nothing the user owns or later sessions read changes, so a call
     /// written as text may run it (docs §2.11.1).
     pub run_dir_only: bool,
-    /// What the approval policy judges it by (docs §2.12).
+    /// What the approval policy judges it by (docs §2.14).
     pub access: Access,
 }
 
-/// What a call touches, as the approval policy reads it (docs §2.12.1).
+/// What a call touches, as the approval policy reads it (docs §2.14.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Access {
     /// Reads only.

@@ -44,7 +44,7 @@ pub struct AuthCall<'a> {
 }
 
 /// An authorizer's answer: whether the call runs, and the decision to
-/// report as an `approval` event and trace record (docs §2.12.3).
+/// report as an `approval` event and trace record (docs §2.14.3).
 pub struct Verdict {
     pub result: Result<(), Denial>,
     pub record: Option<ApprovalRecord>,
@@ -278,7 +278,7 @@ impl Scheduler {
         Plan::Run { tool, args }
     }
 
-    /// The authorization hook's turn (docs §2.2 step 5, §2.12): a refused
+    /// The authorization hook's turn (docs §2.2 step 5, §2.14): a refused
     /// call becomes `denied`; each decision is reported.
     async fn authorize(&self, iter: u64, plan: &mut Plan, call: &ToolCall, base: &ToolContext) {
         let (Some(auth), Plan::Run { tool, args }) = (&self.authorizer, &*plan) else {

@@ -95,6 +95,8 @@ pub enum Msg {
         error: Option<String>,
         at: Instant,
     },
+    /// A tool call waits for the user's approval (docs §2.14.4).
+    ApprovalAsked(Box<crate::tui::approval_view::ApprovalView>),
 }
 
 /// What `update` asks the runtime to do.
@@ -136,6 +138,10 @@ pub enum Effect {
     },
     /// Cancel the team run.
     CancelSwarm,
+    /// The user's answer to the call waiting for approval.
+    AnswerApproval(crate::tools::approval::Answer),
+    /// `/approval MODE`: the session's approval mode from now on.
+    SetApproval(crate::model::approval::ApprovalMode),
 }
 
 /// Where the session worker is, as far as the app knows: the one place
@@ -202,6 +208,8 @@ pub struct AppOptions {
     pub max_message_bytes: usize,
     /// Where session directories live, to name the workspace in that explanation.
     pub sessions_dir: PathBuf,
+    /// The approval mode the session's calls run under (docs §2.14.2).
+    pub approval: crate::model::approval::ApprovalMode,
 }
 
 impl Default for AppOptions {
@@ -218,6 +226,7 @@ impl Default for AppOptions {
             no_model_help: String::new(),
             max_message_bytes: cfg.max_message_bytes,
             sessions_dir: PathBuf::from("sessions"),
+            approval: cfg.approval,
         }
     }
 }
@@ -424,6 +433,7 @@ impl App {
                 OverlayEffect::OpenBrowser => out.extend(self.open_browser()),
                 OverlayEffect::Browser(b) => out.extend(self.browser_effects(vec![b])),
                 OverlayEffect::Swarm(a) => out.extend(self.swarm_action(layer, a)),
+                OverlayEffect::Approval(answer) => out.push(Effect::AnswerApproval(answer)),
             }
         }
         out
@@ -574,6 +584,7 @@ impl App {
                 vec![Effect::NewSession]
             }
             "/swarm" => self.swarm_command(arg),
+            "/approval" => self.approval_command(arg),
             "/compact" => vec![Effect::Compact {
                 focus: arg.map(String::from),
             }],
@@ -607,6 +618,35 @@ impl App {
                     NoticeKind::Error,
                     format!("unknown command {other}; /help lists them (start a message with // to send a literal '/')"),
                 );
+                vec![]
+            }
+        }
+    }
+
+    /// `/approval` shows the mode; `/approval MODE` changes it for the
+    /// session (docs §2.14.2).
+    fn approval_command(&mut self, arg: Option<&str>) -> Vec<Effect> {
+        use crate::model::approval::ApprovalMode;
+        let Some(name) = arg else {
+            let mode = self.options.approval;
+            let text = format!(
+                "approval: {mode} ({}). Change with /approval ask | auto-edit | full-auto | read-only.",
+                mode.describe()
+            );
+            self.chat.notice(NoticeKind::Info, text);
+            return vec![];
+        };
+        match name.parse::<ApprovalMode>() {
+            Ok(mode) => {
+                self.options.approval = mode;
+                self.chat.notice(
+                    NoticeKind::Info,
+                    format!("approval: {mode} from now on ({})", mode.describe()),
+                );
+                vec![Effect::SetApproval(mode)]
+            }
+            Err(e) => {
+                self.chat.notice(NoticeKind::Error, e.to_string());
                 vec![]
             }
         }
@@ -1082,6 +1122,11 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 b.message = Some(text.clone());
             }
             app.chat.notice(kind, text);
+            vec![]
+        }
+        Msg::ApprovalAsked(view) => {
+            app.overlays.push(Overlay::Approval(view));
+            app.dirty = true;
             vec![]
         }
         Msg::ModelChanged { label } => {

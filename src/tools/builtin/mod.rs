@@ -381,7 +381,7 @@ mod tests {
     }
 
     /// Every built-in tool has an approval class that agrees with its other
-    /// capabilities (docs §2.12.1): only an outside server's tool may be
+    /// capabilities (docs §2.14.1): only an outside server's tool may be
     /// `Outside`, and a tool that writes never counts as a read unless its
     /// writes stay in the run dir.
     #[test]
