@@ -335,8 +335,10 @@ async fn tool_call_finished_carries_the_structured_output() {
 async fn the_offline_planner_remembers_across_sessions() {
     let home = tempfile::tempdir().unwrap();
     let out = vibedesk(home.path())
+        // A memory write needs the user's approval (docs §2.14.2).
         .args([
             "run",
+            "--yes",
             "-p",
             "Remember that I prefer 10 bp fees on US equities",
         ])
@@ -1218,6 +1220,7 @@ async fn sigkill_of_vibedesk_leaves_no_sandboxed_process_behind() {
         .args([
             "run",
             "--json",
+            "--yes",
             "-p",
             "wait",
             "--script",
