@@ -315,7 +315,12 @@ async fn a_bad_backtest_section_is_refused_with_a_suggestion() {
 #[tokio::test]
 async fn a_remembered_commission_is_used_and_said() {
     let home = tempfile::tempdir().unwrap();
-    let saved = run_with(home.path(), "Remember that I use 10 bp commission", &["--yes"]).await;
+    let saved = run_with(
+        home.path(),
+        "Remember that I use 10 bp commission",
+        &["--yes"],
+    )
+    .await;
     assert!(saved.answer.contains("Saved"), "{}", saved.answer);
 
     let r = run(
@@ -351,7 +356,12 @@ async fn a_remembered_commission_is_used_and_said() {
 #[tokio::test]
 async fn a_sweep_request_runs_one_sweep_with_its_ranges_and_says_its_choices() {
     let home = tempfile::tempdir().unwrap();
-    run_with(home.path(), "Remember that I use 10 bp commission", &["--yes"]).await;
+    run_with(
+        home.path(),
+        "Remember that I use 10 bp commission",
+        &["--yes"],
+    )
+    .await;
     let r = run(
         home.path(),
         "sweep the SMA crossover fast 5 to 20 and slow 50 to 150 on AAPL, MSFT from 2005 to 2012",
