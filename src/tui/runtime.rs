@@ -499,6 +499,23 @@ pub fn spawn_team(
     (token, task)
 }
 
+/// The user's answer goes to the waiting call; a new mode to the policy.
+fn approval_effect(effect: Effect, ctx: &Ctx, running: &mut Running) {
+    match effect {
+        Effect::AnswerApproval(answer) => {
+            if let Some(reply) = running.approval.take() {
+                let _ = reply.send(answer);
+            }
+        }
+        Effect::SetApproval(mode) => {
+            if let Some(p) = &ctx.policy {
+                p.set_mode(mode);
+            }
+        }
+        _ => {}
+    }
+}
+
 fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
     match effect {
         Effect::Send { prompt } => {
@@ -538,16 +555,7 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
                 c.cancel();
             }
         }
-        Effect::AnswerApproval(answer) => {
-            if let Some(reply) = running.approval.take() {
-                let _ = reply.send(answer);
-            }
-        }
-        Effect::SetApproval(mode) => {
-            if let Some(p) = &ctx.policy {
-                p.set_mode(mode);
-            }
-        }
+        Effect::AnswerApproval(_) | Effect::SetApproval(_) => approval_effect(effect, ctx, running),
         Effect::Quit | Effect::ClearTerminal => {}
         Effect::Compact { focus } => {
             let text = request_compaction(&ctx.compaction, focus.as_deref());
