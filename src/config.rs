@@ -412,6 +412,19 @@ impl BacktestDefaults {
 pub struct SwarmSection {
     pub max_workers: Option<usize>,
     pub deadline_seconds: Option<u64>,
+    /// The approval mode of team members' runs (docs §2.14.2), checked at
+    /// load; read-only when unset.
+    pub approval: Option<String>,
+}
+
+impl SwarmSection {
+    /// The mode team members run under: no one is there to ask.
+    pub fn approval_mode(&self) -> crate::model::approval::ApprovalMode {
+        self.approval
+            .as_deref()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(crate::model::approval::ApprovalMode::ReadOnly)
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -455,6 +468,9 @@ pub struct AgentSection {
     pub write_cancel_grace_seconds: Option<f64>,
     /// Where file tools work: `session`, `cwd` or a folder path.
     pub workspace: Option<String>,
+    /// `ask` (the default), `auto-edit`, `full-auto` or `read-only`
+    /// (docs §2.14.2).
+    pub approval: Option<String>,
 }
 
 /// `[compaction]`: the context-management constants (docs §1.1, §3).
@@ -535,6 +551,8 @@ pub struct Overrides {
     pub script: Option<PathBuf>,
     /// `--tools a,b` (or `all`).
     pub tools: Option<Vec<String>>,
+    /// `--approval MODE`, or full-auto for `--yes`.
+    pub approval: Option<crate::model::approval::ApprovalMode>,
 }
 
 #[derive(Clone, Debug)]
@@ -1039,6 +1057,29 @@ impl Numbers<'_> {
     }
 }
 
+impl Numbers<'_> {
+    /// `[section] approval` read as an approval mode; an unknown name is
+    /// kept as a problem naming the key, its line and the modes.
+    fn approval(
+        &mut self,
+        section: &str,
+        value: Option<&str>,
+    ) -> Option<crate::model::approval::ApprovalMode> {
+        let raw = value?;
+        match raw.parse() {
+            Ok(mode) => Some(mode),
+            Err(e) => {
+                let line = line_of(self.text, section, "approval")
+                    .map(|l| format!("line {l}: "))
+                    .unwrap_or_default();
+                self.problems
+                    .push(format!("{line}`[{section}] approval` = {raw:?}: {e}"));
+                None
+            }
+        }
+    }
+}
+
 /// A configured number as `f64` for its range check (integers above 2^53
 /// round, which no range's bounds come near).
 struct Num(f64);
@@ -1231,12 +1272,19 @@ fn agent_config(
     ) {
         c.scheduler.write_cancel_grace = secs(v).unwrap_or_default();
     }
+    if let Some(mode) = n.approval(A, section.approval.as_deref()) {
+        c.approval = mode;
+    }
+    if let Some(mode) = overrides.approval {
+        c.approval = mode;
+    }
     Ok(c)
 }
 
 /// `[swarm] deadline_seconds`: the whole team run, at most a week (its
 /// `max_workers` is checked against the open-file limit when a team runs).
 fn swarm_numbers(section: &SwarmSection, n: &mut Numbers) {
+    n.approval("swarm", section.approval.as_deref());
     n.check(
         "swarm",
         "deadline_seconds",
@@ -1693,6 +1741,36 @@ mod tests {
         assert_eq!(c.agent.tools, None, "`all` offers every tool");
         assert_eq!(c.provider.unwrap().max_tokens, Some(512));
         assert_eq!(split_tools("a, b c"), vec!["a", "b", "c"]);
+    }
+
+    #[test]
+    fn the_approval_mode_is_read_checked_and_overridden() {
+        use crate::model::approval::ApprovalMode;
+        let d = tempfile::tempdir().unwrap();
+        let c = load(d.path(), None, &[], Overrides::default()).unwrap();
+        assert_eq!(c.agent.approval, ApprovalMode::Ask, "ask by default");
+        let file = "[agent]\napproval = \"auto-edit\"\n";
+        let c = load(d.path(), Some(file), &[], Overrides::default()).unwrap();
+        assert_eq!(c.agent.approval, ApprovalMode::AutoEdit);
+        let o = Overrides {
+            approval: Some(ApprovalMode::FullAuto),
+            ..Overrides::default()
+        };
+        let c = load(d.path(), Some(file), &[], o).unwrap();
+        assert_eq!(c.agent.approval, ApprovalMode::FullAuto, "the flag wins");
+        let e = load(
+            d.path(),
+            Some("[agent]\nmax_iterations = 5\napproval = \"sometimes\"\n"),
+            &[],
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("line 3: `[agent] approval` = \"sometimes\": unknown approval mode"),
+            "{e}"
+        );
+        assert!(e.contains("ask, auto-edit, full-auto, read-only"), "{e}");
     }
 
     #[test]

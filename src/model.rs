@@ -4,6 +4,7 @@
 //! [`contract`] holds the built-in tools' argument and output types;
 //! [`universe`] lists the embedded offline market's tickers.
 
+pub mod approval;
 pub mod contract;
 pub mod factor;
 pub mod names;

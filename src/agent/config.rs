@@ -68,6 +68,8 @@ pub struct LoopConfig {
     /// A lean, cache-stable prompt for a small local model (docs §4.3,
     /// §4.7): lean tool schemas, and the run's context in the user message.
     pub lean_prompt: bool,
+    /// Which calls run unasked, ask, or are refused (docs §2.14).
+    pub approval: crate::model::approval::ApprovalMode,
 }
 
 impl Default for LoopConfig {
@@ -96,6 +98,7 @@ impl Default for LoopConfig {
             discover_window: false,
             tools: None,
             lean_prompt: false,
+            approval: crate::model::approval::ApprovalMode::Ask,
         }
     }
 }

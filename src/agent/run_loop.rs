@@ -32,7 +32,7 @@ use super::plan::TurnPlan;
 use super::repeats::{Repeat, RepeatedFailures, STOP_AT, WARN_AT};
 use super::tally::ToolTally;
 use super::text_tools::{
-    MAX_CALLS_PER_REPLY, Refused, TextCallDecision, over_limit_note, screen, writes_note,
+    MAX_CALLS_PER_REPLY, Refused, TextCallDecision, over_limit_note, screen_with, writes_note,
 };
 use super::traced::record_of;
 use super::usage::UsageLedger;
@@ -1424,7 +1424,14 @@ impl Turn {
         }
         let draft = response.content.clone();
         self.st.example_answer = false;
-        match screen(response, self.scheduler.registry(), iter, &self.req.prompt) {
+        let policy = self.scheduler.has_authorizer();
+        match screen_with(
+            response,
+            self.scheduler.registry(),
+            iter,
+            &self.req.prompt,
+            policy,
+        ) {
             TextCallDecision::NotACall(response) => ControlFlow::Continue(response),
             TextCallDecision::Example { response, record } => {
                 trace_record(&self.trace, record);
@@ -1490,7 +1497,7 @@ impl Turn {
             self.events.emit(AgentEvent::Notice {
                 level: NoticeLevel::Warning,
                 message: format!(
-                    "not run: {} call(s) to {} written as text; a tool that writes needs your approval, which comes in a later version",
+                    "not run: {} call(s) to {} written as text; with no approval policy set, a tool that writes is never run from text",
                     refused.writes.len(),
                     refused.writes.join(", ")
                 ),

@@ -61,6 +61,20 @@ pub fn screen(
     iter: u64,
     user_message: &str,
 ) -> TextCallDecision {
+    screen_with(response, registry, iter, user_message, false)
+}
+
+/// [`screen`], saying whether an approval policy judges the calls (docs
+/// §2.14): then a call to a tool that writes is a call like any other and
+/// the policy allows, asks or refuses it as it would a native one;
+/// without one such a call is never run from text.
+pub fn screen_with(
+    response: Response,
+    registry: &Registry,
+    iter: u64,
+    user_message: &str,
+    policy_decides: bool,
+) -> TextCallDecision {
     if !response.tool_calls.is_empty() || response.content.trim().is_empty() {
         return TextCallDecision::NotACall(response);
     }
@@ -94,9 +108,10 @@ pub fn screen(
         };
     }
     let writes_beyond_the_run = |name: &str| {
-        registry
-            .get(name)
-            .is_some_and(|t| t.caps().writes_beyond_the_run())
+        !policy_decides
+            && registry
+                .get(name)
+                .is_some_and(|t| t.caps().writes_beyond_the_run())
     };
     let refused = Refused {
         writes: found
@@ -165,7 +180,7 @@ pub fn writes_note(names: &[String]) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     format!(
-        "[SYSTEM] Not run: your call to {listed}, written as text. A call written as text is never run for a tool that changes what outlasts this reply (memory, the user's files, the shell, an outside server), because such text may be an example rather than a request. Letting the user approve such a call comes in a later version (\"your files, your say\"); until then, tell the user in plain text what you would save or change so they can decide, and go on with the read-only tools."
+        "[SYSTEM] Not run: your call to {listed}, written as text. A call written as text is never run for a tool that changes what outlasts this reply (memory, the user's files, the shell, an outside server), because such text may be an example rather than a request, and no approval policy is set here to ask the user (\"your files, your say\"). Tell the user in plain text what you would save or change so they can decide, and go on with the read-only tools."
     )
 }
 

@@ -42,6 +42,14 @@ pub fn demo_config(config: &mut crate::config::Config) {
     config.agent.tools = Some(DEMO_TOOLS.iter().map(|t| t.to_string()).collect());
 }
 
+/// The demo's script is ours, not a model's: it writes its notes and runs
+/// its commands unasked (full-auto) unless the user named a mode.
+pub fn demo_approval(config: &mut crate::config::Config, flags: &super::ApprovalArgs) {
+    if flags.mode().is_none() {
+        config.agent.approval = crate::model::approval::ApprovalMode::FullAuto;
+    }
+}
+
 /// What the demo model says to any message after the session's first: the
 /// script plays once, and says so rather than replaying it.
 pub const DEMO_ENDED: &str = "The scripted demo has ended: it plays one research session, for the first message of the session, and cannot answer questions of its own.\n\nTo ask your own questions, quit (Ctrl-C twice) and start `vibedesk` without `--demo`: with no model configured, the offline planner answers plain requests from the embedded data (\"backtest a 20/50 SMA crossover on AAPL from 2005 to 2012\", \"RSI of IBM\"); `vibedesk doctor` shows how to connect a model.";

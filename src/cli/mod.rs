@@ -26,7 +26,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use self::demo::{
-    DEMO_PROMPT, DEMO_SCRIPT, DEMO_TOKEN_THRESHOLD, DEMO_TOOLS, DemoProvider, demo_config,
+    DEMO_PROMPT, DEMO_SCRIPT, DEMO_TOKEN_THRESHOLD, DEMO_TOOLS, DemoProvider, demo_approval,
+    demo_config,
 };
 pub use self::error::CliError;
 pub(crate) use self::setup::mcp_start_options;
@@ -107,6 +108,31 @@ impl ProviderArgs {
             tools: self.tools.as_deref().map(crate::config::split_tools),
             ..Overrides::default()
         }
+    }
+}
+
+/// The approval flags shared by `run` and the workstation (docs §2.14.2).
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct ApprovalArgs {
+    /// Which tool calls run unasked: ask (the default: reads only),
+    /// auto-edit (workspace writes too), full-auto (everything; the
+    /// sandbox still confines) or read-only (writes refused).
+    #[arg(long, value_name = "MODE")]
+    pub approval: Option<crate::model::approval::ApprovalMode>,
+    /// Nothing asks for this invocation: `--approval full-auto` (unless
+    /// `--approval` names a mode), and a workspace as broad as $HOME or /
+    /// is taken as confirmed.
+    #[arg(long)]
+    pub yes: bool,
+}
+
+impl ApprovalArgs {
+    /// The mode the flags name, if any: `--approval`'s, else full-auto
+    /// for `--yes`.
+    pub fn mode(&self) -> Option<crate::model::approval::ApprovalMode> {
+        self.approval.or(self
+            .yes
+            .then_some(crate::model::approval::ApprovalMode::FullAuto))
     }
 }
 

@@ -10,8 +10,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    AgentSetup, CliError, DEMO_PROMPT, DemoProvider, ProviderArgs, exit, init_logging, load_config,
-    provider_or_offline,
+    AgentSetup, ApprovalArgs, CliError, DEMO_PROMPT, DemoProvider, ProviderArgs, exit,
+    init_logging, load_config, provider_or_offline,
 };
 use crate::agent::events::{AgentEvent, McpServerState, RunStatus, ToolCallStatus, ToolEvent};
 use crate::agent::input::{ReadMessageError, check_message_size, read_message};
@@ -34,6 +34,8 @@ pub struct RunArgs {
     pub session: Option<String>,
     #[command(flatten)]
     pub provider: ProviderArgs,
+    #[command(flatten)]
+    pub approval: ApprovalArgs,
     #[arg(long)]
     pub max_iterations: Option<u32>,
     /// Script for the scripted provider (format in README.md).
@@ -58,27 +60,26 @@ pub struct RunArgs {
     /// data (default: `[agent] workspace`, else the session's own folder).
     #[arg(short = 'C', long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Answer yes to the confirmation a workspace as broad as $HOME or / needs.
-    #[arg(long)]
-    pub yes: bool,
 }
 
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let overrides = Overrides {
         max_iterations: args.max_iterations,
         script: args.script.clone(),
+        approval: args.approval.mode(),
         ..args.provider.overrides()
     };
     let mut config = load_config(&overrides)?;
     if args.demo {
         // A short session reaches every compaction gate (docs §3).
         super::demo_config(&mut config);
+        super::demo_approval(&mut config, &args.approval);
     }
     let _log_guard = init_logging(&config);
     let workspace = super::workspace::for_command(
         args.workspace.as_deref(),
         &config,
-        super::workspace::Confirm::from_flag(args.yes),
+        super::workspace::Confirm::from_flag(args.approval.yes),
     )?;
     // A plan that cannot be read is refused before anything starts.
     let plan = turn_plan(&args)?;

@@ -325,6 +325,26 @@ impl AgentSetup {
         deps.late_tools = self.late_tools.clone();
         deps.memory_snapshot = self.memory_snapshot.clone();
         deps.skills = self.skills.clone();
+        // Headless by default: a call that would ask is refused (docs §2.14).
+        deps.authorizer = Some(crate::tools::ApprovalPolicy::headless(
+            config.agent.approval,
+        ));
+        deps
+    }
+
+    /// [`AgentSetup::deps`] for a team's members: their runs have no one
+    /// to ask and run under `[swarm] approval`, read-only by default; what
+    /// they write to their own run dirs is free in every mode (docs
+    /// §2.14.2).
+    pub fn team_deps(
+        &self,
+        provider: Arc<dyn Provider>,
+        config: &Config,
+    ) -> crate::agent::LoopDeps {
+        let mut deps = self.deps(provider, config);
+        deps.authorizer = Some(crate::tools::ApprovalPolicy::headless(
+            config.swarm.approval_mode(),
+        ));
         deps
     }
 

@@ -482,7 +482,7 @@ async fn run(args: SwarmRunArgs) -> Result<(), CliError> {
             eprintln!("vibedesk: {note}");
         }
     }
-    let deps = setup.deps(provider.clone(), &config);
+    let deps = setup.team_deps(provider.clone(), &config);
     let options = swarm_options(&config, vars, Some(max_workers), provider, workspace)
         .map_err(CliError::usage)?;
     let (tx, rx) = mpsc::unbounded_channel();

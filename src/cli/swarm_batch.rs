@@ -188,7 +188,7 @@ fn cell_runner(plan: &BatchPlan, config: &Config, permits: usize) -> Result<Cell
         Ok(Arc::new(CappedProvider::new(p, permits.clone())) as Arc<dyn Provider>)
     });
     let setup = AgentSetup::new(config)?;
-    let deps = setup.deps(capped, config);
+    let deps = setup.team_deps(capped, config);
     let config = config.clone();
     let max_workers = plan.max_workers;
     Ok(Arc::new(move |index, target, vars| {

@@ -34,6 +34,8 @@ pub struct WorkstationArgs {
     pub session: Option<String>,
     #[command(flatten)]
     pub provider: ProviderArgs,
+    #[command(flatten)]
+    pub approval: super::ApprovalArgs,
     /// Script for the scripted provider (format in README.md).
     #[arg(long)]
     pub script: Option<PathBuf>,
@@ -41,9 +43,6 @@ pub struct WorkstationArgs {
     /// data (default: `[agent] workspace`, else each session's own folder).
     #[arg(short = 'C', long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Answer yes to the confirmation a workspace as broad as $HOME or / needs.
-    #[arg(long)]
-    pub yes: bool,
 }
 
 /// What the chat says when a prompt is sent with no model.
@@ -65,15 +64,17 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
     }
     let overrides = Overrides {
         script: args.script.clone(),
+        approval: args.approval.mode(),
         ..args.provider.overrides()
     };
     let mut config = load_config(&overrides)?;
     if args.demo {
         // A short session reaches every compaction gate (docs §3).
         super::demo_config(&mut config);
+        super::demo_approval(&mut config, &args.approval);
     }
     // Asked on the terminal before the screen opens.
-    let how = if args.yes {
+    let how = if args.approval.yes {
         super::workspace::Confirm::Given
     } else {
         super::workspace::Confirm::Ask
@@ -135,6 +136,7 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
             .map(super::workspace::shown)
             .unwrap_or_default(),
         workspace,
+        approval: config.agent.approval,
     };
     // A bad MCP entry stops the workstation before its screen opens.
     let mcp_servers = AgentSetup::mcp_servers(&config).map_err(CliError::usage)?;
@@ -152,9 +154,20 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
         notices.push((NoticeKind::Info, format!("memory maintenance: {done}")));
     }
     let maintenance = hourly_maintenance(&setup);
-    let deps = provider.map(|p| setup.deps(p, &config));
+    let mut deps = provider.map(|p| setup.deps(p, &config));
+    // The session's policy asks through the overlay (docs §2.14.4).
+    let approvals = deps.as_mut().map(|d| {
+        let (asker, requests) = tokio::sync::mpsc::unbounded_channel();
+        let policy = crate::tools::ApprovalPolicy::asking(config.agent.approval, asker);
+        d.authorizer = Some(policy.clone());
+        crate::tui::runtime::Approvals { policy, requests }
+    });
     // `/swarm` runs teams with the same tools, memory and provider.
-    let teams = deps.clone().map(|deps| {
+    let teams = deps.clone().map(|mut deps| {
+        // Members have no one to ask: `[swarm] approval` (docs §2.14.2).
+        deps.authorizer = Some(crate::tools::ApprovalPolicy::headless(
+            config.swarm.approval_mode(),
+        ));
         Arc::new(super::swarm::WorkstationTeams {
             config: config.clone(),
             deps,
@@ -173,6 +186,7 @@ pub async fn workstation(args: WorkstationArgs) -> Result<(), CliError> {
         notices,
         mcp_events: Some(mcp_rx),
         swarm: teams,
+        approvals,
     };
     let result = crate::tui::run(ws).await;
     maintenance.abort();

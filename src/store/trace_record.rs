@@ -145,6 +145,18 @@ pub enum TraceRecord {
         #[serde(skip_serializing_if = "is_false")]
         blocked: bool,
     },
+    /// The approval policy's decision on one call (docs §2.14.3).
+    Approval {
+        iter: u64,
+        call_id: String,
+        tool: String,
+        target: String,
+        access: String,
+        decision: crate::model::approval::Decision,
+        mode: crate::model::approval::ApprovalMode,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     ToolSkipped {
         iter: u64,
         tool: String,
@@ -280,6 +292,7 @@ impl TraceRecord {
             TraceRecord::ToolCall { .. } => "tool_call",
             TraceRecord::ToolResult { .. } => "tool_result",
             TraceRecord::ToolSkipped { .. } => "tool_skipped",
+            TraceRecord::Approval { .. } => "approval",
             TraceRecord::Microcompact(_) => "microcompact",
             TraceRecord::Collapse(_) => "collapse",
             TraceRecord::Compact(_) => "compact",

@@ -92,6 +92,14 @@ pub enum ToolEvent {
         elapsed_s: f64,
         timeout_s: f64,
     },
+    /// The approval policy's decision on one call (docs §2.14.3), before
+    /// its batch starts.
+    Approval {
+        iter: u64,
+        call_id: String,
+        #[serde(flatten)]
+        approval: super::approval::ApprovalRecord,
+    },
     ToolCallFinished {
         iter: u64,
         call_id: String,

@@ -23,6 +23,49 @@ pub struct Caps {
     /// nothing the user owns or later sessions read changes, so a call
     /// written as text may run it (docs §2.11.1).
     pub run_dir_only: bool,
+    /// What the approval policy judges it by (docs §2.14).
+    pub access: Access,
+}
+
+/// What a call touches, as the approval policy reads it (docs §2.14.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Reads only.
+    Read,
+    /// Writes only the run's own directory (artifacts, logs): nothing the
+    /// user owns or later sessions read, so approval treats it as a read.
+    RunDir,
+    /// Writes the workspace file its `path` argument names.
+    WorkspaceWrite,
+    /// Runs a shell command (confined by the sandbox).
+    Shell,
+    /// Writes persistent memory, which later sessions recall.
+    MemoryWrite,
+    /// Sends something out over the network beyond fetching data.
+    Network,
+    /// A tool whose effects the engine cannot name: an MCP server's tool
+    /// not marked read-only.
+    Outside,
+}
+
+impl Access {
+    /// Free under every approval mode.
+    pub const fn is_read(self) -> bool {
+        matches!(self, Access::Read | Access::RunDir)
+    }
+
+    /// The name events and traces use.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::RunDir => "run_dir",
+            Access::WorkspaceWrite => "workspace_write",
+            Access::Shell => "shell",
+            Access::MemoryWrite => "memory_write",
+            Access::Network => "network",
+            Access::Outside => "outside",
+        }
+    }
 }
 
 /// How `vibedesk mcp serve` offers a tool (docs §13.4.1).
@@ -52,15 +95,19 @@ impl Caps {
         served: Served::No,
         planner: false,
         run_dir_only: false,
+        access: Access::Read,
     };
-    /// Changes something beyond its result (runs alone, never killed).
+    /// Changes something beyond its result (runs alone, never killed);
+    /// what, the engine cannot say until [`Caps::access`] names it.
     pub const WRITES: Caps = Caps {
         readonly: false,
+        access: Access::Outside,
         ..Caps::READ_ONLY
     };
     /// Writes the workspace file its `path` argument names.
     pub const WRITES_FILES: Caps = Caps {
         writes_files: true,
+        access: Access::WorkspaceWrite,
         ..Caps::WRITES
     };
 
@@ -84,6 +131,13 @@ impl Caps {
     /// The same, its writes confined to the run directory.
     pub const fn run_dir_only(mut self) -> Caps {
         self.run_dir_only = true;
+        self.access = Access::RunDir;
+        self
+    }
+
+    /// The same, touching what `access` names.
+    pub const fn access(mut self, access: Access) -> Caps {
+        self.access = access;
         self
     }
 

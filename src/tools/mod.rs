@@ -7,6 +7,8 @@
 //! [`TypedTool`]s: typed arguments (their schema generated from the type)
 //! and typed output.
 
+pub mod approval;
+mod approval_preview;
 pub mod background;
 pub mod builtin;
 pub mod events;
@@ -29,11 +31,14 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+pub use approval::{ApprovalMode, ApprovalPolicy};
 pub use background::{BackgroundNotice, BackgroundQueue};
 pub use late::LateTools;
-pub use manifest::{Caps, Gate, Served};
+pub use manifest::{Access, Caps, Gate, Served};
 pub use registry::Registry;
-pub use scheduler::{Authorizer, CallOutcome, Denial, Scheduler, SchedulerConfig};
+pub use scheduler::{
+    AuthCall, Authorizer, CallOutcome, Denial, Scheduler, SchedulerConfig, Verdict,
+};
 pub use typed::TypedTool;
 
 /// Everything a call may need besides its arguments.

@@ -10,18 +10,19 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::join_all;
+use futures_util::future::{BoxFuture, join_all};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use super::approval::ApprovalRecord;
 use super::events::{BatchCall, BatchMode, ToolCallStatus, ToolEvent, ToolEventSink};
 use super::finalize::{error_code, preview_args};
 pub use super::invoke::{CallOutcome, SchedulerConfig};
 use super::invoke::{Invocation, cancelled_json, emit_finished, invoke};
 use super::redact::{Sink, redact_tool_result, redact_value};
 use super::registry::Registry;
-use super::{Tool, ToolContext};
+use super::{Caps, Tool, ToolContext};
 use crate::model::ToolCall;
 use crate::store::trace_record::ToolResultStatus;
 use crate::store::{SharedTrace, TraceRecord, trace_record};
@@ -33,10 +34,51 @@ pub struct Denial {
     pub message: String,
 }
 
-/// Decides, before a call runs, whether it may run. Judged per batch against
-/// state frozen before the batch (docs §2.2), so implementations get `&self`.
+/// One call as the authorizer sees it.
+pub struct AuthCall<'a> {
+    pub tool: &'a str,
+    pub args: &'a Value,
+    pub caps: Caps,
+    /// The run's directories (a preview reads the workspace).
+    pub ctx: &'a ToolContext,
+}
+
+/// An authorizer's answer: whether the call runs, and the decision to
+/// report as an `approval` event and trace record (docs §2.14.3).
+pub struct Verdict {
+    pub result: Result<(), Denial>,
+    pub record: Option<ApprovalRecord>,
+}
+
+impl Verdict {
+    pub fn allowed(record: ApprovalRecord) -> Verdict {
+        Verdict {
+            result: Ok(()),
+            record: Some(record),
+        }
+    }
+    pub fn denied(record: ApprovalRecord, denial: Denial) -> Verdict {
+        Verdict {
+            result: Err(denial),
+            record: Some(record),
+        }
+    }
+}
+
+/// Decides, before a call runs, whether it may run. Every call of a turn is
+/// judged before the first batch starts (docs §2.2), so implementations get
+/// `&self`; [`Authorizer::judge`] may wait for the user.
 pub trait Authorizer: Send + Sync {
     fn authorize(&self, tool: &str, args: &Value) -> Result<(), Denial>;
+    /// The decision for one call; by default [`Authorizer::authorize`]'s,
+    /// reported by nothing.
+    fn judge<'a>(&'a self, call: AuthCall<'a>) -> BoxFuture<'a, Verdict> {
+        let result = self.authorize(call.tool, call.args);
+        Box::pin(std::future::ready(Verdict {
+            result,
+            record: None,
+        }))
+    }
 }
 
 fn done(outcome: CallOutcome) -> Plan {
@@ -84,6 +126,11 @@ impl Scheduler {
         self
     }
 
+    /// Whether an authorization hook judges the calls.
+    pub fn has_authorizer(&self) -> bool {
+        self.authorizer.is_some()
+    }
+
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
@@ -103,6 +150,9 @@ impl Scheduler {
         base: &ToolContext,
     ) -> Vec<CallOutcome> {
         let mut plans: Vec<Plan> = calls.iter().map(|c| self.plan(iter, c)).collect();
+        for (plan, call) in plans.iter_mut().zip(calls) {
+            self.authorize(iter, plan, call, base).await;
+        }
         let mut outcomes: Vec<Option<CallOutcome>> = Vec::with_capacity(calls.len());
         let mut i = 0;
         while i < plans.len() {
@@ -225,10 +275,50 @@ impl Scheduler {
                 json!({"skipped": true, "reason": reason}).to_string(),
             ));
         }
-        if let Some(auth) = &self.authorizer
-            && let Err(denial) = auth.authorize(name, &args)
-        {
-            return done(not_run(
+        Plan::Run { tool, args }
+    }
+
+    /// The authorization hook's turn (docs §2.2 step 5, §2.14): a refused
+    /// call becomes `denied`; each decision is reported.
+    async fn authorize(&self, iter: u64, plan: &mut Plan, call: &ToolCall, base: &ToolContext) {
+        let (Some(auth), Plan::Run { tool, args }) = (&self.authorizer, &*plan) else {
+            return;
+        };
+        let name = call.name();
+        let verdict = auth
+            .judge(AuthCall {
+                tool: name,
+                args,
+                caps: tool.caps(),
+                ctx: base,
+            })
+            .await;
+        if let Some(record) = verdict.record {
+            if let Some(t) = &self.trace {
+                trace_record(
+                    t,
+                    TraceRecord::Approval {
+                        iter,
+                        call_id: call.id.clone(),
+                        tool: record.tool.clone(),
+                        target: masked(&record.target, Sink::Arguments),
+                        access: record.access.clone(),
+                        decision: record.decision,
+                        mode: record.mode,
+                        reason: record.reason.clone(),
+                    },
+                );
+            }
+            let target = masked(&record.target, Sink::Display);
+            (self.sink)(ToolEvent::Approval {
+                iter,
+                call_id: call.id.clone(),
+                approval: ApprovalRecord { target, ..record },
+            });
+        }
+        if let Err(denial) = verdict.result {
+            let args = args.clone();
+            *plan = done(not_run(
                 call,
                 args,
                 ToolCallStatus::Denied,
@@ -236,7 +326,6 @@ impl Scheduler {
                     .to_string(),
             ));
         }
-        Plan::Run { tool, args }
     }
 
     async fn run_batch(
@@ -352,6 +441,14 @@ impl Scheduler {
             };
             trace_record(t, record);
         }
+    }
+}
+
+/// A decision's target (a command may hold a secret) as `sink` shows it.
+fn masked(target: &str, sink: Sink) -> String {
+    match redact_value(&Value::String(target.to_string()), sink) {
+        Value::String(s) => s,
+        other => other.to_string(),
     }
 }
 

@@ -96,6 +96,8 @@ pub enum Msg {
         error: Option<String>,
         at: Instant,
     },
+    /// A tool call waits for the user's approval (docs §2.14.4).
+    ApprovalAsked(Box<crate::tui::approval_view::ApprovalView>),
 }
 
 /// What `update` asks the runtime to do.
@@ -144,6 +146,10 @@ pub enum Effect {
     },
     /// Cancel the team run.
     CancelSwarm,
+    /// The user's answer to the call waiting for approval.
+    AnswerApproval(crate::tools::approval::Answer),
+    /// `/approval MODE`: the session's approval mode from now on.
+    SetApproval(crate::model::approval::ApprovalMode),
 }
 
 /// Where the session worker is, as far as the app knows: the one place
@@ -215,6 +221,8 @@ pub struct AppOptions {
     pub workspace: Option<PathBuf>,
     /// How the status bar names `workspace` (`~/research`).
     pub workspace_label: String,
+    /// The approval mode the session's calls run under (docs §2.14.2).
+    pub approval: crate::model::approval::ApprovalMode,
 }
 
 impl Default for AppOptions {
@@ -233,6 +241,7 @@ impl Default for AppOptions {
             sessions_dir: PathBuf::from("sessions"),
             workspace: None,
             workspace_label: String::new(),
+            approval: cfg.approval,
         }
     }
 }
@@ -509,6 +518,7 @@ impl App {
                 OverlayEffect::OpenBrowser => out.extend(self.open_browser()),
                 OverlayEffect::Browser(b) => out.extend(self.browser_effects(vec![b])),
                 OverlayEffect::Swarm(a) => out.extend(self.swarm_action(layer, a)),
+                OverlayEffect::Approval(answer) => out.push(Effect::AnswerApproval(answer)),
             }
         }
         out
@@ -667,6 +677,7 @@ impl App {
             "/swarm" => self.swarm_command(arg),
             "/plan" => self.plan_command(arg),
             "/go" => self.go_command(arg),
+            "/approval" => self.approval_command(arg),
             "/compact" => vec![Effect::Compact {
                 focus: arg.map(String::from),
             }],
@@ -700,6 +711,35 @@ impl App {
                     NoticeKind::Error,
                     format!("unknown command {other}; /help lists them (start a message with // to send a literal '/')"),
                 );
+                vec![]
+            }
+        }
+    }
+
+    /// `/approval` shows the mode; `/approval MODE` changes it for the
+    /// session (docs §2.14.2).
+    fn approval_command(&mut self, arg: Option<&str>) -> Vec<Effect> {
+        use crate::model::approval::ApprovalMode;
+        let Some(name) = arg else {
+            let mode = self.options.approval;
+            let text = format!(
+                "approval: {mode} ({}). Change with /approval ask | auto-edit | full-auto | read-only.",
+                mode.describe()
+            );
+            self.chat.notice(NoticeKind::Info, text);
+            return vec![];
+        };
+        match name.parse::<ApprovalMode>() {
+            Ok(mode) => {
+                self.options.approval = mode;
+                self.chat.notice(
+                    NoticeKind::Info,
+                    format!("approval: {mode} from now on ({})", mode.describe()),
+                );
+                vec![Effect::SetApproval(mode)]
+            }
+            Err(e) => {
+                self.chat.notice(NoticeKind::Error, e.to_string());
                 vec![]
             }
         }
@@ -1185,6 +1225,11 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 b.message = Some(text.clone());
             }
             app.chat.notice(kind, text);
+            vec![]
+        }
+        Msg::ApprovalAsked(view) => {
+            app.overlays.push(Overlay::Approval(view));
+            app.dirty = true;
             vec![]
         }
         Msg::ModelChanged { label } => {

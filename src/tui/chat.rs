@@ -488,6 +488,8 @@ impl Chat {
                     }
                 }
             }
+            // Shown by the approval overlay and the tool's own cell.
+            ToolEvent::Approval { .. } => {}
             ToolEvent::ToolProgress {
                 call_id,
                 tool,

@@ -15,6 +15,7 @@
 
 pub mod app;
 mod app_swarm;
+pub mod approval_view;
 pub mod backtest;
 pub mod browser;
 pub mod cells;

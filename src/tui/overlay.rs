@@ -27,6 +27,8 @@ pub enum Overlay {
     /// worker) lives in the app's board, which folds events whether or not
     /// the view is shown; the layer only routes keys to it.
     Swarm,
+    /// A tool call waiting for the user's approval (docs §2.14.4).
+    Approval(Box<super::approval_view::ApprovalView>),
 }
 
 /// An input event on its way down the stack.
@@ -62,6 +64,8 @@ pub enum OverlayEffect {
     Browser(BrowserEffect),
     /// An action for the team view, applied by the app to its board.
     Swarm(Action),
+    /// The user's answer to the approval overlay (which closes).
+    Approval(crate::tools::approval::Answer),
 }
 
 /// A layer's answer to one event.
@@ -105,7 +109,24 @@ impl Overlay {
             Overlay::Help(h) => help_input(h, input),
             Overlay::Browser(b) => browser_input(b, input),
             Overlay::Swarm => swarm_input(input),
+            Overlay::Approval(v) => approval_input(v, input),
         }
+    }
+}
+
+/// The approval overlay takes every key but Ctrl-C (and a paste, dropped:
+/// nothing is answered by accident).
+fn approval_input(view: &mut super::approval_view::ApprovalView, input: Input<'_>) -> Outcome {
+    use super::approval_view::ApprovalKey;
+    let Input::Key { key, .. } = input else {
+        return Outcome::handled(vec![]);
+    };
+    match view.key(key) {
+        ApprovalKey::Answered(a) => {
+            Outcome::handled(vec![OverlayEffect::Approval(a), OverlayEffect::Close])
+        }
+        ApprovalKey::Taken => Outcome::handled(vec![]),
+        ApprovalKey::Passed => Outcome::passed(),
     }
 }
 
@@ -257,21 +278,21 @@ impl Overlays {
     pub(crate) fn help(&self) -> Option<&Help> {
         self.stack.iter().rev().find_map(|o| match o {
             Overlay::Help(h) => Some(h),
-            Overlay::Browser(_) | Overlay::Swarm => None,
+            Overlay::Browser(_) | Overlay::Swarm | Overlay::Approval(_) => None,
         })
     }
 
     pub fn browser(&self) -> Option<&Browser> {
         self.stack.iter().rev().find_map(|o| match o {
             Overlay::Browser(b) => Some(b.as_ref()),
-            Overlay::Help(_) | Overlay::Swarm => None,
+            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) => None,
         })
     }
 
     pub(crate) fn browser_mut(&mut self) -> Option<&mut Browser> {
         self.stack.iter_mut().rev().find_map(|o| match o {
             Overlay::Browser(b) => Some(b.as_mut()),
-            Overlay::Help(_) | Overlay::Swarm => None,
+            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) => None,
         })
     }
 

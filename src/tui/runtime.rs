@@ -36,6 +36,7 @@ use crate::agent::{AgentEvent, EventSink, LoopDeps};
 use crate::llm::Provider;
 use crate::session::Session;
 use crate::store::{MessageLog, Paths};
+use crate::tools::approval::{Answer, ApprovalPolicy, ApprovalRequest};
 
 /// How long quitting waits for a cancelled turn to record its end.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
@@ -109,6 +110,16 @@ pub struct Workstation {
     pub mcp_events: Option<UnboundedReceiver<AgentEvent>>,
     /// Runs `/swarm`; `None`: the command says team runs are unavailable.
     pub swarm: Option<Arc<dyn SwarmLauncher>>,
+    /// The session's approval policy and the questions it asks (docs
+    /// §2.14.4); `None` when no model is configured.
+    pub approvals: Option<Approvals>,
+}
+
+/// The policy the session's loop asks through, and where its questions
+/// arrive.
+pub struct Approvals {
+    pub policy: Arc<ApprovalPolicy>,
+    pub requests: UnboundedReceiver<ApprovalRequest>,
 }
 
 /// `/compact [focus]`: asks the session's loop to compact. The handle is
@@ -296,6 +307,25 @@ struct Running {
     turn: Option<CancellationToken>,
     team: Option<CancellationToken>,
     team_task: Option<JoinHandle<()>>,
+    /// Where the answer to the question on screen goes: the scheduler asks
+    /// one call at a time, so there is at most one.
+    approval: Option<tokio::sync::oneshot::Sender<Answer>>,
+}
+
+impl Running {
+    /// Keeps the question's reply channel and shows it.
+    fn asked(&mut self, req: ApprovalRequest) -> Msg {
+        // An older question left unanswered counts as no.
+        if let Some(old) = self.approval.replace(req.reply) {
+            let _ = old.send(Answer::No(None));
+        }
+        Msg::ApprovalAsked(Box::new(super::approval_view::ApprovalView::new(
+            req.tool,
+            req.target,
+            req.mode,
+            req.preview,
+        )))
+    }
 }
 
 async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiError> {
@@ -342,7 +372,9 @@ async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiErr
         switch_model: ws.switch_model,
         swarm: ws.swarm,
         events: team_events,
+        policy: ws.approvals.as_ref().map(|a| a.policy.clone()),
     };
+    let mut approval_requests = ws.approvals.map(|a| a.requests);
     let mut running = Running::default();
     let mut start: Vec<Msg> = ws
         .notices
@@ -393,6 +425,9 @@ async fn event_loop(term: &mut Term, ws: Workstation) -> Result<LoopExit, TuiErr
             Some(event) = async { match mcp_events.as_mut() { Some(rx) => rx.recv().await, None => None } } => {
                 msgs.push(Msg::Agent { event, at: Instant::now() })
             }
+            Some(req) = async { match approval_requests.as_mut() { Some(rx) => rx.recv().await, None => None } } => {
+                msgs.push(running.asked(req));
+            }
             Some(m) = bus_rx.recv() => {
                 if matches!(m, Msg::TurnDone { .. } | Msg::SwarmDone { .. }) {
                     // Every event of the finished turn (or team) is already
@@ -440,6 +475,7 @@ struct Ctx {
     swarm: Option<Arc<dyn SwarmLauncher>>,
     /// Where the team's events go (the session's stream).
     events: UnboundedSender<AgentEvent>,
+    policy: Option<Arc<ApprovalPolicy>>,
 }
 
 /// Runs a team through `launcher` on a runtime of its own (a dedicated
@@ -508,6 +544,23 @@ fn keep_memory(dir: &std::path::Path, file: &str, keep: bool, bus: &UnboundedSen
     });
 }
 
+/// The user's answer goes to the waiting call; a new mode to the policy.
+fn approval_effect(effect: Effect, ctx: &Ctx, running: &mut Running) {
+    match effect {
+        Effect::AnswerApproval(answer) => {
+            if let Some(reply) = running.approval.take() {
+                let _ = reply.send(answer);
+            }
+        }
+        Effect::SetApproval(mode) => {
+            if let Some(p) = &ctx.policy {
+                p.set_mode(mode);
+            }
+        }
+        _ => {}
+    }
+}
+
 fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
     match effect {
         Effect::Send { prompt, plan } => {
@@ -548,6 +601,7 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
                 c.cancel();
             }
         }
+        Effect::AnswerApproval(_) | Effect::SetApproval(_) => approval_effect(effect, ctx, running),
         Effect::Quit | Effect::ClearTerminal => {}
         Effect::Compact { focus } => {
             let text = request_compaction(&ctx.compaction, focus.as_deref());

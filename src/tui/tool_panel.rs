@@ -271,6 +271,8 @@ impl ToolPanel {
                     c.timeout_s = *timeout_s;
                 }
             }
+            // Shown by the approval overlay and the tool's own cell.
+            ToolEvent::Approval { .. } => {}
             ToolEvent::ToolHeartbeat { call_id, .. } => {
                 if let Some(c) = self.call_mut(call_id) {
                     c.last_heartbeat = Some(at);

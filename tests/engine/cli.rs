@@ -74,6 +74,8 @@ async fn run_json_against_a_loopback_server_end_to_end() {
         .args([
             "run",
             "--json",
+            "--approval",
+            "auto-edit",
             "-p",
             "write out.md",
             "--base-url",
@@ -333,8 +335,10 @@ async fn tool_call_finished_carries_the_structured_output() {
 async fn the_offline_planner_remembers_across_sessions() {
     let home = tempfile::tempdir().unwrap();
     let out = vibedesk(home.path())
+        // A memory write needs the user's approval (docs §2.14.2).
         .args([
             "run",
+            "--yes",
             "-p",
             "Remember that I prefer 10 bp fees on US equities",
         ])
@@ -422,7 +426,14 @@ async fn run_shows_a_calls_own_words_and_masks_its_secrets() {
         if json_mode {
             c.arg("--json");
         }
-        c.args(["-p", "note my fees", "--script", script.to_str().unwrap()]);
+        // The write is the point here, not its approval (docs §2.12).
+        c.args([
+            "--yes",
+            "-p",
+            "note my fees",
+            "--script",
+            script.to_str().unwrap(),
+        ]);
         c
     };
 
@@ -1209,6 +1220,7 @@ async fn sigkill_of_vibedesk_leaves_no_sandboxed_process_behind() {
         .args([
             "run",
             "--json",
+            "--yes",
             "-p",
             "wait",
             "--script",

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod agent_loop;
+mod approval;
 mod architecture;
 mod backtest;
 mod backtest_optimizer;

@@ -19,7 +19,8 @@ async fn run(home: &Path, server: &TestServer, prompt: &str) {
     let out = vibedesk(home)
         .args(["run", "--json", "-p", prompt, "--base-url"])
         .arg(server.base_url())
-        .args(["--model", "m1"])
+        // A model's memory write is saved only where the mode allows it.
+        .args(["--model", "m1", "--approval", "full-auto"])
         .output()
         .await
         .unwrap();

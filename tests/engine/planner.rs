@@ -43,8 +43,16 @@ impl Run {
 }
 
 async fn run(home: &Path, prompt: &str) -> Run {
+    run_with(home, prompt, &[]).await
+}
+
+/// [`run`] with more flags (`--yes` for a memory write, which needs the
+/// user's approval: docs §2.14.2).
+async fn run_with(home: &Path, prompt: &str, flags: &[&str]) -> Run {
     let out = vibedesk(home)
-        .args(["run", "--json", "-p", prompt])
+        .args(["run", "--json"])
+        .args(flags)
+        .args(["-p", prompt])
         .output()
         .await
         .unwrap();
@@ -307,7 +315,12 @@ async fn a_bad_backtest_section_is_refused_with_a_suggestion() {
 #[tokio::test]
 async fn a_remembered_commission_is_used_and_said() {
     let home = tempfile::tempdir().unwrap();
-    let saved = run(home.path(), "Remember that I use 10 bp commission").await;
+    let saved = run_with(
+        home.path(),
+        "Remember that I use 10 bp commission",
+        &["--yes"],
+    )
+    .await;
     assert!(saved.answer.contains("Saved"), "{}", saved.answer);
 
     let r = run(
@@ -343,7 +356,12 @@ async fn a_remembered_commission_is_used_and_said() {
 #[tokio::test]
 async fn a_sweep_request_runs_one_sweep_with_its_ranges_and_says_its_choices() {
     let home = tempfile::tempdir().unwrap();
-    run(home.path(), "Remember that I use 10 bp commission").await;
+    run_with(
+        home.path(),
+        "Remember that I use 10 bp commission",
+        &["--yes"],
+    )
+    .await;
     let r = run(
         home.path(),
         "sweep the SMA crossover fast 5 to 20 and slow 50 to 150 on AAPL, MSFT from 2005 to 2012",

@@ -63,6 +63,9 @@ fn run_args(server: &TestServer, workspace: &[&str]) -> Vec<String> {
         &server.base_url(),
         "--model",
         "m1",
+        // The model's writes and bash run unasked: this is about where.
+        "--approval",
+        "full-auto",
     ]
     .iter()
     .map(|s| s.to_string())

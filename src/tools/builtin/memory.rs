@@ -22,7 +22,7 @@ use crate::model::contract::{
 use crate::model::names;
 use crate::research::data::DataConfig;
 use crate::tools::registry::DuplicateTool;
-use crate::tools::{Caps, Gate};
+use crate::tools::{Access, Caps, Gate};
 use crate::tools::{Registry, ToolContext, ToolError, TypedTool, origin};
 
 /// Characters of each memory body a recall returns (docs §8.9).
@@ -171,6 +171,7 @@ impl TypedTool for Remember {
 
     const NAME: &'static str = names::REMEMBER;
     const CAPS: Caps = Caps::WRITES
+        .access(Access::MemoryWrite)
         .served_when(names::REMEMBER, Gate::MemoryWrite)
         .planner();
     fn description(&self) -> &str {

@@ -380,6 +380,36 @@ mod tests {
         }
     }
 
+    /// Every built-in tool has an approval class that agrees with its other
+    /// capabilities (docs §2.14.1): only an outside server's tool may be
+    /// `Outside`, and a tool that writes never counts as a read unless its
+    /// writes stay in the run dir.
+    #[test]
+    fn every_manifest_tool_has_a_sensible_access_class() {
+        use crate::tools::Access;
+        for e in MANIFEST {
+            let c = e.caps;
+            assert_ne!(c.access, Access::Outside, "{} lacks a class", e.name);
+            assert_eq!(c.readonly, c.access == Access::Read, "{}", e.name);
+            assert_eq!(c.run_dir_only, c.access == Access::RunDir, "{}", e.name);
+            assert_eq!(
+                c.writes_files,
+                c.access == Access::WorkspaceWrite,
+                "{}",
+                e.name
+            );
+            assert_eq!(c.access.is_read(), !c.writes_beyond_the_run(), "{}", e.name);
+        }
+        let class = |n: &str| MANIFEST.iter().find(|e| e.name == n).unwrap().caps.access;
+        assert_eq!(class("write_file"), Access::WorkspaceWrite);
+        assert_eq!(class("edit_file"), Access::WorkspaceWrite);
+        assert_eq!(class("bash"), Access::Shell);
+        assert_eq!(class("remember"), Access::MemoryWrite);
+        assert_eq!(class("backtest"), Access::RunDir);
+        assert_eq!(class("sweep"), Access::RunDir);
+        assert_eq!(class("read_file"), Access::Read);
+    }
+
     /// Two entries with one name stop the registration, naming both
     /// tools' types.
     #[test]

@@ -32,7 +32,7 @@ use super::{Builtin, ToolEnv};
 use crate::model::contract::BashArgs;
 use crate::model::names;
 use crate::sandbox::{RunResult, RunSpec, Runner, RunnerConfig};
-use crate::tools::Caps;
+use crate::tools::{Access, Caps};
 use crate::tools::{ToolContext, ToolError, TypedTool};
 
 /// Spec §2.6: the command deadline.
@@ -78,7 +78,7 @@ impl TypedTool for Bash {
     type Output = BashOutput;
 
     const NAME: &'static str = names::BASH;
-    const CAPS: Caps = Caps::WRITES;
+    const CAPS: Caps = Caps::WRITES.access(Access::Shell);
 
     fn description(&self) -> &str {
         "Run a shell command in the current run directory (sandboxed). No API keys in its environment, a throwaway HOME, memory/process/file-size limits, and writes allowed only in the run directory, the workspace ($VIBEDESK_WORKSPACE) and $TMPDIR. Default timeout 120 s (timeout_seconds, at most 600); at the deadline the whole process group is killed and the partial output returned. stdout and stderr are each capped at 50,000 characters (head and tail kept). Do not kill Python processes broadly by name (pkill python); target a script (pkill -f my_script.py)."

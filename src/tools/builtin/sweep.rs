@@ -138,7 +138,11 @@ impl TypedTool for SweepTool {
     type Output = SweepOutput;
 
     const NAME: &'static str = names::SWEEP;
-    const CAPS: Caps = Caps::WRITES.served_as(names::SWEEP).planner();
+    // Its results go to the run dir only (`out` is confined there).
+    const CAPS: Caps = Caps::WRITES
+        .run_dir_only()
+        .served_as(names::SWEEP)
+        .planner();
 
     fn description(&self) -> &str {
         "Parameter sweep over backtests (thousands of configs at once): `spec` = {base: a backtest config, axes: {dotted path into base: [values] | {from,to,step} | {from,to,random:N,seed}}, constraint: \"fast < slow\", universe: [symbols, each run alone] | \"all\" | \"portfolio\" (base.codes together), split: {in_sample:[start,end], out_of_sample:[start,end]} | {walk_forward:{train_months,test_months}}, rank_by: sharpe|total_return|final_value|max_drawdown|trade_count}. Runs every cell on every core into a .parquet/.csv file in the run dir; returns the cells ranked by out-of-sample result, the best cell's deflated Sharpe for the number of cells tried, and a braille heatmap. plan_only gives the cell count and time first. Calling again with the same spec and out resumes."

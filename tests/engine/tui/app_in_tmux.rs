@@ -499,3 +499,100 @@ async fn a_refused_swarm_speaks_the_apps_syntax_and_keeps_the_keyboard() {
         .await;
     assert!(after.lines().any(|l| l == "EXIT=0"), "{after}");
 }
+
+/// The file a session's workspace holds under `name`, wherever the
+/// session is.
+fn workspace_file(home: &Path, name: &str) -> Option<std::path::PathBuf> {
+    let sessions = home.join("data/sessions");
+    std::fs::read_dir(sessions)
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("workspace").join(name))
+        .find(|p| p.exists())
+}
+
+/// Approval in the workstation (docs §2.14.4): a `write_file` call shows
+/// the diff overlay; `n` leaves the file untouched and the model's next
+/// request carries the denial; `a` lets a second write to the same file
+/// through without asking.
+#[tokio::test]
+async fn a_write_asks_with_its_diff_and_the_answer_holds_for_the_session() {
+    use crate::support::server::{TestServer, text_reply, tool_call_reply};
+    let Some(_one) = terminal().await else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let write = |id: &'static str, text: &str| {
+        let args = serde_json::json!({"path": "notes.md", "content": text}).to_string();
+        tool_call_reply(&[(id, "write_file", &args)])
+    };
+    let server = TestServer::start(vec![
+        write("w1", "alpha line\n"),
+        text_reply("Left it unwritten."),
+        write("w2", "beta line\n"),
+        write("w3", "gamma line\n"),
+        text_reply("Notes kept."),
+    ])
+    .await;
+    let t = Tmux::start(home.path(), 120, 36);
+    t.wait("the shell prompt", |s| !s.trim().is_empty()).await;
+    t.type_literal(&format!(
+        "{BIN} --base-url {} --model m1 --tools all",
+        server.base_url()
+    ));
+    t.keys(&["Enter"]);
+    t.wait("the workstation", |s| s.contains("no tool calls yet"))
+        .await;
+    t.type_literal("Keep my notes.");
+    t.keys(&["Enter"]);
+    let asked = t
+        .wait("the approval overlay", |s| {
+            s.contains("Approve write_file notes.md")
+        })
+        .await;
+    assert!(asked.contains("+alpha line"), "the diff:\n{asked}");
+    assert!(asked.contains("--- /dev/null"), "a new file:\n{asked}");
+    t.type_literal("n");
+    t.wait("the reason line", |s| s.contains("reason (optional)"))
+        .await;
+    t.type_literal("not yet");
+    t.keys(&["Enter"]);
+    t.wait("the first answer", |s| s.contains("Left it unwritten."))
+        .await;
+    assert!(
+        workspace_file(home.path(), "notes.md").is_none(),
+        "untouched"
+    );
+    let reqs = server.requests();
+    let denial = reqs[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .unwrap();
+    assert!(denial.contains("declined"), "{denial}");
+    assert!(
+        denial.contains("not yet"),
+        "the reason reaches the model: {denial}"
+    );
+
+    t.type_literal("Write them now.");
+    t.keys(&["Enter"]);
+    t.wait("the second question", |s| {
+        s.contains("Approve write_file notes.md") && s.contains("+beta line")
+    })
+    .await;
+    t.type_literal("a");
+    t.wait("the second answer", |s| s.contains("Notes kept."))
+        .await;
+    let file = workspace_file(home.path(), "notes.md").expect("written");
+    assert_eq!(
+        std::fs::read_to_string(file).unwrap(),
+        "gamma line\n",
+        "the third call ran without asking"
+    );
+    assert_eq!(server.request_count(), 5);
+    t.keys(&["C-c"]);
+    t.keys(&["C-c"]);
+}
