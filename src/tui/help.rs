@@ -28,6 +28,10 @@ pub(crate) const SLASH_COMMANDS: &[(&str, &str)] = &[
         "/go [TEXT]",
         "Run the last plan with every tool, the plan pinned in the context",
     ),
+    (
+        "/approval [MODE]",
+        "Show the approval mode; ask, auto-edit, full-auto or read-only sets it",
+    ),
     ("/sessions", "Open the transcript browser"),
     (
         "/memory",
