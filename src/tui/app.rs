@@ -564,6 +564,8 @@ impl App {
         self.phase = Phase::Cancelling {
             started_at: self.phase.started_at(),
         };
+        // A question on screen goes with the run it belonged to.
+        self.overlays.close_approval();
         // Queued messages come back to the input: nothing runs by surprise.
         if !self.queued.is_empty() {
             let mut parts: Vec<String> = self.queued.drain(..).collect();

@@ -313,10 +313,16 @@ impl Overlays {
         self.stack.iter().any(|o| matches!(o, Overlay::Swarm))
     }
 
-    /// Opens the team view alone over the chat screen.
+    /// Opens the team view alone over the chat screen, under a question
+    /// still waiting for its answer (a call is blocked on it).
     pub(crate) fn open_swarm(&mut self) {
-        self.stack.clear();
-        self.stack.push(Overlay::Swarm);
+        self.stack.retain(|o| matches!(o, Overlay::Approval(_)));
+        self.stack.insert(0, Overlay::Swarm);
+    }
+
+    /// Drops the question on screen: its call was cancelled with the run.
+    pub(crate) fn close_approval(&mut self) {
+        self.stack.retain(|o| !matches!(o, Overlay::Approval(_)));
     }
 
     pub(crate) fn close_swarm(&mut self) {
@@ -334,5 +340,34 @@ impl Overlays {
         } else {
             self.open_help();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::approval::ApprovalMode;
+    use crate::tui::approval_view::ApprovalView;
+
+    fn question() -> Overlay {
+        Overlay::Approval(Box::new(ApprovalView::new(
+            "write_file".into(),
+            "notes.md".into(),
+            ApprovalMode::Ask,
+            vec![],
+        )))
+    }
+
+    #[test]
+    fn the_team_view_opens_under_a_waiting_question_and_a_cancel_drops_it() {
+        let mut o = Overlays::default();
+        o.push(question());
+        o.open_swarm();
+        assert_eq!(o.len(), 2);
+        assert!(matches!(o.get_mut(1), Some(Overlay::Approval(_))), "on top");
+        assert!(o.has_swarm());
+        o.close_approval();
+        assert_eq!(o.len(), 1);
+        assert!(o.has_swarm());
     }
 }

@@ -313,6 +313,17 @@ struct Running {
 }
 
 impl Running {
+    /// Ctrl-C: the turn is cancelled, and a call waiting on the user's
+    /// answer is told no, so the cancel does not wait on a question.
+    fn cancel_turn(&mut self) {
+        if let Some(reply) = self.approval.take() {
+            let _ = reply.send(Answer::No(Some("the run was cancelled".into())));
+        }
+        if let Some(c) = &self.turn {
+            c.cancel();
+        }
+    }
+
     /// Keeps the question's reply channel and shows it.
     fn asked(&mut self, req: ApprovalRequest) -> Msg {
         // An older question left unanswered counts as no.
@@ -572,11 +583,7 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
                 cancel: token,
             });
         }
-        Effect::Cancel => {
-            if let Some(c) = &running.turn {
-                c.cancel();
-            }
-        }
+        Effect::Cancel => running.cancel_turn(),
         Effect::StartSwarm { preset, vars } => match &ctx.swarm {
             Some(launcher) => {
                 let (token, task) = spawn_team(
@@ -716,4 +723,27 @@ fn file_name(p: &std::path::Path) -> String {
         .and_then(|n| n.to_str())
         .map(String::from)
         .unwrap_or_else(|| PathBuf::from(p).display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancel_answers_the_question_waiting_on_screen_no() {
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
+        let token = CancellationToken::new();
+        let mut running = Running {
+            turn: Some(token.clone()),
+            approval: Some(tx),
+            ..Running::default()
+        };
+        running.cancel_turn();
+        assert!(token.is_cancelled());
+        assert!(running.approval.is_none());
+        match rx.try_recv() {
+            Ok(Answer::No(Some(why))) => assert!(why.contains("cancelled"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
 }
