@@ -8,13 +8,13 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::Caps;
+pub use super::authorize::ApprovalRecord;
+use super::authorize::{AuthCall, Authorizer, Denial, Verdict};
 use super::manifest::Access;
-use super::scheduler::{AuthCall, Authorizer, Denial, Verdict};
 pub use crate::model::approval::{ApprovalMode, Decision, UnknownMode};
 
 /// What a mode does with one call.
@@ -44,18 +44,6 @@ fn allowing(access: Access) -> &'static str {
         Access::WorkspaceWrite => "--approval auto-edit or full-auto, or --yes",
         _ => "--approval full-auto or --yes",
     }
-}
-
-/// One decision, as the scheduler reports it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ApprovalRecord {
-    pub tool: String,
-    pub target: String,
-    pub access: String,
-    pub decision: Decision,
-    pub mode: ApprovalMode,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub reason: Option<String>,
 }
 
 /// The user's answer to a request.

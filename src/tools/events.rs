@@ -98,7 +98,7 @@ pub enum ToolEvent {
         iter: u64,
         call_id: String,
         #[serde(flatten)]
-        approval: super::approval::ApprovalRecord,
+        approval: super::authorize::ApprovalRecord,
     },
     ToolCallFinished {
         iter: u64,

@@ -9,6 +9,7 @@
 
 pub mod approval;
 mod approval_preview;
+pub mod authorize;
 pub mod background;
 pub mod builtin;
 pub mod events;
@@ -32,13 +33,12 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 pub use approval::{ApprovalMode, ApprovalPolicy};
+pub use authorize::{AuthCall, Authorizer, Denial, Verdict};
 pub use background::{BackgroundNotice, BackgroundQueue};
 pub use late::LateTools;
 pub use manifest::{Access, Caps, Gate, Served};
 pub use registry::Registry;
-pub use scheduler::{
-    AuthCall, Authorizer, CallOutcome, Denial, Scheduler, SchedulerConfig, Verdict,
-};
+pub use scheduler::{CallOutcome, Scheduler, SchedulerConfig};
 pub use typed::TypedTool;
 
 /// Everything a call may need besides its arguments.

@@ -10,76 +10,22 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::{BoxFuture, join_all};
+use futures_util::future::join_all;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use super::approval::ApprovalRecord;
+use super::authorize::{ApprovalRecord, AuthCall, Authorizer};
 use super::events::{BatchCall, BatchMode, ToolCallStatus, ToolEvent, ToolEventSink};
 use super::finalize::{error_code, preview_args};
 pub use super::invoke::{CallOutcome, SchedulerConfig};
 use super::invoke::{Invocation, cancelled_json, emit_finished, invoke};
 use super::redact::{Sink, redact_tool_result, redact_value};
 use super::registry::Registry;
-use super::{Caps, Tool, ToolContext};
+use super::{Tool, ToolContext};
 use crate::model::ToolCall;
 use crate::store::trace_record::ToolResultStatus;
 use crate::store::{SharedTrace, TraceRecord, trace_record};
-
-/// A refusal from the authorization hook.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Denial {
-    pub code: String,
-    pub message: String,
-}
-
-/// One call as the authorizer sees it.
-pub struct AuthCall<'a> {
-    pub tool: &'a str,
-    pub args: &'a Value,
-    pub caps: Caps,
-    /// The run's directories (a preview reads the workspace).
-    pub ctx: &'a ToolContext,
-}
-
-/// An authorizer's answer: whether the call runs, and the decision to
-/// report as an `approval` event and trace record (docs §2.14.3).
-pub struct Verdict {
-    pub result: Result<(), Denial>,
-    pub record: Option<ApprovalRecord>,
-}
-
-impl Verdict {
-    pub fn allowed(record: ApprovalRecord) -> Verdict {
-        Verdict {
-            result: Ok(()),
-            record: Some(record),
-        }
-    }
-    pub fn denied(record: ApprovalRecord, denial: Denial) -> Verdict {
-        Verdict {
-            result: Err(denial),
-            record: Some(record),
-        }
-    }
-}
-
-/// Decides, before a call runs, whether it may run. Every call of a turn is
-/// judged before the first batch starts (docs §2.2), so implementations get
-/// `&self`; [`Authorizer::judge`] may wait for the user.
-pub trait Authorizer: Send + Sync {
-    fn authorize(&self, tool: &str, args: &Value) -> Result<(), Denial>;
-    /// The decision for one call; by default [`Authorizer::authorize`]'s,
-    /// reported by nothing.
-    fn judge<'a>(&'a self, call: AuthCall<'a>) -> BoxFuture<'a, Verdict> {
-        let result = self.authorize(call.tool, call.args);
-        Box::pin(std::future::ready(Verdict {
-            result,
-            record: None,
-        }))
-    }
-}
 
 fn done(outcome: CallOutcome) -> Plan {
     Plan::Done(Box::new(outcome))
