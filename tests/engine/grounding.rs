@@ -3,42 +3,23 @@
 //! offline, and none of its answers may have a figure flagged unverified —
 //! a warning users learn to ignore is no check.
 
-use serde_json::Value;
 use vibedesk::planner::HELP;
 
-use crate::support::harness::vibedesk;
+use crate::planner::run_with;
 
 /// The figures the run flagged (its `unverified_numbers` events) and its
 /// answer.
 async fn flagged(prompt: &str) -> (Vec<String>, String) {
     let home = tempfile::tempdir().unwrap();
-    let out = vibedesk(home.path())
-        .args(["run", "--json", "-p", prompt])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{prompt}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
-    let answer = events
-        .iter()
-        .find(|e| e["type"] == "answer")
-        .and_then(|e| e["content"].as_str())
-        .unwrap_or_default()
-        .to_string();
-    let numbers = events
+    let run = run_with(home.path(), prompt, &[]).await;
+    let numbers = run
+        .events
         .iter()
         .filter(|e| e["type"] == "unverified_numbers")
         .flat_map(|e| e["numbers"].as_array().cloned().unwrap_or_default())
         .map(|n| n.as_str().unwrap_or_default().to_string())
         .collect();
-    (numbers, answer)
+    (numbers, run.answer)
 }
 
 #[tokio::test]

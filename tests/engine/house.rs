@@ -6,6 +6,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::docs::{root, rust_files};
+
 /// The most `Result<…, String>` library code may keep, each with a comment
 /// saying why a string is right there.
 const MAX_STRING_ERRORS: usize = 5;
@@ -14,28 +16,6 @@ const MAX_FN_LINES: usize = 150;
 /// Functions over the limit that another change is splitting; this list
 /// only shrinks. Each entry is (file, function name).
 const LONG_FN_ALLOWED: &[(&str, &str)] = &[];
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Every `.rs` file under `dir`, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 fn is_ident(c: char) -> bool {
     c.is_alphanumeric() || c == '_'

@@ -13,9 +13,9 @@ use crate::support::harness::{read_json, vibedesk};
 
 /// What one offline `run --json` left: its events, its answer, and the
 /// backtest's output when one ran.
-struct Run {
-    events: Vec<Value>,
-    answer: String,
+pub(crate) struct Run {
+    pub(crate) events: Vec<Value>,
+    pub(crate) answer: String,
 }
 
 impl Run {
@@ -48,7 +48,7 @@ async fn run(home: &Path, prompt: &str) -> Run {
 
 /// [`run`] with more flags (`--yes` for a memory write, which needs the
 /// user's approval: docs §2.14.2).
-async fn run_with(home: &Path, prompt: &str, flags: &[&str]) -> Run {
+pub(crate) async fn run_with(home: &Path, prompt: &str, flags: &[&str]) -> Run {
     let out = vibedesk(home)
         .args(["run", "--json"])
         .args(flags)
