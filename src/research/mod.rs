@@ -22,6 +22,7 @@ pub mod returns;
 pub mod risk;
 pub mod seeded;
 pub mod stats;
+pub mod tearsheet;
 pub mod timeseries;
 pub mod warmup;
 
