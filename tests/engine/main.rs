@@ -43,6 +43,7 @@ mod swarm;
 mod sweep;
 mod sweep_doors;
 mod teams;
+mod tearsheet_goldens;
 mod tool_props;
 mod ts_goldens;
 mod ts_tools;
