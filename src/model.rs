@@ -12,6 +12,7 @@ pub mod quant;
 pub mod stats;
 pub mod sweep;
 pub mod team_rules;
+pub mod tearsheet;
 pub mod universe;
 
 use serde::{Deserialize, Deserializer, Serialize};

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::{
     PlannedCall, backtest_answer, backtest_read, compact_read, factor, indicator_answer,
     indicator_read, market_data_read, prices_answer, quant, recall_read, remember_answer,
-    remember_read, stats, sweep, typed,
+    remember_read, stats, sweep, tearsheet, typed,
 };
 use crate::model::names as tool;
 
@@ -50,6 +50,17 @@ pub const INTENTS: &[Intent] = &[
             )
         },
         dated: false,
+    },
+    Intent {
+        tool: tool::TEARSHEET,
+        reads: "\"tear sheet\" and a backtest run (its id, or the last backtest) or a held book's tickers and weights, the benchmark after \"against\", the period (docs §20.1)",
+        examples: &[
+            "tear sheet of SPY 2005-2017",
+            "tearsheet for the last backtest",
+        ],
+        read: tearsheet::read,
+        answer: tearsheet::answer,
+        dated: true,
     },
     Intent {
         tool: tool::REMEMBER,

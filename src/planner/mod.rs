@@ -25,6 +25,7 @@ mod rule;
 mod stats;
 mod sweep;
 mod team;
+mod tearsheet;
 mod verdict;
 mod verdict_quant;
 mod verdict_teams;
@@ -2025,6 +2026,7 @@ mod tests {
             tool::OPTION_STRATEGY,
             tool::PORTFOLIO_OPTIMIZE,
             tool::RISK_REPORT,
+            tool::TEARSHEET,
             tool::STAT_TEST,
             tool::VOLATILITY_MODEL,
             tool::FACTOR_IC,

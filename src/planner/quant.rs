@@ -71,7 +71,7 @@ fn fraction(text: &str, keys: &[&str]) -> Option<f64> {
 }
 
 /// The tickers a quant request names.
-fn tickers(text: &str) -> Vec<String> {
+pub(super) fn tickers(text: &str) -> Vec<String> {
     symbols(text)
         .into_iter()
         .filter(|s| embedded(s) || !NOT_TICKERS.contains(&s.as_str()))
@@ -351,7 +351,7 @@ static TICKER_THEN_SHARE: LazyLock<Option<Regex>> = LazyLock::new(|| {
 /// "60% SPY and 40% TLT", "QQQ 50%", a short as "-20% XLE". `None` unless
 /// every ticker has one and they sum to 100 % (an equal-weight book is then
 /// the tool's default; a book that does not add up is not guessed at).
-fn stated_weights(text: &str, syms: &[String]) -> Option<BTreeMap<String, f64>> {
+pub(super) fn stated_weights(text: &str, syms: &[String]) -> Option<BTreeMap<String, f64>> {
     if syms.len() < 2 {
         return None;
     }

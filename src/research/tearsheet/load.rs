@@ -1,4 +1,4 @@
-//! A backtest run directory as a tear sheet's input: `equity.csv`'s
+//! A backtest run directory as a tear sheet's input: `artifacts/equity.csv`'s
 //! returns and the benchmark's (`ret − active_ret`), `positions.csv`'s
 //! executed weights, and from `run_card.json` the title, the benchmark's
 //! name and which risk-free rate the backtest used (docs §7.5), rebuilt
@@ -155,8 +155,16 @@ fn card(dir: &Path, dates: &[NaiveDate]) -> Result<Card, TearSheetError> {
 
 /// The tear sheet's input for the backtest run in `dir`.
 pub fn from_run_dir(dir: &Path) -> Result<TearSheetInput, TearSheetError> {
-    let (dates, r, b) = equity(&dir.join("equity.csv"))?;
-    let pos = positions(&dir.join("positions.csv"), &dates)?;
+    // A run keeps its tables in `artifacts/`; a bare directory of them
+    // is read too.
+    let art = dir.join("artifacts");
+    let tables = if art.join("equity.csv").is_file() {
+        art
+    } else {
+        dir.to_path_buf()
+    };
+    let (dates, r, b) = equity(&tables.join("equity.csv"))?;
+    let pos = positions(&tables.join("positions.csv"), &dates)?;
     let (title, bench, rf, ppy) = card(dir, &dates)?;
     let source = match rf.label {
         "treasury_3m" => "3-month T-bill, US Treasury (docs §15.1.1)".to_string(),

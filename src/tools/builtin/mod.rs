@@ -38,6 +38,7 @@ pub mod quant;
 pub mod shell;
 pub mod stats;
 pub mod sweep;
+pub mod tearsheet;
 #[cfg(test)]
 pub(crate) mod testkit;
 
@@ -67,6 +68,7 @@ pub const MANIFEST: &[Entry] = &[
     entry::<quant::OptionStrategy>(Family::Quant),
     entry::<quant::PortfolioOptimize>(Family::Quant),
     entry::<quant::RiskReport>(Family::Quant),
+    entry::<tearsheet::Tearsheet>(Family::Quant),
     entry::<stats::StatTest>(Family::Stats),
     entry::<stats::VolatilityModel>(Family::Stats),
     entry::<factor::FactorIc>(Family::Factor),

@@ -986,7 +986,7 @@ pub struct RiskReport {
 
 /// The weights for `names`: as given by name (every name, no other), or
 /// equal.
-fn weights_for(
+pub(crate) fn weights_for(
     names: &[String],
     given: Option<&BTreeMap<String, f64>>,
 ) -> Result<Vec<f64>, ToolError> {
