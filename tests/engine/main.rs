@@ -6,6 +6,7 @@ mod architecture;
 mod backtest;
 mod backtest_optimizer;
 mod cli;
+mod cron_goldens;
 mod compaction;
 mod docs;
 mod factor_goldens;
