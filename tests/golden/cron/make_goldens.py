@@ -8,11 +8,15 @@ changes of 2024-2026, written to cron.json beside this script.
 Time zones come from the pinned tzdata package only (not the system's), so the
 rules are IANA 2025b, the release chrono-tz embeds.
 
-vibedesk differs from croniter on purpose in one place, encoded below in
-`vibedesk_rule` and listed in docs §21.1: a schedule with a fixed hour (its
-hour field names some hours, not all) fires once when the clock goes back, at
-the first pass of the repeated wall time; croniter fires it in both passes.
-Each case keeps croniter's own fires beside the expected ones when they differ.
+vibedesk differs from croniter on purpose in three places, listed in docs
+§21.1 and encoded below: a schedule with a fixed hour (its hour field names
+some hours, not all) fires once when the clock goes back, at the first pass of
+the repeated wall time, where croniter fires in both passes (`vibedesk_rule`);
+an equal range such as `5-5` is its one value, where croniter takes the whole
+field; and a wrapped range with a step keeps its phase across the wrap
+(`vibedesk_item`: the expected fires are croniter's for the expression written
+the way vibedesk reads it, kept as `read_as`). Each case keeps croniter's own
+fires under `croniter` when they differ from the expected ones.
 """
 
 import datetime as dt
@@ -74,11 +78,7 @@ def transitions(zone):
 
 
 def value(rng, lo, hi, names=None, first=0):
-    v = rng.randint(lo, hi)
-    if names and rng.random() < 0.3 and lo <= v - first + first <= hi and 0 <= v - first < len(names):
-        text = names[v - first]
-        return rng.choice([text, text.lower(), text.title()])
-    return str(v)
+    return value_of(rng, rng.randint(lo, hi), names, first)
 
 
 def item(rng, lo, hi, names=None, first=0, hot=None):
@@ -97,11 +97,15 @@ def item(rng, lo, hi, names=None, first=0, hot=None):
         b = rng.randint(a + 1, hi)
         return f"{a}-{b}/{rng.randint(1, max(1, (hi - lo) // 2))}"
     if r < 0.92:
-        # A wrapped range (FRI-MON, 22-2), no step: croniter's step across the
-        # wrap is off by one (docs §21.1).
+        # A wrapped range (FRI-MON, 22-2), now and then with a step.
         a = rng.randint(lo + 1, hi)
         b = rng.randint(lo, a - 1)
-        return f"{value_of(rng, a, names, first)}-{value_of(rng, b, names, first)}"
+        step = f"/{rng.randint(2, 4)}" if rng.random() < 0.3 else ""
+        return f"{value_of(rng, a, names, first)}-{value_of(rng, b, names, first)}{step}"
+    if r < 0.95:
+        # An equal range (5-5, SUN-SUN, 7-0).
+        a = rng.randint(lo, hi)
+        return f"{value_of(rng, a, names, first)}-{value_of(rng, a, names, first)}"
     return f"*/{rng.randint(2, max(2, (hi - lo) // 2))}"
 
 
@@ -128,6 +132,48 @@ def expression(rng):
     return f"{minute} {hour} {dom} {month} {dow}"
 
 
+BOUNDS = [(0, 59, None, 0), (0, 23, None, 0), (1, 31, None, 0), (1, 12, MONTHS, 1), (0, 7, DAYS, 0)]
+
+
+def number(text, names, first):
+    if names and text.upper() in names:
+        return names.index(text.upper()) + first
+    return int(text)
+
+
+def vibedesk_item(text, index):
+    """vibedesk's reading of one item as croniter reads it, where they differ
+    (docs §21.1): an equal range (5-5, SUN-SUN, 7-0: croniter takes the whole
+    field) is its one value; a wrapped range with a step keeps the step's phase
+    across the wrap (croniter's restart after the wrap is one short)."""
+    lo, hi, names, first = BOUNDS[index]
+    base, _, step = text.partition("/")
+    if "-" not in base or base.startswith("*"):
+        return text
+    a, b = (number(x, names, first) for x in base.split("-"))
+    dow = index == 4
+    if dow:
+        if (a, b) == (0, 7):
+            return text  # every day, for both
+        a, b = a % 7, b % 7
+        hi = 6
+    if a == b:
+        return str(a)
+    if a > b and step:
+        width = hi - lo + 1
+        span = (hi - a + 1) + (b - lo)
+        values = sorted({(a - lo + k) % width + lo for k in range(0, span + 1, int(step))})
+        return ",".join(str(v) for v in values)
+    return text
+
+
+def vibedesk_expr(expr):
+    fields = expr.split()
+    return " ".join(
+        ",".join(vibedesk_item(it, i) for it in f.split(",")) for i, f in enumerate(fields)
+    )
+
+
 def is_second_pass(fire, tz):
     local = fire.astimezone(tz)
     ambiguous = local.replace(fold=0).utcoffset() != local.replace(fold=1).utcoffset()
@@ -147,6 +193,15 @@ def vibedesk_rule(expr, fires, tz):
     return [f for f in fires if not is_second_pass(f, tz)]
 
 
+def expected_fires(expr, start, tz):
+    """The first FIRES of croniter's fires that `vibedesk_rule` keeps."""
+    it = croniter(expr, start)
+    kept = []
+    while len(kept) < FIRES:
+        kept += vibedesk_rule(expr, [it.get_next(dt.datetime)], tz)
+    return kept
+
+
 def iso(t):
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -162,8 +217,8 @@ def main():
         if expr in seen:
             continue
         try:
-            croniter(expr)
-            fires_of(expr, dt.datetime(2024, 1, 1, tzinfo=UTC), "UTC", 1)
+            for text in (expr, vibedesk_expr(expr)):
+                fires_of(text, dt.datetime(2024, 1, 1, tzinfo=UTC), "UTC", 1)
         except Exception:  # croniter refuses it, or it never fires
             skipped += 1
             continue
@@ -180,11 +235,14 @@ def main():
             if rng.random() < 0.5:
                 start = start.replace(second=0)
             start = start.replace(microsecond=0).astimezone(tz)
-            raw = fires_of(expr, start, tz, FIRES + 130)
-            expected = vibedesk_rule(expr, raw, tz)[:FIRES]
+            raw = fires_of(expr, start, tz, FIRES)
+            ours = vibedesk_expr(expr)
+            expected = expected_fires(ours, start, tz)
             case = {"expr": expr, "tz": zone, "start": iso(start), "fires": [iso(f) for f in expected]}
-            if [iso(f) for f in raw[:FIRES]] != case["fires"]:
-                case["croniter"] = [iso(f) for f in raw[:FIRES]]
+            if ours != expr:
+                case["read_as"] = ours
+            if [iso(f) for f in raw] != case["fires"]:
+                case["croniter"] = [iso(f) for f in raw]
             cases.append(case)
     out = {
         "generator": "make_goldens.py",
@@ -195,7 +253,10 @@ def main():
         "cases": cases,
     }
     path = Path(__file__).with_name("cron.json")
-    path.write_text(json.dumps(out, indent=0, separators=(",", ":")) + "\n")
+    # One case a line, so a regenerated file diffs readably.
+    head = json.dumps({k: v for k, v in out.items() if k != "cases"}, indent=1)[:-2]
+    body = ",\n".join(json.dumps(c, separators=(",", ":")) for c in cases)
+    path.write_text(head + ',\n "cases": [\n' + body + "\n]}\n")
     differing = sum(1 for c in cases if "croniter" in c)
     print(f"{len(cases)} cases, {len(seen)} expressions, {differing} differ from croniter, {skipped} skipped")
 
