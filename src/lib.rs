@@ -14,6 +14,7 @@ pub mod logfile;
 pub mod mcp;
 pub mod memory;
 pub mod model;
+pub mod monitor;
 pub mod planner;
 pub mod process;
 pub mod research;
