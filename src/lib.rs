@@ -13,6 +13,7 @@ pub mod llm;
 pub mod logfile;
 pub mod mcp;
 pub mod memory;
+pub mod monitor;
 pub mod model;
 pub mod planner;
 pub mod process;
