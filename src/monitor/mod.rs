@@ -1,5 +1,5 @@
-//! Monitors (docs §21): research that runs on a schedule, reaches a
-//! verdict and delivers it exactly once, even across crashes.
+//! Monitors: research that runs on a schedule, reaches a verdict and
+//! delivers it exactly once (docs §21).
 
 pub mod channels;
 pub mod clock;
