@@ -210,7 +210,7 @@ fn next_fire(m: &Monitor, after: DateTime<Utc>) -> String {
 /// One line of a verdict for listings.
 pub fn verdict_line(json: Option<&str>) -> String {
     match json.and_then(|j| serde_json::from_str::<crate::monitor::verdict::Verdict>(j).ok()) {
-        Some(v) => crate::text::preview(&format!("{v:?}"), 80),
+        Some(v) => crate::text::preview(&v.to_string(), 80),
         None => "-".into(),
     }
 }
@@ -391,7 +391,7 @@ async fn run_now(config: &Config, name: &str) -> Result<(), CliError> {
     println!(
         "fire #{id} {} · verdict {} · delivered {} · retrying {} · dead {}",
         out.status,
-        crate::text::preview(&format!("{:?}", recorded.verdict), 80),
+        crate::text::preview(&recorded.verdict.to_string(), 80),
         summary.sent,
         summary.retried,
         summary.dead

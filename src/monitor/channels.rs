@@ -172,9 +172,10 @@ async fn send_email(
     let fail = |e: &dyn fmt::Display| SendError::Smtp(e.to_string());
     let tls = match smtp.starttls {
         StartTls::Never => Tls::None,
-        StartTls::Opportunistic => {
-            Tls::Opportunistic(TlsParameters::new(smtp.host.clone()).map_err(|e| fail(&e))?)
-        }
+        // Without a usable certificate store the upgrade cannot happen; the
+        // mail goes in the clear, which is what opportunistic accepts.
+        StartTls::Opportunistic => TlsParameters::new(smtp.host.clone())
+            .map_or(Tls::None, Tls::Opportunistic),
         StartTls::Required => {
             Tls::Required(TlsParameters::new(smtp.host.clone()).map_err(|e| fail(&e))?)
         }

@@ -344,7 +344,7 @@ pub fn record(
             .iter()
             .map(|c| {
                 let key = idempotency_key(&m.name, fire_id, c);
-                let payload = payload(m, fire_id, slot, trigger, out, &verdict_json, &changed, &key);
+                let payload = payload(m, fire_id, slot, trigger, out, &verdict, &changed, &key);
                 NewDelivery {
                     channel: c.to_string(),
                     idempotency_key: key,
@@ -386,10 +386,11 @@ fn payload(
     slot: DateTime<Utc>,
     trigger: Trigger,
     out: &RunOutput,
-    verdict: &serde_json::Value,
+    verdict: &Verdict,
     changed: &Option<Vec<String>>,
     key: &str,
 ) -> String {
+    let shown = verdict.to_string();
     let local = slot.with_timezone(&m.tz).format("%Y-%m-%d %H:%M %Z").to_string();
     let changed_line = match changed {
         None => "first verdict".to_string(),
@@ -399,7 +400,7 @@ fn payload(
     let subject = format!("vibedesk monitor {}: {} ({local})", m.name, out.status);
     let answer = out.answer.as_deref().unwrap_or_default();
     let text = format!(
-        "Monitor {} fired for {local} ({}): {}.\n{changed_line}\nVerdict: {verdict}\nRun dir: {}\n\n{}\n",
+        "Monitor {} fired for {local} ({}): {}.\n{changed_line}\nVerdict: {shown}\nRun dir: {}\n\n{}\n",
         m.name,
         trigger.as_str(),
         out.status,
