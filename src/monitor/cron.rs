@@ -44,15 +44,22 @@ impl Field {
         Field::DayOfWeek,
     ];
 
-    /// The smallest and largest value a field accepts as written (7 is
-    /// Sunday again in the day-of-week field).
+    /// The field's values: what `*` spans, and `N/step` runs up to.
     fn bounds(self) -> (u32, u32) {
         match self {
             Field::Minute => (0, 59),
             Field::Hour => (0, 23),
             Field::DayOfMonth => (1, 31),
             Field::Month => (1, 12),
-            Field::DayOfWeek => (0, 7),
+            Field::DayOfWeek => (0, 6),
+        }
+    }
+
+    /// The largest value that may be written: 7 is Sunday again.
+    fn written_max(self) -> u32 {
+        match self {
+            Field::DayOfWeek => 7,
+            _ => self.bounds().1,
         }
     }
 
@@ -474,26 +481,33 @@ fn parse_item(item: &str, field: Field) -> Result<u64, FieldProblem> {
         let v = value(base, field)?;
         (v, if step.is_some() { max } else { v })
     };
-    let step = step.unwrap_or(1);
-    let mut mask = 0u64;
-    // A wrapped range (`FRI-MON`, `22-2`) runs to the field's end and on
-    // from its start, keeping the step's phase across the wrap.
-    let span = if hi >= lo { hi - lo } else { max - lo + 1 + hi - min };
+    Ok(expand(lo, hi, step.unwrap_or(1), field, base.contains('-')))
+}
+
+/// The values of `lo-hi/step`. A wrapped range (`FRI-MON`, `22-2`) runs to
+/// the field's end and on from its start, keeping the step's phase across
+/// the wrap; an equal range is its one value (docs §21.1).
+fn expand(lo: u32, hi: u32, step: u32, field: Field, written_range: bool) -> u64 {
+    let (min, max) = field.bounds();
+    let (mut lo, mut hi) = (lo, hi);
+    if field == Field::DayOfWeek {
+        // 7 is Sunday again; `0-7` is the whole week, not the equal `0-0`.
+        (lo, hi) = if written_range && lo == 0 && hi == 7 {
+            (0, 6)
+        } else {
+            (lo % 7, hi % 7)
+        };
+    }
     let width = max - min + 1;
+    let span = if hi >= lo { hi - lo } else { max - lo + 1 + hi - min };
+    let mut mask = 0u64;
     let mut offset = 0;
     while offset <= span {
-        let mut v = lo + offset;
-        if v > max {
-            v = v - width;
-        }
-        // 7 is Sunday again.
-        if field == Field::DayOfWeek && v == 7 {
-            v = 0;
-        }
-        mask |= 1u64 << v;
+        let v = lo + offset;
+        mask |= 1u64 << if v > max { v - width } else { v };
         offset = offset.saturating_add(step);
     }
-    Ok(mask)
+    mask
 }
 
 /// Names the non-standard syntax (Quartz's and croniter's extensions) a
@@ -526,7 +540,7 @@ fn parse_step(text: &str) -> Result<u32, FieldProblem> {
 }
 
 fn value(text: &str, field: Field) -> Result<u32, FieldProblem> {
-    let (min, max) = field.bounds();
+    let (min, max) = (field.bounds().0, field.written_max());
     let names: &[&str] = match field {
         Field::Month => &MONTHS,
         Field::DayOfWeek => &WEEKDAYS,
@@ -551,23 +565,4 @@ fn value(text: &str, field: Field) -> Result<u32, FieldProblem> {
         return Err(FieldProblem::OutOfRange { value: v, min, max });
     }
     Ok(v)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn utc(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
-    }
-
-    #[test]
-    fn weekdays_after_the_close_in_new_york() {
-        let s = Schedule::parse("30 16 * * 1-5").unwrap();
-        let tz: Tz = "America/New_York".parse().unwrap();
-        // Friday 2026-03-06 17:00 EST: next is Monday 16:30 EDT (DST from
-        // Sunday 8 March).
-        let next = s.next_after(utc("2026-03-06T22:00:00Z"), tz).unwrap();
-        assert_eq!(next, utc("2026-03-09T20:30:00Z"));
-    }
 }
