@@ -26,7 +26,7 @@ pub struct MonitorArgs {
 #[derive(clap::Subcommand, Debug)]
 pub enum MonitorCommand {
     /// Add a monitor: a schedule, one job, where its verdict goes.
-    Add(AddArgs),
+    Add(Box<AddArgs>),
     /// Every monitor: schedule, next fire (local time), last result, deliveries.
     List {
         #[arg(long)]
@@ -100,7 +100,7 @@ fn settings(config: &Config) -> Result<MonitorSettings, CliError> {
 pub async fn monitor(args: MonitorArgs) -> Result<(), CliError> {
     let config = load_config(&Overrides::default())?;
     let result = match args.command {
-        MonitorCommand::Add(a) => add(&config, a),
+        MonitorCommand::Add(a) => add(&config, *a),
         MonitorCommand::List { json } => list(&config, json),
         MonitorCommand::Show { name } => show(&config, &name),
         MonitorCommand::Run { name } => run_now(&config, &name).await,
@@ -153,14 +153,17 @@ fn job(config: &Config, a: &AddArgs) -> Result<Job, CliError> {
 
 fn add(config: &Config, a: AddArgs) -> Result<(), CliError> {
     def::check_name(&a.name).map_err(CliError::usage)?;
-    let schedule =
-        crate::monitor::cron::Schedule::parse(&a.cron).map_err(|e| CliError::usage(def::DefError::Cron(e)))?;
+    let schedule = crate::monitor::cron::Schedule::parse(&a.cron)
+        .map_err(|e| CliError::usage(def::DefError::Cron(e)))?;
     let tz = def::parse_tz(&a.tz).map_err(CliError::usage)?;
     let job = job(config, &a)?;
     let deliver = a
         .deliver
         .iter()
-        .map(|d| d.parse().map_err(|e| CliError::usage(def::DefError::Channel(e))))
+        .map(|d| {
+            d.parse()
+                .map_err(|e| CliError::usage(def::DefError::Channel(e)))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let notify: Notify = a.notify.parse().map_err(CliError::usage)?;
     let contract = crate::monitor::verdict::Contract {
@@ -202,7 +205,10 @@ fn next_fire(m: &Monitor, after: DateTime<Utc>) -> String {
         return "paused".into();
     }
     match m.next_after(after) {
-        Some(t) => t.with_timezone(&Local).format("%a %Y-%m-%d %H:%M").to_string(),
+        Some(t) => t
+            .with_timezone(&Local)
+            .format("%a %Y-%m-%d %H:%M")
+            .to_string(),
         None => "never".into(),
     }
 }
@@ -289,9 +295,22 @@ fn show(config: &Config, name: &str) -> Result<(), CliError> {
     let m = Monitor::from_row(&store.monitor(name).map_err(CliError::usage)?)
         .map_err(CliError::failed)?;
     let counts = store.delivery_counts(name).map_err(CliError::failed)?;
-    let next = next_fire(&m, anchor(&store, &m).map_err(CliError::failed)?.max(Utc::now()));
-    println!("monitor {}{}", m.name, if m.paused { " (paused)" } else { "" });
-    println!("  schedule   {} in {} · next fire {next} (local)", m.cron, m.tz.name());
+    let next = next_fire(
+        &m,
+        anchor(&store, &m)
+            .map_err(CliError::failed)?
+            .max(Utc::now()),
+    );
+    println!(
+        "monitor {}{}",
+        m.name,
+        if m.paused { " (paused)" } else { "" }
+    );
+    println!(
+        "  schedule   {} in {} · next fire {next} (local)",
+        m.cron,
+        m.tz.name()
+    );
     println!("  job        {}", m.job.describe());
     println!("  notify     {}", m.notify.as_str());
     for d in &m.deliver {
@@ -374,7 +393,13 @@ async fn run_now(config: &Config, name: &str) -> Result<(), CliError> {
     };
     let now = Utc::now();
     let id = store
-        .start_fire(name, now.timestamp_millis(), Trigger::Manual, None, now.timestamp_millis())
+        .start_fire(
+            name,
+            now.timestamp_millis(),
+            Trigger::Manual,
+            None,
+            now.timestamp_millis(),
+        )
         .map_err(CliError::failed)?
         .ok_or_else(|| CliError::failed("a fire of this monitor started this very millisecond"))?;
     eprintln!("vibedesk: running {} (fire #{id})…", m.job.describe());
@@ -430,7 +455,10 @@ pub async fn daemon(args: DaemonArgs) -> Result<(), CliError> {
         once: args.once,
     };
     let say = |line: &str| {
-        eprintln!("{} vibedesk daemon: {line}", Local::now().format("%Y-%m-%d %H:%M:%S"));
+        eprintln!(
+            "{} vibedesk daemon: {line}",
+            Local::now().format("%Y-%m-%d %H:%M:%S")
+        );
     };
     crate::monitor::service::serve(opts, &say)
         .await

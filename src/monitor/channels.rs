@@ -143,7 +143,10 @@ impl Senders {
             .header(IDEMPOTENCY_HEADER, out.key)
             .body(out.body.to_string());
         if let Some(secret) = self.settings.webhook_secret() {
-            req = req.header(SIGNATURE_HEADER, signature(secret.as_bytes(), out.body.as_bytes()));
+            req = req.header(
+                SIGNATURE_HEADER,
+                signature(secret.as_bytes(), out.body.as_bytes()),
+            );
         }
         // reqwest's error names the URL, never a header: safe to keep.
         let resp = req
@@ -174,8 +177,9 @@ async fn send_email(
         StartTls::Never => Tls::None,
         // Without a usable certificate store the upgrade cannot happen; the
         // mail goes in the clear, which is what opportunistic accepts.
-        StartTls::Opportunistic => TlsParameters::new(smtp.host.clone())
-            .map_or(Tls::None, Tls::Opportunistic),
+        StartTls::Opportunistic => {
+            TlsParameters::new(smtp.host.clone()).map_or(Tls::None, Tls::Opportunistic)
+        }
         StartTls::Required => {
             Tls::Required(TlsParameters::new(smtp.host.clone()).map_err(|e| fail(&e))?)
         }

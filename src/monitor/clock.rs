@@ -104,7 +104,8 @@ mod tests {
     async fn a_system_sleep_past_its_deadline_ends_at_once() {
         let c = SystemClock::default();
         let before = std::time::Instant::now();
-        c.sleep_until(Utc::now() - chrono::Duration::seconds(5)).await;
+        c.sleep_until(Utc::now() - chrono::Duration::seconds(5))
+            .await;
         assert!(before.elapsed() < std::time::Duration::from_secs(1));
         assert_eq!(c.wakeups(), 1);
     }

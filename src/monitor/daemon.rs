@@ -73,7 +73,9 @@ impl DaemonLock {
             Err((mut file, _)) => {
                 let mut holder = String::new();
                 let _ = file.read_to_string(&mut holder);
-                return Err(DaemonError::Locked(holder.trim().replace(' ', ", started ")));
+                return Err(DaemonError::Locked(
+                    holder.trim().replace(' ', ", started "),
+                ));
             }
         };
         let (pid, start) = crate::process::current_process_identity();
@@ -92,7 +94,10 @@ pub fn signal_change(state_dir: &Path) -> bool {
     };
     let mut parts = text.split_whitespace();
     let pid: Option<u32> = parts.next().and_then(|p| p.parse().ok());
-    let start: Option<u64> = parts.next().and_then(|s| s.parse().ok()).filter(|s| *s != 0);
+    let start: Option<u64> = parts
+        .next()
+        .and_then(|s| s.parse().ok())
+        .filter(|s| *s != 0);
     let Some(pid) = pid.filter(|p| crate::process::process_is_alive(*p, start)) else {
         return false;
     };
@@ -191,7 +196,9 @@ impl Daemon<'_> {
             .store
             .interrupt_unfinished(now, "the daemon stopped during the run")?;
         if stale > 0 {
-            (self.say)(&format!("marked {stale} fire(s) left running by a stopped daemon as interrupted"));
+            (self.say)(&format!(
+                "marked {stale} fire(s) left running by a stopped daemon as interrupted"
+            ));
         }
         let mut told_bad = std::collections::BTreeSet::new();
         loop {
@@ -287,7 +294,9 @@ impl Daemon<'_> {
             "{}: fire {id} for {local} ({}{})",
             m.name,
             trigger.as_str(),
-            note.as_deref().map(|n| format!(": {n}")).unwrap_or_default()
+            note.as_deref()
+                .map(|n| format!(": {n}"))
+                .unwrap_or_default()
         ));
         let out = self.runner.run(m, id, &self.stop).await;
         let finished = self.clock.now();
@@ -391,7 +400,10 @@ fn payload(
     key: &str,
 ) -> String {
     let shown = verdict.to_string();
-    let local = slot.with_timezone(&m.tz).format("%Y-%m-%d %H:%M %Z").to_string();
+    let local = slot
+        .with_timezone(&m.tz)
+        .format("%Y-%m-%d %H:%M %Z")
+        .to_string();
     let changed_line = match changed {
         None => "first verdict".to_string(),
         Some(c) if c.is_empty() => "no change".to_string(),

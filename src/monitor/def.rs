@@ -92,9 +92,7 @@ pub enum DefError {
     Name(String),
     #[error("--cron: {0}")]
     Cron(#[from] CronError),
-    #[error(
-        "--tz '{0}': not an IANA time zone such as America/New_York, Europe/London or UTC"
-    )]
+    #[error("--tz '{0}': not an IANA time zone such as America/New_York, Europe/London or UTC")]
     Tz(String),
     #[error("--notify '{0}': use change or always")]
     Notify(String),
@@ -205,8 +203,16 @@ mod tests {
         for bad in ["", "a b", "../x", &"x".repeat(65)] {
             assert!(check_name(bad).is_err(), "{bad}");
         }
-        assert_eq!(parse_tz("America/New_York").unwrap().name(), "America/New_York");
-        assert!(parse_tz("Mars/Olympus").unwrap_err().to_string().contains("IANA"));
+        assert_eq!(
+            parse_tz("America/New_York").unwrap().name(),
+            "America/New_York"
+        );
+        assert!(
+            parse_tz("Mars/Olympus")
+                .unwrap_err()
+                .to_string()
+                .contains("IANA")
+        );
         assert!("sometimes".parse::<Notify>().is_err());
     }
 

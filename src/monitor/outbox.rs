@@ -173,7 +173,12 @@ struct Parts {
 impl Parts {
     fn of(payload: &str) -> Parts {
         let v: serde_json::Value = serde_json::from_str(payload).unwrap_or_default();
-        let field = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or_default().to_string();
+        let field = |k: &str| {
+            v.get(k)
+                .and_then(|x| x.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
         Parts {
             subject: field("subject"),
             text: field("text"),

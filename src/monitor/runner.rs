@@ -64,7 +64,12 @@ impl ProcessRunner {
                 prompt.clone(),
             ],
             Job::Team { preset, vars } => {
-                let mut a = vec!["swarm".into(), "run".into(), preset.clone(), "--json".into()];
+                let mut a = vec![
+                    "swarm".into(),
+                    "run".into(),
+                    preset.clone(),
+                    "--json".into(),
+                ];
                 for (k, v) in vars {
                     a.push("--var".into());
                     a.push(format!("{k}={v}"));
@@ -108,7 +113,10 @@ impl ProcessRunner {
         };
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
-        let reader = tokio::spawn(read_stdout(stdout, matches!(monitor.job, Job::Sweep { .. })));
+        let reader = tokio::spawn(read_stdout(
+            stdout,
+            matches!(monitor.job, Job::Sweep { .. }),
+        ));
         let errors = tokio::spawn(last_stderr_line(stderr));
         let status = tokio::select! {
             s = child.wait() => Some(s),
@@ -297,7 +305,10 @@ mod tests {
             read_event(line, &mut out);
         }
         assert_eq!(out.answer.as_deref(), Some("final"));
-        assert_eq!((out.status.as_str(), out.run_dir.as_deref()), ("success", Some("/d/r")));
+        assert_eq!(
+            (out.status.as_str(), out.run_dir.as_deref()),
+            ("success", Some("/d/r"))
+        );
     }
 
     #[test]

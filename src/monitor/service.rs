@@ -37,7 +37,10 @@ pub struct ServeOptions {
 }
 
 /// Runs until SIGTERM or SIGINT (or, with `once`, until nothing is due).
-pub async fn serve(opts: ServeOptions, say: &(dyn Fn(&str) + Send + Sync)) -> Result<(), ServeError> {
+pub async fn serve(
+    opts: ServeOptions,
+    say: &(dyn Fn(&str) + Send + Sync),
+) -> Result<(), ServeError> {
     let _lock = DaemonLock::acquire(&opts.paths.state_dir)?;
     let db = Store::path_in(&opts.paths);
     let store = Store::open(&db)?;
@@ -63,7 +66,11 @@ pub async fn serve(opts: ServeOptions, say: &(dyn Fn(&str) + Send + Sync)) -> Re
         say,
         until: opts.once.then(chrono::Utc::now),
     };
-    say(&format!("daemon started (pid {}); monitors in {}", std::process::id(), db.display()));
+    say(&format!(
+        "daemon started (pid {}); monitors in {}",
+        std::process::id(),
+        db.display()
+    ));
     if opts.once {
         daemon.run().await?;
         let mut worker = worker;

@@ -128,7 +128,11 @@ impl MonitorSettings {
             Some(s) => Duration::try_from_secs_f64(s)
                 .ok()
                 .filter(|d| !d.is_zero())
-                .ok_or_else(|| fail(format!("[monitor] {key} must be a positive number of seconds"))),
+                .ok_or_else(|| {
+                    fail(format!(
+                        "[monitor] {key} must be a positive number of seconds"
+                    ))
+                }),
         };
         let approval = match monitor.approval.as_deref() {
             None => d.approval,
@@ -144,7 +148,11 @@ impl MonitorSettings {
             approval,
             lease: secs(monitor.lease_seconds, "lease_seconds", d.lease)?,
             max_tries,
-            retry_base: secs(monitor.retry_base_seconds, "retry_base_seconds", d.retry_base)?,
+            retry_base: secs(
+                monitor.retry_base_seconds,
+                "retry_base_seconds",
+                d.retry_base,
+            )?,
             retry_max: secs(monitor.retry_max_seconds, "retry_max_seconds", d.retry_max)?,
             send_timeout: secs(
                 monitor.send_timeout_seconds,
@@ -152,7 +160,11 @@ impl MonitorSettings {
                 d.send_timeout,
             )?,
             webhook_secret_env: monitor.webhook_secret_env.unwrap_or(d.webhook_secret_env),
-            stop_grace: secs(monitor.stop_grace_seconds, "stop_grace_seconds", d.stop_grace)?,
+            stop_grace: secs(
+                monitor.stop_grace_seconds,
+                "stop_grace_seconds",
+                d.stop_grace,
+            )?,
             smtp: smtp.map(|s| smtp_settings(s, &fail)).transpose()?,
         })
     }
@@ -240,7 +252,10 @@ mod tests {
             ("[monitor]\nlease_seconds = -1\n", "lease_seconds"),
             ("[monitor]\nleese = 1\n", "leese"),
             ("[smtp]\nfrom = \"d@x.org\"\n", "host"),
-            ("[smtp]\nhost = \"h\"\nfrom = \"d@x.org\"\nstarttls = \"maybe\"\n", "maybe"),
+            (
+                "[smtp]\nhost = \"h\"\nfrom = \"d@x.org\"\nstarttls = \"maybe\"\n",
+                "maybe",
+            ),
         ] {
             let e = read(bad).unwrap_err().to_string();
             assert!(e.contains(says) && e.starts_with("c.toml"), "{bad}: {e}");

@@ -11,8 +11,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 /// The schema's steps: `MIGRATIONS[i]` takes version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[
-    "CREATE TABLE monitors (
+const MIGRATIONS: &[&str] = &["CREATE TABLE monitors (
         name TEXT PRIMARY KEY,
         cron TEXT NOT NULL,
         tz TEXT NOT NULL,
@@ -54,8 +53,7 @@ const MIGRATIONS: &[&str] = &[
         sent_ms INTEGER
     );
     CREATE INDEX outbox_due ON outbox (state, next_attempt_ms);
-    CREATE INDEX fires_by_monitor ON fires (monitor, scheduled_for_ms);",
-];
+    CREATE INDEX fires_by_monitor ON fires (monitor, scheduled_for_ms);"];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -278,7 +276,9 @@ impl Store {
     pub fn monitors(&self) -> Result<Vec<MonitorRow>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare(&format!("SELECT {MONITOR_COLUMNS} FROM monitors ORDER BY name"))
+            .prepare(&format!(
+                "SELECT {MONITOR_COLUMNS} FROM monitors ORDER BY name"
+            ))
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map([], monitor_row)
@@ -670,7 +670,11 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             known: SCHEMA_VERSION,
         });
     }
-    for (step, version) in MIGRATIONS.iter().zip(1_i64..).skip_while(|(_, v)| *v <= found) {
+    for (step, version) in MIGRATIONS
+        .iter()
+        .zip(1_i64..)
+        .skip_while(|(_, v)| *v <= found)
+    {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql)?;
@@ -744,7 +748,12 @@ mod tests {
             store.add_monitor(&monitor("a")),
             Err(StoreError::Exists(_))
         ));
-        let names: Vec<_> = store.monitors().unwrap().into_iter().map(|m| m.name).collect();
+        let names: Vec<_> = store
+            .monitors()
+            .unwrap()
+            .into_iter()
+            .map(|m| m.name)
+            .collect();
         assert_eq!(names, ["a", "b"]);
         store.set_paused("a", true, 5).unwrap();
         assert!(store.monitor("a").unwrap().paused);
@@ -766,7 +775,9 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(
-            store.start_fire("a", 1000, Trigger::Schedule, None, 1001).unwrap(),
+            store
+                .start_fire("a", 1000, Trigger::Schedule, None, 1001)
+                .unwrap(),
             None
         );
         let result = FireResult {
@@ -793,7 +804,11 @@ mod tests {
         let got = store.claim_due("w2", 5000, 9000, 10).unwrap();
         assert_eq!(got[0].tries, 2);
         assert!(!store.mark_sent(got[0].id, "w1", 5001).unwrap());
-        assert!(store.mark_failed(got[0].id, "w2", "boom", 6000, false).unwrap());
+        assert!(
+            store
+                .mark_failed(got[0].id, "w2", "boom", 6000, false)
+                .unwrap()
+        );
         let got = store.claim_due("w2", 6000, 9000, 10).unwrap();
         assert!(store.mark_sent(got[0].id, "w2", 6001).unwrap());
         assert_eq!(store.next_outbox_ms().unwrap(), None);
@@ -810,7 +825,10 @@ mod tests {
             .unwrap();
         assert_eq!(store.interrupt_unfinished(20, "daemon stopped").unwrap(), 1);
         let f = &store.fires("a", 10).unwrap()[0];
-        assert_eq!((f.status.as_str(), f.finished_ms), ("interrupted", Some(20)));
+        assert_eq!(
+            (f.status.as_str(), f.finished_ms),
+            ("interrupted", Some(20))
+        );
         assert_eq!(f.note.as_deref(), Some("daemon stopped"));
     }
 }

@@ -670,8 +670,7 @@ impl App {
             "/sessions" | "/transcripts" => self.open_browser(),
             "/monitors" | "/monitor" => {
                 self.overlays.clear();
-                self.overlays
-                    .push(Overlay::Monitors(Box::default()));
+                self.overlays.push(Overlay::Monitors(Box::default()));
                 vec![Effect::LoadMonitors]
             }
             "/memory" | "/memories" => self.open_memory(),
@@ -1305,7 +1304,13 @@ fn monitors_effect(e: super::monitors::MonitorsEffect) -> Effect {
     match e {
         M::Close | M::Reload => Effect::LoadMonitors,
         M::RunNow(name) => Effect::MonitorCommand { verb: "run", name },
-        M::Pause(name) => Effect::MonitorCommand { verb: "pause", name },
-        M::Resume(name) => Effect::MonitorCommand { verb: "resume", name },
+        M::Pause(name) => Effect::MonitorCommand {
+            verb: "pause",
+            name,
+        },
+        M::Resume(name) => Effect::MonitorCommand {
+            verb: "resume",
+            name,
+        },
     }
 }

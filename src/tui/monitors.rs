@@ -57,7 +57,10 @@ pub struct MonitorsView {
 
 /// Every monitor's line, from `<data>/monitors.sqlite`, next fires after
 /// `now`.
-pub fn load(paths: &crate::store::Paths, now: DateTime<Utc>) -> Result<Vec<MonitorLine>, StoreError> {
+pub fn load(
+    paths: &crate::store::Paths,
+    now: DateTime<Utc>,
+) -> Result<Vec<MonitorLine>, StoreError> {
     let path = Store::path_in(paths);
     if !path.exists() {
         return Ok(Vec::new());
@@ -171,7 +174,10 @@ impl MonitorsView {
         }
         buf.set_style(area, theme.text);
         let width = area.width as usize;
-        let title = match self.open.and_then(|i| self.rows.as_ref()?.as_ref().ok()?.get(i)) {
+        let title = match self
+            .open
+            .and_then(|i| self.rows.as_ref()?.as_ref().ok()?.get(i))
+        {
             Some(m) => format!("Monitor {}: last answer", m.name),
             None => "Monitors".to_string(),
         };
@@ -325,7 +331,10 @@ mod tests {
         let s = screen(&mut v, 140, 8);
         assert!(s.contains("▶ close"), "{s}");
         assert!(s.contains("30 16 * * 1-5 America/New_York"), "{s}");
-        assert!(s.contains("Mon 03-02 22:30") && s.contains("SPY bullish"), "{s}");
+        assert!(
+            s.contains("Mon 03-02 22:30") && s.contains("SPY bullish"),
+            "{s}"
+        );
         assert!(s.contains("sent 3 · waiting 0 · dead 2"), "{s}");
         assert!(s.contains("x run now · p pause · r resume"), "{s}");
         v.set_rows(Ok(vec![]));
@@ -356,7 +365,10 @@ mod tests {
         v.handle(Action::Open);
         let s = screen(&mut v, 80, 8);
         assert!(s.contains("Monitor pairs: last answer"), "{s}");
-        assert!(s.contains("run: /runs/r1") && s.contains("- SPY: bullish - trend up"), "{s}");
+        assert!(
+            s.contains("run: /runs/r1") && s.contains("- SPY: bullish - trend up"),
+            "{s}"
+        );
         // Esc leaves the answer, then the view.
         assert!(v.handle(Action::Back).is_empty());
         assert_eq!(v.handle(Action::Back), vec![MonitorsEffect::Close]);

@@ -330,18 +330,14 @@ impl Overlays {
     pub fn browser(&self) -> Option<&Browser> {
         self.stack.iter().rev().find_map(|o| match o {
             Overlay::Browser(b) => Some(b.as_ref()),
-            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) | Overlay::Monitors(_) => {
-                None
-            }
+            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) | Overlay::Monitors(_) => None,
         })
     }
 
     pub(crate) fn browser_mut(&mut self) -> Option<&mut Browser> {
         self.stack.iter_mut().rev().find_map(|o| match o {
             Overlay::Browser(b) => Some(b.as_mut()),
-            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) | Overlay::Monitors(_) => {
-                None
-            }
+            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) | Overlay::Monitors(_) => None,
         })
     }
 

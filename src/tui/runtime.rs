@@ -673,7 +673,8 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
         Effect::LoadMonitors => {
             let (paths, bus) = (ctx.paths.clone(), ctx.bus.clone());
             tokio::task::spawn_blocking(move || {
-                let rows = super::monitors::load(&paths, chrono::Utc::now()).map_err(|e| e.to_string());
+                let rows =
+                    super::monitors::load(&paths, chrono::Utc::now()).map_err(|e| e.to_string());
                 let _ = bus.send(Msg::Monitors(rows));
             });
         }
@@ -733,29 +734,6 @@ fn file_name(p: &std::path::Path) -> String {
         .unwrap_or_else(|| PathBuf::from(p).display().to_string())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_cancel_answers_the_question_waiting_on_screen_no() {
-        let (tx, mut rx) = tokio::sync::oneshot::channel();
-        let token = CancellationToken::new();
-        let mut running = Running {
-            turn: Some(token.clone()),
-            approval: Some(tx),
-            ..Running::default()
-        };
-        running.cancel_turn();
-        assert!(token.is_cancelled());
-        assert!(running.approval.is_none());
-        match rx.try_recv() {
-            Ok(Answer::No(Some(why))) => assert!(why.contains("cancelled"), "{why}"),
-            other => panic!("{other:?}"),
-        }
-    }
-}
-
 /// `vibedesk monitor VERB NAME` as a child (a run takes a while; the
 /// view stays live), then a notice and a reload of the Monitors view.
 fn monitor_command(verb: &'static str, name: String, ctx: &Ctx) {
@@ -796,4 +774,27 @@ fn monitor_command(verb: &'static str, name: String, ctx: &Ctx) {
         .unwrap_or_else(|e| Err(e.to_string()));
         let _ = bus.send(Msg::Monitors(rows));
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancel_answers_the_question_waiting_on_screen_no() {
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
+        let token = CancellationToken::new();
+        let mut running = Running {
+            turn: Some(token.clone()),
+            approval: Some(tx),
+            ..Running::default()
+        };
+        running.cancel_turn();
+        assert!(token.is_cancelled());
+        assert!(running.approval.is_none());
+        match rx.try_recv() {
+            Ok(Answer::No(Some(why))) => assert!(why.contains("cancelled"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -71,8 +71,7 @@ fn handle_connection(stream: TcpStream, got: &Mutex<Received>) -> std::io::Resul
         reader.read_exact(&mut body)?;
         {
             let mut g = got.lock().unwrap();
-            if headers.get("x-vibedesk-signature") != Some(&signature(SECRET.as_bytes(), &body))
-            {
+            if headers.get("x-vibedesk-signature") != Some(&signature(SECRET.as_bytes(), &body)) {
                 g.bad_signatures += 1;
             }
             g.keys

@@ -91,8 +91,20 @@ async fn a_week_with_an_outage_runs_each_missed_monitor_once() {
     // Monday 2 March 2026, 00:00 UTC; New York is on EST until the 8th.
     let t0 = Utc.with_ymd_and_hms(2026, 3, 2, 0, 0, 0).unwrap();
     let monitors = [
-        monitor("close", "30 16 * * 1-5", "America/New_York", NotifyWhen::Always, t0),
-        monitor("london", "0 9 * * *", "Europe/London", NotifyWhen::Change, t0),
+        monitor(
+            "close",
+            "30 16 * * 1-5",
+            "America/New_York",
+            NotifyWhen::Always,
+            t0,
+        ),
+        monitor(
+            "london",
+            "0 9 * * *",
+            "Europe/London",
+            NotifyWhen::Change,
+            t0,
+        ),
         monitor("hourly", "15 * * * *", "UTC", NotifyWhen::Always, t0),
     ];
     let store = Store::open(&db).unwrap();
