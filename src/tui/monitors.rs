@@ -232,7 +232,7 @@ impl MonitorsView {
         let mut out = vec![Line::from(Span::styled(
             truncate(
                 &format!(
-                    "  {:<16} {:<26} {:<16} {:<11} {:<24} DELIVERIES",
+                    "  {:<16} {:<32} {:<16} {:<11} {:<24} DELIVERIES",
                     "NAME", "SCHEDULE", "NEXT (LOCAL)", "LAST", "VERDICT"
                 ),
                 width,
@@ -241,10 +241,10 @@ impl MonitorsView {
         ))];
         for (i, m) in rows.iter().enumerate() {
             let text = format!(
-                "{} {:<16} {:<26} {:<16} {:<11} {:<24} {}",
+                "{} {:<16} {:<32} {:<16} {:<11} {:<24} {}",
                 if i == self.cursor { "▶" } else { " " },
                 truncate(&m.name, 16),
-                truncate(&m.schedule, 26),
+                truncate(&m.schedule, 32),
                 truncate(&m.next, 16),
                 truncate(&m.last_status, 11),
                 truncate(&m.last_verdict, 24),
