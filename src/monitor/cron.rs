@@ -415,7 +415,11 @@ fn range_mask(lo: u32, hi: u32) -> u64 {
     if lo > hi || hi > 63 {
         return 0;
     }
-    let upper = if hi == 63 { u64::MAX } else { (1u64 << (hi + 1)) - 1 };
+    let upper = if hi == 63 {
+        u64::MAX
+    } else {
+        (1u64 << (hi + 1)) - 1
+    };
     upper & !((1u64 << lo) - 1)
 }
 
@@ -499,7 +503,11 @@ fn expand(lo: u32, hi: u32, step: u32, field: Field, written_range: bool) -> u64
         };
     }
     let width = max - min + 1;
-    let span = if hi >= lo { hi - lo } else { max - lo + 1 + hi - min };
+    let span = if hi >= lo {
+        hi - lo
+    } else {
+        max - lo + 1 + hi - min
+    };
     let mut mask = 0u64;
     let mut offset = 0;
     while offset <= span {
@@ -520,7 +528,11 @@ fn extension(text: &str) -> Option<FieldProblem> {
         FieldProblem::Unsupported('#', "nth weekday")
     } else if upper == "?" {
         FieldProblem::Unsupported('?', "no specific value")
-    } else if upper == "LW" || upper.strip_suffix('W').is_some_and(|d| !d.is_empty() && digits(d)) {
+    } else if upper == "LW"
+        || upper
+            .strip_suffix('W')
+            .is_some_and(|d| !d.is_empty() && digits(d))
+    {
         FieldProblem::Unsupported('W', "nearest weekday")
     } else if upper.strip_suffix('L').is_some_and(digits) {
         FieldProblem::Unsupported('L', "last")
@@ -558,9 +570,11 @@ fn value(text: &str, field: Field) -> Result<u32, FieldProblem> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(extension(text).unwrap_or(FieldProblem::NotAValue(text.to_string(), field)));
     }
-    let v: u32 = text
-        .parse()
-        .map_err(|_| FieldProblem::OutOfRange { value: u32::MAX, min, max })?;
+    let v: u32 = text.parse().map_err(|_| FieldProblem::OutOfRange {
+        value: u32::MAX,
+        min,
+        max,
+    })?;
     if v < min || v > max {
         return Err(FieldProblem::OutOfRange { value: v, min, max });
     }

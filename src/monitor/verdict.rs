@@ -190,7 +190,11 @@ fn heading_level(line: &str) -> Option<usize> {
 }
 
 fn is_verdict_heading(line: &str) -> bool {
-    let title = line.trim_start_matches('#').trim().trim_end_matches('#').trim();
+    let title = line
+        .trim_start_matches('#')
+        .trim()
+        .trim_end_matches('#')
+        .trim();
     title.eq_ignore_ascii_case("verdict")
 }
 
@@ -212,7 +216,11 @@ fn parse_row(text: &str, contract: &Contract) -> Result<VerdictRow, Violation> {
     let rest = rest.trim_start();
     let state_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let (state, rest) = rest.split_at(state_end);
-    if state.is_empty() || !state.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+    if state.is_empty()
+        || !state
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+    {
         return Err(Violation::MalformedRow);
     }
     let rest = rest.trim_start();
@@ -229,10 +237,11 @@ fn parse_row(text: &str, contract: &Contract) -> Result<VerdictRow, Violation> {
         state: state.to_string(),
         allowed: contract.states.join(", "),
     })?;
-    let symbol = canonical(symbol, &contract.symbols).ok_or_else(|| Violation::UntrackedSymbol {
-        symbol: symbol.to_string(),
-        tracked: contract.symbols.join(", "),
-    })?;
+    let symbol =
+        canonical(symbol, &contract.symbols).ok_or_else(|| Violation::UntrackedSymbol {
+            symbol: symbol.to_string(),
+            tracked: contract.symbols.join(", "),
+        })?;
     Ok(VerdictRow {
         symbol,
         state,

@@ -44,7 +44,14 @@ fn a_schedule_has_five_fields() {
 fn errors_name_the_field_and_the_item() {
     let (field, item, problem) = field_error("60 * * * *");
     assert_eq!((field, item.as_str()), (Field::Minute, "60"));
-    assert_eq!(problem, FieldProblem::OutOfRange { value: 60, min: 0, max: 59 });
+    assert_eq!(
+        problem,
+        FieldProblem::OutOfRange {
+            value: 60,
+            min: 0,
+            max: 59
+        }
+    );
     let (field, item, _) = field_error("0 24 * * *");
     assert_eq!((field, item.as_str()), (Field::Hour, "24"));
     let (field, _, _) = field_error("0 0 0 * *");
@@ -59,12 +66,24 @@ fn errors_name_the_field_and_the_item() {
     assert_eq!(field_error("0 0 * * JAN").0, Field::DayOfWeek);
     assert_eq!(field_error("0 0 * * 8").0, Field::DayOfWeek);
     let (field, _, problem) = field_error("*/0 * * * *");
-    assert_eq!((field, problem), (Field::Minute, FieldProblem::BadStep("0".into())));
-    assert!(matches!(field_error("*/x * * * *").2, FieldProblem::BadStep(_)));
+    assert_eq!(
+        (field, problem),
+        (Field::Minute, FieldProblem::BadStep("0".into()))
+    );
+    assert!(matches!(
+        field_error("*/x * * * *").2,
+        FieldProblem::BadStep(_)
+    ));
     assert_eq!(field_error("1,,2 * * * *").2, FieldProblem::EmptyItem);
-    assert!(matches!(field_error("-1 * * * *").2, FieldProblem::NotAValue(..)));
+    assert!(matches!(
+        field_error("-1 * * * *").2,
+        FieldProblem::NotAValue(..)
+    ));
     let err = Schedule::parse("0 0 * * MON-FUN").unwrap_err().to_string();
-    assert!(err.contains("day-of-week (field 5)") && err.contains("MON-FUN"), "{err}");
+    assert!(
+        err.contains("day-of-week (field 5)") && err.contains("MON-FUN"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -86,8 +105,14 @@ fn extensions_of_other_crons_are_named_not_guessed() {
 
 #[test]
 fn a_schedule_that_never_fires_is_refused() {
-    assert!(matches!(Schedule::parse("0 0 30 2 *"), Err(CronError::Never(_))));
-    assert!(matches!(Schedule::parse("0 0 31 4,6,9,11 *"), Err(CronError::Never(_))));
+    assert!(matches!(
+        Schedule::parse("0 0 30 2 *"),
+        Err(CronError::Never(_))
+    ));
+    assert!(matches!(
+        Schedule::parse("0 0 31 4,6,9,11 *"),
+        Err(CronError::Never(_))
+    ));
     // 29 February comes; 30 February with a weekday fires on the weekday.
     assert!(Schedule::parse("0 0 29 2 *").is_ok());
     assert!(Schedule::parse("0 0 30 2 MON").is_ok());
@@ -167,7 +192,10 @@ fn the_skipped_hour_fires_fixed_times_at_its_end_and_skips_intervals() {
     // 8 March 2026: 02:00 EST is 03:00 EDT (07:00Z).
     let before = utc("2026-03-08T06:00:00Z"); // 01:00 EST
     let fixed = Schedule::parse("30 2 * * *").unwrap();
-    assert_eq!(fixed.next_after(before, ny), Some(utc("2026-03-08T07:00:00Z")));
+    assert_eq!(
+        fixed.next_after(before, ny),
+        Some(utc("2026-03-08T07:00:00Z"))
+    );
     assert_eq!(
         fixed.next_after(utc("2026-03-08T07:00:00Z"), ny),
         Some(utc("2026-03-09T06:30:00Z"))
@@ -187,11 +215,19 @@ fn the_repeated_hour_fires_fixed_times_once_and_intervals_twice() {
     let first = fixed.next_after(utc("2026-11-01T04:00:00Z"), ny).unwrap();
     assert_eq!(first, utc("2026-11-01T05:30:00Z"));
     // croniter would fire again at 06:30Z; vibedesk does not (docs §21.1).
-    assert_eq!(fixed.next_after(first, ny), Some(utc("2026-11-02T06:30:00Z")));
+    assert_eq!(
+        fixed.next_after(first, ny),
+        Some(utc("2026-11-02T06:30:00Z"))
+    );
     let every_hour = Schedule::parse("30 * * * *").unwrap();
-    let first = every_hour.next_after(utc("2026-11-01T05:00:00Z"), ny).unwrap();
+    let first = every_hour
+        .next_after(utc("2026-11-01T05:00:00Z"), ny)
+        .unwrap();
     assert_eq!(first, utc("2026-11-01T05:30:00Z"));
-    assert_eq!(every_hour.next_after(first, ny), Some(utc("2026-11-01T06:30:00Z")));
+    assert_eq!(
+        every_hour.next_after(first, ny),
+        Some(utc("2026-11-01T06:30:00Z"))
+    );
     // From 01:45 EDT the second pass's 01:30 EST comes before 02:30 EST.
     assert_eq!(
         every_hour.next_after(utc("2026-11-01T05:45:00Z"), ny),

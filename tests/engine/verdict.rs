@@ -65,9 +65,21 @@ fn a_missing_section_is_no_verdict() {
 fn a_malformed_section_is_a_violation_at_its_line() {
     let c = contract();
     let cases: [(&str, usize, Violation); 7] = [
-        ("intro\n## Verdict\nAAPL is a buy\n", 3, Violation::MalformedRow),
-        ("## Verdict\n- AAPL BUY - no colon\n", 2, Violation::MalformedRow),
-        ("## Verdict\n- AAPL: BUY because\n", 2, Violation::MalformedRow),
+        (
+            "intro\n## Verdict\nAAPL is a buy\n",
+            3,
+            Violation::MalformedRow,
+        ),
+        (
+            "## Verdict\n- AAPL BUY - no colon\n",
+            2,
+            Violation::MalformedRow,
+        ),
+        (
+            "## Verdict\n- AAPL: BUY because\n",
+            2,
+            Violation::MalformedRow,
+        ),
         ("## Verdict\n- AAPL: BUY\n", 2, Violation::NoReason),
         (
             "## Verdict\n- AAPL: STRONG_BUY - very\n",
@@ -142,8 +154,14 @@ fn changed_names_new_different_and_withdrawn_calls() {
     let monday = parse("## Verdict\n- AAPL: BUY - a\n- MSFT: HOLD - b\n", &c);
     // The first verdict: every call is a change.
     assert_eq!(changed(&Verdict::NoVerdict, &monday), ["AAPL", "MSFT"]);
-    let tuesday = parse("## Verdict\n- AAPL: BUY - other words\n- MSFT: HOLD - b\n", &c);
-    assert!(changed(&monday, &tuesday).is_empty(), "a reason is no state");
+    let tuesday = parse(
+        "## Verdict\n- AAPL: BUY - other words\n- MSFT: HOLD - b\n",
+        &c,
+    );
+    assert!(
+        changed(&monday, &tuesday).is_empty(),
+        "a reason is no state"
+    );
     let wednesday = parse("## Verdict\n- MSFT: SELL - c\n- BRK.B: BUY - d\n", &c);
     assert_eq!(changed(&tuesday, &wednesday), ["AAPL", "BRK.B", "MSFT"]);
     assert_eq!(changed(&wednesday, &Verdict::NoCalls), ["BRK.B", "MSFT"]);
