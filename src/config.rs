@@ -290,6 +290,13 @@ pub struct FileConfig {
     /// validated into [`Config::ray`] by the Ray engine's rules (docs §19.1).
     #[serde(default)]
     pub engines: Option<toml::Table>,
+    /// `[monitor]`: the monitors' approval mode and outbox timings,
+    /// validated into [`Config::monitor`] (docs §21.2, §21.4).
+    #[serde(default)]
+    pub monitor: Option<toml::Table>,
+    /// `[smtp]`: the server monitors email through (docs §21.4).
+    #[serde(default)]
+    pub smtp: Option<toml::Table>,
 }
 
 /// The keys of `[backtest]`.
@@ -573,6 +580,8 @@ pub struct Config {
     pub tui: Section<crate::tui::settings::TuiSettings>,
     /// `[engines.ray]`: the Ray cluster (docs §19.1).
     pub ray: Section<crate::sweep::ray::RayConfig>,
+    /// `[monitor]` and `[smtp]` (docs §21.2, §21.4).
+    pub monitor: Section<crate::monitor::settings::MonitorSettings>,
     /// `[agent] workspace`: where the file tools work (docs §2.3.1);
     /// commands resolve it, `--workspace` first.
     pub workspace: WorkspaceSetting,
@@ -722,6 +731,10 @@ impl Config {
             &table,
             &config_file,
         ));
+        let monitor = section(crate::monitor::settings::MonitorSettings::from_table(
+            &table,
+            &config_file,
+        ));
         Ok(Config {
             paths,
             config_file,
@@ -733,6 +746,7 @@ impl Config {
             mcp,
             tui,
             ray,
+            monitor,
             workspace,
         })
     }

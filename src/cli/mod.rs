@@ -1,6 +1,6 @@
 //! The command line: `vibedesk` (the workstation), `run`, `doctor`,
 //! `sessions`, `trace`, `compact`, `backtest`, `data`, `engine`, `memory`,
-//! `mcp`, `swarm`, `sweep`.
+//! `mcp`, `swarm`, `sweep`, `monitor`, `daemon`.
 
 mod backtest;
 mod compact;
@@ -12,6 +12,7 @@ mod error;
 mod inspect;
 mod mcp;
 mod memory;
+mod monitor;
 mod ray;
 mod run;
 mod setup;
@@ -80,6 +81,10 @@ pub enum Command {
     Swarm(swarm::SwarmArgs),
     /// Parameter sweeps (docs §18): `plan` a spec, `run` it on every core, run one `shard` of a plan.
     Sweep(sweep::SweepArgs),
+    /// Monitors (docs §21): research on a schedule with a verdict delivered once: add, list, show, run, pause, resume, remove, history.
+    Monitor(monitor::MonitorArgs),
+    /// Run monitors on schedule and deliver their verdicts, in the foreground until SIGTERM (docs §21.2).
+    Daemon(monitor::DaemonArgs),
 }
 
 /// Provider flags shared by `run` and `doctor`.
@@ -204,6 +209,8 @@ fn run_command(cli: Cli) -> Result<(), CliError> {
             Some(Command::Mcp(command)) => mcp::mcp(command).await,
             Some(Command::Swarm(args)) => swarm::swarm(args).await,
             Some(Command::Sweep(args)) => sweep::sweep(args).await,
+            Some(Command::Monitor(args)) => monitor::monitor(args).await,
+            Some(Command::Daemon(args)) => monitor::daemon(args).await,
         }
     });
     // Do not wait for tasks still parked on stdin or timers.

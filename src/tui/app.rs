@@ -71,6 +71,8 @@ pub enum Msg {
     Memory(Result<MemoryListing, crate::tui::memories::MemoryViewError>),
     /// The research teams' runs on disk were listed.
     Teams(Vec<TeamRunRow>),
+    /// The monitors were read for the Monitors view.
+    Monitors(Result<Vec<crate::tui::monitors::MonitorLine>, String>),
     /// One memory entry and its archived originals were read.
     MemoryEntry {
         file: String,
@@ -132,6 +134,13 @@ pub enum Effect {
     },
     /// List the research teams' runs on disk (for the browser).
     LoadTeams,
+    /// Read the monitors for the Monitors view (docs §21.5).
+    LoadMonitors,
+    /// `monitor run|pause|resume NAME`, then reload the view.
+    MonitorCommand {
+        verb: &'static str,
+        name: String,
+    },
     SwitchModel(String),
     /// Read a finished backtest's equity curve (and maybe its result) from
     /// its run directory.
@@ -518,6 +527,7 @@ impl App {
                 OverlayEffect::OpenBrowser => out.extend(self.open_browser()),
                 OverlayEffect::Browser(b) => out.extend(self.browser_effects(vec![b])),
                 OverlayEffect::Swarm(a) => out.extend(self.swarm_action(layer, a)),
+                OverlayEffect::Monitors(m) => out.push(monitors_effect(m)),
                 OverlayEffect::Approval(answer) => out.push(Effect::AnswerApproval(answer)),
             }
         }
@@ -658,6 +668,11 @@ impl App {
             }
             "/quit" | "/exit" | "/q" => self.quit(),
             "/sessions" | "/transcripts" => self.open_browser(),
+            "/monitors" | "/monitor" => {
+                self.overlays.clear();
+                self.overlays.push(Overlay::Monitors(Box::default()));
+                vec![Effect::LoadMonitors]
+            }
             "/memory" | "/memories" => self.open_memory(),
             "/new" => {
                 if self.busy() {
@@ -1209,6 +1224,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             }
             vec![]
         }
+        Msg::Monitors(rows) => {
+            if let Some(v) = app.overlays.monitors_mut() {
+                v.set_rows(rows);
+            }
+            vec![]
+        }
         Msg::Teams(rows) => {
             if let Some(b) = app.overlays.browser_mut() {
                 b.set_teams(rows);
@@ -1274,5 +1295,22 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             }
             vec![]
         }
+    }
+}
+
+/// The app's effect for what the Monitors view asked.
+fn monitors_effect(e: super::monitors::MonitorsEffect) -> Effect {
+    use super::monitors::MonitorsEffect as M;
+    match e {
+        M::Close | M::Reload => Effect::LoadMonitors,
+        M::RunNow(name) => Effect::MonitorCommand { verb: "run", name },
+        M::Pause(name) => Effect::MonitorCommand {
+            verb: "pause",
+            name,
+        },
+        M::Resume(name) => Effect::MonitorCommand {
+            verb: "resume",
+            name,
+        },
     }
 }

@@ -34,6 +34,10 @@ pub(crate) const SLASH_COMMANDS: &[(&str, &str)] = &[
     ),
     ("/sessions", "Open the transcript browser"),
     (
+        "/monitors",
+        "Open the Monitors view: schedules, next fires, verdicts, deliveries (x run, p pause, r resume)",
+    ),
+    (
         "/memory",
         "Open the memory view: entries and their archived originals",
     ),

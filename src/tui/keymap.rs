@@ -119,6 +119,8 @@ actions! {
     Memory => "memory", List, "Show the memory entries: level, last access, importance, retention, archived originals", ["m"];
     TeamRuns => "team_runs", List, "Show the research teams' runs and their workers", ["t"];
     KeepMemory => "keep_memory", List, "In the memory list or an entry: keep a memory the model wrote (marked ?), or take the keep back", ["K"];
+    MonitorRun => "monitor_run", List, "In the Monitors view (/monitors): run the selected monitor now", ["x"];
+    MonitorPause => "monitor_pause", List, "In the Monitors view: pause the selected monitor (r resumes it)", ["p"];
     TogglePane => "toggle_pane", List, "In a memory entry: switch between its current text and the archived original", ["v"];
 
     SearchConfirm => "search_confirm", Search, "Close the search line and go to the first match", ["enter", "shift-enter", "alt-enter", "ctrl-enter"];

@@ -29,6 +29,7 @@ pub mod keymap;
 pub mod markdown;
 pub mod memories;
 pub mod memory_view;
+pub mod monitors;
 pub mod overlay;
 pub mod panes;
 pub mod payoff;

@@ -29,6 +29,8 @@ pub enum Overlay {
     Swarm,
     /// A tool call waiting for the user's approval (docs §2.14.4).
     Approval(Box<super::approval_view::ApprovalView>),
+    /// The monitors (docs §21.5).
+    Monitors(Box<super::monitors::MonitorsView>),
 }
 
 /// An input event on its way down the stack.
@@ -66,6 +68,8 @@ pub enum OverlayEffect {
     Swarm(Action),
     /// The user's answer to the approval overlay (which closes).
     Approval(crate::tools::approval::Answer),
+    /// What the Monitors view asked for.
+    Monitors(super::monitors::MonitorsEffect),
 }
 
 /// A layer's answer to one event.
@@ -110,6 +114,7 @@ impl Overlay {
             Overlay::Browser(b) => browser_input(b, input),
             Overlay::Swarm => swarm_input(input),
             Overlay::Approval(v) => approval_input(v, input),
+            Overlay::Monitors(v) => monitors_input(v, input),
         }
     }
 }
@@ -127,6 +132,36 @@ fn approval_input(view: &mut super::approval_view::ApprovalView, input: Input<'_
         }
         ApprovalKey::Taken => Outcome::handled(vec![]),
         ApprovalKey::Passed => Outcome::passed(),
+    }
+}
+
+/// The Monitors view takes its list keys; the global ones pass through.
+fn monitors_input(view: &mut super::monitors::MonitorsView, input: Input<'_>) -> Outcome {
+    use super::monitors::MonitorsEffect;
+    let action = match input {
+        Input::Key { action, .. } => action,
+        Input::Wheel { up } => Some(if up { Action::Up } else { Action::Down }),
+        Input::Paste(_) => return Outcome::passed(),
+    };
+    match action {
+        Some(
+            Action::Interrupt
+            | Action::Quit
+            | Action::Redraw
+            | Action::Help
+            | Action::SwarmView
+            | Action::Transcripts,
+        ) => Outcome::passed(),
+        Some(a) => Outcome::handled(
+            view.handle(a)
+                .into_iter()
+                .map(|e| match e {
+                    MonitorsEffect::Close => OverlayEffect::Close,
+                    other => OverlayEffect::Monitors(other),
+                })
+                .collect(),
+        ),
+        None => Outcome::handled(vec![]),
     }
 }
 
@@ -278,21 +313,31 @@ impl Overlays {
     pub(crate) fn help(&self) -> Option<&Help> {
         self.stack.iter().rev().find_map(|o| match o {
             Overlay::Help(h) => Some(h),
-            Overlay::Browser(_) | Overlay::Swarm | Overlay::Approval(_) => None,
+            Overlay::Browser(_) | Overlay::Swarm | Overlay::Approval(_) | Overlay::Monitors(_) => {
+                None
+            }
+        })
+    }
+
+    /// The Monitors view, wherever it is in the stack.
+    pub(crate) fn monitors_mut(&mut self) -> Option<&mut super::monitors::MonitorsView> {
+        self.stack.iter_mut().rev().find_map(|o| match o {
+            Overlay::Monitors(v) => Some(v.as_mut()),
+            _ => None,
         })
     }
 
     pub fn browser(&self) -> Option<&Browser> {
         self.stack.iter().rev().find_map(|o| match o {
             Overlay::Browser(b) => Some(b.as_ref()),
-            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) => None,
+            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) | Overlay::Monitors(_) => None,
         })
     }
 
     pub(crate) fn browser_mut(&mut self) -> Option<&mut Browser> {
         self.stack.iter_mut().rev().find_map(|o| match o {
             Overlay::Browser(b) => Some(b.as_mut()),
-            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) => None,
+            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) | Overlay::Monitors(_) => None,
         })
     }
 

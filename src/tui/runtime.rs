@@ -670,6 +670,15 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
             let (dir, bus) = (memories::dir(&ctx.paths), ctx.bus.clone());
             tokio::task::spawn_blocking(move || keep_memory(&dir, &file, keep, &bus));
         }
+        Effect::LoadMonitors => {
+            let (paths, bus) = (ctx.paths.clone(), ctx.bus.clone());
+            tokio::task::spawn_blocking(move || {
+                let rows =
+                    super::monitors::load(&paths, chrono::Utc::now()).map_err(|e| e.to_string());
+                let _ = bus.send(Msg::Monitors(rows));
+            });
+        }
+        Effect::MonitorCommand { verb, name } => monitor_command(verb, name, ctx),
         Effect::LoadTeams => {
             let (data, bus) = (ctx.paths.data_dir.clone(), ctx.bus.clone());
             tokio::task::spawn_blocking(move || {
@@ -723,6 +732,48 @@ fn file_name(p: &std::path::Path) -> String {
         .and_then(|n| n.to_str())
         .map(String::from)
         .unwrap_or_else(|| PathBuf::from(p).display().to_string())
+}
+
+/// `vibedesk monitor VERB NAME` as a child (a run takes a while; the
+/// view stays live), then a notice and a reload of the Monitors view.
+fn monitor_command(verb: &'static str, name: String, ctx: &Ctx) {
+    let (paths, bus) = (ctx.paths.clone(), ctx.bus.clone());
+    let _ = bus.send(Msg::Notice {
+        kind: NoticeKind::Info,
+        text: format!("monitor {verb} {name}…"),
+    });
+    tokio::spawn(async move {
+        let exe = std::env::current_exe();
+        let result = match exe {
+            Ok(exe) => tokio::process::Command::new(exe)
+                .args(["monitor", verb, &name])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .output()
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let (kind, text) = match result {
+            Ok(o) if o.status.success() => (
+                NoticeKind::Info,
+                String::from_utf8_lossy(&o.stdout).trim().to_string(),
+            ),
+            Ok(o) => (
+                NoticeKind::Error,
+                String::from_utf8_lossy(&o.stderr).trim().to_string(),
+            ),
+            Err(e) => (NoticeKind::Error, format!("monitor {verb} {name}: {e}")),
+        };
+        let _ = bus.send(Msg::Notice { kind, text });
+        let rows = tokio::task::spawn_blocking(move || {
+            super::monitors::load(&paths, chrono::Utc::now()).map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
+        let _ = bus.send(Msg::Monitors(rows));
+    });
 }
 
 #[cfg(test)]

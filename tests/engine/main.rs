@@ -24,6 +24,8 @@ mod mcp_serve_guard;
 mod mcp_server;
 mod memory;
 mod memory_origin;
+mod monitor_cli;
+mod monitor_delivery;
 mod offline_market;
 mod pairs;
 mod panic_boundary;

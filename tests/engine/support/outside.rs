@@ -19,6 +19,8 @@ pub enum Outside {
     McpPeers,
     /// tmux: the workstation in a real terminal.
     Tmux,
+    /// python3 with `aiosmtpd`: a real SMTP server for monitors' email.
+    Smtp,
 }
 
 impl Outside {
@@ -28,6 +30,7 @@ impl Outside {
             Outside::Pandas => "VIBEDESK_REQUIRE_PANDAS",
             Outside::McpClient | Outside::McpPeers => "VIBEDESK_REQUIRE_MCP",
             Outside::Tmux => "VIBEDESK_REQUIRE_TMUX",
+            Outside::Smtp => "VIBEDESK_REQUIRE_SMTP",
         }
     }
 
@@ -37,6 +40,7 @@ impl Outside {
             Outside::McpClient => "python3 with the `mcp` package",
             Outside::McpPeers => "python3 with `mcp` 2.x and `mcp-server-time`",
             Outside::Tmux => "tmux",
+            Outside::Smtp => "python3 with `aiosmtpd`",
         }
     }
 
@@ -52,6 +56,7 @@ impl Outside {
                     && succeeds("mcp-server-time", &["--help"])
             }
             Outside::Tmux => succeeds("tmux", &["-V"]),
+            Outside::Smtp => succeeds("python3", &["-c", "import aiosmtpd.controller"]),
         }
     }
 
