@@ -161,7 +161,9 @@ fn findings(tool: String, content: &str, workspace: &Path) -> Findings {
             .take(40)
             .map(|(k, x)| {
                 let shown = match x {
-                    Value::Number(n) => n.as_f64().map_or(n.to_string(), |x| format!("{x:.4}")),
+                    Value::Number(n) if n.is_f64() => {
+                        n.as_f64().map_or(n.to_string(), |x| format!("{x:.4}"))
+                    }
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };

@@ -155,8 +155,11 @@ fn card(dir: &Path, dates: &[NaiveDate]) -> Result<Card, TearSheetError> {
 
 /// The tear sheet's input for the backtest run in `dir`.
 pub fn from_run_dir(dir: &Path) -> Result<TearSheetInput, TearSheetError> {
-    let (dates, r, b) = equity(&dir.join("equity.csv"))?;
-    let pos = positions(&dir.join("positions.csv"), &dates)?;
+    // A backtest writes its tables to `artifacts/` and the card beside it.
+    let art = dir.join("artifacts");
+    let tables = if art.join("equity.csv").is_file() { art.as_path() } else { dir };
+    let (dates, r, b) = equity(&tables.join("equity.csv"))?;
+    let pos = positions(&tables.join("positions.csv"), &dates)?;
     let (title, bench, rf, ppy) = card(dir, &dates)?;
     let source = match rf.label {
         "treasury_3m" => "3-month T-bill, US Treasury (docs §15.1.1)".to_string(),
