@@ -74,7 +74,11 @@ fn the_report_and_the_export_through_the_binary_and_a_browser() {
     assert_eq!(printed.trim(), html_path.display().to_string());
     eprintln!("{}", stderr.trim());
     let html = std::fs::read_to_string(&html_path).unwrap();
-    assert!(external_urls(&html).is_empty(), "{:?}", external_urls(&html));
+    assert!(
+        external_urls(&html).is_empty(),
+        "{:?}",
+        external_urls(&html)
+    );
     for needle in ["<script", "<link", "src=", "url(", "@import"] {
         assert!(!html.contains(needle), "the report holds {needle}");
     }
@@ -127,15 +131,30 @@ fn export_a_session(home: &Path) {
     // The agent's run is found by its id alone.
     let run_id = started["run_id"].as_str().unwrap();
     let printed = ok(cmd(home).args(["report", run_id]).output().unwrap());
-    assert!(printed.trim().ends_with(&format!("{run_id}/report.html")), "{printed}");
+    assert!(
+        printed.trim().ends_with(&format!("{run_id}/report.html")),
+        "{printed}"
+    );
     let md_path = PathBuf::from(ok(cmd(home).args(["export", &id]).output().unwrap()).trim());
-    assert!(md_path.starts_with(home.join("data/sessions").join(&id)), "{md_path:?}");
+    assert!(
+        md_path.starts_with(home.join("data/sessions").join(&id)),
+        "{md_path:?}"
+    );
     let md = std::fs::read_to_string(&md_path).unwrap();
-    assert!(md.contains("## You\n\nbacktest a 20/50 SMA crossover"), "{md}");
-    assert!(md.contains("- ▸ **backtest** {"), "the call folded to one line: {md}");
+    assert!(
+        md.contains("## You\n\nbacktest a 20/50 SMA crossover"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- ▸ **backtest** {"),
+        "the call folded to one line: {md}"
+    );
     assert!(md.contains("| sharpe |"), "the result's metrics as a table");
     let links = relative_links(&md);
-    assert!(links.iter().any(|l| l.ends_with("equity_chart.svg")), "{links:?}");
+    assert!(
+        links.iter().any(|l| l.ends_with("equity_chart.svg")),
+        "{links:?}"
+    );
     for link in &links {
         assert!(md_path.parent().unwrap().join(link).is_file(), "{link}");
     }
@@ -214,8 +233,15 @@ fn in_the_browser(home: &Path, html: &Path, sheet: &vibedesk::research::tearshee
     let probe = dir.join("probe.html");
     std::fs::write(&probe, "<!DOCTYPE html><html><body><img src=\"http://127.0.0.1:9/x.png\"><script>console.error(\"probe-error\")</script></body></html>").unwrap();
     let (_, probe_err, probe_requests) = open(&dir, "probe", &probe);
-    assert_eq!(probe_requests, ["http://127.0.0.1:9/x.png"], "the probe's request is seen");
-    assert!(probe_err.contains("CONSOLE") && probe_err.contains("probe-error"), "{probe_err}");
+    assert_eq!(
+        probe_requests,
+        ["http://127.0.0.1:9/x.png"],
+        "the probe's request is seen"
+    );
+    assert!(
+        probe_err.contains("CONSOLE") && probe_err.contains("probe-error"),
+        "{probe_err}"
+    );
 
     let (dom, stderr, requests) = open(&dir, "report", html);
     assert!(requests.is_empty(), "the report requested {requests:?}");
@@ -232,7 +258,13 @@ fn in_the_browser(home: &Path, html: &Path, sheet: &vibedesk::research::tearshee
             .nth(1)
             .unwrap_or_else(|| panic!("no row for {} in the DOM", m.key));
         let cell = row.split("class=\"strategy").nth(1).unwrap();
-        let raw = cell.split("data-value=\"").nth(1).unwrap().split('"').next().unwrap();
+        let raw = cell
+            .split("data-value=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
         let shown: f64 = raw.parse().unwrap();
         assert!(
             (shown - v).abs() <= 1e-12 * v.abs().max(1.0),
@@ -251,7 +283,11 @@ fn in_the_browser(home: &Path, html: &Path, sheet: &vibedesk::research::tearshee
         .arg(format!("file://{}", html.display()))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let decoder = png::Decoder::new(std::fs::File::open(&shot).unwrap());
     let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size()];

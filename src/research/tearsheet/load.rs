@@ -157,7 +157,11 @@ fn card(dir: &Path, dates: &[NaiveDate]) -> Result<Card, TearSheetError> {
 pub fn from_run_dir(dir: &Path) -> Result<TearSheetInput, TearSheetError> {
     // A backtest writes its tables to `artifacts/` and the card beside it.
     let art = dir.join("artifacts");
-    let tables = if art.join("equity.csv").is_file() { art.as_path() } else { dir };
+    let tables = if art.join("equity.csv").is_file() {
+        art.as_path()
+    } else {
+        dir
+    };
     let (dates, r, b) = equity(&tables.join("equity.csv"))?;
     let pos = positions(&tables.join("positions.csv"), &dates)?;
     let (title, bench, rf, ppy) = card(dir, &dates)?;
