@@ -329,16 +329,16 @@ fn html(title: &str, id: &str, entries: &[Entry]) -> String {
     for e in entries {
         match e {
             Entry::User(text) => {
-                let _ = write!(
+                let _ = writeln!(
                     s,
-                    "<section class=\"user\"><h2>You</h2>{}</section>\n",
+                    "<section class=\"user\"><h2>You</h2>{}</section>",
                     markdown_html(text)
                 );
             }
             Entry::Assistant(text) => {
-                let _ = write!(
+                let _ = writeln!(
                     s,
-                    "<section class=\"assistant\"><h2>Assistant</h2>{}</section>\n",
+                    "<section class=\"assistant\"><h2>Assistant</h2>{}</section>",
                     markdown_html(text)
                 );
             }

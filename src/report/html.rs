@@ -37,9 +37,9 @@ pub fn render(sheet: &TearSheet, facts: &RunFacts) -> String {
     metrics_table(&mut s, sheet);
     s.push_str("<section id=\"charts\"><h2>Charts</h2>\n");
     for c in charts(sheet) {
-        let _ = write!(
+        let _ = writeln!(
             s,
-            "<figure id=\"chart-{}\">{}</figure>\n",
+            "<figure id=\"chart-{}\">{}</figure>",
             escape(&c.id),
             c.svg
         );
@@ -242,7 +242,7 @@ fn key_values(s: &mut String, class: &str, rows: &[(String, String)]) {
     if rows.is_empty() {
         return;
     }
-    let _ = write!(s, "<table class=\"{class}\"><tbody>\n");
+    let _ = writeln!(s, "<table class=\"{class}\"><tbody>");
     for (k, v) in rows {
         let _ = writeln!(
             s,
