@@ -17,6 +17,7 @@ pub mod model;
 pub mod monitor;
 pub mod planner;
 pub mod process;
+pub mod report;
 pub mod research;
 pub mod sandbox;
 pub mod secrets;

@@ -1,6 +1,6 @@
 //! The command line: `vibedesk` (the workstation), `run`, `doctor`,
 //! `sessions`, `trace`, `compact`, `backtest`, `data`, `engine`, `memory`,
-//! `mcp`, `swarm`, `sweep`, `monitor`, `daemon`.
+//! `mcp`, `swarm`, `sweep`, `monitor`, `daemon`, `report`, `export`.
 
 mod backtest;
 mod compact;
@@ -14,6 +14,7 @@ mod mcp;
 mod memory;
 mod monitor;
 mod ray;
+mod report;
 mod run;
 mod setup;
 mod swarm;
@@ -85,6 +86,10 @@ pub enum Command {
     Monitor(monitor::MonitorArgs),
     /// Run monitors on schedule and deliver their verdicts, in the foreground until SIGTERM (docs §21.2).
     Daemon(monitor::DaemonArgs),
+    /// A backtest run's tear sheet as one self-contained HTML file (or Markdown with SVGs); prints its path.
+    Report(report::ReportArgs),
+    /// A research session as Markdown (or one HTML file): the conversation, tool calls, figures, artifacts.
+    Export(report::ExportArgs),
 }
 
 /// Provider flags shared by `run` and `doctor`.
@@ -211,6 +216,8 @@ fn run_command(cli: Cli) -> Result<(), CliError> {
             Some(Command::Sweep(args)) => sweep::sweep(args).await,
             Some(Command::Monitor(args)) => monitor::monitor(args).await,
             Some(Command::Daemon(args)) => monitor::daemon(args).await,
+            Some(Command::Report(args)) => report::report(args),
+            Some(Command::Export(args)) => report::export(args),
         }
     });
     // Do not wait for tasks still parked on stdin or timers.

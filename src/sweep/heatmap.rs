@@ -9,6 +9,7 @@
 //! constraint) is empty.
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde_json::{Value, json};
 
 use super::plan::Plan;
@@ -132,16 +133,17 @@ impl Heatmap {
             .unwrap_or(1)
             .max(self.y.len());
         let mut out = format!(
-            "{} ({}) over {} (→) and {} (↑), more dots higher\n",
+            "{} ({}), more dots higher\n",
             self.metric,
             if self.out_of_sample {
                 "out-of-sample"
             } else {
                 "in-sample: no out-of-sample window"
             },
-            self.x,
-            self.y
         );
+        // The y axis's name heads its column of values; the x axis's name
+        // and range run under the columns, each range beside its own name.
+        out.push_str(&format!("{:>yw$} ↑\n", self.y));
         let range = self.range();
         for (j, y) in self.ys.iter().enumerate().rev() {
             out.push_str(&format!("{:>yw$} ", label(y)));
@@ -155,7 +157,7 @@ impl Heatmap {
         }
         let first = self.xs.first().map(label).unwrap_or_default();
         let last = self.xs.last().map(label).unwrap_or_default();
-        out.push_str(&format!("{:>yw$} {first} … {last} ({})\n", self.y, self.x));
+        out.push_str(&format!("{:>yw$} {} → ({first} … {last})\n", "", self.x));
         if let Some((lo, hi)) = range {
             out.push_str(&format!("{} {lo:.4} … {} {hi:.4}\n", dots(0), dots(8)));
         }
@@ -218,7 +220,9 @@ impl Heatmap {
                 .map(label)
                 .unwrap_or_default()
         };
-        let mut chart = ChartBuilder::on(root)
+        // The colour bar on the right: what each colour stands for.
+        let (grid_area, bar_area) = root.split_horizontally(W - BAR_WIDTH);
+        let mut chart = ChartBuilder::on(&grid_area)
             .caption(&title, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(36)
@@ -237,21 +241,90 @@ impl Heatmap {
             .label_style(("sans-serif", 12))
             .draw()
             .map_err(e)?;
-        let squares = self.grid.iter().enumerate().flat_map(|(j, row)| {
-            row.iter()
-                .enumerate()
-                .filter_map(move |(i, v)| v.map(|v| (i, j, v)))
-        });
+        let squares: Vec<(usize, usize, f64)> = self
+            .grid
+            .iter()
+            .enumerate()
+            .flat_map(|(j, row)| {
+                row.iter()
+                    .enumerate()
+                    .filter_map(move |(i, v)| v.map(|v| (i, j, v)))
+            })
+            .collect();
         let range = self.range();
         chart
-            .draw_series(squares.map(|(i, j, v)| {
+            .draw_series(squares.iter().map(|&(i, j, v)| {
                 Rectangle::new(
                     [(i as f64, j as f64), (i as f64 + 1.0, j as f64 + 1.0)],
                     Self::color(range, v).filled(),
                 )
             }))
             .map_err(e)?;
+        // Values in the cells while they are large enough to be read.
+        if nx <= MAX_LABELLED && ny <= MAX_LABELLED {
+            let size = if nx.max(ny) > 12 { 9 } else { 12 };
+            chart
+                .draw_series(squares.iter().map(|&(i, j, v)| {
+                    // Dark text on the light (high) end, white on the dark.
+                    let ink = if Self::position(range, v) > 0.6 {
+                        BLACK
+                    } else {
+                        WHITE
+                    };
+                    let style = ("sans-serif", size)
+                        .into_font()
+                        .color(&ink)
+                        .pos(Pos::new(HPos::Center, VPos::Center));
+                    Text::new(cell_value(v), (i as f64 + 0.5, j as f64 + 0.5), style)
+                }))
+                .map_err(e)?;
+        }
+        self.color_bar(&bar_area, range)?;
         root.present().map_err(e)?;
+        Ok(())
+    }
+
+    /// A vertical bar of the colour scale from the lowest value to the
+    /// highest, labelled with the metric's values.
+    fn color_bar<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, plotters::coord::Shift>,
+        range: Option<(f64, f64)>,
+    ) -> Result<(), ChartError> {
+        let e = |x: plotters::drawing::DrawingAreaErrorKind<DB::ErrorType>| {
+            ChartError::Draw(format!("{x:?}"))
+        };
+        let (lo, hi) = match range {
+            Some((lo, hi)) if hi > lo => (lo, hi),
+            Some((lo, _)) => (lo - 0.5, lo + 0.5),
+            None => (0.0, 1.0),
+        };
+        let mut bar = ChartBuilder::on(area)
+            .caption(&self.metric, ("sans-serif", 12))
+            .margin_top(40)
+            .margin_bottom(48)
+            .margin_right(8)
+            .y_label_area_size(52)
+            .build_cartesian_2d(0f64..1f64, lo..hi)
+            .map_err(e)?;
+        bar.configure_mesh()
+            .disable_mesh()
+            .disable_x_axis()
+            .y_labels(6)
+            .y_label_formatter(&|v| cell_value(*v))
+            .label_style(("sans-serif", 11))
+            .draw()
+            .map_err(e)?;
+        const STEPS: usize = 64;
+        let step = (hi - lo) / STEPS as f64;
+        bar.draw_series((0..STEPS).map(|k| {
+            let a = lo + step * k as f64;
+            Rectangle::new(
+                [(0.0, a), (1.0, a + step)],
+                Self::color(Some((lo, hi)), a + step / 2.0).filled(),
+            )
+        }))
+        .map_err(e)?;
         Ok(())
     }
 
@@ -280,8 +353,24 @@ impl Heatmap {
     }
 }
 
-const W: u32 = 800;
+const W: u32 = 880;
 const H: u32 = 600;
+/// The colour bar's width, taken from the right of the picture.
+const BAR_WIDTH: u32 = 96;
+/// Above this many columns or rows a cell is too small for its value.
+const MAX_LABELLED: usize = 24;
+
+/// A value as a cell and the colour bar show it: three significant
+/// decimals for ratios, fewer for large numbers.
+fn cell_value(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -305,12 +394,15 @@ mod tests {
         assert_eq!(dots(8), '\u{28ff}');
         let text = map().braille();
         let rows: Vec<&str> = text.lines().collect();
-        // Highest y first: slow 40 has no value at fast 5.
-        assert!(rows[1].ends_with(&format!("·{}", dots(4))), "{text}");
-        assert!(
-            rows[2].ends_with(&format!("{}{}", dots(0), dots(8))),
-            "{text}"
-        );
+        // The y axis named above its values, highest first: slow 40 has no
+        // value at fast 5.
+        assert_eq!(rows[1], "slow ↑", "{text}");
+        assert_eq!(rows[2], format!("  40 ·{}", dots(4)), "{text}");
+        assert_eq!(rows[3], format!("  30 {}{}", dots(0), dots(8)), "{text}");
+        // The x axis's name with its own range, never the y's name beside
+        // the x's values ("slow 5 … 10 (fast)" read as slow's range).
+        assert_eq!(rows[4], "     fast → (5 … 10)", "{text}");
+        assert!(!text.contains("slow 5"), "{text}");
     }
 
     /// A 400 × 400 grid renders in linear time: the range was once
@@ -339,6 +431,21 @@ mod tests {
         let m = map();
         let svg = m.svg().unwrap();
         assert!(svg.contains("<svg") && svg.contains("fast"));
+        // The values in their cells (a missing cell has none) ...
+        for v in ["\n0.00\n", "\n1.00\n", "\n0.50\n"] {
+            assert!(svg.contains(v), "{v} not in the cells: {svg}");
+        }
+        // ... and the colour bar: its scale from the lowest colour to the
+        // highest, captioned with the metric.
+        assert!(svg.contains("\nsharpe\n"), "{svg}");
+        assert!(
+            svg.contains("#440154") && svg.contains("#FDE725"),
+            "both ends of the scale"
+        );
+        assert!(
+            svg.contains("\n0.20\n") && svg.contains("\n0.80\n"),
+            "the bar's labels"
+        );
         let png = m.png().unwrap();
         assert_eq!(&png[..4], b"\x89PNG");
     }

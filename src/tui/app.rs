@@ -119,6 +119,11 @@ pub enum Effect {
     },
     NewSession,
     OpenSession(String),
+    /// `/export [md|html]`: write the open session's export (docs §20.3).
+    Export {
+        session: String,
+        html: bool,
+    },
     LoadSessions,
     LoadDetail(String),
     LoadTranscript(PathBuf),
@@ -657,6 +662,35 @@ impl App {
         self.dispatch(text)
     }
 
+    /// `/export [md|html]`: the open session as Markdown (the default) or
+    /// one HTML file, written under the session's folder.
+    fn export_command(&mut self, arg: Option<&str>) -> Vec<Effect> {
+        let html = match arg {
+            None | Some("md") | Some("markdown") => false,
+            Some("html") => true,
+            Some(other) => {
+                self.chat.notice(
+                    NoticeKind::Error,
+                    format!("/export {other}: use /export, /export md or /export html"),
+                );
+                return vec![];
+            }
+        };
+        match &self.session_id {
+            Some(id) => vec![Effect::Export {
+                session: id.clone(),
+                html,
+            }],
+            None => {
+                self.chat.notice(
+                    NoticeKind::Warning,
+                    "nothing to export yet: the session is created with your first message",
+                );
+                vec![]
+            }
+        }
+    }
+
     fn slash(&mut self, text: &str) -> Vec<Effect> {
         let mut parts = text.trim().splitn(2, char::is_whitespace);
         let cmd = parts.next().unwrap_or("");
@@ -695,6 +729,7 @@ impl App {
             "/plan" => self.plan_command(arg),
             "/go" => self.go_command(arg),
             "/approval" => self.approval_command(arg),
+            "/export" => self.export_command(arg),
             "/compact" => vec![Effect::Compact {
                 focus: arg.map(String::from),
             }],

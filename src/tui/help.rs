@@ -32,6 +32,10 @@ pub(crate) const SLASH_COMMANDS: &[(&str, &str)] = &[
         "/approval [MODE]",
         "Show the approval mode; ask, auto-edit, full-auto or read-only sets it",
     ),
+    (
+        "/export [md|html]",
+        "Export this session (conversation, tool calls, figures) under its folder",
+    ),
     ("/sessions", "Open the transcript browser"),
     (
         "/monitors",

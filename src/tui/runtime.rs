@@ -644,6 +644,18 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
                 let _ = bus.send(Msg::Sessions(rows));
             });
         }
+        Effect::Export { session, html } => {
+            let (dir, bus) = (ctx.paths.session_dir(&session), ctx.bus.clone());
+            tokio::task::spawn_blocking(move || {
+                use crate::report::export::{Format, export_session};
+                let format = if html { Format::Html } else { Format::Markdown };
+                let (kind, text) = match export_session(&dir, format, None) {
+                    Ok(path) => (NoticeKind::Info, format!("exported to {}", path.display())),
+                    Err(e) => (NoticeKind::Error, format!("export failed: {e}")),
+                };
+                let _ = bus.send(Msg::Notice { kind, text });
+            });
+        }
         Effect::LoadDetail(id) => {
             let (paths, bus) = (ctx.paths.clone(), ctx.bus.clone());
             tokio::task::spawn_blocking(move || {

@@ -38,6 +38,7 @@ mod quant_goldens;
 mod quant_teams;
 mod quant_tools;
 mod ray;
+mod report;
 mod research_data;
 mod sandbox;
 mod secrets_limits;

@@ -21,6 +21,8 @@ pub enum Outside {
     Tmux,
     /// python3 with `aiosmtpd`: a real SMTP server for monitors' email.
     Smtp,
+    /// Chromium (Debian's `chromium`): the HTML report in a real browser.
+    Browser,
 }
 
 impl Outside {
@@ -31,6 +33,7 @@ impl Outside {
             Outside::McpClient | Outside::McpPeers => "VIBEDESK_REQUIRE_MCP",
             Outside::Tmux => "VIBEDESK_REQUIRE_TMUX",
             Outside::Smtp => "VIBEDESK_REQUIRE_SMTP",
+            Outside::Browser => "VIBEDESK_REQUIRE_BROWSER",
         }
     }
 
@@ -41,6 +44,7 @@ impl Outside {
             Outside::McpPeers => "python3 with `mcp` 2.x and `mcp-server-time`",
             Outside::Tmux => "tmux",
             Outside::Smtp => "python3 with `aiosmtpd`",
+            Outside::Browser => "chromium",
         }
     }
 
@@ -57,6 +61,7 @@ impl Outside {
             }
             Outside::Tmux => succeeds("tmux", &["-V"]),
             Outside::Smtp => succeeds("python3", &["-c", "import aiosmtpd.controller"]),
+            Outside::Browser => succeeds("chromium", &["--version"]),
         }
     }
 

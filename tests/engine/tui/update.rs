@@ -287,6 +287,48 @@ fn slash_commands() {
 }
 
 #[test]
+fn export_writes_the_open_session_as_markdown_or_html() {
+    let mut a = app();
+    type_text(&mut a, "/export");
+    assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    assert!(
+        notices(&a, NoticeKind::Warning)
+            .iter()
+            .any(|n| n.contains("nothing to export"))
+    );
+    update(
+        &mut a,
+        Msg::SessionOpened {
+            id: Some("s1".into()),
+            history: vec![],
+            skipped: 0,
+        },
+    );
+    for (text, html) in [
+        ("/export html", true),
+        ("/export", false),
+        ("/export md", false),
+    ] {
+        type_text(&mut a, text);
+        assert_eq!(
+            update(&mut a, key(KeyCode::Enter)),
+            vec![Effect::Export {
+                session: "s1".into(),
+                html
+            }],
+            "{text}"
+        );
+    }
+    type_text(&mut a, "/export pdf");
+    assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    assert!(
+        notices(&a, NoticeKind::Error)
+            .iter()
+            .any(|n| n.contains("/export pdf"))
+    );
+}
+
+#[test]
 fn without_a_model_a_prompt_explains_how_to_connect_one() {
     let mut a = app_with(AppOptions {
         has_model: false,
