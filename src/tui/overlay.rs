@@ -14,6 +14,7 @@ use crossterm::event::KeyEvent;
 use super::browser::{Browser, BrowserEffect};
 use super::help::Help;
 use super::keymap::{Action, Context, typed_char};
+use super::tearsheet::{SheetEffect, TearSheetView};
 
 /// Lines (or rows) a mouse-wheel notch scrolls.
 pub(crate) const WHEEL_LINES: usize = 3;
@@ -29,6 +30,8 @@ pub enum Overlay {
     Swarm,
     /// A tool call waiting for the user's approval (docs §2.14.4).
     Approval(Box<super::approval_view::ApprovalView>),
+    /// One result's tear sheet (docs §20.2).
+    TearSheet(Box<TearSheetView>),
 }
 
 /// An input event on its way down the stack.
@@ -66,6 +69,8 @@ pub enum OverlayEffect {
     Swarm(Action),
     /// The user's answer to the approval overlay (which closes).
     Approval(crate::tools::approval::Answer),
+    /// What the tear-sheet view asked for.
+    TearSheet(SheetEffect),
 }
 
 /// A layer's answer to one event.
@@ -99,6 +104,7 @@ impl Overlay {
             // The search line takes every key: the browser's and the global
             // bindings wait until it closes.
             Overlay::Browser(b) if b.search.editing => &[Context::Search],
+            Overlay::TearSheet(_) => &[Context::TearSheet, Context::List, Context::Global],
             _ => &[Context::List, Context::Global],
         }
     }
@@ -110,7 +116,43 @@ impl Overlay {
             Overlay::Browser(b) => browser_input(b, input),
             Overlay::Swarm => swarm_input(input),
             Overlay::Approval(v) => approval_input(v, input),
+            Overlay::TearSheet(v) => tear_sheet_input(v, input),
         }
+    }
+}
+
+/// The tear sheet takes its tabs, scrolling and the report key; Back
+/// closes it; quitting, interrupting, redrawing, help, the browser, the
+/// team view and pastes pass through.
+fn tear_sheet_input(view: &mut TearSheetView, input: Input<'_>) -> Outcome {
+    let action = match input {
+        Input::Key { action, .. } => action,
+        Input::Wheel { up } => {
+            for _ in 0..WHEEL_LINES {
+                view.handle(if up { Action::Up } else { Action::Down });
+            }
+            return Outcome::handled(vec![]);
+        }
+        Input::Paste(_) => return Outcome::passed(),
+    };
+    view.message = None;
+    match action {
+        Some(
+            Action::Interrupt
+            | Action::Quit
+            | Action::Redraw
+            | Action::Help
+            | Action::SwarmView
+            | Action::Transcripts,
+        ) => Outcome::passed(),
+        Some(Action::Back) => Outcome::handled(vec![OverlayEffect::Close]),
+        Some(a) => Outcome::handled(
+            view.handle(a)
+                .into_iter()
+                .map(OverlayEffect::TearSheet)
+                .collect(),
+        ),
+        None => Outcome::handled(vec![]),
     }
 }
 
@@ -278,21 +320,35 @@ impl Overlays {
     pub(crate) fn help(&self) -> Option<&Help> {
         self.stack.iter().rev().find_map(|o| match o {
             Overlay::Help(h) => Some(h),
-            Overlay::Browser(_) | Overlay::Swarm | Overlay::Approval(_) => None,
+            Overlay::Browser(_) | Overlay::Swarm | Overlay::Approval(_) | Overlay::TearSheet(_) => {
+                None
+            }
         })
     }
 
     pub fn browser(&self) -> Option<&Browser> {
         self.stack.iter().rev().find_map(|o| match o {
             Overlay::Browser(b) => Some(b.as_ref()),
-            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) => None,
+            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) | Overlay::TearSheet(_) => {
+                None
+            }
         })
     }
 
     pub(crate) fn browser_mut(&mut self) -> Option<&mut Browser> {
         self.stack.iter_mut().rev().find_map(|o| match o {
             Overlay::Browser(b) => Some(b.as_mut()),
-            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) => None,
+            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) | Overlay::TearSheet(_) => {
+                None
+            }
+        })
+    }
+
+    /// The tear-sheet view with this id, wherever it is in the stack.
+    pub(crate) fn tear_sheet_mut(&mut self, id: u64) -> Option<&mut TearSheetView> {
+        self.stack.iter_mut().rev().find_map(|o| match o {
+            Overlay::TearSheet(v) if v.id == id => Some(v.as_mut()),
+            _ => None,
         })
     }
 

@@ -695,6 +695,20 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
                 });
             });
         }
+        Effect::LoadTearSheet { id, run_dir } => {
+            let bus = ctx.bus.clone();
+            tokio::task::spawn_blocking(move || {
+                let result = crate::tui::tearsheet::load::load(&run_dir).map(Box::new);
+                let _ = bus.send(Msg::TearSheetLoaded { id, result });
+            });
+        }
+        Effect::WriteReport { id, run_dir } => {
+            let bus = ctx.bus.clone();
+            tokio::task::spawn_blocking(move || {
+                let result = crate::tui::tearsheet::write_report(&run_dir);
+                let _ = bus.send(Msg::ReportWritten { id, result });
+            });
+        }
         Effect::SwitchModel(name) => match &ctx.switch_model {
             Some(switch) => match switch(&name) {
                 Ok((provider, label)) => {

@@ -43,7 +43,7 @@ fn result_json(run_dir: &str) -> Value {
 }
 
 /// The event's preview: the first 200 characters of the result.
-fn preview(run_dir: &str) -> String {
+pub(super) fn preview(run_dir: &str) -> String {
     result_json(run_dir).to_string().chars().take(200).collect()
 }
 
@@ -94,7 +94,7 @@ thread_local! {
 
 /// A prompt, then one serial batch with a backtest that finishes with
 /// `status`. Returns the effects of the engine events.
-fn run_backtest(app: &mut App, args: Value, status: ToolCallStatus, preview: &str) -> Vec<Effect> {
+pub(super) fn run_backtest(app: &mut App, args: Value, status: ToolCallStatus, preview: &str) -> Vec<Effect> {
     let t = Instant::now();
     BATCH_START.set(Some(t));
     type_text(app, "backtest a 20/50 SMA crossover on AAPL");
@@ -116,7 +116,7 @@ fn run_backtest(app: &mut App, args: Value, status: ToolCallStatus, preview: &st
     fx
 }
 
-fn finish(app: &mut App) {
+pub(super) fn finish(app: &mut App) {
     let t = BATCH_START.get().unwrap_or_else(Instant::now);
     feed(
         app,
