@@ -144,11 +144,14 @@ pub struct DrawdownPeriod {
     pub start: NaiveDate,
     /// The day of the lowest equity.
     pub trough: NaiveDate,
+    /// The last day below the peak (quantstats' `end`).
+    pub end: NaiveDate,
     /// The day equity is back at the peak; `None` is "not recovered".
     pub recovery: Option<NaiveDate>,
     /// The depth as a negative fraction (−0.25 is a 25 % fall).
     pub depth: f64,
-    /// Calendar days from start to recovery (or to the last date).
+    /// Calendar days from start to `end`, both counted (quantstats'
+    /// `days`).
     pub days: i64,
 }
 
