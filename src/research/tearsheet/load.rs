@@ -155,8 +155,12 @@ fn card(dir: &Path, dates: &[NaiveDate]) -> Result<Card, TearSheetError> {
 
 /// The tear sheet's input for the backtest run in `dir`.
 pub fn from_run_dir(dir: &Path) -> Result<TearSheetInput, TearSheetError> {
-    let (dates, r, b) = equity(&dir.join("equity.csv"))?;
-    let pos = positions(&dir.join("positions.csv"), &dates)?;
+    // The engine writes its tables under `artifacts/` (docs §7.6), the run
+    // card beside them.
+    let art = dir.join("artifacts");
+    let tables = if art.join("equity.csv").is_file() { art.as_path() } else { dir };
+    let (dates, r, b) = equity(&tables.join("equity.csv"))?;
+    let pos = positions(&tables.join("positions.csv"), &dates)?;
     let (title, bench, rf, ppy) = card(dir, &dates)?;
     let source = match rf.label {
         "treasury_3m" => "3-month T-bill, US Treasury (docs §15.1.1)".to_string(),

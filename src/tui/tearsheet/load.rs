@@ -8,22 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::research::tearsheet::TearSheet;
-// TEMP until h-ts-compute is merged.
-use pending::{TearSheetError, compute, from_run_dir};
-mod pending {
-    use crate::research::tearsheet::{TearSheet, TearSheetInput};
-    use std::path::Path;
-    #[derive(Debug, thiserror::Error)]
-    #[error("the tear sheet computation is not in this build")]
-    pub struct TearSheetError;
-    pub fn from_run_dir(_: &Path) -> Result<TearSheetInput, TearSheetError> {
-        Err(TearSheetError)
-    }
-    pub fn compute(_: &TearSheetInput) -> Result<TearSheet, TearSheetError> {
-        Err(TearSheetError)
-    }
-}
+use crate::research::tearsheet::{TearSheet, TearSheetError, compute, from_run_dir};
 
 /// Where the engine writes the round trips, relative to the run directory.
 pub(crate) const TRADES_FILE: &str = "artifacts/trades.csv";

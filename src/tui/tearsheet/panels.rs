@@ -197,15 +197,28 @@ fn histogram(d: &Distribution, w: usize, h: usize, theme: &Theme) -> Vec<Line<'s
         d.edges.first().copied().unwrap_or(0.0),
         d.edges.last().copied().unwrap_or(0.0),
     );
+    out.push(edge_labels(lo, hi, bins * cw, theme));
+    out
+}
+
+/// The outer edges under a histogram `span_w` columns wide, and a `0`
+/// where zero falls between them.
+fn edge_labels(lo: f64, hi: f64, span_w: usize, theme: &Theme) -> Line<'static> {
     let left = pct1(lo);
     let right = pct1(hi);
-    let span_w = bins * cw;
-    let gap = span_w.saturating_sub(text_width(&left) + text_width(&right));
-    out.push(Line::from(Span::styled(
-        format!("{MARGIN}{left}{}{right}", " ".repeat(gap)),
+    let mut text = left.clone();
+    if lo < 0.0 && hi > 0.0 && hi > lo {
+        let col = ((-lo / (hi - lo)) * span_w as f64) as usize;
+        if col > text_width(&left) + 1 && col + 1 < span_w.saturating_sub(text_width(&right) + 1) {
+            text.push_str(&" ".repeat(col - text_width(&left)));
+            text.push('0');
+        }
+    }
+    let gap = span_w.saturating_sub(text_width(&text) + text_width(&right));
+    Line::from(Span::styled(
+        format!("{MARGIN}{text}{}{right}", " ".repeat(gap)),
         theme.muted,
-    )));
-    out
+    ))
 }
 
 pub(super) fn distribution(s: &TearSheet, w: usize, theme: &Theme) -> Vec<Line<'static>> {

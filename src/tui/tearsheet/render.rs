@@ -25,7 +25,7 @@ const KEY_METRICS: &[&str] = &[
     "max_drawdown",
     "volatility",
     "calmar",
-    "win_rate_day",
+    "win_days",
     "beta",
     "alpha",
 ];
@@ -63,7 +63,8 @@ fn title_line(view: &TearSheetView, area: Rect, buf: &mut Buffer, theme: &Theme)
             if text_width(&full) <= w {
                 full
             } else {
-                format!(" {} · {} → {}", s.title, s.start, s.end)
+                // Narrow: the span first, the (often long) title after it.
+                format!(" {} → {} · {}", s.start, s.end, s.title)
             }
         }
         _ => format!(" Tear sheet · {}", view.run_dir.display()),

@@ -29,7 +29,7 @@ const RUN: &str = "/data/runs/20260302_100000_abcdef";
 const SUMMARY: &str = "AAPL · sma_crossover(20, 50): total return 45.20%, annual 6.10%, Sharpe 0.81, max drawdown -23.40%, 12 trades, win rate 58.33%; benchmark 30.00% (excess 15.20%); final value 145200.00";
 
 /// What the tool returns (key order as the tool writes it).
-fn result_json(run_dir: &str) -> Value {
+pub(super) fn result_json(run_dir: &str) -> Value {
     json!({
         "status": "ok", "run_dir": run_dir, "exit_code": 0, "elapsed_ms": 812,
         "stdout": "", "stderr": "", "summary": SUMMARY,

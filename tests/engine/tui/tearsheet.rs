@@ -14,10 +14,12 @@ use vibedesk::research::tearsheet::{
     AnnualRow, Distribution, DrawdownPeriod, Metric, MonthlyTable, Period, PositionStats, Rolling,
     Series, TearSheet, Unit,
 };
+use vibedesk::session::SessionMeta;
 use vibedesk::tui::App;
+use vibedesk::tui::transcripts::{SessionDetail, SessionRow};
 use vibedesk::tui::app::{Effect, Msg, update};
 use vibedesk::tui::overlay::Overlay;
-use vibedesk::tui::tearsheet::{ReportError, SheetData, SheetTab, TearSheetView, TradesTable};
+use vibedesk::tui::tearsheet::{load, ReportError, SheetData, SheetTab, TearSheetView, TradesTable};
 
 use super::*;
 
@@ -181,6 +183,7 @@ pub fn hand_sheet() -> SheetData {
             DrawdownPeriod {
                 start: dates[400],
                 trough: dates[470],
+                end: dates[n - 1],
                 recovery: None,
                 depth: -0.234,
                 days: 355,
@@ -188,6 +191,7 @@ pub fn hand_sheet() -> SheetData {
             DrawdownPeriod {
                 start: dates[100],
                 trough: dates[130],
+                end: dates[189],
                 recovery: Some(dates[190]),
                 depth: -0.121,
                 days: 126,
@@ -269,10 +273,43 @@ fn view(a: &App) -> &TearSheetView {
     }
 }
 
+/// The tear sheet of a real backtest on the offline market: AAPL and
+/// MSFT above their 50-day average, 2009–2012, run by the binary.
+fn real_sheet() -> SheetData {
+    let home = tempfile::tempdir().unwrap();
+    let run = home.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let cfg = home.path().join("cfg.json");
+    let config = json!({"codes": ["AAPL", "MSFT"], "start_date": "2009-01-01",
+        "end_date": "2012-12-31", "source": "embedded",
+        "strategy": {"rules": {"entry": "close > sma(close, 50)"}}});
+    std::fs::write(&cfg, config.to_string()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vibedesk"))
+        .env("VIBEDESK_HOME", home.path())
+        .env_remove("VIBEDESK_CONFIG")
+        .arg("backtest")
+        .arg(&run)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--offline")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut data = load::load(&run).unwrap();
+    assert!(
+        data.elapsed_ms < 2_000,
+        "reading and computing took {} ms",
+        data.elapsed_ms
+    );
+    // The one number that varies from run to run.
+    data.elapsed_ms = 0;
+    data
+}
+
 #[test]
-fn every_tab_at_both_sizes() {
+fn every_tab_of_a_real_backtest_at_both_sizes() {
     let now = Instant::now();
-    let mut a = open(hand_sheet());
+    let mut a = open(real_sheet());
     for (i, tab) in SheetTab::ALL.iter().enumerate() {
         update(&mut a, key(KeyCode::Char(char::from(b'1' + i as u8))));
         assert_eq!(view(&a).tab, *tab);
@@ -351,4 +388,84 @@ fn the_report_key_asks_for_the_report_and_shows_the_answer() {
     );
     let s = screen(&mut a, 80, 24, now);
     assert!(s.contains("no report: the HTML report writer"), "{s}");
+}
+
+#[test]
+fn the_browser_opens_a_recorded_backtest_s_tear_sheet_and_esc_returns_to_it() {
+    let mut a = app();
+    update(&mut a, ctrl('t'));
+    update(
+        &mut a,
+        Msg::Sessions(vec![SessionRow {
+            meta: SessionMeta {
+                id: "5bc29f7ddcd5".into(),
+                created_at: "2026-03-02T10:00:00.000Z".into(),
+                title: "backtest".into(),
+                ..SessionMeta::default()
+            },
+            messages: 2,
+        }]),
+    );
+    update(&mut a, key(KeyCode::Enter));
+    let result = super::backtest::result_json(RUN).to_string();
+    update(
+        &mut a,
+        Msg::Detail(Ok(SessionDetail {
+            id: "5bc29f7ddcd5".into(),
+            dir: "/data/sessions/5bc29f7ddcd5".into(),
+            trace: vec![
+                json!({"type": "start", "iter": 1, "prompt": "backtest", "run_id": "r1", "ts": 1.0}),
+                json!({"type": "tool_result", "iter": 1, "tool": "backtest", "call_id": "c1", "status": "ok", "outcome": "ok", "elapsed_ms": 812, "result": result, "preview": "", "ts": 3.0}),
+            ],
+            ..SessionDetail::default()
+        })),
+    );
+    update(&mut a, key(KeyCode::Tab));
+    // Not a backtest: the browser says where `s` works.
+    assert!(update(&mut a, key(KeyCode::Char('s'))).is_empty());
+    assert!(a.browser().unwrap().message.as_deref().unwrap().contains("backtest result"));
+    // On the backtest's record (from the list, without opening it).
+    update(&mut a, key(KeyCode::Down));
+    let fx = update(&mut a, key(KeyCode::Char('s')));
+    let [Effect::LoadTearSheet { id, run_dir }] = fx.as_slice() else {
+        panic!("{fx:?}")
+    };
+    assert_eq!(run_dir, &PathBuf::from(RUN));
+    assert_eq!(a.overlays.len(), 2, "over the browser");
+    update(
+        &mut a,
+        Msg::TearSheetLoaded {
+            id: *id,
+            result: Ok(Box::new(hand_sheet())),
+        },
+    );
+    let s = screen(&mut a, 80, 24, Instant::now());
+    assert!(s.contains("1 Over") && s.contains("Cumulative Return"), "{s}");
+    update(&mut a, key(KeyCode::Esc));
+    assert!(matches!(a.overlays.top(), Some(Overlay::Browser(_))));
+}
+
+#[test]
+fn a_failed_load_says_why_and_s_without_a_result_says_how() {
+    let mut a = app();
+    update(&mut a, key(KeyCode::Tab));
+    let fx = update(&mut a, key(KeyCode::Char('s')));
+    assert!(fx.is_empty(), "{fx:?}");
+    assert!(a.overlays.is_empty());
+    let s = screen(&mut a, 80, 24, Instant::now());
+    assert!(s.contains("select a backtest cell"), "{s}");
+    let mut b = open(hand_sheet());
+    let id = view(&b).id;
+    let err = load::load(std::path::Path::new("/nonexistent/run")).unwrap_err();
+    update(
+        &mut b,
+        Msg::TearSheetLoaded {
+            id,
+            result: Err(err),
+        },
+    );
+    let s = screen(&mut b, 80, 24, Instant::now());
+    assert!(s.contains("no tear sheet:") && s.contains("equity.csv"), "{s}");
+    // The report key waits for a sheet.
+    assert!(update(&mut b, key(KeyCode::Char('r'))).is_empty());
 }
