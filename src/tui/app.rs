@@ -27,8 +27,8 @@ use super::keymap::{Action, Context, Keymap, typed_char};
 use super::memories::{MemoryDetail, MemoryListing};
 use super::overlay::{Handled, Input, Overlay, OverlayEffect, Overlays, WHEEL_LINES};
 use super::swarm::{SWARM_USAGE, TeamBoard, TeamPhase};
-use super::tearsheet::{ReportError, SheetData, SheetEffect, SheetLoadError, TearSheetView};
 use super::team_runs::TeamRunRow;
+use super::tearsheet::{ReportError, SheetData, SheetEffect, SheetLoadError, TearSheetView};
 use super::theme::Theme;
 use super::tool_panel::ToolPanel;
 use super::transcripts::{SessionDetail, SessionRow};
@@ -532,6 +532,27 @@ impl App {
         let id = view.id;
         self.overlays.push(Overlay::TearSheet(Box::new(view)));
         vec![Effect::LoadTearSheet { id, run_dir }]
+    }
+
+    /// A tear sheet's load or report answer, to the view that asked.
+    fn tear_sheet_msg(&mut self, msg: Msg) -> Vec<Effect> {
+        match msg {
+            Msg::TearSheetLoaded { id, result } => {
+                if let Some(v) = self.overlays.tear_sheet_mut(id) {
+                    v.loaded(result.map(|b| *b));
+                }
+            }
+            Msg::ReportWritten { id, result } => {
+                if let Some(v) = self.overlays.tear_sheet_mut(id) {
+                    v.message = Some(match result {
+                        Ok(p) => format!("report written: {}", p.display()),
+                        Err(e) => format!("no report: {e}"),
+                    });
+                }
+            }
+            _ => {}
+        }
+        vec![]
     }
 
     /// `s` on a chat cell: the tear sheet of the selected result, or of
@@ -1295,21 +1316,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             app.chat.notice(kind, text);
             vec![]
         }
-        Msg::TearSheetLoaded { id, result } => {
-            if let Some(v) = app.overlays.tear_sheet_mut(id) {
-                v.loaded(result.map(|b| *b));
-            }
-            vec![]
-        }
-        Msg::ReportWritten { id, result } => {
-            if let Some(v) = app.overlays.tear_sheet_mut(id) {
-                v.message = Some(match result {
-                    Ok(p) => format!("report written: {}", p.display()),
-                    Err(e) => format!("no report: {e}"),
-                });
-            }
-            vec![]
-        }
+        Msg::TearSheetLoaded { .. } | Msg::ReportWritten { .. } => app.tear_sheet_msg(msg),
         Msg::ApprovalAsked(view) => {
             app.overlays.push(Overlay::Approval(view));
             app.dirty = true;

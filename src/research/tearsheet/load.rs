@@ -158,7 +158,11 @@ pub fn from_run_dir(dir: &Path) -> Result<TearSheetInput, TearSheetError> {
     // The engine writes its tables under `artifacts/` (docs §7.6), the run
     // card beside them.
     let art = dir.join("artifacts");
-    let tables = if art.join("equity.csv").is_file() { art.as_path() } else { dir };
+    let tables = if art.join("equity.csv").is_file() {
+        art.as_path()
+    } else {
+        dir
+    };
     let (dates, r, b) = equity(&tables.join("equity.csv"))?;
     let pos = positions(&tables.join("positions.csv"), &dates)?;
     let (title, bench, rf, ppy) = card(dir, &dates)?;

@@ -13,6 +13,8 @@ use super::super::format::width as text_width;
 use super::super::theme::Theme;
 use crate::research::backtest::chart::terminal_points;
 
+/// Widths from which two columns sit side by side.
+pub(super) const WIDE: usize = 120;
 /// The view's left margin.
 pub(super) const MARGIN: &str = " ";
 /// Columns of the y-axis labels: every chart's plot starts at the same
@@ -87,9 +89,19 @@ fn bounds(curves: &[Curve<'_>], with_zero: bool) -> (f64, f64) {
         lo = lo.min(0.0);
         hi = hi.max(0.0);
     }
-    let pad = ((hi - lo) * 0.04).max(hi.abs().max(lo.abs()) * 1e-6).max(1e-9);
-    let lo = if with_zero && lo == 0.0 { 0.0 } else { lo - pad };
-    let hi = if with_zero && hi == 0.0 { 0.0 } else { hi + pad };
+    let pad = ((hi - lo) * 0.04)
+        .max(hi.abs().max(lo.abs()) * 1e-6)
+        .max(1e-9);
+    let lo = if with_zero && lo == 0.0 {
+        0.0
+    } else {
+        lo - pad
+    };
+    let hi = if with_zero && hi == 0.0 {
+        0.0
+    } else {
+        hi + pad
+    };
     (lo, hi)
 }
 
@@ -213,7 +225,10 @@ fn ticks(dates: &[NaiveDate], n: usize, plot_w: usize, theme: &Theme) -> Line<'s
 
 /// A heading line of the body.
 pub(super) fn heading(text: impl Into<String>, theme: &Theme) -> Line<'static> {
-    Line::from(vec![Span::raw(MARGIN), Span::styled(text.into(), theme.heading)])
+    Line::from(vec![
+        Span::raw(MARGIN),
+        Span::styled(text.into(), theme.heading),
+    ])
 }
 
 /// A legend: `━ name` per curve.
@@ -259,7 +274,11 @@ pub(super) fn beside(
 pub(super) fn cell(text: &str, w: usize, right: bool) -> String {
     let t = truncate_to(text, w);
     let pad = " ".repeat(w.saturating_sub(text_width(&t)));
-    if right { format!("{pad}{t}") } else { format!("{t}{pad}") }
+    if right {
+        format!("{pad}{t}")
+    } else {
+        format!("{t}{pad}")
+    }
 }
 
 fn truncate_to(text: &str, w: usize) -> String {

@@ -68,7 +68,11 @@ impl SheetTab {
     fn step(self, forward: bool) -> SheetTab {
         let n = SheetTab::ALL.len();
         let i = self.index();
-        let j = if forward { (i + 1) % n } else { (i + n - 1) % n };
+        let j = if forward {
+            (i + 1) % n
+        } else {
+            (i + n - 1) % n
+        };
         SheetTab::ALL.get(j).copied().unwrap_or(SheetTab::Overview)
     }
 }

@@ -5,8 +5,8 @@
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::charts::{MARGIN, cell, heading, pct, spct};
 use super::super::theme::Theme;
+use super::charts::{MARGIN, cell, heading, pct, spct};
 use crate::research::tearsheet::TearSheet;
 
 const MONTHS: [&str; 12] = [
@@ -68,9 +68,15 @@ pub(super) fn tab(s: &TearSheet, w: usize, theme: &Theme) -> Vec<Line<'static>> 
     let vw = if wide { 7 } else { 4 };
     let bands = Bands::of(s);
     let mut out = vec![heading("Monthly returns (%)", theme)];
-    let mut head = vec![Span::styled(format!("{MARGIN}{}", cell("", 4, false)), theme.muted)];
+    let mut head = vec![Span::styled(
+        format!("{MARGIN}{}", cell("", 4, false)),
+        theme.muted,
+    )];
     for m in MONTHS {
-        head.push(Span::styled(format!(" {}", cell(m, vw, true)), theme.heading));
+        head.push(Span::styled(
+            format!(" {}", cell(m, vw, true)),
+            theme.heading,
+        ));
     }
     head.push(Span::styled(
         format!("  {}", cell("Year", vw, true)),
@@ -144,7 +150,11 @@ fn annual(s: &TearSheet, theme: &Theme) -> Vec<Line<'static>> {
         cell("Strategy", 9, true)
     );
     if bench {
-        head.push_str(&format!(" {} {}", cell("Benchmark", 9, true), cell("Excess", 9, true)));
+        head.push_str(&format!(
+            " {} {}",
+            cell("Benchmark", 9, true),
+            cell("Excess", 9, true)
+        ));
     }
     out.push(Line::from(Span::styled(head, theme.heading)));
     let signed = |x: f64| if x < 0.0 { theme.error } else { theme.ok };
@@ -154,9 +164,15 @@ fn annual(s: &TearSheet, theme: &Theme) -> Vec<Line<'static>> {
             Span::styled(cell(&spct(r.strategy, 2), 9, true), signed(r.strategy)),
         ];
         if let Some(b) = r.benchmark {
-            spans.push(Span::styled(format!(" {}", cell(&spct(b, 2), 9, true)), theme.muted));
+            spans.push(Span::styled(
+                format!(" {}", cell(&spct(b, 2), 9, true)),
+                theme.muted,
+            ));
             let ex = r.strategy - b;
-            spans.push(Span::styled(format!(" {}", cell(&spct(ex, 2), 9, true)), signed(ex)));
+            spans.push(Span::styled(
+                format!(" {}", cell(&spct(ex, 2), 9, true)),
+                signed(ex),
+            ));
         }
         out.push(Line::from(spans));
     }

@@ -3,12 +3,12 @@
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::charts::{
-    ChartSpec, Curve, MARGIN, beside, cell, chart, gaps, heading, legend, num2, pct, pct0, pct1,
-};
 use super::super::format::width as text_width;
 use super::super::theme::Theme;
-use super::render::WIDE;
+use super::charts::{
+    ChartSpec, Curve, MARGIN, WIDE, beside, cell, chart, gaps, heading, legend, num2, pct, pct0,
+    pct1,
+};
 use super::{SheetData, TradesTable};
 use crate::research::tearsheet::{Distribution, Period, PositionStats, TearSheet};
 
@@ -39,7 +39,7 @@ fn rolling_block(
         return None;
     }
     // The longer window under the shorter one.
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
     let styles = [theme.muted, theme.accent, theme.warn];
     let names: Vec<String> = found.iter().map(|(win, _)| window_name(*win)).collect();
     let items: Vec<(&str, Style)> = names
@@ -130,9 +130,16 @@ fn quantile_table(ds: &[Distribution], theme: &Theme) -> Vec<Line<'static>> {
         .first()
         .map(|d| d.quantiles.iter().map(|(p, _)| *p).collect())
         .unwrap_or_default();
-    let mut head = format!("{MARGIN}{} {}", cell("Period", 9, false), cell("n", 5, true));
+    let mut head = format!(
+        "{MARGIN}{} {}",
+        cell("Period", 9, false),
+        cell("n", 5, true)
+    );
     for p in &probs {
-        head.push_str(&format!(" {}", cell(&format!("q{:.0}", p * 100.0), 7, true)));
+        head.push_str(&format!(
+            " {}",
+            cell(&format!("q{:.0}", p * 100.0), 7, true)
+        ));
     }
     let mut out = vec![
         heading("Return quantiles", theme),
@@ -149,7 +156,10 @@ fn quantile_table(ds: &[Distribution], theme: &Theme) -> Vec<Line<'static>> {
         )];
         for (_, q) in &d.quantiles {
             let style = if *q < 0.0 { theme.error } else { theme.ok };
-            spans.push(Span::styled(format!(" {}", cell(&pct(*q, 2), 7, true)), style));
+            spans.push(Span::styled(
+                format!(" {}", cell(&pct(*q, 2), 7, true)),
+                style,
+            ));
         }
         out.push(Line::from(spans));
     }
@@ -186,7 +196,7 @@ fn histogram(d: &Distribution, w: usize, h: usize, theme: &Theme) -> Vec<Line<'s
         let level = (h - 1 - row) * 8;
         let mut spans = vec![Span::raw(MARGIN)];
         for (i, c) in d.counts.iter().enumerate() {
-            let eighths = (c * h * 8).div_ceil(max);
+            let eighths = c.saturating_mul(h * 8).div_ceil(max);
             let fill = eighths.saturating_sub(level).min(8);
             let ch = BLOCKS.get(fill).copied().unwrap_or(' ');
             spans.push(Span::styled(ch.to_string().repeat(cw), style_of(i)));
@@ -323,7 +333,11 @@ fn positions(
 fn weights_table(p: &PositionStats, w: usize, theme: &Theme) -> Vec<Line<'static>> {
     let rows = if w >= WIDE { 20 } else { 10 };
     let mut out = vec![heading(
-        format!("Weights (largest mean first, {} of {})", rows.min(p.codes.len()), p.codes.len()),
+        format!(
+            "Weights (largest mean first, {} of {})",
+            rows.min(p.codes.len()),
+            p.codes.len()
+        ),
         theme,
     )];
     out.push(Line::from(Span::styled(

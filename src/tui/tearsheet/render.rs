@@ -6,16 +6,14 @@ use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 
-use super::charts::{
-    ChartSpec, Curve, MARGIN, beside, cell, chart, heading, legend, num2, pct, pct1,
-};
 use super::super::format::{truncate, width as text_width};
 use super::super::theme::Theme;
+use super::charts::{
+    ChartSpec, Curve, MARGIN, WIDE, beside, cell, chart, heading, legend, num2, pct, pct1,
+};
 use super::{SheetData, SheetState, SheetTab, TearSheetView, monthly, panels};
 use crate::research::tearsheet::{Metric, TearSheet, Unit};
 
-/// Widths from which two columns sit side by side.
-pub(super) const WIDE: usize = 120;
 /// The metrics the overview puts first, by key, in this order.
 const KEY_METRICS: &[&str] = &[
     "cumulative_return",
@@ -133,7 +131,10 @@ fn body(view: &TearSheetView, w: usize, h: usize, theme: &Theme) -> Vec<Line<'st
             theme.muted,
         ))],
         SheetState::Failed(e) => vec![
-            Line::from(Span::styled(format!("{MARGIN}⚠ no tear sheet: {e}"), theme.warn)),
+            Line::from(Span::styled(
+                format!("{MARGIN}⚠ no tear sheet: {e}"),
+                theme.warn,
+            )),
             Line::from(Span::styled(
                 format!("{MARGIN}run {}", view.run_dir.display()),
                 theme.muted,
@@ -171,12 +172,7 @@ pub(super) fn metric_value(v: Option<f64>, unit: Unit) -> String {
 /// Metric rows in `w` columns: name, strategy, and the benchmark when the
 /// sheet has one. A metric whose definition differs from quantstats' is
 /// marked †.
-fn metric_rows(
-    metrics: &[&Metric],
-    bench: bool,
-    w: usize,
-    theme: &Theme,
-) -> Vec<Line<'static>> {
+fn metric_rows(metrics: &[&Metric], bench: bool, w: usize, theme: &Theme) -> Vec<Line<'static>> {
     let val_w = 10;
     let name_w = w
         .saturating_sub(MARGIN.len() + val_w * if bench { 2 } else { 1 } + 1)
@@ -373,14 +369,17 @@ fn drawdown_table(s: &TearSheet, theme: &Theme) -> Vec<Line<'static>> {
             None => ("not recovered".to_string(), theme.warn),
         };
         out.push(Line::from(vec![
-            Span::styled(format!("{MARGIN}{} ", cell(&(i + 1).to_string(), 2, true)), theme.muted),
             Span::styled(
-                format!("{} {} ", p.start, p.trough),
-                theme.text,
+                format!("{MARGIN}{} ", cell(&(i + 1).to_string(), 2, true)),
+                theme.muted,
             ),
+            Span::styled(format!("{} {} ", p.start, p.trough), theme.text),
             Span::styled(cell(&recovery, 13, false), rstyle),
             Span::styled(format!(" {}", cell(&pct1(p.depth), 7, true)), theme.error),
-            Span::styled(format!(" {}", cell(&p.days.to_string(), 5, true)), theme.text),
+            Span::styled(
+                format!(" {}", cell(&p.days.to_string(), 5, true)),
+                theme.text,
+            ),
         ]));
     }
     if s.drawdowns.is_empty() {
@@ -393,7 +392,10 @@ fn drawdown_table(s: &TearSheet, theme: &Theme) -> Vec<Line<'static>> {
 }
 
 fn underwater(s: &TearSheet, w: usize, h: usize, theme: &Theme) -> Vec<Line<'static>> {
-    let mut out = vec![heading("Underwater (drawdown from the running peak)", theme)];
+    let mut out = vec![heading(
+        "Underwater (drawdown from the running peak)",
+        theme,
+    )];
     out.extend(chart(
         &[Curve {
             values: &s.series.underwater,

@@ -94,7 +94,12 @@ thread_local! {
 
 /// A prompt, then one serial batch with a backtest that finishes with
 /// `status`. Returns the effects of the engine events.
-pub(super) fn run_backtest(app: &mut App, args: Value, status: ToolCallStatus, preview: &str) -> Vec<Effect> {
+pub(super) fn run_backtest(
+    app: &mut App,
+    args: Value,
+    status: ToolCallStatus,
+    preview: &str,
+) -> Vec<Effect> {
     let t = Instant::now();
     BATCH_START.set(Some(t));
     type_text(app, "backtest a 20/50 SMA crossover on AAPL");

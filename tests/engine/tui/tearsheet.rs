@@ -8,18 +8,20 @@ use std::path::PathBuf;
 use chrono::{Datelike, NaiveDate};
 use crossterm::event::KeyCode;
 use serde_json::json;
-use vibedesk::agent::events::ToolCallStatus;
 use tokio::time::Instant;
+use vibedesk::agent::events::ToolCallStatus;
 use vibedesk::research::tearsheet::{
     AnnualRow, Distribution, DrawdownPeriod, Metric, MonthlyTable, Period, PositionStats, Rolling,
     Series, TearSheet, Unit,
 };
 use vibedesk::session::SessionMeta;
 use vibedesk::tui::App;
-use vibedesk::tui::transcripts::{SessionDetail, SessionRow};
 use vibedesk::tui::app::{Effect, Msg, update};
 use vibedesk::tui::overlay::Overlay;
-use vibedesk::tui::tearsheet::{load, ReportError, SheetData, SheetTab, TearSheetView, TradesTable};
+use vibedesk::tui::tearsheet::{
+    ReportError, SheetData, SheetTab, TearSheetView, TradesTable, load,
+};
+use vibedesk::tui::transcripts::{SessionDetail, SessionRow};
 
 use super::*;
 
@@ -139,13 +141,23 @@ pub fn hand_sheet() -> SheetData {
         edges: (0..=20).map(|i| -0.04 + 0.004 * i as f64).collect(),
         counts: (0..20).map(|i: usize| 20 - i.abs_diff(10) * 2).collect(),
     };
-    let w = |k: f64| (0..n).map(|i| k * (1.0 + ((i as f64) / 90.0).sin()) / 2.0).collect();
+    let w = |k: f64| {
+        (0..n)
+            .map(|i| k * (1.0 + ((i as f64) / 90.0).sin()) / 2.0)
+            .collect()
+    };
     let positions = PositionStats {
-        gross: (0..n).map(|i| 0.8 + 0.2 * ((i as f64) / 60.0).sin()).collect(),
-        net: (0..n).map(|i| 0.4 + 0.3 * ((i as f64) / 60.0).cos()).collect(),
+        gross: (0..n)
+            .map(|i| 0.8 + 0.2 * ((i as f64) / 60.0).sin())
+            .collect(),
+        net: (0..n)
+            .map(|i| 0.4 + 0.3 * ((i as f64) / 60.0).cos())
+            .collect(),
         long: vec![0.6; n],
         short: vec![-0.2; n],
-        turnover: (0..n).map(|i| if i % 21 == 0 { 0.25 } else { 0.0 }).collect(),
+        turnover: (0..n)
+            .map(|i| if i % 21 == 0 { 0.25 } else { 0.0 })
+            .collect(),
         annual_turnover: 3.0,
         codes: vec!["AAPL".into(), "MSFT".into(), "SPY".into()],
         weights: vec![w(0.5), w(0.3), w(-0.2)],
@@ -162,16 +174,40 @@ pub fn hand_sheet() -> SheetData {
             "benchmark: SPY".into(),
         ],
         metrics: vec![
-            metric("cumulative_return", "Cumulative Return", Unit::Percent, 0.452, Some(0.3)),
+            metric(
+                "cumulative_return",
+                "Cumulative Return",
+                Unit::Percent,
+                0.452,
+                Some(0.3),
+            ),
             metric("cagr", "CAGR﹪", Unit::Percent, 0.061, Some(0.042)),
             sharpe,
             metric("sortino", "Sortino", Unit::Ratio, 1.12, Some(0.9)),
-            metric("max_drawdown", "Max Drawdown", Unit::Percent, -0.234, Some(-0.19)),
-            metric("volatility", "Volatility (ann.)", Unit::Percent, 0.18, Some(0.15)),
+            metric(
+                "max_drawdown",
+                "Max Drawdown",
+                Unit::Percent,
+                -0.234,
+                Some(-0.19),
+            ),
+            metric(
+                "volatility",
+                "Volatility (ann.)",
+                Unit::Percent,
+                0.18,
+                Some(0.15),
+            ),
             metric("calmar", "Calmar", Unit::Ratio, 0.26, Some(0.22)),
             metric("skew", "Skew", Unit::Ratio, -0.31, Some(-0.5)),
             metric("kurtosis", "Kurtosis", Unit::Ratio, 3.9, Some(4.4)),
-            metric("longest_dd_days", "Longest DD Days", Unit::Count, 212.0, Some(180.0)),
+            metric(
+                "longest_dd_days",
+                "Longest DD Days",
+                Unit::Count,
+                212.0,
+                Some(180.0),
+            ),
         ],
         monthly: MonthlyTable {
             years,
@@ -294,7 +330,11 @@ fn real_sheet() -> SheetData {
         .arg("--offline")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut data = load::load(&run).unwrap();
     assert!(
         data.elapsed_ms < 2_000,
@@ -378,7 +418,10 @@ fn the_report_key_asks_for_the_report_and_shows_the_answer() {
         },
     );
     let s = screen(&mut a, 80, 24, now);
-    assert!(s.contains("report written: /data/runs/x/report.html"), "{s}");
+    assert!(
+        s.contains("report written: /data/runs/x/report.html"),
+        "{s}"
+    );
     update(
         &mut a,
         Msg::ReportWritten {
@@ -423,7 +466,14 @@ fn the_browser_opens_a_recorded_backtest_s_tear_sheet_and_esc_returns_to_it() {
     update(&mut a, key(KeyCode::Tab));
     // Not a backtest: the browser says where `s` works.
     assert!(update(&mut a, key(KeyCode::Char('s'))).is_empty());
-    assert!(a.browser().unwrap().message.as_deref().unwrap().contains("backtest result"));
+    assert!(
+        a.browser()
+            .unwrap()
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("backtest result")
+    );
     // On the backtest's record (from the list, without opening it).
     update(&mut a, key(KeyCode::Down));
     let fx = update(&mut a, key(KeyCode::Char('s')));
@@ -440,7 +490,10 @@ fn the_browser_opens_a_recorded_backtest_s_tear_sheet_and_esc_returns_to_it() {
         },
     );
     let s = screen(&mut a, 80, 24, Instant::now());
-    assert!(s.contains("1 Over") && s.contains("Cumulative Return"), "{s}");
+    assert!(
+        s.contains("1 Over") && s.contains("Cumulative Return"),
+        "{s}"
+    );
     update(&mut a, key(KeyCode::Esc));
     assert!(matches!(a.overlays.top(), Some(Overlay::Browser(_))));
 }
@@ -465,7 +518,10 @@ fn a_failed_load_says_why_and_s_without_a_result_says_how() {
         },
     );
     let s = screen(&mut b, 80, 24, Instant::now());
-    assert!(s.contains("no tear sheet:") && s.contains("equity.csv"), "{s}");
+    assert!(
+        s.contains("no tear sheet:") && s.contains("equity.csv"),
+        "{s}"
+    );
     // The report key waits for a sheet.
     assert!(update(&mut b, key(KeyCode::Char('r'))).is_empty());
 }
