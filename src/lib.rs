@@ -16,6 +16,7 @@ pub mod memory;
 pub mod model;
 pub mod planner;
 pub mod process;
+pub mod report;
 pub mod research;
 pub mod sandbox;
 pub mod secrets;

@@ -1,6 +1,6 @@
 //! The command line: `vibedesk` (the workstation), `run`, `doctor`,
 //! `sessions`, `trace`, `compact`, `backtest`, `data`, `engine`, `memory`,
-//! `mcp`, `swarm`, `sweep`.
+//! `mcp`, `swarm`, `sweep`, `report`, `export`.
 
 mod backtest;
 mod compact;
@@ -13,6 +13,7 @@ mod inspect;
 mod mcp;
 mod memory;
 mod ray;
+mod report;
 mod run;
 mod setup;
 mod swarm;
@@ -80,6 +81,10 @@ pub enum Command {
     Swarm(swarm::SwarmArgs),
     /// Parameter sweeps (docs §18): `plan` a spec, `run` it on every core, run one `shard` of a plan.
     Sweep(sweep::SweepArgs),
+    /// A backtest run's tear sheet as one self-contained HTML file (or Markdown with SVGs); prints its path.
+    Report(report::ReportArgs),
+    /// A research session as Markdown (or one HTML file): the conversation, tool calls, figures, artifacts.
+    Export(report::ExportArgs),
 }
 
 /// Provider flags shared by `run` and `doctor`.
@@ -204,6 +209,8 @@ fn run_command(cli: Cli) -> Result<(), CliError> {
             Some(Command::Mcp(command)) => mcp::mcp(command).await,
             Some(Command::Swarm(args)) => swarm::swarm(args).await,
             Some(Command::Sweep(args)) => sweep::sweep(args).await,
+            Some(Command::Report(args)) => report::report(args),
+            Some(Command::Export(args)) => report::export(args),
         }
     });
     // Do not wait for tasks still parked on stdin or timers.

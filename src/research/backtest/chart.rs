@@ -9,7 +9,7 @@
 
 use std::sync::OnceLock;
 
-use chrono::NaiveDate;
+use chrono::{Datelike, NaiveDate};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
@@ -97,6 +97,91 @@ pub(crate) fn compact(y: f64, decimals_below_100: usize) -> String {
     }
 }
 
+/// Month steps a date axis may take, smallest first: a tick every month,
+/// quarter, half year, year, and then every few years.
+const TICK_MONTHS: [u32; 10] = [1, 2, 3, 6, 12, 24, 60, 120, 240, 600];
+
+/// At most `max_ticks` ticks on calendar boundaries (docs §20.4): each at
+/// the first trading day of a month (every 1, 2, 3 or 6 months, labelled
+/// `2004-03`) or of a year (every 1, 2, 5, … years, labelled `2004`),
+/// as `(index into dates, label)`. The first date is a boundary only when
+/// it is the 1st. A series within one month gets its first and last dates.
+pub fn date_ticks(dates: &[NaiveDate], max_ticks: usize) -> Vec<(usize, String)> {
+    let month_no = |d: &NaiveDate| d.year() as i64 * 12 + d.month0() as i64;
+    let boundaries: Vec<usize> = dates
+        .iter()
+        .enumerate()
+        .filter(|(i, d)| match i.checked_sub(1).and_then(|p| dates.get(p)) {
+            Some(prev) => month_no(prev) != month_no(d),
+            None => d.day() == 1,
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if boundaries.is_empty() {
+        let mut ends: Vec<usize> = vec![0, dates.len().saturating_sub(1)];
+        ends.dedup();
+        return ends
+            .into_iter()
+            .filter_map(|i| dates.get(i).map(|d| (i, d.to_string())))
+            .take(max_ticks.max(1))
+            .collect();
+    }
+    let on_step = |i: &usize, step: u32| {
+        dates
+            .get(*i)
+            .is_some_and(|d| month_no(d).rem_euclid(i64::from(step)) == 0)
+    };
+    let step = TICK_MONTHS
+        .iter()
+        .copied()
+        .find(|&s| boundaries.iter().filter(|i| on_step(i, s)).count() <= max_ticks.max(1))
+        .unwrap_or(600);
+    boundaries
+        .iter()
+        .filter(|i| on_step(i, step))
+        .filter_map(|&i| {
+            let d = dates.get(i)?;
+            let label = if step < 12 {
+                d.format("%Y-%m").to_string()
+            } else {
+                d.year().to_string()
+            };
+            Some((i, label))
+        })
+        .collect()
+}
+
+/// The date axis: bar indices as `f64`, with its ticks at [`date_ticks`]'
+/// boundaries instead of plotters' evenly spaced ones.
+struct DateAxis {
+    inner: plotters::coord::types::RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl Ranged for DateAxis {
+    type FormatOption = plotters::coord::ranged1d::NoDefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<Hint: plotters::coord::ranged1d::KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
+        self.ticks.clone()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
+}
+
+impl plotters::coord::ranged1d::ValueFormatter<f64> for DateAxis {
+    /// Only reached without a label formatter, which every chart sets.
+    fn format(value: &f64) -> String {
+        format!("{value:.0}")
+    }
+}
+
 fn bounds(series: &[&[f64]]) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for s in series {
@@ -143,11 +228,14 @@ fn draw<DB: DrawingBackend>(
     let n = d.equity.len();
     let x_max = (n.max(2) - 1) as f64;
     let (top, bottom) = root.split_vertically((HEIGHT as f64 * 0.64) as u32);
+    let ticks = date_ticks(&d.dates[..d.dates.len().min(n)], 8);
+    let tick_points: Vec<f64> = ticks.iter().map(|(i, _)| *i as f64).collect();
     let date_label = |x: &f64| {
         let i = x.round().max(0.0) as usize;
-        d.dates
-            .get(i.min(d.dates.len().saturating_sub(1)))
-            .map(|d| d.to_string())
+        ticks
+            .iter()
+            .find(|(t, _)| *t == i)
+            .map(|(_, l)| l.clone())
             .unwrap_or_default()
     };
     let bench = d.benchmark.unwrap_or(&[]);
@@ -158,11 +246,17 @@ fn draw<DB: DrawingBackend>(
         .margin_right(36)
         .x_label_area_size(22)
         .y_label_area_size(64)
-        .build_cartesian_2d(0f64..x_max, lo..hi)
+        .build_cartesian_2d(
+            DateAxis {
+                inner: (0f64..x_max).into(),
+                ticks: tick_points.clone(),
+            },
+            lo..hi,
+        )
         .map_err(e)?;
     chart
         .configure_mesh()
-        .x_labels(6)
+        .x_labels(tick_points.len())
         .y_labels(6)
         .x_label_formatter(&date_label)
         .y_label_formatter(&|y| compact(*y, SVG_SMALL_DECIMALS))
@@ -214,10 +308,16 @@ fn draw<DB: DrawingBackend>(
         .margin_right(36)
         .x_label_area_size(22)
         .y_label_area_size(64)
-        .build_cartesian_2d(0f64..x_max, dd_lo..0.0)
+        .build_cartesian_2d(
+            DateAxis {
+                inner: (0f64..x_max).into(),
+                ticks: tick_points.clone(),
+            },
+            dd_lo..0.0,
+        )
         .map_err(e)?;
     dd.configure_mesh()
-        .x_labels(6)
+        .x_labels(tick_points.len())
         .y_labels(4)
         .x_label_formatter(&date_label)
         .y_label_formatter(&|y| format!("{:.0}%", y * 100.0))
@@ -388,6 +488,46 @@ mod tests {
         assert!((max - 1.0).abs() < 1e-3);
     }
 
+    fn day(y: i32, m: u32, d: u32) -> NaiveDate {
+        NaiveDate::from_ymd_opt(y, m, d).unwrap()
+    }
+
+    /// Trading days (weekdays) from `from` for `n` days.
+    fn weekdays(from: NaiveDate, n: usize) -> Vec<NaiveDate> {
+        from.iter_days()
+            .filter(|d| d.weekday().num_days_from_monday() < 5)
+            .take(n)
+            .collect()
+    }
+
+    #[test]
+    fn date_ticks_fall_on_month_or_year_boundaries() {
+        // 2004-02-25 onwards: the old ticks fell on such odd days.
+        let dates = weekdays(day(2004, 2, 25), 2_000);
+        let ticks = date_ticks(&dates, 8);
+        assert!(!ticks.is_empty() && ticks.len() <= 8, "{ticks:?}");
+        for (i, label) in &ticks {
+            let (d, prev) = (dates[*i], dates[*i - 1]);
+            assert_ne!(d.month(), prev.month(), "{d} is not a month's first day");
+            // Years apart: the first trading day of January, labelled by year.
+            assert_eq!(d.month(), 1, "{ticks:?}");
+            assert_eq!(label, &d.year().to_string());
+        }
+        // A year of data: monthly steps, labelled year-month.
+        let dates = weekdays(day(2020, 1, 1), 250);
+        let ticks = date_ticks(&dates, 8);
+        assert_eq!(ticks[0], (0, "2020-01".to_string()), "{ticks:?}");
+        assert!(ticks.len() >= 4 && ticks.len() <= 8, "{ticks:?}");
+        for (i, label) in &ticks {
+            assert!(*i == 0 || dates[*i - 1].month() != dates[*i].month());
+            assert_eq!(label, &dates[*i].format("%Y-%m").to_string());
+        }
+        // Inside one month: the ends, and never an index out of range.
+        let dates = weekdays(day(2020, 3, 3), 5);
+        assert_eq!(date_ticks(&dates, 8).len(), 2);
+        assert!(date_ticks(&[], 8).is_empty());
+    }
+
     #[test]
     fn svg_and_png_render_with_the_shipped_font() {
         let d0 = NaiveDate::from_ymd_opt(2020, 1, 1).unwrap();
@@ -407,6 +547,8 @@ mod tests {
         let s = svg(&data).unwrap();
         assert!(s.starts_with("<svg") && s.contains("Drawdown"));
         assert!(s.contains("benchmark: SPY"), "the legend names it");
+        // Ticks on month boundaries, not on odd days.
+        assert!(s.contains("\n2020-03\n") && !s.contains("2020-01-"), "{s}");
         let p = png(&data).unwrap();
         assert!(p.starts_with(b"\x89PNG\r\n\x1a\n"));
     }

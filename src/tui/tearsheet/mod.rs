@@ -98,10 +98,8 @@ pub enum SheetEffect {
 /// travels in a message that is cloned.
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum ReportError {
-    #[error("the HTML report writer is not in this build (docs §20.3)")]
-    Unavailable,
     #[error("{0}")]
-    Write(std::sync::Arc<dyn std::error::Error + Send + Sync>),
+    Write(std::sync::Arc<crate::report::ReportError>),
 }
 
 /// The overlay's state.
@@ -223,10 +221,9 @@ impl TearSheetView {
     }
 }
 
-/// Writes the HTML report of `run_dir` and returns its path. The writer
-/// lives in the report room (docs §20.3); until it is wired this answers
-/// that it is not in the build, and the view says so.
+/// Writes the self-contained HTML report of `run_dir` (`report.html` in
+/// the run directory, docs §20.3) and returns its path.
 pub fn write_report(run_dir: &std::path::Path) -> Result<PathBuf, ReportError> {
-    let _ = run_dir;
-    Err(ReportError::Unavailable)
+    crate::report::write_run_report(run_dir, None)
+        .map_err(|e| ReportError::Write(std::sync::Arc::new(e)))
 }

@@ -19,6 +19,8 @@ pub enum Outside {
     McpPeers,
     /// tmux: the workstation in a real terminal.
     Tmux,
+    /// Chromium (Debian's `chromium`): the HTML report in a real browser.
+    Browser,
 }
 
 impl Outside {
@@ -28,6 +30,7 @@ impl Outside {
             Outside::Pandas => "VIBEDESK_REQUIRE_PANDAS",
             Outside::McpClient | Outside::McpPeers => "VIBEDESK_REQUIRE_MCP",
             Outside::Tmux => "VIBEDESK_REQUIRE_TMUX",
+            Outside::Browser => "VIBEDESK_REQUIRE_BROWSER",
         }
     }
 
@@ -37,6 +40,7 @@ impl Outside {
             Outside::McpClient => "python3 with the `mcp` package",
             Outside::McpPeers => "python3 with `mcp` 2.x and `mcp-server-time`",
             Outside::Tmux => "tmux",
+            Outside::Browser => "chromium",
         }
     }
 
@@ -52,6 +56,7 @@ impl Outside {
                     && succeeds("mcp-server-time", &["--help"])
             }
             Outside::Tmux => succeeds("tmux", &["-V"]),
+            Outside::Browser => succeeds("chromium", &["--version"]),
         }
     }
 

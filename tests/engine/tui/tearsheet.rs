@@ -19,7 +19,7 @@ use vibedesk::tui::App;
 use vibedesk::tui::app::{Effect, Msg, update};
 use vibedesk::tui::overlay::Overlay;
 use vibedesk::tui::tearsheet::{
-    ReportError, SheetData, SheetTab, TearSheetView, TradesTable, load,
+    SheetData, SheetTab, TearSheetView, TradesTable, load,
 };
 use vibedesk::tui::transcripts::{SessionDetail, SessionRow};
 
@@ -273,12 +273,16 @@ pub fn hand_sheet() -> SheetData {
 /// An app after a backtest turn, with the view opened by `s` on the chat
 /// and `data` arriving as the load's answer.
 fn open(data: SheetData) -> App {
+    open_at(RUN, data)
+}
+
+fn open_at(run: &str, data: SheetData) -> App {
     let mut a = app();
     super::backtest::run_backtest(
         &mut a,
         json!({"config": {"codes": ["AAPL"]}}),
         ToolCallStatus::Ok,
-        &super::backtest::preview(RUN),
+        &super::backtest::preview(run),
     );
     super::backtest::finish(&mut a);
     // Tab selects the last cell (the run's end): `s` finds the backtest
@@ -288,7 +292,7 @@ fn open(data: SheetData) -> App {
     let [Effect::LoadTearSheet { id, run_dir }] = fx.as_slice() else {
         panic!("{fx:?}")
     };
-    assert_eq!(run_dir, &PathBuf::from(RUN));
+    assert_eq!(run_dir, &PathBuf::from(run));
     let id = *id;
     let s = screen(&mut a, 80, 24, Instant::now());
     assert!(s.contains("computing the tear sheet of"), "{s}");
@@ -312,6 +316,12 @@ fn view(a: &App) -> &TearSheetView {
 /// The tear sheet of a real backtest on the offline market: AAPL and
 /// MSFT above their 50-day average, 2009–2012, run by the binary.
 fn real_sheet() -> SheetData {
+    real_run().2
+}
+
+/// The run of [`real_sheet`]: its home (removed when dropped), its
+/// directory and its sheet.
+fn real_run() -> (tempfile::TempDir, PathBuf, SheetData) {
     let home = tempfile::tempdir().unwrap();
     let run = home.path().join("run");
     std::fs::create_dir_all(&run).unwrap();
@@ -343,7 +353,7 @@ fn real_sheet() -> SheetData {
     );
     // The one number that varies from run to run.
     data.elapsed_ms = 0;
-    data
+    (home, run, data)
 }
 
 #[test]
@@ -398,39 +408,38 @@ fn tabs_cycle_scroll_and_close() {
 }
 
 #[test]
-fn the_report_key_asks_for_the_report_and_shows_the_answer() {
+fn the_report_key_writes_the_html_report_and_shows_its_path() {
     let now = Instant::now();
-    let mut a = open(hand_sheet());
-    let fx = update(&mut a, key(KeyCode::Char('r')));
+    let (_home, run, data) = real_run();
+    let mut a = open_at(run.to_str().unwrap(), data);
     let id = view(&a).id;
+    let fx = update(&mut a, key(KeyCode::Char('r')));
     assert_eq!(
         fx,
         [Effect::WriteReport {
             id,
-            run_dir: PathBuf::from(RUN)
+            run_dir: run.clone()
         }]
     );
-    update(
-        &mut a,
-        Msg::ReportWritten {
-            id,
-            result: Ok(PathBuf::from("/data/runs/x/report.html")),
-        },
-    );
-    let s = screen(&mut a, 80, 24, now);
+    assert!(screen(&mut a, 80, 24, now).contains("writing the HTML report"));
+    // What the runtime does with the effect, on its blocking thread.
+    let result = vibedesk::tui::tearsheet::write_report(&run);
+    let path = result.as_ref().unwrap().clone();
+    assert_eq!(path, run.join("report.html"));
+    let html = std::fs::read_to_string(&path).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") || html.starts_with("<!doctype html>"));
+    update(&mut a, Msg::ReportWritten { id, result });
+    let s = screen(&mut a, 160, 48, now);
     assert!(
-        s.contains("report written: /data/runs/x/report.html"),
+        s.contains(&format!("report written: {}", path.display())),
         "{s}"
     );
-    update(
-        &mut a,
-        Msg::ReportWritten {
-            id,
-            result: Err(ReportError::Unavailable),
-        },
-    );
+    // A run that cannot be read says why, on the same line.
+    let result = vibedesk::tui::tearsheet::write_report(std::path::Path::new("/nonexistent/run"));
+    assert!(result.is_err());
+    update(&mut a, Msg::ReportWritten { id, result });
     let s = screen(&mut a, 80, 24, now);
-    assert!(s.contains("no report: the HTML report writer"), "{s}");
+    assert!(s.contains("no report:"), "{s}");
 }
 
 #[test]
