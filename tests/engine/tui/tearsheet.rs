@@ -18,9 +18,7 @@ use vibedesk::session::SessionMeta;
 use vibedesk::tui::App;
 use vibedesk::tui::app::{Effect, Msg, update};
 use vibedesk::tui::overlay::Overlay;
-use vibedesk::tui::tearsheet::{
-    SheetData, SheetTab, TearSheetView, TradesTable, load,
-};
+use vibedesk::tui::tearsheet::{SheetData, SheetTab, TearSheetView, TradesTable, load};
 use vibedesk::tui::transcripts::{SessionDetail, SessionRow};
 
 use super::*;
