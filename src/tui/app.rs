@@ -28,6 +28,7 @@ use super::memories::{MemoryDetail, MemoryListing};
 use super::overlay::{Handled, Input, Overlay, OverlayEffect, Overlays, WHEEL_LINES};
 use super::swarm::{SWARM_USAGE, TeamBoard, TeamPhase};
 use super::team_runs::TeamRunRow;
+use super::tearsheet::{ReportError, SheetData, SheetEffect, SheetLoadError, TearSheetView};
 use super::theme::Theme;
 use super::tool_panel::ToolPanel;
 use super::transcripts::{SessionDetail, SessionRow};
@@ -100,6 +101,16 @@ pub enum Msg {
     },
     /// A tool call waits for the user's approval (docs §2.14.4).
     ApprovalAsked(Box<crate::tui::approval_view::ApprovalView>),
+    /// The tear sheet for the view `id` was computed (or could not be).
+    TearSheetLoaded {
+        id: u64,
+        result: Result<Box<SheetData>, SheetLoadError>,
+    },
+    /// The HTML report the view `id` asked for was written (or not).
+    ReportWritten {
+        id: u64,
+        result: Result<PathBuf, ReportError>,
+    },
 }
 
 /// What `update` asks the runtime to do.
@@ -164,6 +175,17 @@ pub enum Effect {
     AnswerApproval(crate::tools::approval::Answer),
     /// `/approval MODE`: the session's approval mode from now on.
     SetApproval(crate::model::approval::ApprovalMode),
+    /// Read and compute the tear sheet of a run directory for the view `id`.
+    LoadTearSheet {
+        id: u64,
+        run_dir: PathBuf,
+    },
+    /// Write the HTML report of a run directory for the view `id` (docs
+    /// §20.3); the answer is `Msg::ReportWritten`.
+    WriteReport {
+        id: u64,
+        run_dir: PathBuf,
+    },
 }
 
 /// Where the session worker is, as far as the app knows: the one place
@@ -517,6 +539,66 @@ impl App {
         self.browser_effects(fx)
     }
 
+    /// The tear-sheet view of `run_dir` on top of what is open; the sheet
+    /// is computed off the UI thread.
+    fn open_tear_sheet(&mut self, run_dir: PathBuf) -> Vec<Effect> {
+        let view = TearSheetView::new(run_dir.clone());
+        let id = view.id;
+        self.overlays.push(Overlay::TearSheet(Box::new(view)));
+        vec![Effect::LoadTearSheet { id, run_dir }]
+    }
+
+    /// A tear sheet's load or report answer, to the view that asked.
+    fn tear_sheet_msg(&mut self, msg: Msg) -> Vec<Effect> {
+        match msg {
+            Msg::TearSheetLoaded { id, result } => {
+                if let Some(v) = self.overlays.tear_sheet_mut(id) {
+                    v.loaded(result.map(|b| *b));
+                }
+            }
+            Msg::ReportWritten { id, result } => {
+                if let Some(v) = self.overlays.tear_sheet_mut(id) {
+                    v.message = Some(match result {
+                        Ok(p) => format!("report written: {}", p.display()),
+                        Err(e) => format!("no report: {e}"),
+                    });
+                }
+            }
+            _ => {}
+        }
+        vec![]
+    }
+
+    /// `s` on a chat cell: the tear sheet of the selected result, or of
+    /// the nearest result above it that names a run directory.
+    fn tear_sheet_from_chat(&mut self) -> Vec<Effect> {
+        let upto = self
+            .chat
+            .selected
+            .unwrap_or(self.chat.cells.len().saturating_sub(1));
+        let found = self
+            .chat
+            .cells
+            .iter()
+            .take(upto.saturating_add(1))
+            .rev()
+            .find_map(|c| match c.kind() {
+                CellKind::Backtest(b) => Some(b.run_dir.clone()),
+                CellKind::Tool(t) => super::backtest::result_run_dir(&t.result),
+                _ => None,
+            });
+        match found {
+            Some(dir) => self.open_tear_sheet(dir),
+            None => {
+                self.set_status(
+                    NoticeKind::Info,
+                    "no result with a run directory here: select a backtest cell, then s",
+                );
+                vec![]
+            }
+        }
+    }
+
     /// Switches the worker to session `id`; messages wait until it is open.
     fn open_session(&mut self, id: String) -> Vec<Effect> {
         self.phase = Phase::Opening;
@@ -534,6 +616,9 @@ impl App {
                 OverlayEffect::Swarm(a) => out.extend(self.swarm_action(layer, a)),
                 OverlayEffect::Monitors(m) => out.push(monitors_effect(m)),
                 OverlayEffect::Approval(answer) => out.push(Effect::AnswerApproval(answer)),
+                OverlayEffect::TearSheet(SheetEffect::WriteReport { id, run_dir }) => {
+                    out.push(Effect::WriteReport { id, run_dir })
+                }
             }
         }
         out
@@ -555,6 +640,7 @@ impl App {
                     out.push(Effect::KeepMemory { file, keep })
                 }
                 BrowserEffect::LoadTeams => out.push(Effect::LoadTeams),
+                BrowserEffect::TearSheet(dir) => out.extend(self.open_tear_sheet(dir)),
                 BrowserEffect::Resume(id) => {
                     if self.busy() {
                         if let Some(b) = self.overlays.browser_mut() {
@@ -944,6 +1030,7 @@ impl App {
                 self.chat.toggle_selected();
                 vec![]
             }
+            Action::TearSheet => self.tear_sheet_from_chat(),
             Action::CancelRun => {
                 if self.busy() {
                     self.cancel_run()
@@ -1285,6 +1372,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             app.chat.notice(kind, text);
             vec![]
         }
+        Msg::TearSheetLoaded { .. } | Msg::ReportWritten { .. } => app.tear_sheet_msg(msg),
         Msg::ApprovalAsked(view) => {
             app.overlays.push(Overlay::Approval(view));
             app.dirty = true;

@@ -818,10 +818,25 @@ fn charts(s: &EquitySeries, width: usize, theme: &Theme, out: &mut Vec<Line<'sta
 /// Renders a widget off screen and returns its rows as indented lines, so
 /// it sits in the chat's line cache like any other cell text.
 pub(super) fn draw(widget: impl Widget, width: usize, height: usize) -> Vec<Line<'static>> {
-    let area = Rect::new(0, 0, width.min(u16::MAX as usize) as u16, height as u16);
+    draw_indented(widget, width, height, PAD)
+}
+
+/// [`draw`] with another indent (the tear-sheet view's margin).
+pub(super) fn draw_indented(
+    widget: impl Widget,
+    width: usize,
+    height: usize,
+    indent: &'static str,
+) -> Vec<Line<'static>> {
+    let area = Rect::new(
+        0,
+        0,
+        width.min(u16::MAX as usize) as u16,
+        height.min(u16::MAX as usize) as u16,
+    );
     let mut buf = Buffer::empty(area);
     widget.render(area, &mut buf);
-    buffer_lines(&buf)
+    buffer_lines(&buf, indent)
 }
 
 /// A cell's style without the terminal defaults the buffer starts with, so
@@ -837,11 +852,11 @@ fn cell_style(c: &ratatui::buffer::Cell) -> Style {
     s
 }
 
-fn buffer_lines(buf: &Buffer) -> Vec<Line<'static>> {
+fn buffer_lines(buf: &Buffer, indent: &'static str) -> Vec<Line<'static>> {
     let area = buf.area;
     (area.top()..area.bottom())
         .map(|y| {
-            let mut spans = pad();
+            let mut spans = vec![Span::raw(indent)];
             let mut text = String::new();
             let mut style = Style::default();
             for x in area.left()..area.right() {

@@ -109,6 +109,8 @@ pub enum BrowserEffect {
     },
     /// List the team runs on disk.
     LoadTeams,
+    /// Open the tear sheet of this run directory over the browser.
+    TearSheet(PathBuf),
     Resume(String),
     Close,
 }
@@ -405,6 +407,7 @@ impl Browser {
             Action::Memory => self.set_root(View::Memory),
             Action::KeepMemory => self.keep_memory(),
             Action::TeamRuns => self.set_root(View::Teams),
+            Action::BrowserTearSheet => self.tear_sheet(),
             Action::TogglePane => {
                 if let Some(l) = self.level_mut()
                     && let View::MemoryEntry(v) = &mut l.view
@@ -481,6 +484,31 @@ impl Browser {
                 }
             }
             _ => vec![],
+        }
+    }
+
+    /// The tear sheet of the backtest on screen: the open result, or the
+    /// selected message or trace record when it is one.
+    fn tear_sheet(&mut self) -> Vec<BrowserEffect> {
+        let sel = self.selected();
+        let cell = match self.view() {
+            View::Result { cell, .. } => Some(cell.as_ref().clone()),
+            View::Session { tab } => self.detail.as_ref().and_then(|d| match tab {
+                Tab::Messages => d.messages.get(sel).and_then(|m| {
+                    message_backtest(&m.message, d.messages.iter().map(|s| &s.message))
+                }),
+                Tab::Trace => trace_backtest(&d.trace, sel),
+                Tab::Archive => None,
+            }),
+            _ => None,
+        };
+        match cell {
+            Some(c) => vec![BrowserEffect::TearSheet(c.run_dir)],
+            None => {
+                self.message =
+                    Some("s opens a tear sheet on a backtest result (open one with Enter)".into());
+                vec![]
+            }
         }
     }
 

@@ -71,6 +71,7 @@ pub fn lines(keymap: &Keymap, theme: &Theme, width: usize) -> Vec<Line<'static>>
         Context::Chat,
         Context::List,
         Context::Search,
+        Context::TearSheet,
     ];
     let key_w = (width / 4).clamp(12, 26);
     for ctx in contexts {

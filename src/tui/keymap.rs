@@ -25,6 +25,9 @@ pub enum Context {
     /// The browser's search line (after `/`): it takes every key, and keys
     /// bound to nothing here type into it.
     Search,
+    /// The tear-sheet view (docs §20.2); the list keys scroll it and
+    /// Esc/q close it.
+    TearSheet,
 }
 
 impl Context {
@@ -36,6 +39,7 @@ impl Context {
             Context::Chat => "Chat cells (Tab to enter)",
             Context::List => "Transcript browser, team view and help",
             Context::Search => "Search line (after / in the browser; other keys type)",
+            Context::TearSheet => "Tear sheet (s on a result; list keys scroll, Esc/q close)",
         }
     }
 }
@@ -101,6 +105,7 @@ actions! {
     SelectNext => "select_next", Chat, "Select the next cell", ["down", "j"];
     ToggleCell => "toggle_cell", Chat, "Expand or fold the selected cell", ["enter", "space"];
     FocusInput => "focus_input", Chat, "Back to the input", ["tab", "i"];
+    TearSheet => "tear_sheet", Chat, "Open the tear sheet of the selected result (a backtest, or any result with a run directory)", ["s"];
 
     Up => "up", List, "Move up", ["up", "k"];
     Down => "down", List, "Move down", ["down", "j"];
@@ -122,6 +127,15 @@ actions! {
     MonitorRun => "monitor_run", List, "In the Monitors view (/monitors): run the selected monitor now", ["x"];
     MonitorPause => "monitor_pause", List, "In the Monitors view: pause the selected monitor (r resumes it)", ["p"];
     TogglePane => "toggle_pane", List, "In a memory entry: switch between its current text and the archived original", ["v"];
+    BrowserTearSheet => "browser_tear_sheet", List, "In the browser: open the tear sheet of the selected backtest result", ["s"];
+
+    SheetOverview => "sheet_overview", TearSheet, "Overview: key metrics, equity against the benchmark", ["1"];
+    SheetMonthly => "sheet_monthly", TearSheet, "Monthly returns heatmap and annual returns", ["2"];
+    SheetDrawdowns => "sheet_drawdowns", TearSheet, "Worst drawdowns and the underwater curve", ["3"];
+    SheetRolling => "sheet_rolling", TearSheet, "Rolling 6- and 12-month Sharpe, Sortino, volatility, beta", ["4"];
+    SheetDistribution => "sheet_distribution", TearSheet, "Return histograms and quantiles by day, week, month, quarter, year", ["5"];
+    SheetTrades => "sheet_trades", TearSheet, "Trades and positions: exposure, turnover, weights, trades.csv", ["6"];
+    SheetReport => "sheet_report", TearSheet, "Write the self-contained HTML report (its path shows on the bottom line)", ["r"];
 
     SearchConfirm => "search_confirm", Search, "Close the search line and go to the first match", ["enter", "shift-enter", "alt-enter", "ctrl-enter"];
     SearchCancel => "search_cancel", Search, "Close the search line and clear the query", ["esc", "ctrl-c"];

@@ -39,6 +39,7 @@ pub mod swarm;
 pub mod swarm_view;
 pub mod sweep_cell;
 pub mod team_runs;
+pub mod tearsheet;
 pub mod terminal;
 pub mod theme;
 pub mod tool_panel;

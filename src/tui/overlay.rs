@@ -14,6 +14,7 @@ use crossterm::event::KeyEvent;
 use super::browser::{Browser, BrowserEffect};
 use super::help::Help;
 use super::keymap::{Action, Context, typed_char};
+use super::tearsheet::{SheetEffect, TearSheetView};
 
 /// Lines (or rows) a mouse-wheel notch scrolls.
 pub(crate) const WHEEL_LINES: usize = 3;
@@ -31,6 +32,8 @@ pub enum Overlay {
     Approval(Box<super::approval_view::ApprovalView>),
     /// The monitors (docs §21.5).
     Monitors(Box<super::monitors::MonitorsView>),
+    /// One result's tear sheet (docs §20.2).
+    TearSheet(Box<TearSheetView>),
 }
 
 /// An input event on its way down the stack.
@@ -70,6 +73,8 @@ pub enum OverlayEffect {
     Approval(crate::tools::approval::Answer),
     /// What the Monitors view asked for.
     Monitors(super::monitors::MonitorsEffect),
+    /// What the tear-sheet view asked for.
+    TearSheet(SheetEffect),
 }
 
 /// A layer's answer to one event.
@@ -103,6 +108,7 @@ impl Overlay {
             // The search line takes every key: the browser's and the global
             // bindings wait until it closes.
             Overlay::Browser(b) if b.search.editing => &[Context::Search],
+            Overlay::TearSheet(_) => &[Context::TearSheet, Context::List, Context::Global],
             _ => &[Context::List, Context::Global],
         }
     }
@@ -115,7 +121,43 @@ impl Overlay {
             Overlay::Swarm => swarm_input(input),
             Overlay::Approval(v) => approval_input(v, input),
             Overlay::Monitors(v) => monitors_input(v, input),
+            Overlay::TearSheet(v) => tear_sheet_input(v, input),
         }
+    }
+}
+
+/// The tear sheet takes its tabs, scrolling and the report key; Back
+/// closes it; quitting, interrupting, redrawing, help, the browser, the
+/// team view and pastes pass through.
+fn tear_sheet_input(view: &mut TearSheetView, input: Input<'_>) -> Outcome {
+    let action = match input {
+        Input::Key { action, .. } => action,
+        Input::Wheel { up } => {
+            for _ in 0..WHEEL_LINES {
+                view.handle(if up { Action::Up } else { Action::Down });
+            }
+            return Outcome::handled(vec![]);
+        }
+        Input::Paste(_) => return Outcome::passed(),
+    };
+    view.message = None;
+    match action {
+        Some(
+            Action::Interrupt
+            | Action::Quit
+            | Action::Redraw
+            | Action::Help
+            | Action::SwarmView
+            | Action::Transcripts,
+        ) => Outcome::passed(),
+        Some(Action::Back) => Outcome::handled(vec![OverlayEffect::Close]),
+        Some(a) => Outcome::handled(
+            view.handle(a)
+                .into_iter()
+                .map(OverlayEffect::TearSheet)
+                .collect(),
+        ),
+        None => Outcome::handled(vec![]),
     }
 }
 
@@ -313,9 +355,11 @@ impl Overlays {
     pub(crate) fn help(&self) -> Option<&Help> {
         self.stack.iter().rev().find_map(|o| match o {
             Overlay::Help(h) => Some(h),
-            Overlay::Browser(_) | Overlay::Swarm | Overlay::Approval(_) | Overlay::Monitors(_) => {
-                None
-            }
+            Overlay::Browser(_)
+            | Overlay::Swarm
+            | Overlay::Approval(_)
+            | Overlay::Monitors(_)
+            | Overlay::TearSheet(_) => None,
         })
     }
 
@@ -330,14 +374,30 @@ impl Overlays {
     pub fn browser(&self) -> Option<&Browser> {
         self.stack.iter().rev().find_map(|o| match o {
             Overlay::Browser(b) => Some(b.as_ref()),
-            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) | Overlay::Monitors(_) => None,
+            Overlay::Help(_)
+            | Overlay::Swarm
+            | Overlay::Approval(_)
+            | Overlay::Monitors(_)
+            | Overlay::TearSheet(_) => None,
         })
     }
 
     pub(crate) fn browser_mut(&mut self) -> Option<&mut Browser> {
         self.stack.iter_mut().rev().find_map(|o| match o {
             Overlay::Browser(b) => Some(b.as_mut()),
-            Overlay::Help(_) | Overlay::Swarm | Overlay::Approval(_) | Overlay::Monitors(_) => None,
+            Overlay::Help(_)
+            | Overlay::Swarm
+            | Overlay::Approval(_)
+            | Overlay::Monitors(_)
+            | Overlay::TearSheet(_) => None,
+        })
+    }
+
+    /// The tear-sheet view with this id, wherever it is in the stack.
+    pub(crate) fn tear_sheet_mut(&mut self, id: u64) -> Option<&mut TearSheetView> {
+        self.stack.iter_mut().rev().find_map(|o| match o {
+            Overlay::TearSheet(v) if v.id == id => Some(v.as_mut()),
+            _ => None,
         })
     }
 

@@ -572,6 +572,27 @@ fn approval_effect(effect: Effect, ctx: &Ctx, running: &mut Running) {
     }
 }
 
+/// Computes a tear sheet or writes its report on a blocking thread; the
+/// answer comes back as a message to the view that asked.
+fn tear_sheet_effect(effect: Effect, ctx: &Ctx) {
+    let bus = ctx.bus.clone();
+    match effect {
+        Effect::LoadTearSheet { id, run_dir } => {
+            tokio::task::spawn_blocking(move || {
+                let result = crate::tui::tearsheet::load::load(&run_dir).map(Box::new);
+                let _ = bus.send(Msg::TearSheetLoaded { id, result });
+            });
+        }
+        Effect::WriteReport { id, run_dir } => {
+            tokio::task::spawn_blocking(move || {
+                let result = crate::tui::tearsheet::write_report(&run_dir);
+                let _ = bus.send(Msg::ReportWritten { id, result });
+            });
+        }
+        _ => {}
+    }
+}
+
 fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
     match effect {
         Effect::Send { prompt, plan } => {
@@ -716,6 +737,7 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
                 });
             });
         }
+        Effect::LoadTearSheet { .. } | Effect::WriteReport { .. } => tear_sheet_effect(effect, ctx),
         Effect::SwitchModel(name) => match &ctx.switch_model {
             Some(switch) => match switch(&name) {
                 Ok((provider, label)) => {

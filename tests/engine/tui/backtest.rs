@@ -29,7 +29,7 @@ const RUN: &str = "/data/runs/20260302_100000_abcdef";
 const SUMMARY: &str = "AAPL · sma_crossover(20, 50): total return 45.20%, annual 6.10%, Sharpe 0.81, max drawdown -23.40%, 12 trades, win rate 58.33%; benchmark 30.00% (excess 15.20%); final value 145200.00";
 
 /// What the tool returns (key order as the tool writes it).
-fn result_json(run_dir: &str) -> Value {
+pub(super) fn result_json(run_dir: &str) -> Value {
     json!({
         "status": "ok", "run_dir": run_dir, "exit_code": 0, "elapsed_ms": 812,
         "stdout": "", "stderr": "", "summary": SUMMARY,
@@ -43,7 +43,7 @@ fn result_json(run_dir: &str) -> Value {
 }
 
 /// The event's preview: the first 200 characters of the result.
-fn preview(run_dir: &str) -> String {
+pub(super) fn preview(run_dir: &str) -> String {
     result_json(run_dir).to_string().chars().take(200).collect()
 }
 
@@ -94,7 +94,12 @@ thread_local! {
 
 /// A prompt, then one serial batch with a backtest that finishes with
 /// `status`. Returns the effects of the engine events.
-fn run_backtest(app: &mut App, args: Value, status: ToolCallStatus, preview: &str) -> Vec<Effect> {
+pub(super) fn run_backtest(
+    app: &mut App,
+    args: Value,
+    status: ToolCallStatus,
+    preview: &str,
+) -> Vec<Effect> {
     let t = Instant::now();
     BATCH_START.set(Some(t));
     type_text(app, "backtest a 20/50 SMA crossover on AAPL");
@@ -116,7 +121,7 @@ fn run_backtest(app: &mut App, args: Value, status: ToolCallStatus, preview: &st
     fx
 }
 
-fn finish(app: &mut App) {
+pub(super) fn finish(app: &mut App) {
     let t = BATCH_START.get().unwrap_or_else(Instant::now);
     feed(
         app,

@@ -10,6 +10,7 @@ mod payoff;
 mod snapshots;
 mod swarm;
 mod sweep;
+mod tearsheet;
 mod timers;
 mod update;
 
