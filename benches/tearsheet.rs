@@ -84,7 +84,10 @@ fn baseline(dir: &Path) -> Option<Value> {
     if !out.status.success() {
         eprintln!(
             "quantstats baseline skipped ({python}: {}); set VIBEDESK_BENCH_PYTHON to an interpreter with tests/golden/tearsheet/requirements.txt",
-            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
         );
         return None;
     }
@@ -137,7 +140,12 @@ fn main() {
         })
         .unwrap()
     });
-    let book_sharpe = sheet.metrics.iter().find(|m| m.key == "sharpe").unwrap().value;
+    let book_sharpe = sheet
+        .metrics
+        .iter()
+        .find(|m| m.key == "sharpe")
+        .unwrap()
+        .value;
     let (t_single, one) = best(10, || {
         compute(&TearSheetInput {
             title: "single".into(),
@@ -151,14 +159,29 @@ fn main() {
         })
         .unwrap()
     });
-    let single_sharpe = one.metrics.iter().find(|m| m.key == "sharpe").unwrap().value;
+    let single_sharpe = one
+        .metrics
+        .iter()
+        .find(|m| m.key == "sharpe")
+        .unwrap()
+        .value;
 
     let py = baseline(dir.path());
     println!("| case | ours | quantstats | ratio |\n|---|---|---|---|");
     let mut worst = f64::INFINITY;
     for (label, ours, key, sharpe) in [
-        ("100 symbols × 2,520 days: book + tear sheet", t_book, "book", book_sharpe),
-        ("one 2,520-day series: tear sheet", t_single, "single", single_sharpe),
+        (
+            "100 symbols × 2,520 days: book + tear sheet",
+            t_book,
+            "book",
+            book_sharpe,
+        ),
+        (
+            "one 2,520-day series: tear sheet",
+            t_single,
+            "single",
+            single_sharpe,
+        ),
     ] {
         let theirs = py.as_ref().and_then(|p| p[key]["seconds"].as_f64());
         if let Some(q) = py.as_ref().and_then(|p| p[key]["sharpe"].as_f64()) {

@@ -579,6 +579,11 @@ fn key_rows(o: &Outcome<'_>) -> Vec<KeyRow> {
                 .map(|(f, v, d)| row(f, v, d))
                 .collect()
         }
+        tool::TEARSHEET => super::tearsheet::key_rows(&o.result)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(f, v, d)| row(f, v, d))
+            .collect(),
         tool::RECALL | tool::REMEMBER => typed::<MemoryOutput>(&o.result)
             .map(|v| {
                 vec![row(
@@ -857,6 +862,7 @@ fn detail(o: &Outcome<'_>) -> String {
         tool::FACTOR_IC | tool::REGRESSION | tool::OVERFITTING => {
             super::factor::answer("", o.tool, &o.result)
         }
+        tool::TEARSHEET => super::tearsheet::answer("", &o.result),
         tool::BACKTEST => typed::<BacktestOutput>(&o.result).map(|v| {
             let (label, period) = backtest_label(&o.args);
             backtest_answer(&v).replacen(

@@ -178,6 +178,28 @@ pub(super) fn answer(_request: &str, v: &Value) -> Option<String> {
     Some(out)
 }
 
+/// A team's key rows (figure, value, as of): the headline metrics.
+pub(super) fn key_rows(result: &Value) -> Option<Vec<(String, String, String)>> {
+    let o: TearsheetOutput = typed(result)?;
+    let period = format!("{} to {}", o.start, o.end);
+    Some(
+        o.metrics
+            .iter()
+            .filter(|m| {
+                ["cagr", "sharpe", "sortino", "max_drawdown", "volatility"]
+                    .contains(&m.key.as_str())
+            })
+            .map(|m| {
+                (
+                    format!("{} {}", o.title, m.name),
+                    cell(&m.unit, m.value),
+                    period.clone(),
+                )
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

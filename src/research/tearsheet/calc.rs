@@ -4,7 +4,7 @@
 //! function takes finite values only (the caller drops gaps) and answers
 //! NaN where the statistic is not defined; `opt` turns that into `None`.
 
-use crate::research::stats::{norm_cdf, norm_pdf, norm_ppf, quantile_sorted};
+use crate::research::stats::{norm_cdf, norm_pdf, norm_ppf};
 
 /// `Some(x)` when `x` is finite.
 pub(crate) fn opt(x: f64) -> Option<f64> {
@@ -78,13 +78,6 @@ pub(crate) fn kurtosis(x: &[f64]) -> f64 {
     let num = n * (n + 1.0) * (n - 1.0) * m4;
     let den = (n - 2.0) * (n - 3.0) * m2 * m2;
     num / den - adj
-}
-
-/// The linear (numpy default) quantile of unsorted values.
-pub(crate) fn quantile(x: &[f64], q: f64) -> f64 {
-    let mut s = x.to_vec();
-    s.sort_by(f64::total_cmp);
-    quantile_sorted(&s, q)
 }
 
 /// Π(1 + r) − 1.

@@ -8,11 +8,12 @@ use chrono::{Datelike, Months, NaiveDate};
 
 use super::calc::{
     autocorr_penalty, cagr, comp, cov_var, gaussian_es, gaussian_var, kurtosis, mean, mean_where,
-    ncdf, opt, quantile, skew, std, sum,
+    ncdf, opt, skew, std, sum,
 };
 use super::drawdown::{periods, underwater};
 use super::prep::{Group, Prepared, compound_runs, runs, sum_runs};
 use super::{Metric, Unit};
+use crate::research::stats::quantile_sorted;
 
 /// One series' days and what the metrics need of it.
 pub(crate) struct View<'a> {
@@ -23,6 +24,8 @@ pub(crate) struct View<'a> {
     pub rf: &'a [f64],
     pub ppy: f64,
     pub dd: Vec<f64>,
+    /// The returns sorted, for the quantiles.
+    sorted: Vec<f64>,
     months: Vec<f64>,
     quarters: Vec<f64>,
     years: Vec<f64>,
@@ -32,7 +35,10 @@ pub(crate) struct View<'a> {
 impl<'a> View<'a> {
     pub(crate) fn new(p: &'a Prepared, r: &'a [f64]) -> Self {
         let m = runs(&p.dates, Group::Month);
+        let mut sorted = r.to_vec();
+        sorted.sort_by(f64::total_cmp);
         View {
+            sorted,
             dates: &p.dates,
             r,
             x: p.excess(r),
@@ -108,8 +114,8 @@ fn profit_factor(x: &[f64]) -> f64 {
     wins / losses
 }
 
-fn tail_ratio(x: &[f64]) -> f64 {
-    let (hi, lo) = (quantile(x, 0.95), quantile(x, 0.05));
+fn tail_ratio(sorted: &[f64]) -> f64 {
+    let (hi, lo) = (quantile_sorted(sorted, 0.95), quantile_sorted(sorted, 0.05));
     if lo == 0.0 || lo.is_nan() {
         return f64::NAN;
     }
@@ -304,12 +310,12 @@ pub(crate) fn trades(v: &View) -> Vec<Row> {
         if down == 0.0 { f64::NAN } else { sum(x) / down }
     };
     let pf = profit_factor(r);
-    let tail = tail_ratio(r);
+    let tail = tail_ratio(&v.sorted);
     let outlier = |q: f64, m: f64| {
         if m == 0.0 {
             f64::NAN
         } else {
-            quantile(r, q) / m
+            quantile_sorted(&v.sorted, q) / m
         }
     };
     vec![

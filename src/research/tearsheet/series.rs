@@ -40,84 +40,72 @@ impl Window {
 /// with `x`: `None` until the window is full.
 pub(crate) fn rolling_single(x: &[f64], w: usize, ppy: f64) -> [Rolling; 3] {
     let n = x.len();
-    let mut sharpe = vec![None; n];
-    let mut sortino = vec![None; n];
-    let mut vol = vec![None; n];
+    let mut sharpe = Vec::with_capacity(n);
+    let mut sortino = Vec::with_capacity(n);
+    let mut vol = Vec::with_capacity(n);
     let mut win = Window::default();
     let ann = ppy.sqrt();
-    for i in 0..n {
-        win.add(x.get(i).copied().unwrap_or(0.0), 1.0);
+    for (i, v) in x.iter().enumerate() {
+        win.add(*v, 1.0);
         win.n += 1;
-        if i >= w {
-            win.add(x.get(i - w).copied().unwrap_or(0.0), -1.0);
+        if let Some(old) = i.checked_sub(w).and_then(|j| x.get(j)) {
+            win.add(*old, -1.0);
             win.n -= 1;
         }
-        if win.n == w && w > 1 {
-            let wf = w as f64;
-            let m = win.s / wf;
-            let var = ((win.ss - win.s * m) / (wf - 1.0)).max(0.0);
-            let sd = var.sqrt();
-            vol[i] = super::calc::opt(sd * ann);
-            sharpe[i] = super::calc::opt(m / sd * ann);
-            let down = (win.neg2.max(0.0) / wf).sqrt();
-            sortino[i] = super::calc::opt(m / down * ann);
-        }
+        let full = win.n == w && w > 1;
+        let wf = w as f64;
+        let m = win.s / wf;
+        let sd = ((win.ss - win.s * m) / (wf - 1.0)).max(0.0).sqrt();
+        let down = (win.neg2.max(0.0) / wf).sqrt();
+        let put = |out: &mut Vec<Option<f64>>, value: f64| {
+            out.push(if full { super::calc::opt(value) } else { None });
+        };
+        put(&mut vol, sd * ann);
+        put(&mut sharpe, m / sd * ann);
+        put(&mut sortino, m / down * ann);
     }
+    let roll = |statistic: &str, values| Rolling {
+        statistic: statistic.into(),
+        window: w,
+        values,
+    };
     [
-        Rolling {
-            statistic: "sharpe".into(),
-            window: w,
-            values: sharpe,
-        },
-        Rolling {
-            statistic: "sortino".into(),
-            window: w,
-            values: sortino,
-        },
-        Rolling {
-            statistic: "volatility".into(),
-            window: w,
-            values: vol,
-        },
+        roll("sharpe", sharpe),
+        roll("sortino", sortino),
+        roll("volatility", vol),
     ]
 }
 
 /// Rolling beta of `r` on `b` over `w` days (cov / var of the window).
 pub(crate) fn rolling_beta(r: &[f64], b: &[f64], w: usize) -> Rolling {
-    let n = r.len().min(b.len());
-    let mut out = vec![None; r.len()];
     let (mut sr, mut sb, mut sbb, mut srb) = (0.0, 0.0, 0.0, 0.0);
-    for i in 0..n {
-        let (x, y) = (
-            r.get(i).copied().unwrap_or(0.0),
-            b.get(i).copied().unwrap_or(0.0),
-        );
+    let wf = w as f64;
+    let mut values = Vec::with_capacity(r.len());
+    for (i, (x, y)) in r.iter().zip(b).enumerate() {
         sr += x;
         sb += y;
         sbb += y * y;
         srb += x * y;
-        if i >= w {
-            let (x, y) = (
-                r.get(i - w).copied().unwrap_or(0.0),
-                b.get(i - w).copied().unwrap_or(0.0),
-            );
+        let old = i.checked_sub(w).and_then(|j| Some((r.get(j)?, b.get(j)?)));
+        if let Some((x, y)) = old {
             sr -= x;
             sb -= y;
             sbb -= y * y;
             srb -= x * y;
         }
-        if i + 1 >= w && w > 1 {
-            let wf = w as f64;
-            let cov = srb - sr * sb / wf;
-            let var = sbb - sb * sb / wf;
-            if let (Some(slot), true) = (out.get_mut(i), var > 0.0) {
-                *slot = super::calc::opt(cov / var);
-            }
-        }
+        let cov = srb - sr * sb / wf;
+        let var = sbb - sb * sb / wf;
+        let full = i + 1 >= w && w > 1 && var > 0.0;
+        values.push(if full {
+            super::calc::opt(cov / var)
+        } else {
+            None
+        });
     }
+    values.resize(r.len(), None);
     Rolling {
         statistic: "beta".into(),
         window: w,
-        values: out,
+        values,
     }
 }

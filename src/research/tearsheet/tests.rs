@@ -122,3 +122,59 @@ fn positions_give_exposure_and_turnover() {
     assert_eq!(p.turnover, vec![0.25, 0.125, 0.25]);
     assert_eq!(p.codes, vec!["A".to_string(), "B".to_string()]);
 }
+
+#[test]
+fn rolling_statistics_match_their_window_formulas() {
+    let n = 300;
+    let start = day("2015-01-01");
+    let dates: Vec<NaiveDate> = (0..n)
+        .map(|i| start + chrono::Days::new(i as u64))
+        .collect();
+    let r: Vec<f64> = (0..n)
+        .map(|i| 0.01 * ((i as f64) * 0.7).sin() + 0.0004)
+        .collect();
+    let b: Vec<f64> = (0..n).map(|i| 0.008 * ((i as f64) * 0.3).cos()).collect();
+    let mut i = TearSheetInput {
+        dates,
+        returns: r.clone(),
+        ..TearSheetInput::default()
+    };
+    i.benchmark = Some(Benchmark {
+        name: "b".into(),
+        returns: b.clone(),
+    });
+    let t = compute(&i).unwrap();
+    let get = |stat: &str, w: usize| {
+        t.series
+            .rolling
+            .iter()
+            .find(|x| x.statistic == stat && x.window == w)
+            .unwrap()
+            .values
+            .clone()
+    };
+    for w in [126usize, 252] {
+        let sharpe = get("sharpe", w);
+        assert!(sharpe[w - 2].is_none() && sharpe[w - 1].is_some());
+        let last = &r[n - w..];
+        let m = last.iter().sum::<f64>() / w as f64;
+        let sd = (last.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (w - 1) as f64).sqrt();
+        let want = m / sd * 252f64.sqrt();
+        assert!((sharpe[n - 1].unwrap() - want).abs() < 1e-9 * want.abs());
+        let down = (last
+            .iter()
+            .filter(|x| **x < 0.0)
+            .map(|x| x * x)
+            .sum::<f64>()
+            / w as f64)
+            .sqrt();
+        let sortino = get("sortino", w)[n - 1].unwrap();
+        assert!((sortino - m / down * 252f64.sqrt()).abs() < 1e-9 * sortino.abs());
+        let lb = &b[n - w..];
+        let mb = lb.iter().sum::<f64>() / w as f64;
+        let cov: f64 = last.iter().zip(lb).map(|(x, y)| (x - m) * (y - mb)).sum();
+        let var: f64 = lb.iter().map(|y| (y - mb) * (y - mb)).sum();
+        let beta = get("beta", w)[n - 1].unwrap();
+        assert!((beta - cov / var).abs() < 1e-9 * (cov / var).abs().max(1e-3));
+    }
+}

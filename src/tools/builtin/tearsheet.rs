@@ -191,7 +191,7 @@ async fn book(
     let benchmark = if bench_name.eq_ignore_ascii_case("none") {
         None
     } else {
-        match returns_from(data, ctx, Some(&[bench_name.clone()]), None, start, end).await {
+        match returns_from(data, ctx, Some(std::slice::from_ref(&bench_name)), None, start, end).await {
             Ok(b) => Some(Benchmark {
                 returns: on_dates(&dates, b.dates.as_deref().unwrap_or(&[]), b.columns.first()),
                 name: bench_name,
