@@ -115,7 +115,10 @@ impl TypedTool for Tearsheet {
             crate::research::backtest::artifacts::file_safe(&stem)
         ));
         write_sheet(&path, &sheet)?;
-        Ok(answer(&sheet, run_dir.as_deref(), &path, notes))
+        let report = write_report(&path, &sheet, run_dir.as_deref()).await?;
+        let mut out = answer(&sheet, run_dir.as_deref(), &path, notes);
+        out.report = Some(report.display().to_string());
+        Ok(out)
     }
 }
 
@@ -191,7 +194,16 @@ async fn book(
     let benchmark = if bench_name.eq_ignore_ascii_case("none") {
         None
     } else {
-        match returns_from(data, ctx, Some(std::slice::from_ref(&bench_name)), None, start, end).await {
+        match returns_from(
+            data,
+            ctx,
+            Some(std::slice::from_ref(&bench_name)),
+            None,
+            start,
+            end,
+        )
+        .await
+        {
             Ok(b) => Some(Benchmark {
                 returns: on_dates(&dates, b.dates.as_deref().unwrap_or(&[]), b.columns.first()),
                 name: bench_name,
@@ -278,6 +290,28 @@ fn write_sheet(path: &Path, sheet: &TearSheet) -> Result<(), ToolError> {
         std::fs::create_dir_all(dir).map_err(|e| ToolError::io("create", dir, e))?;
     }
     write_atomic(path, &bytes, Durability::Synced).map_err(ToolError::Io)
+}
+
+/// The self-contained HTML report beside the JSON (docs §20.3), with the
+/// run card's assumptions and provenance when the sheet is a run's.
+async fn write_report(
+    json: &Path,
+    sheet: &TearSheet,
+    run_dir: Option<&Path>,
+) -> Result<PathBuf, ToolError> {
+    let html = json.with_extension("html");
+    let (target, sheet, run_dir) = (html.clone(), sheet.clone(), run_dir.map(Path::to_path_buf));
+    tokio::task::spawn_blocking(move || {
+        let facts = match &run_dir {
+            Some(dir) => crate::report::RunFacts::read(dir)?,
+            None => crate::report::RunFacts::default(),
+        };
+        crate::report::html::write(&target, &sheet, &facts)
+    })
+    .await
+    .map_err(|e| ToolError::failed("internal_error", e.to_string()))?
+    .map_err(|e| ToolError::failed("report_failed", e.to_string()))?;
+    Ok(html)
 }
 
 fn unit(u: Unit) -> &'static str {
@@ -399,7 +433,16 @@ mod tests {
             o.assumptions
         );
         assert_eq!(o.annual.len(), 5);
-        assert!(o.report.is_none());
+        // The HTML report beside the JSON, self-contained, holding the
+        // sheet's Sharpe as its metric row.
+        let report = o.report.as_deref().unwrap();
+        assert!(
+            report.ends_with("artifacts/tearsheet_SPY_TLT.html"),
+            "{report}"
+        );
+        let html = std::fs::read_to_string(report).unwrap();
+        assert!(html.contains("id=\"metric-sharpe\""));
+        assert!(!html.contains("<script"));
         // Held, not rebalanced: the weights drift from 60/40.
         assert!(o.annual_turnover.is_some());
         let written: serde_json::Value =
