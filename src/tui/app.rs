@@ -1284,33 +1284,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             id,
             history,
             skipped,
-        } => {
-            app.reset_session_view();
-            app.chat.load_history(&history);
-            app.composer.seed_history(
-                history
-                    .iter()
-                    .filter(|m| m.message.role == Role::User)
-                    .map(|m| m.message.content.clone()),
-            );
-            if let Some(id) = &id {
-                let n = history.len();
-                app.chat.notice(
-                    NoticeKind::Info,
-                    format!("resumed session {id} ({n} message(s)); new messages continue it"),
-                );
-                if skipped > 0 {
-                    app.chat.notice(
-                        NoticeKind::Warning,
-                        format!("{skipped} unreadable line(s) of its message log were skipped"),
-                    );
-                }
-            }
-            app.session_id = id;
-            let mut out = app.loads();
-            out.extend(app.session_ready());
-            out
-        }
+        } => app.session_opened(id, &history, skipped),
         Msg::SessionFailed(e) => {
             app.chat.notice(NoticeKind::Error, e);
             app.session_ready()
@@ -1418,6 +1392,43 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             }
             vec![]
         }
+    }
+}
+
+impl App {
+    /// A stored session opened: its history in the chat and the composer,
+    /// and what could not be read said.
+    fn session_opened(
+        &mut self,
+        id: Option<String>,
+        history: &[StoredMessage],
+        skipped: usize,
+    ) -> Vec<Effect> {
+        self.reset_session_view();
+        self.chat.load_history(history);
+        self.composer.seed_history(
+            history
+                .iter()
+                .filter(|m| m.message.role == Role::User)
+                .map(|m| m.message.content.clone()),
+        );
+        if let Some(id) = &id {
+            let n = history.len();
+            self.chat.notice(
+                NoticeKind::Info,
+                format!("resumed session {id} ({n} message(s)); new messages continue it"),
+            );
+            if skipped > 0 {
+                self.chat.notice(
+                    NoticeKind::Warning,
+                    format!("{skipped} unreadable line(s) of its message log were skipped"),
+                );
+            }
+        }
+        self.session_id = id;
+        let mut out = self.loads();
+        out.extend(self.session_ready());
+        out
     }
 }
 

@@ -644,39 +644,8 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
         Effect::OpenSession(id) => {
             let _ = ctx.cmd.send(WorkerCmd::Open(Some(id)));
         }
-        Effect::LoadSessions => {
-            let (paths, bus) = (ctx.paths.clone(), ctx.bus.clone());
-            tokio::task::spawn_blocking(move || {
-                // As `vibedesk sessions` does: a run another process left
-                // `running` when it died is marked interrupted before listing.
-                if let Some(text) = crate::session::reconcile_stale_runs(&paths) {
-                    let _ = bus.send(Msg::Notice {
-                        kind: NoticeKind::Warning,
-                        text,
-                    });
-                }
-                let (rows, notice) = transcripts::sessions_reporting(&paths);
-                if let Some(text) = notice {
-                    let _ = bus.send(Msg::Notice {
-                        kind: NoticeKind::Warning,
-                        text,
-                    });
-                }
-                let _ = bus.send(Msg::Sessions(rows));
-            });
-        }
-        Effect::Export { session, html } => {
-            let (dir, bus) = (ctx.paths.session_dir(&session), ctx.bus.clone());
-            tokio::task::spawn_blocking(move || {
-                use crate::report::export::{Format, export_session};
-                let format = if html { Format::Html } else { Format::Markdown };
-                let (kind, text) = match export_session(&dir, format, None) {
-                    Ok(path) => (NoticeKind::Info, format!("exported to {}", path.display())),
-                    Err(e) => (NoticeKind::Error, format!("export failed: {e}")),
-                };
-                let _ = bus.send(Msg::Notice { kind, text });
-            });
-        }
+        Effect::LoadSessions => load_sessions(ctx),
+        Effect::Export { session, html } => export_session(session, html, ctx),
         Effect::LoadDetail(id) => {
             let (paths, bus) = (ctx.paths.clone(), ctx.bus.clone());
             tokio::task::spawn_blocking(move || {
@@ -703,14 +672,7 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
             let (dir, bus) = (memories::dir(&ctx.paths), ctx.bus.clone());
             tokio::task::spawn_blocking(move || keep_memory(&dir, &file, keep, &bus));
         }
-        Effect::LoadMonitors => {
-            let (paths, bus) = (ctx.paths.clone(), ctx.bus.clone());
-            tokio::task::spawn_blocking(move || {
-                let rows =
-                    super::monitors::load(&paths, chrono::Utc::now()).map_err(|e| e.to_string());
-                let _ = bus.send(Msg::Monitors(rows));
-            });
-        }
+        Effect::LoadMonitors => load_monitors(ctx),
         Effect::MonitorCommand { verb, name } => monitor_command(verb, name, ctx),
         Effect::LoadTeams => {
             let (data, bus) = (ctx.paths.data_dir.clone(), ctx.bus.clone());
@@ -759,6 +721,53 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
             }
         },
     }
+}
+
+/// The sessions for the browser, after marking runs another process left
+/// `running` when it died.
+fn load_sessions(ctx: &Ctx) {
+    let (paths, bus) = (ctx.paths.clone(), ctx.bus.clone());
+    tokio::task::spawn_blocking(move || {
+        // As `vibedesk sessions` does: a run another process left
+        // `running` when it died is marked interrupted before listing.
+        if let Some(text) = crate::session::reconcile_stale_runs(&paths) {
+            let _ = bus.send(Msg::Notice {
+                kind: NoticeKind::Warning,
+                text,
+            });
+        }
+        let (rows, notice) = transcripts::sessions_reporting(&paths);
+        if let Some(text) = notice {
+            let _ = bus.send(Msg::Notice {
+                kind: NoticeKind::Warning,
+                text,
+            });
+        }
+        let _ = bus.send(Msg::Sessions(rows));
+    });
+}
+
+/// `/export`: the open session as Markdown or HTML (docs §20.3).
+fn export_session(session: String, html: bool, ctx: &Ctx) {
+    let (dir, bus) = (ctx.paths.session_dir(&session), ctx.bus.clone());
+    tokio::task::spawn_blocking(move || {
+        use crate::report::export::{Format, export_session};
+        let format = if html { Format::Html } else { Format::Markdown };
+        let (kind, text) = match export_session(&dir, format, None) {
+            Ok(path) => (NoticeKind::Info, format!("exported to {}", path.display())),
+            Err(e) => (NoticeKind::Error, format!("export failed: {e}")),
+        };
+        let _ = bus.send(Msg::Notice { kind, text });
+    });
+}
+
+/// The Monitors view's rows (docs §21.5).
+fn load_monitors(ctx: &Ctx) {
+    let (paths, bus) = (ctx.paths.clone(), ctx.bus.clone());
+    tokio::task::spawn_blocking(move || {
+        let rows = super::monitors::load(&paths, chrono::Utc::now()).map_err(|e| e.to_string());
+        let _ = bus.send(Msg::Monitors(rows));
+    });
 }
 
 fn file_name(p: &std::path::Path) -> String {

@@ -747,6 +747,29 @@ const PHRASES: &[Phrase] = &[
         ],
     ),
     (
+        "tear sheet of SPY 2005-2017",
+        "tearsheet",
+        &[
+            ("/symbols", r#"["SPY"]"#),
+            ("/start", r#""2005-01-01""#),
+            ("/run", r#"null"#),
+        ],
+    ),
+    (
+        "tearsheet for the last backtest",
+        "tearsheet",
+        &[("/run", r#""last""#), ("/symbols", r#"null"#)],
+    ),
+    (
+        "tear sheet of 60% SPY and 40% TLT against QQQ in 2010",
+        "tearsheet",
+        &[
+            ("/symbols", r#"["SPY","TLT"]"#),
+            ("/weights/SPY", r#"0.6"#),
+            ("/benchmark", r#""QQQ""#),
+        ],
+    ),
+    (
         "99 % ES of an equal-weight SPY/TLT book in 2008",
         "risk_report",
         &[
