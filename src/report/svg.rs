@@ -133,7 +133,8 @@ pub fn line_chart(
         if fill && !path.is_empty() {
             let _ = write!(
                 s,
-                "<path d=\"{path}\" fill=\"{}\" fill-opacity=\"0.25\" stroke=\"none\"/>",
+                "<path d=\"{}\" fill=\"{}\" fill-opacity=\"0.25\" stroke=\"none\"/>",
+                closed_to(&path, y(0.0)),
                 line.color
             );
         }
@@ -194,6 +195,23 @@ fn path_of(values: &[Option<f64>], x: &dyn Fn(usize) -> f64, y: &dyn Fn(f64) -> 
         }
     }
     d
+}
+
+/// `path`'s runs each closed down to the baseline at `base`: filled as it
+/// stands, a run would close from its last point straight back to its
+/// first, a diagonal wedge across the chart.
+fn closed_to(path: &str, base: f64) -> String {
+    let mut out = String::with_capacity(path.len() + 64);
+    for run in path.split('M').filter(|r| !r.is_empty()) {
+        let first_x = run.split(',').next().unwrap_or("0");
+        let last_x = run
+            .rsplit('L')
+            .next()
+            .and_then(|p| p.split(',').next())
+            .unwrap_or(first_x);
+        let _ = write!(out, "M{run}L{last_x},{base:.1}L{first_x},{base:.1}Z");
+    }
+    out
 }
 
 fn legend<'a>(s: &mut String, items: impl Iterator<Item = (&'a str, &'a str)>) {
@@ -383,6 +401,35 @@ pub fn histogram(title: &str, d: &Distribution) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_filled_run_closes_along_the_baseline() {
+        assert_eq!(
+            closed_to("M1.0,5.0L2.0,9.0L3.0,7.0M5.0,6.0L6.0,8.0", 4.0),
+            "M1.0,5.0L2.0,9.0L3.0,7.0L3.0,4.0L1.0,4.0ZM5.0,6.0L6.0,8.0L6.0,4.0L5.0,4.0Z"
+        );
+        let dates: Vec<NaiveDate> = (1..=4)
+            .filter_map(|d| NaiveDate::from_ymd_opt(2020, 1, d))
+            .collect();
+        let dd = [Some(0.0), Some(-0.2), Some(-0.1), Some(-0.3)];
+        let svg = line_chart(
+            "Underwater",
+            &dates,
+            &[Line {
+                name: "drawdown",
+                color: "#d62728",
+                values: &dd,
+            }],
+            Axis::Percent,
+            true,
+        );
+        let filled = svg
+            .split("fill-opacity=\"0.25\"")
+            .next()
+            .and_then(|s| s.rsplit("d=\"").next())
+            .unwrap_or_default();
+        assert!(filled.ends_with("Z\" fill=\"#d62728\" "), "{filled}");
+    }
 
     #[test]
     fn nice_ticks_are_round_and_inside() {

@@ -187,7 +187,9 @@ pub(crate) fn head(v: &View) -> Vec<Row> {
             "the exact share of days with a non-zero return; quantstats rounds it up to a whole percent",
         ),
         row("cumulative_return", "Cumulative Return", P, comp(v.r)),
-        row("cagr", "CAGR﹪", P, cagr(v.r, v.ppy)),
+        // quantstats' label is "CAGR﹪", a small percent sign many fonts
+        // lack and terminals draw double-width.
+        row("cagr", "CAGR", P, cagr(v.r, v.ppy)),
         row("sharpe", "Sharpe", R, sr * ann),
         row(
             "prob_sharpe_ratio",

@@ -179,7 +179,7 @@ pub fn hand_sheet() -> SheetData {
                 0.452,
                 Some(0.3),
             ),
-            metric("cagr", "CAGR﹪", Unit::Percent, 0.061, Some(0.042)),
+            metric("cagr", "CAGR", Unit::Percent, 0.061, Some(0.042)),
             sharpe,
             metric("sortino", "Sortino", Unit::Ratio, 1.12, Some(0.9)),
             metric(
