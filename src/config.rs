@@ -14,7 +14,6 @@ use serde::Deserialize;
 
 use crate::agent::LoopConfig;
 pub use crate::llm::window::WindowDiscovery;
-use crate::model::names;
 use crate::store::Paths;
 
 #[derive(Debug, thiserror::Error)]
@@ -60,8 +59,8 @@ pub struct Preset {
     /// Whether the API wants `reasoning_content` echoed back in history.
     pub send_reasoning_content: bool,
     /// A server on the user's machine running a small model (docs §2.11.2):
-    /// temperature 0.2, text-form tool calls read, the small research tool
-    /// set ([`LOCAL_TOOLS`]).
+    /// temperature 0.2, text-form tool calls read, each request's tools
+    /// chosen for it and fitted to the window (docs §4.7.1).
     pub local: bool,
     /// How to ask the server for its context window.
     pub discovery: WindowDiscovery,
@@ -76,15 +75,6 @@ pub enum Protocol {
     /// A scripted conversation from a file (`llm::scripted`).
     Scripted,
 }
-
-/// The tools a local preset offers unless `tools` says otherwise: the
-/// research set a small model can hold in its window (docs §4.7).
-pub const LOCAL_TOOLS: [&str; 4] = [
-    names::GET_MARKET_DATA,
-    names::TECHNICAL_INDICATOR,
-    names::BACKTEST,
-    names::REMEMBER,
-];
 
 /// The temperature of the local presets: low, so the reply format holds
 /// from run to run (the servers' own default is often 0.8).
@@ -518,8 +508,11 @@ pub struct ProviderConfig {
     pub text_tool_calls: bool,
     /// Lean tool schemas, the run's context in the user message (§4.7).
     pub lean_prompt: bool,
-    /// `None`: every tool.
+    /// `None`: every tool (or each request's own, with `choose_tools`).
     pub tools: Option<Vec<String>>,
+    /// Offer each request the tools chosen for it (a local preset with no
+    /// `tools` set, docs §4.7.1).
+    pub choose_tools: bool,
     pub script: Option<PathBuf>,
     pub headers: Vec<(String, String)>,
     pub send_reasoning_content: bool,
@@ -714,6 +707,7 @@ impl Config {
             agent.context_window = p.context_window;
             agent.discover_window = p.discovery != WindowDiscovery::None;
             agent.tools = p.tools.clone();
+            agent.choose_tools = p.choose_tools;
         }
         let backtest = match &file.backtest {
             None => BacktestDefaults::default(),
@@ -879,18 +873,16 @@ fn provider_config(
         WindowDiscovery::None if local_url => WindowDiscovery::Auto,
         d => d,
     };
-    let tools = overrides
+    let named = overrides
         .tools
         .clone()
-        .or_else(|| env.var("VIBEDESK_TOOLS").map(|v| split_tools(&v)))
+        .or_else(|| env.var("VIBEDESK_TOOLS").map(|v| split_tools(&v)));
+    let named = named
         .or_else(|| section.tools.clone())
-        .or_else(|| file.tools.clone())
-        .or_else(|| {
-            preset
-                .local
-                .then(|| LOCAL_TOOLS.iter().map(|t| t.to_string()).collect())
-        })
-        .filter(|t| !t.iter().any(|n| n.trim().eq_ignore_ascii_case("all")));
+        .or_else(|| file.tools.clone());
+    // A local preset told nothing chooses each request's tools (§4.7.1).
+    let choose_tools = preset.local && named.is_none();
+    let tools = named.filter(|t| !t.iter().any(|n| n.trim().eq_ignore_ascii_case("all")));
     let script = overrides
         .script
         .clone()
@@ -920,6 +912,7 @@ fn provider_config(
         text_tool_calls,
         lean_prompt,
         tools,
+        choose_tools,
         script,
         headers,
         send_reasoning_content: section
@@ -1406,7 +1399,7 @@ pub const EXAMPLE_CONFIG: &str = r#"# vibedesk configuration. Every key is optio
 # context_window = 8192         # default: asked from the server (/props)
 # text_tool_calls = true        # read calls the model writes as text (local default)
 # lean_prompt = true            # lean tool schemas, the date in the user message (local default)
-# tools = ["get_market_data", "technical_indicator", "backtest", "remember"]   # or ["all"]
+# tools = ["get_market_data", "technical_indicator", "backtest"]   # or ["all"]; local default: chosen per request
 
 # [agent]
 # max_iterations = 50
@@ -1690,9 +1683,10 @@ mod tests {
         assert_eq!(p.temperature, Some(LOCAL_TEMPERATURE));
         assert!(p.text_tool_calls && p.lean_prompt);
         assert_eq!(p.discovery, WindowDiscovery::LlamaCpp);
-        assert_eq!(p.tools.as_deref().unwrap(), LOCAL_TOOLS.map(String::from));
+        assert_eq!(p.tools, None);
+        assert!(p.choose_tools, "each request gets its own tools");
         assert!(c.agent.text_tool_calls && c.agent.discover_window && c.agent.lean_prompt);
-        assert_eq!(c.agent.tools, p.tools);
+        assert!(c.agent.choose_tools && c.agent.tools.is_none());
         let c = load(
             d.path(),
             Some("provider = \"ollama\"\nmodel = \"qwen2.5-coder:1.5b\"\n"),
@@ -1720,6 +1714,7 @@ mod tests {
         assert_eq!(p.discovery, WindowDiscovery::Auto);
         assert_eq!(p.temperature, None, "only the local presets set one");
         assert_eq!(p.tools, None);
+        assert!(!p.choose_tools, "only the local presets choose");
         let c = load(
             d.path(),
             Some("provider = \"deepseek\"\n"),
@@ -1747,12 +1742,14 @@ mod tests {
         assert!(!p.text_tool_calls && !p.lean_prompt && !c.agent.lean_prompt);
         assert_eq!(c.agent.context_window, Some(4096));
         assert_eq!(c.agent.tools, Some(vec!["get_market_data".to_string()]));
+        assert!(!c.agent.choose_tools, "a named set is kept");
         let o = Overrides {
             tools: Some(split_tools("all")),
             ..Overrides::default()
         };
         let c = load(d.path(), Some(file), &[("VIBEDESK_MAX_TOKENS", "512")], o).unwrap();
         assert_eq!(c.agent.tools, None, "`all` offers every tool");
+        assert!(!c.agent.choose_tools, "`all` is not a choice per request");
         assert_eq!(c.provider.unwrap().max_tokens, Some(512));
         assert_eq!(split_tools("a, b c"), vec!["a", "b", "c"]);
     }

@@ -65,6 +65,9 @@ pub struct LoopConfig {
     /// The tools offered, by name, in this order; `None` offers every
     /// registered tool (docs §4.7).
     pub tools: Option<Vec<String>>,
+    /// With no `tools` named, offer each request the tools chosen for it
+    /// and fitted to the window (docs §4.7.1): the local presets.
+    pub choose_tools: bool,
     /// A lean, cache-stable prompt for a small local model (docs §4.3,
     /// §4.7): lean tool schemas, and the run's context in the user message.
     pub lean_prompt: bool,
@@ -97,6 +100,7 @@ impl Default for LoopConfig {
             context_window: None,
             discover_window: false,
             tools: None,
+            choose_tools: false,
             lean_prompt: false,
             approval: crate::model::approval::ApprovalMode::Ask,
         }

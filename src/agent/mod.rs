@@ -15,6 +15,7 @@ pub mod repeats;
 pub mod run_loop;
 pub mod tally;
 pub mod text_tools;
+pub mod tool_choice;
 pub mod traced;
 pub mod usage;
 pub mod watchdog;

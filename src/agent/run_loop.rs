@@ -34,6 +34,7 @@ use super::tally::ToolTally;
 use super::text_tools::{
     MAX_CALLS_PER_REPLY, Refused, TextCallDecision, over_limit_note, screen_with, writes_note,
 };
+use super::tool_choice::{self, Choice, Fitted};
 use super::traced::record_of;
 use super::usage::UsageLedger;
 use super::watchdog::{self, Activity};
@@ -316,6 +317,10 @@ struct Turn {
     activity: Activity,
     watchdog_done: CancellationToken,
     scheduler: Scheduler,
+    /// Every tool the run may offer; `choice` says which it does, when
+    /// they were chosen for the request or cut to fit (docs §4.7.1).
+    available: Arc<Registry>,
+    choice: Option<Choice>,
     tool_base: ToolContext,
     compactor: Compactor,
     /// A window a context-size error named in this run (docs §3.9).
@@ -477,10 +482,25 @@ impl Loop {
             provider.name(),
             provider.model(),
         );
-        // The tools this run offers: the registry and the late ones ready now.
-        let (registry, missing) = self.offered(&cfg, &req.plan);
-        let messages = self.first_messages(&run, &req, &registry, cfg.lean_prompt);
+        // The tools this run may offer: the registry and the late ones
+        // ready now; those chosen for the request when it chooses.
+        let (available, missing) = self.offered(&cfg, &req.plan);
+        let fitted = self.fit_tools(&cfg, &run, &req, &available);
+        let registry = match &fitted {
+            Some(f) => Arc::new(available.subset(&f.choice.offered).0),
+            None => available.clone(),
+        };
+        let note = fitted
+            .as_ref()
+            .and_then(|f| tool_choice::others_note(&f.choice.held_back()));
+        let messages = self.first_messages(&run, &req, &registry, cfg.lean_prompt, note.as_deref());
         self.record_start(&trace, &mut log, &req, &run.id);
+        if let Some(f) = &fitted {
+            trace_record(
+                &trace,
+                tools_chosen(self.iter + 1, f.reason.as_str(), &f.choice, Some(f.budget)),
+            );
+        }
         self.announce(&events, &req, &run, max);
         if !missing.is_empty() {
             events.emit(AgentEvent::Notice {
@@ -532,6 +552,8 @@ impl Loop {
             activity,
             watchdog_done,
             scheduler,
+            available,
+            choice: fitted.map(|f| f.choice),
             tool_base,
             compactor,
             window: None,
@@ -562,16 +584,43 @@ impl Loop {
         }
     }
 
+    /// The tools chosen for the request when the run chooses (a local
+    /// preset), or cut to fit a window the whole set would not fit, in
+    /// the window learnt or configured (docs §4.7.1).
+    fn fit_tools(
+        &self,
+        cfg: &LoopConfig,
+        run: &RunDir,
+        req: &RunRequest,
+        available: &Registry,
+    ) -> Option<Fitted> {
+        let estimator = estimator_of(cfg, self.deps.provider.model());
+        let window = cfg.context_window.or(self.window);
+        tool_choice::fit(
+            cfg,
+            window,
+            available,
+            &req.prompt,
+            &estimator,
+            |offered, note| {
+                estimator.count(&self.first_messages(run, req, offered, cfg.lean_prompt, note))
+            },
+        )
+    }
+
     /// `[system, *history, user (with recalled memories)]`. A lean prompt
     /// moves the run's context (state, date) from the end of the system
     /// text to the head of the user message, so the system text and the
     /// tool schemas after it are the same from run to run (docs §4.3).
+    /// `note` names the tools held back (docs §4.7.1): with the run's
+    /// context, as it changes from request to request.
     fn first_messages(
         &self,
         run: &RunDir,
         req: &RunRequest,
         registry: &Registry,
         lean: bool,
+        note: Option<&str>,
     ) -> Vec<Message> {
         let state_summary =
             context::workspace_summary(Some(&run.path), Some(&req.workspace), &self.counters);
@@ -587,6 +636,11 @@ impl Loop {
         } else {
             context::system_prompt(&inputs)
         };
+        if let (Some(note), false) = (note, lean) {
+            system.push('\n');
+            system.push_str(note);
+            system.push('\n');
+        }
         let role = self.deps.role_instructions.trim();
         if !role.is_empty() {
             system.push_str("\n\n## Your role\n");
@@ -604,7 +658,11 @@ impl Loop {
             .unwrap_or_default();
         let mut user = context::with_recall(&req.prompt, &recalled);
         if lean {
-            user = context::with_run_context(&context::run_context(&inputs), &user);
+            let mut run_context = context::run_context(&inputs);
+            if let Some(note) = note {
+                run_context = format!("{}\n{note}\n", run_context.trim_end());
+            }
+            user = context::with_run_context(&run_context, &user);
         }
         let mut messages = vec![Message::system(system)];
         messages.extend(req.history.iter().cloned());
@@ -756,6 +814,15 @@ impl Loop {
         if last {
             return ControlFlow::Break(self.tools_on_forced_turn(t, response, iter));
         }
+        let held_back: Vec<String> = response
+            .tool_calls
+            .iter()
+            .map(|c| c.name().to_string())
+            .filter(|n| t.scheduler.registry().get(n).is_none())
+            .collect();
+        if !held_back.is_empty() {
+            t.offer_asked(iter, &held_back);
+        }
         let outcomes = t.run_tools(iter, &response).await?;
         self.requested_compaction(t, iter, &outcomes).await;
         ControlFlow::Continue(())
@@ -867,7 +934,10 @@ impl Loop {
                 // A context-size error: fit the context and retry once (§3.9).
                 Err(e) if !fitted && e.context_overflow().is_some() => {
                     fitted = true;
-                    self.fit_after_overflow(t, iter, &e).await;
+                    // Never the same request again (docs §3.9).
+                    if !self.fit_after_overflow(t, iter, &e).await {
+                        return ControlFlow::Break(Exit::ProviderError(e));
+                    }
                 }
                 Err(e) => return ControlFlow::Break(Exit::ProviderError(e)),
             }
@@ -883,22 +953,28 @@ impl Loop {
 
     /// After a context-size error (docs §3.9): the window it names lowers
     /// the threshold, the request size it names calibrates the estimate,
-    /// and the context is fitted under the threshold for the one retry.
-    async fn fit_after_overflow(&self, t: &mut Turn, iter: u64, e: &LlmError) {
+    /// and the context is fitted under the threshold; when that is not
+    /// enough (a first request has nothing to compact), the run's
+    /// lowest-ranked tools are dropped to fit. Whether the request shrank:
+    /// it is never sent again at the same size.
+    async fn fit_after_overflow(&self, t: &mut Turn, iter: u64, e: &LlmError) -> bool {
         let over = e.context_overflow().unwrap_or_default();
         let before = t.compactor.count(&t.st.messages);
         if let Some(w) = over.window {
             t.window = Some(w);
             t.compactor.set_threshold(t.cfg.threshold_for(w));
         }
-        match over.requested {
-            Some(reported) => t.compactor.calibrate(reported, before),
+        match (over.requested, over.window) {
+            (Some(reported), _) => t.compactor.calibrate(reported, before),
+            // The server counted more than its window where the estimate
+            // did not: the estimate is low by at least that much.
+            (None, Some(w)) if before <= w => t.compactor.calibrate(w.saturating_add(1), before),
+            (None, Some(_)) => {}
             // Nothing to go by: aim well below what was refused.
-            None if over.window.is_none() => {
+            (None, None) => {
                 let lower = t.compactor.threshold().min(before * 3 / 4);
                 t.compactor.set_threshold(lower);
             }
-            None => {}
         }
         let counted = t.compactor.count(&t.st.messages);
         let max_chars = usize::try_from(t.compactor.threshold() * 3 / 8)
@@ -919,15 +995,35 @@ impl Loop {
                 tokens_after: after,
             },
         );
+        let limit = over
+            .window
+            .or(t.cfg.context_window)
+            .map_or(counted * 3 / 4, tool_choice::request_limit);
+        let (dropped, now) = if after > limit {
+            drop_tools(t, iter, after, limit)
+        } else {
+            (Vec::new(), after)
+        };
         let window = over
             .window
             .map_or_else(|| "its".to_string(), |w| format!("its {w}-token"));
+        let what = match (dropped.is_empty(), now < counted) {
+            (_, false) => {
+                "nothing could be compacted or left out, so it is not sent again".to_string()
+            }
+            (true, true) => format!("compacted {counted} → {after} tokens, retrying once"),
+            (false, true) => format!(
+                "compacted {counted} → {after} tokens and left out the tools {} ({after} → {now}), retrying once",
+                dropped.join(", ")
+            ),
+        };
         t.events.emit(AgentEvent::Notice {
             level: NoticeLevel::Warning,
             message: format!(
-                "the request did not fit the model's context ({window} window): compacted {counted} → {after} tokens, retrying once"
+                "the request did not fit the model's context ({window} window): {what}"
             ),
         });
+        now < counted
     }
 
     /// The model called tools on the iteration that offered none. The
@@ -1425,6 +1521,8 @@ impl Turn {
         let draft = response.content.clone();
         self.st.example_answer = false;
         let policy = self.scheduler.has_authorizer();
+        // Read again if it calls tools held back, once they are offered.
+        let again = self.choice.is_some().then(|| response.clone());
         match screen_with(
             response,
             self.scheduler.registry(),
@@ -1469,6 +1567,12 @@ impl Turn {
                 record,
                 correction,
             } => {
+                // Calls to tools held back ask for them (docs §4.7.1).
+                if let Some(response) = again
+                    && self.offer_asked(iter, &names).len() == names.len()
+                {
+                    return self.text_tool_calls(iter, response);
+                }
                 trace_record(&self.trace, record);
                 if self.st.text_call_corrected || self.st.step >= self.max {
                     return ControlFlow::Break(ControlFlow::Break(Exit::UnknownTextTool(names)));
@@ -1487,6 +1591,28 @@ impl Turn {
                 ControlFlow::Break(ControlFlow::Continue(()))
             }
         }
+    }
+
+    /// Offers the tools of `wanted` the run held back (docs §4.7.1): the
+    /// model called them, which is how it asks for one. Returns those
+    /// added; they stay offered, whatever a later shrink drops.
+    fn offer_asked(&mut self, iter: u64, wanted: &[String]) -> Vec<String> {
+        let Some(choice) = self.choice.as_mut() else {
+            return Vec::new();
+        };
+        let added = choice.add(wanted, &self.available);
+        if added.is_empty() {
+            return added;
+        }
+        self.scheduler
+            .set_registry(Arc::new(self.available.subset(&choice.offered).0));
+        self.compactor.set_overhead(choice.tokens());
+        trace_record(&self.trace, tools_chosen(iter, "asked", choice, None));
+        self.events.emit(AgentEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!("offered {} too: the model called it", added.join(", ")),
+        });
+        added
     }
 
     /// Text-form calls that were not run: the notes for the model, a
@@ -1769,6 +1895,52 @@ fn tool_schema_tokens(cfg: &LoopConfig, model: &str, registry: &Registry) -> u64
         return 0;
     }
     estimator_of(cfg, model).count_text(&serde_json::Value::Array(specs).to_string())
+}
+
+/// Drops the run's lowest-ranked tools, never a basic nor one the model
+/// asked for, until the request fits `limit` tokens (docs §3.9, §4.7.1);
+/// what was dropped and the tokens after.
+fn drop_tools(t: &mut Turn, iter: u64, tokens: u64, limit: u64) -> (Vec<String>, u64) {
+    let estimator = t.compactor.estimator();
+    let choice = t
+        .choice
+        .get_or_insert_with(|| tool_choice::everything(&t.available, &t.req.prompt, &estimator));
+    let mut dropped = Vec::new();
+    let mut now = tokens;
+    while now > limit {
+        let Some(name) = choice.drop_lowest() else {
+            break;
+        };
+        dropped.push(name);
+        t.compactor.set_overhead(choice.tokens());
+        now = t.compactor.count(&t.st.messages);
+    }
+    if !dropped.is_empty() {
+        t.scheduler
+            .set_registry(Arc::new(t.available.subset(&choice.offered).0));
+        trace_record(
+            &t.trace,
+            TraceRecord::ToolsDropped {
+                iter,
+                dropped: dropped.clone(),
+                tokens_before: tokens,
+                tokens_after: now,
+            },
+        );
+    }
+    (dropped, now)
+}
+
+/// The `tools_chosen` record of `choice`.
+fn tools_chosen(iter: u64, reason: &str, choice: &Choice, budget: Option<u64>) -> TraceRecord {
+    TraceRecord::ToolsChosen {
+        iter,
+        reason: reason.to_string(),
+        offered: choice.offered.clone(),
+        held_back: choice.held_back(),
+        tokens: choice.tokens(),
+        budget,
+    }
 }
 
 /// Writes the record `event` leaves in the trace, then emits the event.

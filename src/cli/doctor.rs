@@ -166,6 +166,11 @@ fn report_first_request(config: &crate::config::Config) -> Result<(), CliError> 
         "tools         {}",
         match &a.tools {
             Some(names) => names.join(", "),
+            None if a.choose_tools => format!(
+                "chosen per request from {} ({} for the question below)",
+                setup.registry.len(),
+                first.tool_count
+            ),
             None => format!("all {}", setup.registry.len()),
         }
     );

@@ -265,44 +265,23 @@ impl AgentSetup {
     }
 
     /// What the first request of a run with `prompt` costs under `config`
-    /// (its tool subset, the skills, the memory snapshot), in estimated
+    /// (its tool subset, or the tools chosen for `prompt` and fitted to a
+    /// configured window, the skills, the memory snapshot), in estimated
     /// tokens; `vibedesk doctor` reports it (docs §4.7).
     pub fn first_request(
         &self,
         config: &Config,
         prompt: &str,
     ) -> crate::agent::context::FirstRequest {
-        use crate::agent::context;
-        let mut registry = match &config.agent.tools {
+        use crate::agent::{context, tool_choice};
+        let mut available = match &config.agent.tools {
             Some(names) => self.registry.subset(names).0,
             None => crate::tools::Registry::clone(&self.registry),
         };
         let lean = config.agent.lean_prompt;
         if lean {
-            registry = registry.leaned();
+            available = available.leaned();
         }
-        let runs = config.paths.runs_dir().join("20260101_000000_abcdef");
-        let workspace = config
-            .paths
-            .sessions_dir()
-            .join("0123456789ab")
-            .join("workspace");
-        let state = context::workspace_summary(Some(&runs), Some(&workspace), &[]);
-        let inputs = context::PromptInputs {
-            registry: &registry,
-            skills: &self.skills,
-            state: &state,
-            memory_snapshot: &self.memory_snapshot,
-            now: chrono::Utc::now(),
-        };
-        let (system, prompt) = if lean {
-            (
-                context::stable_system_prompt(&inputs),
-                context::with_run_context(&context::run_context(&inputs), prompt),
-            )
-        } else {
-            (context::system_prompt(&inputs), prompt.to_string())
-        };
         let model = config
             .provider
             .as_ref()
@@ -311,7 +290,71 @@ impl AgentSetup {
         let estimator =
             crate::llm::tokens::Estimator::from_name(&config.agent.compaction.estimator, &model)
                 .unwrap_or_else(|| crate::llm::tokens::Estimator::for_model(&model));
-        context::first_request(&system, &prompt, &registry, &estimator)
+        let texts = |registry: &crate::tools::Registry, note: Option<&str>| {
+            self.first_texts(config, registry, prompt, note)
+        };
+        let fitted = tool_choice::fit(
+            &config.agent,
+            config.agent.context_window,
+            &available,
+            prompt,
+            &estimator,
+            |offered, note| {
+                let (system, user) = texts(offered, note);
+                estimator.count(&[
+                    crate::model::Message::system(system),
+                    crate::model::Message::user(user),
+                ])
+            },
+        );
+        let (registry, note) = match &fitted {
+            Some(f) => (
+                available.subset(&f.choice.offered).0,
+                tool_choice::others_note(&f.choice.held_back()),
+            ),
+            None => (available.clone(), None),
+        };
+        let (system, user) = texts(&registry, note.as_deref());
+        context::first_request(&system, &user, &registry, &estimator)
+    }
+
+    /// The system text and the user message of a first request offering
+    /// `registry`, with the note naming the tools held back.
+    fn first_texts(
+        &self,
+        config: &Config,
+        registry: &crate::tools::Registry,
+        prompt: &str,
+        note: Option<&str>,
+    ) -> (String, String) {
+        use crate::agent::context;
+        let runs = config.paths.runs_dir().join("20260101_000000_abcdef");
+        let workspace = config
+            .paths
+            .sessions_dir()
+            .join("0123456789ab")
+            .join("workspace");
+        let state = context::workspace_summary(Some(&runs), Some(&workspace), &[]);
+        let inputs = context::PromptInputs {
+            registry,
+            skills: &self.skills,
+            state: &state,
+            memory_snapshot: &self.memory_snapshot,
+            now: chrono::Utc::now(),
+        };
+        let note = note.map(|n| format!("\n{n}\n")).unwrap_or_default();
+        if config.agent.lean_prompt {
+            let run_context = format!("{}{note}", context::run_context(&inputs).trim_end());
+            (
+                context::stable_system_prompt(&inputs),
+                context::with_run_context(&run_context, prompt),
+            )
+        } else {
+            (
+                format!("{}{note}", context::system_prompt(&inputs)),
+                prompt.to_string(),
+            )
+        }
     }
 
     pub fn deps(&self, provider: Arc<dyn Provider>, config: &Config) -> crate::agent::LoopDeps {

@@ -109,6 +109,28 @@ pub enum TraceRecord {
         tokens_before: u64,
         tokens_after: u64,
     },
+    /// The tools a run offers when they were chosen for its request or
+    /// fitted to the window, and those held back (docs §4.7.1).
+    ToolsChosen {
+        iter: u64,
+        /// `request` (chosen for it), `window` (cut to fit), `asked` (the
+        /// model called one held back).
+        reason: String,
+        offered: Vec<String>,
+        held_back: Vec<String>,
+        /// Estimated tokens of the offered schemas, and what they could use.
+        tokens: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        budget: Option<u64>,
+    },
+    /// Tools dropped after a context-size error the conversation could not
+    /// be compacted out of (docs §3.9).
+    ToolsDropped {
+        iter: u64,
+        dropped: Vec<String>,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
     AnswerRejected {
         iter: u64,
         issues: Vec<String>,
@@ -285,6 +307,8 @@ impl TraceRecord {
             TraceRecord::UnverifiedNumbers { .. } => "unverified_numbers",
             TraceRecord::RepeatedFailure { .. } => "repeated_failure",
             TraceRecord::ContextOverflow { .. } => "context_overflow",
+            TraceRecord::ToolsChosen { .. } => "tools_chosen",
+            TraceRecord::ToolsDropped { .. } => "tools_dropped",
             TraceRecord::AnswerRejected { .. } => "answer_rejected",
             TraceRecord::Answer { .. } => "answer",
             TraceRecord::CompactRequested { .. } => "compact_requested",

@@ -305,6 +305,9 @@ fn agent_deps(
         deps.skills
             .retain(|s| agent.skills.iter().any(|k| k.as_str() == s.name));
         deps.config.max_iterations = agent.max_iterations.max(1);
+        // The preset names the agent's tools: kept as named, only cut to
+        // fit a window (docs §4.7.1).
+        deps.config.choose_tools = false;
         // The one user message is exactly the task's (team contract):
         // recalled memories are not added to it.
         deps.recall = None;

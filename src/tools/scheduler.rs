@@ -81,6 +81,12 @@ impl Scheduler {
         &self.registry
     }
 
+    /// Offers `registry` from the next batch on: the loop grows or shrinks
+    /// a run's tools between iterations (docs §4.7.1).
+    pub fn set_registry(&mut self, registry: Arc<Registry>) {
+        self.registry = registry;
+    }
+
     /// Calls per tool name in first-use order (docs §4.5 workspace state).
     pub fn counters(&self) -> &[(String, u32)] {
         &self.counters

@@ -860,7 +860,7 @@ async fn a_lean_prompt_keeps_the_prefix_the_same_across_runs() {
 }
 
 /// The first request of the local profile fits a small window: its tools
-/// are the research set, the tool list is not repeated in the system text,
+/// are those chosen for the question, the tool list is not repeated in the system text,
 /// no skill catalogue is shown without `load_skill`, and what changes from
 /// run to run comes last (docs §4.3, §4.7). Issue 25's target: ≤ 2 500.
 #[test]
@@ -885,7 +885,9 @@ fn the_local_profile_first_request_is_lean_and_cache_stable() {
     let setup = AgentSetup::new(&hosted).unwrap();
     let full = setup.first_request(&hosted, prompt);
     let lean = setup.first_request(&local, prompt);
-    assert_eq!(lean.tool_count, 4);
+    // The tools chosen for the question (docs §4.7.1): the basics and
+    // what matches it, a small set.
+    assert!((2..=6).contains(&lean.tool_count), "{lean:?}");
     assert_eq!(full.tool_count, setup.registry.len());
     assert!(lean.total <= 2_500, "local first request {lean:?}");
     assert!(full.total > lean.total + 1_000, "{full:?} vs {lean:?}");

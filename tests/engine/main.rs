@@ -49,6 +49,7 @@ mod sweep;
 mod sweep_doors;
 mod teams;
 mod tearsheet_goldens;
+mod tool_choice;
 mod tool_props;
 mod ts_goldens;
 mod ts_tools;
