@@ -708,6 +708,12 @@ impl Config {
             agent.discover_window = p.discovery != WindowDiscovery::None;
             agent.tools = p.tools.clone();
             agent.choose_tools = p.choose_tools;
+            // A local server's replies are bounded (docs §2.11.2); a
+            // configured `max_tokens` is sent instead of the sized one.
+            let local = preset(&p.name).is_some_and(|pr| pr.local)
+                || p.base_url.as_deref().is_some_and(is_loopback_url);
+            agent.cut_runaways = local;
+            agent.size_replies = local && p.max_tokens.is_none();
         }
         let backtest = match &file.backtest {
             None => BacktestDefaults::default(),
@@ -1687,6 +1693,10 @@ mod tests {
         assert!(p.choose_tools, "each request gets its own tools");
         assert!(c.agent.text_tool_calls && c.agent.discover_window && c.agent.lean_prompt);
         assert!(c.agent.choose_tools && c.agent.tools.is_none());
+        assert!(
+            c.agent.size_replies && c.agent.cut_runaways,
+            "a local reply is sized to the window and watched for runaways"
+        );
         let c = load(
             d.path(),
             Some("provider = \"ollama\"\nmodel = \"qwen2.5-coder:1.5b\"\n"),
@@ -1715,6 +1725,7 @@ mod tests {
         assert_eq!(p.temperature, None, "only the local presets set one");
         assert_eq!(p.tools, None);
         assert!(!p.choose_tools, "only the local presets choose");
+        assert!(c.agent.size_replies && c.agent.cut_runaways);
         let c = load(
             d.path(),
             Some("provider = \"deepseek\"\n"),
@@ -1724,6 +1735,10 @@ mod tests {
         .unwrap();
         let p = c.provider.unwrap();
         assert!(!p.text_tool_calls && !p.lean_prompt && p.discovery == WindowDiscovery::None);
+        assert!(
+            !c.agent.size_replies && !c.agent.cut_runaways,
+            "a hosted model's replies"
+        );
         assert!(is_loopback_url("http://localhost:11434/v1"));
         assert!(is_loopback_url("http://[::1]:8080/v1"));
         assert!(!is_loopback_url("https://api.openai.com/v1"));
@@ -1743,6 +1758,10 @@ mod tests {
         assert_eq!(c.agent.context_window, Some(4096));
         assert_eq!(c.agent.tools, Some(vec!["get_market_data".to_string()]));
         assert!(!c.agent.choose_tools, "a named set is kept");
+        assert!(
+            !c.agent.size_replies && c.agent.cut_runaways,
+            "a configured max_tokens is sent instead of the sized one"
+        );
         let o = Overrides {
             tools: Some(split_tools("all")),
             ..Overrides::default()

@@ -73,6 +73,12 @@ pub struct LoopConfig {
     pub lean_prompt: bool,
     /// Which calls run unasked, ask, or are refused (docs §2.14).
     pub approval: crate::model::approval::ApprovalMode,
+    /// Send each reply a `max_tokens` sized to the window (docs §2.11.2):
+    /// a local server with no `max_tokens` configured.
+    pub size_replies: bool,
+    /// Cut a streaming reply that repeats itself or streams data rows, and
+    /// ask once for a short answer (docs §2.11.2): a local server.
+    pub cut_runaways: bool,
 }
 
 impl Default for LoopConfig {
@@ -103,6 +109,8 @@ impl Default for LoopConfig {
             choose_tools: false,
             lean_prompt: false,
             approval: crate::model::approval::ApprovalMode::Ask,
+            size_replies: false,
+            cut_runaways: false,
         }
     }
 }

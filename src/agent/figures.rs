@@ -7,10 +7,15 @@
 //! arguments, or the user's own words (the prompt, the recalled memories,
 //! earlier turns) shows as it at the precision it is written with (rounded
 //! or truncated to the last digit shown; a zero shows only a zero figure),
-//! a sign dropped (a drawdown of 35 % is `-0.35`), a percent either way
-//! (`52.1%` for `0.521`), or when it is a sum, difference or ratio of two
-//! values the answer's other figures show. Dates, years (1900–2100),
-//! ordinals and small counts (0–10) are not figures.
+//! a sign dropped (a drawdown of 35 % is `-0.35`), a percent in the
+//! direction a percent mark supports (`52.1%` for `0.521`, `0.45` for a
+//! source's `45.3%`), or when it is a sum, difference or ratio of two values
+//! the answer's other figures show (not of two near-equal values). A derived
+//! match needs a figure of two significant digits or more, and a scaled one
+//! of one digit an equal value, so that a `0.0001` is never "found" as a
+//! hundredth of some `0.0098` or as the difference of two near-equal prices.
+//! Dates, years (1900–2100), ordinals, section references (`§14.7`) and
+//! small counts (0–10) are not figures.
 
 use std::sync::LazyLock;
 
@@ -24,6 +29,9 @@ pub struct FigureCheck {
     pub figures: usize,
     /// Unverified figures as written, each once, in answer order.
     pub unverified: Vec<String>,
+    /// The unverified figures that are key: measured quantities (written
+    /// with decimals, a percent or a sign), not counts like `37 trades`.
+    pub key_unverified: Vec<String>,
 }
 
 impl FigureCheck {
@@ -47,6 +55,30 @@ struct Figure {
     text: String,
     value: f64,
     decimals: i32,
+    /// Written with `%` or a percent word (`percent`, `pct`, `points`, `pp`).
+    percent: bool,
+    /// Digits from the first non-zero one, as written (`0.0001`: 1).
+    significant: usize,
+    /// A measured quantity rather than a count: decimals, a percent or a
+    /// sign (docs §1.6).
+    key: bool,
+}
+
+impl Figure {
+    /// Derived matches need two significant digits, and scaled ones of a
+    /// single digit an equal value: one digit's rounding leaves a near-zero
+    /// figure within reach of too many values.
+    fn precise(&self) -> bool {
+        self.significant >= 2
+    }
+}
+
+/// Numbers of the sources, sorted and absolute: all of them, and those a
+/// percent mark or a percent key (`return_pct`) labels as percents.
+#[derive(Default)]
+struct Known {
+    all: Vec<f64>,
+    percents: Vec<f64>,
 }
 
 /// At most this many source values enter the arithmetic search: its pairs
@@ -59,7 +91,17 @@ pub fn check_figures(answer: &str, sources: &[&str]) -> FigureCheck {
     if figures.is_empty() {
         return FigureCheck::default();
     }
-    let known = sorted(sources.iter().flat_map(|s| source_numbers(s)).collect());
+    let mut known = Known::default();
+    for (value, percent) in sources.iter().flat_map(|s| source_numbers(s)) {
+        known.all.push(value);
+        if percent {
+            known.percents.push(value);
+        }
+    }
+    let known = Known {
+        all: sorted(known.all),
+        percents: sorted(known.percents),
+    };
     // Figures a source shows directly; the values they cite are the
     // operands of the answer's own arithmetic.
     let mut operands: Vec<f64> = Vec::new();
@@ -74,15 +116,24 @@ pub fn check_figures(answer: &str, sources: &[&str]) -> FigureCheck {
             None => open.push(f),
         }
     }
-    let derived = if open.is_empty() {
-        Vec::new()
-    } else {
-        sorted(arithmetic(&operands))
+    let derived = Known {
+        all: if open.is_empty() {
+            Vec::new()
+        } else {
+            sorted(arithmetic(&operands))
+        },
+        percents: Vec::new(),
     };
     let mut unverified: Vec<String> = Vec::new();
+    let mut key_unverified: Vec<String> = Vec::new();
     for f in open {
-        if shown_by(f, &derived).is_none() && !unverified.contains(&f.text) {
-            unverified.push(f.text.clone());
+        let derived_match = f.precise() && shown_by(f, &derived).is_some();
+        if derived_match || unverified.contains(&f.text) {
+            continue;
+        }
+        unverified.push(f.text.clone());
+        if f.key {
+            key_unverified.push(f.text.clone());
         }
     }
     let distinct = {
@@ -94,6 +145,7 @@ pub fn check_figures(answer: &str, sources: &[&str]) -> FigureCheck {
     FigureCheck {
         figures: distinct,
         unverified,
+        key_unverified,
     }
 }
 
@@ -104,13 +156,21 @@ fn sorted(mut v: Vec<f64>) -> Vec<f64> {
     v
 }
 
+/// A difference smaller than this share of its larger operand is dropped:
+/// near-equal operands (two closes a cent apart) cancel to a tiny value
+/// that would ground any near-zero figure by coincidence.
+const CANCELLATION: f64 = 1e-3;
+
 /// Sums, differences and ratios of every pair of `values`.
 fn arithmetic(values: &[f64]) -> Vec<f64> {
     let mut out = Vec::with_capacity(values.len() * values.len() * 2);
     for (i, a) in values.iter().enumerate() {
         for b in values.iter().skip(i + 1) {
             out.push(a + b);
-            out.push((a - b).abs());
+            let difference = (a - b).abs();
+            if difference >= CANCELLATION * a.abs().max(b.abs()) {
+                out.push(difference);
+            }
             if *b != 0.0 {
                 out.push(a / b);
             }
@@ -151,8 +211,9 @@ fn figures_of(answer: &str) -> Vec<Figure> {
     for m in number.find_iter(&text) {
         let before = text[..m.start()].chars().next_back();
         let after: String = text[m.end()..].chars().take(3).collect();
-        // Part of a word (Q3, H1, x2) or an ordinal (2nd): not a figure.
-        if before.is_some_and(|c| c.is_alphabetic() || c == '_' || c == '.')
+        // Part of a word (Q3, H1, x2), a section (§14.7) or an ordinal
+        // (2nd): not a figure.
+        if before.is_some_and(|c| c.is_alphabetic() || matches!(c, '_' | '.' | '§'))
             || ["st", "nd", "rd", "th"]
                 .iter()
                 .any(|o| after.to_ascii_lowercase().starts_with(o))
@@ -164,14 +225,20 @@ fn figures_of(answer: &str) -> Vec<Figure> {
             continue;
         };
         let decimals = raw.split_once('.').map_or(0, |(_, d)| d.len() as i32);
-        let percent = text[m.end()..].trim_start().starts_with('%');
+        let rest = text[m.end()..].trim_start();
+        let percent = rest.starts_with('%');
+        let percent_word = !percent && starts_with_percent_word(rest);
         let small_count = decimals == 0 && value <= 10.0 && !percent;
         let year =
             decimals == 0 && !percent && raw.len() == 4 && (1900.0..=2100.0).contains(&value);
         if small_count || year {
             continue;
         }
-        let negative = m.start() > 0 && matches!(bytes[m.start() - 1], b'-');
+        let at = |back: usize| m.start().checked_sub(back).and_then(|i| bytes.get(i));
+        let negative = at(1) == Some(&b'-');
+        // A sign, not a hyphen: nothing alphanumeric right before it.
+        let sign =
+            matches!(at(1), Some(b'-' | b'+')) && !at(2).is_some_and(u8::is_ascii_alphanumeric);
         let shown = format!(
             "{}{raw}{}",
             if negative { "-" } else { "" },
@@ -181,39 +248,106 @@ fn figures_of(answer: &str) -> Vec<Figure> {
             text: shown,
             value,
             decimals,
+            percent: percent || percent_word,
+            significant: significant_digits(raw),
+            key: decimals > 0 || percent || percent_word || sign,
         });
     }
     out
 }
 
-/// Every number in a source text, as absolute values.
-fn source_numbers(text: &str) -> Vec<f64> {
+/// Words after a number that make it a percent (`12 percent`, `15.1
+/// points`, `3 pp`, `4 pct`, `5 per cent`).
+fn starts_with_percent_word(rest: &str) -> bool {
+    let word: String = rest
+        .chars()
+        .take_while(|c| c.is_alphabetic())
+        .collect::<String>()
+        .to_lowercase();
+    match word.as_str() {
+        "percent" | "percentage" | "pct" | "pp" | "point" | "points" => true,
+        "per" => rest
+            .get(3..)
+            .is_some_and(|r| r.trim_start().to_lowercase().starts_with("cent")),
+        _ => false,
+    }
+}
+
+/// Significant digits as written: from the first non-zero digit on.
+fn significant_digits(raw: &str) -> usize {
+    raw.chars()
+        .filter(char::is_ascii_digit)
+        .skip_while(|c| *c == '0')
+        .count()
+}
+
+/// Every number in a source text, as absolute values, each with whether
+/// the source labels it a percent: a `%` or percent word after it, or
+/// `pct`/`percent` in its JSON key or line label before it.
+fn source_numbers(text: &str) -> Vec<(f64, bool)> {
     let Some(re) = SOURCE_NUMBER.as_ref() else {
         return Vec::new();
     };
     re.find_iter(text)
-        .filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok())
-        .filter(|x| x.is_finite())
+        .filter_map(|m| {
+            let value = m.as_str().replace(',', "").parse::<f64>().ok()?;
+            let rest = text.get(m.end()..).unwrap_or_default().trim_start();
+            let after = rest.starts_with('%') || starts_with_percent_word(rest);
+            Some((value, after || percent_label(text, m.start())))
+        })
+        .filter(|(x, _)| x.is_finite())
         .collect()
 }
 
-/// A known number (sorted, absolute) that shows as `f` at its precision,
-/// at the same scale or a percent apart.
-fn shown_by(f: &Figure, known: &[f64]) -> Option<f64> {
+/// Whether the label before the number at `at` (back to the last `,`, `{`,
+/// `[` or line start, at most 60 characters) names a percent.
+fn percent_label(text: &str, at: usize) -> bool {
+    let before = text.get(..at).unwrap_or_default();
+    let mut label: Vec<char> = before
+        .chars()
+        .rev()
+        .take(60)
+        .take_while(|c| !matches!(c, ',' | '{' | '[' | '\n'))
+        .collect();
+    label.reverse();
+    let label = label.into_iter().collect::<String>().to_lowercase();
+    label.contains("pct") || label.contains("percent") || label.contains('%')
+}
+
+/// A known number (sorted, absolute) that shows as `f` at its precision:
+/// at the same scale, or a hundredth of it as a percent where a percent
+/// mark supports that direction: the figure's (`52.1%` for `0.521`) or the
+/// source's (`0.45` for `"return_pct": 45.3`). A figure of one significant
+/// digit shows a scaled value only when equal to it (`0.05%` for `0.0005`,
+/// never `1%` for `0.0098`).
+fn shown_by(f: &Figure, known: &Known) -> Option<f64> {
     let unit = 10f64.powi(-f.decimals);
-    [1.0, 100.0, 0.01].iter().find_map(|scale| {
-        // Rounding reaches half a unit below, truncation a unit above.
-        let lo = (f.value - unit) / scale;
-        let hi = (f.value + unit) / scale;
-        let from = known.partition_point(|y| *y < lo);
-        known
-            .get(from..)
-            .unwrap_or_default()
-            .iter()
-            .take_while(|y| **y <= hi)
-            .find(|y| shows_as(**y * scale, f.value, unit))
-            .copied()
-    })
+    let scales: [(f64, &[f64], bool); 3] = [
+        (1.0, &known.all, true),
+        (100.0, &known.all, f.percent),
+        (0.01, &known.percents, !f.percent),
+    ];
+    let exact = |y: f64| (y - f.value).abs() <= 1e-9 * f.value.abs().max(unit);
+    scales
+        .iter()
+        .filter(|(_, _, allowed)| *allowed)
+        .find_map(|(scale, values, _)| {
+            let shows = |y: f64| match *scale == 1.0 || f.precise() {
+                true => shows_as(y, f.value, unit),
+                false => exact(y),
+            };
+            // Rounding reaches half a unit below, truncation a unit above.
+            let lo = (f.value - unit) / scale;
+            let hi = (f.value + unit) / scale;
+            let from = values.partition_point(|y| *y < lo);
+            values
+                .get(from..)
+                .unwrap_or_default()
+                .iter()
+                .take_while(|y| **y <= hi)
+                .find(|y| shows(**y * scale))
+                .copied()
+        })
 }
 
 /// Whether `y` written to the digits of `x` (one `unit` is its last digit),
@@ -264,7 +398,7 @@ mod tests {
     #[test]
     fn dates_years_counts_and_ordinals_are_not_figures() {
         let c = check_figures(
-            "In 2008, over 3 windows (the 2nd was worst), from 2001-01-02 to 12/31/2012 at 16:00, Q3 was best.",
+            "In 2008, over 3 windows (the 2nd was worst), from 2001-01-02 to 12/31/2012 at 16:00, Q3 was best (docs §14.7).",
             &[],
         );
         assert_eq!(c, FigureCheck::default());
@@ -341,6 +475,74 @@ mod tests {
         );
         assert_eq!(c.unverified, vec!["3.47%"]);
         assert!(!c.all_unverified());
+    }
+
+    /// Issue 40: "The Engle-Granger p-value … is 0.0001" passed as grounded
+    /// because a daily return of 0.0098 is 0.0001 read as a percent (the
+    /// ×0.01 scale applied without any percent mark).
+    #[test]
+    fn an_invented_p_value_is_not_a_hundredth_of_a_return() {
+        let data = r#"{"symbol":"AAPL","rows":[{"date":"2024-01-02","close":185.64,"return":0.0123},{"date":"2024-01-03","close":184.25,"return":-0.0075},{"date":"2024-01-04","close":181.91,"return":0.0098}],"summary":{"total_return":0.0112}}"#;
+        let answer =
+            "The Engle-Granger p-value for AAPL and MSFT is 0.0001, so they are cointegrated.";
+        let c = check_figures(answer, &[data, "Are AAPL and MSFT cointegrated?"]);
+        assert_eq!(c.unverified, vec!["0.0001"]);
+        assert_eq!(c.key_unverified, vec!["0.0001"]);
+        // Written as a percent, a hundredth of a return is that return.
+        let c = check_figures("The best day returned 1.23%.", &[data]);
+        assert!(c.unverified.is_empty(), "{:?}", c.unverified);
+        // Without a percent mark it is not.
+        let c = check_figures("The best day returned 1.23.", &[data]);
+        assert_eq!(c.unverified, vec!["1.23"]);
+    }
+
+    #[test]
+    fn a_percent_source_grounds_its_fraction_only_when_labelled() {
+        let c = check_figures("A return of 0.45.", &[r#"{"total_return_pct":45.26}"#]);
+        assert!(c.unverified.is_empty(), "{:?}", c.unverified);
+        let c = check_figures("A return of 0.45.", &[r#"{"total_return":"45.26%"}"#]);
+        assert!(c.unverified.is_empty(), "{:?}", c.unverified);
+        let c = check_figures("A return of 0.45.", &[r#"{"ratio":45.26}"#]);
+        assert_eq!(c.unverified, vec!["0.45"]);
+        // One significant digit shows a scaled value only when equal to it.
+        let c = check_figures("A drift of 0.5.", &[r#"{"drift_pct":49.7}"#]);
+        assert_eq!(c.unverified, vec!["0.5"]);
+        let c = check_figures("A drift of 0.5.", &[r#"{"drift_pct":50.0}"#]);
+        assert!(c.unverified.is_empty(), "{:?}", c.unverified);
+        let c = check_figures(
+            "Commission 0.05% a side; the best day 1%.",
+            &[r#"{"commission":0.0005,"best_day":0.0098}"#],
+        );
+        assert_eq!(c.unverified, vec!["1%"]);
+    }
+
+    #[test]
+    fn near_equal_operands_ground_no_near_zero_figure() {
+        let tool = r#"{"AAPL":{"close":123.45},"MSFT":{"close":123.44},"IBM":{"close":1234.56},"SPY":{"close":1234.55}}"#;
+        // One significant digit: no derived match at all.
+        let c = check_figures("AAPL closed at 123.45, MSFT at 123.44: p = 0.01.", &[tool]);
+        assert_eq!(c.unverified, vec!["0.01"]);
+        // Two digits, but a difference that cancels all but the last digit
+        // of its operands.
+        let c = check_figures("IBM 1,234.56 and SPY 1,234.55: p = 0.010.", &[tool]);
+        assert_eq!(c.unverified, vec!["0.010"]);
+        // A difference that keeps its digits is the answer's arithmetic.
+        let c = check_figures("IBM 1,234.56 against AAPL 123.45: 1,111.11 apart.", &[tool]);
+        assert!(c.unverified.is_empty(), "{:?}", c.unverified);
+    }
+
+    #[test]
+    fn key_figures_are_measured_quantities_not_counts() {
+        let tool = r#"{"sharpe":0.8734,"trades":37}"#;
+        let c = check_figures(
+            "Sharpe 0.87 over 41 trades; alpha -14, drawdown 12%, return 3.5 percent, beta 1.27.",
+            &[tool],
+        );
+        assert_eq!(c.unverified, vec!["41", "-14", "12%", "3.5", "1.27"]);
+        assert_eq!(c.key_unverified, vec!["-14", "12%", "3.5", "1.27"]);
+        let c = check_figures("Sharpe 0.87 over 41 trades.", &[tool]);
+        assert_eq!(c.unverified, vec!["41"]);
+        assert!(c.key_unverified.is_empty(), "a count is not key");
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod input;
 pub mod plan;
 pub mod recall;
 pub mod repeats;
+pub mod replies;
 pub mod run_loop;
 pub mod tally;
 pub mod text_tools;

@@ -30,6 +30,7 @@ use super::grounding::{AnswerCheck, AnswerContext, PendingWriteCheck};
 use super::input;
 use super::plan::TurnPlan;
 use super::repeats::{Repeat, RepeatedFailures, STOP_AT, WARN_AT};
+use super::replies::{RunawayGuard, non_answer, reply_tokens};
 use super::tally::ToolTally;
 use super::text_tools::{
     MAX_CALLS_PER_REPLY, Refused, TextCallDecision, over_limit_note, screen_with, writes_note,
@@ -200,6 +201,9 @@ enum Exit {
     UnknownTextTool(Vec<String>),
     /// The same failing call came back too often (docs §1.3 step 14).
     RepeatedFailure(Repeat),
+    /// A reply was cut as a runaway with no second chance (docs §2.11.2);
+    /// the reason says why.
+    Runaway(String),
 }
 
 /// The run's conversation, shared with the request that carries it to the
@@ -263,6 +267,12 @@ struct TurnState {
     /// The reply that delivered the answer finished `unsupported`: no tool
     /// offered could serve the request (docs §1.4).
     unsupported: bool,
+    /// Why the delivered reply is no answer (docs §1.5), when it is not.
+    non_answer: Option<String>,
+    /// The model was asked once to answer after a reply that did not.
+    non_answer_steered: bool,
+    /// Replies cut as runaways in this run (docs §2.11.2).
+    runaways: u32,
 }
 
 impl TurnState {
@@ -294,6 +304,9 @@ impl TurnState {
             figures: FigureCheck::default(),
             raw_error_answer: false,
             unsupported: false,
+            non_answer: None,
+            non_answer_steered: false,
+            runaways: 0,
         }
     }
 }
@@ -788,7 +801,10 @@ impl Loop {
         let last = step == t.max;
         self.compact_context(t, iter).await;
         self.steer(t, iter, step);
-        let response = self.ask_model(t, iter, last).await?;
+        let Some(response) = self.ask_model(t, iter, last).await? else {
+            // A runaway reply was cut; the next iteration asks again.
+            return ControlFlow::Continue(());
+        };
         if t.content_filtered(iter, &response)? {
             return ControlFlow::Continue(());
         }
@@ -913,10 +929,17 @@ impl Loop {
     }
 
     /// The model call (no tools offered on the last iteration), checkpoint
-    /// C, and what the reply reports besides its tool calls.
-    async fn ask_model(&self, t: &mut Turn, iter: u64, last: bool) -> ControlFlow<Exit, Response> {
+    /// C, and what the reply reports besides its tool calls; `None` when
+    /// the reply was cut as a runaway and the model is asked again.
+    async fn ask_model(
+        &self,
+        t: &mut Turn,
+        iter: u64,
+        last: bool,
+    ) -> ControlFlow<Exit, Option<Response>> {
         let mut fitted = false;
-        let response = loop {
+        let (response, runaway) = loop {
+            let max_tokens = self.reply_cap(t);
             let request = ChatRequest {
                 messages: t.st.messages.shared(),
                 tools: if last {
@@ -925,7 +948,7 @@ impl Loop {
                     t.scheduler.registry().specs()
                 },
                 temperature: None,
-                max_tokens: None,
+                max_tokens,
                 user_request: Some(t.req.prompt.clone()),
                 text_tool_calls: t.cfg.text_tool_calls,
             };
@@ -942,13 +965,34 @@ impl Loop {
                 Err(e) => return ControlFlow::Break(Exit::ProviderError(e)),
             }
         };
-        // Checkpoint C: a reply that arrived after cancel is discarded.
-        if response.cancelled || t.run_cancel.is_cancelled() {
+        // Checkpoint C: a reply that arrived after cancel is discarded (a
+        // runaway's call was cancelled by the loop, not the user).
+        if (response.cancelled && runaway.is_none()) || t.run_cancel.is_cancelled() {
             trace_record(&t.trace, TraceRecord::Cancelled { iter });
             return ControlFlow::Break(Exit::Cancelled);
         }
         t.note_reply(iter, &response);
-        ControlFlow::Continue(response)
+        match runaway {
+            Some(why) => {
+                t.runaway_cut(iter, last, why)?;
+                ControlFlow::Continue(None)
+            }
+            None => ControlFlow::Continue(Some(response)),
+        }
+    }
+
+    /// The `max_tokens` of the next reply of a local server (docs
+    /// §2.11.2): sized to the window and what the prompt leaves of it.
+    fn reply_cap(&self, t: &mut Turn) -> Option<u32> {
+        if !t.cfg.size_replies {
+            return None;
+        }
+        let window = t.window.or(t.cfg.context_window).or(self.window);
+        let prompt = match window {
+            Some(_) => t.compactor.count(&t.st.messages),
+            None => 0,
+        };
+        Some(reply_tokens(window, prompt))
     }
 
     /// After a context-size error (docs §3.9): the window it names lowers
@@ -1202,6 +1246,12 @@ impl Loop {
                 r.reason(),
                 Some("repeated_failure".to_string()),
             )
+        } else if let Exit::Runaway(r) = exit {
+            (
+                RunStatus::Failed,
+                r.clone(),
+                Some(RUNAWAY_REPLY.to_string()),
+            )
         } else if !st.final_text.trim().is_empty() {
             answered_status(st)
         } else if let Some(n) = st.empty_total_at {
@@ -1281,7 +1331,7 @@ impl Loop {
         t: &Turn,
         request: ChatRequest,
         iter: u64,
-    ) -> Result<Response, LlmError> {
+    ) -> Result<(Response, Option<String>), LlmError> {
         let (cfg, cancel) = (&t.cfg, &t.run_cancel);
         let provider = self.deps.provider.clone();
         let options = CallOptions {
@@ -1291,6 +1341,8 @@ impl Loop {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            // The guard cancels this call only; the run goes on.
+            let call_cancel = cancel.child_token();
             let mut live = LiveState::new(
                 iter,
                 t.events.clone(),
@@ -1298,20 +1350,23 @@ impl Loop {
                 t.run.path.join(PARTIAL_FILE),
                 cfg.partial_checkpoint_interval,
             );
+            if cfg.cut_runaways {
+                live.guard = Some((RunawayGuard::default(), call_cancel.clone()));
+            }
             let result = {
                 let mut on_delta = |d: LiveDelta<'_>| live.on_delta(d);
                 stream_response(
                     provider.as_ref(),
                     request.clone(),
                     options,
-                    cancel,
+                    &call_cancel,
                     &mut on_delta,
                 )
                 .await
             };
-            live.finish().await;
+            let runaway = live.finish().await;
             match result {
-                Ok(r) => return Ok(r),
+                Ok(r) => return Ok((r, runaway)),
                 Err(e)
                     if attempt == 1
                         && e.retryable()
@@ -1334,7 +1389,7 @@ impl Loop {
                     emit_traced(&t.trace, &t.events, reset);
                     let _ = std::fs::remove_file(t.run.path.join(PARTIAL_FILE));
                     tokio::select! {
-                        _ = cancel.cancelled() => return Ok(Response { cancelled: true, ..Response::default() }),
+                        _ = cancel.cancelled() => return Ok((Response { cancelled: true, ..Response::default() }, None)),
                         _ = tokio::time::sleep(wait) => {}
                     }
                 }
@@ -1353,7 +1408,10 @@ impl Loop {
         t.st.consecutive_empty = 0;
         t.st.unsupported = response.finish_reason.as_deref() == Some(FINISH_UNSUPPORTED);
         let screened = match t.markup_in_answer(draft, iter) {
-            ControlFlow::Continue(draft) => self.check_draft(t, draft, iter),
+            ControlFlow::Continue(draft) => match t.no_answer(draft, iter) {
+                ControlFlow::Continue(draft) => self.check_draft(t, draft, iter),
+                stop => stop,
+            },
             stop => stop,
         };
         match screened {
@@ -1456,6 +1514,57 @@ impl Turn {
             iter,
             delta: draft.clone(),
         });
+        ControlFlow::Continue(draft)
+    }
+
+    /// A reply that does not answer (docs §1.5): asking for the question,
+    /// or apologising after the tools gave data. It is sent back once with
+    /// a steering message while iterations remain; otherwise it is
+    /// delivered and the run fails with the reason.
+    fn no_answer(&mut self, draft: String, iter: u64) -> ControlFlow<AnswerStep, String> {
+        if self.st.unsupported {
+            return ControlFlow::Continue(draft);
+        }
+        let tools = &self.st.tools;
+        let calls = tools.calls() > 0;
+        let data = tools.calls() > tools.failed();
+        let Some(kind) = non_answer(&draft, &self.req.prompt, calls, data) else {
+            return ControlFlow::Continue(draft);
+        };
+        trace_record(
+            &self.trace,
+            TraceRecord::NonAnswer {
+                iter,
+                kind: kind.describe().to_string(),
+                content: draft.clone(),
+            },
+        );
+        let retry = !self.st.non_answer_steered && self.st.step < self.max;
+        self.events.emit(AgentEvent::Notice {
+            level: NoticeLevel::Warning,
+            message: format!(
+                "the model's reply does not answer: {}; {}",
+                kind.describe(),
+                if retry {
+                    "asking once for the answer"
+                } else {
+                    "the run fails"
+                }
+            ),
+        });
+        if retry {
+            self.st.non_answer_steered = true;
+            self.st.messages.push(Message::assistant(draft));
+            self.st.messages.push(Message::steering(
+                "[SYSTEM] Your last reply did not answer. The user's request is in their message above; answer it now in plain text, with the figures from the tool results (call a tool if you have none yet). If the tools cannot give what was asked, say exactly what is missing.",
+            ));
+            return ControlFlow::Break(AnswerStep::Continue);
+        }
+        self.st.non_answer = Some(format!(
+            "the model's reply does not answer the request: {} ({:?})",
+            kind.describe(),
+            crate::tools::finalize::preview(draft.trim(), 120)
+        ));
         ControlFlow::Continue(draft)
     }
 
@@ -1694,6 +1803,47 @@ impl Turn {
             "Your previous response was blocked by the provider's content moderation. Skip that item and move on to the rest of the task.",
         ));
         ControlFlow::Continue(true)
+    }
+
+    /// A reply cut as a runaway (docs §2.11.2): a trace record and a notice,
+    /// then one steering message asking for a short answer; a second
+    /// runaway, or one on the last iteration, ends the run.
+    fn runaway_cut(&mut self, iter: u64, last: bool, why: String) -> ControlFlow<Exit> {
+        self.st.runaways += 1;
+        let retry = self.st.runaways == 1 && !last;
+        trace_record(
+            &self.trace,
+            TraceRecord::ReplyCut {
+                iter,
+                reason: why.clone(),
+                cuts: self.st.runaways,
+            },
+        );
+        self.events.emit(AgentEvent::Notice {
+            level: NoticeLevel::Warning,
+            message: format!(
+                "the model's reply was cut: {why}; {}",
+                if retry {
+                    "asking once for a short answer"
+                } else {
+                    "the run ends without an answer"
+                }
+            ),
+        });
+        if !retry {
+            let reason = if self.st.runaways > 1 {
+                format!(
+                    "the model's reply was cut again after it was asked for a short answer: {why}"
+                )
+            } else {
+                format!("the model's reply was cut on the last iteration: {why}")
+            };
+            return ControlFlow::Break(Exit::Runaway(reason));
+        }
+        self.st.messages.push(Message::steering(&format!(
+            "[SYSTEM] Your last reply was cut off: {why}. Do not list data rows or repeat yourself. Answer the user's question in a few sentences with only the figures asked for, taken from the tool results; call a tool if you still need data."
+        )));
+        ControlFlow::Continue(())
     }
 
     /// A reply is progress; its model, usage and streamed text are recorded.
@@ -1975,13 +2125,17 @@ fn answered(t: &Turn, exit: &Exit) -> bool {
 }
 
 /// The status of an answered run (docs §1.4): `unsupported` when the
-/// answering reply finished so; else `success`, unless its tool calls
-/// failed (all: `failed`, some: `partial`) or its answer is not grounded
-/// (every figure unverified, or a raw error result: `partial`, §1.6), with
-/// the failures named first and any degradation after.
+/// answering reply finished so; `failed` when it is no answer (§1.5); else
+/// `success`, unless its tool calls failed (all: `failed`, some:
+/// `partial`) or its answer is not grounded (a key figure or every figure
+/// unverified, or a raw error result: `partial`, §1.6), with the failures
+/// named first and any degradation after.
 fn answered_status(st: &TurnState) -> (RunStatus, String, Option<String>) {
     if st.unsupported {
         return (RunStatus::Unsupported, UNSUPPORTED_REASON.to_string(), None);
+    }
+    if let Some(why) = &st.non_answer {
+        return (RunStatus::Failed, why.clone(), Some(NON_ANSWER.to_string()));
     }
     let degraded = (!st.degraded_reasons.is_empty()).then(|| st.degraded_reasons.join("; "));
     let verdict = match (st.tools.verdict(), ungrounded(st)) {
@@ -2015,11 +2169,22 @@ fn ungrounded(st: &TurnState) -> Option<String> {
         return Some("the answer is a tool's raw error result, not an answer".into());
     }
     let f = &st.figures;
-    f.all_unverified().then(|| {
-        format!(
-            "every figure in the answer is unverified: {} appear{} in no tool result of this run",
+    let appear = |n: &[String]| if n.len() == 1 { "appears" } else { "appear" };
+    if f.all_unverified() {
+        return Some(format!(
+            "every figure in the answer is unverified: {} {} in no tool result of this run",
             f.unverified.join(", "),
-            if f.unverified.len() == 1 { "s" } else { "" }
+            appear(&f.unverified)
+        ));
+    }
+    // A key figure is a measured quantity (decimals, a percent or a sign),
+    // the kind a question asks for; an unverified count (`41 trades`) only
+    // flags the answer.
+    (!f.key_unverified.is_empty()).then(|| {
+        format!(
+            "a key figure of the answer is unverified: {} {} in no tool result of this run",
+            f.key_unverified.join(", "),
+            appear(&f.key_unverified)
         )
     })
 }
@@ -2030,6 +2195,12 @@ pub const UNSUPPORTED_REASON: &str =
 
 /// `error_code` of an answered run whose every tool call failed.
 pub const TOOL_CALLS_FAILED: &str = "tool_calls_failed";
+
+/// `error_code` of a run whose reply did not answer (docs §1.5).
+pub const NON_ANSWER: &str = "non_answer";
+
+/// `error_code` of a run ended by a runaway reply (docs §2.11.2).
+pub const RUNAWAY_REPLY: &str = "runaway_reply";
 
 fn state_status(status: RunStatus) -> Status {
     match status {
@@ -2070,6 +2241,14 @@ struct LiveState {
     checkpoint: tokio::sync::watch::Sender<String>,
     checkpoint_done: CancellationToken,
     writer: Option<tokio::task::JoinHandle<()>>,
+    /// The runaway guard and the call it cancels (docs §2.11.2).
+    guard: Option<(RunawayGuard, CancellationToken)>,
+    /// Why the guard cut the reply.
+    runaway: Option<String>,
+    /// Bytes of the reply the guard has read, and bytes shown: held text
+    /// shown later is read once.
+    watched: usize,
+    shown: usize,
 }
 
 impl LiveState {
@@ -2099,6 +2278,29 @@ impl LiveState {
             checkpoint: tx,
             checkpoint_done: done,
             writer: Some(writer),
+            guard: None,
+            runaway: None,
+            watched: 0,
+            shown: 0,
+        }
+    }
+
+    /// The guard reads each byte of the reply once, shown or held.
+    fn watch(&mut self, text: &str, shown: bool) {
+        let unread = if shown {
+            self.shown += text.len();
+            let new = self.shown.saturating_sub(self.watched);
+            text.get(text.len().saturating_sub(new)..)
+                .unwrap_or_default()
+        } else {
+            text
+        };
+        self.watched += unread.len();
+        if let Some((guard, call)) = self.guard.as_mut()
+            && let Some(why) = guard.push(unread)
+        {
+            self.runaway = Some(why);
+            call.cancel();
         }
     }
 
@@ -2110,7 +2312,9 @@ impl LiveState {
                     iter: self.iter,
                     delta: t.to_string(),
                 });
+                self.watch(t, true);
             }
+            LiveDelta::Held(t) => self.watch(t, false),
             LiveDelta::Reasoning(r) => {
                 self.reasoning.push_str(r);
                 // First chunk of the iteration at once, then throttled (docs §1.3).
@@ -2140,8 +2344,9 @@ impl LiveState {
     }
 
     /// A final reasoning event so the count a UI shows is exact; the last
-    /// checkpoint is on disk before the call counts as done.
-    async fn finish(mut self) {
+    /// checkpoint is on disk before the call counts as done. Returns why
+    /// the guard cut the reply, if it did.
+    async fn finish(mut self) -> Option<String> {
         if self.reasoning.chars().count() > self.reasoning_emitted_chars {
             self.emit_reasoning();
         }
@@ -2149,6 +2354,7 @@ impl LiveState {
         if let Some(w) = self.writer.take() {
             let _ = w.await;
         }
+        self.runaway.take()
     }
 }
 

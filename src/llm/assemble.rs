@@ -61,6 +61,10 @@ pub struct Response {
 pub enum LiveDelta<'a> {
     Text(&'a str),
     Reasoning(&'a str),
+    /// Text held back while it may still be a tool call (not shown yet,
+    /// maybe never): a watcher of the whole reply (the runaway guard,
+    /// docs §2.11.2) reads it here; it comes again as `Text` if shown.
+    Held(&'a str),
 }
 
 /// Runs one streaming call to completion (or cancellation, or failure).
@@ -209,7 +213,10 @@ impl Assembler {
                 self.content.push_str(&t);
                 if !self.live {
                     match self.hold() {
-                        None | Some(true) => return,
+                        None | Some(true) => {
+                            on_delta(LiveDelta::Held(&t));
+                            return;
+                        }
                         Some(false) => self.live = true,
                     }
                 }

@@ -93,6 +93,19 @@ pub enum TraceRecord {
         numbers: Vec<String>,
         figures: usize,
     },
+    /// A streaming reply was cut as a runaway (docs §2.11.2): why, and
+    /// the cuts of the run so far.
+    ReplyCut {
+        iter: u64,
+        reason: String,
+        cuts: u32,
+    },
+    /// A reply that does not answer (docs §1.5): why, and its text.
+    NonAnswer {
+        iter: u64,
+        kind: String,
+        content: String,
+    },
     /// The same failing call came back (docs §1.3 step 14).
     RepeatedFailure {
         iter: u64,
@@ -306,6 +319,8 @@ impl TraceRecord {
             TraceRecord::CallsOverLimit { .. } => "calls_over_limit",
             TraceRecord::UnverifiedNumbers { .. } => "unverified_numbers",
             TraceRecord::RepeatedFailure { .. } => "repeated_failure",
+            TraceRecord::ReplyCut { .. } => "reply_cut",
+            TraceRecord::NonAnswer { .. } => "non_answer",
             TraceRecord::ContextOverflow { .. } => "context_overflow",
             TraceRecord::ToolsChosen { .. } => "tools_chosen",
             TraceRecord::ToolsDropped { .. } => "tools_dropped",

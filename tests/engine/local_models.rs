@@ -30,7 +30,9 @@ use vibedesk::tools::builtin::memory::register_memory_tools;
 use vibedesk::tools::builtin::register_defaults;
 
 use crate::support::harness::*;
-use crate::support::server::{TestServer, json_reply, text_reply, tool_call_reply};
+use crate::support::server::{
+    Reply, TestServer, json_reply, sse_chunk, sse_done, text_reply, tool_call_reply,
+};
 
 fn provider_with(server: &TestServer, discovery: WindowDiscovery) -> Arc<OpenAiProvider> {
     Arc::new(
@@ -1229,4 +1231,302 @@ async fn an_example_in_tool_call_markup_is_the_answer_when_asked_for() {
         shown, reply,
         "held back while streaming, shown once read as an example"
     );
+}
+
+// ---- Honest endings (issue 40 items 3 and 4) -------------------------------
+
+const RETURNS_CALL: &str = "```json\n{\"name\": \"technical_indicator\", \"arguments\": {\"symbol\": \"AAPL\", \"indicator\": \"returns\", \"start\": \"2010-01-04\", \"end\": \"2010-01-29\"}}\n```";
+
+/// AAPL's daily simple return on its last trading day up to 2010-01-29.
+fn aapl_last_return() -> f64 {
+    let close = embedded::load("AAPL", None, Some(d("2010-01-29")))
+        .unwrap()
+        .bars
+        .close;
+    let n = close.len();
+    close[n - 1] / close[n - 2] - 1.0
+}
+
+/// Every number in a text.
+fn numbers_in(text: &str) -> Vec<f64> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|t| t.parse::<f64>().ok())
+        .collect()
+}
+
+/// The issue's case: "the Engle-Granger p-value … is 0.0001", computed by
+/// nothing, beside a figure the tool gave. The tool's daily returns hold
+/// values between 0.005 and 0.02 (asserted), which the old check read as
+/// 0.0001 "in percent"; the run now ends partial on its key figure.
+#[tokio::test]
+async fn an_invented_p_value_beside_a_true_figure_marks_the_run_partial() {
+    let home = Home::new();
+    let r = aapl_last_return();
+    let answer = format!(
+        "AAPL's daily return on 2010-01-29 was {:.2}%. The Engle-Granger p-value of AAPL and MSFT is 0.0001, so the two are cointegrated.",
+        r * 100.0
+    );
+    let server = TestServer::start(vec![text_reply(RETURNS_CALL), text_reply(&answer)]).await;
+    let ran = run_with(
+        &home,
+        provider(&server),
+        registry(),
+        config(),
+        "Are AAPL and MSFT cointegrated in January 2010? Give the Engle-Granger p-value.",
+        CancellationToken::new(),
+    )
+    .await;
+    let reqs = server.requests();
+    let result = messages(&reqs[1].body)
+        .into_iter()
+        .filter(|m| m["role"] == "tool" || m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        numbers_in(&result)
+            .iter()
+            .any(|x| (0.005..0.02).contains(x)),
+        "the tool result holds a value a hundred times 0.0001: {result}"
+    );
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Partial,
+        "{}",
+        ran.outcome.reason
+    );
+    assert_eq!(ran.outcome.unverified_numbers, vec!["0.0001".to_string()]);
+    assert!(
+        ran.outcome.reason.contains("key figure") && ran.outcome.reason.contains("0.0001"),
+        "{}",
+        ran.outcome.reason
+    );
+    assert_eq!(
+        read_json(&ran.outcome.run_dir.join("state.json"))["status"],
+        "partial"
+    );
+}
+
+const APOLOGY: &str = "I apologize, but I need a question to proceed.";
+
+/// A3 of the eval: an empty reply, then "I need a question" after the tool
+/// gave the data. The model is asked once for the answer; when it asks for
+/// the question again the run fails, its reason saying so.
+#[tokio::test]
+async fn a_reply_that_asks_for_the_question_after_tool_results_is_not_success() {
+    let home = Home::new();
+    let server = TestServer::start(vec![
+        text_reply(RSI_CALL),
+        text_reply(""),
+        text_reply(APOLOGY),
+        text_reply(APOLOGY),
+    ])
+    .await;
+    let ran = run_with(
+        &home,
+        provider(&server),
+        registry(),
+        config(),
+        "What was AAPL's RSI(14) on 2008-01-25?",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Failed,
+        "{}",
+        ran.outcome.reason
+    );
+    assert_eq!(ran.outcome.error_code.as_deref(), Some("non_answer"));
+    assert!(
+        ran.outcome.reason.contains("does not answer")
+            && ran.outcome.reason.contains("asks for the question"),
+        "{}",
+        ran.outcome.reason
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 4);
+    let steered = messages(&reqs[3].body)
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .any(|c| c.contains("Your last reply did not answer"));
+    assert!(
+        steered,
+        "the request after the first non-answer asks for the answer"
+    );
+    assert_eq!(trace_records(&home, "non_answer").len(), 2);
+    assert_eq!(
+        read_json(&ran.outcome.run_dir.join("state.json"))["status"],
+        "failed"
+    );
+
+    // Asked once, the model answers: success.
+    let home = Home::new();
+    let rsi = aapl_rsi();
+    let answer = format!("AAPL's RSI(14) on 2008-01-25 was {rsi:.2}.");
+    let server = TestServer::start(vec![
+        text_reply(RSI_CALL),
+        text_reply("I'm sorry, I cannot help with that."),
+        text_reply(&answer),
+    ])
+    .await;
+    let ran = run_with(
+        &home,
+        provider(&server),
+        registry(),
+        config(),
+        "What was AAPL's RSI(14) on 2008-01-25?",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Success,
+        "{}",
+        ran.outcome.reason
+    );
+    assert_eq!(ran.outcome.content, answer);
+}
+
+/// A streamed reply of `rows` data lines (one SSE chunk each): far more
+/// than any answer.
+fn rows_reply(opening: &str, line: &dyn Fn(usize) -> String, rows: usize) -> Reply {
+    let mut parts = vec![sse_chunk(
+        json!({"role": "assistant", "content": opening}),
+        None,
+    )];
+    for i in 0..rows {
+        parts.push(sse_chunk(json!({"content": line(i)}), None));
+    }
+    parts.push(sse_chunk(json!({}), Some("stop")));
+    parts.push(sse_done());
+    Reply::Stream(parts)
+}
+
+/// One reply streams invented price rows, the next repeats a line inside a
+/// fence (text held back as a possible call, watched all the same): each is
+/// cut long before its end, the model is asked once for a short answer,
+/// and the second runaway ends the run failed with the reason.
+#[tokio::test]
+async fn a_runaway_reply_is_cut_and_a_second_ends_the_run() {
+    let home = Home::new();
+    const ROWS: usize = 5_000;
+    let price_row = |i: usize| {
+        format!(
+            "2026-01-0{},{}.4,{}.9,{}.1,{}.6\n",
+            i % 9 + 1,
+            120 + i % 50,
+            121 + i % 50,
+            119 + i % 50,
+            120 + i % 50
+        )
+    };
+    let same_line = |_: usize| "The p-value is low, so the pair is cointegrated.\n".to_string();
+    let server = TestServer::start(vec![
+        text_reply(RSI_CALL),
+        rows_reply("Here are the prices:\n", &price_row, ROWS),
+        rows_reply("```\n", &same_line, ROWS),
+    ])
+    .await;
+    let cfg = LoopConfig {
+        cut_runaways: true,
+        ..config()
+    };
+    let ran = run_with(
+        &home,
+        provider(&server),
+        registry(),
+        cfg,
+        "Show me AAPL's RSI(14) on 2008-01-25.",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Failed,
+        "{}",
+        ran.outcome.reason
+    );
+    assert_eq!(ran.outcome.error_code.as_deref(), Some("runaway_reply"));
+    assert!(
+        ran.outcome.reason.contains("cut again") && ran.outcome.reason.contains("repeats"),
+        "{}",
+        ran.outcome.reason
+    );
+    let cuts = trace_records(&home, "reply_cut");
+    assert_eq!(cuts.len(), 2, "{cuts:?}");
+    assert!(cuts[0]["reason"].as_str().unwrap().contains("data rows"));
+    // Cut long before the end: the text the trace kept of each reply.
+    let thinking = trace_records(&home, "thinking");
+    let rows_kept = thinking
+        .iter()
+        .map(|r| r["content"].as_str().unwrap_or_default())
+        .find(|c| c.starts_with("Here are the prices"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(rows_kept < 100, "{rows_kept} of {ROWS} rows were read");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    let steer = messages(&reqs[2].body).last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        steer.contains("cut off") && steer.contains("data rows"),
+        "{steer}"
+    );
+    let notices = ran
+        .events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::Notice { message, .. } if message.contains("reply was cut")))
+        .count();
+    assert_eq!(notices, 2);
+}
+
+/// A local preset's request carries a `max_tokens` sized to the window it
+/// learnt: a quarter of a 2,048-token window, or what the prompt leaves.
+#[tokio::test]
+async fn a_local_reply_asks_for_max_tokens_sized_to_the_window() {
+    let home = Home::new();
+    let props = json_reply(
+        200,
+        &json!({"default_generation_settings": {"n_ctx": 2048}, "total_slots": 1}),
+    );
+    let server = TestServer::start_with_discovery(vec![props, text_reply("Hello.")]).await;
+    let cfg = LoopConfig {
+        discover_window: true,
+        size_replies: true,
+        ..config()
+    };
+    let ran = run_with(
+        &home,
+        provider_with(&server, WindowDiscovery::LlamaCpp),
+        registry(),
+        cfg,
+        "hi",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Success,
+        "{}",
+        ran.outcome.reason
+    );
+    let tokens = ran
+        .events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::Watermark { tokens, .. } => Some(*tokens),
+            _ => None,
+        })
+        .unwrap();
+    let sent = server.requests()[1].body["max_tokens"].as_u64().unwrap();
+    assert_eq!(
+        sent,
+        512.min(2048u64.saturating_sub(tokens)).max(64),
+        "prompt {tokens} tokens"
+    );
+    assert_ne!(sent, 1024, "not the provider's configured default");
 }

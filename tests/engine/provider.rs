@@ -64,6 +64,7 @@ async fn call_with(p: &OpenAiProvider, request: ChatRequest, options: CallOption
     let mut sink = |d: LiveDelta<'_>| match d {
         LiveDelta::Text(t) => text_deltas.push(t.to_string()),
         LiveDelta::Reasoning(r) => reasoning_deltas.push(r.to_string()),
+        LiveDelta::Held(_) => {}
     };
     let result = stream_response(p, request, options, &CancellationToken::new(), &mut sink).await;
     Outcome {
