@@ -927,7 +927,7 @@ pub struct IndicatorOutput<P = ProvenanceBrief> {
 #[serde(untagged)]
 pub enum IndicatorAnswer<P = ProvenanceBrief> {
     One(Box<IndicatorOutput<P>>),
-    Ranked(RankedIndicatorOutput),
+    Ranked(Box<RankedIndicatorOutput>),
 }
 
 impl<P: JsonSchema + Default> JsonSchema for IndicatorAnswer<P> {

@@ -92,8 +92,14 @@ async fn market_data_leads_every_page_with_the_range_s_own_figures() {
     let (c, r) = (ctx(dir.path()), registry());
     let args = json!({"symbol": "SPY", "start": "2008-01-01", "end": "2008-12-31"});
     let (text, lean) = call(&r, "get_market_data", args.clone(), &c).await;
-    assert!(text.starts_with(r#"{"period":{"first_date":"2008-01-02","#), "{text}");
-    assert!(lean.starts_with(r#"{"period":{"first_date":"2008-01-02","#), "{lean}");
+    assert!(
+        text.starts_with(r#"{"period":{"first_date":"2008-01-02","#),
+        "{text}"
+    );
+    assert!(
+        lean.starts_with(r#"{"period":{"first_date":"2008-01-02","#),
+        "{lean}"
+    );
     let out = value(&text);
     let p = &out["period"];
     let b = bars("SPY", "2008-12-31");
@@ -109,8 +115,14 @@ async fn market_data_leads_every_page_with_the_range_s_own_figures() {
     // On the range's closes alone: the return and the volatility run from
     // its first close, as the summary's return does.
     assert_eq!(p["return_from"], "2008-01-02");
-    assert!(close_to(&p["total_return"], year[year.len() - 1] / year[0] - 1.0));
-    assert!(close_to(&p["annualized_volatility"], annualised_volatility(year)));
+    assert!(close_to(
+        &p["total_return"],
+        year[year.len() - 1] / year[0] - 1.0
+    ));
+    assert!(close_to(
+        &p["annualized_volatility"],
+        annualised_volatility(year)
+    ));
     assert!(
         p["volatility_basis"].as_str().unwrap().contains("× √252"),
         "{p}"
@@ -129,7 +141,10 @@ async fn market_data_leads_every_page_with_the_range_s_own_figures() {
     // A one-day range leads with that day's bar.
     let day = json!({"symbol": "AAPL", "start": "2008-01-25", "end": "2008-01-25"});
     let (text, _) = call(&r, "get_market_data", day, &c).await;
-    assert!(text.starts_with(r#"{"on_date":{"date":"2008-01-25","#), "{text}");
+    assert!(
+        text.starts_with(r#"{"on_date":{"date":"2008-01-25","#),
+        "{text}"
+    );
     let a = bars("AAPL", "2008-01-25");
     let close = value(&text)["on_date"]["close"].as_f64().unwrap();
     assert!((close - a.close[a.close.len() - 1]).abs() < 1e-6, "{text}");
@@ -141,7 +156,10 @@ async fn every_indicator_leads_with_the_period_and_a_day_with_its_value() {
     let (c, r) = (ctx(dir.path()), registry());
     let year = json!({"symbol": "SPY", "indicator": "drawdown", "start": "2008-01-01", "end": "2008-12-31"});
     let (text, lean) = call(&r, "technical_indicator", year, &c).await;
-    assert!(text.starts_with(r#"{"period":{"first_date":"2008-01-02","#), "{text}");
+    assert!(
+        text.starts_with(r#"{"period":{"first_date":"2008-01-02","#),
+        "{text}"
+    );
     assert!(lean.starts_with(r#"{"period":"#), "{lean}");
     let p = &value(&text)["period"];
     let w = &p["max_drawdown_window"];
@@ -160,9 +178,13 @@ async fn every_indicator_leads_with_the_period_and_a_day_with_its_value() {
 
     // An indicator that is not about a period carries it too, first:
     // 2009's volatility from the last close of 2008, checked here.
-    let rsi = json!({"symbol": "SPY", "indicator": "rsi", "start": "2009-01-01", "end": "2009-12-31"});
+    let rsi =
+        json!({"symbol": "SPY", "indicator": "rsi", "start": "2009-01-01", "end": "2009-12-31"});
     let (text, lean) = call(&r, "technical_indicator", rsi, &c).await;
-    assert!(text.starts_with(r#"{"period":{"first_date":"2009-01-02","#), "{text}");
+    assert!(
+        text.starts_with(r#"{"period":{"first_date":"2009-01-02","#),
+        "{text}"
+    );
     assert!(lean.starts_with(r#"{"period":"#), "{lean}");
     let p = &value(&text)["period"];
     let b = bars("SPY", "2009-12-31");
@@ -177,7 +199,10 @@ async fn every_indicator_leads_with_the_period_and_a_day_with_its_value() {
     // latest value of a longer range ending there.
     let day = json!({"symbol": "AAPL", "indicator": "rsi", "params": {"period": 14}, "start": "2008-01-25", "end": "2008-01-25"});
     let (text, lean) = call(&r, "technical_indicator", day, &c).await;
-    assert!(text.starts_with(r#"{"on_date":{"date":"2008-01-25","rsi":"#), "{text}");
+    assert!(
+        text.starts_with(r#"{"on_date":{"date":"2008-01-25","rsi":"#),
+        "{text}"
+    );
     assert!(lean.starts_with(r#"{"on_date":"#), "{lean}");
     let long = json!({"symbol": "AAPL", "indicator": "rsi", "params": {"period": 14}, "start": "2007-06-01", "end": "2008-01-25"});
     let (longer, _) = call(&r, "technical_indicator", long, &c).await;
@@ -191,11 +216,18 @@ async fn every_indicator_leads_with_the_period_and_a_day_with_its_value() {
 async fn several_symbols_are_one_ranked_table() {
     let dir = tempfile::tempdir().unwrap();
     let (c, r) = (ctx(dir.path()), registry());
-    let vol = |symbols: Value| {
-        json!({"symbols": symbols, "indicator": "volatility", "params": {"window": 20}, "start": "2010-12-31", "end": "2010-12-31"})
-    };
-    let (text, lean) = call(&r, "technical_indicator", vol(json!(["AAPL", "MSFT", "IBM"])), &c).await;
-    assert!(text.starts_with(r#"{"ranked_by":"volatility on each symbol's last date"#), "{text}");
+    let vol = |symbols: Value| json!({"symbols": symbols, "indicator": "volatility", "params": {"window": 20}, "start": "2010-12-31", "end": "2010-12-31"});
+    let (text, lean) = call(
+        &r,
+        "technical_indicator",
+        vol(json!(["AAPL", "MSFT", "IBM"])),
+        &c,
+    )
+    .await;
+    assert!(
+        text.starts_with(r#"{"ranked_by":"volatility on each symbol's last date"#),
+        "{text}"
+    );
     assert_eq!(lean, text, "nothing to cut");
     let out = value(&text);
     let ranked = out["ranked"].as_array().unwrap();
@@ -209,10 +241,16 @@ async fn several_symbols_are_one_ranked_table() {
         let (single, _) = call(&r, "technical_indicator", one, &c).await;
         let single = value(&single);
         assert_eq!(row["value"], single["on_date"]["volatility"], "{sym}");
-        assert_eq!(row["total_return"], single["period"]["total_return"], "{sym}");
+        assert_eq!(
+            row["total_return"], single["period"]["total_return"],
+            "{sym}"
+        );
         seen.push((row["value"].as_f64().unwrap(), sym.to_string()));
     }
-    assert!(seen.windows(2).all(|w| w[0].0 >= w[1].0), "highest first: {seen:?}");
+    assert!(
+        seen.windows(2).all(|w| w[0].0 >= w[1].0),
+        "highest first: {seen:?}"
+    );
     let mut names: Vec<&str> = seen.iter().map(|(_, s)| s.as_str()).collect();
     names.sort_unstable();
     assert_eq!(names, ["AAPL", "IBM", "MSFT"]);
@@ -220,7 +258,13 @@ async fn several_symbols_are_one_ranked_table() {
     assert!(out.get("errors").is_none());
 
     // The same as one string; an unknown ticker is listed, not fatal.
-    let (text, _) = call(&r, "technical_indicator", vol(json!("AAPL, MSFT,IBM,NOSUCH")), &c).await;
+    let (text, _) = call(
+        &r,
+        "technical_indicator",
+        vol(json!("AAPL, MSFT,IBM,NOSUCH")),
+        &c,
+    )
+    .await;
     let again = value(&text);
     assert_eq!(again["ranked"], out["ranked"]);
     assert_eq!(again["errors"][0]["symbol"], "NOSUCH");
@@ -231,11 +275,22 @@ async fn several_symbols_are_one_ranked_table() {
     let (text, _) = call(&r, "technical_indicator", dd, &c).await;
     let dd = value(&text);
     assert!(
-        dd["ranked_by"].as_str().unwrap().contains("the shallowest first and the deepest last"),
+        dd["ranked_by"]
+            .as_str()
+            .unwrap()
+            .contains("the shallowest first and the deepest last"),
         "{dd}"
     );
-    let spy = dd["ranked"].as_array().unwrap().iter().find(|x| x["symbol"] == "SPY").unwrap();
-    assert_eq!(format!("{:.2}", spy["max_drawdown"].as_f64().unwrap() * 100.0), "-47.95");
+    let spy = dd["ranked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["symbol"] == "SPY")
+        .unwrap();
+    assert_eq!(
+        format!("{:.2}", spy["max_drawdown"].as_f64().unwrap() * 100.0),
+        "-47.95"
+    );
 
     // Several tickers in `symbol` are still refused, pointing at `symbols`.
     let t = r.get("technical_indicator").unwrap();
@@ -244,7 +299,11 @@ async fn several_symbols_are_one_ranked_table() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), "one_ticker_per_call");
-    assert!(e.to_string().contains("in `symbols` for a table ranked by value"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("in `symbols` for a table ranked by value"),
+        "{e}"
+    );
     let many: Vec<String> = (0..51).map(|i| format!("S{i}")).collect();
     let e = t
         .call(json!({"symbols": many, "indicator": "rsi"}), &c)
@@ -253,10 +312,51 @@ async fn several_symbols_are_one_ranked_table() {
     assert_eq!(e.code(), "too_many_symbols");
     // A small model is shown `symbols` and how to use it.
     let lean = r.leaned();
-    let spec = lean.specs().iter().find(|s| s.name == "technical_indicator").cloned().unwrap();
-    assert!(spec.parameters["properties"]["symbols"]["description"]
-        .as_str()
-        .unwrap()
-        .contains("ranked"));
-    assert!(spec.description.contains("`symbols`"), "{}", spec.description);
+    let spec = lean
+        .specs()
+        .iter()
+        .find(|s| s.name == "technical_indicator")
+        .cloned()
+        .unwrap();
+    assert!(
+        spec.parameters["properties"]["symbols"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("ranked")
+    );
+    assert!(
+        spec.description.contains("`symbols`"),
+        "{}",
+        spec.description
+    );
+}
+
+/// A huge list (the property test sends 20,000 entries, some of 100,000
+/// characters) is refused as it stands, at once.
+#[tokio::test]
+async fn a_huge_list_of_tickers_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (c, r) = (ctx(dir.path()), registry());
+    let long = "x".repeat(100_000);
+    let many: Vec<&str> = ["SPY", "AAPL", "", "MSFT", &long]
+        .into_iter()
+        .cycle()
+        .take(20_000)
+        .collect();
+    let t = r.get("technical_indicator").unwrap();
+    let args = json!({"symbols": many, "indicator": "ema", "source": "stooq", "tail": i64::MIN});
+    let started = std::time::Instant::now();
+    let e = t.call(args, &c).await.unwrap_err();
+    assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+    assert_eq!(e.code(), "too_many_symbols", "{e}");
+    // Repeats within the bound are one symbol each.
+    let e = t
+        .call(
+            json!({"symbols": "SPY,AAPL,spy,,AAPL", "indicator": "ema", "tail": -1}),
+            &c,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "no_symbol_answered", "{e}");
+    assert_eq!(e.to_string().matches("'tail'").count(), 2, "{e}");
 }

@@ -19,8 +19,8 @@ use chrono::NaiveDate;
 use serde_json::{Value, json};
 
 use super::args::{nonempty, opt_usize};
-use super::{Family, ToolEnv, register_family};
 use super::market_rank::{self, symbol_list};
+use super::{Family, ToolEnv, register_family};
 use crate::model::contract::{
     DrawdownDates, Extremes, IndicatorAnswer, IndicatorArgs, IndicatorOutput, MarketDataArgs,
     MarketDataOutput, PeriodFigures, PriceRow, PriceSummary, WarmupInfo,
@@ -455,12 +455,14 @@ impl TypedTool for TechnicalIndicator {
                 let name = nonempty(&args.indicator, "indicator")?;
                 let params = args.params.clone().map_or(Value::Null, Value::Object);
                 let spec = IndicatorSpec::parse(name, &params).map_err(indicator_error)?;
-                let answers = futures_util::future::join_all(several.iter().map(|s| async {
-                    (s.clone(), self.one(s, &args, ctx).await)
-                }))
+                let answers = futures_util::future::join_all(
+                    several
+                        .iter()
+                        .map(|s| async { (s.clone(), self.one(s, &args, ctx).await) }),
+                )
                 .await;
                 market_rank::ranked(spec.name(), spec.params_json(), answers)
-                    .map(IndicatorAnswer::Ranked)
+                    .map(|t| IndicatorAnswer::Ranked(Box::new(t)))
             }
         }
     }

@@ -20,9 +20,12 @@ pub(super) fn symbol_list(
     one_ticker: impl Fn(&str) -> Result<(), ToolError>,
 ) -> Result<Vec<String>, ToolError> {
     let mut out: Vec<String> = Vec::new();
+    // A set, not a scan of `out`: a list may repeat one ticker thousands
+    // of times.
+    let mut seen = std::collections::HashSet::new();
     let mut add = |s: &str| {
         let s = s.trim();
-        if !s.is_empty() && !out.iter().any(|o| o.eq_ignore_ascii_case(s)) {
+        if !s.is_empty() && seen.insert(s.to_ascii_uppercase()) {
             out.push(s.to_string());
         }
     };
@@ -49,21 +52,36 @@ pub(super) fn symbol_list(
             )));
         }
     };
+    // Bounded before it is read: a list of thousands, or a string of
+    // megabytes, is refused as it stands.
+    let chars: usize = texts.iter().map(|t| t.len()).sum();
+    if texts.len() > MAX_SYMBOLS || chars > MAX_SYMBOLS * MAX_TICKER_CHARS {
+        return Err(too_many(format!(
+            "{} entries of {chars} characters",
+            texts.len()
+        )));
+    }
     for t in texts {
         t.split([',', ';'])
             .flat_map(str::split_whitespace)
             .for_each(&mut add);
     }
     if out.len() > MAX_SYMBOLS {
-        return Err(ToolError::failed(
-            "too_many_symbols",
-            format!(
-                "{} symbols given; one call ranks at most {MAX_SYMBOLS}: split them over several calls",
-                out.len()
-            ),
-        ));
+        return Err(too_many(format!("{} symbols", out.len())));
     }
     Ok(out)
+}
+
+/// Characters a ticker (or a workspace file name) is allowed on average.
+const MAX_TICKER_CHARS: usize = 64;
+
+fn too_many(given: String) -> ToolError {
+    ToolError::failed(
+        "too_many_symbols",
+        format!(
+            "`symbols` holds {given}; one call ranks at most {MAX_SYMBOLS} symbols: split them over several calls"
+        ),
+    )
 }
 
 /// The ranked table of the symbols' answers, highest value first (ties
@@ -104,7 +122,9 @@ pub(super) fn ranked(
     }
     rows.sort_by(|a, b| {
         let key = |r: &RankedRow| r.value.unwrap_or(f64::NEG_INFINITY);
-        key(b).total_cmp(&key(a)).then_with(|| a.symbol.cmp(&b.symbol))
+        key(b)
+            .total_cmp(&key(a))
+            .then_with(|| a.symbol.cmp(&b.symbol))
     });
     for (i, r) in rows.iter_mut().enumerate() {
         r.rank = i + 1;
@@ -123,9 +143,8 @@ pub(super) fn ranked(
 /// The ordering rule in words; a drawdown is negative, so "highest" is
 /// said to mean the shallowest.
 fn ranked_by(indicator: &str, series: &str) -> String {
-    let base = format!(
-        "{series} on each symbol's last date in the range (`date`), highest value first"
-    );
+    let base =
+        format!("{series} on each symbol's last date in the range (`date`), highest value first");
     if indicator == "drawdown" {
         format!(
             "{base}: drawdowns are negative, so the shallowest first and the deepest last; `max_drawdown` is each range's deepest"
