@@ -934,11 +934,21 @@ impl<P: JsonSchema + Default> JsonSchema for IndicatorAnswer<P> {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "IndicatorAnswer".into()
     }
-    // An object either way: an MCP `outputSchema` must be one.
+    // An object either way (an MCP `outputSchema` must be one), with
+    // the keys both forms share at its top.
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         let one = generator.subschema_for::<IndicatorOutput<P>>();
         let ranked = generator.subschema_for::<RankedIndicatorOutput>();
-        schemars::json_schema!({"type": "object", "anyOf": [one, ranked]})
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {
+                "status": {"type": "string"},
+                "indicator": {"type": "string"},
+                "params": true
+            },
+            "required": ["status", "indicator", "params"],
+            "anyOf": [one, ranked]
+        })
     }
 }
 
