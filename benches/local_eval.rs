@@ -638,7 +638,10 @@ async fn score_desk(id: usize, run: &Run, tools: &Registry, dir: &Path) -> (bool
     match id {
         6 => {
             let out = call(tools, dir, "technical_indicator", json!({"symbol": "SPY", "indicator": "drawdown", "start": "2008-01-01", "end": "2008-12-31"})).await;
-            let dd = out["period"]["max_drawdown_window"]["depth"].as_f64().unwrap() * 100.0;
+            let dd = out["period"]["max_drawdown_window"]["depth"]
+                .as_f64()
+                .unwrap()
+                * 100.0;
             (
                 states(a, dd, 0.11),
                 format!("within-2008 drawdown {dd:.2}%"),
@@ -678,7 +681,13 @@ async fn score_desk(id: usize, run: &Run, tools: &Registry, dir: &Path) -> (bool
         11 => {
             let mut best = ("", f64::MIN);
             for s in ["XLK", "XLF", "XLE"] {
-                let out = call(tools, dir, "get_market_data", json!({"symbol": s, "start": "2009-01-01", "end": "2009-12-31", "limit": 1})).await;
+                let out = call(
+                    tools,
+                    dir,
+                    "get_market_data",
+                    json!({"symbol": s, "start": "2009-01-01", "end": "2009-12-31", "limit": 1}),
+                )
+                .await;
                 let r = out["summary"]["total_return_pct"].as_f64().unwrap();
                 if r > best.1 {
                     best = (s, r);
