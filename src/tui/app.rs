@@ -73,7 +73,7 @@ pub enum Msg {
     /// The research teams' runs on disk were listed.
     Teams(Vec<TeamRunRow>),
     /// The monitors were read for the Monitors view.
-    Monitors(Result<Vec<crate::tui::monitors::MonitorLine>, String>),
+    Monitors(Result<Vec<crate::tui::monitors::MonitorLine>, crate::tui::monitors::LoadError>),
     /// One memory entry and its archived originals were read.
     MemoryEntry {
         file: String,

@@ -48,7 +48,7 @@ pub enum MonitorsEffect {
 
 #[derive(Clone, Debug, Default)]
 pub struct MonitorsView {
-    rows: Option<Result<Vec<MonitorLine>, String>>,
+    rows: Option<Result<Vec<MonitorLine>, LoadError>>,
     cursor: usize,
     /// The answer on screen (Enter), and its scroll.
     open: Option<usize>,
@@ -57,6 +57,12 @@ pub struct MonitorsView {
 
 /// Every monitor's line, from `<data>/monitors.sqlite`, next fires after
 /// `now`.
+/// Why the view has no rows: the store could not be read, or its reader
+/// task ended; its text travels to the view in a message.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct LoadError(pub String);
+
 pub fn load(
     paths: &crate::store::Paths,
     now: DateTime<Utc>,
@@ -113,7 +119,7 @@ pub fn load(
 }
 
 impl MonitorsView {
-    pub fn set_rows(&mut self, rows: Result<Vec<MonitorLine>, String>) {
+    pub fn set_rows(&mut self, rows: Result<Vec<MonitorLine>, LoadError>) {
         let n = rows.as_ref().map_or(0, Vec::len);
         self.cursor = self.cursor.min(n.saturating_sub(1));
         if self.open.is_some_and(|i| i >= n) {
@@ -339,7 +345,7 @@ mod tests {
         assert!(s.contains("x run now · p pause · r resume"), "{s}");
         v.set_rows(Ok(vec![]));
         assert!(screen(&mut v, 120, 6).contains("no monitors"));
-        v.set_rows(Err("locked".into()));
+        v.set_rows(Err(LoadError("locked".into())));
         assert!(screen(&mut v, 120, 6).contains("cannot read the monitors: locked"));
     }
 

@@ -765,7 +765,8 @@ fn export_session(session: String, html: bool, ctx: &Ctx) {
 fn load_monitors(ctx: &Ctx) {
     let (paths, bus) = (ctx.paths.clone(), ctx.bus.clone());
     tokio::task::spawn_blocking(move || {
-        let rows = super::monitors::load(&paths, chrono::Utc::now()).map_err(|e| e.to_string());
+        let rows = super::monitors::load(&paths, chrono::Utc::now())
+            .map_err(|e| super::monitors::LoadError(e.to_string()));
         let _ = bus.send(Msg::Monitors(rows));
     });
 }
@@ -811,10 +812,11 @@ fn monitor_command(verb: &'static str, name: String, ctx: &Ctx) {
         };
         let _ = bus.send(Msg::Notice { kind, text });
         let rows = tokio::task::spawn_blocking(move || {
-            super::monitors::load(&paths, chrono::Utc::now()).map_err(|e| e.to_string())
+            super::monitors::load(&paths, chrono::Utc::now())
+                .map_err(|e| super::monitors::LoadError(e.to_string()))
         })
         .await
-        .unwrap_or_else(|e| Err(e.to_string()));
+        .unwrap_or_else(|e| Err(super::monitors::LoadError(e.to_string())));
         let _ = bus.send(Msg::Monitors(rows));
     });
 }
