@@ -341,8 +341,13 @@ pub struct MarketDataArgs {
 /// `technical_indicator`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct IndicatorArgs {
-    /// Ticker, e.g. AAPL
+    /// Ticker, e.g. AAPL (for several, `symbols`)
+    #[serde(default)]
     pub symbol: String,
+    /// Several tickers, e.g. ["AAPL", "MSFT", "IBM"] or "AAPL,MSFT,IBM" (at most 50): the same indicator for each, answered as a table ranked by the value on the end date, highest first
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "tickers_schema")]
+    pub symbols: Option<Value>,
     #[schemars(with = "IndicatorName")]
     pub indicator: String,
     /// e.g. {"window": 20}; rsi/atr {"period": 14}; macd {"fast": 12, "slow": 26, "signal": 9}; bollinger {"window": 20, "k": 2}; volatility {"window": 20}; correlation {"with": "MSFT", "window": 20}; momentum {"window": 252, "skip": 21} (12-1)
@@ -360,6 +365,15 @@ pub struct IndicatorArgs {
     /// Rows of history to return (default 10, at most 60)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tail: Option<i64>,
+}
+
+/// A list of tickers, or one string of them separated by commas: a small
+/// model writes either.
+fn tickers_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["array", "string"],
+        "items": {"type": "string"}
+    })
 }
 
 /// `remember`.
@@ -829,6 +843,13 @@ pub struct PriceSummary {
 #[schemars(bound = "P: JsonSchema + Default")]
 #[serde(default)]
 pub struct MarketDataOutput<P = ProvenanceBrief> {
+    /// With `start` = `end`: that day's bar, first (docs §2.12.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_date: Option<Map<String, Value>>,
+    /// The whole range's own figures, on every page and before anything
+    /// else, so that a small model reads the asked figure first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period: Option<PeriodFigures>,
     pub status: String,
     pub symbol: String,
     /// Rows in the range `[start, end]` (with `last_n` and no `start`: the
@@ -867,6 +888,13 @@ pub struct Extremes {
 #[schemars(bound = "P: JsonSchema + Default")]
 #[serde(default)]
 pub struct IndicatorOutput<P = ProvenanceBrief> {
+    /// With `start` = `end`: the values on that day, first (docs §2.12.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_date: Option<Map<String, Value>>,
+    /// The range's own return, volatility and drawdown (docs §2.12.1),
+    /// first in the answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period: Option<PeriodFigures>,
     pub status: String,
     pub symbol: String,
     pub indicator: String,
@@ -891,10 +919,82 @@ pub struct IndicatorOutput<P = ProvenanceBrief> {
     /// (`window` for RSI's `period`, docs §2.2.1).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub argument_warnings: Vec<String>,
-    /// The range's own return, volatility and drawdown (docs §2.12.1),
-    /// for the drawdown, volatility and return indicators.
+}
+
+/// `technical_indicator`'s answer: one symbol's, or the ranked table of
+/// several (`symbols`, docs §2.12.2).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum IndicatorAnswer<P = ProvenanceBrief> {
+    One(Box<IndicatorOutput<P>>),
+    Ranked(Box<RankedIndicatorOutput>),
+}
+
+impl<P: JsonSchema + Default> JsonSchema for IndicatorAnswer<P> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "IndicatorAnswer".into()
+    }
+    // An object either way (an MCP `outputSchema` must be one), with
+    // the keys both forms share at its top.
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let one = generator.subschema_for::<IndicatorOutput<P>>();
+        let ranked = generator.subschema_for::<RankedIndicatorOutput>();
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {
+                "status": {"type": "string"},
+                "indicator": {"type": "string"},
+                "params": true
+            },
+            "required": ["status", "indicator", "params"],
+            "anyOf": [one, ranked]
+        })
+    }
+}
+
+/// The same indicator over several symbols, ranked (docs §2.12.2).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct RankedIndicatorOutput {
+    /// What orders `ranked`, in words.
+    pub ranked_by: String,
+    pub ranked: Vec<RankedRow>,
+    /// The symbols that have no answer, each with its error; the others
+    /// are ranked all the same.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<SymbolError>,
+    pub status: String,
+    pub indicator: String,
+    pub params: Value,
+    /// The series whose value ranks them (the indicator's first).
+    pub series: String,
+}
+
+/// One symbol's row of a ranked table: the value on its last date, and
+/// its range's own figures (docs §2.12.1).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct RankedRow {
+    pub rank: usize,
+    pub symbol: String,
+    pub date: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub period: Option<PeriodFigures>,
+    pub value: Option<f64>,
+    pub total_return: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annualized_volatility: Option<f64>,
+    /// The deepest drawdown within the range (0 when none).
+    pub max_drawdown: f64,
+    pub source: String,
+}
+
+/// A symbol a ranked call could not answer for.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct SymbolError {
+    pub symbol: String,
+    pub code: String,
+    pub message: String,
 }
 
 /// A drawdown with its dates: `depth` is negative (−0.4795 = −47.95 %),
@@ -913,9 +1013,11 @@ pub struct DrawdownDates {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct PeriodFigures {
-    /// The first and last bar of the range.
+    /// The first and last bar of the range, with their closes.
     pub first_date: String,
+    pub first_close: f64,
     pub last_date: String,
+    pub last_close: f64,
     pub bars: usize,
     /// The close the return runs from: the last one before the range
     /// when the data has it, else the range's first.
@@ -924,9 +1026,12 @@ pub struct PeriodFigures {
     pub total_return: f64,
     /// The daily simple returns from `return_from` to the last bar.
     pub daily_returns: usize,
-    /// Their sample standard deviation (ddof 1) × √252; null with fewer
-    /// than two.
+    /// Their sample standard deviation (ddof 1) × √252; absent with
+    /// fewer than two.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub annualized_volatility: Option<f64>,
+    /// How `annualized_volatility` is computed, in words.
+    pub volatility_basis: String,
     /// The deepest drawdown within the range: the running peak starts at
     /// its first close. Null when the closes never fell below a peak.
     pub max_drawdown_window: Option<DrawdownDates>,

@@ -649,6 +649,7 @@ fn indicator_read(text: &str) -> Option<PlannedCall> {
             IndicatorArgs {
                 source: Some(source_for(&codes[0]).as_str().into()),
                 symbol: codes[0].clone(),
+                symbols: None,
                 indicator: "correlation".into(),
                 params: Some(Map::from_iter([
                     ("with".to_string(), json!(codes[1])),
@@ -681,6 +682,7 @@ fn indicator_read(text: &str) -> Option<PlannedCall> {
         IndicatorArgs {
             source: Some(source_for(&sym).as_str().into()),
             symbol: sym,
+            symbols: None,
             indicator: indicator.into(),
             params,
             start,
@@ -736,6 +738,7 @@ fn period_return(
         IndicatorArgs {
             source: Some(source_for(sym).as_str().into()),
             symbol: sym.to_string(),
+            symbols: None,
             indicator: "returns".into(),
             params: None,
             start: start.clone(),
@@ -1284,7 +1287,11 @@ fn indicator_answer(v: &IndicatorOutput) -> String {
         name.to_uppercase(),
         v.params
     );
-    if let Some(p) = &v.period {
+    // Every indicator's answer carries its range's figures; the answer
+    // leads with them where the question is about the period itself.
+    if let Some(p) = &v.period
+        && matches!(name, "drawdown" | "volatility" | "returns" | "log_returns")
+    {
         out.push_str(&period_section(name, sym, p));
     }
     if !v.latest.is_empty() {

@@ -303,6 +303,7 @@ fn indicator_call(
         IndicatorArgs {
             source: Some(source_for(sym).as_str().into()),
             symbol: sym.to_string(),
+            symbols: None,
             indicator: indicator.into(),
             params,
             start: start.clone(),

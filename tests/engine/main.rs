@@ -12,6 +12,7 @@ mod cron_parse;
 mod docs;
 mod factor_goldens;
 mod factor_tools;
+mod figure_first;
 mod grounding;
 mod house;
 mod llama_e2e;

@@ -115,10 +115,8 @@ fn check_session(seen: &Value, home: &Path) {
         assert_eq!(tools[*name]["destructive"], destructive, "{name}");
     }
     // The generated schemas, as the agent is offered them.
-    assert_eq!(
-        tools["indicators"]["required"],
-        json!(["symbol", "indicator"])
-    );
+    // `symbol` or `symbols` (docs §2.12.2): neither alone is required.
+    assert_eq!(tools["indicators"]["required"], json!(["indicator"]));
     // Each typed tool's output type is published as its `outputSchema`,
     // which the Python client checks every structured result against
     // (`session_search` and `load_skill` answer free-form JSON: none).

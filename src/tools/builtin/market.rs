@@ -19,10 +19,11 @@ use chrono::NaiveDate;
 use serde_json::{Value, json};
 
 use super::args::{nonempty, opt_usize};
+use super::market_rank::{self, symbol_list};
 use super::{Family, ToolEnv, register_family};
 use crate::model::contract::{
-    DrawdownDates, Extremes, IndicatorArgs, IndicatorOutput, MarketDataArgs, MarketDataOutput,
-    PeriodFigures, PriceRow, PriceSummary, WarmupInfo,
+    DrawdownDates, Extremes, IndicatorAnswer, IndicatorArgs, IndicatorOutput, MarketDataArgs,
+    MarketDataOutput, PeriodFigures, PriceRow, PriceSummary, WarmupInfo,
 };
 use crate::model::names;
 use crate::research::data::{
@@ -103,6 +104,12 @@ fn brief_provenance(o: &mut serde_json::Map<String, Value>) {
 /// One ticker per call (docs §2.12): `"AAPL,MSFT,IBM"` is refused with
 /// what to do instead, rather than read as one odd symbol or a file name.
 fn one_ticker<'a>(symbol: &'a str, tool: &str) -> Result<&'a str, ToolError> {
+    // The indicator ranks several at once (docs §2.12.2); say how.
+    let instead = if tool == names::TECHNICAL_INDICATOR {
+        format!("call {tool} with them in `symbols` for a table ranked by value, or once for each")
+    } else {
+        format!("call {tool} once for each of them")
+    };
     let lower = symbol.to_ascii_lowercase();
     if [".csv", ".parquet", ".pq"]
         .iter()
@@ -119,7 +126,7 @@ fn one_ticker<'a>(symbol: &'a str, tool: &str) -> Result<&'a str, ToolError> {
         return Err(ToolError::failed(
             "one_ticker_per_call",
             format!(
-                "one ticker per call: `symbol` holds {} tickers ({}); call {tool} once for each of them",
+                "one ticker per call: `symbol` holds {} tickers ({}); {instead}",
                 parts.len(),
                 parts.join(", ")
             ),
@@ -334,7 +341,23 @@ impl TypedTool for GetMarketData {
         let rows = page(b, offset, limit);
         let returned = rows.len();
         let next = offset + returned;
+        // The range's own figures on its closes alone: the return runs
+        // from its first close, the drawdown's peak from it (docs §2.12.1).
+        let period = period_figures(&b.close, &b.dates, 0..b.len(), false);
+        let on_date = (start.is_some() && start == end && total > 0).then(|| {
+            let PriceRow(date, open, high, low, close, volume) = row(b, 0);
+            serde_json::Map::from_iter([
+                ("date".to_string(), json!(date)),
+                ("open".to_string(), json!(open)),
+                ("high".to_string(), json!(high)),
+                ("low".to_string(), json!(low)),
+                ("close".to_string(), json!(close)),
+                ("volume".to_string(), json!(volume)),
+            ])
+        });
         Ok(MarketDataOutput {
+            on_date,
+            period,
             status: "ok".into(),
             symbol: series.symbol.clone(),
             columns: ["date", "open", "high", "low", "close", "volume"]
@@ -395,15 +418,15 @@ pub struct TechnicalIndicator {
 
 impl TypedTool for TechnicalIndicator {
     type Args = IndicatorArgs;
-    type Output = IndicatorOutput<Provenance>;
+    type Output = IndicatorAnswer<Provenance>;
 
     const NAME: &'static str = names::TECHNICAL_INDICATOR;
     const CAPS: Caps = Caps::READ_ONLY.served_as("indicators").planner();
     fn description(&self) -> &str {
-        "An indicator on a date: one ticker's sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation or momentum; returns the latest value, each series' lowest and highest value with its date, a short history and provenance. One ticker per call. Values are computed on history before start (warm-up), so a value on a date does not depend on start, and a one-day range (start = end) gives that day's value."
+        "An indicator on a date: a ticker's sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation or momentum. The answer leads with `period`, the range's own figures (total_return, annualized_volatility, max_drawdown_window with peak and trough dates), then the latest value, each series' lowest and highest value with its date, a short history and provenance. Values are computed on history before start (warm-up), so a value on a date does not depend on start; a one-day range (start = end) leads with that day's value in `on_date`. Several tickers: `symbols` [\"AAPL\", \"MSFT\", \"IBM\"] returns `ranked`, a table highest value first (e.g. which was most volatile on a date)."
     }
     fn lean_properties(&self) -> Option<&[&str]> {
-        Some(&["symbol", "indicator", "params", "start", "end"])
+        Some(&["symbol", "symbols", "indicator", "params", "start", "end"])
     }
     fn lean_result(&self, output: &Value) -> Option<Value> {
         let mut o = output.as_object()?.clone();
@@ -416,7 +439,43 @@ impl TypedTool for TechnicalIndicator {
         Some(Value::Object(o))
     }
     async fn run(&self, args: IndicatorArgs, ctx: &ToolContext) -> Result<Self::Output, ToolError> {
-        let symbol = one_ticker(nonempty(&args.symbol, "symbol")?, "technical_indicator")?;
+        let list = symbol_list(&args.symbol, args.symbols.as_ref(), |s| {
+            one_ticker(s, names::TECHNICAL_INDICATOR).map(drop)
+        })?;
+        match list.as_slice() {
+            [] => Err(ToolError::InvalidArguments(
+                "'symbol' must be a non-empty string (or name several in 'symbols')".into(),
+            )),
+            [one] => Ok(IndicatorAnswer::One(Box::new(
+                self.one(one, &args, ctx).await?,
+            ))),
+            several => {
+                // The arguments are checked once: a bad indicator is the
+                // call's error, not each symbol's.
+                let name = nonempty(&args.indicator, "indicator")?;
+                let params = args.params.clone().map_or(Value::Null, Value::Object);
+                let spec = IndicatorSpec::parse(name, &params).map_err(indicator_error)?;
+                let answers = futures_util::future::join_all(
+                    several
+                        .iter()
+                        .map(|s| async { (s.clone(), self.one(s, &args, ctx).await) }),
+                )
+                .await;
+                market_rank::ranked(spec.name(), spec.params_json(), answers)
+                    .map(|t| IndicatorAnswer::Ranked(Box::new(t)))
+            }
+        }
+    }
+}
+
+impl TechnicalIndicator {
+    /// One symbol's answer.
+    async fn one(
+        &self,
+        symbol: &str,
+        args: &IndicatorArgs,
+        ctx: &ToolContext,
+    ) -> Result<IndicatorOutput<Provenance>, ToolError> {
         let name = nonempty(&args.indicator, "indicator")?;
         let params = args.params.clone().map_or(Value::Null, Value::Object);
         let spec = IndicatorSpec::parse(name, &params).map_err(indicator_error)?;
@@ -467,7 +526,13 @@ impl TypedTool for TechnicalIndicator {
         // The range's own figures read the closes before the cut: the
         // return runs from the close before it, and the drawdown indicator
         // names a peak the warm-up saw (docs §2.12.1).
-        let whole = period_wanted(&spec).then(|| (b.close.clone(), b.dates.clone()));
+        let upto = end.map_or(b.len(), |e| b.dates.partition_point(|d| *d <= e));
+        let period = period_figures(
+            &b.close,
+            &b.dates,
+            from..upto,
+            matches!(spec, IndicatorSpec::Drawdown),
+        );
         warmup::cut(&mut series, start, end);
         if let Some(o) = other.as_mut() {
             warmup::cut(o, start, end);
@@ -492,6 +557,8 @@ impl TypedTool for TechnicalIndicator {
             .first()
             .map_or(0, |c| c.values.iter().take_while(|v| v.is_nan()).count());
         Ok(IndicatorOutput {
+            on_date: (start.is_some() && start == end).then(|| latest.clone()),
+            period,
             status: "ok".into(),
             symbol: series.symbol.clone(),
             indicator: spec.name().to_string(),
@@ -506,15 +573,6 @@ impl TypedTool for TechnicalIndicator {
             provenance: series.provenance,
             other_provenance: other.map(|o| o.provenance),
             argument_warnings,
-            period: whole.and_then(|(close, dates)| {
-                let window = from..from.checked_add(b.len())?;
-                period_figures(
-                    &close,
-                    &dates,
-                    window,
-                    matches!(spec, IndicatorSpec::Drawdown),
-                )
-            }),
         })
     }
 }
@@ -618,17 +676,9 @@ fn extremes(b: &Bars, cols: &[IndicatorColumn]) -> serde_json::Map<String, Value
     out
 }
 
-/// Whether an indicator's answer carries its range's own figures: the
-/// ones a question about a period's drawdown, volatility or return asks.
-fn period_wanted(spec: &IndicatorSpec) -> bool {
-    matches!(
-        spec,
-        IndicatorSpec::Drawdown
-            | IndicatorSpec::Volatility { .. }
-            | IndicatorSpec::Returns
-            | IndicatorSpec::LogReturns
-    )
-}
+/// How a period's volatility is annualised, said in every answer.
+const VOLATILITY_BASIS: &str =
+    "sample standard deviation (ddof 1) of the daily simple returns × √252";
 
 /// The figures of the bars `window` of `close` (docs §2.12.1): the return
 /// from the close before the window (else its first), the annualised
@@ -642,6 +692,9 @@ fn period_figures(
     earlier: bool,
 ) -> Option<PeriodFigures> {
     use crate::research::backtest::metrics;
+    if window.is_empty() {
+        return None;
+    }
     let inside = close.get(window.clone())?;
     let (first, last) = (window.start, window.end.checked_sub(1)?);
     let base = first.saturating_sub(1);
@@ -662,12 +715,15 @@ fn period_figures(
         .map(|d| spans(d, 0));
     Some(PeriodFigures {
         first_date: day(first),
+        first_close: *close.get(first)?,
         last_date: day(last),
+        last_close: *close.get(last)?,
         bars: inside.len(),
         return_from: day(base),
         total_return: close.get(last)? / close.get(base)? - 1.0,
         daily_returns: returns.len(),
         annualized_volatility: (returns.len() >= 2).then(|| sd * 252f64.sqrt()),
+        volatility_basis: VOLATILITY_BASIS.to_string(),
         max_drawdown_window: metrics::deepest_drawdown(inside, 0.0).map(|d| spans(d, first)),
         drawdown_from_earlier_peak: from_earlier,
     })
@@ -797,7 +853,8 @@ mod tests {
         assert_eq!(p["daily_returns"], close.len() - from);
         // The figures the issue quotes: -47.95 % within, -51.78 % from 2007.
         assert_eq!(format!("{:.2}", worst.0 * 100.0), "-47.95");
-        // Indicators that are not about a period carry none.
+        // Every indicator carries them; only the drawdown, which reads all
+        // the history, the figure from the earlier peak.
         let rsi = call(
             &r,
             "technical_indicator",
@@ -806,7 +863,8 @@ mod tests {
         )
         .await
         .unwrap();
-        assert!(rsi.get("period").is_none());
+        assert_eq!(rsi["period"]["max_drawdown_window"], *w);
+        assert!(rsi["period"].get("drawdown_from_earlier_peak").is_none());
     }
 
     #[tokio::test]

@@ -29,6 +29,7 @@ pub mod compact;
 pub mod factor;
 pub mod fs;
 pub mod market;
+mod market_rank;
 pub mod memory;
 #[cfg(debug_assertions)]
 pub mod panic_probe;
