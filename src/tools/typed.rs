@@ -232,14 +232,15 @@ mod tests {
             (
                 parameters_schema::<IndicatorArgs>(),
                 json!({"type": "object", "properties": {
-            "symbol": {"type": "string", "description": "Ticker, e.g. AAPL"},
+            "symbol": {"type": "string", "description": "Ticker, e.g. AAPL (for several, `symbols`)", "default": ""},
+            "symbols": {"type": ["array", "string"], "items": {"type": "string"}, "description": "Several tickers, e.g. [\"AAPL\", \"MSFT\", \"IBM\"] or \"AAPL,MSFT,IBM\" (at most 50): the same indicator for each, answered as a table ranked by the value on the end date, highest first"},
             "indicator": {"type": "string", "enum": ["sma", "ema", "rsi", "macd", "bollinger", "atr", "volatility", "returns", "log_returns", "drawdown", "correlation", "momentum"]},
             "params": {"type": "object", "description": "e.g. {\"window\": 20}; rsi/atr {\"period\": 14}; macd {\"fast\": 12, \"slow\": 26, \"signal\": 9}; bollinger {\"window\": 20, \"k\": 2}; volatility {\"window\": 20}; correlation {\"with\": \"MSFT\", \"window\": 20}; momentum {\"window\": 252, \"skip\": 21} (12-1)"},
             "start": {"type": "string", "description": "First date, YYYY-MM-DD"},
             "end": {"type": "string", "description": "Last date, YYYY-MM-DD"},
             "source": {"type": "string", "enum": ["auto", "embedded", "local", "yahoo", "stooq"]},
             "tail": {"type": "integer", "description": "Rows of history to return (default 10, at most 60)"}
-            }, "required": ["symbol", "indicator"]}),
+            }, "required": ["indicator"]}),
             ),
             (
                 parameters_schema::<RememberArgs>(),
@@ -333,7 +334,7 @@ mod tests {
         );
         assert_eq!(remember["required"], json!([]));
         let indicator = parameters_schema::<IndicatorArgs>();
-        assert_eq!(indicator["required"], json!(["symbol", "indicator"]));
+        assert_eq!(indicator["required"], json!(["indicator"]));
         assert_eq!(
             indicator["properties"]["tail"]["description"],
             "Rows of history to return (default 10, at most 60)"
