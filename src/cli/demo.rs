@@ -22,7 +22,7 @@ pub const DEMO_SCRIPT: &str = include_str!("../../assets/scripts/demo.json");
 pub const DEMO_PROMPT: &str = "Study AAPL and MSFT through the 2008 crash: prices, IBM's RSI for comparison, a backtest, and notes in the workspace.";
 /// The demo's compaction threshold T (L1 at T/2, L2 at 0.7 T, L3 at T):
 /// small, so that the session's few tool results reach every gate.
-pub const DEMO_TOKEN_THRESHOLD: u64 = 6_000;
+pub const DEMO_TOKEN_THRESHOLD: u64 = 8_000;
 /// The tools the demo offers: those its script calls. The gauge counts
 /// the schemas every request carries (docs §3.1), and with every tool
 /// offered they alone would pass the demo's gates before its first result.

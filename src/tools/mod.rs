@@ -119,6 +119,12 @@ pub trait Tool: Send + Sync {
     fn lean_properties(&self) -> Option<&[&str]> {
         None
     }
+    /// The description a lean schema offers (docs §4.7): what a small
+    /// model needs to pick the tool and read its answer, in a fraction of
+    /// the tokens; `None` keeps the full one.
+    fn lean_description(&self) -> Option<&str> {
+        None
+    }
     /// A successful result as a small model reads it best (docs §2.7):
     /// what answers the question, without the bulk (full provenance,
     /// artifact paths, long pages); `None` keeps it whole. The model sees

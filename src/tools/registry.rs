@@ -53,6 +53,9 @@ impl Registry {
         if let Some(keep) = tool.lean_properties() {
             keep_properties(&mut lean.parameters, keep);
         }
+        if let Some(short) = tool.lean_description() {
+            lean.description = short.to_string();
+        }
         self.by_name.insert(name, self.tools.len());
         self.tools.push(tool);
         self.full.push(full);
@@ -178,7 +181,14 @@ pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), ArgumentError
             .filter(|k| obj.get(*k).is_none_or(Value::is_null))
             .collect();
         if !missing.is_empty() {
-            return Err(ArgumentError::Missing(missing.join(", ")));
+            let named: Vec<String> = missing
+                .iter()
+                .map(|k| match enum_members(schema, k) {
+                    Some(members) => format!("{k} (one of {})", members.join(", ")),
+                    None => (*k).to_string(),
+                })
+                .collect();
+            return Err(ArgumentError::Missing(named.join(", ")));
         }
     }
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
@@ -204,6 +214,77 @@ pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), ArgumentError
         }
     }
     Ok(())
+}
+
+/// The string members of property `key`'s `enum`, if it has one.
+fn enum_members<'a>(schema: &'a Value, key: &str) -> Option<Vec<&'a str>> {
+    let members = schema
+        .get("properties")?
+        .get(key)?
+        .get("enum")?
+        .as_array()?;
+    let names: Vec<&str> = members.iter().filter_map(Value::as_str).collect();
+    (!names.is_empty()).then_some(names)
+}
+
+/// A required argument a call left out but gave under another key, moved
+/// to its own: `{"type": "engle-granger"}` for a missing `test` whose enum
+/// holds `engle_granger`. Small models slip so (measured: Qwen2.5-Coder
+/// 1.5B sent stat_test without `test`), and the value leaves no doubt: it
+/// names exactly one member of the missing property's enum, spelt in any
+/// case with `-` or spaces for `_`, and its key is not one the schema
+/// declares. Returns the keys moved, as `(from, to)`.
+pub fn mend_arguments(schema: &Value, args: &mut Value) -> Vec<(String, String)> {
+    let mut moved = Vec::new();
+    let Some(required) = schema.get("required").and_then(Value::as_array) else {
+        return moved;
+    };
+    let declared = schema.get("properties").and_then(Value::as_object);
+    for key in required.iter().filter_map(Value::as_str) {
+        let Some(obj) = args.as_object() else {
+            return moved;
+        };
+        if obj.get(key).is_some_and(|v| !v.is_null()) {
+            continue;
+        }
+        let Some(members) = enum_members(schema, key) else {
+            continue;
+        };
+        let candidates: Vec<(&String, &str)> = obj
+            .iter()
+            .filter(|(k, _)| declared.is_none_or(|d| !d.contains_key(k.as_str())))
+            .filter_map(|(k, v)| {
+                let v = normalise_member(v.as_str()?);
+                let hits: Vec<&str> = members.iter().copied().filter(|m| *m == v).collect();
+                match hits.as_slice() {
+                    [one] => Some((k, *one)),
+                    _ => None,
+                }
+            })
+            .collect();
+        let [(from, member)] = candidates.as_slice() else {
+            continue;
+        };
+        let (from, member) = ((*from).clone(), (*member).to_string());
+        if let Some(obj) = args.as_object_mut() {
+            obj.remove(&from);
+            obj.insert(key.to_string(), Value::String(member));
+            moved.push((from, key.to_string()));
+        }
+    }
+    moved
+}
+
+/// An enum value as a small model may spell it: `Engle-Granger` for
+/// `engle_granger`.
+fn normalise_member(v: &str) -> String {
+    v.trim()
+        .chars()
+        .map(|c| match c {
+            '-' | ' ' => '_',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
 }
 
 fn type_matches(expected: &str, value: &Value) -> bool {
@@ -260,5 +341,54 @@ mod tests {
             .to_string();
         assert!(e.contains("limit") && e.contains("string"), "{e}");
         assert!(check_arguments(&schema, &json!([1])).is_err());
+    }
+
+    fn test_schema() -> Value {
+        json!({"type":"object","properties":{
+            "test":{"type":"string","enum":["adf","engle_granger","johansen"]},
+            "symbols":{"type":"array"},
+            "regression":{"type":"string","enum":["c","ct","n"]}},
+            "required":["test"]})
+    }
+
+    #[test]
+    fn a_missing_enum_argument_names_its_members() {
+        let e = check_arguments(&test_schema(), &json!({"symbols":["KO","PEP"]}))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "missing required argument(s): test (one of adf, engle_granger, johansen)"
+        );
+    }
+
+    #[test]
+    fn a_required_enum_value_under_another_key_is_moved_to_its_own() {
+        let mut args = json!({"type":"Engle-Granger","symbols":["KO","PEP"]});
+        let moved = mend_arguments(&test_schema(), &mut args);
+        assert_eq!(moved, vec![("type".to_string(), "test".to_string())]);
+        assert_eq!(args, json!({"test":"engle_granger","symbols":["KO","PEP"]}));
+        assert!(check_arguments(&test_schema(), &args).is_ok());
+    }
+
+    #[test]
+    fn mending_leaves_doubt_and_declared_keys_alone() {
+        for args in [
+            // Two undeclared keys each naming a member: which one is meant?
+            json!({"type":"adf","method":"johansen"}),
+            // Not a member.
+            json!({"type":"cointegration"}),
+            // A declared key keeps its meaning.
+            json!({"regression":"adf"}),
+            // Present already.
+            json!({"test":"adf","type":"johansen"}),
+        ] {
+            let mut mended = args.clone();
+            assert!(
+                mend_arguments(&test_schema(), &mut mended).is_empty(),
+                "{args}"
+            );
+            assert_eq!(mended, args);
+        }
     }
 }

@@ -48,6 +48,10 @@ pub trait TypedTool: Send + Sync {
     fn lean_properties(&self) -> Option<&[&str]> {
         None
     }
+    /// See [`Tool::lean_description`].
+    fn lean_description(&self) -> Option<&str> {
+        None
+    }
     /// See [`Tool::lean_result`].
     fn lean_result(&self, output: &Value) -> Option<Value> {
         let _ = output;
@@ -144,6 +148,9 @@ impl<T: TypedTool> Tool for T {
     }
     fn lean_properties(&self) -> Option<&[&str]> {
         TypedTool::lean_properties(self)
+    }
+    fn lean_description(&self) -> Option<&str> {
+        TypedTool::lean_description(self)
     }
     fn lean_result(&self, output: &Value) -> Option<Value> {
         TypedTool::lean_result(self, output)

@@ -428,6 +428,11 @@ impl TypedTool for TechnicalIndicator {
     fn lean_properties(&self) -> Option<&[&str]> {
         Some(&["symbol", "symbols", "indicator", "params", "start", "end"])
     }
+    fn lean_description(&self) -> Option<&str> {
+        Some(
+            "A ticker's sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation or momentum over start..end. The answer leads with `period`: the range's total_return, annualized_volatility and max_drawdown_window (peak and trough dates); a one-day range (start = end) leads with `on_date`. `symbols` [\"AAPL\", \"MSFT\"] returns `ranked`, highest first.",
+        )
+    }
     fn lean_result(&self, output: &Value) -> Option<Value> {
         let mut o = output.as_object()?.clone();
         brief_provenance(&mut o);

@@ -324,6 +324,14 @@ impl TypedTool for StatTest {
     fn description(&self) -> &str {
         "Time-series tests, exact to statsmodels: adf (augmented Dickey–Fuller; MacKinnon p-value and critical values; autolag aic|bic|none), kpss (stationarity, automatic lag), engle_granger (cointegration of two series, the first regressed on the second, as statsmodels' coint: statistic, p-value, hedge ratio, intercept, spread half-life), johansen (cointegration rank of 2 to 12 series, as statsmodels' coint_johansen: trace and max-eigenvalue statistics with 90/95/99 % critical values, the rank at 5 %, cointegrating vectors; regression n|c|ct, max_lags = lagged differences, default 1), half_life (OU: −ln 2 / b from Δy = a + b·y₋₁), hurst (τ = 2…100), ljung_box (lags 10) and jarque_bera. Data: symbols over start..end (field log_close by default, returns for ljung_box and jarque_bera) or inline series."
     }
+    fn lean_properties(&self) -> Option<&[&str]> {
+        Some(&["test", "symbols", "start", "end"])
+    }
+    fn lean_description(&self) -> Option<&str> {
+        Some(
+            "Time-series tests of symbols over start..end: adf, kpss, engle_granger (cointegration of two symbols: statistic, p-value, hedge ratio), johansen (2 to 12 symbols), half_life, hurst, ljung_box, jarque_bera.",
+        )
+    }
     async fn run(&self, args: StatTestArgs, ctx: &ToolContext) -> Result<Self::Output, ToolError> {
         let test = test_arg(&args.test)?;
         let trend = trend_arg(args.regression.as_deref())?;
