@@ -17,7 +17,8 @@
 //!
 //! `VIBEDESK_EVAL_PROVIDER` picks the preset (`llamacpp` by default,
 //! `ollama`), `VIBEDESK_EVAL_ONLY=1,3` runs some prompts only,
-//! `VIBEDESK_EVAL_RUNS` the number of runs (2), `VIBEDESK_LLAMA_THREADS`
+//! `VIBEDESK_EVAL_RUNS` the number of runs (2), `VIBEDESK_EVAL_KEEP=1`
+//! keeps each wrong run's home and prints where, `VIBEDESK_LLAMA_THREADS`
 //! the server's threads when this script starts it (1). Target (issue 40):
 //! at least 11 of 12 correct in each run with Qwen2.5-Coder-1.5B Q4_K_M,
 //! each under 2 minutes on 2 cores, no `success` with an invented key
@@ -252,14 +253,20 @@ fn eval_case(
         run.unverified,
         if ok { "CORRECT" } else { "wrong" },
     );
-    Row {
+    let row = Row {
         id: case.id,
         ok,
         seconds: run.seconds,
         first_tokens: run.first_prompt_tokens,
         false_success: !right && run.status == "success",
         status: run.status,
+    };
+    // VIBEDESK_EVAL_KEEP=1 keeps a wrong run's home (its trace and
+    // messages) to read what the model wrote.
+    if !ok && std::env::var_os("VIBEDESK_EVAL_KEEP").is_some() {
+        println!("  kept: {}", home.keep().display());
     }
+    row
 }
 
 /// One run's line: score, median and worst wall time, the largest first

@@ -9,6 +9,7 @@
 use serde_json::{Value, json};
 
 use crate::llm::text_calls::repair;
+use crate::tools::registry::mend_arguments;
 
 /// Arguments put right, and what was changed.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,8 +71,14 @@ pub fn coerce(schema: &Value, args: &str) -> Option<Coerced> {
             None => {}
         }
     }
+    let mut arguments = Value::Object(obj);
+    for (from, to) in mend_arguments(schema, &mut arguments) {
+        let value = arguments.get(&to).map(preview).unwrap_or_default();
+        warnings.push(format!("`{from}` was read as `{to}`: {value}"));
+        changed = true;
+    }
     changed.then_some(Coerced {
-        arguments: Value::Object(obj),
+        arguments,
         warnings,
     })
 }
@@ -208,6 +215,30 @@ mod tests {
             c.warnings[0].starts_with("`params` was sent as a string; read as {\"period\":14}"),
             "{:?}",
             c.warnings
+        );
+    }
+
+    #[test]
+    fn a_required_choice_sent_under_another_key_is_read_with_a_warning() {
+        let schema = json!({"type": "object", "properties": {
+            "test": {"type": "string", "enum": ["adf", "engle_granger", "johansen"]},
+            "symbols": {"type": "array", "items": {"type": "string"}}
+        }, "required": ["test"]});
+        let c = coerce(
+            &schema,
+            r#"{"test_type": "Engle-Granger", "symbols": "KO, PEP"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.arguments,
+            json!({"test": "engle_granger", "symbols": ["KO", "PEP"]})
+        );
+        assert_eq!(
+            c.warnings,
+            vec![
+                "`symbols` was sent as a string; read as [\"KO\",\"PEP\"]",
+                "`test_type` was read as `test`: \"engle_granger\""
+            ]
         );
     }
 

@@ -169,6 +169,10 @@ pub enum NonAnswer {
     AsksForQuestion,
     /// It apologises or refuses after tools gave it data.
     Refusal,
+    /// It repeats the run's context (the `<run-context>` block a lean
+    /// prompt puts in the user message, §4.3) instead of answering:
+    /// measured, the 1.5B model once replied with that block alone.
+    EchoesContext,
 }
 
 impl NonAnswer {
@@ -176,9 +180,17 @@ impl NonAnswer {
         match self {
             NonAnswer::AsksForQuestion => "it asks for the question the user already asked",
             NonAnswer::Refusal => "it apologises or refuses although the run's tools returned data",
+            NonAnswer::EchoesContext => "it repeats the run's context instead of answering",
         }
     }
 }
+
+/// Lines only the run's context block holds (`agent::context`).
+const CONTEXT_MARKS: [&str; 3] = [
+    "<run-context>",
+    "</run-context>",
+    "Other tools, offered as soon as you call one by name:",
+];
 
 /// A reply longer than this is taken to say something.
 pub const SHORT_REPLY_CHARS: usize = 300;
@@ -209,6 +221,11 @@ pub fn non_answer(
     tool_data: bool,
 ) -> Option<NonAnswer> {
     let reply = reply.trim();
+    // Whatever its length or figures: the block is the prompt's, not an
+    // answer (its paths and dates would even ground as figures).
+    if CONTEXT_MARKS.iter().any(|m| reply.contains(m)) {
+        return Some(NonAnswer::EchoesContext);
+    }
     if reply.is_empty()
         || reply.chars().count() > SHORT_REPLY_CHARS
         || check_figures(reply, &[]).figures > 0
@@ -329,6 +346,25 @@ mod tests {
         assert_eq!(
             non_answer(
                 "AAPL and MSFT are not cointegrated over 2020.",
+                q,
+                true,
+                true
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn an_echo_of_the_run_context_is_no_answer() {
+        let q = "Which of AAPL, MSFT and IBM had the highest 20-day volatility on 2010-12-31?";
+        let echo = "<run-context> ## State - run_dir: /tmp/x/data/runs/20261207_140623_b9690c - workspace: /tmp/x/ws ## Current Date & Time Today is Monday, December 07, 2026 14:06 UTC. Other tools, offered as soon as you call one by name: sweep, portfolio_optimize";
+        assert_eq!(
+            non_answer(echo, q, false, false),
+            Some(NonAnswer::EchoesContext)
+        );
+        assert_eq!(
+            non_answer(
+                "MSFT had the highest 20-day volatility, 23.1%.",
                 q,
                 true,
                 true

@@ -86,7 +86,9 @@ pub fn screen_with(
     let example = if text_calls::asks_for_example(user_message) {
         Some(NotTheCall::UserAskedForExample)
     } else {
-        found.not_the_call()
+        found
+            .not_the_call()
+            .filter(|why| !echo_before_the_call(&response.content, *why))
     };
     if let Some(why) = example {
         let record = record(&found, &[], iter, Some(why), &[]);
@@ -136,15 +138,31 @@ pub fn screen_with(
             )
         })
         .collect();
+    // An echoed context block is not the model's prose to keep.
+    let content = if response.content.trim_start().starts_with("<run-context>") {
+        String::new()
+    } else {
+        found.rest
+    };
     TextCallDecision::Calls {
         response: Response {
-            content: found.rest,
+            content,
             tool_calls,
             ..response
         },
         record,
         refused,
     }
+}
+
+/// A lead-in that only repeats the run's context block (§4.3), and maybe
+/// the user's question after it, before a call: measured, the 1.5B model
+/// wrote the block out and then its call, which read as prose around an
+/// example and ran nothing. The block is the prompt's, not the model's
+/// words, so it says nothing about whether the call is meant.
+fn echo_before_the_call(content: &str, why: NotTheCall) -> bool {
+    matches!(why, NotTheCall::LongLeadIn | NotTheCall::ExampleLeadIn)
+        && content.trim_start().starts_with("<run-context>")
 }
 
 fn record(
@@ -240,6 +258,24 @@ mod tests {
             r#"{"path":"a.md"}"#
         );
         assert_eq!(record.kind(), "text_tool_call");
+    }
+
+    #[test]
+    fn a_call_after_an_echo_of_the_run_context_runs() {
+        let reg = default_registry();
+        let text = "<run-context>\n## State\n- run_dir: /tmp/r\n\n## Current Date & Time\nToday is Monday.\nOther tools, offered as soon as you call one by name: sweep, bash.\n</run-context>\n\nWhat was SPY's maximum drawdown during 2008?\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.md\"}}\n</tool_call>";
+        let TextCallDecision::Calls { response, .. } = screen(reply(text), &reg, 1, "drawdown")
+        else {
+            panic!("not converted");
+        };
+        assert_eq!(response.tool_calls[0].name(), "read_file");
+        assert_eq!(response.content, "", "the echo is not kept as prose");
+        // Prose after the call still makes it an example, echo or not.
+        let after = format!("{text}\nThat is how you would call it.");
+        assert!(matches!(
+            screen(reply(&after), &reg, 1, "drawdown"),
+            TextCallDecision::Example { .. }
+        ));
     }
 
     #[test]

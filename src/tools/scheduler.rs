@@ -21,7 +21,6 @@ use super::finalize::{error_code, preview_args};
 pub use super::invoke::{CallOutcome, SchedulerConfig};
 use super::invoke::{Invocation, cancelled_json, emit_finished, invoke};
 use super::redact::{Sink, redact_tool_result, redact_value};
-use super::registry;
 use super::registry::Registry;
 use super::{Tool, ToolContext};
 use crate::model::ToolCall;
@@ -197,8 +196,6 @@ impl Scheduler {
                 ),
             ));
         };
-        let mut args = args;
-        registry::mend_arguments(&tool.parameters(), &mut args);
         if let Err(problem) = tool.check_arguments(&args) {
             return done(not_run(
                 call,

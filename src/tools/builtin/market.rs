@@ -528,9 +528,10 @@ impl TechnicalIndicator {
                 ),
             ));
         }
-        // The range's own figures read the closes before the cut: the
-        // return runs from the close before it, and the drawdown indicator
-        // names a peak the warm-up saw (docs §2.12.1).
+        // The range's own figures are its closes alone, as
+        // get_market_data's are: one "return over 2008" for the desk,
+        // whichever tool a model asks. Only the drawdown indicator reads
+        // the warm-up, to name a peak before the range (docs §2.12.1).
         let upto = end.map_or(b.len(), |e| b.dates.partition_point(|d| *d <= e));
         let period = period_figures(
             &b.close,
@@ -686,8 +687,8 @@ const VOLATILITY_BASIS: &str =
     "sample standard deviation (ddof 1) of the daily simple returns × √252";
 
 /// The figures of the bars `window` of `close` (docs §2.12.1): the return
-/// from the close before the window (else its first), the annualised
-/// volatility of those daily returns, the deepest drawdown within the
+/// from the window's first close to its last, the annualised volatility
+/// of the daily returns between them, the deepest drawdown within the
 /// window, and with `earlier` the deepest against the running peak of all
 /// the closes before it too, when that peak lies before the window.
 fn period_figures(
@@ -702,8 +703,11 @@ fn period_figures(
     }
     let inside = close.get(window.clone())?;
     let (first, last) = (window.start, window.end.checked_sub(1)?);
-    let base = first.saturating_sub(1);
-    let with_base = close.get(base..window.end)?;
+    // The window's own closes: with the close before it, the return of
+    // "2008" would hold 2 January's move from 2007 too, and differ from
+    // get_market_data's summary of the same range.
+    let base = first;
+    let with_base = inside;
     let day = |i: usize| dates.get(i).map(ToString::to_string).unwrap_or_default();
     let returns: Vec<f64> = with_base.windows(2).map(|w| w[1] / w[0] - 1.0).collect();
     let sd = metrics::std(&returns);
@@ -851,11 +855,13 @@ mod tests {
         let top = close[..from].iter().cloned().fold(f64::MIN, f64::max);
         assert!((e["depth"].as_f64().unwrap() - (close[worst.2] / top - 1.0)).abs() < 1e-12);
         assert!(e["depth"].as_f64().unwrap() < w["depth"].as_f64().unwrap());
-        // The return runs from the last close of 2007.
-        assert_eq!(p["return_from"], dates[from - 1].to_string());
-        let ret = close[close.len() - 1] / close[from - 1] - 1.0;
+        // The return runs from the first close of 2008, as
+        // get_market_data's summary does, not from the last of 2007.
+        assert_eq!(p["return_from"], dates[from].to_string());
+        let ret = close[close.len() - 1] / close[from] - 1.0;
         assert!((p["total_return"].as_f64().unwrap() - ret).abs() < 1e-12);
-        assert_eq!(p["daily_returns"], close.len() - from);
+        assert!((ret - (close[close.len() - 1] / close[from - 1] - 1.0)).abs() > 1e-4);
+        assert_eq!(p["daily_returns"], close.len() - from - 1);
         // The figures the issue quotes: -47.95 % within, -51.78 % from 2007.
         assert_eq!(format!("{:.2}", worst.0 * 100.0), "-47.95");
         // Every indicator carries them; only the drawdown, which reads all

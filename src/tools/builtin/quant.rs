@@ -919,6 +919,18 @@ impl TypedTool for PortfolioOptimize {
     fn description(&self) -> &str {
         "Long-only portfolio weights (summing to 1, within min_weight..max_weight) by equal_weight, inverse_volatility, min_variance, max_sharpe, risk_parity, max_diversification or hrp, on symbols' daily returns over start..end or inline returns; μ = mean daily return × 252, Σ = sample (ddof 1) or ledoit_wolf covariance × 252. Returns weights, expected return, volatility, Sharpe and risk contributions."
     }
+    // Inline `returns` left out: offered them, the 1.5B model filled
+    // them with placeholders beside the symbols it had named.
+    fn lean_properties(&self) -> Option<&[&str]> {
+        Some(&[
+            "symbols",
+            "start",
+            "end",
+            "method",
+            "min_weight",
+            "max_weight",
+        ])
+    }
     async fn run(
         &self,
         args: PortfolioOptimizeArgs,
@@ -1025,6 +1037,17 @@ impl TypedTool for RiskReport {
     const CAPS: Caps = Caps::READ_ONLY.served_as(names::RISK_REPORT).planner();
     fn description(&self) -> &str {
         "Risk of one return series or a weighted book (symbols + weights over start..end, or inline returns): historical, normal and Cornish–Fisher VaR and expected shortfall at a confidence (default 0.95) over horizon_days (default 1), annual volatility, max drawdown and the five deepest drawdowns, component VaR, HHI and effective number of assets. Losses are positive fractions."
+    }
+    // As portfolio_optimize's: the symbols, not invented inline returns.
+    fn lean_properties(&self) -> Option<&[&str]> {
+        Some(&[
+            "symbols",
+            "weights",
+            "start",
+            "end",
+            "confidence",
+            "horizon_days",
+        ])
     }
     async fn run(
         &self,
