@@ -170,8 +170,9 @@ pub enum NonAnswer {
     /// It apologises or refuses after tools gave it data.
     Refusal,
     /// It repeats the run's context (the `<run-context>` block a lean
-    /// prompt puts in the user message, §4.3) instead of answering:
-    /// measured, the 1.5B model once replied with that block alone.
+    /// prompt puts in the user message, §4.3) or a `[SYSTEM]` note
+    /// instead of answering: measured, the 1.5B model once replied with
+    /// that block alone.
     EchoesContext,
 }
 
@@ -180,16 +181,22 @@ impl NonAnswer {
         match self {
             NonAnswer::AsksForQuestion => "it asks for the question the user already asked",
             NonAnswer::Refusal => "it apologises or refuses although the run's tools returned data",
-            NonAnswer::EchoesContext => "it repeats the run's context instead of answering",
+            NonAnswer::EchoesContext => {
+                "it repeats the run's context or a system note instead of answering"
+            }
         }
     }
 }
 
-/// Lines only the run's context block holds (`agent::context`).
-const CONTEXT_MARKS: [&str; 3] = [
+/// What only the prompt holds: the run's context block
+/// (`agent::context`) and the loop's own steering notes, which start
+/// `[SYSTEM]` (measured: asked again after echoing the block, the 1.5B
+/// model echoed the steering note).
+const CONTEXT_MARKS: [&str; 4] = [
     "<run-context>",
     "</run-context>",
     "Other tools, offered as soon as you call one by name:",
+    "[SYSTEM]",
 ];
 
 /// A reply longer than this is taken to say something.
@@ -360,6 +367,11 @@ mod tests {
         let echo = "<run-context> ## State - run_dir: /tmp/x/data/runs/20261207_140623_b9690c - workspace: /tmp/x/ws ## Current Date & Time Today is Monday, December 07, 2026 14:06 UTC. Other tools, offered as soon as you call one by name: sweep, portfolio_optimize";
         assert_eq!(
             non_answer(echo, q, false, false),
+            Some(NonAnswer::EchoesContext)
+        );
+        let steering = "<system>[SYSTEM] The user's request is in their message above; answer it now in plain text, with the figures from the tool results.</system>";
+        assert_eq!(
+            non_answer(steering, q, true, true),
             Some(NonAnswer::EchoesContext)
         );
         assert_eq!(

@@ -1019,11 +1019,15 @@ pub struct PeriodFigures {
     pub last_date: String,
     pub last_close: f64,
     pub bars: usize,
-    /// The close the return runs from: the last one before the range
-    /// when the data has it, else the range's first.
+    /// The close the return runs from: the range's first.
     pub return_from: String,
     /// last close / the `return_from` close − 1.
     pub total_return: f64,
+    /// `max_drawdown_window`'s depth under the words a question uses
+    /// ("the maximum drawdown during 2008"): measured, the 1.5B model
+    /// passed over `depth` for the drawdown indicator's `latest` value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_drawdown: Option<f64>,
     /// The daily simple returns from `return_from` to the last bar.
     pub daily_returns: usize,
     /// Their sample standard deviation (ddof 1) × √252; absent with

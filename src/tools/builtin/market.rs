@@ -722,6 +722,7 @@ fn period_figures(
         .flatten()
         .filter(|d| d.peak < first)
         .map(|d| spans(d, 0));
+    let deepest = metrics::deepest_drawdown(inside, 0.0);
     Some(PeriodFigures {
         first_date: day(first),
         first_close: *close.get(first)?,
@@ -730,10 +731,11 @@ fn period_figures(
         bars: inside.len(),
         return_from: day(base),
         total_return: close.get(last)? / close.get(base)? - 1.0,
+        max_drawdown: deepest.as_ref().map(|d| d.depth),
         daily_returns: returns.len(),
         annualized_volatility: (returns.len() >= 2).then(|| sd * 252f64.sqrt()),
         volatility_basis: VOLATILITY_BASIS.to_string(),
-        max_drawdown_window: metrics::deepest_drawdown(inside, 0.0).map(|d| spans(d, first)),
+        max_drawdown_window: deepest.map(|d| spans(d, first)),
         drawdown_from_earlier_peak: from_earlier,
     })
 }
