@@ -168,7 +168,9 @@ struct Ctx<'a> {
 
 /// Evaluates every expression on the panel (docs §17.7.4): one row-major
 /// date × symbol panel per expression, in order. The value on a date reads
-/// rows up to that date only.
+/// rows up to that date only. Without `groups`, any expression that
+/// neutralises ([`Expr::needs_groups`]) fails the whole call: a caller
+/// screening a library leaves those out first.
 pub fn evaluate(
     exprs: &[Expr],
     panel: &OhlcvPanel,
