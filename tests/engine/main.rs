@@ -10,6 +10,7 @@ mod compaction;
 mod cron_goldens;
 mod cron_parse;
 mod docs;
+mod factor_expr;
 mod factor_goldens;
 mod factor_tools;
 mod figure_first;
