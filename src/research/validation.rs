@@ -52,13 +52,19 @@ pub enum ValidationError {
         groups.saturating_mul(MIN_PER_GROUP)
     )]
     TooFewObservations { n: usize, groups: usize },
-    #[error("observation {index}'s label ends at {end}: a label ends at or after its own observation and before {n}")]
+    #[error(
+        "observation {index}'s label ends at {end}: a label ends at or after its own observation and before {n}"
+    )]
     LabelEnd { index: usize, end: usize, n: usize },
     #[error("the embargo fraction must be in [0, 1), got {0}")]
     EmbargoFraction(f64),
-    #[error("C({groups}, {test_groups}) splits is more than {MAX_SPLITS}; choose fewer groups or test groups")]
+    #[error(
+        "C({groups}, {test_groups}) splits is more than {MAX_SPLITS}; choose fewer groups or test groups"
+    )]
     TooManySplits { groups: usize, test_groups: usize },
-    #[error("split {split} (test groups {test_groups:?}) has no training observation left after the purge and embargo; shorten the horizon or the embargo, or use more groups")]
+    #[error(
+        "split {split} (test groups {test_groups:?}) has no training observation left after the purge and embargo; shorten the horizon or the embargo, or use more groups"
+    )]
     EmptyTrain {
         split: usize,
         test_groups: Vec<usize>,
@@ -87,7 +93,9 @@ pub struct Splits {
 /// observation (whose labels the data cannot see past).
 pub fn label_ends(n: usize, horizon: usize) -> Vec<usize> {
     let last = n.saturating_sub(1);
-    (0..n).map(|i| i.saturating_add(horizon).min(last)).collect()
+    (0..n)
+        .map(|i| i.saturating_add(horizon).min(last))
+        .collect()
 }
 
 /// Purged k-fold: each of `folds` contiguous folds tested once.
@@ -157,7 +165,11 @@ pub fn cpcv(
         for &g in &chosen {
             test.extend(ranges.get(g).cloned().unwrap_or_default());
         }
-        let in_test = |i: usize| chosen.iter().any(|&g| ranges.get(g).is_some_and(|r| r.contains(&i)));
+        let in_test = |i: usize| {
+            chosen
+                .iter()
+                .any(|&g| ranges.get(g).is_some_and(|r| r.contains(&i)))
+        };
         let train: Vec<usize> = (0..n)
             .filter(|&i| {
                 !in_test(i)
@@ -262,7 +274,10 @@ impl Iterator for Combinations {
         let cur = self.next.take()?;
         let k = cur.len();
         let mut c = cur.clone();
-        if let Some(i) = (0..k).rev().find(|&i| c.get(i).is_some_and(|&v| v < self.n - k + i)) {
+        if let Some(i) = (0..k)
+            .rev()
+            .find(|&i| c.get(i).is_some_and(|&v| v < self.n - k + i))
+        {
             let v = c.get(i).copied().unwrap_or(0) + 1;
             for (t, slot) in c.iter_mut().enumerate().skip(i) {
                 *slot = v + (t - i);
@@ -309,8 +324,7 @@ pub fn pbo_of_scores(in_sample: &[Vec<f64>], out_of_sample: &[Vec<f64>]) -> Opti
         let w = key(oos.get(best).copied().unwrap_or(f64::NAN));
         let below = oos.iter().filter(|&&v| key(v) < w).count();
         let ties = oos.iter().filter(|&&v| key(v) == w).count();
-        let omega =
-            (1.0 + below as f64 + ties.saturating_sub(1) as f64 / 2.0) / (n as f64 + 1.0);
+        let omega = (1.0 + below as f64 + ties.saturating_sub(1) as f64 / 2.0) / (n as f64 + 1.0);
         logits.push((omega / (1.0 - omega)).ln());
         winners.push(best);
     }
@@ -412,7 +426,14 @@ mod tests {
         let c: Vec<Vec<usize>> = Combinations::new(4, 2).collect();
         assert_eq!(
             c,
-            vec![vec![0, 1], vec![0, 2], vec![0, 3], vec![1, 2], vec![1, 3], vec![2, 3]]
+            vec![
+                vec![0, 1],
+                vec![0, 2],
+                vec![0, 3],
+                vec![1, 2],
+                vec![1, 3],
+                vec![2, 3]
+            ]
         );
     }
 
@@ -449,7 +470,10 @@ mod tests {
     #[test]
     fn bad_parameters_are_typed() {
         let e = label_ends(20, 0);
-        assert_eq!(cpcv(&e, 1, 1, Embargo::Observations(0)), Err(ValidationError::TooFewGroups(1)));
+        assert_eq!(
+            cpcv(&e, 1, 1, Embargo::Observations(0)),
+            Err(ValidationError::TooFewGroups(1))
+        );
         assert!(matches!(
             cpcv(&e, 4, 4, Embargo::Observations(0)),
             Err(ValidationError::TestGroups { .. })
@@ -509,6 +533,10 @@ mod tests {
         assert_eq!(r.path_sharpe[3].len(), 5);
         let best = r.mean_oos_sharpe[3];
         assert!(r.mean_oos_sharpe.iter().all(|&v| v <= best));
-        assert!(r.selected_path_sharpe.iter().all(|&v| (v - best).abs() < 1e-12));
+        assert!(
+            r.selected_path_sharpe
+                .iter()
+                .all(|&v| (v - best).abs() < 1e-12)
+        );
     }
 }

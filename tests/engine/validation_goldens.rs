@@ -10,9 +10,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use vibedesk::research::seeded::SplitMix64;
-use vibedesk::research::validation::{
-    Embargo, Splits, cpcv, label_ends, pbo_cpcv, purged_kfold,
-};
+use vibedesk::research::validation::{Embargo, Splits, cpcv, label_ends, pbo_cpcv, purged_kfold};
 
 fn golden() -> Value {
     let path =
@@ -44,7 +42,10 @@ fn embargo(v: &Value) -> Embargo {
 }
 
 fn close(a: f64, b: f64, what: &str) {
-    assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{what}: {a} vs {b}");
+    assert!(
+        (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+        "{what}: {a} vs {b}"
+    );
 }
 
 #[test]
@@ -80,13 +81,22 @@ fn splits_and_paths_equal_the_reference() {
 }
 
 fn check_pbo(name: &str, c: &Value, p: &Value, s: &Splits) {
-    let cols: Vec<Vec<f64>> = c["columns"].as_array().unwrap().iter().map(floats).collect();
+    let cols: Vec<Vec<f64>> = c["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(floats)
+        .collect();
     let r = pbo_cpcv(&cols, s).unwrap();
     assert_eq!(r.pbo.winners, idx(&p["winners"]), "{name}: winners");
     for (a, b) in r.pbo.logits.iter().zip(floats(&p["logits"])) {
         close(*a, b, &format!("{name}: logit"));
     }
-    close(r.pbo.pbo, p["pbo"].as_f64().unwrap(), &format!("{name}: pbo"));
+    close(
+        r.pbo.pbo,
+        p["pbo"].as_f64().unwrap(),
+        &format!("{name}: pbo"),
+    );
     for (a, b) in r.mean_oos_sharpe.iter().zip(floats(&p["mean_oos_sharpe"])) {
         close(*a, b, &format!("{name}: mean OOS Sharpe"));
     }
@@ -134,12 +144,22 @@ fn no_training_index_within_a_test_label_or_its_embargo() {
                 // Within its own label: no test index lies in [i, e_i].
                 assert!(!sp.test.iter().any(|&t| t >= i && t <= ends[i]));
             }
-            let kept = (0..n).filter(|&i| !sp.test.contains(&i) && !excluded(i)).count();
-            assert_eq!(kept, sp.train.len(), "only the purge and the embargo remove");
+            let kept = (0..n)
+                .filter(|&i| !sp.test.contains(&i) && !excluded(i))
+                .count();
+            assert_eq!(
+                kept,
+                sp.train.len(),
+                "only the purge and the embargo remove"
+            );
         }
         let phi = s.paths.len();
         for g in 0..groups {
-            let tested = s.splits.iter().filter(|sp| sp.test_groups.contains(&g)).count();
+            let tested = s
+                .splits
+                .iter()
+                .filter(|sp| sp.test_groups.contains(&g))
+                .count();
             assert_eq!(tested, phi, "each group tested φ times");
         }
     }
