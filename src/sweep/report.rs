@@ -80,6 +80,15 @@ fn in_sample(plan: &Plan, rows: &[Row]) -> Option<f64> {
 /// The out-of-sample excess returns' sums of a cell (every window when
 /// none is out-of-sample).
 fn oos_sums(plan: &Plan, rows: &[Row]) -> PowerSums {
+    if plan.cv.is_some() {
+        // Every piece is out of sample in some split; `cv_full` (window
+        // 0) is the same returns again and is not counted twice.
+        let mut s = PowerSums::default();
+        for r in rows.iter().filter(|r| r.window > 0) {
+            s.add(&r.moments);
+        }
+        return s;
+    }
     let any_oos = rows.iter().any(|r| {
         plan.windows
             .get(r.window)

@@ -1064,6 +1064,17 @@ async fn cpcv_pieces_slice_one_run_and_the_report_gives_pbo() {
     let below = s.logits.iter().filter(|l| **l <= 0.0).count();
     assert_eq!(s.pbo, below as f64 / 15.0);
     assert_eq!(cv.splits.len(), 15);
+    // The deflated Sharpe reads the best cell's pieces once (not
+    // `cv_full` again: twice the returns would double its n).
+    let d = report.deflated.as_ref().unwrap();
+    let best = report.top[0].cell;
+    let mut pieces = vibedesk::sweep::rows::PowerSums::default();
+    for r in rows.iter().filter(|r| r.cell == best && r.window > 0) {
+        pieces.add(&r.moments);
+    }
+    let m = pieces.moments().unwrap();
+    let want = vibedesk::research::overfitting::psr(&m, d.expected_max);
+    assert!(close(d.dsr, want, 1e-12), "dsr {} vs {want}", d.dsr);
     let json = report.to_json();
     assert_eq!(json["cv"]["splits"], 15, "{json}");
     assert!(
