@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::rows::PowerSums;
-use super::spec::Window;
 use crate::research::validation::{self, Embargo};
 
 /// The most splits a sweep's CPCV may make: each is a PBO trial.
@@ -54,6 +53,14 @@ pub struct CvLayout {
 /// What is wrong with a CV split: (key, message) for the spec's issues.
 pub type Issue = (String, String);
 
+/// A window a CV split makes (the spec makes it a `spec::Window`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Piece {
+    pub name: String,
+    pub start: NaiveDate,
+    pub end: NaiveDate,
+}
+
 /// Reads `{"purged_kfold": {"folds", "embargo_days", "horizon_days"}}` or
 /// `{"cpcv": {"groups", "test_groups", "embargo_days", "horizon_days"}}`
 /// over `start..=end`: the windows (`cv_full` first, then the pieces) and
@@ -62,7 +69,7 @@ pub fn parse(
     kind: &str,
     v: &Value,
     (start, end): (NaiveDate, NaiveDate),
-) -> Result<(Vec<Window>, CvLayout), Vec<Issue>> {
+) -> Result<(Vec<Piece>, CvLayout), Vec<Issue>> {
     let key = format!("split.{kind}");
     let Some(m) = v.as_object() else {
         return Err(vec![(key, usage(kind).into())]);
@@ -161,7 +168,7 @@ fn layout(
     days: &[NaiveDate],
     s: &validation::Splits,
     (embargo_days, horizon_days): (usize, usize),
-) -> (Vec<Window>, CvLayout) {
+) -> (Vec<Piece>, CvLayout) {
     let n = days.len();
     let mut state = vec![vec![0u8; s.splits.len()]; n];
     for (j, sp) in s.splits.iter().enumerate() {
@@ -179,7 +186,7 @@ fn layout(
     let first = (days.first().copied(), days.last().copied());
     let mut windows = Vec::new();
     if let (Some(a), Some(b)) = first {
-        windows.push(Window {
+        windows.push(Piece {
             name: FULL.into(),
             start: a,
             end: b,
@@ -197,7 +204,7 @@ fn layout(
             }
             if let (Some(&a), Some(&b)) = (days.get(i), days.get(j - 1)) {
                 group_windows[g].push(windows.len());
-                windows.push(Window {
+                windows.push(Piece {
                     name: format!("cv_{}_{}", g + 1, group_windows[g].len()),
                     start: a,
                     end: b,

@@ -907,7 +907,17 @@ fn parse_split(
             return (Vec::new(), None);
         };
         return match super::cv::parse(kind, m.get(*kind).unwrap_or(&Value::Null), range) {
-            Ok((w, layout)) => (w, Some(layout)),
+            Ok((pieces, layout)) => (
+                pieces
+                    .into_iter()
+                    .map(|p| Window {
+                        name: p.name,
+                        start: p.start,
+                        end: p.end,
+                    })
+                    .collect(),
+                Some(layout),
+            ),
             Err(found) => {
                 for (k, msg) in found {
                     issues.push(k, msg);
