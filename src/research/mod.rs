@@ -5,7 +5,8 @@
 //! ([`options`]), portfolio construction ([`portfolio`]) and risk
 //! ([`risk`]), on the shared [`stats`]. Is the edge real (docs §17):
 //! factor ICs and regressions ([`factor`]) and overfitting statistics
-//! ([`overfitting`]).
+//! ([`overfitting`]), and purged cross-validation ([`validation`], docs
+//! §18.9).
 //!
 //! Everything here is plain columns (`Vec<NaiveDate>`, `Vec<f64>`): a daily
 //! engine over a few thousand bars per symbol needs no dataframe library.
@@ -24,6 +25,7 @@ pub mod seeded;
 pub mod stats;
 pub mod tearsheet;
 pub mod timeseries;
+pub mod validation;
 pub mod warmup;
 
 pub use interrupt::{Interrupt, Interrupted, checkpoint};

@@ -285,6 +285,9 @@ pub struct CellRun<'s> {
 
 /// Every window of a cell, in window order.
 pub fn evaluate_cell(prep: &Prepared, cell: usize, scratch: &mut Scratch) -> Vec<Row> {
+    if prep.plan.cv.is_some() {
+        return cv_rows(prep, cell, scratch);
+    }
     let windows = prep.plan.windows.len();
     let mut rows = Vec::with_capacity(windows);
     let mut signals = None;
@@ -304,6 +307,86 @@ pub fn run_one<'s>(
 ) -> CellRun<'s> {
     let mut signals = None;
     run_window(prep, cell, window, scratch, &mut signals)
+}
+
+/// A purged k-fold or CPCV plan's rows (docs §18.9): the whole range
+/// (window 0) run once, each piece after it a slice of that run, so no
+/// piece re-enters its positions or loses its first return.
+fn cv_rows(prep: &Prepared, cell: usize, scratch: &mut Scratch) -> Vec<Row> {
+    let mut signals = None;
+    let full = run_window(prep, cell, 0, scratch, &mut signals).row;
+    let windows = &prep.plan.windows;
+    let mut rows = Vec::with_capacity(windows.len());
+    rows.push(full);
+    let c = prep.plan.cell(cell);
+    let class = prep.class.get(c.combo).copied().unwrap_or(0);
+    let ctx = scratch.contexts.get(&(0, class)).cloned();
+    let cash = prep
+        .configs
+        .get(c.combo)
+        .map_or(0.0, |cfg| cfg.initial_cash);
+    for (w, win) in windows.iter().enumerate().skip(1) {
+        rows.push(match &ctx {
+            Some(ctx) if !full.final_value.is_nan() => slice_row(
+                (cell, w),
+                (win.start, win.end),
+                &ctx.panel.dates,
+                (&scratch.sim, &scratch.excess),
+                (cash, ctx.bars_per_year, full.moments.n == 0),
+            ),
+            _ => nan_row(cell, w),
+        });
+    }
+    rows
+}
+
+/// The §7.5 columns of the bars from `start` to `end` of a longer run
+/// whose excess returns are `x`: measured from the equity before the
+/// slice's first bar; a slice without a bar is a flat row, not NaN. Its
+/// excess returns count unless the whole run never moved (no trial,
+/// §18.4): a piece spent in cash is part of the configuration's record.
+fn slice_row(
+    (cell, window): (usize, usize),
+    (start, end): (chrono::NaiveDate, chrono::NaiveDate),
+    dates: &[chrono::NaiveDate],
+    (sim, x): (&Simulation, &[f64]),
+    (cash, b_year, whole_flat): (f64, f64, bool),
+) -> Row {
+    let eq = &sim.equity;
+    let a = dates.partition_point(|d| *d < start).min(eq.len());
+    let b = dates.partition_point(|d| *d <= end).min(eq.len()).max(a);
+    let before = a
+        .checked_sub(1)
+        .and_then(|i| eq.get(i))
+        .copied()
+        .unwrap_or(cash);
+    let part = eq.get(a..b).unwrap_or(&[]);
+    let last = part.last().copied().unwrap_or(before);
+    // The run's first return is the 0 before any bar moved: not a period.
+    let xs = x.get(a.max(1)..b).unwrap_or(&[]);
+    let flat = part.iter().all(|&e| e == before);
+    Row {
+        cell,
+        window,
+        final_value: last,
+        total_return: last / before - 1.0,
+        sharpe: if flat {
+            0.0
+        } else {
+            metrics::sharpe(xs, b_year)
+        },
+        max_drawdown: metrics::max_drawdown(part, before),
+        trade_count: sim
+            .trades
+            .iter()
+            .filter(|t| (a..b).contains(&t.exit_bar))
+            .count() as u64,
+        moments: if whole_flat {
+            PowerSums::default()
+        } else {
+            PowerSums::of(xs)
+        },
+    }
 }
 
 fn nan_row(cell: usize, window: usize) -> Row {

@@ -82,7 +82,7 @@ pub fn build(plan: &Plan, scores: &[f64]) -> Option<Heatmap> {
         ys,
         grid,
         metric: plan.rank_by.clone(),
-        out_of_sample: plan.windows.iter().any(|w| w.is_out_of_sample()),
+        out_of_sample: plan.cv.is_some() || plan.windows.iter().any(|w| w.is_out_of_sample()),
     })
 }
 

@@ -171,6 +171,10 @@ fn cell_panicked(cell: usize, why: &str) -> SweepError {
 /// The score a cell is ranked by: the mean of the ranking metric over its
 /// out-of-sample windows (all windows when there are none; docs §18.4).
 pub fn cell_score(plan: &Plan, rows: &[Row]) -> f64 {
+    if let Some(cv) = &plan.cv {
+        // The mean out-of-sample Sharpe over folds or paths (docs §18.9).
+        return cv.score(&window_sums(plan, rows));
+    }
     let oos: Vec<f64> = rows
         .iter()
         .filter(|r| {
@@ -190,6 +194,17 @@ pub fn cell_score(plan: &Plan, rows: &[Row]) -> f64 {
     } else {
         pick.iter().sum::<f64>() / pick.len() as f64
     }
+}
+
+/// A cell's excess-return sums by window (default where a row is missing).
+pub fn window_sums(plan: &Plan, rows: &[Row]) -> Vec<super::rows::PowerSums> {
+    let mut sums = vec![super::rows::PowerSums::default(); plan.windows.len()];
+    for r in rows {
+        if let Some(s) = sums.get_mut(r.window) {
+            *s = r.moments;
+        }
+    }
+    sums
 }
 
 /// `fast=5 slow=30 AAPL`.

@@ -1,7 +1,8 @@
 //! Parameter sweeps (docs §18): a spec ([`spec`]) becomes a deterministic,
 //! hashed [`plan::Plan`] of cells (a parameter set on a symbol, or on the
 //! portfolio), each run over its windows (in-sample, out-of-sample,
-//! walk-forward) by the local engine ([`local`]) on every core, or shard by
+//! walk-forward, or the pieces of a purged k-fold or CPCV split: [`cv`])
+//! by the local engine ([`local`]) on every core, or shard by
 //! shard ([`shard`]) by an engine elsewhere (Ray: [`ray`]); [`collect`] joins
 //! shards, [`output`] writes Parquet or CSV, [`report`] ranks by
 //! out-of-sample result with the deflated Sharpe and a heatmap.
@@ -14,6 +15,7 @@
 
 pub mod claim;
 pub mod collect;
+pub mod cv;
 pub mod dispatch;
 pub mod eval;
 pub mod events;

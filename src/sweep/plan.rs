@@ -59,6 +59,10 @@ pub struct Plan {
     pub rank_by: String,
     /// The heatmap's two axes (names).
     pub heatmap: Option<(String, String)>,
+    /// A purged k-fold or CPCV split (docs §18.9); absent from the JSON of
+    /// other plans, whose hashes stay as they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cv: Option<super::cv::CvLayout>,
 }
 
 /// What a cell is: its parameter set and its unit.
@@ -97,6 +101,7 @@ impl Plan {
                 [a, b, ..] => Some((a.name.clone(), b.name.clone())),
                 _ => None,
             }),
+            cv: spec.cv.clone(),
         };
         plan.check_configs()?;
         Ok(plan)

@@ -6,8 +6,9 @@
 
 use serde_json::{Value, json};
 
+use super::cv::CvSummary;
 use super::heatmap::{self, Heatmap};
-use super::local::{cell_label, cell_score};
+use super::local::{cell_label, cell_score, window_sums};
 use super::plan::Plan;
 use super::rows::{PowerSums, Results, Row};
 use crate::research::overfitting::{expected_max_sharpe, psr};
@@ -55,10 +56,15 @@ pub struct Report {
     pub heatmap: Option<Heatmap>,
     /// Cells with a window that had no bars (NaN rows).
     pub empty_cells: usize,
+    /// A purged k-fold or CPCV split's PBO and paths (docs §18.9).
+    pub cv: Option<CvSummary>,
 }
 
 /// Mean of the metric over the cell's in-sample windows (train windows).
 fn in_sample(plan: &Plan, rows: &[Row]) -> Option<f64> {
+    if let Some(cv) = &plan.cv {
+        return Some(cv.in_sample(&window_sums(plan, rows)));
+    }
     let v: Vec<f64> = rows
         .iter()
         .filter(|r| {
@@ -74,6 +80,15 @@ fn in_sample(plan: &Plan, rows: &[Row]) -> Option<f64> {
 /// The out-of-sample excess returns' sums of a cell (every window when
 /// none is out-of-sample).
 fn oos_sums(plan: &Plan, rows: &[Row]) -> PowerSums {
+    if plan.cv.is_some() {
+        // Every piece is out of sample in some split; `cv_full` (window
+        // 0) is the same returns again and is not counted twice.
+        let mut s = PowerSums::default();
+        for r in rows.iter().filter(|r| r.window > 0) {
+            s.add(&r.moments);
+        }
+        return s;
+    }
     let any_oos = rows.iter().any(|r| {
         plan.windows
             .get(r.window)
@@ -99,11 +114,22 @@ pub fn summarise(plan: &Plan, results: &Results) -> Report {
     let mut ranked: Vec<Ranked> = Vec::new();
     let mut sharpes: Vec<(usize, f64, PowerSums)> = Vec::new();
     let mut empty = 0;
+    // Each parameter set's sums by window, pooled over its units (CV).
+    let mut configs = vec![vec![PowerSums::default(); plan.windows.len()]; plan.combos.len()];
     for rows in results.rows.chunk_by(|a, b| a.cell == b.cell) {
         let cell = rows[0].cell;
         if rows.iter().any(|r| r.final_value.is_nan()) {
             empty += 1;
             continue;
+        }
+        if plan.cv.is_some()
+            && let Some(c) = configs.get_mut(plan.cell(cell).combo)
+        {
+            for r in rows {
+                if let Some(s) = c.get_mut(r.window) {
+                    s.add(&r.moments);
+                }
+            }
         }
         let score = cell_score(plan, rows);
         if let Some(s) = scores.get_mut(cell) {
@@ -133,11 +159,15 @@ pub fn summarise(plan: &Plan, results: &Results) -> Report {
     Report {
         cells: plan.cell_count(),
         rank_by: plan.rank_by.clone(),
-        out_of_sample: plan.windows.iter().any(|w| w.is_out_of_sample()),
+        out_of_sample: plan.cv.is_some() || plan.windows.iter().any(|w| w.is_out_of_sample()),
         top: ranked,
         deflated,
         heatmap: heatmap::build(plan, &scores),
         empty_cells: empty,
+        cv: plan
+            .cv
+            .as_ref()
+            .and_then(|cv| super::cv::summarise(cv, &configs)),
     }
 }
 
@@ -179,7 +209,7 @@ fn num(x: f64) -> Value {
 
 impl Report {
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "cells": self.cells,
             "rank_by": self.rank_by,
             "ranked_out_of_sample": self.out_of_sample,
@@ -189,7 +219,12 @@ impl Report {
                 "expected_max_sharpe": num(d.expected_max), "trials": d.trials, "sharpe_variance": num(d.variance)})),
             "heatmap": self.heatmap.as_ref().map(Heatmap::to_json),
             "empty_cells": self.empty_cells,
-        })
+        });
+        // Only a CV plan's report has the key: others read as before.
+        if let (Some(cv), Some(m)) = (&self.cv, v.as_object_mut()) {
+            m.insert("cv".into(), cv_json(cv));
+        }
+        v
     }
 
     /// The report as text: the ranking, the deflated Sharpe, the heatmap.
@@ -226,6 +261,9 @@ impl Report {
                 trials_text(d.trials, self.cells)
             ));
         }
+        if let Some(cv) = &self.cv {
+            out.push_str(&cv_text(cv));
+        }
         if self.empty_cells > 0 {
             out.push_str(&format!(
                 "{} cells had a window without bars (NaN rows)\n",
@@ -237,6 +275,34 @@ impl Report {
         }
         out
     }
+}
+
+fn cv_json(cv: &CvSummary) -> Value {
+    let sel = &cv.selected_path_sharpe;
+    json!({"kind": cv.kind, "splits": cv.splits, "paths": cv.paths, "pbo": num(cv.pbo),
+        "logits": cv.logits.iter().map(|v| num(*v)).collect::<Vec<_>>(),
+        "selected_path_sharpe": sel.iter().map(|v| num(*v)).collect::<Vec<_>>(),
+        "selected_path_sharpe_mean": num(sel.iter().sum::<f64>() / sel.len().max(1) as f64)})
+}
+
+/// The PBO line and the selection's paths.
+fn cv_text(cv: &CvSummary) -> String {
+    let sel = &cv.selected_path_sharpe;
+    let (lo, hi) = sel
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(*v), b.max(*v))
+        });
+    let mean = sel.iter().sum::<f64>() / sel.len().max(1) as f64;
+    let what = if cv.kind == "cpcv" {
+        format!("{} CPCV splits, {} paths", cv.splits, cv.paths)
+    } else {
+        format!("{} purged folds", cv.splits)
+    };
+    format!(
+        "probability of backtest overfitting: {:.3} over {what} (the in-sample best at or below the out-of-sample median); choosing the in-sample best earns a Sharpe of {mean:.3} (paths {lo:.3} to {hi:.3})\n",
+        cv.pbo
+    )
 }
 
 impl Report {

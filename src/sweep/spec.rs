@@ -178,6 +178,8 @@ pub struct Spec {
     pub rank_by: String,
     /// The two axes of the heatmap (by name); default the first two.
     pub heatmap: Option<(String, String)>,
+    /// A purged k-fold or CPCV split (docs §18.9): its pieces are `windows`.
+    pub cv: Option<super::cv::CvLayout>,
 }
 
 /// Keys of the spec.
@@ -399,15 +401,27 @@ impl Spec {
         let (constraints, constraint_text) =
             parse_constraint(obj.get("constraint"), &axes, &mut issues);
         let universe = parse_universe(obj.get("universe"), &base, &mut issues);
-        let windows = parse_split(obj.get("split"), &base, &mut issues);
+        let (windows, cv) = parse_split(obj.get("split"), &base, &mut issues);
         let universe = match universe {
-            // The offline set's symbols with bars in every window.
+            // The offline set's symbols with bars in every window (a CV
+            // split's pieces are slices of its first, whole-range window).
             Universe::Symbols(list) if obj.get("universe") == Some(&Value::from("all")) => {
-                Universe::Symbols(offline_in(list, &windows, &mut issues))
+                let span = if cv.is_some() {
+                    windows.get(..1).unwrap_or(&[])
+                } else {
+                    &windows
+                };
+                Universe::Symbols(offline_in(list, span, &mut issues))
             }
             u => u,
         };
         let rank_by = parse_rank_by(obj.get("rank_by"), &mut issues);
+        if cv.is_some() && rank_by != "sharpe" {
+            issues.push(
+                "rank_by",
+                format!("a purged k-fold or CPCV split ranks by the out-of-sample Sharpe of its folds or paths; `{rank_by}` is not offered there"),
+            );
+        }
         let heatmap = parse_heatmap(obj.get("heatmap"), &axes, &mut issues);
         if !issues.0.is_empty() {
             return Err(SpecError { issues: issues.0 });
@@ -422,6 +436,7 @@ impl Spec {
             windows,
             rank_by,
             heatmap,
+            cv,
         })
     }
 }
@@ -871,7 +886,65 @@ fn date_pair(v: Option<&Value>, key: &str, issues: &mut Issues) -> Option<(Naive
     Some((a, b))
 }
 
-fn parse_split(v: Option<&Value>, base: &Map<String, Value>, issues: &mut Issues) -> Vec<Window> {
+/// The windows a split makes, and a purged k-fold or CPCV's layout.
+fn parse_split(
+    v: Option<&Value>,
+    base: &Map<String, Value>,
+    issues: &mut Issues,
+) -> (Vec<Window>, Option<super::cv::CvLayout>) {
+    const KINDS: [&str; 2] = ["purged_kfold", "cpcv"];
+    if let Some(Value::Object(m)) = v
+        && let Some(kind) = KINDS.iter().find(|k| m.contains_key(**k))
+    {
+        if m.len() > 1 {
+            issues.push(
+                "split",
+                format!("`{kind}` stands alone: give no other key beside it"),
+            );
+            return (Vec::new(), None);
+        }
+        let Some(range) = split_range(base, issues) else {
+            return (Vec::new(), None);
+        };
+        return match super::cv::parse(kind, m.get(*kind).unwrap_or(&Value::Null), range) {
+            Ok((pieces, layout)) => (
+                pieces
+                    .into_iter()
+                    .map(|p| Window {
+                        name: p.name,
+                        start: p.start,
+                        end: p.end,
+                    })
+                    .collect(),
+                Some(layout),
+            ),
+            Err(found) => {
+                for (k, msg) in found {
+                    issues.push(k, msg);
+                }
+                (Vec::new(), None)
+            }
+        };
+    }
+    (parse_dated_split(v, base, issues), None)
+}
+
+/// `base`'s date range, checked.
+fn split_range(base: &Map<String, Value>, issues: &mut Issues) -> Option<(NaiveDate, NaiveDate)> {
+    let a = date_of(base.get("start_date"), "base.start_date", issues)?;
+    let b = date_of(base.get("end_date"), "base.end_date", issues)?;
+    if a > b {
+        issues.push("base.start_date", format!("{a} is after base.end_date {b}"));
+        return None;
+    }
+    Some((a, b))
+}
+
+fn parse_dated_split(
+    v: Option<&Value>,
+    base: &Map<String, Value>,
+    issues: &mut Issues,
+) -> Vec<Window> {
     let base_range = |issues: &mut Issues| -> Option<(NaiveDate, NaiveDate)> {
         let a = date_of(base.get("start_date"), "base.start_date", issues)?;
         let b = date_of(base.get("end_date"), "base.end_date", issues)?;
@@ -902,7 +975,7 @@ fn parse_split(v: Option<&Value>, base: &Map<String, Value>, issues: &mut Issues
         if !["in_sample", "out_of_sample", "walk_forward"].contains(&k.as_str()) {
             issues.push(
                 format!("split.{k}"),
-                "unknown key; the keys are in_sample, out_of_sample (together) or walk_forward",
+                "unknown key; the keys are in_sample, out_of_sample (together), walk_forward, purged_kfold or cpcv",
             );
         }
     }
@@ -1175,6 +1248,76 @@ out_of_sample = ["2011-01-01", "2013-12-31"]
             (a.axes, a.windows, a.universe),
             (b.axes, b.windows, b.universe)
         );
+    }
+
+    /// A CPCV split's pieces tile base's weekdays after `cv_full`; no
+    /// split trains on a piece of a group it tests or on one starting
+    /// within the embargo after it; bad parameters name their key.
+    #[test]
+    fn purged_splits_make_pieces_and_name_their_errors() {
+        let mut s = minimal();
+        s["split"] = json!({"cpcv": {"groups": 6, "test_groups": 2, "embargo_days": 5}});
+        let spec = Spec::from_value(s).unwrap();
+        let cv = spec.cv.as_ref().unwrap();
+        assert_eq!((cv.splits.len(), cv.paths.len()), (15, 5));
+        let w = &spec.windows;
+        assert_eq!(w[0].name, super::super::cv::FULL);
+        let d = |t: &str| NaiveDate::parse_from_str(t, "%Y-%m-%d").unwrap();
+        // 2005-01-01 is a Saturday, 2013-12-31 a Tuesday.
+        assert_eq!((w[0].start, w[0].end), (d("2005-01-03"), d("2013-12-31")));
+        assert_eq!((w[1].start, w.last().unwrap().end), (w[0].start, w[0].end));
+        for p in w[1..].windows(2) {
+            let gap = (p[1].start - p[0].end).num_days();
+            assert!(gap == 1 || gap == 3, "{p:?}");
+        }
+        let pieces: Vec<usize> = cv.group_windows.iter().flatten().copied().collect();
+        assert_eq!(pieces, (1..w.len()).collect::<Vec<_>>());
+        for sp in &cv.splits {
+            for &g in &sp.test_groups {
+                let gw = &cv.group_windows[g];
+                let end = w[*gw.last().unwrap()].end;
+                for &t in &sp.train {
+                    assert!(!gw.contains(&t));
+                    // Five weekdays after the group's end are at most
+                    // seven days later.
+                    let after = (w[t].start - end).num_days();
+                    assert!(after <= 0 || after > 7, "{:?} trains {t}", sp.test_groups);
+                }
+            }
+        }
+        let with_split = |split: Value, rank: &str| {
+            let mut s = minimal();
+            s["split"] = split;
+            s["rank_by"] = json!(rank);
+            Spec::from_value(s).unwrap_err().to_string()
+        };
+        let e = with_split(json!({"cpcv": {"groups": 6, "test_groups": 6}}), "sharpe");
+        assert!(e.contains("split.cpcv") && e.contains("test groups"), "{e}");
+        let e = with_split(
+            json!({"cpcv": {"groups": 6, "test_groups": 2}}),
+            "total_return",
+        );
+        assert!(e.contains("`rank_by`") && e.contains("Sharpe"), "{e}");
+        let e = with_split(
+            json!({"purged_kfold": {"folds": 5, "embargo": 3}}),
+            "sharpe",
+        );
+        assert!(e.contains("split.purged_kfold.embargo"), "{e}");
+        let e = with_split(json!({"purged_kfold": {"embargo_days": 3}}), "sharpe");
+        assert!(e.contains("split.purged_kfold.folds"), "{e}");
+        let e = with_split(json!({"cpcv": {"groups": 30, "test_groups": 10}}), "sharpe");
+        assert!(e.contains("1000"), "{e}");
+        let e = with_split(
+            json!({"cpcv": {"groups": 4, "test_groups": 1}, "in_sample": ["2005-01-01", "2006-01-01"]}),
+            "sharpe",
+        );
+        assert!(e.contains("stands alone"), "{e}");
+        let mut s = minimal();
+        s["split"] = json!({"purged_kfold": {"folds": 4}});
+        let spec = Spec::from_value(s).unwrap();
+        assert_eq!(spec.cv.as_ref().unwrap().paths.len(), 1);
+        // Without purge or embargo, a fold is one piece.
+        assert_eq!(spec.windows.len(), 5);
     }
 
     #[test]

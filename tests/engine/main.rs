@@ -57,6 +57,7 @@ mod ts_goldens;
 mod ts_tools;
 mod tui;
 mod unsupported;
+mod validation_goldens;
 mod verdict;
 mod warmup;
 mod workspace;

@@ -962,6 +962,7 @@ async fn cells_that_never_trade_out_of_sample_have_no_sharpe_and_are_no_trial() 
         .unwrap();
     let d = &report["deflated_sharpe"];
     assert_eq!(d["trials"], traded, "{report}");
+    assert!(report.get("cv").is_none(), "only CV plans report one");
     // The luck-only maximum is a plausible daily Sharpe, not the 1.8 the
     // flat cells' ratios made it.
     assert!(d["expected_max_sharpe"].as_f64().unwrap() < 0.2, "{report}");
@@ -983,4 +984,155 @@ async fn cells_that_never_trade_out_of_sample_have_no_sharpe_and_are_no_trial() 
         stdout.contains(&format!("the {traded} cells with a Sharpe of 18 tried")),
         "{stdout}"
     );
+}
+
+/// A CPCV sweep (docs §18.9): each cell runs the whole range once and its
+/// pieces are slices of that run (their returns compound to the whole
+/// run's, their excess-return sums add up to its), the cell's score is
+/// its mean out-of-sample Sharpe over the paths, and the report's PBO
+/// reads the plan's 15 splits.
+#[tokio::test]
+async fn cpcv_pieces_slice_one_run_and_the_report_gives_pbo() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = plan_of(json!({
+        "base": {"source": "embedded", "start_date": "2005-01-01", "end_date": "2012-12-31",
+                 "strategy": {"name": "sma_crossover", "params": {"fast": 20, "slow": 50}}},
+        "axes": {"strategy.params.fast": [5, 10, 20], "strategy.params.slow": [50, 100]},
+        "universe": ["AAPL", "MSFT"],
+        "split": {"cpcv": {"groups": 6, "test_groups": 2, "embargo_days": 5, "horizon_days": 2}},
+    }));
+    let cv = plan.cv.clone().unwrap();
+    let out = tmp.path().join("cv.csv");
+    let done = local::run(
+        plan.clone(),
+        &out,
+        &opts(tmp.path()),
+        CancellationToken::new(),
+        Arc::new(|_| {}),
+    )
+    .await
+    .unwrap();
+    let rows = &done.results.rows;
+    assert_eq!(rows.len(), plan.cell_count() * plan.windows.len());
+    for cell in rows.chunk_by(|a, b| a.cell == b.cell) {
+        let (full, pieces) = cell.split_first().unwrap();
+        assert_eq!(full.window, 0);
+        let growth: f64 = pieces.iter().map(|r| 1.0 + r.total_return).product();
+        assert!(
+            close(growth, 1.0 + full.total_return, 1e-9),
+            "cell {}: pieces compound to {growth}, the run to {}",
+            full.cell,
+            1.0 + full.total_return
+        );
+        let n: u64 = pieces.iter().map(|r| r.moments.n).sum();
+        let s1: f64 = pieces.iter().map(|r| r.moments.s[0]).sum();
+        assert_eq!(n, full.moments.n, "cell {}", full.cell);
+        assert!(
+            close(s1, full.moments.s[0], 1e-9),
+            "{s1} vs {}",
+            full.moments.s[0]
+        );
+        let trades: u64 = pieces.iter().map(|r| r.trade_count).sum();
+        assert_eq!(trades, full.trade_count);
+        // A fixed parameter set's paths are one series: each path's Sharpe
+        // is the pieces' pooled Sharpe.
+        let mut all = vibedesk::sweep::rows::PowerSums::default();
+        for r in pieces {
+            all.add(&r.moments);
+        }
+        let want = all.moments().unwrap().sharpe * 252f64.sqrt();
+        let got = local::cell_score(&plan, cell);
+        assert!(close(got, want, 1e-12), "score {got} vs {want}");
+    }
+    // The full run equals the same config run alone.
+    let c = plan.cell(0);
+    let run = tmp.path().join("alone");
+    std::fs::create_dir_all(&run).unwrap();
+    let cfg = plan.config_value(c.combo, c.unit, 0).unwrap();
+    std::fs::write(run.join("config.json"), cfg.to_string()).unwrap();
+    let alone = bt::run_in_dir(&run, &offline()).await.unwrap();
+    assert!(close(
+        rows[0].final_value,
+        alone.scalars["final_value"].as_f64().unwrap(),
+        1e-12
+    ));
+    let report = vibedesk::sweep::report::summarise(&plan, &done.results);
+    assert!(report.out_of_sample);
+    let s = report.cv.as_ref().unwrap();
+    assert_eq!((s.kind.as_str(), s.splits, s.paths), ("cpcv", 15, 5));
+    assert_eq!((s.logits.len(), s.selected_path_sharpe.len()), (15, 5));
+    let below = s.logits.iter().filter(|l| **l <= 0.0).count();
+    assert_eq!(s.pbo, below as f64 / 15.0);
+    assert_eq!(cv.splits.len(), 15);
+    // The deflated Sharpe reads the best cell's pieces once (not
+    // `cv_full` again: twice the returns would double its n).
+    let d = report.deflated.as_ref().unwrap();
+    let best = report.top[0].cell;
+    let mut pieces = vibedesk::sweep::rows::PowerSums::default();
+    for r in rows.iter().filter(|r| r.cell == best && r.window > 0) {
+        pieces.add(&r.moments);
+    }
+    let m = pieces.moments().unwrap();
+    let want = vibedesk::research::overfitting::psr(&m, d.expected_max);
+    assert!(close(d.dsr, want, 1e-12), "dsr {} vs {want}", d.dsr);
+    let json = report.to_json();
+    assert_eq!(json["cv"]["splits"], 15, "{json}");
+    assert!(
+        report
+            .text()
+            .contains("probability of backtest overfitting")
+    );
+}
+
+/// A purged k-fold through the CLI: the results name the pieces, the
+/// report ranks by the mean Sharpe over the folds and gives the PBO; the
+/// other split forms' reports have no `cv` key.
+#[tokio::test]
+async fn a_purged_kfold_sweep_runs_through_the_cli() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let spec = tmp.path().join("kfold.json");
+    std::fs::write(
+        &spec,
+        json!({
+            "base": {"source": "embedded", "codes": ["KO"], "start_date": "2006-01-01", "end_date": "2012-12-31",
+                     "strategy": {"name": "sma_crossover", "params": {"fast": 10, "slow": 50}}},
+            "axes": {"strategy.params.fast": [5, 10, 20], "strategy.params.slow": [50, 100]},
+            "split": {"purged_kfold": {"folds": 5, "embargo_days": 10}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = tmp.path().join("k.csv");
+    let run = cli(
+        &home,
+        &[
+            "sweep",
+            "run",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ],
+    )
+    .await;
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains(",cv_full,") && text.contains(",cv_2_1,") && text.contains(",cv_2_2,"));
+    let report: Value = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["event"] == "sweep_report")
+        .unwrap();
+    assert_eq!(report["cv"]["kind"], "purged_kfold", "{report}");
+    assert_eq!(report["cv"]["splits"], 5);
+    assert_eq!(report["cv"]["paths"], 1);
+    let pbo = report["cv"]["pbo"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&pbo));
+    assert_eq!(report["ranked_out_of_sample"], true);
+    assert_eq!(report["top"].as_array().unwrap().len(), 6);
 }
