@@ -11,6 +11,7 @@
 //! against (docs §17.1.2; a test shifts the returns and sees the IC go).
 
 pub mod rank;
+pub mod screen;
 pub mod regression;
 
 use chrono::NaiveDate;
