@@ -1,4 +1,4 @@
-//! The factor screen (docs §17.7): many factors over one universe, each
+//! The factor screen (docs §17.8): many factors over one universe, each
 //! read as alphalens reads one (IC and rank IC per date, quantile mean
 //! forward returns, rank autocorrelation), then compared: the correlation
 //! of their rank IC series, a ranking by |rank ICIR|, Holm and
@@ -9,7 +9,7 @@
 //! pandas' `qcut` of each date's factor values, rank autocorrelation is
 //! `factor_rank_autocorrelation`), and §17.1 where it does not (forward
 //! return close[t+h] / close[t] − 1 with no filling, the Newey–West t with
-//! h − 1 lags). The goldens hold both to the reference (§17.5, §17.7).
+//! h − 1 lags). The goldens hold both to the reference (§17.5, §17.8).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -384,7 +384,11 @@ fn sort_factor(p: &Prepared<'_>, factor: &[f64]) -> Sorted {
     for (row, f) in factor.chunks_exact(n).enumerate() {
         s.start.push(s.order.len());
         pairs.clear();
-        pairs.extend((0..n).filter(|&j| f[j].is_finite()).map(|j| (f[j], j as u32)));
+        pairs.extend(
+            (0..n)
+                .filter(|&j| f[j].is_finite())
+                .map(|j| (f[j], j as u32)),
+        );
         pairs.sort_by(|a: &(f64, u32), b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         s.order.extend(pairs.iter().map(|p| p.1));
         xs.clear();
@@ -398,7 +402,8 @@ fn sort_factor(p: &Prepared<'_>, factor: &[f64]) -> Sorted {
             continue;
         }
         for p in &pairs {
-            s.buckets[base + p.1 as usize] = qcut_bucket(&edges, p.0);
+            // At most 19: quantiles are checked to be 2 to 20.
+            s.buckets[base + p.1 as usize] = qcut_bucket(&edges, p.0) as u8;
         }
     }
     s.start.push(s.order.len());
@@ -440,18 +445,37 @@ fn qcut_edges(xs: &[f64], fractions: &[f64], edges: &mut Vec<f64>) -> bool {
             let i = lo as usize;
             let (a, b) = (xs[i], xs.get(i + 1).copied().unwrap_or(last));
             let (d, g) = (b - a, v - lo);
-            if g >= 0.5 { b - d * (1.0 - g) } else { a + d * g }
+            if g >= 0.5 {
+                b - d * (1.0 - g)
+            } else {
+                a + d * g
+            }
         };
         edges.push(e);
     }
     edges.windows(2).all(|w| w[0] != w[1])
 }
 
+/// pandas' `qcut(values, q, labels=False)` of finite values: each one's
+/// 0-based bucket in the order given, or `None` where two edges coincide
+/// (pandas raises, alphalens drops the date).
+pub fn qcut_labels(values: &[f64], q: usize) -> Option<Vec<usize>> {
+    if q == 0 || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let mut xs = values.to_vec();
+    xs.sort_by(f64::total_cmp);
+    let mut edges = Vec::new();
+    if !qcut_edges(&xs, &qcut_fractions(q), &mut edges) {
+        return None;
+    }
+    Some(values.iter().map(|v| qcut_bucket(&edges, *v)).collect())
+}
+
 /// `cut(x, edges, right=True, include_lowest=True)`: the first bucket
 /// holds the lowest edge, bucket k (0-based) the values in (e_k, e_{k+1}].
-fn qcut_bucket(edges: &[f64], x: f64) -> u8 {
-    let below = edges.partition_point(|e| *e < x);
-    below.saturating_sub(1) as u8
+fn qcut_bucket(edges: &[f64], x: f64) -> usize {
+    edges.partition_point(|e| *e < x).saturating_sub(1)
 }
 
 // --------------------------------------------------------- one factor's study
@@ -520,7 +544,10 @@ fn study_horizon(
     for row in 0..p.t - h {
         // A date ranks its names: the interrupt is read once a date (§2.4).
         checkpoint()?;
-        let (f, r) = (&factor[row * n..(row + 1) * n], &fwd[row * n..(row + 1) * n]);
+        let (f, r) = (
+            &factor[row * n..(row + 1) * n],
+            &fwd[row * n..(row + 1) * n],
+        );
         let date = p.u.dates[row];
         if s.buckets[row * n..(row + 1) * n].iter().any(|b| *b != NONE) {
             sums.add_date(&s.buckets[row * n..(row + 1) * n], r, date);
@@ -601,7 +628,10 @@ fn rank_autocorrelation(p: &Prepared<'_>, s: &Sorted) -> Result<Series, ScreenEr
         if let Some(pr) = prev {
             a.clear();
             b.clear();
-            let (now, before) = (&s.ranks[row * n..(row + 1) * n], &s.ranks[pr * n..(pr + 1) * n]);
+            let (now, before) = (
+                &s.ranks[row * n..(row + 1) * n],
+                &s.ranks[pr * n..(pr + 1) * n],
+            );
             for (x, y) in now.iter().zip(before) {
                 if x.is_finite() && y.is_finite() {
                     a.push(*x);
@@ -673,7 +703,9 @@ pub fn screen(
     o: &ScreenOptions,
 ) -> Result<Screen, ScreenError> {
     if factors.is_empty() {
-        return Err(ScreenError::Input("give at least one factor to screen".into()));
+        return Err(ScreenError::Input(
+            "give at least one factor to screen".into(),
+        ));
     }
     let p = prepare(u, o)?;
     let outcomes = study_all(&p, factors, o.threads)?;
@@ -691,6 +723,7 @@ fn study_all(
     factors: &[(&str, &[f64])],
     threads: usize,
 ) -> Result<Vec<Outcome>, ScreenError> {
+    checkpoint()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = if threads == 0 { cores } else { threads }.min(factors.len());
     let mut out: Vec<Option<Outcome>> = vec![None; factors.len()];
@@ -741,6 +774,8 @@ fn study_all(
         }
         done.push(r);
     }
+    // Workers that finished before the caller's interrupt was relayed.
+    checkpoint()?;
     Ok(done)
 }
 
@@ -887,7 +922,11 @@ fn correlation(rows: &[ScreenedFactor], h: usize) -> Vec<Vec<f64>> {
                 continue;
             };
             common(sa, sb, &mut x, &mut y);
-            let c = if x.len() >= 3 { pearson(&x, &y) } else { f64::NAN };
+            let c = if x.len() >= 3 {
+                pearson(&x, &y)
+            } else {
+                f64::NAN
+            };
             out[a][b] = c;
             out[b][a] = c;
         }
@@ -947,4 +986,96 @@ fn deflate(rows: &[ScreenedFactor], moments: &[Option<SharpeMoments>]) -> Option
         psr: psr(&m, 0.0),
         dsr: psr(&m, sr0),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holm_and_bh_by_hand() {
+        let p = [0.01, 0.04, 0.03, 0.005];
+        // Sorted 0.005, 0.01, 0.03, 0.04: ×4, ×3, ×2, ×1 → 0.02, 0.03, 0.06, 0.04, running max.
+        let h = holm(&p);
+        for (a, b) in h.iter().zip([0.03, 0.06, 0.06, 0.02]) {
+            assert!((a - b).abs() < 1e-15, "{h:?}");
+        }
+        // ×4/1, ×4/2, ×4/3, ×4/4 → 0.02, 0.02, 0.04, 0.04, running min from the top.
+        let b = benjamini_hochberg(&p);
+        for (a, w) in b.iter().zip([0.02, 0.04, 0.04, 0.02]) {
+            assert!((a - w).abs() < 1e-15, "{b:?}");
+        }
+        assert_eq!(holm(&[0.6, 0.9]), vec![1.0, 1.0], "capped at 1");
+    }
+
+    #[test]
+    fn qcut_shares_ties_and_refuses_coinciding_edges() {
+        assert_eq!(
+            qcut_labels(&[4.0, 1.0, 3.0, 2.0], 2),
+            Some(vec![1, 0, 1, 0])
+        );
+        // Edges 1, 1, 2: the lower half is all ones.
+        assert_eq!(qcut_labels(&[1.0, 1.0, 1.0, 2.0], 2), None);
+        assert_eq!(qcut_labels(&[1.0, f64::NAN], 2), None);
+    }
+
+    #[test]
+    fn bad_inputs_say_what_to_change() {
+        let dates: Vec<NaiveDate> = (0..30)
+            .map(|i| NaiveDate::from_ymd_opt(2010, 1, 1).unwrap() + chrono::Days::new(i))
+            .collect();
+        let symbols: Vec<String> = (0..4).map(|j| format!("S{j}")).collect();
+        let close = vec![1.0; 120];
+        let u = Universe {
+            dates: &dates,
+            symbols: &symbols,
+            close: &close,
+        };
+        let f = vec![0.5; 120];
+        let run = |o: ScreenOptions| screen(u, &[("f", &f)], &o).unwrap_err().to_string();
+        let o = ScreenOptions::default;
+        assert!(
+            run(ScreenOptions {
+                quantiles: 1,
+                ..o()
+            })
+            .contains("quantiles must be 2 to 20")
+        );
+        assert!(
+            run(ScreenOptions {
+                rank_horizon: 3,
+                ..o()
+            })
+            .contains("not one of the horizons")
+        );
+        assert!(
+            run(ScreenOptions {
+                horizons: vec![1, 30],
+                ..o()
+            })
+            .contains("shorter than the 30")
+        );
+        assert!(
+            screen(u, &[], &o())
+                .unwrap_err()
+                .to_string()
+                .contains("at least one factor")
+        );
+        let short = Universe {
+            close: &close[..100],
+            ..u
+        };
+        assert!(matches!(
+            screen(short, &[("f", &f)], &o()),
+            Err(ScreenError::Input(_))
+        ));
+        // A constant factor is listed with its error, counted as tried.
+        let s = screen(u, &[("f", &f), ("g", &f)], &o()).unwrap();
+        assert!(
+            s.factors
+                .iter()
+                .all(|r| r.stats.is_none() && r.p_value == 1.0)
+        );
+        assert!(s.deflated.is_none());
+    }
 }
