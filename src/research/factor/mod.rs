@@ -11,8 +11,8 @@
 //! against (docs §17.1.2; a test shifts the returns and sees the IC go).
 
 pub mod rank;
-pub mod screen;
 pub mod regression;
+pub mod screen;
 
 use chrono::NaiveDate;
 

@@ -343,10 +343,12 @@ fn prepare<'a>(u: Universe<'a>, o: &ScreenOptions) -> Result<Prepared<'a>, Scree
 fn forward_returns(close: &[f64], t: usize, n: usize, h: usize) -> Vec<f64> {
     let mut out = vec![f64::NAN; t * n];
     for row in 0..t.saturating_sub(h) {
-        let (a, b) = (&close[row * n..(row + 1) * n], &close[(row + h) * n..]);
-        for j in 0..n {
-            if a[j] > 0.0 && b[j].is_finite() {
-                out[row * n + j] = b[j] / a[j] - 1.0;
+        let now = &close[row * n..(row + 1) * n];
+        let later = &close[(row + h) * n..(row + h + 1) * n];
+        let o = &mut out[row * n..(row + 1) * n];
+        for ((o, a), b) in o.iter_mut().zip(now).zip(later) {
+            if *a > 0.0 && b.is_finite() {
+                *o = b / a - 1.0;
             }
         }
     }
@@ -510,18 +512,20 @@ impl QuantileSums {
                 self.bcnt[*b as usize] += 1;
             }
         }
-        let q = self.bsum.len();
-        let mean = |k: usize| self.bsum[k] / self.bcnt[k] as f64;
-        for k in 0..q {
-            if self.bcnt[k] > 0 {
-                self.sum[k] += mean(k);
-                self.days[k] += 1;
+        let days = self.sum.iter_mut().zip(&mut self.days);
+        for ((s, d), (b, c)) in days.zip(self.bsum.iter().zip(&self.bcnt)) {
+            if *c > 0 {
+                *s += b / *c as f64;
+                *d += 1;
             }
         }
+        let q = self.bsum.len();
         if self.bcnt[0] > 0 && self.bcnt[q - 1] > 0 {
-            let s = mean(q - 1) - mean(0);
+            let top = self.bsum[q - 1] / self.bcnt[q - 1] as f64;
             self.spread.dates.push(date);
-            self.spread.values.push(s);
+            self.spread
+                .values
+                .push(top - self.bsum[0] / self.bcnt[0] as f64);
         }
     }
 }
