@@ -43,6 +43,7 @@ mod ray;
 mod report;
 mod research_data;
 mod sandbox;
+mod screen_goldens;
 mod secrets_limits;
 mod status;
 mod support;

@@ -13,6 +13,7 @@
 pub mod expr;
 pub mod rank;
 pub mod regression;
+pub mod screen;
 
 use chrono::NaiveDate;
 
