@@ -334,6 +334,47 @@ async fn several_symbols_are_one_ranked_table() {
 
 /// A huge list (the property test sends 20,000 entries, some of 100,000
 /// characters) is refused as it stands, at once.
+/// "Which had the highest total return in 2009": the returns table of a
+/// year ranks each range's total return, the same figure as
+/// get_market_data's summary, not 31 December's move.
+#[tokio::test]
+async fn a_returns_table_over_a_year_ranks_the_total_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let (c, r) = (ctx(dir.path()), registry());
+    let year = json!({"symbol": "XLK", "symbols": ["XLF", "XLE"], "indicator": "returns", "start": "2009-01-01", "end": "2009-12-31"});
+    let (text, _) = call(&r, "technical_indicator", year, &c).await;
+    let out = value(&text);
+    assert!(
+        out["ranked_by"].as_str().unwrap().contains("total return"),
+        "{out}"
+    );
+    let ranked = out["ranked"].as_array().unwrap();
+    assert_eq!(ranked.len(), 3, "symbol and symbols together: {out}");
+    let mut last = f64::INFINITY;
+    for row in ranked {
+        let sym = row["symbol"].as_str().unwrap();
+        let md = json!({"symbol": sym, "start": "2009-01-01", "end": "2009-12-31", "limit": 1});
+        let (summary, _) = call(&r, "get_market_data", md, &c).await;
+        let pct = value(&summary)["summary"]["total_return_pct"]
+            .as_f64()
+            .unwrap();
+        let v = row["value"].as_f64().unwrap();
+        assert_eq!(row["value"], row["total_return"], "{sym}");
+        assert!((v * 100.0 - pct).abs() < 1e-3, "{sym}: {v} vs {pct} %");
+        assert!(v <= last, "highest first: {ranked:?}");
+        last = v;
+    }
+    // 2009: technology led.
+    assert_eq!(ranked[0]["symbol"], "XLK", "{ranked:?}");
+    // One day keeps that day's return.
+    let day = json!({"symbols": ["XLK", "XLF"], "indicator": "returns", "start": "2009-12-31", "end": "2009-12-31"});
+    let (text, _) = call(&r, "technical_indicator", day, &c).await;
+    let out = value(&text);
+    for row in out["ranked"].as_array().unwrap() {
+        assert_ne!(row["value"], row["total_return"], "{row}");
+    }
+}
+
 #[tokio::test]
 async fn a_huge_list_of_tickers_is_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();

@@ -101,7 +101,11 @@ pub(super) fn ranked(
                 if series.is_empty() {
                     series.clone_from(&key);
                 }
-                rows.push(row(&out, &key));
+                let mut r = row(&out, &key);
+                if over_the_range(indicator, &out) {
+                    r.value = Some(r.total_return);
+                }
+                rows.push(r);
             }
             Err(e) => errors.push(SymbolError {
                 symbol,
@@ -140,12 +144,25 @@ pub(super) fn ranked(
     })
 }
 
+/// Whether the table ranks `returns` by each range's total return: the
+/// last day's return of several symbols over a year is rarely what was
+/// asked (measured: "which of XLK, XLF and XLE had the highest total
+/// return in 2009" ranked by 31 December's move, and the 1.5B model gave
+/// that). A one-day range keeps that day's return.
+fn over_the_range(indicator: &str, out: &IndicatorOutput<Provenance>) -> bool {
+    indicator == "returns" && out.period.as_ref().is_some_and(|p| p.bars > 1)
+}
+
 /// The ordering rule in words; a drawdown is negative, so "highest" is
 /// said to mean the shallowest.
 fn ranked_by(indicator: &str, series: &str) -> String {
     let base =
         format!("{series} on each symbol's last date in the range (`date`), highest value first");
-    if indicator == "drawdown" {
+    if indicator == "returns" {
+        format!(
+            "{base}; over a range of more than one day `value` is the range's total return (first close to last), not the last day's return"
+        )
+    } else if indicator == "drawdown" {
         format!(
             "{base}: drawdowns are negative, so the shallowest first and the deepest last; `max_drawdown` is each range's deepest"
         )
