@@ -124,15 +124,15 @@ async fn terminal() -> Option<tokio::sync::MutexGuard<'static, ()>> {
     Some(ONE_TERMINAL.lock().await)
 }
 
-/// The token count the gauge shows (`1.2k / 6k tokens`: the demo's
+/// The token count the gauge shows (`1.2k / 8k tokens`: the demo's
 /// threshold), if any.
 fn gauge_tokens(screen: &str) -> Option<String> {
     screen
         .lines()
         .find_map(|l| {
-            l.split(" / 6k tokens")
+            l.split(" / 8k tokens")
                 .next()
-                .filter(|_| l.contains(" / 6k tokens"))
+                .filter(|_| l.contains(" / 8k tokens"))
         })
         .and_then(|head| head.split_whitespace().last().map(String::from))
 }
@@ -162,7 +162,7 @@ async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
         "full screen in the alternate screen"
     );
     assert!(
-        before.contains("— / 6k tokens"),
+        before.contains("— / 8k tokens"),
         "no estimate before the first turn:\n{before}"
     );
 
@@ -199,7 +199,7 @@ async fn the_demo_workstation_end_to_end_in_a_real_terminal() {
     // session's compactions reached L3.
     let tokens = gauge_tokens(&done).expect("the gauge shows tokens");
     assert_ne!(tokens, "—", "{done}");
-    assert!(done.contains("L1 3k · L2 4.2k · L3 6k"), "{done}");
+    assert!(done.contains("L1 4k · L2 5.6k · L3 8k"), "{done}");
     assert!(done.contains("last L3"), "{done}");
 
     // The transcript browser lists the new session.

@@ -1,7 +1,7 @@
 //! Tokens of a factor expression, each with the byte offset it starts at
 //! (the parser turns offsets into a line and a column for its caret).
 
-use super::parse::ParseErrorKind;
+use super::errors::ParseErrorKind;
 
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Tok {

@@ -6,6 +6,7 @@
 //! fills (docs §17.7.4).
 
 mod ast;
+mod errors;
 mod eval;
 mod groups;
 mod kernels;
@@ -19,9 +20,10 @@ use chrono::NaiveDate;
 use crate::research::data::Bars;
 
 pub use ast::{BinOp, Expr, Input, PairFn, TsFn, UnaryFn};
+pub use errors::{MAX_DEPTH, ParseErrorKind};
 pub use eval::evaluate;
 pub use groups::{Groups, GroupsError, LineProblem};
-pub use parse::{MAX_DEPTH, ParseError, ParseErrorKind, parse};
+pub use parse::{ParseError, parse};
 
 /// Daily bars of several symbols on the union of their dates: row-major,
 /// symbol `j` on date `i` at `i * symbols.len() + j`, NaN where the symbol
