@@ -204,8 +204,13 @@ fn all_equal(w: &[f64]) -> bool {
     w.first().is_some_and(|f| w.iter().all(|v| v == f))
 }
 
+/// A flat window's mean is its common value exactly: summing then dividing
+/// can miss it by an ulp, which would leave a covariance of ±1e-33, not 0.
 fn mean(w: &[f64]) -> f64 {
-    w.iter().sum::<f64>() / w.len() as f64
+    match w.first() {
+        Some(f) if all_equal(w) => *f,
+        _ => w.iter().sum::<f64>() / w.len() as f64,
+    }
 }
 
 /// Sample variance (ddof 1) by two passes, the second corrected by the
