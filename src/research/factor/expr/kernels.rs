@@ -1,0 +1,1 @@
+//! Column kernels of the evaluator.

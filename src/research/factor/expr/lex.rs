@@ -1,0 +1,1 @@
+//! Tokens of a factor expression.
