@@ -9,10 +9,20 @@
 //!
 //! Tolerance (issue 41): 1e-9, absolute below 1 and relative above
 //! (|a − b| ≤ 1e-9 · max(1, |b|)); NaN exactly where the golden has NaN and
-//! infinities (IEEE division by a zero range, alpha 53) equal. No alpha is
-//! exempt.
+//! infinities (IEEE division by a zero range, alpha 53) equal.
+//!
+//! The one exception, per cell, never per alpha: the golden lists as
+//! `unstable` the cells where the reference, evaluated a second time with
+//! every sum in the opposite order and each formula in another form equal
+//! in exact arithmetic, moves by more than 1e-10. Those cells hold a rank or
+//! a comparison of quantities that are equal on paper and differ only by
+//! rounding (alpha 45 ranks correlations over 2 days, which are ±1 exactly;
+//! 13 and 16 rank covariances of ranks, rationals with small denominators
+//! that coincide across symbols), so rounding, not the formula, orders them
+//! and no reference can pin them. They are skipped and counted; every other
+//! cell must match.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use serde_json::Value;
@@ -133,10 +143,21 @@ fn the_bundled_alphas_match_the_pandas_goldens() {
         assert_eq!(got.len(), cells, "{}", a.name);
         let w = want[key].as_array().unwrap();
         assert_eq!(w.len(), rows.len() * p.symbols.len());
-        let (bad, first) = compare(got, w, &rows, &dates, &p.symbols);
+        let unstable: BTreeSet<usize> = g["unstable"][key.as_str()]
+            .as_array()
+            .map(|v| v.iter().map(|k| k.as_u64().unwrap() as usize).collect())
+            .unwrap_or_default();
+        // Alpha 45 is the worst (two thirds of its cells); the bound keeps a
+        // broken flagging from hiding a whole alpha.
+        assert!(unstable.len() * 10 < w.len() * 7, "{}", a.name);
+        let (bad, first) = compare(got, w, &unstable, &rows, &dates, &p.symbols);
         let valued = w.iter().filter(|v| !v.is_null()).count();
         if bad == 0 {
-            report.push(format!("{}: pass ({valued} values)", a.name));
+            report.push(format!(
+                "{}: pass ({valued} values, {} unstable cells skipped)",
+                a.name,
+                unstable.len()
+            ));
         } else {
             report.push(format!(
                 "{}: FAIL {bad} of {} cells, first {first}",

@@ -14,8 +14,10 @@ operator definitions of the factor language's contract:
 - time series over the past d rows including today, d floored; NaN until d
   rows and whenever a value in the window is NaN; every window is computed
   on its own with numpy (no online updates, which drift);
-- ts_stddev / ts_cov with ddof = 1; ts_corr Pearson, NaN when either window
-  is constant; ts_argmax / ts_argmin 1-based, oldest = 1, ties to the
+- ts_stddev / ts_cov with ddof = 1 (two passes from the window's mean);
+  ts_corr Pearson, NaN when either window is constant; a window of one
+  repeated value has that value as its mean and value * d as its sum, so
+  its deviations, variance and covariance are exactly 0; ts_argmax / ts_argmin 1-based, oldest = 1, ties to the
   earliest; ts_rank the average-tie rank of today's value among the d values
   over d; decay_linear with weights 1 (oldest) .. d (today) over their sum;
 - cross-sectional rank = pandas rank(pct=True) (average ties, over the
@@ -184,16 +186,55 @@ def delta(x, d):
     return x - delay(x, d)
 
 
+# Sums run oldest to newest, one term at a time (the order a plain loop
+# takes). VARIANT switches every reduction to another order and formula that
+# is equal in exact arithmetic; main() evaluates twice and marks the cells
+# where the two differ: their value is decided by rounding (a rank or a
+# comparison of quantities equal on paper), so no golden can pin them.
+VARIANT = False
+
+
+def seqsum(w):
+    """Sum over the last axis, term by term (newest first under VARIANT)."""
+    order = range(w.shape[-1] - 1, -1, -1) if VARIANT else range(w.shape[-1])
+    acc = np.zeros(w.shape[:-1])
+    for k in order:
+        acc = acc + w[..., k]
+    return acc
+
+
+def seqprod(w):
+    order = range(w.shape[-1] - 1, -1, -1) if VARIANT else range(w.shape[-1])
+    acc = np.ones(w.shape[:-1])
+    for k in order:
+        acc = acc * w[..., k]
+    return acc
+
+
+def flat(w):
+    return np.ptp(w, axis=-1) == 0
+
+
+def window_sum(w):
+    """A window of one repeated value sums to value * d exactly (one
+    rounding), so a flat stretch leaves no residue."""
+    return np.where(flat(w), w[..., 0] * w.shape[-1], seqsum(w))
+
+
+def window_mean(w):
+    return np.where(flat(w), w[..., 0], seqsum(w) / w.shape[-1])
+
+
 def ts_sum(x, d):
-    return rolling(x, d, lambda w: w.sum(axis=-1))
+    return rolling(x, d, window_sum)
 
 
 def ts_mean(x, d):
-    return rolling(x, d, lambda w: w.mean(axis=-1))
+    return rolling(x, d, window_mean)
 
 
 def product(x, d):
-    return rolling(x, d, lambda w: w.prod(axis=-1))
+    return rolling(x, d, seqprod)
 
 
 def ts_min(x, d):
@@ -221,39 +262,45 @@ def ts_rank(x, d):
     return rolling(x, d, fn)
 
 
+def deviations(w):
+    """From the window's mean: exactly 0 throughout a flat window."""
+    return w - window_mean(w)[..., None]
+
+
 def stddev(x, d):
-    return rolling(x, d, lambda w: w.std(axis=-1, ddof=1))
+    return rolling(x, d, lambda w: np.sqrt(seqsum(deviations(w) ** 2) / (w.shape[-1] - 1)))
 
 
 def decay_linear(x, d):
     def fn(w):
-        weights = np.arange(1.0, w.shape[-1] + 1.0)
-        return (w * weights).sum(axis=-1) / weights.sum()
+        n = w.shape[-1]
+        weights = np.arange(1.0, n + 1.0)
+        if VARIANT:
+            return seqsum(w * (weights / (n * (n + 1) / 2)))
+        return seqsum(w * weights) / (n * (n + 1) / 2)
     return rolling(x, d, fn)
 
 
 def pair_windows(x, y, d):
     d = days(d)
     wx, wy = windows(np.asarray(x, dtype=float), d), windows(np.asarray(y, dtype=float), d)
-    xm = wx - wx.mean(axis=-1, keepdims=True)
-    ym = wy - wy.mean(axis=-1, keepdims=True)
     missing = np.isnan(wx).any(axis=-1) | np.isnan(wy).any(axis=-1)
-    return d, wx, wy, xm, ym, missing
+    return d, wx, wy, deviations(wx), deviations(wy), missing
 
 
 def correlation(x, y, d):
     with np.errstate(all="ignore"):
         _, wx, wy, xm, ym, missing = pair_windows(x, y, d)
-        r = (xm * ym).sum(axis=-1) / np.sqrt((xm * xm).sum(axis=-1) * (ym * ym).sum(axis=-1))
-    flat = (np.ptp(wx, axis=-1) == 0) | (np.ptp(wy, axis=-1) == 0)
-    r[missing | flat] = np.nan
+        sxy, sxx, syy = seqsum(xm * ym), seqsum(xm * xm), seqsum(ym * ym)
+        r = sxy / (np.sqrt(sxx) * np.sqrt(syy)) if VARIANT else sxy / np.sqrt(sxx * syy)
+    r[missing | flat(wx) | flat(wy)] = np.nan
     return r
 
 
 def covariance(x, y, d):
     with np.errstate(all="ignore"):
         d, _, _, xm, ym, missing = pair_windows(x, y, d)
-        c = (xm * ym).sum(axis=-1) / (d - 1)
+        c = seqsum(xm * ym) / (d - 1)
     c[missing] = np.nan
     return c
 
@@ -264,8 +311,8 @@ def rank(x):
 
 def scale(x, a=1.0):
     with np.errstate(all="ignore"):
-        total = np.nansum(np.abs(x), axis=1, keepdims=True)
-        return x * a / total
+        total = seqsum(np.where(np.isnan(x), 0.0, np.abs(x)))[:, None]
+        return x / total * a if VARIANT else x * a / total
 
 
 def nan_aware(op):
@@ -764,19 +811,45 @@ def encode(v):
     return float(f"{v:.12g}")
 
 
-def main():
-    check_pins()
-    assert set(ALPHAS) | EXCLUDED == set(range(1, 102)) and not set(ALPHAS) & EXCLUDED
-    dates, cols = load_panel(UNIVERSE)
+def evaluate_all(cols, variant):
+    global VARIANT
+    VARIANT = variant
     m = Market(cols)
-    start = next(i for i, d in enumerate(dates) if d >= SAMPLE_FROM)
-    rows = list(range(WARMUP_ROWS)) + list(range(start, len(dates), SAMPLE_EVERY))
-    alphas = {}
+    out = {}
     for n, f in ALPHAS.items():
         with np.errstate(all="ignore"):
             v = np.asarray(f(m), dtype=float)
         assert v.shape == cols["close"].shape, n
-        alphas[f"{n:03d}"] = [encode(v[i, j]) for i in rows for j in range(len(UNIVERSE))]
+        out[n] = v
+    VARIANT = False
+    return out
+
+
+def unsettled(a, b):
+    """Cells where two exact-arithmetic-equal evaluations part by more than
+    1e-10 (max(1, |a|)) or in their NaN / infinity pattern."""
+    with np.errstate(all="ignore"):
+        same_kind = (np.isnan(a) == np.isnan(b)) & (np.isinf(a) == np.isinf(b))
+        finite = np.isfinite(a) & np.isfinite(b)
+        far = finite & (np.abs(a - b) > 1e-10 * np.maximum(1.0, np.abs(a)))
+        inf_differ = np.isinf(a) & np.isinf(b) & (a != b)
+    return ~same_kind | far | inf_differ
+
+
+def main():
+    check_pins()
+    assert set(ALPHAS) | EXCLUDED == set(range(1, 102)) and not set(ALPHAS) & EXCLUDED
+    dates, cols = load_panel(UNIVERSE)
+    start = next(i for i, d in enumerate(dates) if d >= SAMPLE_FROM)
+    rows = list(range(WARMUP_ROWS)) + list(range(start, len(dates), SAMPLE_EVERY))
+    main_pass, variant_pass = evaluate_all(cols, False), evaluate_all(cols, True)
+    alphas, unstable = {}, {}
+    for n, v in main_pass.items():
+        key = f"{n:03d}"
+        alphas[key] = [encode(v[i, j]) for i in rows for j in range(len(UNIVERSE))]
+        flags = unsettled(v[rows], variant_pass[n][rows]).ravel()
+        if flags.any():
+            unstable[key] = [int(k) for k in np.flatnonzero(flags)]
     payload = {
         "generated_by": "tests/golden/alpha101/make_goldens.py",
         "versions": versions(),
@@ -788,10 +861,12 @@ def main():
         "dates": [dates[i].isoformat() for i in rows],
         "excluded": sorted(EXCLUDED),
         "alphas": alphas,
+        "unstable": unstable,
     }
     with open(os.path.join(HERE, "alpha101.json"), "w") as f:
         json.dump(payload, f, indent=None, separators=(",", ":"), allow_nan=False)
         f.write("\n")
+    print({k: len(v) for k, v in unstable.items()})
 
 
 if __name__ == "__main__":
