@@ -11,6 +11,7 @@ mod compaction;
 mod cron_goldens;
 mod cron_parse;
 mod docs;
+mod factor_expr;
 mod factor_goldens;
 mod factor_tools;
 mod grounding;

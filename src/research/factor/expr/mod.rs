@@ -72,6 +72,8 @@ pub enum ExprError {
     NoGroup(String),
     #[error("the expression nests deeper than {0} levels")]
     TooDeep(usize),
+    #[error("internal error in the expression evaluator: {0}")]
+    Internal(&'static str),
     #[error(transparent)]
     Interrupted(#[from] crate::research::Interrupted),
 }
@@ -121,7 +123,10 @@ impl OhlcvPanel {
         for (j, (_, b)) in series.iter().enumerate() {
             let mut i = 0;
             for (k, d) in b.dates.iter().enumerate() {
-                i += panel.dates.get(i..).map_or(0, |r| r.partition_point(|x| x < d));
+                i += panel
+                    .dates
+                    .get(i..)
+                    .map_or(0, |r| r.partition_point(|x| x < d));
                 let cell = i * n + j;
                 let cols = [
                     (&mut panel.open, &b.open),
