@@ -12,15 +12,17 @@
 //! infinities (IEEE division by a zero range, alpha 53) equal.
 //!
 //! The one exception, per cell, never per alpha: the golden lists as
-//! `unstable` the cells where the reference, evaluated a second time with
-//! every sum in the opposite order and each formula in another form equal
-//! in exact arithmetic, moves by more than 1e-10. Those cells hold a rank or
-//! a comparison of quantities that are equal on paper and differ only by
-//! rounding (alpha 45 ranks correlations over 2 days, which are ±1 exactly;
-//! 13 and 16 rank covariances of ranks, rationals with small denominators
-//! that coincide across symbols), so rounding, not the formula, orders them
-//! and no reference can pin them. They are skipped and counted; every other
-//! cell must match.
+//! `unstable` the cells where the reference, evaluated again under five
+//! other float orderings (sums newest-first or pairwise, and each formula
+//! in a second form equal in exact arithmetic), moves by more than 1e-10
+//! or changes its NaN pattern. Those cells hold a rank, a window rank or
+//! argmin, or a comparison of quantities equal on paper that differ only
+//! by rounding: correlations of ranks over a few days take a handful of
+//! exact values that coincide across symbols (15, 50, 75, 78, 94, 98), and
+//! alpha 45 ranks correlations over 2 days, which are exactly ±1, so three
+//! in four of its cells are unstable. Rounding, not the formula, orders
+//! such ties, so no reference can pin them. They are skipped and counted;
+//! every other cell must match.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -152,9 +154,10 @@ fn the_bundled_alphas_match_the_pandas_goldens() {
             .as_array()
             .map(|v| v.iter().map(|k| k.as_u64().unwrap() as usize).collect())
             .unwrap_or_default();
-        // Alpha 45 is the worst (two thirds of its cells); the bound keeps a
-        // broken flagging from hiding a whole alpha.
-        assert!(unstable.len() * 10 < w.len() * 7, "{}", a.name);
+        // Alpha 45 is the worst (three in four of its cells, nearly all it
+        // has values in); the bound keeps a broken flagging from hiding a
+        // whole alpha.
+        assert!(unstable.len() * 5 < w.len() * 4, "{}", a.name);
         let (bad, first) = compare(got, w, &unstable, &rows, &dates, &p.symbols);
         let valued = w.iter().filter(|v| !v.is_null()).count();
         if bad == 0 {
@@ -175,4 +178,35 @@ fn the_bundled_alphas_match_the_pandas_goldens() {
     eprintln!("{}", report.join("\n"));
     eprintln!("{} of {} alphas match", lib.len() - failed.len(), lib.len());
     assert!(failed.is_empty(), "alphas off their goldens: {failed:?}");
+}
+
+/// A window of one repeated value has mean that value, so its covariance
+/// with anything is exactly 0, as its variance is. Alphas 13 and 16 rank
+/// `covariance(rank(close), rank(volume), 5)`: a stock's price rank often
+/// stays put for five days, and those stocks must tie at 0 (average rank).
+/// A mean taken as sum / 5 is off by an ulp for many repeated values, which
+/// leaves a covariance of ±1e-18 and lets rounding order the tie.
+#[test]
+fn a_flat_window_has_covariance_exactly_zero() {
+    let expr = parse("covariance(close, volume, 5)").unwrap();
+    let dates: Vec<_> = (1..=5)
+        .map(|d| chrono::NaiveDate::from_ymd_opt(2020, 1, d).unwrap())
+        .collect();
+    let flats: Vec<f64> = (1..=28)
+        .map(|k| f64::from(k) / 28.0)
+        .chain([1.0 / 3.0, 0.7, 101.37])
+        .collect();
+    for v in flats {
+        let p = OhlcvPanel {
+            dates: dates.clone(),
+            symbols: vec!["A".into()],
+            open: vec![v; 5],
+            high: vec![v; 5],
+            low: vec![v; 5],
+            close: vec![v; 5],
+            volume: vec![1.0, 4.0, 2.0, 8.0, 5.0],
+        };
+        let out = evaluate(std::slice::from_ref(&expr), &p, None).unwrap();
+        assert_eq!(out[0][4], 0.0, "covariance of a flat window of {v}");
+    }
 }

@@ -17,8 +17,8 @@ operator definitions of the factor language's contract:
 - ts_stddev / ts_cov with ddof = 1 (two passes from the window's mean);
   ts_corr Pearson, NaN when either window is constant; a window of one
   repeated value has that value as its mean and value * d as its sum, so
-  its deviations, variance and covariance are exactly 0; ts_argmax / ts_argmin 1-based, oldest = 1, ties to the
-  earliest; ts_rank the average-tie rank of today's value among the d values
+  its deviations, variance and covariance are exactly 0; ts_argmax /
+  ts_argmin 1-based, oldest = 1, ties to the earliest; ts_rank the average-tie rank of today's value among the d values
   over d; decay_linear with weights 1 (oldest) .. d (today) over their sum;
 - cross-sectional rank = pandas rank(pct=True) (average ties, over the
   symbols with a value); scale(x, a) = x * a / sum|x|;
@@ -31,6 +31,17 @@ has no bar), evaluated from the data's first date; the JSON keeps a sample
 of dates: the first 60 rows (warm-up NaN pattern) and every 45th row from
 2005-01-03. Values are rounded to 12 significant digits; NaN is null and
 infinities (division by a zero range, IEEE) are the strings "inf" / "-inf".
+
+Ill-conditioned cells: the script evaluates every alpha six times, with
+sums oldest-first, newest-first and numpy's pairwise order, each with the
+formulas in two forms equal in exact arithmetic (correlation over
+sqrt(sxx * syy) or sqrt(sxx) * sqrt(syy), decay weights normalised before or
+after summing, x * a / sum|x| or x / sum|x| * a, the variance with or
+without the residual correction). "unstable" lists, per alpha, the sampled
+cells (row-major index into its values) where any evaluation parts from the
+first by more than 1e-10 or in its NaN / infinity pattern: a rank, window
+rank, argmin or comparison of quantities equal on paper that rounding
+orders. The Rust test skips and counts them.
 
 Inputs: the offline market as the binary decodes it (assets/data/
 us_daily_2000_2017.bin, layout in src/research/data/embedded/pack.rs; each
@@ -187,16 +198,20 @@ def delta(x, d):
 
 
 # Sums run oldest to newest, one term at a time (the order a plain loop
-# takes). VARIANT switches every reduction to another order and formula that
-# is equal in exact arithmetic; main() evaluates twice and marks the cells
-# where the two differ: their value is decided by rounding (a rank or a
+# takes), in the formulas' first form. ORDER and FORM switch to other sum
+# orders (newest first, numpy's pairwise) and to other forms equal in exact
+# arithmetic; main() evaluates under every other combination and marks the
+# cells where any differs: their value is decided by rounding (a rank or a
 # comparison of quantities equal on paper), so no golden can pin them.
-VARIANT = False
+ORDER, FORM = "forward", 0
+VARIANTS = [(o, f) for o in ("forward", "reverse", "pairwise") for f in (0, 1)][1:]
 
 
 def seqsum(w):
-    """Sum over the last axis, term by term (newest first under VARIANT)."""
-    order = range(w.shape[-1] - 1, -1, -1) if VARIANT else range(w.shape[-1])
+    """Sum over the last axis in the current ORDER."""
+    if ORDER == "pairwise":
+        return np.ascontiguousarray(w).sum(axis=-1)
+    order = range(w.shape[-1] - 1, -1, -1) if ORDER == "reverse" else range(w.shape[-1])
     acc = np.zeros(w.shape[:-1])
     for k in order:
         acc = acc + w[..., k]
@@ -204,7 +219,7 @@ def seqsum(w):
 
 
 def seqprod(w):
-    order = range(w.shape[-1] - 1, -1, -1) if VARIANT else range(w.shape[-1])
+    order = range(w.shape[-1] - 1, -1, -1) if ORDER == "reverse" else range(w.shape[-1])
     acc = np.ones(w.shape[:-1])
     for k in order:
         acc = acc * w[..., k]
@@ -268,14 +283,19 @@ def deviations(w):
 
 
 def stddev(x, d):
-    return rolling(x, d, lambda w: np.sqrt(seqsum(deviations(w) ** 2) / (w.shape[-1] - 1)))
+    def fn(w):
+        e, n = deviations(w), w.shape[-1]
+        if FORM:
+            return np.sqrt(np.maximum(seqsum(e * e) - seqsum(e) ** 2 / n, 0.0) / (n - 1))
+        return np.sqrt(seqsum(e * e) / (n - 1))
+    return rolling(x, d, fn)
 
 
 def decay_linear(x, d):
     def fn(w):
         n = w.shape[-1]
         weights = np.arange(1.0, n + 1.0)
-        if VARIANT:
+        if FORM:
             return seqsum(w * (weights / (n * (n + 1) / 2)))
         return seqsum(w * weights) / (n * (n + 1) / 2)
     return rolling(x, d, fn)
@@ -292,7 +312,7 @@ def correlation(x, y, d):
     with np.errstate(all="ignore"):
         _, wx, wy, xm, ym, missing = pair_windows(x, y, d)
         sxy, sxx, syy = seqsum(xm * ym), seqsum(xm * xm), seqsum(ym * ym)
-        r = sxy / (np.sqrt(sxx) * np.sqrt(syy)) if VARIANT else sxy / np.sqrt(sxx * syy)
+        r = sxy / (np.sqrt(sxx) * np.sqrt(syy)) if FORM else sxy / np.sqrt(sxx * syy)
     r[missing | flat(wx) | flat(wy)] = np.nan
     return r
 
@@ -312,7 +332,7 @@ def rank(x):
 def scale(x, a=1.0):
     with np.errstate(all="ignore"):
         total = seqsum(np.where(np.isnan(x), 0.0, np.abs(x)))[:, None]
-        return x / total * a if VARIANT else x * a / total
+        return x / total * a if FORM else x * a / total
 
 
 def nan_aware(op):
@@ -811,9 +831,9 @@ def encode(v):
     return float(f"{v:.12g}")
 
 
-def evaluate_all(cols, variant):
-    global VARIANT
-    VARIANT = variant
+def evaluate_all(cols, order, form):
+    global ORDER, FORM
+    ORDER, FORM = order, form
     m = Market(cols)
     out = {}
     for n, f in ALPHAS.items():
@@ -821,7 +841,7 @@ def evaluate_all(cols, variant):
             v = np.asarray(f(m), dtype=float)
         assert v.shape == cols["close"].shape, n
         out[n] = v
-    VARIANT = False
+    ORDER, FORM = "forward", 0
     return out
 
 
@@ -842,12 +862,13 @@ def main():
     dates, cols = load_panel(UNIVERSE)
     start = next(i for i, d in enumerate(dates) if d >= SAMPLE_FROM)
     rows = list(range(WARMUP_ROWS)) + list(range(start, len(dates), SAMPLE_EVERY))
-    main_pass, variant_pass = evaluate_all(cols, False), evaluate_all(cols, True)
+    main_pass = evaluate_all(cols, "forward", 0)
+    variants = [evaluate_all(cols, o, f) for o, f in VARIANTS]
     alphas, unstable = {}, {}
     for n, v in main_pass.items():
         key = f"{n:03d}"
         alphas[key] = [encode(v[i, j]) for i in rows for j in range(len(UNIVERSE))]
-        flags = unsettled(v[rows], variant_pass[n][rows]).ravel()
+        flags = np.logical_or.reduce([unsettled(v[rows], p[n][rows]) for p in variants]).ravel()
         if flags.any():
             unstable[key] = [int(k) for k in np.flatnonzero(flags)]
     payload = {
