@@ -508,6 +508,8 @@ fn groups_files_read_with_errors_naming_lines() {
     assert_eq!(g.group_of("MSFT"), g.group_of("aapl"));
     assert_ne!(g.group_of("XOM"), g.group_of("AAPL"));
     assert_eq!(g.group_of("IBM"), None);
+    let headed = Groups::parse("Ticker,Sector\nIBM,Tech\n").unwrap();
+    assert_eq!((headed.len(), headed.group_of("TICKER")), (1, None));
     let e = |t: &str| Groups::parse(t).unwrap_err();
     assert_eq!(
         e("symbol,group\nAAPL,Tech\nMSFT\n").to_string(),

@@ -168,7 +168,9 @@ struct Ctx<'a> {
 
 /// Evaluates every expression on the panel (docs §17.7.4): one row-major
 /// date × symbol panel per expression, in order. The value on a date reads
-/// rows up to that date only.
+/// rows up to that date only. Without `groups`, any expression that
+/// neutralises ([`Expr::needs_groups`]) fails the whole call: a caller
+/// screening a library leaves those out first.
 pub fn evaluate(
     exprs: &[Expr],
     panel: &OhlcvPanel,
@@ -195,15 +197,24 @@ pub fn evaluate(
         groups: groups.map_or(0, Groups::len),
         group_of,
     };
-    let values = run(&graph, &roots, &ctx)?;
-    roots
-        .iter()
-        .map(|id| match values.get(*id).and_then(Option::as_ref) {
-            Some(Val::Panel(p)) => Ok(to_row_major(p, ctx.rows, panel.width())),
-            Some(Val::Scalar(v)) => Ok(vec![*v; cells]),
-            None => Err(ExprError::Internal("a root was not computed")),
-        })
-        .collect()
+    let mut values = run(&graph, &roots, &ctx)?;
+    let mut out = Vec::with_capacity(roots.len());
+    for (k, id) in roots.iter().enumerate() {
+        let slot = values
+            .get_mut(*id)
+            .ok_or(ExprError::Internal("a root is missing"))?;
+        out.push(match slot {
+            Some(Val::Panel(p)) => to_row_major(p, ctx.rows, panel.width()),
+            Some(Val::Scalar(v)) => vec![*v; cells],
+            None => return Err(ExprError::Internal("a root was not computed")),
+        });
+        // Free the symbol-major copy once no later root repeats it, so the
+        // answer does not briefly need twice its size.
+        if !roots.get(k + 1..).is_some_and(|rest| rest.contains(id)) {
+            *slot = None;
+        }
+    }
+    Ok(out)
 }
 
 /// The group id of each panel symbol; only the symbols of expressions that

@@ -42,10 +42,10 @@ pub enum GroupsError {
 }
 
 impl Groups {
-    /// Reads `symbol,group` lines: a first line `symbol,group` (any case)
-    /// is a header; blank lines and `#` comments are skipped; fields may be
-    /// double-quoted; symbols match case-insensitively. A symbol listed twice
-    /// must name the same group.
+    /// Reads `symbol,group` lines: a first line whose first field is
+    /// `symbol` or `ticker` (any case) is a header; blank lines and `#`
+    /// comments are skipped; fields may be double-quoted; symbols match
+    /// case-insensitively. A symbol listed twice must name the same group.
     pub fn parse(text: &str) -> Result<Groups, GroupsError> {
         let mut groups = Groups::default();
         let mut first_seen: HashMap<String, usize> = HashMap::new();
@@ -63,7 +63,10 @@ impl Groups {
                 [s, g] => (s.to_uppercase(), (*g).to_string()),
                 more => return Err(at(LineProblem::TooManyFields(more.len()))),
             };
-            if groups.names.is_empty() && first_seen.is_empty() && symbol == "SYMBOL" {
+            if groups.names.is_empty()
+                && first_seen.is_empty()
+                && matches!(symbol.as_str(), "SYMBOL" | "TICKER")
+            {
                 continue;
             }
             if symbol.is_empty() {

@@ -355,3 +355,60 @@ pub(super) fn cs_neutralize(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(f: TsFn, x: &[f64], d: usize) -> Vec<f64> {
+        let mut out = vec![0.0; x.len()];
+        ts(f, x, d, &mut out);
+        out
+    }
+
+    #[test]
+    fn a_huge_value_leaving_the_window_leaves_no_residue_in_the_sum() {
+        // Naively, 1e16 + 1 rounds the 1 away and removing 1e16 leaves 1;
+        // the compensated sum recovers it.
+        let x = [1e16, 1.0, 1.0, 1.0, 0.1, 0.2];
+        let got = run(TsFn::Sum, &x, 2);
+        assert!(got[0].is_nan());
+        assert_eq!(&got[1..4], &[1e16, 2.0, 2.0]);
+        assert_eq!(got[5], 0.1 + 0.2);
+        assert_eq!(run(TsFn::Mean, &x, 2)[3], 1.0);
+    }
+
+    #[test]
+    fn a_flat_window_sums_and_varies_exactly() {
+        let x = [0.1; 7];
+        assert_eq!(run(TsFn::Sum, &x, 3)[6], 0.1 * 3.0);
+        assert_eq!(run(TsFn::Mean, &x, 3)[6], 0.1);
+        assert_eq!(run(TsFn::StdDev, &x, 3)[6], 0.0);
+        let mut out = [0.0; 7];
+        pair(
+            PairFn::Corr,
+            &x,
+            &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
+            3,
+            &mut out,
+        );
+        assert!(out[6].is_nan());
+    }
+
+    #[test]
+    fn a_missing_value_blanks_exactly_the_windows_through_it() {
+        let x = [1.0, 2.0, f64::NAN, 4.0, 5.0, 6.0];
+        for f in [
+            TsFn::Sum,
+            TsFn::Product,
+            TsFn::Max,
+            TsFn::Rank,
+            TsFn::DecayLinear,
+        ] {
+            let got = run(f, &x, 2);
+            let blank: Vec<bool> = got.iter().map(|v| v.is_nan()).collect();
+            assert_eq!(blank, [true, false, true, true, false, false], "{f:?}");
+        }
+        assert_eq!(run(TsFn::Sum, &x, 2)[4], 9.0);
+    }
+}

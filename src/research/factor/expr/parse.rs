@@ -572,7 +572,7 @@ fn window(name: &str, arg: Arg) -> Result<usize, BuildError> {
 /// Floors the paper's fractional windows; at least 1, at most `MAX_WINDOW`.
 fn window_days(name: &str, days: f64) -> Result<usize, ParseErrorKind> {
     let floored = days.floor();
-    if !(floored >= 1.0) {
+    if floored.is_nan() || floored < 1.0 {
         return Err(ParseErrorKind::WindowTooShort {
             name: name.to_string(),
             found: days,
