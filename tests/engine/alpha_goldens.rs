@@ -12,17 +12,24 @@
 //! infinities (IEEE division by a zero range, alpha 53) equal.
 //!
 //! The one exception, per cell, never per alpha: the golden lists as
-//! `unstable` the cells where the reference, evaluated again under five
-//! other float orderings (sums newest-first or pairwise, and each formula
-//! in a second form equal in exact arithmetic), moves by more than 1e-10
+//! `unstable` the cells where the reference, evaluated again under seven
+//! other float orderings (sums newest-first, pairwise or carried row to row
+//! as online algorithms do, and each formula in a second form equal in
+//! exact arithmetic), moves by more than 1e-10
 //! or changes its NaN pattern. Those cells hold a rank, a window rank or
 //! argmin, or a comparison of quantities equal on paper that differ only
 //! by rounding: correlations of ranks over a few days take a handful of
-//! exact values that coincide across symbols (15, 50, 75, 78, 94, 98), and
-//! alpha 45 ranks correlations over 2 days, which are exactly ±1, so three
-//! in four of its cells are unstable. Rounding, not the formula, orders
-//! such ties, so no reference can pin them. They are skipped and counted;
-//! every other cell must match.
+//! exact values that coincide across symbols (15, 50, 75, 78, 94, 98).
+//! Rounding, not the formula, orders such ties, so no reference can pin
+//! them. They are skipped and counted; every other cell must match.
+//!
+//! Alpha 45 is the one whose values are compared nowhere, only its NaN
+//! pattern in its stable cells: it ranks `correlation(sum(close, 5), sum(close, 20),
+//! 2)`, and a correlation over 2 days is exactly +1 or −1 whenever defined,
+//! so every rank it takes is an average over a tie that only rounding
+//! splits (the reference's own orderings disagree on three in four of its
+//! cells, and the evaluator's compensated window sums split the rest
+//! differently again).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -86,12 +93,17 @@ fn panel(g: &Value) -> OhlcvPanel {
     p
 }
 
+/// Alphas whose values are all ties split by rounding (module doc): their
+/// NaN pattern is compared, their values are not.
+const NAN_PATTERN_ONLY: [u16; 1] = [45];
+
 /// Mismatches of one alpha outside its unstable cells: (count, the first
-/// as text).
+/// as text). With `pattern_only`, only NaN against value.
 fn compare(
     got: &[f64],
     want: &[Value],
     unstable: &BTreeSet<usize>,
+    pattern_only: bool,
     rows: &[usize],
     dates: &[String],
     syms: &[String],
@@ -105,7 +117,12 @@ fn compare(
         let (r, j) = (k / n, k % n);
         let g = got[rows[r] * n + j];
         let w = cell(w);
-        if !agrees(g, w) {
+        let ok = if pattern_only {
+            g.is_nan() == w.is_nan()
+        } else {
+            agrees(g, w)
+        };
+        if !ok {
             if bad == 0 {
                 first = format!("{} {}: {g} against {w}", dates[r], syms[j]);
             }
@@ -154,17 +171,21 @@ fn the_bundled_alphas_match_the_pandas_goldens() {
             .as_array()
             .map(|v| v.iter().map(|k| k.as_u64().unwrap() as usize).collect())
             .unwrap_or_default();
-        // Alpha 45 is the worst (three in four of its cells, nearly all it
-        // has values in); the bound keeps a broken flagging from hiding a
-        // whole alpha.
-        assert!(unstable.len() * 5 < w.len() * 4, "{}", a.name);
-        let (bad, first) = compare(got, w, &unstable, &rows, &dates, &p.symbols);
+        let pattern_only = NAN_PATTERN_ONLY.contains(&a.number);
+        // Alpha 45 aside, the most is 262 of 3,960 sampled cells (alpha 98);
+        // the bound keeps a broken flagging from hiding a whole alpha.
+        assert!(pattern_only || unstable.len() * 2 < w.len(), "{}", a.name);
+        let (bad, first) = compare(got, w, &unstable, pattern_only, &rows, &dates, &p.symbols);
         let valued = w.iter().filter(|v| !v.is_null()).count();
         if bad == 0 {
             report.push(format!(
-                "{}: pass ({valued} values, {} unstable cells skipped)",
+                "{}: pass ({valued} values{})",
                 a.name,
-                unstable.len()
+                if pattern_only {
+                    ", NaN pattern only".to_string()
+                } else {
+                    format!(", {} unstable cells skipped", unstable.len())
+                }
             ));
         } else {
             report.push(format!(
@@ -204,7 +225,9 @@ fn a_flat_window_has_covariance_exactly_zero() {
             high: vec![v; 5],
             low: vec![v; 5],
             close: vec![v; 5],
-            volume: vec![1.0, 4.0, 2.0, 8.0, 5.0],
+            // Deviations that do not sum to exactly 0, so an ulp of error
+            // in the flat side's mean would show.
+            volume: vec![0.1, 0.7, 0.3, 0.9, 0.55],
         };
         let out = evaluate(std::slice::from_ref(&expr), &p, None).unwrap();
         assert_eq!(out[0][4], 0.0, "covariance of a flat window of {v}");

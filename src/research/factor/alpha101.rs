@@ -73,7 +73,7 @@ pub fn parse_library(text: &str) -> Result<Vec<Alpha>, AlphaLibraryError> {
         let digits = body
             .find(|c: char| !c.is_ascii_digit())
             .unwrap_or(body.len());
-        let (num, rest) = body.split_at(digits);
+        let (num, rest) = body.split_at_checked(digits).unwrap_or((body, ""));
         let number = num
             .parse::<u16>()
             .ok()

@@ -32,8 +32,9 @@ of dates: the first 60 rows (warm-up NaN pattern) and every 45th row from
 2005-01-03. Values are rounded to 12 significant digits; NaN is null and
 infinities (division by a zero range, IEEE) are the strings "inf" / "-inf".
 
-Ill-conditioned cells: the script evaluates every alpha six times, with
-sums oldest-first, newest-first and numpy's pairwise order, each with the
+Ill-conditioned cells: the script evaluates every alpha eight times, with
+sums oldest-first, newest-first, numpy's pairwise order and (for ts_sum,
+ts_mean and adv) carried from row to row as online algorithms do, each with the
 formulas in two forms equal in exact arithmetic (correlation over
 sqrt(sxx * syy) or sqrt(sxx) * sqrt(syy), decay weights normalised before or
 after summing, x * a / sum|x| or x / sum|x| * a, the variance with or
@@ -204,7 +205,7 @@ def delta(x, d):
 # cells where any differs: their value is decided by rounding (a rank or a
 # comparison of quantities equal on paper), so no golden can pin them.
 ORDER, FORM = "forward", 0
-VARIANTS = [(o, f) for o in ("forward", "reverse", "pairwise") for f in (0, 1)][1:]
+VARIANTS = [(o, f) for o in ("forward", "reverse", "pairwise", "running") for f in (0, 1)][1:]
 
 
 def seqsum(w):
@@ -230,14 +231,32 @@ def flat(w):
     return np.ptp(w, axis=-1) == 0
 
 
+def running_sum(w):
+    """Window sums carried from row to row (add the entering value, take
+    off the leaving one), restarted after a window with a NaN: the online
+    order, used as one more variant."""
+    out = np.full(w.shape[:-1], np.nan)
+    prev = None
+    for t in range(w.shape[0]):
+        good = ~np.isnan(w[t]).any(axis=-1)
+        fresh = w[t].sum(axis=-1)
+        if prev is not None:
+            carried = prev + w[t, :, -1] - w[t - 1, :, 0]
+            fresh = np.where(np.isnan(prev), fresh, carried)
+        out[t] = np.where(good, fresh, np.nan)
+        prev = out[t]
+    return out
+
+
 def window_sum(w):
     """A window of one repeated value sums to value * d exactly (one
     rounding), so a flat stretch leaves no residue."""
-    return np.where(flat(w), w[..., 0] * w.shape[-1], seqsum(w))
+    total = running_sum(w) if ORDER == "running" else seqsum(w)
+    return np.where(flat(w), w[..., 0] * w.shape[-1], total)
 
 
 def window_mean(w):
-    return np.where(flat(w), w[..., 0], seqsum(w) / w.shape[-1])
+    return np.where(flat(w), w[..., 0], window_sum(w) / w.shape[-1])
 
 
 def ts_sum(x, d):
