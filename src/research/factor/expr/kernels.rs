@@ -126,6 +126,13 @@ impl WindowSum {
         let t = self.sum + y;
         self.remove_carry = (t - self.sum) - y;
         self.sum = t;
+        if self.count == 0 {
+            // An empty window (a gap longer than it) starts afresh, leaving
+            // no rounding residue behind.
+            self.sum = 0.0;
+            self.add_carry = 0.0;
+            self.remove_carry = 0.0;
+        }
     }
 
     fn total(&self) -> f64 {
