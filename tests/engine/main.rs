@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod agent_loop;
+mod alpha_goldens;
 mod approval;
 mod architecture;
 mod backtest;

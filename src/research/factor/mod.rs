@@ -10,6 +10,7 @@
 //! − 1`, so nothing the factor sees comes from the return it is scored
 //! against (docs §17.1.2; a test shifts the returns and sees the IC go).
 
+pub mod alpha101;
 pub mod expr;
 pub mod rank;
 pub mod regression;
