@@ -116,6 +116,13 @@ impl WindowSum {
         self.last = v;
     }
 
+    /// Today's value replaces an equal one leaving: only the run of
+    /// repeats moves.
+    fn repeat(&mut self, v: f64) {
+        self.repeats = if v == self.last { self.repeats + 1 } else { 1 };
+        self.last = v;
+    }
+
     fn remove(&mut self, v: f64) {
         if v.is_nan() {
             return;
@@ -164,10 +171,19 @@ fn rolling_sum(x: &[f64], d: usize, out: &mut [f64], mean: bool) {
         ..WindowSum::default()
     };
     for (i, o) in out.iter_mut().enumerate() {
-        if let Some(old) = i.checked_sub(d).and_then(|k| x.get(k)) {
-            w.remove(*old);
+        let new = x.get(i).copied().unwrap_or(f64::NAN);
+        match i.checked_sub(d).and_then(|k| x.get(k)) {
+            // The value entering equals the one leaving: the window's sum is
+            // unchanged in exact arithmetic, so it stays bit for bit (a
+            // remove-then-add would leave rounding residue, and a 2-day
+            // correlation of two such sums would read as defined).
+            Some(old) if *old == new => w.repeat(new),
+            Some(old) => {
+                w.remove(*old);
+                w.add(new);
+            }
+            None => w.add(new),
         }
-        w.add(x.get(i).copied().unwrap_or(f64::NAN));
         *o = match (w.count >= d, mean) {
             (false, _) => f64::NAN,
             (true, false) => w.total(),
