@@ -13,6 +13,7 @@
 pub mod alpha101;
 pub mod expr;
 pub mod rank;
+pub mod record;
 pub mod regression;
 pub mod screen;
 
