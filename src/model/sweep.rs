@@ -43,6 +43,24 @@ pub struct SweepDeflatedOutput {
     pub trials: usize,
 }
 
+/// A purged k-fold or CPCV sweep's overfitting figures (docs §18.9).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct SweepCvOutput {
+    /// `purged_kfold` or `cpcv`.
+    pub kind: String,
+    pub splits: usize,
+    pub paths: usize,
+    /// Probability of backtest overfitting: the share of splits whose
+    /// in-sample best is at or below the out-of-sample median.
+    pub pbo: Option<f64>,
+    /// The annualised Sharpe of choosing each split's in-sample best, per
+    /// path: its mean, lowest and highest.
+    pub selected_sharpe_mean: Option<f64>,
+    pub selected_sharpe_min: Option<f64>,
+    pub selected_sharpe_max: Option<f64>,
+}
+
 /// `sweep`'s result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
@@ -66,6 +84,9 @@ pub struct SweepOutput {
     pub top: Vec<SweepRankedOutput>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deflated_sharpe: Option<SweepDeflatedOutput>,
+    /// Present when the spec's `split` is a purged k-fold or CPCV.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cv: Option<SweepCvOutput>,
     /// The heatmap in braille, and its SVG and PNG files.
     pub heatmap: String,
     pub heatmap_files: Vec<String>,

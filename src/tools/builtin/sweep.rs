@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use crate::fsio::{ConfineError, confine};
 use crate::model::names;
-use crate::model::sweep::{SweepArgs, SweepDeflatedOutput, SweepOutput, SweepRankedOutput};
+use crate::model::sweep::{
+    SweepArgs, SweepCvOutput, SweepDeflatedOutput, SweepOutput, SweepRankedOutput,
+};
 use crate::research::backtest::RunOptions;
 use crate::sweep::dispatch::{self, Engine};
 use crate::sweep::events::SweepEvent;
@@ -133,6 +135,26 @@ fn fin(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 
+/// The report's PBO and the selection's path Sharpes, typed.
+fn cv_output(cv: &crate::sweep::cv::CvSummary) -> SweepCvOutput {
+    let sel: Vec<f64> = cv
+        .selected_path_sharpe
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    let mean = (!sel.is_empty()).then(|| sel.iter().sum::<f64>() / sel.len() as f64);
+    SweepCvOutput {
+        kind: cv.kind.clone(),
+        splits: cv.splits,
+        paths: cv.paths,
+        pbo: fin(cv.pbo),
+        selected_sharpe_mean: mean.and_then(fin),
+        selected_sharpe_min: sel.iter().copied().reduce(f64::min),
+        selected_sharpe_max: sel.iter().copied().reduce(f64::max),
+    }
+}
+
 impl TypedTool for SweepTool {
     type Args = SweepArgs;
     type Output = SweepOutput;
@@ -145,7 +167,7 @@ impl TypedTool for SweepTool {
         .planner();
 
     fn description(&self) -> &str {
-        "Parameter sweep over backtests (thousands of configs at once): `spec` = {base: a backtest config, axes: {dotted path into base: [values] | {from,to,step} | {from,to,random:N,seed}}, constraint: \"fast < slow\", universe: [symbols, each run alone] | \"all\" | \"portfolio\" (base.codes together), split: {in_sample:[start,end], out_of_sample:[start,end]} | {walk_forward:{train_months,test_months}}, rank_by: sharpe|total_return|final_value|max_drawdown|trade_count}. Runs every cell on every core into a .parquet/.csv file in the run dir; returns the cells ranked by out-of-sample result, the best cell's deflated Sharpe for the number of cells tried, and a braille heatmap. plan_only gives the cell count and time first. Calling again with the same spec and out resumes."
+        "Parameter sweep over backtests (thousands of configs at once): `spec` = {base: a backtest config, axes: {dotted path into base: [values] | {from,to,step} | {from,to,random:N,seed}}, constraint: \"fast < slow\", universe: [symbols, each run alone] | \"all\" | \"portfolio\" (base.codes together), split: {in_sample:[start,end], out_of_sample:[start,end]} | {walk_forward:{train_months,test_months}} | {purged_kfold:{folds,embargo_days}} | {cpcv:{groups,test_groups,embargo_days}} (answers the PBO), rank_by: sharpe|total_return|final_value|max_drawdown|trade_count}. Runs every cell on every core into a .parquet/.csv file in the run dir; returns the cells ranked by out-of-sample result, the best cell's deflated Sharpe for the number of cells tried, and a braille heatmap. plan_only gives the cell count and time first. Calling again with the same spec and out resumes."
     }
     fn repeatable(&self) -> bool {
         true
@@ -299,6 +321,15 @@ impl SweepTool {
             expected_max_sharpe: fin(d.expected_max),
             trials: d.trials,
         });
+        o.cv = rep.cv.as_ref().map(cv_output);
+        if let Some(cv) = &o.cv {
+            o.summary.push_str(&format!(
+                "; PBO {} over {} {} splits",
+                cv.pbo.map_or("n/a".into(), |p| format!("{p:.3}")),
+                cv.splits,
+                cv.kind
+            ));
+        }
         o.heatmap = rep
             .heatmap
             .as_ref()
@@ -376,6 +407,53 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.to_string().contains("`constraint`"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_cpcv_sweep_answers_its_pbo_and_the_selection_paths() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ctx = crate::tools::test_context(tmp.path().join("run"), tmp.path().join("ws"));
+        let tool = SweepTool::new(None, DEFAULT_TIMEOUT);
+        let mut s = spec();
+        s["split"] = json!({"cpcv": {"groups": 6, "test_groups": 2, "embargo_days": 5}});
+        let r = tool
+            .call_with_output(json!({"spec": s, "out": "cv.csv"}), &ctx)
+            .await
+            .unwrap()
+            .output
+            .unwrap();
+        let cv = &r["cv"];
+        // C(6, 2) = 15 splits; each group is tested in 5 of them: 5 paths.
+        assert_eq!(
+            (
+                cv["kind"].as_str(),
+                cv["splits"].as_u64(),
+                cv["paths"].as_u64()
+            ),
+            (Some("cpcv"), Some(15), Some(5)),
+            "{cv}"
+        );
+        let pbo = cv["pbo"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&pbo), "{pbo}");
+        let (lo, mean, hi) = (
+            cv["selected_sharpe_min"].as_f64().unwrap(),
+            cv["selected_sharpe_mean"].as_f64().unwrap(),
+            cv["selected_sharpe_max"].as_f64().unwrap(),
+        );
+        assert!(lo <= mean && mean <= hi, "{cv}");
+        assert!(
+            r["summary"].as_str().unwrap().contains("PBO"),
+            "{}",
+            r["summary"]
+        );
+        // A plain split has no CV block.
+        let plain = tool
+            .call_with_output(json!({"spec": spec(), "out": "p.csv"}), &ctx)
+            .await
+            .unwrap()
+            .output
+            .unwrap();
+        assert!(plain.get("cv").is_none());
     }
 
     #[tokio::test]
