@@ -81,8 +81,9 @@ pub struct Ranked {
     pub kept: bool,
 }
 
-/// The tools chosen for a request: `offered` in the registry's order, and
-/// every candidate ranked best first (what a later shrink drops from).
+/// The tools chosen for a request: `offered` (the basics first, then the
+/// registry's order), and every candidate ranked best first (what a later
+/// shrink drops from).
 #[derive(Clone, Debug, Default)]
 pub struct Choice {
     pub offered: Vec<String>,
@@ -149,8 +150,18 @@ impl Choice {
             .enumerate()
             .map(|(i, n)| (n, i))
             .collect();
-        self.offered
-            .sort_by_key(|n| position.get(n.as_str()).copied().unwrap_or(usize::MAX));
+        // The basics first, in a fixed order: they are in every request, so
+        // the prompt's schemas share their longest prefix from one request
+        // to the next and a local server's prefix cache skips re-reading
+        // them (prompt processing is most of a small model's time).
+        self.offered.sort_by_key(|n| {
+            let basic = BASICS.iter().position(|b| *b == n.as_str());
+            (
+                basic.is_none(),
+                basic.unwrap_or(0),
+                position.get(n.as_str()).copied().unwrap_or(usize::MAX),
+            )
+        });
     }
 }
 
@@ -577,11 +588,15 @@ mod tests {
         }
         assert!(choice.offered.len() <= MAX_CHOSEN);
         assert!(choice.tokens() <= local_budget().tokens, "{choice:?}");
-        // In the registry's order, and the rest named for the note.
-        let order: Vec<&str> = reg
-            .names()
+        // The basics first, then the registry's order; the rest named for
+        // the note.
+        let order: Vec<&str> = BASICS
             .into_iter()
-            .filter(|n| choice.offered.iter().any(|o| o == n))
+            .chain(
+                reg.names()
+                    .into_iter()
+                    .filter(|n| !BASICS.contains(n) && choice.offered.iter().any(|o| o == n)),
+            )
             .collect();
         assert_eq!(choice.offered, order);
         let held = choice.held_back();
