@@ -33,7 +33,8 @@ use super::repeats::{Repeat, RepeatedFailures, STOP_AT, WARN_AT};
 use super::replies::{RunawayGuard, non_answer, reply_tokens};
 use super::tally::ToolTally;
 use super::text_tools::{
-    MAX_CALLS_PER_REPLY, Refused, TextCallDecision, over_limit_note, screen_with, writes_note,
+    MAX_CALLS_PER_REPLY, Refused, TextCallDecision, deferred_note, over_limit_note, screen_with,
+    writes_note,
 };
 use super::tool_choice::{self, Choice, Fitted};
 use super::traced::record_of;
@@ -1740,6 +1741,18 @@ impl Turn {
         }
         if let Some(total) = refused.over_limit {
             self.calls_over_limit(iter, total);
+        }
+        if let (Some(step), false) = (&refused.step, refused.deferred.is_empty()) {
+            self.st
+                .notes_after_tools
+                .push(deferred_note(step, &refused.deferred));
+            self.events.emit(AgentEvent::Notice {
+                level: NoticeLevel::Info,
+                message: format!(
+                    "ran the reply's first step ({step}); its other {} text call(s) wait for the model to see the result",
+                    refused.deferred.len()
+                ),
+            });
         }
     }
 

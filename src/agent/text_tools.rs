@@ -50,6 +50,11 @@ pub struct Refused {
     /// How many calls the reply held in all, when more than
     /// [`MAX_CALLS_PER_REPLY`].
     pub over_limit: Option<usize>,
+    /// The tools of the calls after the reply's first step (its leading
+    /// calls of one tool), left for the next reply, in call order.
+    pub deferred: Vec<String>,
+    /// The tool the first step called.
+    pub step: Option<String>,
 }
 
 /// Screens a reply without native tool calls for text-form ones.
@@ -123,13 +128,23 @@ pub fn screen_with(
             .map(|c| c.name.clone())
             .collect(),
         over_limit: (total > MAX_CALLS_PER_REPLY).then_some(total),
+        ..Refused::default()
     };
     let record = record(&found, &[], iter, None, &refused.writes);
-    let tool_calls = found
+    let runnable: Vec<(usize, &text_calls::TextCall)> = found
         .calls
         .iter()
         .enumerate()
         .filter(|(_, c)| !writes_beyond_the_run(&c.name))
+        .collect();
+    let (step, deferred) = first_step(&runnable);
+    let refused = Refused {
+        deferred: deferred.iter().map(|(_, c)| c.name.clone()).collect(),
+        step: step.first().map(|(_, c)| c.name.clone()),
+        ..refused
+    };
+    let tool_calls = step
+        .iter()
         .map(|(n, c)| {
             ToolCall::new(
                 format!("text_call_{iter}_{n}"),
@@ -153,6 +168,51 @@ pub fn screen_with(
         record,
         refused,
     }
+}
+
+/// A reply written as text runs one step (docs §2.11.1): its leading calls
+/// of one tool, each distinct call once. Measured, the 1.5B model wrote a
+/// whole plan at once, "find the most volatile, then backtest it", with the
+/// backtest's symbol guessed before the first result existed, and the same
+/// read repeated five times; reason, act, then observe is what the loop is
+/// for. Calls of one tool side by side (two symbols' prices) do not depend
+/// on each other and run together.
+type Numbered<'a> = (usize, &'a text_calls::TextCall);
+
+fn first_step<'a>(calls: &[Numbered<'a>]) -> (Vec<Numbered<'a>>, Vec<Numbered<'a>>) {
+    let Some((_, first)) = calls.first() else {
+        return (Vec::new(), Vec::new());
+    };
+    let cut = calls
+        .iter()
+        .position(|(_, c)| c.name != first.name)
+        .unwrap_or(calls.len());
+    let (lead, rest) = calls.split_at(cut);
+    let mut step: Vec<Numbered<'a>> = Vec::new();
+    for call in lead {
+        if !step.iter().any(|(_, c)| c.arguments == call.1.arguments) {
+            step.push(*call);
+        }
+    }
+    (step, rest.to_vec())
+}
+
+/// The note to the model for the calls a text reply left for later.
+pub fn deferred_note(step: &str, deferred: &[String]) -> String {
+    let mut distinct: Vec<&str> = Vec::new();
+    for n in deferred {
+        if !distinct.contains(&n.as_str()) {
+            distinct.push(n);
+        }
+    }
+    let listed = distinct
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "[SYSTEM] Only your `{step}` call ran: calls written as text run one step at a time, because a later call may depend on what this one shows. Read its result above; then call {listed} with what it says, or answer if it already answers the question."
+    )
 }
 
 /// A lead-in that only repeats the run's context block (§4.3), and maybe
@@ -359,6 +419,56 @@ mod tests {
         assert_eq!(response.tool_calls.len(), MAX_CALLS_PER_REPLY);
         assert_eq!(refused.over_limit, Some(40));
         assert!(over_limit_note(40).contains("other 24 were not run"));
+    }
+
+    #[test]
+    fn a_text_reply_runs_its_first_step_and_leaves_the_rest_for_later() {
+        let reg = default_registry();
+        let call = |name: &str, args: &str| {
+            format!("```json\n{{\"name\": \"{name}\", \"arguments\": {args}}}\n```")
+        };
+        // The tools of the default registry stand in for the measured
+        // reply: a ranked read, a guessed follow-up, a read repeated.
+        let ranked = call("list_dir", r#"{"path": "."}"#);
+        let guessed = call("read_file", r#"{"path": "MSFT.csv"}"#);
+        let read = call("read_file", r#"{"path": "AAPL.csv"}"#);
+        let text = format!("{ranked}\n\n{guessed}\n\n{read}\n\n{read}\n\n{read}");
+        let TextCallDecision::Calls {
+            response, refused, ..
+        } = screen(reply(&text), &reg, 1, "most volatile, then backtest it")
+        else {
+            panic!("not screened as calls");
+        };
+        let ran: Vec<&str> = response.tool_calls.iter().map(|c| c.name()).collect();
+        assert_eq!(ran, ["list_dir"]);
+        assert_eq!(refused.step.as_deref(), Some("list_dir"));
+        assert_eq!(
+            refused.deferred,
+            ["read_file", "read_file", "read_file", "read_file"]
+        );
+        let note = deferred_note("list_dir", &refused.deferred);
+        assert!(
+            note.contains("then call `read_file` with what it says"),
+            "{note}"
+        );
+
+        // One tool side by side runs together, each distinct call once.
+        let a = call("read_file", r#"{"path": "a.md"}"#);
+        let b = call("read_file", r#"{"path": "b.md"}"#);
+        let text = format!("{a}\n\n{b}\n\n{a}");
+        let TextCallDecision::Calls {
+            response, refused, ..
+        } = screen(reply(&text), &reg, 2, "read a and b")
+        else {
+            panic!("not screened as calls");
+        };
+        let paths: Vec<&str> = response
+            .tool_calls
+            .iter()
+            .map(|c| c.function.arguments.as_str())
+            .collect();
+        assert_eq!(paths, [r#"{"path":"a.md"}"#, r#"{"path":"b.md"}"#]);
+        assert!(refused.deferred.is_empty());
     }
 
     #[test]
