@@ -157,7 +157,11 @@ fn factors_tab(
         view.list_top = view.selected + 1 - list_rows.max(1);
     }
     let list = list_lines(&d.record, &order, view, list_w, list_rows, theme);
-    let detail_w = if side { w.saturating_sub(list_w + 1) } else { w };
+    let detail_w = if side {
+        w.saturating_sub(list_w + 1)
+    } else {
+        w
+    };
     let detail_h = if side {
         h
     } else {
@@ -262,7 +266,11 @@ fn list_lines(
 }
 
 fn pct_or_dash(x: f64) -> String {
-    if x.is_finite() { pct(x, 3) } else { "–".into() }
+    if x.is_finite() {
+        pct(x, 3)
+    } else {
+        "–".into()
+    }
 }
 
 /// The selected factor: its rank IC series, quantile equity and IC decay.
@@ -461,11 +469,7 @@ fn decay_lines(stats: &FactorStats, w: usize, theme: &Theme) -> Vec<Line<'static
         };
         let bar = "█".repeat(len.min(half));
         let (left, right, style) = if *ic < 0.0 {
-            (
-                format!("{bar:>half$}"),
-                " ".repeat(half),
-                theme.error,
-            )
+            (format!("{bar:>half$}"), " ".repeat(half), theme.error)
         } else {
             (" ".repeat(half), format!("{bar:<half$}"), theme.ok)
         };
@@ -554,7 +558,10 @@ fn heatmap(record: &ScreenRecord, w: usize, h: usize, theme: &Theme) -> Vec<Line
                 "·".into()
             };
             spans.push(Span::raw(" "));
-            spans.push(Span::styled(cell(&text, CELL_W - 1, true), corr_style(x, theme)));
+            spans.push(Span::styled(
+                cell(&text, CELL_W - 1, true),
+                corr_style(x, theme),
+            ));
         }
         out.push(Line::from(spans));
     }

@@ -178,7 +178,10 @@ fn factors_opens_the_newest_record_and_draws_it() {
     let s = screen(&mut a, 160, 48, Instant::now());
     assert!(s.contains("Correlation of the rank IC series"), "{s}");
     assert!(s.contains(&format!(" 1 {}", names[0])), "{s}");
-    assert!(s.contains("#1") && s.contains("+1.00") && s.contains("scale"), "{s}");
+    assert!(
+        s.contains("#1") && s.contains("+1.00") && s.contains("scale"),
+        "{s}"
+    );
     // Small terminals still draw, and q closes.
     for (w, h) in [(80, 24), (40, 10), (20, 5)] {
         let s = screen(&mut a, w, h, Instant::now());
@@ -198,7 +201,13 @@ fn factors_without_a_record_or_with_a_bad_file_says_why() {
     let mut a = app();
     let (id, _) = slash_factors(&mut a, "");
     let err = load(&data, None).unwrap_err();
-    update(&mut a, Msg::FactorsLoaded { id, result: Err(err) });
+    update(
+        &mut a,
+        Msg::FactorsLoaded {
+            id,
+            result: Err(err),
+        },
+    );
     let s = screen(&mut a, 120, 30, Instant::now());
     assert!(
         s.contains("no factor view: no screen record under") && s.contains("factor screen"),
@@ -210,7 +219,13 @@ fn factors_without_a_record_or_with_a_bad_file_says_why() {
     let (id, path) = slash_factors(&mut a, &format!(" {}", bad.display()));
     assert_eq!(path.as_deref(), Some(bad.as_path()));
     let err = load(&data, path.as_deref()).unwrap_err();
-    update(&mut a, Msg::FactorsLoaded { id, result: Err(err) });
+    update(
+        &mut a,
+        Msg::FactorsLoaded {
+            id,
+            result: Err(err),
+        },
+    );
     let s = screen(&mut a, 160, 30, Instant::now());
     assert!(s.contains("is not a screen record"), "{s}");
 }
@@ -227,12 +242,26 @@ fn f_on_a_result_naming_a_screen_file_opens_it() {
     let t = Instant::now();
     type_text(&mut a, "screen the alphas");
     update(&mut a, key(KeyCode::Enter));
-    let output = json!({"status": "ok", "screen_file": file.display().to_string(), "factors": 7});
+    // The cell keeps the event's preview, the head of the answer (200
+    // characters): the path must be early in it, as `run_dir` is in a
+    // backtest's.
+    let output = json!({
+        "status": "ok",
+        "screen_file": file.display().to_string(),
+        "ranking": (0..40).map(|i| format!("alpha{i:03}")).collect::<Vec<_>>(),
+    });
+    let preview: String = output.to_string().chars().take(200).collect();
+    assert!(!preview.ends_with('}'), "cut, as a real preview is");
     feed(
         &mut a,
         &[
             run_started(),
-            batch(1, 0, BatchMode::Parallel, &[("c1", "factor_screen", json!({}))]),
+            batch(
+                1,
+                0,
+                BatchMode::Parallel,
+                &[("c1", "factor_screen", json!({}))],
+            ),
             started(1, "c1", "factor_screen", true, Some(60.0)),
             tool(ToolEvent::ToolCallFinished {
                 iter: 1,
@@ -240,7 +269,7 @@ fn f_on_a_result_naming_a_screen_file_opens_it() {
                 tool: "factor_screen".into(),
                 status: ToolCallStatus::Ok,
                 elapsed_ms: 30,
-                preview: "{\"status\":\"ok\",".into(),
+                preview,
                 error_code: None,
                 output: Some(output),
             }),
