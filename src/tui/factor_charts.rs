@@ -26,7 +26,9 @@ const HEATMAP_MAX: usize = 24;
 /// A heatmap cell's columns (`+0.52` and a space).
 const CELL_W: usize = 6;
 
-pub(super) fn frame(view: &mut FactorView, area: Rect, buf: &mut Buffer, theme: &Theme) {
+/// Draws the view into `area` (the view's state holds no drawing code:
+/// the two files form a tree).
+pub fn frame(view: &mut FactorView, area: Rect, buf: &mut Buffer, theme: &Theme) {
     if area.height < 4 || area.width < 20 {
         return;
     }

@@ -13,11 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
-
 use super::keymap::Action;
-use super::theme::Theme;
 use crate::research::factor::record::{RecordError, ScreenRecord, screens_dir};
 
 /// The view's tabs, in key order (1–2).
@@ -168,11 +164,6 @@ impl FactorView {
             Action::Bottom => self.select(usize::MAX),
             _ => {}
         }
-    }
-
-    /// Draws the view into `area`.
-    pub fn render(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme) {
-        super::factor_charts::frame(self, area, buf, theme);
     }
 }
 

@@ -63,7 +63,7 @@ pub(crate) fn render(area: Rect, buf: &mut Buffer, app: &mut App, now: Instant) 
         return;
     }
     if let Some(Overlay::Factors(v)) = app.overlays.top_mut() {
-        v.render(body, buf, &app.theme);
+        super::factor_charts::frame(v, body, buf, &app.theme);
         return;
     }
 
