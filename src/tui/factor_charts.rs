@@ -150,7 +150,7 @@ fn factors_tab(
     let list_rows = if side {
         h.saturating_sub(1)
     } else {
-        (h / 3).clamp(2, 8).min(order.len().max(1))
+        (h / 4).clamp(2, 8).min(order.len().max(1))
     };
     view.page = list_rows.max(1);
     if view.selected < view.list_top {
@@ -303,7 +303,9 @@ fn detail_lines(
     // Fixed rows: three headings, two legends, two tick lines, the decay.
     let fixed = 7 + decay_rows;
     let room = h.saturating_sub(fixed);
-    let (ic_h, eq_h) = if q > 0 {
+    // Two charts need at least 4 rows each; short of that the IC chart
+    // takes the room and the equity curves keep their legend.
+    let (ic_h, eq_h) = if q > 0 && room >= 8 {
         (room / 2, room - room / 2)
     } else {
         (room, 0)
