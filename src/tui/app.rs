@@ -21,6 +21,7 @@ use super::browser::{Browser, BrowserEffect};
 use super::cells::{CellKind, NoticeKind, Toggles};
 use super::chat::Chat;
 use super::composer::Composer;
+use super::factor_view::{FactorData, FactorLoadError, FactorView, result_screen_file};
 use super::gauge::Gauge;
 use super::help::Help;
 use super::keymap::{Action, Context, Keymap, typed_char};
@@ -106,6 +107,11 @@ pub enum Msg {
         id: u64,
         result: Result<Box<SheetData>, SheetLoadError>,
     },
+    /// The screen record for the factor view `id` was read (or not).
+    FactorsLoaded {
+        id: u64,
+        result: Result<Box<FactorData>, FactorLoadError>,
+    },
     /// The HTML report the view `id` asked for was written (or not).
     ReportWritten {
         id: u64,
@@ -179,6 +185,12 @@ pub enum Effect {
     LoadTearSheet {
         id: u64,
         run_dir: PathBuf,
+    },
+    /// Read a screen record for the factor view `id`: `path`, or the
+    /// newest under the data dir when `None`.
+    LoadFactors {
+        id: u64,
+        path: Option<PathBuf>,
     },
     /// Write the HTML report of a run directory for the view `id` (docs
     /// §20.3); the answer is `Msg::ReportWritten`.
@@ -569,6 +581,44 @@ impl App {
         vec![]
     }
 
+    /// The factor view of the record at `path` (the newest when `None`)
+    /// on top of what is open; the record is read off the UI thread.
+    fn open_factors(&mut self, path: Option<PathBuf>) -> Vec<Effect> {
+        let view = FactorView::new(path.clone());
+        let id = view.id;
+        self.overlays.push(Overlay::Factors(Box::new(view)));
+        vec![Effect::LoadFactors { id, path }]
+    }
+
+    /// `f` on a chat cell: the factor view of the selected result, or of
+    /// the nearest result above it that names a `screen_file`.
+    fn factors_from_chat(&mut self) -> Vec<Effect> {
+        let upto = self
+            .chat
+            .selected
+            .unwrap_or(self.chat.cells.len().saturating_sub(1));
+        let found = self
+            .chat
+            .cells
+            .iter()
+            .take(upto.saturating_add(1))
+            .rev()
+            .find_map(|c| match c.kind() {
+                CellKind::Tool(t) => result_screen_file(&t.result),
+                _ => None,
+            });
+        match found {
+            Some(file) => self.open_factors(Some(file)),
+            None => {
+                self.set_status(
+                    NoticeKind::Info,
+                    "no factor screen result here: select one, then f (or type /factors)",
+                );
+                vec![]
+            }
+        }
+    }
+
     /// `s` on a chat cell: the tear sheet of the selected result, or of
     /// the nearest result above it that names a run directory.
     fn tear_sheet_from_chat(&mut self) -> Vec<Effect> {
@@ -794,6 +844,7 @@ impl App {
                 vec![Effect::LoadMonitors]
             }
             "/memory" | "/memories" => self.open_memory(),
+            "/factors" | "/factor" => self.open_factors(arg.map(PathBuf::from)),
             "/new" => {
                 if self.busy() {
                     self.set_status(
@@ -1031,6 +1082,7 @@ impl App {
                 vec![]
             }
             Action::TearSheet => self.tear_sheet_from_chat(),
+            Action::FactorView => self.factors_from_chat(),
             Action::CancelRun => {
                 if self.busy() {
                     self.cancel_run()
@@ -1347,6 +1399,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             vec![]
         }
         Msg::TearSheetLoaded { .. } | Msg::ReportWritten { .. } => app.tear_sheet_msg(msg),
+        Msg::FactorsLoaded { id, result } => {
+            if let Some(v) = app.overlays.factors_mut(id) {
+                v.loaded(result.map(|b| *b));
+            }
+            vec![]
+        }
         Msg::ApprovalAsked(view) => {
             app.overlays.push(Overlay::Approval(view));
             app.dirty = true;

@@ -222,15 +222,21 @@ impl BacktestCell {
 /// The `run_dir` a backtest result names: from the whole JSON, or from the
 /// head of a preview cut mid-document (the tool writes it second).
 pub(crate) fn result_run_dir(text: &str) -> Option<PathBuf> {
+    result_abs_path(text, "run_dir")
+}
+
+/// The absolute path a result names under the top-level `field` (the
+/// factor screen's `screen_file` too), read as [`result_run_dir`] reads.
+pub(crate) fn result_abs_path(text: &str, field: &str) -> Option<PathBuf> {
     let absolute = |s: String| Some(PathBuf::from(s)).filter(|p| p.is_absolute());
     if let Ok(v) = serde_json::from_str::<Value>(text) {
         return v
-            .get("run_dir")
+            .get(field)
             .and_then(Value::as_str)
             .and_then(|s| absolute(s.to_string()));
     }
-    let key = "\"run_dir\":";
-    let start = text.find(key)? + key.len();
+    let key = format!("\"{field}\":");
+    let start = text.find(&key)? + key.len();
     let rest = text[start..].trim_start();
     if !rest.starts_with('"') {
         return None;

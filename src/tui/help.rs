@@ -38,6 +38,10 @@ pub(crate) const SLASH_COMMANDS: &[(&str, &str)] = &[
     ),
     ("/sessions", "Open the transcript browser"),
     (
+        "/factors [PATH]",
+        "Open the factor view of a screen record (the newest under the data dir without a path)",
+    ),
+    (
         "/monitors",
         "Open the Monitors view: schedules, next fires, verdicts, deliveries (x run, p pause, r resume)",
     ),
@@ -72,6 +76,7 @@ pub fn lines(keymap: &Keymap, theme: &Theme, width: usize) -> Vec<Line<'static>>
         Context::List,
         Context::Search,
         Context::TearSheet,
+        Context::Factors,
     ];
     let key_w = (width / 4).clamp(12, 26);
     for ctx in contexts {

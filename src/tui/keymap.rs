@@ -28,6 +28,9 @@ pub enum Context {
     /// The tear-sheet view (docs §20.2); the list keys scroll it and
     /// Esc/q close it.
     TearSheet,
+    /// The factor view (docs §17.10); the list keys select a factor and
+    /// Esc/q close it.
+    Factors,
 }
 
 impl Context {
@@ -40,6 +43,9 @@ impl Context {
             Context::List => "Transcript browser, team view and help",
             Context::Search => "Search line (after / in the browser; other keys type)",
             Context::TearSheet => "Tear sheet (s on a result; list keys scroll, Esc/q close)",
+            Context::Factors => {
+                "Factor view (/factors, or f on a screen result; list keys select, Esc/q close)"
+            }
         }
     }
 }
@@ -106,6 +112,7 @@ actions! {
     ToggleCell => "toggle_cell", Chat, "Expand or fold the selected cell", ["enter", "space"];
     FocusInput => "focus_input", Chat, "Back to the input", ["tab", "i"];
     TearSheet => "tear_sheet", Chat, "Open the tear sheet of the selected result (a backtest, or any result with a run directory)", ["s"];
+    FactorView => "factor_view", Chat, "Open the factor view of the selected factor-screen result (one that names a screen_file)", ["f"];
 
     Up => "up", List, "Move up", ["up", "k"];
     Down => "down", List, "Move down", ["down", "j"];
@@ -136,6 +143,9 @@ actions! {
     SheetDistribution => "sheet_distribution", TearSheet, "Return histograms and quantiles by day, week, month, quarter, year", ["5"];
     SheetTrades => "sheet_trades", TearSheet, "Trades and positions: exposure, turnover, weights, trades.csv", ["6"];
     SheetReport => "sheet_report", TearSheet, "Write the self-contained HTML report (its path shows on the bottom line)", ["r"];
+
+    FactorList => "factor_list", Factors, "Factors: the ranked list, the selected factor's rank IC series, quantile equity and IC decay", ["1"];
+    FactorHeatmap => "factor_heatmap", Factors, "Correlation: the heatmap of the top factors' rank IC series", ["2"];
 
     SearchConfirm => "search_confirm", Search, "Close the search line and go to the first match", ["enter", "shift-enter", "alt-enter", "ctrl-enter"];
     SearchCancel => "search_cancel", Search, "Close the search line and clear the query", ["esc", "ctrl-c"];

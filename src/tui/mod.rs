@@ -21,6 +21,8 @@ pub mod browser;
 pub mod cells;
 pub mod chat;
 pub mod composer;
+pub mod factor_charts;
+pub mod factor_view;
 pub mod format;
 pub mod frame;
 pub mod gauge;

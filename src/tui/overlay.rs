@@ -12,6 +12,7 @@
 use crossterm::event::KeyEvent;
 
 use super::browser::{Browser, BrowserEffect};
+use super::factor_view::FactorView;
 use super::help::Help;
 use super::keymap::{Action, Context, typed_char};
 use super::tearsheet::{SheetEffect, TearSheetView};
@@ -34,6 +35,8 @@ pub enum Overlay {
     Monitors(Box<super::monitors::MonitorsView>),
     /// One result's tear sheet (docs §20.2).
     TearSheet(Box<TearSheetView>),
+    /// A factor screen's results (docs §17.10).
+    Factors(Box<FactorView>),
 }
 
 /// An input event on its way down the stack.
@@ -109,6 +112,7 @@ impl Overlay {
             // bindings wait until it closes.
             Overlay::Browser(b) if b.search.editing => &[Context::Search],
             Overlay::TearSheet(_) => &[Context::TearSheet, Context::List, Context::Global],
+            Overlay::Factors(_) => &[Context::Factors, Context::List, Context::Global],
             _ => &[Context::List, Context::Global],
         }
     }
@@ -122,7 +126,34 @@ impl Overlay {
             Overlay::Approval(v) => approval_input(v, input),
             Overlay::Monitors(v) => monitors_input(v, input),
             Overlay::TearSheet(v) => tear_sheet_input(v, input),
+            Overlay::Factors(v) => factors_input(v, input),
         }
+    }
+}
+
+/// The factor view takes its tabs and the list keys; Back closes it; the
+/// global keys and pastes pass through.
+fn factors_input(view: &mut FactorView, input: Input<'_>) -> Outcome {
+    let action = match input {
+        Input::Key { action, .. } => action,
+        Input::Wheel { up } => Some(if up { Action::Up } else { Action::Down }),
+        Input::Paste(_) => return Outcome::passed(),
+    };
+    match action {
+        Some(
+            Action::Interrupt
+            | Action::Quit
+            | Action::Redraw
+            | Action::Help
+            | Action::SwarmView
+            | Action::Transcripts,
+        ) => Outcome::passed(),
+        Some(Action::Back) => Outcome::handled(vec![OverlayEffect::Close]),
+        Some(a) => {
+            view.handle(a);
+            Outcome::handled(vec![])
+        }
+        None => Outcome::handled(vec![]),
     }
 }
 
@@ -359,7 +390,8 @@ impl Overlays {
             | Overlay::Swarm
             | Overlay::Approval(_)
             | Overlay::Monitors(_)
-            | Overlay::TearSheet(_) => None,
+            | Overlay::TearSheet(_)
+            | Overlay::Factors(_) => None,
         })
     }
 
@@ -378,7 +410,8 @@ impl Overlays {
             | Overlay::Swarm
             | Overlay::Approval(_)
             | Overlay::Monitors(_)
-            | Overlay::TearSheet(_) => None,
+            | Overlay::TearSheet(_)
+            | Overlay::Factors(_) => None,
         })
     }
 
@@ -389,7 +422,8 @@ impl Overlays {
             | Overlay::Swarm
             | Overlay::Approval(_)
             | Overlay::Monitors(_)
-            | Overlay::TearSheet(_) => None,
+            | Overlay::TearSheet(_)
+            | Overlay::Factors(_) => None,
         })
     }
 
@@ -397,6 +431,14 @@ impl Overlays {
     pub(crate) fn tear_sheet_mut(&mut self, id: u64) -> Option<&mut TearSheetView> {
         self.stack.iter_mut().rev().find_map(|o| match o {
             Overlay::TearSheet(v) if v.id == id => Some(v.as_mut()),
+            _ => None,
+        })
+    }
+
+    /// The factor view with this id, wherever it is in the stack.
+    pub(crate) fn factors_mut(&mut self, id: u64) -> Option<&mut FactorView> {
+        self.stack.iter_mut().rev().find_map(|o| match o {
+            Overlay::Factors(v) if v.id == id => Some(v.as_mut()),
             _ => None,
         })
     }

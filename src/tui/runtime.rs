@@ -700,6 +700,13 @@ fn perform(effect: Effect, ctx: &Ctx, running: &mut Running) {
             });
         }
         Effect::LoadTearSheet { .. } | Effect::WriteReport { .. } => tear_sheet_effect(effect, ctx),
+        Effect::LoadFactors { id, path } => {
+            let (data, bus) = (ctx.paths.data_dir.clone(), ctx.bus.clone());
+            tokio::task::spawn_blocking(move || {
+                let result = crate::tui::factor_view::load(&data, path.as_deref()).map(Box::new);
+                let _ = bus.send(Msg::FactorsLoaded { id, result });
+            });
+        }
         Effect::SwitchModel(name) => match &ctx.switch_model {
             Some(switch) => match switch(&name) {
                 Ok((provider, label)) => {

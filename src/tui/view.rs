@@ -62,6 +62,10 @@ pub(crate) fn render(area: Rect, buf: &mut Buffer, app: &mut App, now: Instant) 
         v.render(body, buf, &app.theme);
         return;
     }
+    if let Some(Overlay::Factors(v)) = app.overlays.top_mut() {
+        super::factor_charts::frame(v, body, buf, &app.theme);
+        return;
+    }
 
     if matches!(app.overlays.top(), Some(Overlay::Swarm)) {
         swarm_view::render(

@@ -156,6 +156,17 @@ pub struct Series {
     pub values: Vec<f64>,
 }
 
+/// Per date, each quantile's mean forward return (lowest factor first;
+/// NaN where the bucket has no return that date): the quantile equity
+/// curves' input.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuantileSeries {
+    pub dates: Vec<NaiveDate>,
+    /// `returns[q][i]`: quantile q on `dates[i]`.
+    #[serde(deserialize_with = "nan_null::matrix")]
+    pub returns: Vec<Vec<f64>>,
+}
+
 /// Everything the screen says about one factor.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FactorStats {
@@ -178,6 +189,11 @@ pub struct FactorStats {
     /// Top minus bottom quantile's 1-day forward return per date, as the
     /// factor orders names (not yet oriented by its IC's sign).
     pub long_short: Series,
+    /// The 1-day quantile returns per date (averaging each quantile's
+    /// series gives horizon 1's `quantile_returns`). Absent from records
+    /// written before it existed.
+    #[serde(default)]
+    pub quantile_daily: QuantileSeries,
 }
 
 /// One factor's line in a screen.
@@ -489,16 +505,22 @@ struct QuantileSums {
     sum: Vec<f64>,
     days: Vec<usize>,
     spread: Series,
+    /// Kept per date only when asked (the 1-day horizon).
+    daily: Option<QuantileSeries>,
 }
 
 impl QuantileSums {
-    fn new(q: usize) -> Self {
+    fn new(q: usize, daily: bool) -> Self {
         QuantileSums {
             bsum: vec![0.0; q],
             bcnt: vec![0; q],
             sum: vec![0.0; q],
             days: vec![0; q],
             spread: Series::default(),
+            daily: daily.then(|| QuantileSeries {
+                dates: Vec::new(),
+                returns: vec![Vec::new(); q],
+            }),
         }
     }
 
@@ -519,6 +541,12 @@ impl QuantileSums {
                 *d += 1;
             }
         }
+        if let Some(daily) = &mut self.daily {
+            daily.dates.push(date);
+            for ((out, b), c) in daily.returns.iter_mut().zip(&self.bsum).zip(&self.bcnt) {
+                out.push(if *c > 0 { b / *c as f64 } else { f64::NAN });
+            }
+        }
         let q = self.bsum.len();
         if self.bcnt[0] > 0 && self.bcnt[q - 1] > 0 {
             let top = self.bsum[q - 1] / self.bcnt[q - 1] as f64;
@@ -536,14 +564,14 @@ fn study_horizon(
     s: &Sorted,
     factor: &[f64],
     k: usize,
-) -> Result<(HorizonStats, Series), ScreenError> {
+) -> Result<(HorizonStats, Series, Option<QuantileSeries>), ScreenError> {
     let (n, h) = (p.n, p.horizons[k]);
     let fwd = &p.fwd[k];
     let mut out = HorizonStats {
         horizon: h,
         ..HorizonStats::default()
     };
-    let mut sums = QuantileSums::new(p.q);
+    let mut sums = QuantileSums::new(p.q, h == 1);
     let (mut fa, mut fb, mut scratch) = (Vec::new(), Vec::new(), RankScratch::default());
     for row in 0..p.t - h {
         // A date ranks its names: the interrupt is read once a date (§2.4).
@@ -597,7 +625,7 @@ fn study_horizon(
     } else {
         f64::NAN
     };
-    Ok((out, sums.spread))
+    Ok((out, sums.spread, sums.daily))
 }
 
 /// Mean, std (ddof 1), IR, the Newey–West t over h − 1 lags and its
@@ -669,9 +697,10 @@ fn study_factor(p: &Prepared<'_>, factor: &[f64]) -> Result<FactorStats, ScreenE
         ..FactorStats::default()
     };
     for k in 0..p.horizons.len() {
-        let (hs, spread) = study_horizon(p, &s, factor, k)?;
+        let (hs, spread, daily) = study_horizon(p, &s, factor, k)?;
         if p.horizons[k] == 1 {
             out.long_short = spread;
+            out.quantile_daily = daily.unwrap_or_default();
         }
         // The extra 1-day study (for the long-short) is not a horizon asked.
         if k < p.asked {
@@ -1021,6 +1050,74 @@ mod tests {
         // Edges 1, 1, 2: the lower half is all ones.
         assert_eq!(qcut_labels(&[1.0, 1.0, 1.0, 2.0], 2), None);
         assert_eq!(qcut_labels(&[1.0, f64::NAN], 2), None);
+    }
+
+    #[test]
+    fn the_daily_quantile_series_averages_to_the_one_day_quantile_returns() {
+        let (t, n) = (60usize, 12usize);
+        let dates: Vec<NaiveDate> = (0..t)
+            .map(|i| NaiveDate::from_ymd_opt(2011, 3, 1).unwrap() + chrono::Days::new(i as u64))
+            .collect();
+        let symbols: Vec<String> = (0..n).map(|j| format!("S{j}")).collect();
+        // A wavy price per symbol, with holes, and a factor that knows a
+        // little of tomorrow's move.
+        let close: Vec<f64> = (0..t * n)
+            .map(|k| {
+                let (i, j) = ((k / n) as f64, (k % n) as f64);
+                if (k * 7) % 23 == 0 {
+                    f64::NAN
+                } else {
+                    50.0 + j + 3.0 * ((i + j * j) / 4.0).sin()
+                }
+            })
+            .collect();
+        let factor: Vec<f64> = (0..t * n)
+            .map(|k| {
+                let later = close.get(k + n).copied().unwrap_or(f64::NAN);
+                (later / close[k] - 1.0) + 0.01 * ((k % 5) as f64)
+            })
+            .collect();
+        let u = Universe {
+            dates: &dates,
+            symbols: &symbols,
+            close: &close,
+        };
+        let o = ScreenOptions {
+            horizons: vec![5, 1],
+            quantiles: 4,
+            threads: 1,
+            ..ScreenOptions::default()
+        };
+        let s = screen(u, &[("f", &factor)], &o).unwrap();
+        let stats = s.factors[0].stats.as_ref().unwrap();
+        let one = stats.horizons.iter().find(|h| h.horizon == 1).unwrap();
+        let daily = &stats.quantile_daily;
+        assert_eq!(daily.returns.len(), 4);
+        assert!(daily.dates.len() > 40, "{}", daily.dates.len());
+        for (q, series) in daily.returns.iter().enumerate() {
+            assert_eq!(series.len(), daily.dates.len());
+            let kept: Vec<f64> = series.iter().copied().filter(|x| x.is_finite()).collect();
+            let mean = kept.iter().sum::<f64>() / kept.len() as f64;
+            let want = one.quantile_returns[q];
+            assert!((mean - want).abs() < 1e-12, "q{q}: {mean} vs {want}");
+        }
+        // The top minus the bottom on each date is the long-short series.
+        let spread: Vec<f64> = daily.returns[3]
+            .iter()
+            .zip(&daily.returns[0])
+            .map(|(a, b)| a - b)
+            .filter(|x| x.is_finite())
+            .collect();
+        assert_eq!(spread, stats.long_short.values);
+        // It travels through JSON (NaN as null) and an older record
+        // without it still reads.
+        let back: FactorStats =
+            serde_json::from_str(&serde_json::to_string(stats).unwrap()).unwrap();
+        assert_eq!(back.quantile_daily.dates, daily.dates);
+        let mut old = serde_json::to_value(stats).unwrap();
+        old.as_object_mut().unwrap().remove("quantile_daily");
+        let old: FactorStats = serde_json::from_value(old).unwrap();
+        assert!(old.quantile_daily.dates.is_empty());
     }
 
     #[test]

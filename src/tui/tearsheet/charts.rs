@@ -14,22 +14,22 @@ use super::super::theme::Theme;
 use crate::research::backtest::chart::terminal_points;
 
 /// Widths from which two columns sit side by side.
-pub(super) const WIDE: usize = 120;
+pub(crate) const WIDE: usize = 120;
 /// The view's left margin.
-pub(super) const MARGIN: &str = " ";
+pub(crate) const MARGIN: &str = " ";
 /// Columns of the y-axis labels: every chart's plot starts at the same
 /// column, so ticks can be placed under it.
 const LABEL_W: usize = 8;
 
 /// One curve of a chart.
-pub(super) struct Curve<'a> {
+pub(crate) struct Curve<'a> {
     pub values: &'a [f64],
     pub style: Style,
 }
 
 /// How a chart is drawn.
 #[derive(Clone, Copy)]
-pub(super) struct ChartSpec {
+pub(crate) struct ChartSpec {
     pub width: usize,
     pub height: usize,
     /// Fill between the first curve and zero (the underwater curve).
@@ -40,12 +40,12 @@ pub(super) struct ChartSpec {
 }
 
 /// A percentage with `d` decimals: `12.34%`, `-5.0%`.
-pub(super) fn pct(x: f64, d: usize) -> String {
+pub(crate) fn pct(x: f64, d: usize) -> String {
     format!("{:.d$}%", hundredths(x, d))
 }
 
 /// A signed percentage: `+12.34%`.
-pub(super) fn spct(x: f64, d: usize) -> String {
+pub(crate) fn spct(x: f64, d: usize) -> String {
     format!("{:+.d$}%", hundredths(x, d))
 }
 
@@ -57,20 +57,20 @@ fn hundredths(x: f64, d: usize) -> f64 {
     if p.abs() < half_step { 0.0 } else { p }
 }
 
-pub(super) fn pct0(x: f64) -> String {
+pub(crate) fn pct0(x: f64) -> String {
     pct(x, 0)
 }
 
-pub(super) fn pct1(x: f64) -> String {
+pub(crate) fn pct1(x: f64) -> String {
     pct(x, 1)
 }
 
-pub(super) fn num2(x: f64) -> String {
+pub(crate) fn num2(x: f64) -> String {
     format!("{x:.2}")
 }
 
 /// `None` as the gap a chart skips.
-pub(super) fn gaps(values: &[Option<f64>]) -> Vec<f64> {
+pub(crate) fn gaps(values: &[Option<f64>]) -> Vec<f64> {
     values.iter().map(|v| v.unwrap_or(f64::NAN)).collect()
 }
 
@@ -112,7 +112,7 @@ fn y_label(text: String, theme: &Theme) -> Span<'static> {
 
 /// A braille chart of `curves` (the last drawn on top) over `dates`, then
 /// a line of date ticks on year (or, over short spans, month) boundaries.
-pub(super) fn chart(
+pub(crate) fn chart(
     curves: &[Curve<'_>],
     dates: &[NaiveDate],
     spec: ChartSpec,
@@ -224,7 +224,7 @@ fn ticks(dates: &[NaiveDate], n: usize, plot_w: usize, theme: &Theme) -> Line<'s
 }
 
 /// A heading line of the body.
-pub(super) fn heading(text: impl Into<String>, theme: &Theme) -> Line<'static> {
+pub(crate) fn heading(text: impl Into<String>, theme: &Theme) -> Line<'static> {
     Line::from(vec![
         Span::raw(MARGIN),
         Span::styled(text.into(), theme.heading),
@@ -232,7 +232,7 @@ pub(super) fn heading(text: impl Into<String>, theme: &Theme) -> Line<'static> {
 }
 
 /// A legend: `━ name` per curve.
-pub(super) fn legend(items: &[(&str, Style)], theme: &Theme) -> Line<'static> {
+pub(crate) fn legend(items: &[(&str, Style)], theme: &Theme) -> Line<'static> {
     let mut spans = vec![Span::raw(MARGIN)];
     for (i, (name, style)) in items.iter().enumerate() {
         if i > 0 {
@@ -244,7 +244,7 @@ pub(super) fn legend(items: &[(&str, Style)], theme: &Theme) -> Line<'static> {
 }
 
 /// Two columns of lines side by side, the left one padded to `left_w`.
-pub(super) fn beside(
+pub(crate) fn beside(
     left: Vec<Line<'static>>,
     left_w: usize,
     right: Vec<Line<'static>>,
@@ -271,7 +271,7 @@ pub(super) fn beside(
 
 /// Text padded (or cut) to `w` columns, on the right or the left, by
 /// display width (`﹪` is two columns).
-pub(super) fn cell(text: &str, w: usize, right: bool) -> String {
+pub(crate) fn cell(text: &str, w: usize, right: bool) -> String {
     let t = truncate_to(text, w);
     let pad = " ".repeat(w.saturating_sub(text_width(&t)));
     if right {

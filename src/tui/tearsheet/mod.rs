@@ -11,7 +11,7 @@
 //! shorter labels rather than a cut table. `r` asks the app to write the
 //! HTML report ([`SheetEffect::WriteReport`]).
 
-mod charts;
+pub(crate) mod charts;
 pub mod load;
 mod monthly;
 mod panels;

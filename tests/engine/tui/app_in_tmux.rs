@@ -596,3 +596,38 @@ async fn a_write_asks_with_its_diff_and_the_answer_holds_for_the_session() {
     t.keys(&["C-c"]);
     t.keys(&["C-c"]);
 }
+
+/// `/factors` in the real binary opens the newest screen record under the
+/// data dir (docs §17.10), and q closes it.
+#[tokio::test]
+async fn factors_opens_the_newest_screen_in_a_real_terminal() {
+    let Some(_one) = terminal().await else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let (_, record) = super::factors::write_record(&home.path().join("data"));
+    let best = record.screen.factors[record.screen.ranking[0]].name.clone();
+    let t = Tmux::start(home.path(), 140, 40);
+    t.wait("the shell prompt", |s| !s.trim().is_empty()).await;
+    t.type_literal(&format!("{BIN}; echo EXIT=$?"));
+    t.keys(&["Enter"]);
+    t.wait("the workstation", |s| s.contains("Message")).await;
+    t.type_literal("/factors");
+    t.keys(&["Enter"]);
+    let s = t
+        .wait("the factor view", |s| {
+            s.contains("Factor screen · alpha101") && s.contains("Quantile equity")
+        })
+        .await;
+    assert!(s.contains(&best) && s.contains("IC decay"), "{s}");
+    t.keys(&["q"]);
+    t.wait("the chat again", |s| !s.contains("Quantile equity"))
+        .await;
+    t.keys(&["C-q"]);
+    let after = t
+        .wait("the exit status", |s| {
+            s.lines().any(|l| l.starts_with("EXIT="))
+        })
+        .await;
+    assert!(after.lines().any(|l| l == "EXIT=0"), "{after}");
+}

@@ -4,6 +4,7 @@
 
 mod app_in_tmux;
 mod backtest;
+mod factors;
 mod memory;
 mod overlays;
 mod payoff;
