@@ -18,8 +18,8 @@ use std::time::Duration;
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
-use super::screen_cv::{ScreenSplit, ScreenValidation};
 use super::rank::{RankScratch, pearson, rank_sorted, spearman_sorted_a};
+use super::screen_cv::{ScreenSplit, ScreenValidation, SplitError, validate};
 use super::{FactorError, Panel, newey_west_mean_variance};
 use crate::research::overfitting::{SharpeMoments, expected_max_sharpe, psr};
 use crate::research::{Interrupt, Interrupted, checkpoint};
@@ -33,6 +33,8 @@ pub enum ScreenError {
     TooFew(String),
     #[error(transparent)]
     Interrupted(#[from] Interrupted),
+    #[error(transparent)]
+    Split(#[from] SplitError),
 }
 
 impl From<FactorError> for ScreenError {
@@ -719,9 +721,16 @@ pub fn screen(
             "give at least one factor to screen".into(),
         ));
     }
+    if let Some(split) = &o.split {
+        split.check()?;
+    }
     let p = prepare(u, o)?;
     let outcomes = study_all(&p, factors, o.threads)?;
-    Ok(compare(o, factors, outcomes))
+    let mut s = compare(o, factors, outcomes);
+    if let Some(split) = &o.split {
+        s.validation = Some(validate(u.dates, &s.factors, o.rank_horizon, split)?);
+    }
+    Ok(s)
 }
 
 type Outcome = Result<FactorStats, ScreenError>;
