@@ -288,10 +288,9 @@ pub fn validate(
             let mut x = vec![f64::NAN; obs.len()];
             if let Some((d, v)) = rank_series(f, rank_horizon) {
                 for (day, ic) in d.iter().zip(v) {
-                    if let (Ok(i), true) = (obs.binary_search(day), ic.is_finite()) {
-                        if let Some(slot) = x.get_mut(i) {
-                            *slot = *ic;
-                        }
+                    let slot = obs.binary_search(day).ok().and_then(|i| x.get_mut(i));
+                    if let (Some(slot), true) = (slot, ic.is_finite()) {
+                        *slot = *ic;
                     }
                 }
             }
