@@ -1,4 +1,4 @@
-//! Drawing the factor view (docs §17.10): the frame (title, tab strip,
+//! Drawing the factor view (docs §17.12): the frame (title, tab strip,
 //! hint line), the ranked list beside (or, when narrow, above) the
 //! selected factor's charts, and the correlation heatmap. Every value may
 //! be NaN (written as null in the record): it reads `–`, a chart skips it.

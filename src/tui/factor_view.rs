@@ -1,4 +1,4 @@
-//! The factor view (docs §17.10): a screen's results (a
+//! The factor view (docs §17.12): a screen's results (a
 //! [`ScreenRecord`], docs §17.9) full screen. The factors in ranking order
 //! on the left; for the selected one its rank IC series with the mean and a
 //! rolling mean, the quantile equity curves and the IC decay; a second tab

@@ -28,7 +28,7 @@ pub enum Context {
     /// The tear-sheet view (docs §20.2); the list keys scroll it and
     /// Esc/q close it.
     TearSheet,
-    /// The factor view (docs §17.10); the list keys select a factor and
+    /// The factor view (docs §17.12); the list keys select a factor and
     /// Esc/q close it.
     Factors,
 }

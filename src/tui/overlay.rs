@@ -35,7 +35,7 @@ pub enum Overlay {
     Monitors(Box<super::monitors::MonitorsView>),
     /// One result's tear sheet (docs §20.2).
     TearSheet(Box<TearSheetView>),
-    /// A factor screen's results (docs §17.10).
+    /// A factor screen's results (docs §17.12).
     Factors(Box<FactorView>),
 }
 

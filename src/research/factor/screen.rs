@@ -19,6 +19,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
 use super::rank::{RankScratch, pearson, rank_sorted, spearman_sorted_a};
+use super::screen_cv::{ScreenSplit, ScreenValidation, SplitError, validate};
 use super::{FactorError, Panel, newey_west_mean_variance};
 use crate::research::overfitting::{SharpeMoments, expected_max_sharpe, psr};
 use crate::research::{Interrupt, Interrupted, checkpoint};
@@ -32,6 +33,8 @@ pub enum ScreenError {
     TooFew(String),
     #[error(transparent)]
     Interrupted(#[from] Interrupted),
+    #[error(transparent)]
+    Split(#[from] SplitError),
 }
 
 impl From<FactorError> for ScreenError {
@@ -79,6 +82,9 @@ pub struct ScreenOptions {
     pub rank_horizon: usize,
     /// Worker threads; 0 is one per core.
     pub threads: usize,
+    /// A purged k-fold or CPCV of the rank IC (docs §17.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<ScreenSplit>,
 }
 
 impl Default for ScreenOptions {
@@ -89,6 +95,7 @@ impl Default for ScreenOptions {
             min_names: 5,
             rank_horizon: 1,
             threads: 0,
+            split: None,
         }
     }
 }
@@ -252,6 +259,9 @@ pub struct Screen {
     #[serde(deserialize_with = "nan_null::matrix")]
     pub correlation: Vec<Vec<f64>>,
     pub deflated: Option<DeflatedBest>,
+    /// The `split`'s reading (docs §17.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<ScreenValidation>,
 }
 
 /// NaN is written as null (serde_json's way); these read it back.
@@ -740,9 +750,16 @@ pub fn screen(
             "give at least one factor to screen".into(),
         ));
     }
+    if let Some(split) = &o.split {
+        split.check()?;
+    }
     let p = prepare(u, o)?;
     let outcomes = study_all(&p, factors, o.threads)?;
-    Ok(compare(o, factors, outcomes))
+    let mut s = compare(o, factors, outcomes);
+    if let Some(split) = &o.split {
+        s.validation = Some(validate(u.dates, &s.factors, o.rank_horizon, split)?);
+    }
+    Ok(s)
 }
 
 type Outcome = Result<FactorStats, ScreenError>;
@@ -891,6 +908,7 @@ fn compare(o: &ScreenOptions, factors: &[(&str, &[f64])], outcomes: Vec<Outcome>
         ranking,
         correlation,
         deflated,
+        validation: None,
     }
 }
 

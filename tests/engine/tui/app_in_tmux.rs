@@ -598,7 +598,7 @@ async fn a_write_asks_with_its_diff_and_the_answer_holds_for_the_session() {
 }
 
 /// `/factors` in the real binary opens the newest screen record under the
-/// data dir (docs §17.10), and q closes it.
+/// data dir (docs §17.12), and q closes it.
 #[tokio::test]
 async fn factors_opens_the_newest_screen_in_a_real_terminal() {
     let Some(_one) = terminal().await else {

@@ -1,4 +1,4 @@
-//! The factor view (docs §17.10) on a real screen: bundled alphas
+//! The factor view (docs §17.12) on a real screen: bundled alphas
 //! evaluated on a dozen offline stocks over two years, screened, written
 //! as a record (§17.9), then opened with `/factors` (the newest record, a
 //! named one, none at all) and with `f` on a result naming its
