@@ -2,14 +2,18 @@
 //! (fast 5–50 step 5, slow 20–200 step 10, fast < slow) on 100 symbols ×
 //! 2,520 bars of the offline data, each symbol run alone (17,400 cells),
 //! commission 0.1 %, fractional shares, no slippage; and vectorbt running
-//! the same grid (`benches/baseline/sweep.py`, its pinned packages in
+//! the same grid two ways (`benches/baseline/sweep.py`: its vectorised
+//! idiom, `vbt.MA.run` for every window then `Portfolio.from_signals`, and
+//! a per-window pandas loop; its pinned packages in
 //! `benches/baseline/sweep-requirements.txt`, with the interpreter in
 //! `VIBEDESK_BENCH_PYTHON`, default `python3`).
 //!
 //! Reported: the engine alone on every core and on one (prices loaded),
 //! the whole `sweep run` in-process (load, cells, journal, results file),
-//! cells/s, bar-combinations/s, vectorbt's first (JIT) and warm times and
-//! the ratio, with every final value checked against vectorbt's; and the
+//! cells/s, bar-combinations/s, each vectorbt way's first and warm times
+//! and both ratios, with every final value checked against the per-window
+//! way's (the vectorised idiom's agreement counted: its averages round
+//! differently and flip exact ties); and the
 //! peak memory (RSS) of a real `vibedesk sweep run` of 10,000 parameter
 //! sets × 100 symbols (1,000,000 cells; `VIBEDESK_BENCH_SKIP_MEMORY` skips
 //! it).
