@@ -1,7 +1,7 @@
 //! One cell, exactly as the same config run alone (docs §18.3): the
 //! backtest engine's alignment ([`engine::align_targets_from`]), optimizer,
-//! simulation ([`engine::simulate_into`]) and §7.5 metric formulas, on the
-//! same bars and the same warm signals (docs §7.4.1).
+//! simulation ([`engine::simulate_equity_into`]) and §7.5 metric formulas,
+//! on the same bars and the same warm signals (docs §7.4.1).
 //!
 //! What is shared and why it changes nothing:
 //! - prices are loaded once, with all their history (the embedded and
@@ -14,7 +14,7 @@
 //!   `strategy.*` is swept;
 //! - the moving averages of the crossovers are computed once per (symbol,
 //!   kind, length) and combined by the strategy's own
-//!   [`strategies::crossover`].
+//!   [`strategies::crossover`] over the window's bars alone.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -238,14 +238,11 @@ impl Scratch {
     }
 }
 
-/// Signals on the loaded series (with history), as `rust_signals` makes
-/// them, the crossovers from shared averages.
-fn full_signals(
-    strategy: &StrategySpec,
-    series: &[&PriceSeries],
-    scratch: &mut Scratch,
-) -> Vec<Vec<f64>> {
-    let cross = match strategy {
+/// A crossover's (EMA?, fast, slow, allow_short, size).
+type Cross = (bool, usize, usize, bool, f64);
+
+fn crossover_of(strategy: &StrategySpec) -> Option<Cross> {
+    match strategy {
         StrategySpec::Builtin(Builtin::SmaCrossover {
             fast,
             slow,
@@ -259,22 +256,15 @@ fn full_signals(
             size,
         }) => Some((true, *fast, *slow, *allow_short, *size)),
         _ => None,
-    };
-    match cross {
-        Some((ema, fast, slow, allow_short, size)) => series
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let f = scratch.average(i, &s.bars.close, ema, fast);
-                let l = scratch.average(i, &s.bars.close, ema, slow);
-                strategies::crossover(&f, &l, allow_short, size)
-            })
-            .collect(),
-        None => {
-            let owned: Vec<PriceSeries> = series.iter().map(|s| (*s).clone()).collect();
-            bt::rust_signals(strategy, &owned)
-        }
     }
+}
+
+/// Signals on the loaded series (with history), as `rust_signals` makes
+/// them (the crossovers are cut from shared averages instead:
+/// [`window_crossovers`]).
+fn full_signals(strategy: &StrategySpec, series: &[&PriceSeries]) -> Vec<Vec<f64>> {
+    let owned: Vec<PriceSeries> = series.iter().map(|s| (*s).clone()).collect();
+    bt::rust_signals(strategy, &owned)
 }
 
 /// A cell over one window: its row, and the simulation (in `scratch`).
@@ -447,7 +437,8 @@ fn run_window<'s>(
         tolerance: cfg.rebalance_tolerance,
         rules: &ctx.rules,
     };
-    engine::simulate_into(&ctx.panel, &targets, &params, &mut scratch.sim);
+    // The rows read the equity and trades alone (docs §18.6).
+    engine::simulate_equity_into(&ctx.panel, &targets, &params, &mut scratch.sim);
     let row = measure(
         (cell, window),
         &scratch.sim,
@@ -478,8 +469,10 @@ fn window_signals(
         let sig = bt::rust_signals(&cfg.strategy, &ctx.range);
         return (sig, vec![constant; ctx.range.len()]);
     }
-    let full =
-        full.get_or_insert_with(|| full_signals(&cfg.strategy, &prep.unit_series(unit), scratch));
+    if let Some(cross) = crossover_of(&cfg.strategy) {
+        return window_crossovers(cross, constant, &prep.unit_series(unit), ctx, scratch);
+    }
+    let full = full.get_or_insert_with(|| full_signals(&cfg.strategy, &prep.unit_series(unit)));
     full.iter()
         .zip(ctx.offsets.iter().zip(&ctx.lens))
         .map(|(sig, (&at, &len))| {
@@ -493,8 +486,42 @@ fn window_signals(
         .unzip()
 }
 
-/// The §7.5 columns, by [`metrics::compute`]'s own functions; the excess
-/// returns go in `x`, a buffer reused from cell to cell.
+/// [`window_signals`] of a crossover: the signals of the window's bars
+/// and the one before alone, from the shared averages (the same values
+/// as cutting the whole history's, without making them).
+fn window_crossovers(
+    (ema, fast, slow, allow_short, size): Cross,
+    constant: f64,
+    series: &[&PriceSeries],
+    ctx: &Context,
+    scratch: &mut Scratch,
+) -> (Vec<Vec<f64>>, Vec<f64>) {
+    series
+        .iter()
+        .enumerate()
+        .zip(ctx.offsets.iter().zip(&ctx.lens))
+        .map(|((i, s), (&at, &len))| {
+            let f = scratch.average(i, &s.bars.close, ema, fast);
+            let l = scratch.average(i, &s.bars.close, ema, slow);
+            let end = (at + len).min(f.len().min(l.len()));
+            let from = at.min(end);
+            let entry = at
+                .checked_sub(1)
+                .and_then(|b| Some((*f.get(b)?, *l.get(b)?)))
+                .and_then(|(a, b)| strategies::crossover(&[a], &[b], allow_short, size).pop())
+                .unwrap_or(constant);
+            let (f, l) = (
+                f.get(from..end).unwrap_or(&[]),
+                l.get(from..end).unwrap_or(&[]),
+            );
+            (strategies::crossover(f, l, allow_short, size), entry)
+        })
+        .unzip()
+}
+
+/// The §7.5 columns, as [`metrics::compute`]'s own functions make them
+/// (the sums in one pass: [`one_pass`]); the excess returns go in `x`, a
+/// buffer reused from cell to cell.
 fn measure(
     (cell, window): (usize, usize),
     sim: &Simulation,
@@ -516,34 +543,108 @@ fn measure(
             moments: PowerSums::default(),
         };
     };
-    // `metrics::excess(&metrics::returns(eq), rf)`, value for value.
-    x.clear();
-    x.push(0.0 - rf.first().copied().unwrap_or(0.0));
-    x.extend(
-        eq.windows(2)
-            .enumerate()
-            .map(|(i, w)| (w[1] / w[0] - 1.0) - rf.get(i + 1).copied().unwrap_or(0.0)),
-    );
+    let pass = one_pass(eq, cash, rf, x);
     // A book that never moved in the window has no Sharpe there
     // (`metrics::book_sharpe`), so it is no trial for the deflated Sharpe.
-    let flat = eq.windows(2).all(|w| w[1] == w[0]);
+    let flat = pass.flat;
+    let sharpe = if flat || !pass.finite {
+        0.0
+    } else {
+        // `metrics::sharpe`: mean / (sample std + 1e-10) × √(bars a year).
+        let n = x.len();
+        let mean = pass.sum / n as f64;
+        let std = if n <= 1 {
+            0.0
+        } else {
+            let sq: f64 = x.iter().map(|v| (v - mean) * (v - mean)).sum();
+            (sq / (n - 1) as f64).sqrt()
+        };
+        let s = mean / (std + 1e-10) * b_year.sqrt();
+        if s.is_finite() { s } else { 0.0 }
+    };
     Row {
         cell,
         window,
         final_value: last,
         total_return: last / cash - 1.0,
-        sharpe: if flat {
-            0.0
-        } else {
-            metrics::sharpe(x, b_year)
-        },
-        max_drawdown: metrics::max_drawdown(eq, cash),
+        sharpe,
+        max_drawdown: pass.drawdown,
         trade_count: sim.trades.len() as u64,
         // The first return is the 0 before any bar moved: not a period.
         moments: if flat {
             PowerSums::default()
         } else {
-            PowerSums::of(x.get(1..).unwrap_or(&[]))
+            pass.moments
         },
+    }
+}
+
+/// What [`measure`] reads of an equity curve, in one pass.
+struct Pass {
+    /// Every equity equal to the one before.
+    flat: bool,
+    /// Every excess return finite.
+    finite: bool,
+    /// Σ excess returns, summed as `metrics::mean` sums them.
+    sum: f64,
+    /// `PowerSums::of` the excess returns after the first.
+    moments: PowerSums,
+    /// `metrics::max_drawdown(eq, cash)`.
+    drawdown: f64,
+}
+
+/// The excess returns of `eq` into `x` (`metrics::excess(&metrics::
+/// returns(eq), rf)`) with, in the same pass, what the §7.5 formulas sum:
+/// each sum and extreme made in the order its own function makes it, so
+/// every value is the same to the bit, while the independent chains of
+/// additions overlap instead of running one pass each (they were a third
+/// of a cell's time). `eq` is not empty.
+fn one_pass(eq: &[f64], cash: f64, rf: &[f64], x: &mut Vec<f64>) -> Pass {
+    x.clear();
+    let first = 0.0 - rf.first().copied().unwrap_or(0.0);
+    x.push(first);
+    // The start of `Iterator::sum` for f64, whatever it is.
+    let mut sum: f64 = std::iter::empty::<f64>().sum();
+    sum += first;
+    let mut finite = first.is_finite();
+    let mut flat = true;
+    let mut s = [0.0f64; 4];
+    let (mut peak, mut worst) = (cash, 0.0f64);
+    let mut drawdown = |e: f64| {
+        if e > peak {
+            peak = e;
+        }
+        let div = if peak == 0.0 { 1.0 } else { peak };
+        let dd = (e - peak) / div;
+        if dd < worst {
+            worst = dd;
+        }
+    };
+    let mut prev = None;
+    for (i, &e) in eq.iter().enumerate() {
+        drawdown(e);
+        let Some(before) = prev.replace(e) else {
+            continue;
+        };
+        let v = (e / before - 1.0) - rf.get(i).copied().unwrap_or(0.0);
+        x.push(v);
+        sum += v;
+        finite &= v.is_finite();
+        flat &= e == before;
+        let v2 = v * v;
+        s[0] += v;
+        s[1] += v2;
+        s[2] += v2 * v;
+        s[3] += v2 * v2;
+    }
+    Pass {
+        flat,
+        finite,
+        sum,
+        moments: PowerSums {
+            n: eq.len().saturating_sub(1) as u64,
+            s,
+        },
+        drawdown: worst,
     }
 }

@@ -102,9 +102,9 @@ impl Journal {
     /// Appends finished cells' rows in one write: the kernel keeps them
     /// from the moment it returns, whatever happens to this process.
     pub fn append(&mut self, rows: &[Row]) -> Result<(), SweepError> {
-        let mut buf = String::with_capacity(rows.len() * 64);
+        let mut buf = String::with_capacity(rows.len() * 160);
         for r in rows {
-            buf.push_str(&r.to_line());
+            r.push_line(&mut buf);
             buf.push('\n');
         }
         self.file

@@ -96,21 +96,32 @@ impl Row {
 
     /// The row's line (no newline).
     pub fn to_line(&self) -> String {
-        format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
-            self.cell,
-            self.window,
-            fmt_f64(self.final_value),
-            fmt_f64(self.total_return),
-            fmt_f64(self.sharpe),
-            fmt_f64(self.max_drawdown),
-            self.trade_count,
-            self.moments.n,
-            fmt_f64(self.moments.s[0]),
-            fmt_f64(self.moments.s[1]),
-            fmt_f64(self.moments.s[2]),
-            fmt_f64(self.moments.s[3]),
-        )
+        let mut line = String::with_capacity(160);
+        self.push_line(&mut line);
+        line
+    }
+
+    /// Appends [`Row::to_line`] to `out`, with no string of its own per
+    /// value: the journal writes a line per cell and window while the
+    /// workers run, on the same cores.
+    pub fn push_line(&self, out: &mut String) {
+        use std::fmt::Write;
+        // Writing into a String cannot fail.
+        let _ = write!(out, "{},{},", self.cell, self.window);
+        for x in [
+            self.final_value,
+            self.total_return,
+            self.sharpe,
+            self.max_drawdown,
+        ] {
+            push_f64(out, x);
+            out.push(',');
+        }
+        let _ = write!(out, "{},{}", self.trade_count, self.moments.n);
+        for x in self.moments.s {
+            out.push(',');
+            push_f64(out, x);
+        }
     }
 
     /// Reads a line written by [`Row::to_line`].
@@ -141,12 +152,20 @@ impl Row {
 
 /// Shortest round-trip form; NaN and infinities spelled out.
 pub fn fmt_f64(x: f64) -> String {
+    let mut s = String::new();
+    push_f64(&mut s, x);
+    s
+}
+
+/// [`fmt_f64`] appended to `out`.
+fn push_f64(out: &mut String, x: f64) {
+    use std::fmt::Write;
     if x.is_nan() {
-        "NaN".into()
+        out.push_str("NaN");
     } else if x.is_infinite() {
-        if x > 0.0 { "inf".into() } else { "-inf".into() }
+        out.push_str(if x > 0.0 { "inf" } else { "-inf" });
     } else {
-        format!("{x:?}")
+        let _ = write!(out, "{x:?}");
     }
 }
 

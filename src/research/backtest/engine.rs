@@ -323,6 +323,18 @@ pub(crate) fn align_targets_from(
     ffill_limit: usize,
 ) -> Vec<f64> {
     let (n, k) = (panel.n(), panel.k());
+    if k == 1 {
+        let sig = signals.first().map_or(&[][..], Vec::as_slice);
+        let short = rules.first().is_some_and(|r| r.allow_short);
+        let first = entry.first().copied().unwrap_or(0.0);
+        return align_one(
+            &panel.open,
+            sig,
+            (if short { -1.0 } else { 0.0 }, first),
+            ffill_limit,
+            n,
+        );
+    }
     // Per symbol: its signals, its lower bound, and a cursor (next own bar,
     // last target, bars since it), walked row by row as in `Panel::new`.
     let sym: Vec<(&[f64], f64, f64)> = (0..k)
@@ -366,6 +378,43 @@ pub(crate) fn align_targets_from(
                 *x /= gross;
             }
         }
+    }
+    w
+}
+
+/// [`align_targets_from`] for a single symbol, value for value: a sweep
+/// runs each symbol alone, thousands of times, and the general walk's
+/// per-row bookkeeping was a fifth of a cell's time.
+fn align_one(
+    open: &[f64],
+    sig: &[f64],
+    (lo, first): (f64, f64),
+    ffill_limit: usize,
+    n: usize,
+) -> Vec<f64> {
+    let clean = |x: f64| if x.is_nan() { 0.0 } else { x.clamp(lo, 1.0) };
+    let (mut j, mut last, mut since) = (0usize, 0.0f64, usize::MAX);
+    let mut w = Vec::with_capacity(n);
+    for t in 0..n {
+        let mut x = 0.0;
+        if open.get(t).is_some_and(|o| o.is_finite()) {
+            last = match j.checked_sub(1) {
+                Some(i) => clean(sig.get(i).copied().unwrap_or(0.0)),
+                None => clean(first),
+            };
+            x = last;
+            since = 0;
+            j += 1;
+        } else if since != usize::MAX {
+            since += 1;
+            x = if since <= ffill_limit { last } else { 0.0 };
+        }
+        // One symbol's gross exposure is its own.
+        let gross = x.abs();
+        if gross > 1.0 {
+            x /= gross;
+        }
+        w.push(x);
     }
     w
 }
@@ -522,6 +571,8 @@ struct Book<'a> {
     /// that [`Book::base`] is one short sum, not a walk over `pos`.
     off: Vec<f64>,
     rules: &'a [SymbolRules],
+    /// No weights or turnover ([`simulate_equity_into`]).
+    lean: bool,
     out: Simulation,
 }
 
@@ -717,15 +768,39 @@ pub fn simulate(panel: &Panel, targets: &[f64], p: &SimParams<'_>) -> Simulation
 /// page fault per 4 KiB on first touch — more than the simulation itself
 /// for a single symbol.
 pub fn simulate_into(panel: &Panel, targets: &[f64], p: &SimParams<'_>, out: &mut Simulation) {
+    simulate_book(panel, targets, p, out, false);
+}
+
+/// [`simulate_into`] without the per-bar weights and turnover (left
+/// empty): the equity, fills and trades are the same to the bit. A sweep
+/// reads no more, and the two series were a tenth of a cell's time.
+pub(crate) fn simulate_equity_into(
+    panel: &Panel,
+    targets: &[f64],
+    p: &SimParams<'_>,
+    out: &mut Simulation,
+) {
+    simulate_book(panel, targets, p, out, true);
+}
+
+fn simulate_book(
+    panel: &Panel,
+    targets: &[f64],
+    p: &SimParams<'_>,
+    out: &mut Simulation,
+    lean: bool,
+) {
     let (n, k) = (panel.n(), panel.k());
     let mut sim = std::mem::take(out);
     sim.equity.clear();
     sim.equity.reserve(n);
     // Filled row by row as the bars go: no zeroing pass over fresh pages.
     sim.weights.clear();
-    sim.weights.reserve(n * k);
     sim.turnover.clear();
-    sim.turnover.reserve(n);
+    if !lean {
+        sim.weights.reserve(n * k);
+        sim.turnover.reserve(n);
+    }
     sim.fills.clear();
     sim.trades.clear();
     sim.dropped.clear();
@@ -739,6 +814,7 @@ pub fn simulate_into(panel: &Panel, targets: &[f64], p: &SimParams<'_>, out: &mu
         qty: vec![0.0; k],
         off: vec![0.0; k],
         rules: p.rules,
+        lean,
         out: sim,
     };
     if k > 0 && n > 0 && targets.len() >= n * k && p.rules.len() >= k {
@@ -819,6 +895,12 @@ fn run_book(book: &mut Book<'_>, panel: &Panel, targets: &[f64], p: &SimParams<'
             e = base;
         }
         book.out.equity.push(e);
+        if book.lean {
+            if book.out.fills.len() > fills_before {
+                book.out.trade_bars += 1;
+            }
+            continue;
+        }
         let inv = if e != 0.0 { 1.0 / e } else { 0.0 };
         book.out
             .weights
@@ -1166,6 +1248,7 @@ mod tests {
                 qty: vec![0.0],
                 off: vec![0.0],
                 rules: &rules,
+                lean: false,
                 out: Simulation::default(),
             };
             let op = [px];
