@@ -222,6 +222,7 @@ fn options(case: &Value, threads: usize) -> ScreenOptions {
         min_names: o["min_names"].as_u64().unwrap() as usize,
         rank_horizon: o["rank_horizon"].as_u64().unwrap() as usize,
         threads,
+        split: None,
     }
 }
 

@@ -16,6 +16,7 @@ pub mod rank;
 pub mod record;
 pub mod regression;
 pub mod screen;
+pub mod screen_cv;
 
 use chrono::NaiveDate;
 

@@ -18,6 +18,7 @@ use std::time::Duration;
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
+use super::screen_cv::{ScreenSplit, ScreenValidation};
 use super::rank::{RankScratch, pearson, rank_sorted, spearman_sorted_a};
 use super::{FactorError, Panel, newey_west_mean_variance};
 use crate::research::overfitting::{SharpeMoments, expected_max_sharpe, psr};
@@ -79,6 +80,9 @@ pub struct ScreenOptions {
     pub rank_horizon: usize,
     /// Worker threads; 0 is one per core.
     pub threads: usize,
+    /// A purged k-fold or CPCV of the rank IC (docs §17.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<ScreenSplit>,
 }
 
 impl Default for ScreenOptions {
@@ -89,6 +93,7 @@ impl Default for ScreenOptions {
             min_names: 5,
             rank_horizon: 1,
             threads: 0,
+            split: None,
         }
     }
 }
@@ -236,6 +241,9 @@ pub struct Screen {
     #[serde(deserialize_with = "nan_null::matrix")]
     pub correlation: Vec<Vec<f64>>,
     pub deflated: Option<DeflatedBest>,
+    /// The `split`'s reading (docs §17.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<ScreenValidation>,
 }
 
 /// NaN is written as null (serde_json's way); these read it back.
@@ -862,6 +870,7 @@ fn compare(o: &ScreenOptions, factors: &[(&str, &[f64])], outcomes: Vec<Outcome>
         ranking,
         correlation,
         deflated,
+        validation: None,
     }
 }
 
