@@ -1,4 +1,4 @@
-//! `vibedesk factor screen FILE | --library alpha101` (docs §17.10): the
+//! `vibedesk factor screen FILE | --library alpha101` (docs §17.11): the
 //! `factor_screen` tool from the command line. Progress goes to stderr,
 //! the ranked table (or the tool's JSON with `--json`) to stdout, then the
 //! path of the screen record it wrote under `<data>/factor/`. Exit codes:
@@ -62,6 +62,9 @@ pub enum FactorCommand {
         /// A `symbol,group` file for indneutralize.
         #[arg(long)]
         groups: Option<String>,
+        /// Purged validation, JSON: {"purged_kfold": {"folds": 5, "embargo_days": 5}} or {"cpcv": {"groups": 6, "test_groups": 2, "embargo_days": 5}}.
+        #[arg(long)]
+        split: Option<String>,
         /// Print the tool's JSON answer instead of the table.
         #[arg(long)]
         json: bool,
@@ -84,9 +87,21 @@ pub async fn factor(args: FactorArgs) -> Result<(), CliError> {
             rank_horizon,
             top,
             groups,
+            split,
             json,
             offline,
         } => {
+            let split = match split.as_deref() {
+                None => None,
+                Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+                    Ok(serde_json::Value::Object(m)) => Some(m),
+                    _ => {
+                        return Err(usage(format!(
+                            "--split must be a JSON object such as {{\"purged_kfold\": {{\"folds\": 5}}}}, got {text}"
+                        )));
+                    }
+                },
+            };
             let expressions = match &file {
                 Some(f) => Some(read_file(f)?),
                 None => None,
@@ -106,6 +121,7 @@ pub async fn factor(args: FactorArgs) -> Result<(), CliError> {
                 rank_horizon,
                 top,
                 groups,
+                split,
             };
             let out = run(call, offline).await?;
             print(&out, json)
@@ -286,6 +302,17 @@ fn print(o: &FactorScreenOutput, json: bool) -> Result<(), CliError> {
             d.observations,
             cell(d.dsr, 3),
             d.trials
+        );
+    }
+    if let Some(v) = &o.validation {
+        println!(
+            "{}: {} splits, {} paths over {} dates (embargo {} days): PBO {}",
+            v.kind,
+            v.splits,
+            v.paths,
+            v.observations,
+            v.embargo_days,
+            cell(v.pbo, 3)
         );
     }
     println!("{}", o.warmup);

@@ -81,7 +81,7 @@ pub enum Command {
     Mcp(mcp::McpCommand),
     /// Research teams: list, inspect, run and show swarm presets' runs.
     Swarm(swarm::SwarmArgs),
-    /// Factor research (docs §17.10): `screen` many factor expressions (a file, or --library alpha101) over a universe.
+    /// Factor research (docs §17.11): `screen` many factor expressions (a file, or --library alpha101) over a universe.
     Factor(factor::FactorArgs),
     /// Parameter sweeps (docs §18): `plan` a spec, `run` it on every core, run one `shard` of a plan.
     Sweep(sweep::SweepArgs),

@@ -358,6 +358,9 @@ pub struct FactorScreenArgs {
     /// A `symbol,group` file (workspace-relative or absolute) for indneutralize
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub groups: Option<String>,
+    /// Purged validation of the rank IC: {"purged_kfold": {"folds": K, "embargo_days": d}} or {"cpcv": {"groups": N, "test_groups": k, "embargo_days": d}} (docs §17.10)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<Map<String, Value>>,
 }
 
 /// One ranked factor of a screen.
@@ -385,6 +388,24 @@ pub struct ScreenRow {
     pub coverage: Option<f64>,
     /// Mean rank IC at each horizon, in the order of `horizons`.
     pub ic_decay: Vec<Option<f64>>,
+    /// With a `split`: the mean out-of-sample rank IC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_of_sample_rank_ic: Option<f64>,
+}
+
+/// The `split`'s reading, in brief (the record holds each factor's).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ScreenValidationSummary {
+    /// `purged_kfold` or `cpcv`.
+    pub kind: String,
+    pub splits: usize,
+    pub paths: usize,
+    pub observations: usize,
+    pub embargo_days: usize,
+    pub horizon_days: usize,
+    /// Probability that the best in-sample factor overfits.
+    pub pbo: Option<f64>,
 }
 
 /// A factor that could not be scored, and why.
@@ -410,7 +431,7 @@ pub struct ScreenDeflated {
 }
 
 /// `factor_screen`'s answer: counts, the top factors, and the file that
-/// holds the whole screen (docs §17.10).
+/// holds the whole screen (docs §17.11).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct FactorScreenOutput {
@@ -430,6 +451,8 @@ pub struct FactorScreenOutput {
     pub top: Vec<ScreenRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deflated: Option<ScreenDeflated>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation: Option<ScreenValidationSummary>,
     /// The screen record (docs §17.9), absolute: the workstation's factor view opens it.
     pub screen_file: String,
     pub warmup: String,

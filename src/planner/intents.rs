@@ -53,7 +53,7 @@ pub const INTENTS: &[Intent] = &[
     },
     Intent {
         tool: tool::FACTOR_SCREEN,
-        reads: "\"screen\" with the alphas or factors: the bundled alpha101 library, the symbols (default: the offline market's stocks), the window, the horizons, quantiles, how many to list (docs §17.10)",
+        reads: "\"screen\" with the alphas or factors: the bundled alpha101 library, the symbols (default: the offline market's stocks), the window, the horizons, quantiles, how many to list (docs §17.11)",
         examples: &[
             "screen the 101 alphas on the offline universe 2005–2017",
             "screen alpha101 over 2010-2015 with horizons 1 and 5",

@@ -1,4 +1,4 @@
-//! The offline planner on factor screens (docs §17.10): "screen the 101
+//! The offline planner on factor screens (docs §17.11): "screen the 101
 //! alphas on the offline universe 2005–2017" becomes a `factor_screen`
 //! call of the bundled library over that window, and variations name the
 //! symbols, the horizons, the quantiles and how many to list. The answer
@@ -92,13 +92,11 @@ fn num(x: Option<f64>, digits: usize) -> String {
     x.map_or_else(|| "–".to_string(), |v| format!("{v:.digits$}"))
 }
 
-fn pct(x: Option<f64>) -> String {
-    x.map_or_else(|| "–".to_string(), |v| format!("{:.2} %", v * 100.0))
-}
-
 fn p(x: Option<f64>) -> String {
     match x {
-        Some(v) if v < 1e-4 => format!("{v:.1e}"),
+        // Below what four decimals show (an exponent is not a figure the
+        // grounding check reads).
+        Some(v) if v < 1e-4 => "< 1e-4".to_string(),
         other => num(other, 4),
     }
 }
@@ -117,9 +115,9 @@ fn table_row(r: &ScreenRow) -> String {
         p(r.p_value),
         p(r.p_holm),
         p(r.p_bh),
-        pct(r.spread),
+        num(r.spread, 5),
         num(r.turnover, 2),
-        pct(r.coverage),
+        num(r.coverage, 3),
     )
 }
 
@@ -127,7 +125,7 @@ fn table_row(r: &ScreenRow) -> String {
 pub(super) fn answer(_request: &str, v: &Value) -> Option<String> {
     let o: FactorScreenOutput = typed(v)?;
     let mut out = format!(
-        "## Factor screen: {} on {} stocks, {} to {}\n\nRanked by |rank ICIR| at {} trading day(s):\n\n| # | factor | rank IC mean | ICIR | t (Newey–West) | p | p Holm | p BH | top − bottom | turnover | coverage |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "## Factor screen: {} on {} stocks, {} to {}\n\nRanked by |rank ICIR| at {} trading day(s):\n\n| # | factor | rank IC mean | ICIR | t (Newey–West) | p | p Holm | p BH | top − bottom (fraction) | turnover | coverage |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
         o.library,
         o.symbols,
         o.data.start.as_deref().unwrap_or("-"),

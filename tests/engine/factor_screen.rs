@@ -1,4 +1,4 @@
-//! `factor_screen` and `vibedesk factor screen` (docs §17.10) through the
+//! `factor_screen` and `vibedesk factor screen` (docs §17.11) through the
 //! real binary: the bundled library screened from the command line into a
 //! record the factor view reads, a user file's parse error with its caret,
 //! the offline planner's phrase answered end to end by `vibedesk run`, and

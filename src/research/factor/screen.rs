@@ -18,8 +18,8 @@ use std::time::Duration;
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
-use super::screen_cv::{ScreenSplit, ScreenValidation};
 use super::rank::{RankScratch, pearson, rank_sorted, spearman_sorted_a};
+use super::screen_cv::{ScreenSplit, ScreenValidation};
 use super::{FactorError, Panel, newey_west_mean_variance};
 use crate::research::overfitting::{SharpeMoments, expected_max_sharpe, psr};
 use crate::research::{Interrupt, Interrupted, checkpoint};

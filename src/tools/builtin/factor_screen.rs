@@ -1,4 +1,4 @@
-//! `factor_screen` (docs §17.10): many factor expressions — the bundled
+//! `factor_screen` (docs §17.11): many factor expressions — the bundled
 //! 101 Formulaic Alphas or the caller's own — evaluated on each symbol's
 //! history warm from before the window, screened over the universe
 //! ([`crate::research::factor::screen`]), and kept as a screen record
@@ -27,6 +27,7 @@ use crate::research::factor::record::{
     RECORD_VERSION, ScreenRecord, ScreenUniverse, ScreenedExpr, screen_dir_name, screens_dir,
 };
 use crate::research::factor::screen::{Screen, ScreenError, ScreenOptions, Universe, screen};
+use crate::research::factor::screen_cv::ScreenSplit;
 use crate::tools::{Caps, ToolContext, ToolError, TypedTool, guard, progress};
 
 /// Most expressions one call screens.
@@ -221,6 +222,17 @@ fn job(args: &FactorScreenArgs, ctx: &ToolContext) -> Result<Job, ToolError> {
             symbols.len()
         )));
     }
+    let split = args
+        .split
+        .as_ref()
+        .map(|m| {
+            serde_json::from_value::<ScreenSplit>(serde_json::Value::Object(m.clone())).map_err(|e| {
+                invalid(format!(
+                    "split: {e}; give {{\"purged_kfold\": {{\"folds\": K, \"embargo_days\": d}}}} or {{\"cpcv\": {{\"groups\": N, \"test_groups\": k, \"embargo_days\": d}}}}"
+                ))
+            })
+        })
+        .transpose()?;
     Ok(Job {
         library,
         candidates,
@@ -231,6 +243,7 @@ fn job(args: &FactorScreenArgs, ctx: &ToolContext) -> Result<Job, ToolError> {
             horizons,
             quantiles,
             rank_horizon,
+            split,
             ..ScreenOptions::default()
         },
         top,
@@ -574,6 +587,11 @@ fn row(rank: usize, name: &str, number: Option<u16>, s: &Screen, i: usize) -> Op
         turnover: sig(st.turnover),
         coverage: sig(st.coverage),
         ic_decay: st.ic_decay.iter().map(|x| sig(*x)).collect(),
+        out_of_sample_rank_ic: s
+            .validation
+            .as_ref()
+            .and_then(|v| v.factors.get(i))
+            .and_then(|f| sig(f.out_of_sample_mean)),
     })
 }
 
@@ -616,7 +634,19 @@ fn output(
         psr: sig(d.psr),
         dsr: sig(d.dsr),
     });
+    let validation = s.validation.as_ref().map(|v| ScreenValidationSummary {
+        kind: v.kind.clone(),
+        splits: v.splits,
+        paths: v.paths,
+        observations: v.observations,
+        embargo_days: v.embargo_days,
+        horizon_days: v.horizon_days,
+        pbo: sig(v.pbo),
+    });
     let mut notes = notes;
+    if job.options.split.is_some() && validation.is_none() {
+        notes.push("the split was passed to the screen, which gave no validation for it".into());
+    }
     if !c.failures.is_empty() {
         notes.push(format!(
             "{} expression(s) could not be evaluated and count as tried with p = 1",
@@ -640,6 +670,7 @@ fn output(
         rank_horizon: s.options.rank_horizon,
         top,
         deflated,
+        validation,
         screen_file: absolute(&c.file),
         warmup,
         assumptions: ASSUMPTIONS.iter().map(|a| a.to_string()).collect(),
