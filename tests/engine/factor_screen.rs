@@ -212,7 +212,7 @@ async fn the_planner_screens_the_alphas_end_to_end() {
         .iter()
         .find(|e| e["type"] == "tool_call_finished")
         .unwrap();
-    assert_eq!(call["name"], "factor_screen", "{call}");
+    assert_eq!(call["tool"], "factor_screen", "{call}");
     let answer = evs.iter().rfind(|e| e["type"] == "answer").unwrap()["content"]
         .as_str()
         .unwrap();
