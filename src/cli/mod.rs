@@ -9,6 +9,7 @@ mod demo;
 mod doctor;
 mod engine;
 mod error;
+mod factor;
 mod inspect;
 mod mcp;
 mod memory;
@@ -80,6 +81,8 @@ pub enum Command {
     Mcp(mcp::McpCommand),
     /// Research teams: list, inspect, run and show swarm presets' runs.
     Swarm(swarm::SwarmArgs),
+    /// Factor research (docs §17.11): `screen` many factor expressions (a file, or --library alpha101) over a universe.
+    Factor(factor::FactorArgs),
     /// Parameter sweeps (docs §18): `plan` a spec, `run` it on every core, run one `shard` of a plan.
     Sweep(sweep::SweepArgs),
     /// Monitors (docs §21): research on a schedule with a verdict delivered once: add, list, show, run, pause, resume, remove, history.
@@ -213,6 +216,7 @@ fn run_command(cli: Cli) -> Result<(), CliError> {
             Some(Command::Memory(args)) => memory::memory(args),
             Some(Command::Mcp(command)) => mcp::mcp(command).await,
             Some(Command::Swarm(args)) => swarm::swarm(args).await,
+            Some(Command::Factor(args)) => factor::factor(args).await,
             Some(Command::Sweep(args)) => sweep::sweep(args).await,
             Some(Command::Monitor(args)) => monitor::monitor(args).await,
             Some(Command::Daemon(args)) => monitor::daemon(args).await,

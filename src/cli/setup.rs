@@ -177,6 +177,7 @@ impl AgentSetup {
         }
         env.backtest = Arc::new(backtest_config);
         env.tool_timeout = config.agent.scheduler.default_timeout;
+        env.data_dir = Some(data.clone());
         let flags = crate::memory::MemoryFlags::from_env();
         let mut notes = crate::memory::maintenance::warnings(&flags);
         let skills =

@@ -92,8 +92,9 @@ pub struct ServeOptions {
 /// a core and much memory for a long time (sweeps, backtests, the statistics and the pricers): at most
 /// [`ServeOptions::heavy_calls`] of them run at once, so several large
 /// requests queue rather than exhaust the machine.
-pub const HEAVY: [&str; 12] = [
+pub const HEAVY: [&str; 13] = [
     "sweep",
+    "factor_screen",
     "backtest",
     "factor_ic",
     "regression",

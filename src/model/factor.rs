@@ -315,3 +315,147 @@ pub struct OverfittingOutput {
     pub data: StudyData,
     pub conventions: String,
 }
+
+/// One expression of a `factor_screen` call.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NamedExpr {
+    /// A short name the answer and the record use
+    pub name: String,
+    /// The formula in the factor language (docs §17.7), e.g. "-ts_corr(rank(open), rank(volume), 10)"
+    pub expr: String,
+}
+
+/// `factor_screen`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FactorScreenArgs {
+    /// "alpha101": the bundled 101 Formulaic Alphas that daily OHLCV supports (82, each with its paper number); give this or 'expressions'
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
+    /// Your own expressions [{"name", "expr"}] in the factor language; give this or 'library'
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expressions: Option<Vec<NamedExpr>>,
+    /// Tickers of the cross-section (default: the offline market's stocks with data in the window)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbols: Option<Vec<String>>,
+    /// First date screened, YYYY-MM-DD (factors are computed warm from bars before it)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// Last date screened, YYYY-MM-DD (forward returns stop here too)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    /// Forward horizons in trading days (default [1, 5, 10, 21])
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub horizons: Option<Vec<i64>>,
+    /// Buckets by factor value per date (default 5: quintiles)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantiles: Option<i64>,
+    /// The horizon the ranking and the p-values read (default 1; one of horizons)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank_horizon: Option<i64>,
+    /// Factors listed in the answer, best |rank ICIR| first (default 10; the record holds all)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top: Option<i64>,
+    /// A `symbol,group` file (workspace-relative or absolute) for indneutralize
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<String>,
+    /// Purged validation of the rank IC: {"purged_kfold": {"folds": K, "embargo_days": d}} or {"cpcv": {"groups": N, "test_groups": k, "embargo_days": d}} (docs §17.10)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<Map<String, Value>>,
+}
+
+/// One ranked factor of a screen.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ScreenRow {
+    pub rank: usize,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paper_number: Option<u16>,
+    /// Mean per-date rank IC at the rank horizon.
+    pub rank_ic_mean: Option<f64>,
+    /// Mean / std of the rank IC (per date, not annualised).
+    pub rank_icir: Option<f64>,
+    /// Newey–West t of the mean rank IC (h − 1 lags).
+    pub t_nw: Option<f64>,
+    pub p_value: Option<f64>,
+    pub p_holm: Option<f64>,
+    pub p_bh: Option<f64>,
+    /// Top-minus-bottom quantile's mean forward return at the rank horizon.
+    pub spread: Option<f64>,
+    /// 1 − the mean lag-1 rank autocorrelation.
+    pub turnover: Option<f64>,
+    /// Share of symbol-dates with a value.
+    pub coverage: Option<f64>,
+    /// Mean rank IC at each horizon, in the order of `horizons`.
+    pub ic_decay: Vec<Option<f64>>,
+    /// With a `split`: the mean out-of-sample rank IC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_of_sample_rank_ic: Option<f64>,
+}
+
+/// The `split`'s reading, in brief (the record holds each factor's).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ScreenValidationSummary {
+    /// `purged_kfold` or `cpcv`.
+    pub kind: String,
+    pub splits: usize,
+    pub paths: usize,
+    pub observations: usize,
+    pub embargo_days: usize,
+    pub horizon_days: usize,
+    /// Probability that the best in-sample factor overfits.
+    pub pbo: Option<f64>,
+}
+
+/// A factor that could not be scored, and why.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ScreenFailure {
+    pub name: String,
+    pub error: String,
+}
+
+/// The deflated Sharpe of the best long-short.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ScreenDeflated {
+    pub best: String,
+    pub sharpe_annualized: Option<f64>,
+    pub observations: usize,
+    pub trials: usize,
+    /// The Sharpe the best of `trials` reaches by luck, annualised.
+    pub expected_max_sharpe_annualized: Option<f64>,
+    pub psr: Option<f64>,
+    pub dsr: Option<f64>,
+}
+
+/// `factor_screen`'s answer: counts, the top factors, and the file that
+/// holds the whole screen (docs §17.11).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct FactorScreenOutput {
+    pub status: String,
+    /// `alpha101`, or `expressions` for the caller's own.
+    pub library: String,
+    pub tried: usize,
+    pub scored: usize,
+    pub failed: usize,
+    pub failures: Vec<ScreenFailure>,
+    pub symbols: usize,
+    pub dates: usize,
+    pub horizons: Vec<usize>,
+    pub quantiles: usize,
+    pub rank_horizon: usize,
+    /// The best `top` by |rank ICIR| at the rank horizon.
+    pub top: Vec<ScreenRow>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deflated: Option<ScreenDeflated>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation: Option<ScreenValidationSummary>,
+    /// The screen record (docs §17.9), absolute: the workstation's factor view opens it.
+    pub screen_file: String,
+    pub warmup: String,
+    pub assumptions: Vec<String>,
+    pub data: StudyData,
+}

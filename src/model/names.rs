@@ -21,6 +21,7 @@ pub const VOLATILITY_MODEL: &str = "volatility_model";
 pub const FACTOR_IC: &str = "factor_ic";
 pub const REGRESSION: &str = "regression";
 pub const OVERFITTING: &str = "overfitting";
+pub const FACTOR_SCREEN: &str = "factor_screen";
 pub const TEARSHEET: &str = "tearsheet";
 pub const BACKTEST: &str = "backtest";
 pub const READ_ARTIFACT: &str = "read_artifact";

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::{
     PlannedCall, backtest_answer, backtest_read, compact_read, factor, indicator_answer,
     indicator_read, market_data_read, prices_answer, quant, recall_read, remember_answer,
-    remember_read, stats, sweep, tearsheet, typed,
+    remember_read, screen, stats, sweep, tearsheet, typed,
 };
 use crate::model::names as tool;
 
@@ -50,6 +50,17 @@ pub const INTENTS: &[Intent] = &[
             )
         },
         dated: false,
+    },
+    Intent {
+        tool: tool::FACTOR_SCREEN,
+        reads: "\"screen\" with the alphas or factors: the bundled alpha101 library, the symbols (default: the offline market's stocks), the window, the horizons, quantiles, how many to list (docs §17.11)",
+        examples: &[
+            "screen the 101 alphas on the offline universe 2005–2017",
+            "screen alpha101 over 2010-2015 with horizons 1 and 5",
+        ],
+        read: screen::read,
+        answer: screen::answer,
+        dated: true,
     },
     Intent {
         tool: tool::TEARSHEET,

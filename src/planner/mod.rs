@@ -22,6 +22,7 @@ mod missing;
 mod preferences;
 mod quant;
 mod rule;
+mod screen;
 mod stats;
 mod sweep;
 mod team;
@@ -2039,6 +2040,7 @@ mod tests {
             tool::FACTOR_IC,
             tool::REGRESSION,
             tool::OVERFITTING,
+            tool::FACTOR_SCREEN,
             tool::BACKTEST,
             tool::SWEEP,
             tool::REMEMBER,

@@ -13,6 +13,7 @@ mod cron_parse;
 mod docs;
 mod factor_expr;
 mod factor_goldens;
+mod factor_screen;
 mod factor_tools;
 mod figure_first;
 mod grounding;

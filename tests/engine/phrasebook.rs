@@ -869,6 +869,16 @@ const PHRASES: &[Phrase] = &[
         ],
     ),
     (
+        "screen the 101 alphas on the offline universe 2005–2017",
+        "factor_screen",
+        &[
+            ("/library", r#""alpha101""#),
+            ("/start", r#""2005-01-01""#),
+            ("/end", r#""2017-12-31""#),
+            ("/symbols", r#"null"#),
+        ],
+    ),
+    (
         "IC of 12-1 momentum on the offline universe",
         "factor_ic",
         &[

@@ -283,6 +283,9 @@ fn seed(tool: &str) -> Value {
         "factor_ic" => {
             json!({"factor": {"indicator": "momentum", "params": {"window": 60, "skip": 5}}, "universe": ["AAPL", "MSFT", "SPY", "QQQ", "XOM", "JPM"], "start": "2012-01-03", "end": "2013-12-31", "forward_days": [5]})
         }
+        "factor_screen" => {
+            json!({"expressions": [{"name": "rev", "expr": "-delta(close, 5)"}, {"name": "vol", "expr": "rank(volume)"}], "symbols": ["AAPL", "MSFT", "XOM", "JPM", "KO"], "start": "2012-01-03", "end": "2012-06-29", "horizons": [1, 5]})
+        }
         "regression" => {
             json!({"y": {"y": (0..120).map(|_| g.ret()).collect::<Vec<_>>()}, "x": [{"x": (0..120).map(|_| g.ret()).collect::<Vec<_>>()}], "hac_lags": 3})
         }

@@ -50,7 +50,7 @@ const LAST_DATES: usize = 5;
 /// embedded set is read there alone: "all the data" is its history to
 /// 2017-11-10, not that plus a round of online sources for the years
 /// since (docs §17.1.1).
-fn request(symbol: &str, range: (Option<NaiveDate>, Option<NaiveDate>)) -> DataRequest {
+pub(super) fn request(symbol: &str, range: (Option<NaiveDate>, Option<NaiveDate>)) -> DataRequest {
     let r = DataRequest::new(symbol).range(range.0, range.1);
     if range.1.is_none() && data::embedded::has(symbol) {
         r.source(data::SourceChoice::Explicit(data::Source::Embedded))
@@ -104,7 +104,7 @@ fn no_data(symbol: &str, start: Option<NaiveDate>, end: Option<NaiveDate>) -> To
 }
 
 /// Tickers, trimmed and upper-cased, each once, 1 to [`MAX_SYMBOLS`].
-fn tickers(list: &[String], key: &str) -> Result<Vec<String>, ToolError> {
+pub(super) fn tickers(list: &[String], key: &str) -> Result<Vec<String>, ToolError> {
     let mut out: Vec<String> = Vec::with_capacity(list.len());
     for s in list {
         let s = nonempty(s, key)?.to_ascii_uppercase();
@@ -185,7 +185,9 @@ fn factor_spec(f: &Map<String, Value>) -> Result<FactorSpec, ToolError> {
 
 /// The offline market's stocks with data in the range: the default
 /// cross-section, and a note naming those left out.
-fn offline_stocks(range: (Option<NaiveDate>, Option<NaiveDate>)) -> (Vec<String>, Option<String>) {
+pub(super) fn offline_stocks(
+    range: (Option<NaiveDate>, Option<NaiveDate>),
+) -> (Vec<String>, Option<String>) {
     let (mut keep, mut out) = (Vec::new(), Vec::new());
     for x in crate::model::universe::all().iter().filter(|x| !x.etf) {
         if range.0.is_some_and(|s| x.last < s) || range.1.is_some_and(|e| x.first > e) {
@@ -244,7 +246,7 @@ async fn load_all(
     Ok((out, empty))
 }
 
-fn source_lines(series: &[PriceSeries]) -> Vec<String> {
+pub(super) fn source_lines(series: &[PriceSeries]) -> Vec<String> {
     let mut by: BTreeMap<&str, usize> = BTreeMap::new();
     for s in series {
         *by.entry(s.provenance.source.as_str()).or_default() += 1;

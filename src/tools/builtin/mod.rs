@@ -27,6 +27,7 @@ pub mod backtest;
 mod backtest_args;
 pub mod compact;
 pub mod factor;
+pub mod factor_screen;
 pub mod fs;
 pub mod market;
 mod market_rank;
@@ -75,6 +76,7 @@ pub const MANIFEST: &[Entry] = &[
     entry::<factor::FactorIc>(Family::Factor),
     entry::<factor::Regression>(Family::Factor),
     entry::<factor::Overfitting>(Family::Factor),
+    entry::<factor_screen::FactorScreen>(Family::Factor),
     entry::<backtest::Backtest>(Family::Backtest),
     entry::<backtest::ReadArtifact>(Family::Backtest),
     entry::<sweep::SweepTool>(Family::Sweep),
@@ -183,6 +185,9 @@ pub struct ToolEnv {
     /// The scheduler's per-call deadline when the configuration names one
     /// (`sweep` keeps its own under it, docs §18.7).
     pub tool_timeout: Option<std::time::Duration>,
+    /// The data dir (`factor_screen` keeps its records under its
+    /// `factor/`, docs §17.9); `None`: the call's run dir.
+    pub data_dir: Option<PathBuf>,
 }
 
 /// What the memory and skill tools need.
@@ -204,6 +209,7 @@ impl ToolEnv {
             backtest: Arc::new(backtest),
             memory: None,
             tool_timeout: None,
+            data_dir: None,
         }
     }
 }
