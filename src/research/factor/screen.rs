@@ -19,7 +19,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
 use super::rank::{RankScratch, pearson, rank_sorted, spearman_sorted_a};
-use super::screen_cv::{ScreenSplit, ScreenValidation, SplitError, validate};
+use super::screen_cv::{RankIcSeries, ScreenSplit, ScreenValidation, SplitError, validate};
 use super::{FactorError, Panel, newey_west_mean_variance};
 use crate::research::overfitting::{SharpeMoments, expected_max_sharpe, psr};
 use crate::research::{Interrupt, Interrupted, checkpoint};
@@ -757,7 +757,20 @@ pub fn screen(
     let outcomes = study_all(&p, factors, o.threads)?;
     let mut s = compare(o, factors, outcomes);
     if let Some(split) = &o.split {
-        s.validation = Some(validate(u.dates, &s.factors, o.rank_horizon, split)?);
+        let series: Vec<RankIcSeries<'_>> = s
+            .factors
+            .iter()
+            .map(|f| RankIcSeries {
+                name: &f.name,
+                scored: f
+                    .stats
+                    .as_ref()
+                    .and_then(|st| st.horizons.iter().find(|x| x.horizon == o.rank_horizon))
+                    .map(|h| (h.dates.as_slice(), h.rank_ic.as_slice())),
+            })
+            .collect();
+        let v = validate(u.dates, &series, o.rank_horizon, split)?;
+        s.validation = Some(v);
     }
     Ok(s)
 }

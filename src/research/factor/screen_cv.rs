@@ -6,7 +6,6 @@
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
-use super::screen::ScreenedFactor;
 use crate::research::validation::{self, Embargo, Splits, ValidationError};
 
 /// The most splits a screen's CPCV may make: each is a PBO trial.
@@ -191,7 +190,7 @@ impl ScreenSplit {
 /// horizon, ascending, and each one's row in `dates`.
 fn observations(
     dates: &[NaiveDate],
-    factors: &[ScreenedFactor],
+    factors: &[RankIcSeries<'_>],
     rank_horizon: usize,
 ) -> (Vec<NaiveDate>, Vec<usize>) {
     let mut obs: Vec<NaiveDate> = factors
@@ -208,9 +207,17 @@ fn observations(
     (obs, rows)
 }
 
-fn rank_series(f: &ScreenedFactor, h: usize) -> Option<(&[NaiveDate], &[f64])> {
-    let hs = f.stats.as_ref()?.horizons.iter().find(|x| x.horizon == h)?;
-    Some((&hs.dates, &hs.rank_ic))
+/// One screened factor as the split reads it: its name and, when it was
+/// scored, its per-date rank IC at the rank horizon. (The screen hands
+/// these over, so this file does not read the screen's types.)
+#[derive(Clone, Copy, Debug)]
+pub struct RankIcSeries<'a> {
+    pub name: &'a str,
+    pub scored: Option<(&'a [NaiveDate], &'a [f64])>,
+}
+
+fn rank_series<'a>(f: &RankIcSeries<'a>, _h: usize) -> Option<(&'a [NaiveDate], &'a [f64])> {
+    f.scored
 }
 
 /// Each observation's label end: the last observation within `horizon`
@@ -231,7 +238,7 @@ pub fn label_ends(rows: &[usize], horizon: usize) -> Vec<usize> {
 /// universe's), and their observations' rows in `dates`.
 pub fn make_splits(
     dates: &[NaiveDate],
-    factors: &[ScreenedFactor],
+    factors: &[RankIcSeries<'_>],
     rank_horizon: usize,
     split: &ScreenSplit,
 ) -> Result<(Splits, Vec<NaiveDate>, Vec<usize>), SplitError> {
@@ -275,7 +282,7 @@ fn mean_ir(x: &[f64], idx: &[usize]) -> (f64, f64) {
 /// split, and the PBO of choosing the best in-sample factor (docs §17.10).
 pub fn validate(
     dates: &[NaiveDate],
-    factors: &[ScreenedFactor],
+    factors: &[RankIcSeries<'_>],
     rank_horizon: usize,
     split: &ScreenSplit,
 ) -> Result<ScreenValidation, SplitError> {
@@ -300,7 +307,7 @@ pub fn validate(
     let per: Vec<FactorValidation> = factors
         .iter()
         .zip(&series)
-        .map(|(f, x)| factor_validation(&f.name, x, &s))
+        .map(|(f, x)| factor_validation(f.name, x, &s))
         .collect();
     // A factor is chosen in the direction it won in: |IR| in sample, the
     // IR signed by the in-sample sign out of sample.
@@ -631,7 +638,12 @@ mod tests {
             ..options(cpcv(2, 1, 0))
         };
         let s = screen(u, &[("f", &f)], &o).unwrap();
-        let (splits, obs, rows) = make_splits(&dates, &s.factors, 1, &split).unwrap();
+        let hs = &s.factors[0].stats.as_ref().unwrap().horizons[0];
+        let series = [RankIcSeries {
+            name: "f",
+            scored: Some((&hs.dates, &hs.rank_ic)),
+        }];
+        let (splits, obs, rows) = make_splits(&dates, &series, 1, &split).unwrap();
         assert!(obs.len() < T - 1, "the gaps are not observations");
         let mut checked = 0;
         for sp in &splits.splits {

@@ -349,6 +349,7 @@ fn screen_error(e: ScreenError) -> ToolError {
         ScreenError::Input(m) => invalid(m),
         ScreenError::TooFew(_) => ToolError::failed("too_few_observations", e.to_string()),
         ScreenError::Interrupted(i) => ToolError::failed("cancelled", i.to_string()),
+        ScreenError::Split(_) => invalid(e.to_string()),
     }
 }
 
@@ -754,6 +755,53 @@ mod tests {
         assert_eq!(r.universe.symbols.len(), 8);
         assert_eq!(r.universe.source, "offline");
         assert!(v["warmup"].as_str().unwrap().contains("26 trading days"));
+        assert!(v.get("validation").is_none_or(|x| x.is_null()), "{v}");
+    }
+
+    #[tokio::test]
+    async fn a_cpcv_split_answers_the_pbo_and_each_top_rows_out_of_sample_ic() {
+        let dir = tempfile::tempdir().unwrap();
+        let v = call_in(
+            dir.path(),
+            "factor_screen",
+            json!({"expressions": [
+                {"name": "reversal", "expr": "-delta(close, 5)"},
+                {"name": "range", "expr": "(close - open) / ((high - low) + .001)"},
+                {"name": "volume", "expr": "rank(volume)"}],
+              "symbols": ["AAPL", "MSFT", "IBM", "JPM", "XOM", "WMT", "KO", "PFE"],
+              "start": "2011-01-01", "end": "2012-12-31", "horizons": [1, 5],
+              "split": {"cpcv": {"groups": 6, "test_groups": 2, "embargo_days": 5}}}),
+        )
+        .await
+        .unwrap();
+        let val = &v["validation"];
+        // C(6, 2) = 15 splits, 5 paths.
+        assert_eq!(
+            (
+                val["kind"].as_str(),
+                val["splits"].as_u64(),
+                val["paths"].as_u64()
+            ),
+            (Some("cpcv"), Some(15), Some(5)),
+            "{v}"
+        );
+        let pbo = val["pbo"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&pbo), "{pbo}");
+        for row in v["top"].as_array().unwrap() {
+            assert!(row["out_of_sample_rank_ic"].as_f64().is_some(), "{row}");
+        }
+        // A split the dates cannot hold is refused with its reason.
+        let e = call_in(
+            dir.path(),
+            "factor_screen",
+            json!({"expressions": [{"name": "reversal", "expr": "-delta(close, 5)"}],
+              "symbols": ["AAPL", "MSFT", "IBM", "JPM", "XOM"],
+              "start": "2012-01-01", "end": "2012-12-31",
+              "split": {"cpcv": {"groups": 4, "test_groups": 4}}}),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("split.cpcv"), "{e}");
     }
 
     #[tokio::test]

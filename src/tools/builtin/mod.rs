@@ -452,7 +452,10 @@ mod tests {
             served[..4],
             ["backtest", "market_data", "indicators", "remember"]
         );
-        assert_eq!(served[served.len() - 2..], ["overfitting", "sweep"]);
+        assert_eq!(
+            served[served.len() - 3..],
+            ["overfitting", "factor_screen", "sweep"]
+        );
         assert_eq!(
             served.len(),
             MANIFEST
