@@ -339,6 +339,31 @@ mod tests {
     }
 
     #[test]
+    fn a_call_after_an_echo_of_the_whole_prompt_runs() {
+        // Measured (eval prompt 5): the context block, then the `<tools>`
+        // block's schemas, then the call in a fence. The schema named the
+        // tool, so it read as a `<tools>` call with prose after it and
+        // nothing ran, twice.
+        let reg = default_registry();
+        let text = "<run-context>\n## State\n- run_dir: /tmp/r\n</run-context>\n\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"technical_indicator\", \"description\": \"A ticker's indicators\", \"parameters\": {\"type\": \"object\", \"properties\": {\"symbol\": {\"type\": \"string\"}}, \"required\": [\"indicator\"]}}}\n</tools>\n\n```json\n{\n  \"name\": \"read_file\",\n  \"arguments\": {\"path\": \"IBM.csv\"}\n}\n```";
+        let TextCallDecision::Calls { response, .. } = screen(reply(text), &reg, 1, "volatility")
+        else {
+            panic!("not converted");
+        };
+        assert_eq!(response.tool_calls.len(), 1);
+        assert_eq!(response.tool_calls[0].name(), "read_file");
+        assert!(
+            response.tool_calls[0]
+                .function
+                .arguments
+                .contains("IBM.csv"),
+            "{}",
+            response.tool_calls[0].function.arguments
+        );
+        assert_eq!(response.content, "", "the echo is not kept as prose");
+    }
+
+    #[test]
     fn an_unknown_name_gets_a_correction_listing_the_tools() {
         let reg = default_registry();
         let text = "```json\n{\"name\": \"backtest_design\", \"arguments\": {}}\n```";

@@ -398,6 +398,12 @@ fn calls_in(body: &str, repairs: &mut Vec<&'static str>) -> Vec<TextCall> {
     values.iter().flat_map(calls_of).collect()
 }
 
+/// A JSON Schema of an object's parameters, not arguments for them.
+fn is_json_schema(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("object")
+        && v.get("properties").is_some_and(Value::is_object)
+}
+
 /// JSON values one after another, as many as parse from the start.
 fn json_values(text: &str) -> Vec<Value> {
     serde_json::Deserializer::from_str(text)
@@ -446,6 +452,13 @@ fn call_of(o: &Map<String, Value>) -> Option<TextCall> {
             .iter()
             .find_map(|k| o.get(*k))
     });
+    // A tool's schema echoed from the prompt (`{"type": "function",
+    // "function": {"name": …, "parameters": {"type": "object",
+    // "properties": …}}}`) names a tool but calls nothing: measured, the
+    // 1.5B model wrote the prompt's `<tools>` block back before its call.
+    if args.is_some_and(is_json_schema) {
+        return None;
+    }
     let arguments = match args {
         None | Some(Value::Null) => Value::Object(Map::new()),
         Some(Value::Object(a)) => Value::Object(a.clone()),
@@ -624,6 +637,24 @@ mod tests {
         assert_eq!(t.form, TextCallForm::ToolsLines);
         assert_eq!(t.calls.len(), 2);
         assert_eq!(t.calls[1].arguments["symbol"], "MSFT");
+    }
+
+    #[test]
+    fn an_echoed_tool_schema_is_no_call_and_the_call_after_it_is_found() {
+        let schema = "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"technical_indicator\", \"description\": \"A ticker's rsi\", \"parameters\": {\"type\": \"object\", \"properties\": {\"symbol\": {\"type\": \"string\"}}, \"required\": [\"indicator\"]}}}\n</tools>";
+        assert_eq!(parse(schema), None);
+        let text = format!(
+            "{schema}\n\n```json\n{{\"name\": \"technical_indicator\", \"arguments\": {{\"symbol\": \"MSFT\", \"indicator\": \"volatility\"}}}}\n```"
+        );
+        let t = parse(&text).unwrap();
+        assert_eq!(t.form, TextCallForm::FencedJson);
+        assert_eq!(t.calls.len(), 1);
+        assert_eq!(t.calls[0].arguments["symbol"], "MSFT");
+        // Arguments that merely hold a `type` are still arguments.
+        let (c, _) = one(
+            "{\"name\": \"option_price\", \"arguments\": {\"type\": \"object\", \"spot\": 100}}",
+        );
+        assert_eq!(c.arguments["spot"], 100);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -422,11 +423,11 @@ pub struct PortfolioOptimizeOutput {
     pub status: String,
     pub method: String,
     pub covariance: String,
-    pub weights: BTreeMap<String, f64>,
+    pub weights: IndexMap<String, f64>,
     pub expected_return: f64,
     pub volatility: f64,
     pub sharpe: f64,
-    pub risk_contributions: BTreeMap<String, f64>,
+    pub risk_contributions: IndexMap<String, f64>,
     /// The annual rate the Sharpe is measured over (see `risk_free`).
     pub risk_free_rate: f64,
     /// Which rate, with its source (docs §15.1.1).
@@ -493,10 +494,10 @@ pub struct RiskReportOutput {
     pub volatility: f64,
     pub max_drawdown: f64,
     pub drawdowns: Vec<DrawdownOutput>,
-    pub component_var: BTreeMap<String, f64>,
+    pub component_var: IndexMap<String, f64>,
     pub hhi: f64,
     pub effective_n: f64,
-    pub weights: BTreeMap<String, f64>,
+    pub weights: IndexMap<String, f64>,
     pub skewness: f64,
     pub excess_kurtosis: f64,
     pub data: ReturnsData,
