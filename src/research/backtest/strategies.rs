@@ -498,19 +498,22 @@ impl Builtin {
 /// Public so that a sweep (docs §18) builds the same signals from moving
 /// averages it shares across parameter sets.
 pub fn crossover(fast: &[f64], slow: &[f64], allow_short: bool, size: f64) -> Vec<f64> {
-    let short = if allow_short { -size } else { 0.0 };
     fast.iter()
         .zip(slow)
-        .map(|(&f, &s)| {
-            if f > s {
-                size
-            } else if f < s {
-                short
-            } else {
-                0.0
-            }
-        })
+        .map(|(&f, &s)| crossover_at(f, s, allow_short, size))
         .collect()
+}
+
+/// One bar of [`crossover`].
+#[inline]
+pub fn crossover_at(fast: f64, slow: f64, allow_short: bool, size: f64) -> f64 {
+    if fast > slow {
+        size
+    } else if fast < slow {
+        if allow_short { -size } else { 0.0 }
+    } else {
+        0.0
+    }
 }
 
 /// Highest (or lowest) of the last `window` values including the current
