@@ -729,18 +729,29 @@ mod tests {
 
     use crate::tools::builtin::testkit::{call, call_in};
 
+    /// Three expressions over eight stocks, with `rest` (window, horizons,
+    /// split …) added.
+    fn small_screen(rest: serde_json::Value) -> serde_json::Value {
+        let mut args = json!({"expressions": [
+            {"name": "reversal", "expr": "-delta(close, 5)"},
+            {"name": "range", "expr": "(close - open) / ((high - low) + .001)"},
+            {"name": "volume", "expr": "rank(volume)"}],
+          "symbols": ["AAPL", "MSFT", "IBM", "JPM", "XOM", "WMT", "KO", "PFE"]});
+        if let (Some(a), Some(r)) = (args.as_object_mut(), rest.as_object()) {
+            a.extend(r.clone());
+        }
+        args
+    }
+
     #[tokio::test]
     async fn a_small_screen_ranks_its_expressions_and_writes_the_record() {
         let dir = tempfile::tempdir().unwrap();
         let v = call_in(
             dir.path(),
             "factor_screen",
-            json!({"expressions": [
-                {"name": "reversal", "expr": "-delta(close, 5)"},
-                {"name": "range", "expr": "(close - open) / ((high - low) + .001)"},
-                {"name": "volume", "expr": "rank(volume)"}],
-              "symbols": ["AAPL", "MSFT", "IBM", "JPM", "XOM", "WMT", "KO", "PFE"],
-              "start": "2012-01-01", "end": "2012-12-31", "horizons": [1, 5], "top": 2}),
+            small_screen(
+                json!({"start": "2012-01-01", "end": "2012-12-31", "horizons": [1, 5], "top": 2}),
+            ),
         )
         .await
         .unwrap();
@@ -764,13 +775,10 @@ mod tests {
         let v = call_in(
             dir.path(),
             "factor_screen",
-            json!({"expressions": [
-                {"name": "reversal", "expr": "-delta(close, 5)"},
-                {"name": "range", "expr": "(close - open) / ((high - low) + .001)"},
-                {"name": "volume", "expr": "rank(volume)"}],
-              "symbols": ["AAPL", "MSFT", "IBM", "JPM", "XOM", "WMT", "KO", "PFE"],
-              "start": "2011-01-01", "end": "2012-12-31", "horizons": [1, 5],
+            small_screen(
+                json!({"start": "2011-01-01", "end": "2012-12-31", "horizons": [1, 5],
               "split": {"cpcv": {"groups": 6, "test_groups": 2, "embargo_days": 5}}}),
+            ),
         )
         .await
         .unwrap();
