@@ -32,8 +32,10 @@ use tokio_util::sync::CancellationToken;
 use vibedesk::research::backtest::RunOptions;
 use vibedesk::research::data::embedded;
 use vibedesk::sweep::eval::Prepared;
+use vibedesk::sweep::journal::Journal;
 use vibedesk::sweep::local::{self, LocalOptions, run_cells};
-use vibedesk::sweep::{Plan, Row, Spec};
+use vibedesk::sweep::output;
+use vibedesk::sweep::{Plan, Results, Row, Spec};
 
 const BARS: usize = 2_520;
 const SYMBOLS: usize = 100;
@@ -272,6 +274,27 @@ fn main() {
         )
     };
     println!("{:<44} {load:>10.4}", "load 100 symbols (embedded, once)");
+    // The whole run's parts outside the cells, alone (one thread).
+    let (t_journal, _) = best(3, || {
+        let path = dir.path().join(format!("j{}.csv", rand_suffix()));
+        let (mut journal, _) = Journal::open(&path, &plan).unwrap();
+        for block in rows.chunks(512) {
+            journal.append(block).unwrap();
+        }
+    });
+    let (t_file, _) = best(3, || {
+        let out = dir.path().join(format!("o{}.parquet", rand_suffix()));
+        let results = Results::from_rows(rows.clone());
+        output::write(&plan, &results, &out).unwrap();
+    });
+    println!(
+        "{:<44} {t_journal:>10.4}",
+        "  journal of every row (1 thread)"
+    );
+    println!(
+        "{:<44} {t_file:>10.4}",
+        "  results file, parquet (1 thread)"
+    );
     line(&format!("engine, {threads} threads"), t_all);
     line("engine, 1 thread", t_one);
     line("sweep run in-process (load+cells+files)", t_run);

@@ -123,7 +123,12 @@ pub fn run_context(inputs: &PromptInputs<'_>) -> String {
 }
 
 /// The user message of a lean prompt: the run's context, then the message
-/// (with its recalled memories).
+/// (with its recalled memories). Before it, not after: measured with the
+/// 1.5B model, the block after the question (its list of other tools
+/// last) drew a call to a tool named only in that list, and 4 of the
+/// first 8 questions went wrong against 2 of 8 with the block first (one
+/// run each). An echo of the block is cut and asked again without it
+/// (docs §2.11.2).
 pub fn with_run_context(context: &str, message: &str) -> String {
     format!(
         "<run-context>\n{}\n</run-context>\n\n{message}",
@@ -340,6 +345,20 @@ pub fn history_from_stored(stored: &[StoredMessage], budget: usize) -> Vec<Messa
 mod tests {
     use super::*;
     use crate::tools::builtin::default_registry;
+
+    #[test]
+    fn the_run_context_leads_the_message_and_comes_off_again() {
+        let user = with_run_context("## State\n- run_dir: /r/1\n", "What was SPY's drawdown?");
+        assert_eq!(
+            user,
+            "<run-context>\n## State\n- run_dir: /r/1\n</run-context>\n\nWhat was SPY's drawdown?"
+        );
+        assert_eq!(without_run_context(&user), "What was SPY's drawdown?");
+        assert_eq!(
+            without_run_context("plain <run-context>"),
+            "plain <run-context>"
+        );
+    }
 
     fn skill(c: &str, n: &str) -> SkillLine {
         SkillLine {

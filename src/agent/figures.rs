@@ -52,6 +52,8 @@ static SOURCE_NUMBER: LazyLock<Option<Regex>> = LazyLock::new(|| {
 
 /// One figure of the answer.
 struct Figure {
+    /// Where it starts in the answer (its digits; a sign is before).
+    at: usize,
     text: String,
     value: f64,
     decimals: i32,
@@ -81,6 +83,23 @@ struct Known {
     percents: Vec<f64>,
 }
 
+impl Known {
+    fn of(sources: &[&str]) -> Known {
+        let mut all = Vec::new();
+        let mut percents = Vec::new();
+        for (value, percent) in sources.iter().flat_map(|s| source_numbers(s)) {
+            all.push(value);
+            if percent {
+                percents.push(value);
+            }
+        }
+        Known {
+            all: sorted(all),
+            percents: sorted(percents),
+        }
+    }
+}
+
 /// At most this many source values enter the arithmetic search: its pairs
 /// stay in the tens of thousands, so the check stays cheap.
 const MAX_OPERANDS: usize = 200;
@@ -91,17 +110,7 @@ pub fn check_figures(answer: &str, sources: &[&str]) -> FigureCheck {
     if figures.is_empty() {
         return FigureCheck::default();
     }
-    let mut known = Known::default();
-    for (value, percent) in sources.iter().flat_map(|s| source_numbers(s)) {
-        known.all.push(value);
-        if percent {
-            known.percents.push(value);
-        }
-    }
-    let known = Known {
-        all: sorted(known.all),
-        percents: sorted(known.percents),
-    };
+    let known = Known::of(sources);
     // Figures a source shows directly; the values they cite are the
     // operands of the answer's own arithmetic.
     let mut operands: Vec<f64> = Vec::new();
@@ -147,6 +156,39 @@ pub fn check_figures(answer: &str, sources: &[&str]) -> FigureCheck {
         unverified,
         key_unverified,
     }
+}
+
+/// A key figure of an answer (a measured quantity: decimals, a percent or
+/// a sign) and where it stands, for checking whom the answer gives it to.
+pub struct KeyFigure {
+    figure: Figure,
+}
+
+impl KeyFigure {
+    /// Its byte offset in the answer.
+    pub fn at(&self) -> usize {
+        self.figure.at
+    }
+
+    /// As written (`-35.2%`).
+    pub fn text(&self) -> &str {
+        &self.figure.text
+    }
+
+    /// Whether `source` shows it directly (not by arithmetic), as
+    /// [`check_figures`] reads it.
+    pub fn shown_in(&self, source: &str) -> bool {
+        shown_by(&self.figure, &Known::of(&[source])).is_some()
+    }
+}
+
+/// The key figures of `answer`, in order.
+pub fn key_figures(answer: &str) -> Vec<KeyFigure> {
+    figures_of(answer)
+        .into_iter()
+        .filter(|f| f.key)
+        .map(|figure| KeyFigure { figure })
+        .collect()
 }
 
 fn sorted(mut v: Vec<f64>) -> Vec<f64> {
@@ -205,7 +247,9 @@ fn figures_of(answer: &str) -> Vec<Figure> {
     let (Some(date), Some(number)) = (DATE.as_ref(), ANSWER_NUMBER.as_ref()) else {
         return Vec::new();
     };
-    let text = date.replace_all(answer, " ");
+    // Blanked to the same length, so a figure's place is its place in the
+    // answer.
+    let text = date.replace_all(answer, |c: &regex::Captures<'_>| " ".repeat(c[0].len()));
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     for m in number.find_iter(&text) {
@@ -245,6 +289,7 @@ fn figures_of(answer: &str) -> Vec<Figure> {
             if percent { "%" } else { "" }
         );
         out.push(Figure {
+            at: m.start(),
             text: shown,
             value,
             decimals,

@@ -2,6 +2,7 @@
 //! final-answer check and the compaction hook.
 
 pub mod arguments;
+pub mod attribution;
 pub mod compaction;
 pub mod config;
 pub mod context;

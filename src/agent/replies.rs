@@ -44,9 +44,35 @@ const CHECK_EVERY: usize = 1_024;
 /// Lines shorter than this (blank lines, `---`) are not counted as repeats.
 const MIN_LINE: usize = 6;
 
-/// Watches a reply as it streams, for repetition and data rows.
+/// Why a reply was cut while it streamed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cut {
+    pub why: String,
+    /// The reply opened with the prompt's own text ([`ECHO_OPENINGS`]):
+    /// asked again as it was, not told to be short (docs §2.11.2).
+    pub echo: bool,
+}
+
+/// Openings of a reply that write the prompt back instead of answering:
+/// the run's context block a lean prompt puts before the question (§4.3),
+/// the `<tools>` block of the chat template, a steering note. Measured
+/// with the 1.5B model: 2 to 3 of 12 first replies wrote the block and the
+/// tool schemas out for 150 s before a call, or with none after it.
+pub const ECHO_OPENINGS: [&str; 3] = ["<run-context>", "<tools>", "[SYSTEM]"];
+
+/// A reply opening with this many characters of the question, as written,
+/// writes it back: an answer restates a question in its own words.
+pub const QUESTION_HEAD: usize = 32;
+
+/// Watches a reply as it streams, for an echoed prompt, repetition and
+/// data rows.
 #[derive(Default)]
 pub struct RunawayGuard {
+    /// The reply's first characters, until its opening is known.
+    opening: String,
+    opened: bool,
+    /// The question's first [`QUESTION_HEAD`] characters.
+    question: Option<String>,
     line: String,
     lines: HashMap<String, u32>,
     rows: u32,
@@ -56,6 +82,48 @@ pub struct RunawayGuard {
 }
 
 impl RunawayGuard {
+    /// Takes the next streamed text; why the reply is cut, once, when this
+    /// text makes it an echo of the prompt or a runaway.
+    pub fn push_cut(&mut self, text: &str) -> Option<Cut> {
+        if self.tripped.is_none() && !self.opened {
+            self.opening.push_str(text);
+            let head = self.opening.trim_start();
+            let marks = || {
+                ECHO_OPENINGS
+                    .iter()
+                    .copied()
+                    .chain(self.question.as_deref())
+            };
+            if let Some(mark) = marks().find(|m| head.starts_with(m)) {
+                let why = format!(
+                    "the reply writes the prompt back (it opens with `{}`)",
+                    crate::text::preview(mark, 40)
+                );
+                self.tripped = Some(why.clone());
+                return Some(Cut { why, echo: true });
+            }
+            // Known once the opening cannot grow into any of them.
+            self.opened = !head.is_empty() && !marks().any(|m| m.starts_with(head));
+            if self.opened {
+                self.opening = String::new();
+            }
+        }
+        self.push(text).map(|why| Cut { why, echo: false })
+    }
+
+    /// A guard that also takes a reply opening with the question's own
+    /// first words for an echo (a question of at least
+    /// [`QUESTION_HEAD`] characters).
+    pub fn for_question(question: &str) -> RunawayGuard {
+        let q = question.trim_start();
+        let question = (q.chars().count() >= QUESTION_HEAD)
+            .then(|| q.chars().take(QUESTION_HEAD).collect::<String>());
+        RunawayGuard {
+            question,
+            ..RunawayGuard::default()
+        }
+    }
+
     /// Takes the next streamed text; the reason the reply runs away, once,
     /// when this text makes it so.
     pub fn push(&mut self, text: &str) -> Option<String> {
@@ -306,6 +374,50 @@ mod tests {
             assert!(sent < 1_000);
         };
         assert!(why.contains("repeats"), "{why}");
+    }
+
+    #[test]
+    fn a_reply_that_opens_with_the_prompt_is_cut_at_once() {
+        let mut g = RunawayGuard::default();
+        assert_eq!(g.push_cut("\n  <run-"), None, "not known yet");
+        let cut = g.push_cut("context>\n## State").expect("cut");
+        assert!(cut.echo && cut.why.contains("<run-context>"), "{cut:?}");
+        assert_eq!(g.push_cut("- run_dir: /tmp/x\n"), None, "once");
+        let mut g = RunawayGuard::default();
+        assert!(g.push_cut("[SYSTEM] Only your").is_some_and(|c| c.echo));
+    }
+
+    #[test]
+    fn a_reply_that_opens_with_the_question_is_cut() {
+        let q = "Which of AAPL, MSFT and IBM had the highest 20-day volatility on 2010-12-31?";
+        let mut g = RunawayGuard::for_question(q);
+        assert_eq!(g.push_cut("Which of AAPL, MSFT "), None, "not known yet");
+        assert!(
+            g.push_cut("and IBM had the highest")
+                .is_some_and(|c| c.echo)
+        );
+        let mut g = RunawayGuard::for_question(q);
+        for c in "Which of the three was most volatile? MSFT, at 41%.".chars() {
+            assert_eq!(g.push_cut(&c.to_string()), None);
+        }
+        // A short question is no mark: "Hello" back is a greeting.
+        let mut g = RunawayGuard::for_question("Hello");
+        assert_eq!(g.push_cut("Hello! How can I help?"), None);
+    }
+
+    #[test]
+    fn a_call_or_an_answer_is_not_an_echo() {
+        for reply in [
+            "<tool_call>\n{\"name\": \"backtest\"}",
+            "```json\n{\"name\": \"x\"}\n```",
+            "<",
+            "AAPL's RSI(14) was 13.31. <run-context> is the prompt's block.",
+        ] {
+            let mut g = RunawayGuard::default();
+            for c in reply.chars() {
+                assert_eq!(g.push_cut(&c.to_string()), None, "{reply}");
+            }
+        }
     }
 
     #[test]

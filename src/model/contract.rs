@@ -956,6 +956,11 @@ impl<P: JsonSchema + Default> JsonSchema for IndicatorAnswer<P> {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct RankedIndicatorOutput {
+    /// The symbol ranked first, named before the table: measured, asked
+    /// for "the most volatile, then backtest that one", the 1.5B model
+    /// read the table right and then backtested the symbol it had guessed
+    /// in its own call.
+    pub highest: String,
     /// What orders `ranked`, in words.
     pub ranked_by: String,
     pub ranked: Vec<RankedRow>,

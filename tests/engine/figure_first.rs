@@ -211,6 +211,17 @@ async fn every_indicator_leads_with_the_period_and_a_day_with_its_value() {
     assert_eq!(one["on_date"]["rsi"], longer["latest"]["rsi"]);
     assert!(one["on_date"]["rsi"].as_f64().unwrap() < 30.0, "{one}");
     assert!(longer.get("on_date").is_none());
+    // A start without an end names that day too: its value leads, and is
+    // the one-day range's, while `latest` is the data's last day.
+    let from = json!({"symbol": "AAPL", "indicator": "rsi", "params": {"period": 14}, "start": "2008-01-25"});
+    let (text, _) = call(&r, "technical_indicator", from, &c).await;
+    let from = value(&text);
+    assert!(
+        text.starts_with(r#"{"on_date":{"date":"2008-01-25","#),
+        "{text}"
+    );
+    assert_eq!(from["on_date"]["rsi"], one["on_date"]["rsi"]);
+    assert_ne!(from["latest"]["date"], "2008-01-25");
 }
 
 #[tokio::test]
@@ -226,13 +237,20 @@ async fn several_symbols_are_one_ranked_table() {
     )
     .await;
     assert!(
-        text.starts_with(r#"{"ranked_by":"volatility on each symbol's last date"#),
-        "{text}"
+        text.starts_with(r#"{"highest":""#),
+        "the first-ranked symbol leads: {text}"
     );
     assert_eq!(lean, text, "nothing to cut");
     let out = value(&text);
     let ranked = out["ranked"].as_array().unwrap();
     assert_eq!(ranked.len(), 3);
+    assert_eq!(out["highest"], ranked[0]["symbol"]);
+    assert!(
+        out["ranked_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("volatility on each symbol's last date")
+    );
     let mut seen = Vec::new();
     for (i, row) in ranked.iter().enumerate() {
         assert_eq!(row["rank"], i + 1);

@@ -1403,6 +1403,23 @@ fn rows_reply(opening: &str, line: &dyn Fn(usize) -> String, rows: usize) -> Rep
     Reply::Stream(parts)
 }
 
+/// "Show me AAPL's RSI(14) on 2008-01-25." with runaway replies cut.
+async fn rsi_run_cutting_runaways(home: &Home, server: &TestServer) -> Ran {
+    let cfg = LoopConfig {
+        cut_runaways: true,
+        ..config()
+    };
+    run_with(
+        home,
+        provider(server),
+        registry(),
+        cfg,
+        "Show me AAPL's RSI(14) on 2008-01-25.",
+        CancellationToken::new(),
+    )
+    .await
+}
+
 /// One reply streams invented price rows, the next repeats a line inside a
 /// fence (text held back as a possible call, watched all the same): each is
 /// cut long before its end, the model is asked once for a short answer,
@@ -1428,19 +1445,7 @@ async fn a_runaway_reply_is_cut_and_a_second_ends_the_run() {
         rows_reply("```\n", &same_line, ROWS),
     ])
     .await;
-    let cfg = LoopConfig {
-        cut_runaways: true,
-        ..config()
-    };
-    let ran = run_with(
-        &home,
-        provider(&server),
-        registry(),
-        cfg,
-        "Show me AAPL's RSI(14) on 2008-01-25.",
-        CancellationToken::new(),
-    )
-    .await;
+    let ran = rsi_run_cutting_runaways(&home, &server).await;
     assert_eq!(
         ran.outcome.status,
         RunStatus::Failed,
@@ -1482,6 +1487,185 @@ async fn a_runaway_reply_is_cut_and_a_second_ends_the_run() {
         .filter(|e| matches!(e, AgentEvent::Notice { message, .. } if message.contains("reply was cut")))
         .count();
     assert_eq!(notices, 2);
+}
+
+/// A reply that writes the prompt back (measured: the 1.5B model wrote the
+/// `<run-context>` block and the tool schemas for about 150 s) is cut at
+/// its opening, and the same request goes again at a higher temperature
+/// with no steering note; the call then runs and the run succeeds.
+#[tokio::test]
+async fn an_echo_of_the_prompt_is_cut_at_once_and_the_request_sent_again() {
+    let home = Home::new();
+    const ROWS: usize = 5_000;
+    let schema_line = |i: usize| {
+        format!("{{\"type\": \"function\", \"function\": {{\"name\": \"tool_{i}\"}}}}\n")
+    };
+    let rsi = aapl_rsi();
+    let answer = format!("AAPL's RSI(14) on 2008-01-25 was {rsi:.2}.");
+    let server = TestServer::start(vec![
+        rows_reply(
+            "<run-context>\n## State\n- run_dir: /tmp/r\n",
+            &schema_line,
+            ROWS,
+        ),
+        text_reply(RSI_CALL),
+        text_reply(&answer),
+    ])
+    .await;
+    let cfg = LoopConfig {
+        cut_runaways: true,
+        lean_prompt: true,
+        ..config()
+    };
+    let ran = run_with(
+        &home,
+        provider(&server),
+        registry(),
+        cfg,
+        "Show me AAPL's RSI(14) on 2008-01-25.",
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Success,
+        "{}",
+        ran.outcome.reason
+    );
+    assert_eq!(ran.outcome.content, answer);
+    let cuts = trace_records(&home, "reply_cut");
+    assert_eq!(cuts.len(), 1, "{cuts:?}");
+    assert!(
+        cuts[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("writes the prompt back"),
+        "{cuts:?}"
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    // The same conversation again, hotter, the question without the run's
+    // context block; then the preset's own 0.2, with it.
+    let (first, again) = (messages(&reqs[0].body), messages(&reqs[1].body));
+    assert_eq!(first.len(), again.len());
+    let question = |m: &[Value]| m.last().unwrap()["content"].as_str().unwrap().to_string();
+    assert!(question(&first).starts_with("<run-context>\n"), "{first:?}");
+    assert_eq!(question(&again), "Show me AAPL's RSI(14) on 2008-01-25.");
+    assert_eq!(first[0], again[0], "the system text is the same");
+    assert_eq!(reqs[0].body["temperature"], json!(0.2));
+    assert_eq!(reqs[1].body["temperature"], json!(0.7));
+    assert_eq!(reqs[2].body["temperature"], json!(0.2));
+    // Cut at its opening: the trace kept only a line or two of it.
+    let kept = read_trace(&home.session_dir(), None)
+        .unwrap()
+        .records
+        .iter()
+        .filter_map(|r| r["content"].as_str().map(str::to_string))
+        .find(|c| c.starts_with("<run-context>"))
+        .map_or(0, |c| c.lines().count());
+    assert!(kept < 50, "{kept} of {ROWS} lines were read");
+}
+
+/// A local server's empty reply after a tool result (measured: then,
+/// nudged, "I didn't receive any input from you") is asked again as it
+/// was, hotter, with no note; the answer then comes.
+#[tokio::test]
+async fn an_empty_local_reply_is_asked_again_hotter_without_a_note() {
+    let home = Home::new();
+    let rsi = aapl_rsi();
+    let answer = format!("AAPL's RSI(14) on 2008-01-25 was {rsi:.2}.");
+    let server = TestServer::start(vec![
+        text_reply(RSI_CALL),
+        text_reply(""),
+        text_reply(&answer),
+    ])
+    .await;
+    let ran = rsi_run_cutting_runaways(&home, &server).await;
+    assert_eq!(
+        ran.outcome.status,
+        RunStatus::Success,
+        "{}",
+        ran.outcome.reason
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    assert_eq!(messages(&reqs[1].body), messages(&reqs[2].body), "no note");
+    assert_eq!(reqs[2].body["temperature"], json!(0.7));
+}
+
+/// With no tool run, a local server's answer is still checked: the
+/// measured "0.0183" from nowhere ends `partial`; a hosted model's answer
+/// from what it knows keeps its status.
+#[tokio::test]
+async fn a_local_answer_with_figures_and_no_tool_is_checked() {
+    let invented =
+        "The highest 20-day volatility on 2010-12-31 was 0.0183, and the backtest returned 0.0009.";
+    for (local, want) in [(true, RunStatus::Partial), (false, RunStatus::Success)] {
+        let home = Home::new();
+        let server = TestServer::start(vec![text_reply(invented)]).await;
+        let cfg = LoopConfig {
+            cut_runaways: local,
+            ..config()
+        };
+        let ran = run_with(
+            &home,
+            provider(&server),
+            registry(),
+            cfg,
+            "Which of AAPL, MSFT and IBM had the highest 20-day volatility on 2010-12-31?",
+            CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(
+            ran.outcome.status, want,
+            "local {local}: {}",
+            ran.outcome.reason
+        );
+        if local {
+            assert_eq!(ran.outcome.unverified_numbers, vec!["0.0183", "0.0009"]);
+        }
+    }
+}
+
+/// The measured false success: the model ranked MSFT first, backtested
+/// AAPL, and gave AAPL's figure to MSFT. Here AAPL's and MSFT's RSI are
+/// read one call each, and the answer gives AAPL's to MSFT: `partial`,
+/// the figure listed and the reason naming both symbols. The same answer
+/// with the right name succeeds.
+#[tokio::test]
+async fn a_figure_given_to_the_wrong_symbol_is_not_success() {
+    let rsi = aapl_rsi();
+    let msft_call = RSI_CALL.replace("AAPL", "MSFT");
+    for (named, want) in [("MSFT", RunStatus::Partial), ("AAPL", RunStatus::Success)] {
+        let home = Home::new();
+        let answer = format!("The higher RSI(14) on 2008-01-25 was {named}'s, at {rsi:.2}.");
+        let server = TestServer::start(vec![
+            text_reply(RSI_CALL),
+            text_reply(&msft_call),
+            text_reply(&answer),
+        ])
+        .await;
+        let ran = run_with(
+            &home,
+            provider(&server),
+            registry(),
+            config(),
+            "Which had the higher RSI(14) on 2008-01-25, AAPL or MSFT?",
+            CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(ran.outcome.status, want, "{named}: {}", ran.outcome.reason);
+        if want == RunStatus::Partial {
+            let figure = format!("{rsi:.2}");
+            assert_eq!(ran.outcome.unverified_numbers, vec![figure.clone()]);
+            assert!(
+                ran.outcome.reason.contains("wrong symbol")
+                    && ran.outcome.reason.contains(&format!("{figure} is AAPL's")),
+                "{}",
+                ran.outcome.reason
+            );
+        }
+    }
 }
 
 /// A local preset's request carries a `max_tokens` sized to the window it

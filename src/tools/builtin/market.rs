@@ -423,14 +423,14 @@ impl TypedTool for TechnicalIndicator {
     const NAME: &'static str = names::TECHNICAL_INDICATOR;
     const CAPS: Caps = Caps::READ_ONLY.served_as("indicators").planner();
     fn description(&self) -> &str {
-        "An indicator on a date: a ticker's sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation or momentum. The answer leads with `period`, the range's own figures (total_return, annualized_volatility, max_drawdown_window with peak and trough dates), then the latest value, each series' lowest and highest value with its date, a short history and provenance. Values are computed on history before start (warm-up), so a value on a date does not depend on start; a one-day range (start = end) leads with that day's value in `on_date`. Several tickers: `symbols` [\"AAPL\", \"MSFT\", \"IBM\"] returns `ranked`, a table highest value first (e.g. which was most volatile on a date)."
+        "An indicator on a date: a ticker's sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation or momentum. The answer leads with `period`, the range's own figures (total_return, annualized_volatility, max_drawdown_window with peak and trough dates), then the latest value, each series' lowest and highest value with its date, a short history and provenance. Values are computed on history before start (warm-up), so a value on a date does not depend on start; a one-day range (start = end), or a start without an end, leads with that day's value in `on_date`. Several tickers: `symbols` [\"AAPL\", \"MSFT\", \"IBM\"] returns `ranked`, a table highest value first (e.g. which was most volatile on a date)."
     }
     fn lean_properties(&self) -> Option<&[&str]> {
         Some(&["symbol", "symbols", "indicator", "params", "start", "end"])
     }
     fn lean_description(&self) -> Option<&str> {
         Some(
-            "A ticker's sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation or momentum over start..end. The answer leads with `period`: the range's total_return, annualized_volatility and max_drawdown_window (peak and trough dates); a one-day range (start = end) leads with `on_date`. `symbols` [\"AAPL\", \"MSFT\"] returns `ranked`, highest first.",
+            "A ticker's sma, ema, rsi, macd, bollinger, atr, volatility, returns, log_returns, drawdown, correlation or momentum over start..end. The answer leads with `period`: the range's total_return, annualized_volatility and max_drawdown_window (peak and trough dates); a one-day range (start = end) or a start alone leads with `on_date`. `symbols` [\"AAPL\", \"MSFT\"] returns `ranked`, highest first.",
         )
     }
     fn lean_result(&self, output: &Value) -> Option<Value> {
@@ -562,8 +562,17 @@ impl TechnicalIndicator {
         let warmup_nan_rows = cols
             .first()
             .map_or(0, |c| c.values.iter().take_while(|v| v.is_nan()).count());
+        // A start without an end names a day as a one-day range does:
+        // measured, asked for MSFT's RSI "on 2009-03-09", the 1.5B model
+        // called with that start alone and answered the range's latest
+        // value, eight years on (docs §2.12).
+        let on_date = match (start, end) {
+            (Some(s), Some(e)) if s == e => Some(latest.clone()),
+            (Some(_), None) => values_at(b, &cols, 0),
+            _ => None,
+        };
         Ok(IndicatorOutput {
-            on_date: (start.is_some() && start == end).then(|| latest.clone()),
+            on_date,
             period,
             status: "ok".into(),
             symbol: series.symbol.clone(),
@@ -628,14 +637,25 @@ fn tail_and_latest(
             Value::Array(r)
         })
         .collect();
-    let mut latest = serde_json::Map::new();
-    if let Some(last) = n.checked_sub(1) {
-        latest.insert("date".into(), Value::from(b.dates[last].to_string()));
-        for c in cols {
-            latest.insert(c.name.clone(), sig(c.values[last]));
-        }
-    }
+    let latest = n
+        .checked_sub(1)
+        .and_then(|last| values_at(b, cols, last))
+        .unwrap_or_default();
     (rows, latest)
+}
+
+/// Row `i`'s date and values, when it has them all.
+fn values_at(
+    b: &Bars,
+    cols: &[IndicatorColumn],
+    i: usize,
+) -> Option<serde_json::Map<String, Value>> {
+    let mut out = serde_json::Map::new();
+    out.insert("date".into(), Value::from(b.dates.get(i)?.to_string()));
+    for c in cols {
+        out.insert(c.name.clone(), sig(*c.values.get(i)?));
+    }
+    Some(out)
 }
 
 /// The research record as the tools' contract spells it.

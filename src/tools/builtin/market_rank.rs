@@ -134,6 +134,7 @@ pub(super) fn ranked(
         r.rank = i + 1;
     }
     Ok(RankedIndicatorOutput {
+        highest: rows.first().map(|r| r.symbol.clone()).unwrap_or_default(),
         ranked_by: ranked_by(indicator, &series),
         ranked: rows,
         errors,
