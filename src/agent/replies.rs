@@ -54,11 +54,13 @@ pub struct Cut {
 }
 
 /// Openings of a reply that write the prompt back instead of answering:
-/// the run's context block a lean prompt puts before the question (§4.3),
-/// the `<tools>` block of the chat template, a steering note. Measured
-/// with the 1.5B model: 2 to 3 of 12 first replies wrote the block and the
-/// tool schemas out for 150 s before a call, or with none after it.
-pub const ECHO_OPENINGS: [&str; 3] = ["<run-context>", "<tools>", "[SYSTEM]"];
+/// the run's context block a lean prompt puts before the question (§4.3)
+/// and a steering note. Measured with the 1.5B model: 2 to 3 of 12 first
+/// replies wrote the block and the tool schemas out for 150 s before a
+/// call, or with none after it. Not `<tools>`: the model also opens its
+/// calls so (`<tools>` then JSON lines, §2.11.1), and cutting that opening
+/// cut real calls.
+pub const ECHO_OPENINGS: [&str; 2] = ["<run-context>", "[SYSTEM]"];
 
 /// A reply opening with this many characters of the question, as written,
 /// writes it back: an answer restates a question in its own words.
@@ -409,6 +411,7 @@ mod tests {
     fn a_call_or_an_answer_is_not_an_echo() {
         for reply in [
             "<tool_call>\n{\"name\": \"backtest\"}",
+            "<tools>\n{\"name\": \"backtest\", \"arguments\": {}}\n</tools>",
             "```json\n{\"name\": \"x\"}\n```",
             "<",
             "AAPL's RSI(14) was 13.31. <run-context> is the prompt's block.",

@@ -283,7 +283,7 @@ struct TurnState {
     /// Replies cut for writing the prompt back (docs §2.11.2).
     echoes: u32,
     /// The next request is the same one again, at [`RETRY_TEMPERATURE`]:
-    /// after an echo or an empty reply of a local server.
+    /// after an empty reply of a local server.
     hot_retry: bool,
     /// An empty reply was asked again as it was (docs §2.11.2).
     empty_retried: bool,
@@ -973,10 +973,9 @@ impl Loop {
         last: bool,
     ) -> ControlFlow<Exit, Option<Response>> {
         let mut fitted = false;
-        // After an echo was cut or a local reply was empty, the same
-        // request once more at a higher temperature: that path is the
-        // likeliest at the preset's 0.2, and a steering note is more
-        // prompt text to write back.
+        // After a local reply was empty, the same request once more at a
+        // higher temperature: that path is the likeliest at the preset's
+        // 0.2, and a steering note is more prompt text to answer.
         let temperature = std::mem::take(&mut t.st.hot_retry).then_some(RETRY_TEMPERATURE);
         // After an echo, the question without the run's context block:
         // measured, one question's first reply opened with the block three
@@ -1909,11 +1908,11 @@ impl Turn {
     }
 
     /// A reply cut for writing the prompt back (docs §2.11.2): a trace
-    /// record and a notice; the request is sent again at
-    /// [`RETRY_TEMPERATURE`], its question without the run's context.
+    /// record and a notice; the request is sent again with its question
+    /// without the run's context (at the preset's temperature: measured,
+    /// at 0.7 the model planned in prose and guessed parameters).
     fn echo_cut(&mut self, iter: u64, why: String) {
         self.st.echoes += 1;
-        self.st.hot_retry = true;
         self.st.echoed = true;
         trace_record(
             &self.trace,
@@ -2350,8 +2349,8 @@ fn without_context_block(messages: &[Message]) -> Arc<Vec<Message>> {
 /// were; the next is cut as a runaway (docs §2.11.2).
 const ECHO_RETRIES: u32 = 2;
 
-/// The temperature of a request sent again after an echo was cut or a
-/// local server's reply was empty.
+/// The temperature of a request sent again after a local server's reply
+/// was empty.
 const RETRY_TEMPERATURE: f32 = 0.7;
 
 /// `error_code` of a run ended by a runaway reply (docs §2.11.2).
