@@ -12,8 +12,8 @@
 //! about one symbol (a ranked table's row, a weight keyed by its symbol),
 //! and the answer names someone for it: in a sentence with
 //! "respectively", the symbol in the figure's place; else the symbols its
-//! sentence names, else the last one named before that sentence. It is
-//! misattributed when none of those is the symbol the figure came from.
+//! sentence names. It is misattributed when none of those is the symbol
+//! the figure came from.
 
 use serde_json::Value;
 
@@ -230,8 +230,9 @@ fn mentions<'a>(answer: &str, known: &[&'a str]) -> Vec<(usize, &'a str)> {
 /// Whom the answer gives the figure at `at` to: in a sentence with
 /// "respectively", the symbol named in the same place among the
 /// sentence's symbols as the figure among its figures (when the counts
-/// agree); else the symbols named in its sentence, else the last one
-/// named before that sentence.
+/// agree); else the symbols named in its sentence. Not the last one named
+/// before it: a report's notes ("weights from 0.00 % to 100.00 %" after
+/// "KO: embedded") are about no symbol.
 fn named_for<'a>(
     answer: &str,
     at: usize,
@@ -261,15 +262,7 @@ fn named_for<'a>(
             return vec![*s];
         }
     }
-    if !inside.is_empty() {
-        return inside;
-    }
-    mentions
-        .iter()
-        .rev()
-        .find(|(i, _)| *i < start)
-        .map(|(_, s)| vec![*s])
-        .unwrap_or_default()
+    inside
 }
 
 /// The byte range of the sentence holding `at`: it ends at `.`, `!` or `?`
@@ -348,9 +341,9 @@ mod tests {
         assert_eq!(m[0].named, ["MSFT"]);
         assert_eq!(m[0].from, "AAPL");
         assert!(m[0].describe().contains("AAPL's"));
-        // "it" carries the name of the sentence before.
+        // A sentence that names no symbol gives its figures to none.
         let answer = "MSFT was the most volatile. Backtesting it gives a Sharpe of 0.51.";
-        assert_eq!(misattributed(answer, &results, &[]).len(), 1);
+        assert_eq!(misattributed(answer, &results, &[]), []);
     }
 
     #[test]
