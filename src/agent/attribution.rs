@@ -321,19 +321,28 @@ mod tests {
         )
     }
 
-    #[test]
-    fn a_backtests_figures_given_to_another_symbol_are_misattributed() {
-        let (three, aapl, ranked, backtest) = measured();
-        let results = [
+    fn ranked_then_backtest<'a>(
+        three: &'a [String],
+        aapl: &'a [String],
+        ranked: &'a str,
+        backtest: &'a str,
+    ) -> [Sourced<'a>; 2] {
+        [
             Sourced {
-                symbols: &three,
+                symbols: three,
                 text: ranked,
             },
             Sourced {
-                symbols: &aapl,
+                symbols: aapl,
                 text: backtest,
             },
-        ];
+        ]
+    }
+
+    #[test]
+    fn a_backtests_figures_given_to_another_symbol_are_misattributed() {
+        let (three, aapl, ranked, backtest) = measured();
+        let results = ranked_then_backtest(&three, &aapl, ranked, backtest);
         let answer = "MSFT was the most volatile (41.31%). The SMA backtest on MSFT has a Sharpe of 0.51 and a maximum drawdown of -44.71%.";
         let m = misattributed(answer, &results, &["Which was most volatile?"]);
         let figures: Vec<&str> = m.iter().map(|m| m.figure.as_str()).collect();
@@ -349,16 +358,7 @@ mod tests {
     #[test]
     fn the_right_symbol_or_a_table_of_several_passes() {
         let (three, aapl, ranked, backtest) = measured();
-        let results = [
-            Sourced {
-                symbols: &three,
-                text: ranked,
-            },
-            Sourced {
-                symbols: &aapl,
-                text: backtest,
-            },
-        ];
+        let results = ranked_then_backtest(&three, &aapl, ranked, backtest);
         for answer in [
             "MSFT was the most volatile (41.31%), ahead of IBM (33.02%) and AAPL (29.15%).",
             "The backtest on AAPL: Sharpe 0.51, maximum drawdown -44.71%.",

@@ -1396,15 +1396,7 @@ mod tests {
             if q == 0.0 || need(1.0) <= cash || book.open_cost(0, r.lot.copysign(q), px) > cash {
                 continue;
             }
-            let (mut lo, mut hi) = (0.0f64, 1.0f64);
-            for _ in 0..50 {
-                let mid = 0.5 * (lo + hi);
-                if need(mid) <= cash {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
-            }
+            let lo = bisect_scale(cash, need);
             let bisected = r.round_lot(q * lo);
             let direct = single_open_quantity(&book, &[(0, q, Reason::Signal)], &op);
             assert_eq!(
