@@ -1659,17 +1659,10 @@ impl Turn {
         AnswerStep::Answered
     }
 
-    /// When tools were called (or a local server answered), the answer's
-    /// figures are looked up in their results and the user's own words
-    /// (docs §1.6).
+    /// When tools were called, the answer's figures are looked up in their
+    /// results and the user's own words (docs §1.6).
     fn check_grounding(&mut self, draft: &str, iter: u64) {
-        // A local server's answer is checked even when no tool ran:
-        // measured, the 1.5B model, cut three times for echoing, answered
-        // "0.0183" and "0.0009" from nowhere, which passed as `success`
-        // (docs §1.6). Other models keep the rule of answering from what
-        // they know, and so does an answer that shows a call as an example
-        // (its numbers are the example's).
-        if self.st.tools.calls() == 0 && (!self.cfg.cut_runaways || self.st.example_answer) {
+        if self.st.tools.calls() == 0 {
             return;
         }
         self.st.raw_error_answer = is_raw_error(draft);

@@ -1602,40 +1602,6 @@ async fn an_empty_local_reply_is_asked_again_hotter_without_a_note() {
     assert_eq!(reqs[2].body["temperature"], json!(0.7));
 }
 
-/// With no tool run, a local server's answer is still checked: the
-/// measured "0.0183" from nowhere ends `partial`; a hosted model's answer
-/// from what it knows keeps its status.
-#[tokio::test]
-async fn a_local_answer_with_figures_and_no_tool_is_checked() {
-    let invented =
-        "The highest 20-day volatility on 2010-12-31 was 0.0183, and the backtest returned 0.0009.";
-    for (local, want) in [(true, RunStatus::Partial), (false, RunStatus::Success)] {
-        let home = Home::new();
-        let server = TestServer::start(vec![text_reply(invented)]).await;
-        let cfg = LoopConfig {
-            cut_runaways: local,
-            ..config()
-        };
-        let ran = run_with(
-            &home,
-            provider(&server),
-            registry(),
-            cfg,
-            "Which of AAPL, MSFT and IBM had the highest 20-day volatility on 2010-12-31?",
-            CancellationToken::new(),
-        )
-        .await;
-        assert_eq!(
-            ran.outcome.status, want,
-            "local {local}: {}",
-            ran.outcome.reason
-        );
-        if local {
-            assert_eq!(ran.outcome.unverified_numbers, vec!["0.0183", "0.0009"]);
-        }
-    }
-}
-
 /// The measured false success: the model ranked MSFT first, backtested
 /// AAPL, and gave AAPL's figure to MSFT. Here AAPL's and MSFT's RSI are
 /// read one call each, and the answer gives AAPL's to MSFT: `partial`,
