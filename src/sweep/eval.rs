@@ -747,13 +747,8 @@ mod tests {
     /// equal to within an ulp of the last, a zero or negative peak and NaN.
     #[test]
     fn the_one_pass_drawdown_is_max_drawdown_to_the_bit() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = crate::research::seeded::SplitMix64::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = || rng.uniform();
         let mut paths: Vec<(Vec<f64>, f64)> = Vec::new();
         for k in 0..400 {
             let mut e = 1_000_000.0;

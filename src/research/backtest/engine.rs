@@ -1301,13 +1301,8 @@ mod tests {
     /// it declines, the bisection answers.
     #[test]
     fn the_boundary_scale_is_the_bisections_to_the_bit() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = crate::research::seeded::SplitMix64::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = || rng.uniform();
         let mut found = 0;
         for case in 0..4_000 {
             let q = 1.0 + next() * 50_000.0;
